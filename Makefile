@@ -1,0 +1,39 @@
+# labreplay — the two set-up commands are `make demo` and `make test`; both build .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+EXTRAS ?= dev,materials,chem,bo,llm,dist
+export LABREPLAY_DATA_DIR ?= $(abspath ../shared/data)
+OUT ?= out
+
+.PHONY: venv demo test lint typecheck bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch is pinned in the `bo` extra; pip takes the CPU build from the local wheel.
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/labreplay data verify
+	$(BIN)/python -m labreplay.demo --out $(OUT)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
+
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict src/labreplay
+
+test: $(STAMP) lint typecheck
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(OUT)

@@ -1,0 +1,87 @@
+"""Canonical JSON and content hashes.
+
+Specs, trajectories and caches are identified by the sha256 of their canonical JSON. The scheme
+is versioned: if the canonical form ever changes, HASH_SCHEME_VERSION changes with it so that old
+hashes are never silently compared with new ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+HASH_SCHEME_VERSION = "lr-cjson-1"
+
+# 12 significant digits survive every float round trip we produce (fractions, losses, energies)
+# while hiding last-bit noise from different BLAS / summation orders.
+_FLOAT_DIGITS = 12
+
+
+def _normalise(value: Any, path: str) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"canonical_json: non-finite float {value!r} at {path or '$'}")
+        if value == 0.0:
+            return 0  # -0.0 and 0.0 hash alike
+        if value.is_integer() and abs(value) < 2**53:
+            return int(value)
+        return float(f"{value:.{_FLOAT_DIGITS}g}")
+    if hasattr(value, "item") and callable(value.item) and not isinstance(value, Mapping):
+        # numpy scalars
+        return _normalise(value.item(), path)
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"canonical_json: non-string key {key!r} at {path or '$'}")
+            out[key] = _normalise(item, f"{path}.{key}")
+        return out
+    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        return [_normalise(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    if hasattr(value, "tolist"):
+        return _normalise(value.tolist(), path)
+    raise ValueError(f"canonical_json: unsupported type {type(value).__name__} at {path or '$'}")
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace, stable float formatting, UTF-8 (non-ASCII kept as is)."""
+    return json.dumps(
+        _normalise(value, ""),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+
+
+def canonical_bytes(value: Any) -> bytes:
+    return canonical_json(value).encode("utf-8")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_json(value: Any) -> str:
+    """Content hash of a JSON-able value under the current hash scheme."""
+    return sha256_bytes(canonical_bytes(value))
+
+
+def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def short_hash(value: Any, length: int = 16) -> str:
+    return sha256_json(value)[:length]

@@ -1,0 +1,103 @@
+"""Entry point of the `labreplay` command."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from labreplay import __version__
+from labreplay.cli import data as data_cli
+from labreplay.cli._common import JsonOption, console, err_console, print_json
+from labreplay.errors import LabreplayError
+
+app = typer.Typer(
+    name="labreplay",
+    help="Compile recorded experiments into frozen, budgeted evaluation environments for AI "
+    "agents; run agents and reference policies in them; score and report.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(data_cli.app, name="data")
+
+
+def _add_suite_groups() -> None:
+    """Suite command groups register themselves here; a suite that fails to import (missing
+    optional extra) still lets the rest of the CLI work."""
+    import importlib
+
+    for module_name, group in (
+        ("labreplay.cli.campaign", "campaign"),
+        ("labreplay.cli.conditions", "conditions"),
+        ("labreplay.cli.configsearch", "configsearch"),
+    ):
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("labreplay.cli"):
+                continue  # that suite has no CLI yet
+            raise
+        app.add_typer(module.app, name=group)
+    for module_name in ("labreplay.cli.report",):
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("labreplay.cli"):
+                continue
+            raise
+        module.register(app)
+
+
+@app.command("version")
+def version() -> None:
+    """Print the labreplay version."""
+    console.print(__version__)
+
+
+@app.command("export")
+def export(
+    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
+    out: Path = typer.Option(..., "--out", help="Output directory."),
+    formats: str = typer.Option("parquet,jsonl", help="Comma list of parquet,csv,jsonl."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Export runs, specs, events, forecasts and scores (schema: labreplay.store.export)."""
+    from labreplay.store.export import export_store
+    from labreplay.store.sqlite import Store
+
+    if not store.is_file():
+        raise LabreplayError(f"store {store} does not exist")
+    with Store(store) as db:
+        written = export_store(db, out, tuple(f.strip() for f in formats.split(",") if f.strip()))
+    if json_out:
+        print_json([str(p) for p in written])
+    else:
+        console.print(f"wrote {len(written)} files to {out}")
+
+
+def main() -> None:
+    _add_suite_groups()
+    try:
+        app(standalone_mode=False)
+    except LabreplayError as exc:
+        err_console.print(f"labreplay: error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        err_console.print("labreplay: aborted")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors carry their own exit code (2)
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,388 @@
+"""Embedded SQLite results store.
+
+WAL mode, one short transaction per logical write, so a process killed mid-run loses at most the
+write in flight and never leaves a half-written row. Runs are keyed by a deterministic id (spec,
+agent, parameters, seed, branch), so a second invocation finds an unfinished run and resumes it
+instead of duplicating it. Only the driver process writes (SQLite has one writer); workers return
+results to it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from labreplay._hashing import canonical_json, sha256_json
+from labreplay._provenance import base_provenance, scrub_secrets, utc_now
+from labreplay.errors import StoreError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS specs (
+    spec_hash TEXT PRIMARY KEY, suite TEXT NOT NULL, protocol TEXT NOT NULL,
+    spec_id TEXT NOT NULL, body TEXT NOT NULL, created TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, suite TEXT NOT NULL, spec_hash TEXT NOT NULL,
+    spec_id TEXT NOT NULL, branch TEXT NOT NULL, parent_run_id TEXT,
+    agent TEXT NOT NULL, agent_params TEXT NOT NULL, model TEXT, endpoint TEXT,
+    seed INTEGER NOT NULL, status TEXT NOT NULL, provenance TEXT NOT NULL,
+    started TEXT NOT NULL, finished TEXT, summary TEXT);
+CREATE INDEX IF NOT EXISTS runs_by_spec ON runs(spec_hash);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
+    prev_hash TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+CREATE TABLE IF NOT EXISTS forecasts (
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, scope TEXT NOT NULL, step INTEGER,
+    payload TEXT NOT NULL, PRIMARY KEY (run_id, seq, scope));
+CREATE TABLE IF NOT EXISTS scores (
+    run_id TEXT NOT NULL, metric TEXT NOT NULL, value REAL, detail TEXT,
+    PRIMARY KEY (run_id, metric));
+CREATE TABLE IF NOT EXISTS llm_calls (
+    run_id TEXT NOT NULL, call_index INTEGER NOT NULL, request_hash TEXT NOT NULL,
+    model TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL,
+    finish_reason TEXT, retries INTEGER, error TEXT, PRIMARY KEY (run_id, call_index));
+CREATE TABLE IF NOT EXISTS response_cache (
+    key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    suite: str
+    spec_hash: str
+    spec_id: str
+    branch: str
+    parent_run_id: str | None
+    agent: str
+    agent_params: dict[str, Any]
+    model: str | None
+    endpoint: str | None
+    seed: int
+    status: str
+    provenance: dict[str, Any]
+    started: str
+    finished: str | None
+    summary: dict[str, Any] | None
+
+
+def run_key(
+    spec_hash: str, agent: str, agent_params: Mapping[str, Any], seed: int, branch: str
+) -> str:
+    """Deterministic run id: the same work always lands on the same row (resume, no dupes)."""
+    return sha256_json(
+        {
+            "spec": spec_hash,
+            "agent": agent,
+            "params": scrub_secrets(dict(agent_params)),
+            "seed": seed,
+            "branch": branch,
+        }
+    )[:24]
+
+
+class Store:
+    """A results store at `path` (created on first use)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        if self.path.exists() and self.path.is_dir():
+            raise StoreError(f"store path {self.path} is a directory; give a file path")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"store {self.path} is not a labreplay SQLite store: {exc}") from exc
+        found = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if found is None:
+            self._conn.execute(
+                "INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+        elif int(found[0]) != SCHEMA_VERSION:
+            raise StoreError(
+                f"store {self.path} has schema version {found[0]}, this labreplay reads "
+                f"{SCHEMA_VERSION}"
+            )
+
+    # ------------------------------------------------------------------ plumbing
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; any exception rolls the whole write back."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    # ------------------------------------------------------------------ specs
+    def put_spec(self, suite: str, protocol: str, spec_id: str, spec_hash: str, body: str) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO specs VALUES (?,?,?,?,?,?)",
+                (spec_hash, suite, protocol, spec_id, body, utc_now()),
+            )
+
+    def get_spec(self, spec_hash: str) -> str:
+        row = self._conn.execute(
+            "SELECT body FROM specs WHERE spec_hash=?", (spec_hash,)
+        ).fetchone()
+        if row is None:
+            raise StoreError(f"store {self.path}: no spec with hash {spec_hash}")
+        return str(row[0])
+
+    # ------------------------------------------------------------------ runs
+    def open_run(
+        self,
+        *,
+        suite: str,
+        spec_hash: str,
+        spec_id: str,
+        branch: str,
+        agent: str,
+        agent_params: Mapping[str, Any],
+        seed: int,
+        model: str | None = None,
+        endpoint: str | None = None,
+        parent_run_id: str | None = None,
+        extra_provenance: Mapping[str, Any] | None = None,
+    ) -> tuple[str, bool]:
+        """Create the run row, or find the existing one. Returns (run_id, already_existed)."""
+        params = scrub_secrets(dict(agent_params))
+        run_id = run_key(spec_hash, agent, params, seed, branch)
+        provenance = {**base_provenance(), **scrub_secrets(dict(extra_provenance or {}))}
+        with self.transaction() as conn:
+            row = conn.execute("SELECT status FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            if row is not None:
+                return run_id, True
+            conn.execute(
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run_id,
+                    suite,
+                    spec_hash,
+                    spec_id,
+                    branch,
+                    parent_run_id,
+                    agent,
+                    canonical_json(params),
+                    model,
+                    endpoint,
+                    seed,
+                    "running",
+                    canonical_json(provenance),
+                    utc_now(),
+                    None,
+                    None,
+                ),
+            )
+        return run_id, False
+
+    def finish_run(self, run_id: str, status: str, summary: Mapping[str, Any]) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE runs SET status=?, finished=?, summary=? WHERE run_id=?",
+                (status, utc_now(), canonical_json(dict(summary)), run_id),
+            )
+
+    def reset_run(self, run_id: str) -> None:
+        """Forget a run's events and scores (used when its stored prefix cannot be replayed)."""
+        with self.transaction() as conn:
+            for table in ("events", "forecasts", "scores", "llm_calls"):
+                conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
+            conn.execute(
+                "UPDATE runs SET status='running', finished=NULL, summary=NULL WHERE run_id=?",
+                (run_id,),
+            )
+
+    def run(self, run_id: str) -> RunInfo:
+        rows = self.runs(where="run_id=?", params=(run_id,))
+        if not rows:
+            raise StoreError(f"store {self.path}: no run {run_id}")
+        return rows[0]
+
+    def runs(self, where: str = "1=1", params: Iterable[Any] = ()) -> list[RunInfo]:
+        cursor = self._conn.execute(
+            f"SELECT * FROM runs WHERE {where} ORDER BY started, run_id", tuple(params)
+        )
+        out = []
+        for r in cursor.fetchall():
+            out.append(
+                RunInfo(
+                    run_id=r[0],
+                    suite=r[1],
+                    spec_hash=r[2],
+                    spec_id=r[3],
+                    branch=r[4],
+                    parent_run_id=r[5],
+                    agent=r[6],
+                    agent_params=json.loads(r[7]),
+                    model=r[8],
+                    endpoint=r[9],
+                    seed=r[10],
+                    status=r[11],
+                    provenance=json.loads(r[12]),
+                    started=r[13],
+                    finished=r[14],
+                    summary=json.loads(r[15]) if r[15] else None,
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------ events
+    def append_events(self, run_id: str, events: Iterable[Mapping[str, Any]]) -> None:
+        """Append hash-chained events atomically. Each event: seq, kind, payload, prev_hash, hash."""
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO events VALUES (?,?,?,?,?,?)",
+                [
+                    (
+                        run_id,
+                        e["seq"],
+                        e["kind"],
+                        canonical_json(e["payload"]),
+                        e["prev_hash"],
+                        e["hash"],
+                    )
+                    for e in events
+                ],
+            )
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        cursor = self._conn.execute(
+            "SELECT seq, kind, payload, prev_hash, hash FROM events WHERE run_id=? ORDER BY seq",
+            (run_id,),
+        )
+        return [
+            {"seq": s, "kind": k, "payload": json.loads(p), "prev_hash": ph, "hash": h}
+            for s, k, p, ph, h in cursor.fetchall()
+        ]
+
+    def event_count(self, run_id: str | None = None) -> int:
+        if run_id is None:
+            return int(self._conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+        return int(
+            self._conn.execute("SELECT COUNT(*) FROM events WHERE run_id=?", (run_id,)).fetchone()[
+                0
+            ]
+        )
+
+    # ------------------------------------------------------------------ forecasts & scores
+    def put_forecasts(self, run_id: str, rows: Iterable[tuple[int, str, int | None, Any]]) -> None:
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO forecasts VALUES (?,?,?,?,?)",
+                [(run_id, seq, scope, step, canonical_json(p)) for seq, scope, step, p in rows],
+            )
+
+    def forecasts(self, run_id: str) -> list[dict[str, Any]]:
+        cursor = self._conn.execute(
+            "SELECT seq, scope, step, payload FROM forecasts WHERE run_id=? ORDER BY seq, scope",
+            (run_id,),
+        )
+        return [
+            {"seq": s, "scope": sc, "step": st, "payload": json.loads(p)}
+            for s, sc, st, p in cursor.fetchall()
+        ]
+
+    def put_scores(
+        self,
+        run_id: str,
+        scores: Mapping[str, float | None],
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        details = details or {}
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO scores VALUES (?,?,?,?)",
+                [
+                    (
+                        run_id,
+                        metric,
+                        value,
+                        canonical_json(details[metric]) if metric in details else None,
+                    )
+                    for metric, value in scores.items()
+                ],
+            )
+
+    def scores(self, run_id: str) -> dict[str, float | None]:
+        cursor = self._conn.execute("SELECT metric, value FROM scores WHERE run_id=?", (run_id,))
+        return {m: v for m, v in cursor.fetchall()}
+
+    def score_details(self, run_id: str) -> dict[str, Any]:
+        cursor = self._conn.execute(
+            "SELECT metric, detail FROM scores WHERE run_id=? AND detail IS NOT NULL", (run_id,)
+        )
+        return {m: json.loads(d) for m, d in cursor.fetchall()}
+
+    # ------------------------------------------------------------------ LLM bookkeeping
+    def cached_response(self, key: str) -> dict[str, Any] | None:
+        row = self._conn.execute(
+            "SELECT response FROM response_cache WHERE key=?", (key,)
+        ).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def cache_response(self, key: str, model: str, response: Mapping[str, Any]) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO response_cache VALUES (?,?,?,?)",
+                (key, model, canonical_json(dict(response)), utc_now()),
+            )
+
+    def record_llm_calls(self, run_id: str, calls: Iterable[Mapping[str, Any]]) -> None:
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        run_id,
+                        c["call_index"],
+                        c["request_hash"],
+                        c.get("model"),
+                        c.get("prompt_tokens"),
+                        c.get("completion_tokens"),
+                        c.get("latency_s"),
+                        c.get("finish_reason"),
+                        c.get("retries", 0),
+                        c.get("error"),
+                    )
+                    for c in calls
+                ],
+            )
+
+    def llm_calls(self, run_id: str) -> list[dict[str, Any]]:
+        cursor = self._conn.execute(
+            "SELECT * FROM llm_calls WHERE run_id=? ORDER BY call_index", (run_id,)
+        )
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    # ------------------------------------------------------------------ export
+    def table(self, name: str) -> list[dict[str, Any]]:
+        if name not in {"runs", "specs", "events", "forecasts", "scores", "llm_calls"}:
+            raise StoreError(f"unknown table {name!r}")
+        cursor = self._conn.execute(f"SELECT * FROM {name}")
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
