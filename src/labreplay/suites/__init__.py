@@ -1,0 +1,1 @@
+"""Benchmark suites built on the shared engine. The core never imports them."""

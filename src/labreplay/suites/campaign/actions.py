@@ -1,0 +1,160 @@
+"""The campaign action vocabulary: JSON schemas per phase and a fast validator.
+
+The schema shown to an agent lists only the actions legal in the current phase; validation is
+hand-written (no jsonschema dependency on the hot path) and returns one clear reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labreplay.scoring.proper import CATEGORIES
+from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
+
+CLAIMS: tuple[str, ...] = (
+    "reaction_category",
+    "target_presence",
+    "phase_identity",
+    "phase_quantification",
+)
+
+PHASE_ACTIONS: dict[str, tuple[str, ...]] = {
+    "select": ("select_experiment", "stop"),
+    "prior_forecast": ("submit_forecast", "stop"),
+    "investigate": (
+        "inspect_evidence",
+        "request_review",
+        "submit_forecast",
+        "close_experiment",
+        "stop",
+    ),
+    "update_required": ("submit_forecast", "stop"),
+    "done": (),
+}
+
+_PROB = {"type": "number", "minimum": 0, "maximum": 1}
+
+
+def _forecast_props() -> dict[str, Any]:
+    return {
+        "p_valid": {**_PROB, "description": "P(physically valid and characterizable)"},
+        "categories": {
+            "type": "object",
+            "description": "distribution over reaction categories if valid (sums to 1)",
+            "properties": {k: _PROB for k in CATEGORIES},
+            "required": list(CATEGORIES),
+            "additionalProperties": False,
+        },
+    }
+
+
+def action_schema(phase: str, candidate_ids: Sequence[str], open_id: str | None) -> dict[str, Any]:
+    ids = {"type": "string", "enum": list(candidate_ids)} if candidate_ids else {"type": "string"}
+    open_ref = {"type": "string", "enum": [open_id]} if open_id else {"type": "string"}
+    variants: dict[str, dict[str, Any]] = {
+        "select_experiment": {"experiment_id": ids},
+        "submit_forecast": {"experiment_id": open_ref, **_forecast_props()},
+        "inspect_evidence": {
+            "experiment_id": open_ref,
+            "kind": {"type": "string", "enum": list(EVIDENCE_KINDS)},
+        },
+        "request_review": {
+            "experiment_id": open_ref,
+            "expect_change": {**_PROB, "description": "P(the review changes your conclusion)"},
+            "expected_tier": {"type": "integer", "enum": [1, 2, 3]},
+        },
+        "close_experiment": {
+            "experiment_id": open_ref,
+            "claims": {
+                "type": "object",
+                "description": "per claim, P(your inspected evidence suffices to support it)",
+                "properties": {c: _PROB for c in CLAIMS},
+                "required": list(CLAIMS),
+                "additionalProperties": False,
+            },
+        },
+        "stop": {},
+    }
+    one_of = []
+    for name in PHASE_ACTIONS[phase]:
+        props = {"type": {"type": "string", "const": name}, **variants[name]}
+        one_of.append(
+            {
+                "type": "object",
+                "properties": props,
+                "required": list(props),
+                "additionalProperties": False,
+            }
+        )
+    return {"oneOf": one_of}
+
+
+def _prob(value: Any, name: str) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{name} must be a number in [0, 1], got {value!r}"
+    if not math.isfinite(value) or value < 0 or value > 1:
+        return f"{name} must be in [0, 1], got {value!r}"
+    return None
+
+
+def check_distribution(categories: Any) -> tuple[dict[str, float] | None, str | None]:
+    if not isinstance(categories, Mapping):
+        return None, "categories must be an object with one probability per category"
+    keys = set(categories)
+    if keys != set(CATEGORIES):
+        return None, f"categories must have exactly the keys {list(CATEGORIES)}, got {sorted(keys)}"
+    for k in CATEGORIES:
+        if (err := _prob(categories[k], f"categories.{k}")) is not None:
+            return None, err
+    total = float(sum(categories[k] for k in CATEGORIES))
+    if abs(total - 1.0) > 1e-3:
+        return None, f"categories must sum to 1 (within 1e-3), got {total:.6f}"
+    return {k: float(categories[k]) / total for k in CATEGORIES}, None
+
+
+def validate_fields(action: Mapping[str, Any]) -> str | None:
+    """Type-level checks of an action's own fields (phase rules are the runtime's)."""
+    kind = action.get("type")
+    required: dict[str, tuple[str, ...]] = {
+        "select_experiment": ("experiment_id",),
+        "submit_forecast": ("experiment_id", "p_valid", "categories"),
+        "inspect_evidence": ("experiment_id", "kind"),
+        "request_review": ("experiment_id", "expect_change", "expected_tier"),
+        "close_experiment": ("experiment_id", "claims"),
+        "stop": (),
+    }
+    if kind not in required:
+        return f"unknown action type {kind!r}; expected one of {sorted(required)}"
+    extra = set(action) - {"type", *required[kind]}
+    if extra:
+        return f"{kind}: unexpected field(s) {sorted(extra)}"
+    missing = [f for f in required[kind] if f not in action]
+    if missing:
+        return f"{kind}: missing field(s) {missing}"
+    if "experiment_id" in action and not isinstance(action["experiment_id"], str):
+        return f"{kind}: experiment_id must be a string"
+    if kind == "submit_forecast":
+        if (err := _prob(action["p_valid"], "p_valid")) is not None:
+            return err
+        _, err = check_distribution(action["categories"])
+        return err
+    if kind == "inspect_evidence" and action["kind"] not in EVIDENCE_KINDS:
+        return (
+            f"inspect_evidence: kind must be one of {list(EVIDENCE_KINDS)}, got {action['kind']!r}"
+        )
+    if kind == "request_review":
+        if (err := _prob(action["expect_change"], "expect_change")) is not None:
+            return err
+        tier = action["expected_tier"]
+        if isinstance(tier, bool) or tier not in (1, 2, 3):
+            return f"request_review: expected_tier must be 1, 2 or 3, got {tier!r}"
+    if kind == "close_experiment":
+        claims = action["claims"]
+        if not isinstance(claims, Mapping) or set(claims) != set(CLAIMS):
+            return f"close_experiment: claims must have exactly the keys {list(CLAIMS)}"
+        for c in CLAIMS:
+            if (err := _prob(claims[c], f"claims.{c}")) is not None:
+                return err
+    return None

@@ -1,0 +1,338 @@
+"""Reference policies for the campaign suite: random, no-evidence, Bayesian, oracle (ceiling).
+
+Every agent reads only the observation it is given (the agent-visible state), except the
+oracle, which is built from the evaluator record on purpose and is labelled and excluded from
+leaderboards. All randomness comes from a Generator seeded in `reset`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from labreplay._rng import make_rng
+from labreplay.scoring.proper import CATEGORIES
+from labreplay.suites.campaign.actions import CLAIMS
+from labreplay.suites.campaign.model import (
+    CLASSES,
+    AffinityModel,
+    from_forecast,
+    label_of,
+    posterior,
+    to_forecast,
+)
+from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
+
+ORACLE_NAME = "oracle"
+
+
+def allowed_types(observation: Mapping[str, Any]) -> list[str]:
+    return [v["properties"]["type"]["const"] for v in observation["action_schema"]["oneOf"]]
+
+
+def _entropy(dist: Mapping[str, float]) -> float:
+    return -sum(p * math.log(p) for p in dist.values() if p > 0)
+
+
+def _context_model(state: Mapping[str, Any]) -> AffinityModel:
+    context = state["context"]
+    if isinstance(context, list):
+        return AffinityModel().fit_context(context)
+    return AffinityModel(beta=0.0).fit_summary(context)
+
+
+def _base_rate_forecast(state: Mapping[str, Any]) -> dict[str, Any]:
+    context = state["context"]
+    counts = {k: 0.5 for k in CLASSES}
+    if isinstance(context, list):
+        for row in context:
+            label = label_of(row["outcome"])
+            if label:
+                counts[label] += 1
+    else:
+        for k in CLASSES:
+            counts[k] += float(context["outcome_counts"].get(k, 0))
+    total = sum(counts.values())
+    return to_forecast({k: v / total for k, v in counts.items()})
+
+
+class _Base:
+    name = "base"
+
+    def __init__(self) -> None:
+        self.rng: np.random.Generator = make_rng(0, self.name)
+
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    def reset(self, seed: int) -> None:
+        self.rng = make_rng(seed, "agent", self.name)
+
+
+class RandomAgent(_Base):
+    """Uniformly random legal choices; forecasts the context base rates everywhere."""
+
+    name = "random"
+
+    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+        state = observation["state"]
+        allowed = [a for a in allowed_types(observation) if a != "stop"]
+        open_id = state["open_experiment"]
+        if not allowed:
+            return {"type": "stop"}
+        choice = str(self.rng.choice(allowed))
+        forecast = _base_rate_forecast(state)
+        if choice == "select_experiment":
+            ids = [c["experiment_id"] for c in state["candidates"] if c["status"] == "available"]
+            return {"type": choice, "experiment_id": str(self.rng.choice(ids))}
+        if choice == "submit_forecast":
+            return {"type": choice, "experiment_id": open_id, **forecast}
+        if choice == "inspect_evidence":
+            return {
+                "type": choice,
+                "experiment_id": open_id,
+                "kind": str(self.rng.choice(list(EVIDENCE_KINDS))),
+            }
+        if choice == "request_review":
+            return {
+                "type": choice,
+                "experiment_id": open_id,
+                "expect_change": float(self.rng.random()),
+                "expected_tier": int(self.rng.integers(1, 4)),
+            }
+        return {
+            "type": "close_experiment",
+            "experiment_id": open_id,
+            "claims": {c: float(self.rng.random()) for c in CLAIMS},
+        }
+
+    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+        f = _base_rate_forecast(snapshot["state"])
+        return {
+            "forecasts": [{"experiment_id": q["experiment_id"], **f} for q in snapshot["panel"]]
+        }
+
+
+class BayesAgent(_Base):
+    """Context-trained affinity model, updated from purchased evidence; selects the candidate
+    with the largest expected information for the held-out panel (proxy: predictive entropy of
+    the candidate times the entropy of the queries that share a precursor with it)."""
+
+    name = "bayes"
+
+    def __init__(self, evidence_per_experiment: int = 3, use_evidence: bool = True) -> None:
+        super().__init__()
+        self.evidence_per_experiment = evidence_per_experiment
+        self.use_evidence = use_evidence
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "evidence_per_experiment": self.evidence_per_experiment,
+            "use_evidence": self.use_evidence,
+        }
+
+    def reset(self, seed: int) -> None:
+        super().reset(seed)
+        self.model: AffinityModel | None = None
+        self.learned: set[str] = set()
+
+    def _model(self, state: Mapping[str, Any]) -> AffinityModel:
+        if self.model is None:
+            self.model = _context_model(state)
+        # Learn from every closed experiment once, weighted by the agent's final posterior.
+        by_id = {c["experiment_id"]: c for c in state["candidates"]}
+        for eid in state["closed"]:
+            if eid in self.learned:
+                continue
+            self.learned.add(eid)
+            record = state["experiments"][eid]
+            if not record["forecasts"] or record["forecasts"][-1]["after_reveals"] == 0:
+                continue  # nothing observed: adding our own prior would only echo it
+            desc = by_id[eid]["descriptors"]
+            self.model.add(
+                desc["precursors"],
+                desc.get("temperature_c"),
+                from_forecast(record["forecasts"][-1]),
+                weight=3.0,
+            )
+        return self.model
+
+    def _local(self, state: Mapping[str, Any], eid: str) -> dict[str, float]:
+        desc = next(c["descriptors"] for c in state["candidates"] if c["experiment_id"] == eid)
+        prior = self._model(state).predict(desc)
+        record = state["experiments"][eid]
+        if not self.use_evidence:
+            return prior
+        return posterior(prior, desc, record["revealed"], record["review"])
+
+    def _select(self, state: Mapping[str, Any]) -> str:
+        model = self._model(state)
+        queries = [
+            (q["descriptors"], _entropy(model.predict(q["descriptors"])))
+            for q in state["held_out_queries"]
+        ]
+        best, best_value = "", -1.0
+        for c in state["candidates"]:
+            if c["status"] != "available":
+                continue
+            precursors = set(c["descriptors"]["precursors"])
+            relevance = sum(h for d, h in queries if precursors.intersection(d["precursors"]))
+            value = _entropy(model.predict(c["descriptors"])) * (1.0 + relevance)
+            if value > best_value + 1e-12:
+                best, best_value = c["experiment_id"], value
+        return best
+
+    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+        state = observation["state"]
+        allowed = allowed_types(observation)
+        eid = state["open_experiment"]
+        if "select_experiment" in allowed:
+            return {"type": "select_experiment", "experiment_id": self._select(state)}
+        if eid is None:
+            return {"type": "stop"}
+        record = state["experiments"][eid]
+        forecast = to_forecast(self._local(state, eid))
+        if (
+            "inspect_evidence" not in allowed
+            and "request_review" not in allowed
+            and "submit_forecast" in allowed
+        ):
+            return {"type": "submit_forecast", "experiment_id": eid, **forecast}
+        if "submit_forecast" in allowed and (
+            not record["forecasts"]
+            or record["forecasts"][-1]["after_reveals"]
+            < len(record["revealed"]) + (1 if record["review"] else 0)
+        ):
+            return {"type": "submit_forecast", "experiment_id": eid, **forecast}
+        kind = self._next_evidence(state, eid) if "inspect_evidence" in allowed else None
+        if kind is not None:
+            return {"type": "inspect_evidence", "experiment_id": eid, "kind": kind}
+        if "request_review" in allowed and self._wants_review(state, eid):
+            local = self._local(state, eid)
+            return {
+                "type": "request_review",
+                "experiment_id": eid,
+                "expect_change": round(1.0 - max(local.values()), 6),
+                "expected_tier": 1,
+            }
+        if "close_experiment" in allowed:
+            return {
+                "type": "close_experiment",
+                "experiment_id": eid,
+                "claims": self._claims(record),
+            }
+        return {"type": "stop"}
+
+    def _next_evidence(self, state: Mapping[str, Any], eid: str) -> str | None:
+        if not self.use_evidence:
+            return None
+        record = state["experiments"][eid]
+        left = state["budgets_left"]
+        experiments_left = left["experiments"] + 1
+        share = min(self.evidence_per_experiment, left["evidence"] // max(experiments_left, 1) + 1)
+        if len(record["revealed"]) >= share or left["evidence"] <= 0:
+            return None
+        seen = [r.get("kind") for r in record["revealed"]]
+        for kind in ("refinement", "execution_record", "automated_refinement"):
+            if kind not in seen:
+                return kind
+        return None
+
+    def _wants_review(self, state: Mapping[str, Any], eid: str) -> bool:
+        if not self.use_evidence or state["budgets_left"]["reviews"] <= 0:
+            return False
+        record = state["experiments"][eid]
+        if record["review"] is not None:
+            return False
+        has_refinement = any(
+            r.get("kind") == "refinement" and "content" in r for r in record["revealed"]
+        )
+        return has_refinement and max(self._local(state, eid).values()) < 0.75
+
+    @staticmethod
+    def _claims(record: Mapping[str, Any]) -> dict[str, float]:
+        selected = any(
+            r.get("kind") == "refinement"
+            and isinstance(r.get("content"), Mapping)
+            and r["content"].get("selected")
+            for r in record["revealed"]
+        )
+        review = record["review"]
+        content = review.get("content", {}) if isinstance(review, Mapping) else {}
+        tier = content.get("final_quality_tier")
+        accepted = content.get("accepted") is True
+        supported = selected and accepted and tier in (1, 2)
+        high = 0.9 if supported else 0.1
+        quant = 0.9 if (selected and accepted and tier == 1) else 0.1
+        return {
+            "reaction_category": high,
+            "target_presence": high,
+            "phase_identity": high,
+            "phase_quantification": quant,
+        }
+
+    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+        model = self._model(snapshot["state"])
+        return {
+            "forecasts": [
+                {
+                    "experiment_id": q["experiment_id"],
+                    **to_forecast(model.predict(q["descriptors"])),
+                }
+                for q in snapshot["panel"]
+            ]
+        }
+
+
+class NoEvidenceAgent(BayesAgent):
+    """The same model and selection rule, but never buys evidence or reviews."""
+
+    name = "no-evidence"
+
+    def __init__(self) -> None:
+        super().__init__(evidence_per_experiment=0, use_evidence=False)
+
+
+class OracleAgent(BayesAgent):
+    """CEILING, NOT A COMPETITOR: reads the evaluator record to show the best achievable score.
+    Excluded from leaderboards."""
+
+    name = ORACLE_NAME
+
+    def __init__(self, evaluator: Mapping[str, Any], confidence: float = 0.98) -> None:
+        super().__init__()
+        self.evaluator = evaluator
+        self.confidence = confidence
+
+    def params(self) -> dict[str, Any]:
+        return {"confidence": self.confidence, "ceiling": True}
+
+    def _truth(self, eid: str) -> dict[str, Any] | None:
+        label = label_of(self.evaluator[eid]["outcome"]) if eid in self.evaluator else None
+        if label is None:
+            return None
+        c = self.confidence
+        rest = (1.0 - c) / (len(CLASSES) - 1)
+        return to_forecast({k: (c if k == label else rest) for k in CLASSES})
+
+    def _local(self, state: Mapping[str, Any], eid: str) -> dict[str, float]:
+        truth = self._truth(eid)
+        return from_forecast(truth) if truth else super()._local(state, eid)
+
+    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+        base = super().forecast(snapshot)["forecasts"]
+        out = []
+        for entry in base:
+            truth = self._truth(entry["experiment_id"])
+            out.append({"experiment_id": entry["experiment_id"], **truth} if truth else entry)
+        return {"forecasts": out}
+
+
+REFERENCE_AGENTS = {"random": RandomAgent, "bayes": BayesAgent, "no-evidence": NoEvidenceAgent}
+
+
+def categories_uniform() -> dict[str, float]:
+    return {k: 1.0 / len(CATEGORIES) for k in CATEGORIES}

@@ -1,0 +1,107 @@
+"""Python API of the campaign suite (the CLI is a thin layer over these functions)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from labreplay.agents.base import Agent
+from labreplay.compile.spec import EnvironmentSpec, load_spec
+from labreplay.errors import AgentError, DataError, SpecError
+from labreplay.records import Record
+from labreplay.records.sources import resolve_data_dir, source_dataset_hashes
+from labreplay.suites.campaign.agents import REFERENCE_AGENTS
+from labreplay.suites.campaign.compiler import build_specs, index_of, write_specs
+from labreplay.suites.campaign.protocol import Partition, protocol_for
+from labreplay.suites.campaign.runner import AgentFactory, run_assignment
+
+RECORDS = ("precursor-genome", "alab-pipeline")
+
+
+def load_records(record: str, data_dir: str | Path | None = None) -> list[Record]:
+    root = resolve_data_dir(data_dir)
+    if record == "precursor-genome":
+        from labreplay.suites.campaign.records_pg import load_precursor_genome
+
+        return load_precursor_genome(root)
+    if record == "alab-pipeline":
+        from labreplay.suites.campaign.records_alab import load_alab_pipeline
+
+        return load_alab_pipeline(root)
+    raise DataError(f"unknown campaign record (choose from {list(RECORDS)})", value=record)
+
+
+def _sources_of(record: str) -> list[str]:
+    return ["precursor-genome", "alab-pipeline"] if record == "precursor-genome" else [record]
+
+
+def compile_specs(
+    record: str = "precursor-genome",
+    protocol: str = "sdl1",
+    seed: int = 0,
+    data_dir: str | Path | None = None,
+    records: Sequence[Record] | None = None,
+    **overrides: Any,
+) -> tuple[Partition, list[EnvironmentSpec], dict[str, Any]]:
+    if protocol != "sdl1":
+        raise SpecError(f"unknown campaign protocol {protocol!r} (available: ['sdl1'])")
+    params = protocol_for(record, **overrides)
+    recs = list(records) if records is not None else load_records(record, data_dir)
+    part, specs = build_specs(
+        recs, record, params, seed, source_dataset_hashes(_sources_of(record))
+    )
+    return part, specs, index_of(part, specs, record, params, seed)
+
+
+def compile_to_dir(out_dir: Path, **kwargs: Any) -> dict[str, Any]:
+    _, specs, index = compile_specs(**kwargs)
+    write_specs(out_dir, index, specs)
+    return index
+
+
+def load_specs(spec_dir: Path) -> list[EnvironmentSpec]:
+    import json
+
+    index_path = spec_dir / "index.json"
+    if not index_path.is_file():
+        raise SpecError(f"{index_path}: not found (run `labreplay campaign compile` first)")
+    index = json.loads(index_path.read_text(encoding="utf-8"))
+    specs = []
+    for entry in index["assignments"]:
+        spec = load_spec(spec_dir / entry["file"])
+        if spec.spec_hash != entry["spec_hash"]:
+            raise SpecError(f"{spec_dir / entry['file']}: hash differs from index.json")
+        specs.append(spec)
+    return specs
+
+
+def agent_factory(name: str, **options: Any) -> AgentFactory:
+    """`random`, `bayes`, `no-evidence`, or `openai:MODEL` (needs the `llm` extra)."""
+    if name in REFERENCE_AGENTS:
+        cls = REFERENCE_AGENTS[name]
+        return lambda: cls()
+    if name.startswith("openai:"):
+        try:
+            from labreplay.agents.llm import make_agent
+        except ImportError as exc:
+            raise AgentError(f"LLM agents are unavailable: {exc}") from exc
+
+        def build() -> Agent:
+            agent = make_agent(name, **options)
+            if not isinstance(agent, Agent):
+                raise AgentError(f"{name} did not build a campaign agent")
+            return agent
+
+        return build
+    raise AgentError(f"unknown agent {name!r}; choose random, bayes, no-evidence or openai:MODEL")
+
+
+__all__ = [
+    "agent_factory",
+    "compile_specs",
+    "compile_to_dir",
+    "load_records",
+    "load_specs",
+    "run_assignment",
+]

@@ -1,0 +1,180 @@
+"""Bind: turn a partition of real records into one frozen EnvironmentSpec per assignment.
+
+Each spec carries the agent-visible part (candidates and queries with descriptors only, the
+declared context view, budgets, prices, rules) and an `evaluator` section with the recorded
+outcomes and evidence of its candidates and queries. The runtime keeps the evaluator section
+behind the firewall; the spec hash covers both, so neither can be edited unnoticed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from labreplay.compile.spec import EnvironmentSpec, write_spec
+from labreplay.records import Record
+from labreplay.records._types import to_json
+from labreplay.scoring.proper import CATEGORIES
+from labreplay.suites.campaign.protocol import (
+    EVIDENCE_KINDS,
+    REVIEW_KIND,
+    Partition,
+    ProtocolParams,
+    partition,
+)
+
+SUITE = "campaign"
+SPEC_VERSION = "1"
+
+
+def _outcome_label(record: Record) -> str:
+    valid = record.outcome.get("valid")
+    if valid is True:
+        category = record.outcome.get("category")
+        return category if isinstance(category, str) else "valid_uncategorised"
+    if valid is False:
+        return "physical_failure"
+    return "missing"
+
+
+def context_summary(records: Sequence[Record]) -> dict[str, Any]:
+    """Per-precursor outcome counts and overall base rates of the context experiments."""
+    per: dict[str, Counter[str]] = {}
+    overall: Counter[str] = Counter()
+    for r in records:
+        label = _outcome_label(r)
+        overall[label] += 1
+        for p in r.descriptors["precursors"]:
+            per.setdefault(p, Counter())[label] += 1
+    return {
+        "n_experiments": len(records),
+        "outcome_counts": dict(sorted(overall.items())),
+        "per_precursor": {p: dict(sorted(c.items())) for p, c in sorted(per.items())},
+    }
+
+
+def _visible(record: Record) -> dict[str, Any]:
+    return {"experiment_id": record.record_id, "descriptors": to_json(record.descriptors)}
+
+
+def _private(record: Record) -> dict[str, Any]:
+    evidence = {
+        kind: to_json(record.evidence.get(kind, _missing_kind(kind)))
+        for kind in (*EVIDENCE_KINDS, REVIEW_KIND)
+    }
+    return {"outcome": to_json(record.outcome), "evidence": evidence}
+
+
+def _missing_kind(kind: str) -> Any:
+    from labreplay.records import Missing
+
+    return Missing(f"the record holds no {kind.replace('_', ' ')}")
+
+
+def build_specs(
+    records: Sequence[Record],
+    record_source: str,
+    params: ProtocolParams,
+    seed: int,
+    dataset_hashes: dict[str, str],
+) -> tuple[Partition, list[EnvironmentSpec]]:
+    by_id = {r.record_id: r for r in records}
+    if len(by_id) != len(records):
+        raise ValueError("duplicate record ids")
+    part = partition(records, params, seed)
+    context_records = [by_id[i] for i in part.context]
+    summary = context_summary(context_records)
+    context_rows = (
+        [{**_visible(r), "outcome": to_json(r.outcome)} for r in context_records]
+        if params.context_detail == "rows"
+        else []
+    )
+    specs = []
+    for a in part.assignments:
+        body = {
+            "record": {
+                "source": record_source,
+                "dataset_hashes": dataset_hashes,
+                "n_records": len(records),
+            },
+            "protocol_params": params.to_json(),
+            "seed": seed,
+            "assignment": {"id": a.assignment_id, "kind": a.kind},
+            "eval_precursors": list(part.eval_precursors),
+            "budgets": dict(a.budgets),
+            "prices": dict(params.evidence_prices),
+            "eps": params.eps,
+            "acceleration_target": params.acceleration_target,
+            "categories": list(CATEGORIES),
+            "candidates": [_visible(by_id[i]) for i in a.candidates],
+            "queries": [_visible(by_id[i]) for i in a.queries],
+            "context_summary": summary,
+            "context_rows": context_rows,
+            "evaluator": {i: _private(by_id[i]) for i in (*a.candidates, *a.queries)},
+            "roles": {
+                "context": len(part.context),
+                "candidates": len(a.candidates),
+                "queries": len(a.queries),
+                "withheld": len(part.panel) - len(a.candidates) - len(a.queries),
+            },
+        }
+        specs.append(
+            EnvironmentSpec(
+                suite=SUITE,
+                protocol=params.name,
+                version=SPEC_VERSION,
+                spec_id=f"{record_source}/{params.name}/seed{seed}/{a.assignment_id}",
+                body=body,
+            )
+        )
+    return part, specs
+
+
+def index_of(
+    part: Partition,
+    specs: Sequence[EnvironmentSpec],
+    record_source: str,
+    params: ProtocolParams,
+    seed: int,
+) -> dict[str, Any]:
+    return {
+        "suite": SUITE,
+        "record": record_source,
+        "protocol": params.name,
+        "seed": seed,
+        "protocol_params": params.to_json(),
+        "eval_precursors": list(part.eval_precursors),
+        "panel_size": len(part.panel),
+        "context_size": len(part.context),
+        "assignments": [
+            {
+                "id": s.body["assignment"]["id"],
+                "kind": s.body["assignment"]["kind"],
+                "candidates": len(s.body["candidates"]),
+                "queries": len(s.body["queries"]),
+                "budgets": s.body["budgets"],
+                "spec_hash": s.spec_hash,
+                "file": f"{s.body['assignment']['id']}.json",
+            }
+            for s in specs
+        ],
+        "long_experiments": sum(
+            len(s.body["candidates"]) for s in specs if s.body["assignment"]["kind"] == "long"
+        ),
+        "short_experiments": sum(
+            len(s.body["candidates"]) for s in specs if s.body["assignment"]["kind"] == "short"
+        ),
+    }
+
+
+def write_specs(out_dir: Path, index: dict[str, Any], specs: Sequence[EnvironmentSpec]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for spec in specs:
+        write_spec(spec, out_dir / f"{spec.body['assignment']['id']}.json")
+    tmp = out_dir / "index.json.tmp"
+    tmp.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, out_dir / "index.json")

@@ -1,0 +1,433 @@
+"""The campaign runtime: `reset(seed)` / `step(action)` over one frozen assignment.
+
+Rules (SDL-1): selecting an experiment reveals nothing; a prior forecast for the open experiment
+is required before any of its evidence; every reveal requires an updated forecast before the
+next action; experiments, evidence and expert reviews draw from separate budgets; a spent budget
+rejects the action. A rejected action is recorded with its reason and changes nothing.
+
+The firewall: evaluator-private data (outcomes, unrevealed evidence) lives in `self._private`
+and reaches the agent-visible state only through `_reveal`, called from a legal, paid action.
+Every event is appended to a hash-chained trajectory bound to the spec hash.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from labreplay._hashing import canonical_json, sha256_json
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.errors import SpecError
+from labreplay.records._types import MISSING_TAG
+from labreplay.runtime.trajectory import Trajectory
+from labreplay.scoring.proper import CATEGORIES
+from labreplay.suites.campaign.actions import (
+    PHASE_ACTIONS,
+    action_schema,
+    check_distribution,
+    validate_fields,
+)
+from labreplay.suites.campaign.protocol import REVIEW_KIND
+
+RULES = (
+    "One experiment is open at a time. select_experiment opens a candidate and reveals nothing. "
+    "Submit a prior forecast for the open experiment before any of its evidence. Each evidence "
+    "inspection or expert review reveals one recorded item (or the fact that none is recorded) "
+    "and must be followed by an updated forecast. close_experiment ends work on it, with your "
+    "probability that the evidence you inspected supports each claim. Experiments, evidence and "
+    "reviews have separate budgets; stop ends the campaign."
+)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    accepted: bool
+    reason: str
+    done: bool
+    checkpoint_due: bool
+    reveal: Mapping[str, Any] | None = None
+
+
+def is_missing_json(value: Any) -> bool:
+    return isinstance(value, Mapping) and set(value) == {MISSING_TAG}
+
+
+class CampaignEnv:
+    def __init__(self, spec: EnvironmentSpec) -> None:
+        if spec.suite != "campaign":
+            raise SpecError(f"spec {spec.spec_id}: suite {spec.suite!r} is not 'campaign'")
+        self.spec = spec
+        self.spec_hash = spec.spec_hash
+        body = spec.body
+        self.budgets_total: dict[str, int] = dict(body["budgets"])
+        self.prices: dict[str, int] = dict(body["prices"])
+        self.candidate_ids = [c["experiment_id"] for c in body["candidates"]]
+        self.query_ids = [q["experiment_id"] for q in body["queries"]]
+        self._private: Mapping[str, Any] = body["evaluator"]
+        self._candidates_view = [dict(c) for c in body["candidates"]]
+        self._queries_view = [dict(q) for q in body["queries"]]
+        self._context_view = (
+            body["context_rows"] if body["context_rows"] else body["context_summary"]
+        )
+        self.trajectory = Trajectory(self.spec_hash)
+        self._reset_state()
+
+    # ------------------------------------------------------------------ state
+    def _reset_state(self) -> None:
+        self.budgets = dict(self.budgets_total)
+        self.status = {i: "available" for i in self.candidate_ids}
+        self.open_id: str | None = None
+        self.phase = "select"
+        self.experiments: dict[str, dict[str, Any]] = {}
+        self.revealed_counts: dict[tuple[str, str], int] = {}
+        self.closed_order: list[str] = []
+        self.stopped = False
+        self.checkpoint_due = False
+        self.n_checkpoints = 0
+        self.n_actions = 0
+        self.n_invalid = 0
+        self.last_result: dict[str, Any] | None = None
+
+    def reset(self, seed: int) -> None:
+        self.trajectory = Trajectory(self.spec_hash)
+        self._reset_state()
+        self.seed = seed
+        self.trajectory.append(
+            "reset", {"seed": seed, "spec_id": self.spec.spec_id, "budgets": self.budgets_total}
+        )
+
+    @property
+    def done(self) -> bool:
+        if self.stopped:
+            return True
+        if self.open_id is not None:
+            return False
+        return self.budgets["experiments"] <= 0 or "available" not in self.status.values()
+
+    # ------------------------------------------------------------------ agent views
+    def visible_state(self) -> dict[str, Any]:
+        """Everything the agent may see now. Built from visible data only."""
+        return {
+            "assignment": self.spec.body["assignment"]["id"],
+            "eval_precursors": self.spec.body["eval_precursors"],
+            "budgets_left": dict(self.budgets),
+            "budgets_total": dict(self.budgets_total),
+            "evidence_prices": dict(self.prices),
+            "categories": list(CATEGORIES),
+            "candidates": [
+                {**c, "status": self.status[c["experiment_id"]]} for c in self._candidates_view
+            ],
+            "held_out_queries": self._queries_view,
+            "context": self._context_view,
+            "open_experiment": self.open_id,
+            "experiments": copy.deepcopy(self.experiments),
+            "closed": list(self.closed_order),
+        }
+
+    def observation(self) -> dict[str, Any]:
+        available = [i for i in self.candidate_ids if self.status[i] == "available"]
+        return {
+            "phase": self.phase,
+            "rules": RULES,
+            "action_schema": action_schema(self.phase, available, self.open_id),
+            "state": self.visible_state(),
+            "last_result": self.last_result,
+            "step": self.n_actions,
+        }
+
+    def checkpoint_snapshot(self) -> dict[str, Any]:
+        state = self.visible_state()
+        return {
+            "kind": "panel_checkpoint",
+            "instructions": (
+                "Forecast every held-out query: P(physically valid and characterizable) and, if "
+                "valid, a distribution over the reaction categories. This does not advance the "
+                "campaign or spend budget."
+            ),
+            "response_schema": panel_schema(self.query_ids),
+            "state": state,
+            "state_hash": sha256_json(state),
+            "panel": self._queries_view,
+        }
+
+    # ------------------------------------------------------------------ stepping
+    def step(self, action: Any) -> StepResult:
+        if self.checkpoint_due:
+            raise RuntimeError("harness error: evaluator checkpoint pending before next action")
+        if self.done:
+            return self._reject(action, "the campaign is over")
+        self.n_actions += 1
+        if not isinstance(action, Mapping):
+            return self._reject(
+                action, f"action must be a JSON object, got {type(action).__name__}"
+            )
+        err = validate_fields(action)
+        if err is not None:
+            return self._reject(action, err)
+        kind = action["type"]
+        if kind not in PHASE_ACTIONS[self.phase]:
+            return self._reject(
+                action,
+                f"{kind} is not allowed in phase {self.phase!r}; "
+                f"allowed: {list(PHASE_ACTIONS[self.phase])}",
+            )
+        handler = getattr(self, f"_do_{kind}")
+        result: StepResult = handler(action)
+        return result
+
+    def _reject(self, action: Any, reason: str) -> StepResult:
+        self.n_invalid += 1
+        self.last_result = {"accepted": False, "reason": reason}
+        raw = action if isinstance(action, Mapping) else {"raw": repr(action)[:2000]}
+        try:
+            canonical_json(raw)
+        except (ValueError, TypeError):
+            raw = {"raw": repr(action)[:2000]}
+        self.trajectory.append(
+            "action",
+            {"action": dict(raw), "accepted": False, "reason": reason, "phase": self.phase},
+        )
+        return StepResult(False, reason, self.done, False)
+
+    def _accept(
+        self,
+        action: Mapping[str, Any],
+        phase_before: str,
+        reveal: Any = None,
+        cost: dict[str, int] | None = None,
+    ) -> StepResult:
+        self.last_result = {"accepted": True, "reason": "ok"}
+        if reveal is not None:
+            self.last_result["revealed"] = reveal
+        payload: dict[str, Any] = {"action": dict(action), "accepted": True, "phase": phase_before}
+        if reveal is not None:
+            payload["revealed_item"] = (
+                reveal.get("item_id") if isinstance(reveal, Mapping) else None
+            )
+        if cost:
+            payload["cost"] = cost
+        self.trajectory.append("action", payload)
+        return StepResult(True, "ok", self.done, self.checkpoint_due, reveal)
+
+    def _check_open(self, action: Mapping[str, Any]) -> str | None:
+        if action["experiment_id"] != self.open_id:
+            return f"experiment {action['experiment_id']!r} is not the open experiment ({self.open_id})"
+        return None
+
+    def _do_select_experiment(self, action: Mapping[str, Any]) -> StepResult:
+        eid = action["experiment_id"]
+        if eid not in self.status:
+            return self._reject(action, f"{eid!r} is not a candidate of this campaign")
+        if self.status[eid] != "available":
+            return self._reject(action, f"{eid!r} was already selected")
+        if self.budgets["experiments"] <= 0:
+            return self._reject(action, "experiment budget is spent")
+        phase = self.phase
+        self.budgets["experiments"] -= 1
+        self.status[eid] = "open"
+        self.open_id = eid
+        self.experiments[eid] = {
+            "forecasts": [],
+            "revealed": [],
+            "review": None,
+            "claims": None,
+            "pre_review": None,
+        }
+        self.phase = "prior_forecast"
+        return self._accept(action, phase, cost={"experiments": 1})
+
+    def _do_submit_forecast(self, action: Mapping[str, Any]) -> StepResult:
+        if (err := self._check_open(action)) is not None:
+            return self._reject(action, err)
+        dist, _ = check_distribution(action["categories"])
+        assert dist is not None
+        phase = self.phase
+        record = self.experiments[action["experiment_id"]]
+        record["forecasts"].append(
+            {
+                "p_valid": float(action["p_valid"]),
+                "categories": dist,
+                "after_reveals": len(record["revealed"]) + (1 if record["review"] else 0),
+            }
+        )
+        self.phase = "investigate"
+        return self._accept(action, phase)
+
+    def _do_inspect_evidence(self, action: Mapping[str, Any]) -> StepResult:
+        if (err := self._check_open(action)) is not None:
+            return self._reject(action, err)
+        kind = action["kind"]
+        price = int(self.prices.get(kind, 1))
+        if self.budgets["evidence"] < price:
+            return self._reject(
+                action, f"evidence budget left {self.budgets['evidence']} < price {price} of {kind}"
+            )
+        eid = action["experiment_id"]
+        items = self._private[eid]["evidence"][kind]
+        taken = self.revealed_counts.get((eid, kind), 0)
+        if is_missing_json(items):
+            if taken:
+                return self._reject(action, f"{kind} of {eid} already inspected: none recorded")
+            reveal: dict[str, Any] = {
+                "item_id": f"{kind}:{eid}:missing",
+                "kind": kind,
+                "missing": items[MISSING_TAG],
+            }
+        elif taken >= len(items):
+            return self._reject(
+                action, f"all {len(items)} recorded {kind} item(s) of {eid} were already inspected"
+            )
+        else:
+            reveal = copy.deepcopy(items[taken])
+        return self._reveal(action, eid, kind, reveal, {"evidence": price})
+
+    def _do_request_review(self, action: Mapping[str, Any]) -> StepResult:
+        if (err := self._check_open(action)) is not None:
+            return self._reject(action, err)
+        eid = action["experiment_id"]
+        if self.budgets["reviews"] <= 0:
+            return self._reject(action, "expert-review budget is spent")
+        if self.experiments[eid]["review"] is not None:
+            return self._reject(action, f"{eid} was already reviewed")
+        items = self._private[eid]["evidence"][REVIEW_KIND]
+        if is_missing_json(items) or not items:
+            reason = items[MISSING_TAG] if is_missing_json(items) else "no review recorded"
+            reveal: dict[str, Any] = {
+                "item_id": f"{REVIEW_KIND}:{eid}:missing",
+                "kind": REVIEW_KIND,
+                "missing": reason,
+            }
+        else:
+            reveal = copy.deepcopy(items[0])
+        self.experiments[eid]["pre_review"] = {
+            "expect_change": float(action["expect_change"]),
+            "expected_tier": int(action["expected_tier"]),
+        }
+        return self._reveal(action, eid, REVIEW_KIND, reveal, {"reviews": 1})
+
+    def _reveal(
+        self,
+        action: Mapping[str, Any],
+        eid: str,
+        kind: str,
+        reveal: dict[str, Any],
+        cost: dict[str, int],
+    ) -> StepResult:
+        """The only path from evaluator-private evidence into the agent-visible state."""
+        for budget, amount in cost.items():
+            self.budgets[budget] -= amount
+        self.revealed_counts[(eid, kind)] = self.revealed_counts.get((eid, kind), 0) + 1
+        if kind == REVIEW_KIND:
+            self.experiments[eid]["review"] = reveal
+        else:
+            self.experiments[eid]["revealed"].append(reveal)
+        phase = self.phase
+        self.phase = "update_required"
+        return self._accept(action, phase, reveal=reveal, cost=cost)
+
+    def _do_close_experiment(self, action: Mapping[str, Any]) -> StepResult:
+        if (err := self._check_open(action)) is not None:
+            return self._reject(action, err)
+        eid = action["experiment_id"]
+        phase = self.phase
+        self.experiments[eid]["claims"] = {k: float(v) for k, v in action["claims"].items()}
+        self.status[eid] = "closed"
+        self.closed_order.append(eid)
+        self.open_id = None
+        self.phase = "select"
+        self.checkpoint_due = True
+        return self._accept(action, phase)
+
+    def _do_stop(self, action: Mapping[str, Any]) -> StepResult:
+        phase = self.phase
+        if self.open_id is not None:
+            self.status[self.open_id] = "abandoned"
+            self.open_id = None
+        self.stopped = True
+        self.phase = "done"
+        return self._accept(action, phase)
+
+    # ------------------------------------------------------------------ checkpoints
+    def submit_checkpoint(
+        self, response: Any, t: int, carried_from: Mapping[str, Any] | None, state_hash: str
+    ) -> dict[str, Any]:
+        """Record a panel forecast; entries that are missing or malformed fall back (declared):
+        the same query's forecast at the previous checkpoint, else uniform."""
+        forecasts, fallbacks, errors = normalise_panel(response, self.query_ids, carried_from)
+        payload = {
+            "t": t,
+            "state_hash": state_hash,
+            "forecasts": forecasts,
+            "fallbacks": fallbacks,
+            "errors": errors[:5],
+        }
+        self.trajectory.append("checkpoint", payload)
+        self.checkpoint_due = False
+        self.n_checkpoints += 1
+        if self.done and not self.stopped:
+            self.phase = "done"
+        return payload
+
+    def end(self, reason: str) -> None:
+        self.trajectory.append(
+            "end",
+            {
+                "reason": reason,
+                "closed": list(self.closed_order),
+                "budgets_left": dict(self.budgets),
+                "invalid_actions": self.n_invalid,
+            },
+        )
+
+
+def panel_schema(query_ids: list[str]) -> dict[str, Any]:
+    from labreplay.suites.campaign.actions import _forecast_props
+
+    item = {
+        "type": "object",
+        "properties": {"experiment_id": {"type": "string", "enum": query_ids}, **_forecast_props()},
+        "required": ["experiment_id", "p_valid", "categories"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"forecasts": {"type": "array", "items": item}},
+        "required": ["forecasts"],
+        "additionalProperties": False,
+    }
+
+
+UNIFORM = {"p_valid": 0.5, "categories": {k: 1.0 / len(CATEGORIES) for k in CATEGORIES}}
+
+
+def normalise_panel(
+    response: Any, query_ids: list[str], previous: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], int, list[str]]:
+    given: dict[str, Any] = {}
+    errors: list[str] = []
+    entries = response.get("forecasts") if isinstance(response, Mapping) else None
+    if not isinstance(entries, list):
+        errors.append("response has no 'forecasts' list")
+        entries = []
+    wanted = set(query_ids)
+    for entry in entries:
+        if not isinstance(entry, Mapping) or entry.get("experiment_id") not in wanted:
+            errors.append(f"ignored entry {str(entry)[:80]}")
+            continue
+        p = entry.get("p_valid")
+        dist, err = check_distribution(entry.get("categories"))
+        if err or isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p <= 1:
+            errors.append(f"{entry.get('experiment_id')}: {err or 'bad p_valid'}")
+            continue
+        given[str(entry["experiment_id"])] = {"p_valid": float(p), "categories": dist}
+    out: dict[str, Any] = {}
+    fallbacks = 0
+    for qid in query_ids:
+        if qid in given:
+            out[qid] = given[qid]
+        else:
+            fallbacks += 1
+            out[qid] = dict(previous[qid]) if previous and qid in previous else dict(UNIFORM)
+    return out, fallbacks, errors

@@ -1,0 +1,193 @@
+"""Campaign metrics from a trajectory and the evaluator record (METRICS.md, campaign suite).
+
+Pure functions: events + spec body in, numbers out. Experiments whose recorded outcome is Missing
+are excluded from every loss and counted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labreplay.scoring.curves import adaptive_auc, carry_forward, held_out_gain
+from labreplay.scoring.proper import binary_log_loss, joint_log_loss
+from labreplay.suites.campaign.actions import CLAIMS
+from labreplay.suites.campaign.model import label_of
+
+
+def _outcome(evaluator: Mapping[str, Any], eid: str) -> tuple[bool, str | None] | None:
+    label = label_of(evaluator[eid]["outcome"])
+    if label is None:
+        return None
+    return (False, None) if label == "physical_failure" else (True, label)
+
+
+def _loss(
+    forecast: Mapping[str, Any], outcome: tuple[bool, str | None], eps: float | None
+) -> float:
+    return joint_log_loss(forecast["p_valid"], forecast["categories"], outcome[0], outcome[1], eps)
+
+
+def panel_loss(
+    forecasts: Mapping[str, Any], evaluator: Mapping[str, Any], eps: float | None
+) -> tuple[float, int]:
+    """Mean joint loss over the panel; returns (loss, number of experiments excluded)."""
+    losses, excluded = [], 0
+    for eid, forecast in forecasts.items():
+        outcome = _outcome(evaluator, eid)
+        if outcome is None:
+            excluded += 1
+            continue
+        losses.append(_loss(forecast, outcome, eps))
+    return (sum(losses) / len(losses) if losses else math.nan), excluded
+
+
+def claim_targets(record: Mapping[str, Any]) -> dict[str, int]:
+    """1 iff the support rule holds for the evidence the agent inspected (SDL-1)."""
+    selected = any(
+        r.get("kind") == "refinement"
+        and isinstance(r.get("content"), Mapping)
+        and r["content"].get("selected") is True
+        for r in record["revealed"]
+    )
+    review = record.get("review") or {}
+    content = review.get("content") if isinstance(review, Mapping) else None
+    content = content if isinstance(content, Mapping) else {}
+    accepted = content.get("accepted") is True
+    tier = content.get("final_quality_tier")
+    ok = selected and accepted and tier in (1, 2)
+    quant = selected and accepted and tier == 1
+    return {c: int(quant if c == "phase_quantification" else ok) for c in CLAIMS}
+
+
+def _sign(x: float, tol: float = 1e-12) -> int:
+    return 0 if abs(x) <= tol else (1 if x > 0 else -1)
+
+
+def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any]) -> dict[str, Any]:
+    evaluator = body["evaluator"]
+    eps = float(body["eps"])
+    horizon = int(body["budgets"]["experiments"])
+    checkpoints = [e["payload"] for e in events if e["kind"] == "checkpoint"]
+    actions = [e["payload"] for e in events if e["kind"] == "action"]
+    panel = [panel_loss(c["forecasts"], evaluator, eps) for c in checkpoints]
+    raw = [panel_loss(c["forecasts"], evaluator, None)[0] for c in checkpoints]
+    losses = carry_forward([p[0] for p in panel], horizon)
+    raw_losses = carry_forward(raw, horizon)
+    scores = [-x for x in losses]
+    # Local forecasts, claims and movements, from the agent's own history.
+    experiments: dict[str, dict[str, Any]] = {}
+    open_id: str | None = None
+    for a in actions:
+        if not a["accepted"]:
+            continue
+        act = a["action"]
+        if act["type"] == "select_experiment":
+            open_id = act["experiment_id"]
+            experiments[open_id] = {
+                "forecasts": [],
+                "revealed": [],
+                "review": None,
+                "claims": None,
+                "reveals": 0,
+            }
+        elif act["type"] == "submit_forecast" and open_id:
+            experiments[open_id]["forecasts"].append(
+                {
+                    "p_valid": act["p_valid"],
+                    "categories": act["categories"],
+                    "after": experiments[open_id]["reveals"],
+                }
+            )
+        elif act["type"] in ("inspect_evidence", "request_review") and open_id:
+            experiments[open_id]["reveals"] += 1
+        elif act["type"] == "close_experiment" and open_id:
+            experiments[open_id]["claims"] = act["claims"]
+            open_id = None
+    # Revealed contents come from the evaluator record by item id (the trajectory keeps ids).
+    for a in actions:
+        item_id = a.get("revealed_item")
+        if not a["accepted"] or not item_id:
+            continue
+        eid = a["action"]["experiment_id"]
+        kind = a.get("revealed_kind") or item_id.split(":", 1)[0]
+        items = evaluator[eid]["evidence"].get(kind)
+        item = (
+            next((i for i in items if i.get("item_id") == item_id), None)
+            if isinstance(items, list)
+            else None
+        )
+        entry = item or {"item_id": item_id, "kind": kind}
+        if kind == "expert_review":
+            experiments[eid]["review"] = entry
+        else:
+            experiments[eid]["revealed"].append(entry)
+    closed = [
+        e["payload"]["action"]["experiment_id"]
+        for e in events
+        if e["kind"] == "action"
+        and e["payload"]["accepted"]
+        and e["payload"]["action"]["type"] == "close_experiment"
+    ]
+    local_gains: list[float] = []
+    local_missing = 0
+    claim_losses: list[float] = []
+    overclaims = eligible_claims = 0
+    movements = {"same": 0, "opposite": 0, "zero": 0}
+    for t, eid in enumerate(closed, start=1):
+        record = experiments[eid]
+        outcome = _outcome(evaluator, eid)
+        forecasts = record["forecasts"]
+        local_change = 0.0
+        if outcome is not None and forecasts:
+            prior = _loss(forecasts[0], outcome, eps)
+            final = _loss(forecasts[-1], outcome, eps)
+            if record["reveals"] == 0 and all(f["after"] == 0 for f in forecasts):
+                local_missing += 1
+            else:
+                local_gains.append(prior - final)
+            local_change = prior - final
+        if record["claims"]:
+            targets = claim_targets(record)
+            for c in CLAIMS:
+                p = float(record["claims"][c])
+                claim_losses.append(binary_log_loss(p, targets[c], eps))
+                eligible_claims += 1
+                overclaims += int(p > 0.5 and targets[c] == 0)
+        if t < len(losses):
+            held_change = losses[t - 1] - losses[t]
+            a, b = _sign(local_change), _sign(held_change)
+            key = "zero" if a == 0 or b == 0 else ("same" if a == b else "opposite")
+            movements[key] += 1
+    accepted = [a for a in actions if a["accepted"]]
+    stopped = any(a["action"]["type"] == "stop" for a in accepted)
+    end: Mapping[str, Any] = next((e["payload"] for e in events if e["kind"] == "end"), {})
+    return {
+        "curve": scores,
+        "panel_losses": losses,
+        "panel_losses_raw": [x if math.isfinite(x) else None for x in raw_losses],
+        "adaptive_auc": adaptive_auc(scores),
+        "held_out_gain": held_out_gain(losses),
+        "held_out_gain_raw": (
+            held_out_gain(raw_losses) if all(math.isfinite(x) for x in raw_losses) else None
+        ),
+        "panel_excluded_missing": panel[0][1] if panel else 0,
+        "checkpoints": len(checkpoints),
+        "checkpoint_fallbacks": sum(int(c["fallbacks"]) for c in checkpoints),
+        "local_gain_mean": (sum(local_gains) / len(local_gains)) if local_gains else None,
+        "local_gain_count": len(local_gains),
+        "local_gain_missing": local_missing,
+        "local_improved": sum(1 for g in local_gains if g > 1e-12),
+        "local_worsened": sum(1 for g in local_gains if g < -1e-12),
+        "claim_log_loss": (sum(claim_losses) / len(claim_losses)) if claim_losses else None,
+        "overclaim_rate": (overclaims / eligible_claims) if eligible_claims else None,
+        "movements": movements,
+        "experiments_closed": len(closed),
+        "stopped_early": stopped and len(closed) < horizon,
+        "unused_experiments": int(end.get("budgets_left", {}).get("experiments", 0)),
+        "unused_evidence": int(end.get("budgets_left", {}).get("evidence", 0)),
+        "actions": len(actions),
+        "invalid_actions": sum(1 for a in actions if not a["accepted"]),
+        "policy_calls": len(actions),
+    }

@@ -1,0 +1,152 @@
+"""Protocol parameters and the Partition step of the `sdl1` protocol family.
+
+Every number of the SDL-1 protocol is a parameter here, recorded verbatim in each spec:
+6 evaluation precursors; the panel is every experiment containing at least one of them (255
+pairs on the Precursor Genome); 6 long assignments of 32 candidates rotate 192 panel
+experiments (each is a candidate in exactly one long assignment and a held-out query in the
+next one); 6 short assignments rotate the rest the same way; the other experiments are context.
+
+Declared choices where the paper is silent:
+- Which panel experiments are long vs short: a seeded permutation of the panel (sorted by id).
+- Held-out queries of assignment i = the candidate block of assignment i+1 (mod the count).
+- Short budgets are the long budgets scaled by candidates / 32, rounded half up, at least 1.
+- Context visibility: descriptors and recorded outcome (validity, category) of every context
+  experiment are agent-visible; their evidence is not. By default the state shows a compact
+  per-precursor summary of the context outcomes (`context_detail = "summary"`); `"rows"` puts
+  every context row in the state.
+- Other panel experiments of an assignment (neither candidate nor query) are withheld.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from labreplay._rng import make_rng
+from labreplay.errors import SpecError
+from labreplay.records import Record
+
+EVIDENCE_KINDS: tuple[str, ...] = (
+    "execution_record",
+    "thermal_history",
+    "xrd_scan",
+    "refinement",
+    "automated_refinement",
+)
+REVIEW_KIND = "expert_review"
+
+
+@dataclass(frozen=True)
+class ProtocolParams:
+    name: str = "sdl1"
+    eval_precursors: int = 6
+    long_assignments: int = 6
+    long_candidates: int = 32
+    short_assignments: int = 6
+    experiment_budget: int = 12
+    evidence_budget: int = 36
+    review_budget: int = 3
+    evidence_prices: Mapping[str, int] = field(
+        default_factory=lambda: {kind: 1 for kind in EVIDENCE_KINDS}
+    )
+    eps: float = 1e-6
+    # Target score tau for acceleration, declared before any run (score = -panel loss).
+    acceleration_target: float = -1.2
+    context_detail: str = "summary"
+    expected_panel: int | None = 255  # asserted when the record is the Precursor Genome
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["evidence_prices"] = dict(self.evidence_prices)
+        return out
+
+
+def protocol_for(record_source: str, **overrides: Any) -> ProtocolParams:
+    """The `sdl1` defaults for a record; the A-Lab record has no fixed panel size."""
+    if record_source != "precursor-genome":
+        overrides.setdefault("expected_panel", None)
+    return ProtocolParams(**overrides)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    assignment_id: str
+    kind: str  # "long" | "short"
+    candidates: tuple[str, ...]
+    queries: tuple[str, ...]
+    budgets: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class Partition:
+    eval_precursors: tuple[str, ...]
+    panel: tuple[str, ...]
+    context: tuple[str, ...]
+    assignments: tuple[Assignment, ...]
+
+
+def _scaled(budget: int, n: int, full: int) -> int:
+    return max(1, int(budget * n / full + 0.5))
+
+
+def _blocks(ids: Sequence[str], sizes: Sequence[int]) -> list[tuple[str, ...]]:
+    out, start = [], 0
+    for size in sizes:
+        out.append(tuple(sorted(ids[start : start + size])))
+        start += size
+    return out
+
+
+def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> Partition:
+    precursors = sorted({p for r in records for p in r.descriptors["precursors"]})
+    if len(precursors) < params.eval_precursors:
+        raise SpecError(
+            f"protocol {params.name}: record has {len(precursors)} precursors, "
+            f"needs at least eval_precursors={params.eval_precursors}"
+        )
+    rng = make_rng(seed, params.name, "eval-precursors")
+    chosen = sorted(str(p) for p in rng.choice(precursors, params.eval_precursors, replace=False))
+    chosen_set = set(chosen)
+    panel = sorted(
+        r.record_id for r in records if chosen_set.intersection(r.descriptors["precursors"])
+    )
+    context = sorted(r.record_id for r in records if r.record_id not in set(panel))
+    if params.expected_panel is not None and len(panel) != params.expected_panel:
+        raise SpecError(
+            f"protocol {params.name}: panel has {len(panel)} experiments, the protocol expects "
+            f"{params.expected_panel} (is the record complete?)"
+        )
+    order = [panel[i] for i in make_rng(seed, params.name, "panel-order").permutation(len(panel))]
+    n_long = min(params.long_assignments, len(panel) // params.long_candidates)
+    if n_long == 1:
+        n_long = 0  # a single long block cannot rotate into a held-out role
+    long_pool = order[: n_long * params.long_candidates]
+    short_pool = order[n_long * params.long_candidates :]
+    assignments: list[Assignment] = []
+    long_blocks = _blocks(long_pool, [params.long_candidates] * n_long)
+    full_budgets = {
+        "experiments": params.experiment_budget,
+        "evidence": params.evidence_budget,
+        "reviews": params.review_budget,
+    }
+    for i, block in enumerate(long_blocks):
+        assignments.append(
+            Assignment(f"long-{i + 1}", "long", block, long_blocks[(i + 1) % n_long], full_budgets)
+        )
+    n_short = min(params.short_assignments, len(short_pool)) if len(short_pool) >= 2 else 0
+    if n_short:
+        base, extra = divmod(len(short_pool), n_short)
+        sizes = [base + (1 if i < extra else 0) for i in range(n_short)]
+        short_blocks = _blocks(short_pool, sizes)
+        for i, block in enumerate(short_blocks):
+            budgets = {
+                k: _scaled(v, len(block), params.long_candidates) for k, v in full_budgets.items()
+            }
+            budgets["experiments"] = min(budgets["experiments"], len(block))
+            assignments.append(
+                Assignment(
+                    f"short-{i + 1}", "short", block, short_blocks[(i + 1) % n_short], budgets
+                )
+            )
+    return Partition(tuple(chosen), tuple(panel), tuple(context), tuple(assignments))

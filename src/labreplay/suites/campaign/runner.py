@@ -1,0 +1,227 @@
+"""Run campaign branches against the store: adaptive, then its matched controls.
+
+A run is keyed by (spec hash, agent, params, seed, branch). Running the same key again resumes:
+the branch is recomputed deterministically (LLM agents answer completed calls from the response
+cache), the recomputed events are checked against the stored prefix, and only new events are
+written. A branch that completed is read back, not rerun.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from labreplay._hashing import canonical_json
+from labreplay.agents.base import Agent, drain_calls
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.errors import StoreError
+from labreplay.scoring.curves import acceleration_factor, first_passage, sustained_passage
+from labreplay.store.sqlite import Store
+from labreplay.suites.campaign.controls import (
+    CallMatchedNoEvidence,
+    ScheduleMatchedRandom,
+    extract_schedule,
+)
+from labreplay.suites.campaign.env import CampaignEnv
+from labreplay.suites.campaign.metrics import branch_metrics
+
+AgentFactory = Callable[[], Agent]
+BRANCHES = ("adaptive", "random", "no-evidence")
+
+
+@dataclass
+class BranchResult:
+    run_id: str
+    branch: str
+    events: list[dict[str, Any]]
+    metrics: dict[str, Any]
+    head_hash: str
+
+
+class _Persist:
+    """Writes each new event once; verifies recomputed events against a stored prefix."""
+
+    def __init__(self, store: Store | None, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+        self.stored = store.events(run_id) if store else []
+        self.written = 0
+
+    def push(self, events: list[dict[str, Any]]) -> None:
+        if self.store is None:
+            return
+        new = events[self.written :]
+        for e in new:
+            if e["seq"] < len(self.stored) and self.stored[e["seq"]]["hash"] != e["hash"]:
+                raise StoreError(
+                    f"run {self.run_id}: recomputed event {e['seq']} differs from the stored "
+                    "one (non-deterministic agent or changed code); rerun with --restart"
+                )
+        to_write = [e for e in new if e["seq"] >= len(self.stored)]
+        if to_write:
+            self.store.append_events(self.run_id, to_write)
+        self.written = len(events)
+
+
+def run_branch(
+    spec: EnvironmentSpec,
+    agent: Agent,
+    seed: int,
+    branch: str,
+    store: Store | None = None,
+    initial_forecast: Mapping[str, Any] | None = None,
+    parent_run_id: str | None = None,
+    max_invalid_streak: int = 8,
+    extra_provenance: Mapping[str, Any] | None = None,
+) -> BranchResult:
+    run_id = ""
+    if store is not None:
+        store.put_spec(
+            "campaign", spec.protocol, spec.spec_id, spec.spec_hash, spec.canonical_text()
+        )
+        run_id, existed = store.open_run(
+            suite="campaign",
+            spec_hash=spec.spec_hash,
+            spec_id=spec.spec_id,
+            branch=branch,
+            agent=agent.name,
+            agent_params=agent.params(),
+            seed=seed,
+            model=getattr(agent, "model", None),
+            endpoint=getattr(agent, "endpoint", None),
+            parent_run_id=parent_run_id,
+            extra_provenance={
+                "dataset_hashes": spec.body["record"]["dataset_hashes"],
+                "spec_hash": spec.spec_hash,
+                **(extra_provenance or {}),
+            },
+        )
+        if existed and store.run(run_id).status == "complete":
+            events = store.events(run_id)
+            return BranchResult(
+                run_id, branch, events, branch_metrics(events, spec.body), events[-1]["hash"]
+            )
+    env = CampaignEnv(spec)
+    env.reset(seed)
+    agent.reset(seed)
+    persist = _Persist(store, run_id)
+    calls: list[Any] = []
+
+    def checkpoint(
+        t: int, previous: Mapping[str, Any] | None, given: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        snapshot = env.checkpoint_snapshot()
+        response = given if given is not None else agent.forecast(snapshot)
+        payload = env.submit_checkpoint(response, t, previous, snapshot["state_hash"])
+        calls.extend(drain_calls(agent))
+        persist.push(env.trajectory.events)
+        return dict(payload["forecasts"])
+
+    last = checkpoint(0, None, initial_forecast)
+    streak = 0
+    while not env.done:
+        action = agent.act(env.observation())
+        calls.extend(drain_calls(agent))
+        result = env.step(action)
+        streak = 0 if result.accepted else streak + 1
+        persist.push(env.trajectory.events)
+        if result.checkpoint_due:
+            last = checkpoint(len(env.closed_order), last)
+        if streak >= max_invalid_streak and not env.done:
+            # The harness, not the agent, ends a campaign stuck on invalid actions.
+            env.trajectory.append("harness", {"forced_stop": f"{streak} invalid actions in a row"})
+            env.stopped = True
+            env.phase = "done"
+    env.end("stopped" if env.stopped else "budget")
+    persist.push(env.trajectory.events)
+    events = env.trajectory.events
+    metrics = branch_metrics(events, spec.body)
+    if store is not None:
+        if calls:
+            store.record_llm_calls(run_id, [{**c, "call_index": i} for i, c in enumerate(calls)])
+        scalar = {
+            k: (float(v) if v is not None else None)
+            for k, v in metrics.items()
+            if isinstance(v, int | float) or v is None
+        }
+        store.put_scores(
+            run_id, scalar, {"curve": metrics["curve"], "movements": metrics["movements"]}
+        )
+        store.finish_run(
+            run_id, "complete", {"head_hash": env.trajectory.head, "invalid_actions": env.n_invalid}
+        )
+    return BranchResult(run_id, branch, events, metrics, env.trajectory.head)
+
+
+def pre_campaign_forecast(events: list[dict[str, Any]]) -> dict[str, Any]:
+    first = next(e for e in events if e["kind"] == "checkpoint")
+    return {
+        "forecasts": [{"experiment_id": k, **v} for k, v in first["payload"]["forecasts"].items()]
+    }
+
+
+def run_assignment(
+    spec: EnvironmentSpec,
+    make_agent: AgentFactory,
+    store: Store | None,
+    seed: int,
+    controls: tuple[str, ...] = ("random", "no-evidence"),
+) -> dict[str, Any]:
+    """Adaptive branch, then each requested control from the same pre-campaign forecast."""
+    adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
+    initial = pre_campaign_forecast(adaptive.events)
+    results = {"adaptive": adaptive}
+    if "random" in controls:
+        slots, stopped = extract_schedule(adaptive.events)
+        wrapper = ScheduleMatchedRandom(make_agent(), slots, stopped, spec.body["evaluator"], seed)
+        results["random"] = run_branch(
+            spec, wrapper, seed, "random", store, initial, adaptive.run_id
+        )
+    if "no-evidence" in controls:
+        calls = adaptive.metrics["policy_calls"]
+        wrapper_ne = CallMatchedNoEvidence(make_agent(), calls)
+        results["no-evidence"] = run_branch(
+            spec, wrapper_ne, seed, "no-evidence", store, initial, adaptive.run_id
+        )
+    return {
+        "spec_id": spec.spec_id,
+        "spec_hash": spec.spec_hash,
+        "assignment": spec.body["assignment"],
+        **assignment_metrics(spec, results),
+    }
+
+
+def assignment_metrics(
+    spec: EnvironmentSpec, results: Mapping[str, BranchResult]
+) -> dict[str, Any]:
+    tau = float(spec.body["acceleration_target"])
+    adaptive = results["adaptive"].metrics
+    out: dict[str, Any] = {
+        "branches": {
+            b: {
+                "run_id": r.run_id,
+                "head_hash": r.head_hash,
+                "adaptive_auc": r.metrics["adaptive_auc"],
+                "held_out_gain": r.metrics["held_out_gain"],
+            }
+            for b, r in results.items()
+        },
+        "adaptive_auc": adaptive["adaptive_auc"],
+        "held_out_gain": adaptive["held_out_gain"],
+    }
+    if "random" in results:
+        rnd = results["random"].metrics
+        out["selection_lift"] = adaptive["adaptive_auc"] - rnd["adaptive_auc"]
+        fa, fr = first_passage(adaptive["curve"], tau), first_passage(rnd["curve"], tau)
+        sa, sr = sustained_passage(adaptive["curve"], tau), sustained_passage(rnd["curve"], tau)
+        out["acceleration_first"] = acceleration_factor(fr, fa)
+        out["acceleration_sustained"] = acceleration_factor(sr, sa)
+    if "no-evidence" in results:
+        out["evidence_lift"] = (
+            adaptive["adaptive_auc"] - results["no-evidence"].metrics["adaptive_auc"]
+        )
+    return out
+
+
+def trajectory_text(events: list[dict[str, Any]]) -> str:
+    return "\n".join(canonical_json(e) for e in events)
