@@ -14,7 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-HASH_SCHEME_VERSION = "lr-cjson-1"
+# lr-cjson-2: a non-integer float that rounds to an integer at 12 digits (0.9999999999999999)
+# now canonicalises to that integer, as 1.0 does; lr-cjson-1 kept it as a float, so the two hashed
+# differently and canonical_json was not idempotent through a JSON round trip.
+HASH_SCHEME_VERSION = "lr-cjson-2"
 
 # 12 significant digits survive every float round trip we produce (fractions, losses, energies)
 # while hiding last-bit noise from different BLAS / summation orders.
@@ -33,9 +36,17 @@ def _normalise(value: Any, path: str) -> Any:
             return 0  # -0.0 and 0.0 hash alike
         if value.is_integer() and abs(value) < 2**53:
             return int(value)
-        return float(f"{value:.{_FLOAT_DIGITS}g}")
+        rounded = float(f"{value:.{_FLOAT_DIGITS}g}")
+        # Rounding can land on an integer (last-bit noise around 1.0); print it as the integer
+        # an exact 1.0 would give, or a JSON round trip would change the canonical form.
+        if rounded.is_integer() and abs(rounded) < 2**53:
+            return int(rounded)
+        return rounded
+    if getattr(value, "ndim", 0) and hasattr(value, "tolist"):
+        # numpy (or torch) arrays: `.item()` only works for one element, so go through lists
+        return _normalise(value.tolist(), path)
     if hasattr(value, "item") and callable(value.item) and not isinstance(value, Mapping):
-        # numpy scalars
+        # numpy scalars and 0-d arrays
         return _normalise(value.item(), path)
     if isinstance(value, Mapping):
         out = {}

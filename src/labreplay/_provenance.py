@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +12,33 @@ from typing import Any
 
 from labreplay import __version__
 
-# Parameter names that must never be persisted, whatever an agent puts in its params.
-_SECRET_MARKERS = ("key", "token", "secret", "password", "authorization")
+# Parameter names that must never be persisted, whatever an agent puts in its params. Matched
+# against the words of a name (api_key -> api, key; accessToken -> access, token), not
+# substrings: a substring match also dropped `max_tokens` or `n_keys`, and since run ids hash
+# the scrubbed params, runs differing only in those collided on one run id.
+_SECRET_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "token",
+        "secret",
+        "secrets",
+        "password",
+        "passwords",
+        "passwd",
+        "authorization",
+        "auth",
+        "bearer",
+        "credential",
+        "credentials",
+    }
+)
+_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def is_secret_name(name: str) -> bool:
+    """True for names like api_key, OPENAI_API_KEY, accessToken, Authorization, client-secret."""
+    return any(word.lower() in _SECRET_WORDS for word in _WORD.findall(name))
 
 
 def utc_now() -> str:
@@ -41,13 +67,21 @@ def git_state(start: Path | None = None) -> dict[str, Any]:
 
 
 def scrub_secrets(params: dict[str, Any]) -> dict[str, Any]:
-    """Drop any parameter whose name looks like a credential (recursively)."""
+    """Drop any parameter whose name looks like a credential (recursively, through lists too)."""
     clean: dict[str, Any] = {}
     for name, value in params.items():
-        if any(marker in name.lower() for marker in _SECRET_MARKERS):
+        if is_secret_name(str(name)):
             continue
-        clean[name] = scrub_secrets(value) if isinstance(value, dict) else value
+        clean[name] = _scrub_value(value)
     return clean
+
+
+def _scrub_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return scrub_secrets(value)
+    if isinstance(value, list | tuple):
+        return [_scrub_value(item) for item in value]
+    return value
 
 
 def base_provenance() -> dict[str, Any]:

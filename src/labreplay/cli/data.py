@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from labreplay.cli._common import DataDirOption, JsonOption, console, print_json, progress_bar
@@ -82,7 +83,11 @@ def verify_cmd(
             table.add_row(name, str(counts["ok"]), str(counts["bad"]))
         console.print(table)
         for r in bad[:20]:
-            console.print(f"[red]{r.status}[/red] {r.path} {r.detail}")
+            # soft_wrap: a long path stays on one line (greppable); escape: `[` in a file name
+            # is not rich markup
+            console.print(
+                f"[red]{r.status}[/red] {escape(r.path)} {escape(r.detail)}", soft_wrap=True
+            )
         console.print(f"{len(results) - len(bad)} of {len(results)} files ok")
     if bad:
         raise typer.Exit(1)
@@ -99,7 +104,7 @@ def fetch_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Download a source into the data directory, verifying every file's sha256."""
-    root = resolve_data_dir(data_dir)
+    root = resolve_data_dir(data_dir, must_exist=False)  # fetch may create a new data dir
     root.mkdir(parents=True, exist_ok=True)
     source = manifest.get_source(name)
     with progress_bar(f"fetching {name}", len(source.files)) as bar:

@@ -80,7 +80,10 @@ def export(
 def main() -> None:
     _add_suite_groups()
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click *returns* the code of a `typer.Exit` instead of raising
+        # it, so the result must be passed on or `data verify` would exit 0 on a failed check.
+        # (It also returns a command's return value: commands return None, never an int.)
+        code = app(standalone_mode=False)
     except LabreplayError as exc:
         err_console.print(f"labreplay: error: {exc}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
@@ -89,14 +92,16 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):
         err_console.print("labreplay: aborted")
         sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit code (2)
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+    except Exception as exc:
+        # Usage errors carry their own message and exit code (2). Recent typer vendors click
+        # (`typer._click`), so `click.ClickException` does not match them: recognise them by
+        # shape, whichever click they come from.
+        show, exit_code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(exit_code, int):
+            show()
+            sys.exit(exit_code)
         raise
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else 0)
 
 
 if __name__ == "__main__":

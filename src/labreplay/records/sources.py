@@ -8,6 +8,7 @@ into place, so a killed or failed download never leaves a file that looks comple
 
 from __future__ import annotations
 
+import http.client
 import os
 import urllib.error
 import urllib.request
@@ -29,14 +30,20 @@ def user_cache_dir() -> Path:
     return Path(user_cache_path("labreplay")) / "data"
 
 
-def resolve_data_dir(explicit: str | Path | None = None) -> Path:
-    """--data-dir > LABREPLAY_DATA_DIR > user cache dir."""
+def resolve_data_dir(explicit: str | Path | None = None, must_exist: bool = True) -> Path:
+    """--data-dir > LABREPLAY_DATA_DIR > user cache dir.
+
+    `must_exist=False` is for commands that create the directory (fetch): a path that does not
+    exist yet is accepted, one that exists must still be a readable directory.
+    """
     if explicit is not None and str(explicit) != "":
         chosen, origin = Path(explicit), "--data-dir"
     elif os.environ.get(ENV_DATA_DIR):
         chosen, origin = Path(os.environ[ENV_DATA_DIR]), ENV_DATA_DIR
     else:
         return user_cache_dir()
+    if not chosen.exists() and not must_exist:
+        return chosen
     if not chosen.exists():
         raise DataError(f"data directory does not exist (from {origin})", file=str(chosen))
     if not chosen.is_dir():
@@ -61,7 +68,7 @@ def data_file(data_dir: Path, relative: str) -> Path:
 class FileStatus:
     source: str
     path: str
-    status: str  # ok | missing | size-mismatch | sha256-mismatch
+    status: str  # ok | missing | unreadable | size-mismatch | sha256-mismatch
     detail: str = ""
 
 
@@ -69,10 +76,13 @@ def verify_file(data_dir: Path, entry: FileEntry, source: str) -> FileStatus:
     path = data_dir / entry.path
     if not path.is_file():
         return FileStatus(source, entry.path, "missing")
-    size = path.stat().st_size
-    if size != entry.size:
-        return FileStatus(source, entry.path, "size-mismatch", f"{size} != {entry.size} bytes")
-    digest = sha256_file(path)
+    try:
+        size = path.stat().st_size
+        if size != entry.size:
+            return FileStatus(source, entry.path, "size-mismatch", f"{size} != {entry.size} bytes")
+        digest = sha256_file(path)
+    except OSError as exc:  # permissions, I/O errors: a finding about this file, not a crash
+        return FileStatus(source, entry.path, "unreadable", exc.strerror or str(exc))
     if digest != entry.sha256:
         return FileStatus(source, entry.path, "sha256-mismatch", f"{digest[:12]}...")
     return FileStatus(source, entry.path, "ok")
@@ -112,29 +122,17 @@ def _download_one(url: str, target: Path, entry: FileEntry, timeout: float) -> N
     if have > entry.size:  # a stale, longer partial file cannot be resumed
         part.unlink()
         have = 0
-    request = urllib.request.Request(url)
-    if have:
-        request.add_header("Range", f"bytes={have}-")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            status = getattr(response, "status", 200)
-            mode = "ab" if (have and status == 206) else "wb"
-            with part.open(mode) as handle:
-                while chunk := response.read(1 << 16):
-                    handle.write(chunk)
-    except urllib.error.HTTPError as exc:
-        raise DownloadError(f"HTTP {exc.code} {exc.reason}", file=url) from exc
-    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise DownloadError(
-            f"download failed ({reason}); partial data kept in {part.name} for resume. "
-            "Offline? Use --mirror URL or copy the files into the data directory",
-            file=url,
-        ) from exc
+    # A complete .part (killed between the last byte and the rename) needs no request at all:
+    # asking for `bytes=<size>-` would get 416 and the download could never finish.
+    if have < entry.size or not part.exists():
+        _stream_into(url, part, have, timeout)
     size = part.stat().st_size
     if size != entry.size:
+        if size > entry.size:
+            part.unlink()
         raise DownloadError(
-            f"incomplete download: {size} of {entry.size} bytes; run fetch again to resume",
+            f"incomplete download: {size} of {entry.size} bytes; "
+            + ("run fetch again to resume" if size < entry.size else "partial file discarded"),
             file=url,
         )
     digest = sha256_file(part)
@@ -145,6 +143,50 @@ def _download_one(url: str, target: Path, entry: FileEntry, timeout: float) -> N
             file=url,
         )
     os.replace(part, target)
+
+
+def _stream_into(url: str, part: Path, have: int, timeout: float) -> None:
+    """Append the rest of `url` to `part` (Range request when `have` > 0), or rewrite it whole."""
+    request = urllib.request.Request(url)
+    if have:
+        request.add_header("Range", f"bytes={have}-")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status = getattr(response, "status", 200)
+            resumed = bool(have) and status == 206
+            if resumed and not _range_starts_at(response.headers.get("Content-Range"), have):
+                part.unlink()  # the server's bytes would not line up with ours: start over
+                raise DownloadError(
+                    f"server answered a resume request with Content-Range "
+                    f"{response.headers.get('Content-Range')!r}, not from byte {have}; "
+                    "partial file discarded, run fetch again",
+                    file=url,
+                )
+            with part.open("ab" if resumed else "wb") as handle:
+                while chunk := response.read(1 << 16):
+                    handle.write(chunk)
+    except urllib.error.HTTPError as exc:
+        raise DownloadError(f"HTTP {exc.code} {exc.reason}", file=url) from exc
+    except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        kept = (
+            f"; partial data kept in {part.name} for resume"
+            if part.exists() and part.stat().st_size
+            else ""
+        )
+        raise DownloadError(
+            f"download failed ({reason}){kept}. "
+            "Offline? Use --mirror URL or copy the files into the data directory",
+            file=url,
+        ) from exc
+
+
+def _range_starts_at(content_range: str | None, start: int) -> bool:
+    """True if a `Content-Range: bytes START-END/TOTAL` header begins at `start`."""
+    if not content_range:
+        return False
+    unit, _, span = content_range.strip().partition(" ")
+    return unit == "bytes" and span.split("-", 1)[0].strip() == str(start)
 
 
 def fetch(

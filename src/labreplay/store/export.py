@@ -35,7 +35,9 @@ def export_store(store: Store, out_dir: Path, formats: tuple[str, ...] = FORMATS
     written = []
     for name in TABLES:
         rows = store.table(name)
-        frame = pd.DataFrame(rows)
+        # Columns from the schema, not the rows: an empty table still exports a header that
+        # reads back (a header-less empty CSV makes pandas raise EmptyDataError).
+        frame = pd.DataFrame(rows, columns=store.columns(name))
         for fmt in formats:
             path = out_dir / f"{name}.{fmt}"
             tmp = path.with_name(path.name + ".tmp")

@@ -98,22 +98,32 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {self.path} cannot be opened: {exc}") from exc
+        try:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
+            found = self._conn.execute(
+                "SELECT value FROM meta WHERE key='schema_version'"
+            ).fetchone()
+            if found is None:
+                self._conn.execute(
+                    "INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                )
+            elif str(found[0]) != str(SCHEMA_VERSION):
+                raise StoreError(
+                    f"store {self.path} has schema version {found[0]!r}, this labreplay reads "
+                    f"{SCHEMA_VERSION}"
+                )
+        except (sqlite3.Error, StoreError) as exc:
+            # A foreign SQLite file (its own `meta` table) or not SQLite at all: close the
+            # handle so the caller can remove or replace the file.
+            self._conn.close()
+            if isinstance(exc, StoreError):
+                raise
             raise StoreError(f"store {self.path} is not a labreplay SQLite store: {exc}") from exc
-        found = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if found is None:
-            self._conn.execute(
-                "INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
-        elif int(found[0]) != SCHEMA_VERSION:
-            raise StoreError(
-                f"store {self.path} has schema version {found[0]}, this labreplay reads "
-                f"{SCHEMA_VERSION}"
-            )
 
     # ------------------------------------------------------------------ plumbing
     def close(self) -> None:
@@ -127,14 +137,26 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT; any exception rolls the whole write back."""
-        self._conn.execute("BEGIN IMMEDIATE")
+        """BEGIN IMMEDIATE ... COMMIT; any exception rolls the whole write back.
+
+        SQLite refusals (a duplicate key, a locked or read-only file) become StoreError naming
+        the store, so the CLI reports one line instead of a traceback.
+        """
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {self.path} refused a write: {exc}") from exc
         try:
             yield self._conn
-        except BaseException:
+        except BaseException as exc:
             self._conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"store {self.path} refused a write: {exc}") from exc
             raise
-        self._conn.execute("COMMIT")
+        try:
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {self.path} could not commit: {exc}") from exc
 
     # ------------------------------------------------------------------ specs
     def put_spec(self, suite: str, protocol: str, spec_id: str, spec_hash: str, body: str) -> None:
@@ -381,8 +403,17 @@ class Store:
 
     # ------------------------------------------------------------------ export
     def table(self, name: str) -> list[dict[str, Any]]:
-        if name not in {"runs", "specs", "events", "forecasts", "scores", "llm_calls"}:
-            raise StoreError(f"unknown table {name!r}")
-        cursor = self._conn.execute(f"SELECT * FROM {name}")
+        cursor = self._conn.execute(f"SELECT * FROM {self._exportable(name)}")
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def columns(self, name: str) -> list[str]:
+        """Column names of an exportable table (known even when it has no rows)."""
+        cursor = self._conn.execute(f"SELECT * FROM {self._exportable(name)} LIMIT 0")
+        return [d[0] for d in cursor.description]
+
+    @staticmethod
+    def _exportable(name: str) -> str:
+        if name not in {"runs", "specs", "events", "forecasts", "scores", "llm_calls"}:
+            raise StoreError(f"unknown table {name!r}")
+        return name

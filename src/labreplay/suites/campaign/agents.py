@@ -24,7 +24,7 @@ from labreplay.suites.campaign.model import (
     posterior,
     to_forecast,
 )
-from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
+from labreplay.suites.campaign.protocol import EVIDENCE_KINDS, precursors_of
 
 ORACLE_NAME = "oracle"
 
@@ -153,7 +153,7 @@ class BayesAgent(_Base):
                 continue  # nothing observed: adding our own prior would only echo it
             desc = by_id[eid]["descriptors"]
             self.model.add(
-                desc["precursors"],
+                precursors_of(desc),
                 desc.get("temperature_c"),
                 from_forecast(record["forecasts"][-1]),
                 weight=3.0,
@@ -178,8 +178,8 @@ class BayesAgent(_Base):
         for c in state["candidates"]:
             if c["status"] != "available":
                 continue
-            precursors = set(c["descriptors"]["precursors"])
-            relevance = sum(h for d, h in queries if precursors.intersection(d["precursors"]))
+            precursors = set(precursors_of(c["descriptors"]))
+            relevance = sum(h for d, h in queries if precursors.intersection(precursors_of(d)))
             value = _entropy(model.predict(c["descriptors"])) * (1.0 + relevance)
             if value > best_value + 1e-12:
                 best, best_value = c["experiment_id"], value
@@ -194,23 +194,30 @@ class BayesAgent(_Base):
         if eid is None:
             return {"type": "stop"}
         record = state["experiments"][eid]
-        forecast = to_forecast(self._local(state, eid))
-        if (
-            "inspect_evidence" not in allowed
-            and "request_review" not in allowed
-            and "submit_forecast" in allowed
-        ):
-            return {"type": "submit_forecast", "experiment_id": eid, **forecast}
-        if "submit_forecast" in allowed and (
-            not record["forecasts"]
-            or record["forecasts"][-1]["after_reveals"]
-            < len(record["revealed"]) + (1 if record["review"] else 0)
-        ):
-            return {"type": "submit_forecast", "experiment_id": eid, **forecast}
-        kind = self._next_evidence(state, eid) if "inspect_evidence" in allowed else None
-        if kind is not None:
+        stale = not record["forecasts"] or record["forecasts"][-1]["after_reveals"] < len(
+            record["revealed"]
+        ) + (1 if record["review"] else 0)
+        kind = self._next_evidence(state, eid)
+        if stale:
+            preferred = "submit_forecast"
+        elif kind is not None:
+            preferred = "inspect_evidence"
+        elif self._wants_review(state, eid):
+            preferred = "request_review"
+        else:
+            preferred = "close_experiment"
+        # A control branch may allow only one action type here: then that one is ours to fill.
+        order = [preferred, "submit_forecast", "request_review", "close_experiment"]
+        choice = next((t for t in order if t in allowed), "stop")
+        if choice == "inspect_evidence" and kind is not None:
             return {"type": "inspect_evidence", "experiment_id": eid, "kind": kind}
-        if "request_review" in allowed and self._wants_review(state, eid):
+        if choice == "submit_forecast":
+            return {
+                "type": "submit_forecast",
+                "experiment_id": eid,
+                **to_forecast(self._local(state, eid)),
+            }
+        if choice == "request_review":
             local = self._local(state, eid)
             return {
                 "type": "request_review",
@@ -218,7 +225,7 @@ class BayesAgent(_Base):
                 "expect_change": round(1.0 - max(local.values()), 6),
                 "expected_tier": 1,
             }
-        if "close_experiment" in allowed:
+        if choice == "close_experiment":
             return {
                 "type": "close_experiment",
                 "experiment_id": eid,

@@ -19,12 +19,14 @@ from labreplay.compile.spec import EnvironmentSpec, write_spec
 from labreplay.records import Record
 from labreplay.records._types import to_json
 from labreplay.scoring.proper import CATEGORIES
+from labreplay.suites.campaign.model import label_of
 from labreplay.suites.campaign.protocol import (
     EVIDENCE_KINDS,
     REVIEW_KIND,
     Partition,
     ProtocolParams,
     partition,
+    precursors_of,
 )
 
 SUITE = "campaign"
@@ -48,7 +50,7 @@ def context_summary(records: Sequence[Record]) -> dict[str, Any]:
     for r in records:
         label = _outcome_label(r)
         overall[label] += 1
-        for p in r.descriptors["precursors"]:
+        for p in precursors_of(r.descriptors):
             per.setdefault(p, Counter())[label] += 1
     return {
         "n_experiments": len(records),
@@ -134,6 +136,14 @@ def build_specs(
     return part, specs
 
 
+def _scorable(spec: EnvironmentSpec) -> int:
+    """Held-out queries whose recorded outcome is known (the others are excluded, counted)."""
+    evaluator = spec.body["evaluator"]
+    return sum(
+        1 for q in spec.body["queries"] if label_of(evaluator[q["experiment_id"]]["outcome"])
+    )
+
+
 def index_of(
     part: Partition,
     specs: Sequence[EnvironmentSpec],
@@ -159,9 +169,12 @@ def index_of(
                 "budgets": s.body["budgets"],
                 "spec_hash": s.spec_hash,
                 "file": f"{s.body['assignment']['id']}.json",
+                "scorable_queries": _scorable(s),
             }
             for s in specs
         ],
+        "withheld_panel_experiments": len(part.panel)
+        - sum(len(s.body["candidates"]) for s in specs),
         "long_experiments": sum(
             len(s.body["candidates"]) for s in specs if s.body["assignment"]["kind"] == "long"
         ),

@@ -72,6 +72,8 @@ def leaderboard(store: Store, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
             if "adaptive" not in branches:
                 continue
             a = branches["adaptive"]["scores"]
+            if a.get("adaptive_auc") is None:
+                continue  # no scorable held-out query in this assignment (declared in index)
             aucs.append(a["adaptive_auc"])
             gains.append(a["held_out_gain"])
             invalid.append(a.get("invalid_actions") or 0.0)

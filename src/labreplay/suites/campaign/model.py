@@ -23,6 +23,7 @@ from typing import Any
 
 from labreplay.scoring.proper import CATEGORIES
 from labreplay.suites.campaign.chem import close_compound, parse_formula, phase_formula
+from labreplay.suites.campaign.protocol import precursors_of
 
 CLASSES: tuple[str, ...] = (*CATEGORIES, "physical_failure")
 _TEMP_BANDS = (300.0, 500.0, 700.0, 900.0)
@@ -95,7 +96,7 @@ class AffinityModel:
             if label is None:
                 continue
             d = row["descriptors"]
-            self.add(d["precursors"], d.get("temperature_c"), {label: 1.0})
+            self.add(precursors_of(d), d.get("temperature_c"), {label: 1.0})
         return self
 
     def fit_summary(self, summary: Mapping[str, Any]) -> AffinityModel:
@@ -113,7 +114,7 @@ class AffinityModel:
         base = _normalise(self.base)
         num = {k: self.alpha * base[k] for k in CLASSES}
         den = self.alpha
-        for p in descriptors["precursors"]:
+        for p in precursors_of(descriptors):
             row = self.counts.get(p)
             if row:
                 for k in CLASSES:
@@ -176,7 +177,7 @@ def refinement_likelihood(
     phases = content.get("phases") or []
     if not isinstance(phases, list) or not phases:
         return {**_flat(1.0), "physical_failure": 2.0}
-    roles = _phase_roles(phases, [str(p) for p in descriptors.get("precursors", [])])
+    roles = _phase_roles(phases, precursors_of(descriptors))
     like = {"physical_failure": 0.15}
     if roles["cross"] >= 0.05 and roles["precursor"] < 0.1:
         like.update(completely_reacted=0.6, transformed=0.1, partially_reacted=0.25, unreacted=0.05)

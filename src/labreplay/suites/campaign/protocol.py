@@ -15,6 +15,9 @@ Declared choices where the paper is silent:
   per-precursor summary of the context outcomes (`context_detail = "summary"`); `"rows"` puts
   every context row in the state.
 - Other panel experiments of an assignment (neither candidate nor query) are withheld.
+- Records where most outcomes are Missing (the A-Lab record): only experiments with a decidable
+  outcome join the panel, evaluation precursors are drawn among theirs, and 16 are drawn
+  instead of 6 so that the panel can hold long assignments; the rest is context.
 """
 
 from __future__ import annotations
@@ -54,6 +57,12 @@ class ProtocolParams:
     # Target score tau for acceleration, declared before any run (score = -panel loss).
     acceleration_target: float = -1.2
     context_detail: str = "summary"
+    # A short block smaller than this cannot carry a meaningful held-out panel; when the rest of
+    # the panel is too small for two such blocks, it is withheld (declared in the index).
+    min_short_candidates: int = 4
+    # Only experiments whose recorded outcome is decidable may join the panel (their forecasts
+    # can be scored). Needed for records where most outcomes are Missing (the A-Lab record).
+    panel_requires_outcome: bool = False
     expected_panel: int | None = 255  # asserted when the record is the Precursor Genome
 
     def to_json(self) -> dict[str, Any]:
@@ -66,6 +75,10 @@ def protocol_for(record_source: str, **overrides: Any) -> ProtocolParams:
     """The `sdl1` defaults for a record; the A-Lab record has no fixed panel size."""
     if record_source != "precursor-genome":
         overrides.setdefault("expected_panel", None)
+        overrides.setdefault("panel_requires_outcome", True)
+        # Only 93 of 592 A-Lab outcomes are decidable: 16 evaluation precursors give a panel
+        # large enough for two long assignments (81 experiments at seed 0).
+        overrides.setdefault("eval_precursors", 16)
     return ProtocolParams(**overrides)
 
 
@@ -86,6 +99,17 @@ class Partition:
     assignments: tuple[Assignment, ...]
 
 
+def precursors_of(descriptors: Mapping[str, Any]) -> list[str]:
+    """The recorded precursors, or [] when the record holds none (a typed Missing)."""
+    value = descriptors.get("precursors")
+    return [str(p) for p in value] if isinstance(value, list) else []
+
+
+def _decidable(record: Record) -> bool:
+    valid = record.outcome.get("valid")
+    return valid is False or (valid is True and isinstance(record.outcome.get("category"), str))
+
+
 def _scaled(budget: int, n: int, full: int) -> int:
     return max(1, int(budget * n / full + 0.5))
 
@@ -99,7 +123,9 @@ def _blocks(ids: Sequence[str], sizes: Sequence[int]) -> list[tuple[str, ...]]:
 
 
 def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> Partition:
-    precursors = sorted({p for r in records for p in r.descriptors["precursors"]})
+    # Experiments without recorded precursors cannot join the panel: they stay context.
+    eligible = [r for r in records if not params.panel_requires_outcome or _decidable(r)]
+    precursors = sorted({p for r in eligible for p in precursors_of(r.descriptors)})
     if len(precursors) < params.eval_precursors:
         raise SpecError(
             f"protocol {params.name}: record has {len(precursors)} precursors, "
@@ -109,7 +135,10 @@ def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> P
     chosen = sorted(str(p) for p in rng.choice(precursors, params.eval_precursors, replace=False))
     chosen_set = set(chosen)
     panel = sorted(
-        r.record_id for r in records if chosen_set.intersection(r.descriptors["precursors"])
+        r.record_id
+        for r in records
+        if chosen_set.intersection(precursors_of(r.descriptors))
+        and (not params.panel_requires_outcome or _decidable(r))
     )
     context = sorted(r.record_id for r in records if r.record_id not in set(panel))
     if params.expected_panel is not None and len(panel) != params.expected_panel:
@@ -134,7 +163,9 @@ def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> P
         assignments.append(
             Assignment(f"long-{i + 1}", "long", block, long_blocks[(i + 1) % n_long], full_budgets)
         )
-    n_short = min(params.short_assignments, len(short_pool)) if len(short_pool) >= 2 else 0
+    n_short = min(params.short_assignments, len(short_pool) // params.min_short_candidates)
+    if n_short < 2:
+        n_short = 0
     if n_short:
         base, extra = divmod(len(short_pool), n_short)
         sizes = [base + (1 if i < extra else 0) for i in range(n_short)]

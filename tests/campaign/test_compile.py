@@ -1,0 +1,91 @@
+"""The sdl1 partition on the real Precursor Genome: exact protocol numbers, frozen bytes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from labreplay.compile.spec import load_spec
+from labreplay.suites.campaign.api import compile_specs
+
+
+def test_sdl1_protocol_numbers(pg_compiled):
+    part, specs, index = pg_compiled
+    assert len(part.eval_precursors) == 6
+    assert index["panel_size"] == 255
+    assert index["context_size"] == 780
+    long = [s for s in specs if s.body["assignment"]["kind"] == "long"]
+    short = [s for s in specs if s.body["assignment"]["kind"] == "short"]
+    assert len(long) == 6 and len(short) == 6
+    assert all(len(s.body["candidates"]) == 32 for s in long)
+    assert index["long_experiments"] == 192 and index["short_experiments"] == 63
+    cand = Counter(c["experiment_id"] for s in long for c in s.body["candidates"])
+    query = Counter(q["experiment_id"] for s in long for q in s.body["queries"])
+    assert len(cand) == 192 and set(cand.values()) == {1}
+    assert set(query) == set(cand) and set(query.values()) == {1}
+    for s in long:  # a query of an assignment is never one of its own candidates
+        own = {c["experiment_id"] for c in s.body["candidates"]}
+        assert own.isdisjoint(q["experiment_id"] for q in s.body["queries"])
+        assert s.body["budgets"] == {"experiments": 12, "evidence": 36, "reviews": 3}
+    short_cand = Counter(c["experiment_id"] for s in short for c in s.body["candidates"])
+    assert len(short_cand) == 63 and set(short_cand.values()) == {1}
+    assert set(short_cand).isdisjoint(cand)
+    # Every panel experiment contains an evaluation precursor; no context one does.
+    eval_set = set(part.eval_precursors)
+    for s in specs:
+        for c in s.body["candidates"]:
+            assert eval_set.intersection(c["descriptors"]["precursors"])
+
+
+def test_agent_view_has_no_outcomes(pg_specs):
+    for s in pg_specs:
+        for entry in (*s.body["candidates"], *s.body["queries"]):
+            assert set(entry) == {"experiment_id", "descriptors"}
+            assert "outcome" not in json.dumps(entry["descriptors"])
+
+
+def test_compile_is_byte_identical_and_seed_dependent(pg_records, tmp_path: Path):
+    _, a, ia = compile_specs(records=pg_records, seed=0)
+    _, b, ib = compile_specs(records=pg_records, seed=0)
+    assert [s.to_file_text() for s in a] == [s.to_file_text() for s in b]
+    assert ia == ib
+    _, c, _ = compile_specs(records=pg_records, seed=1)
+    assert [s.spec_hash for s in a] != [s.spec_hash for s in c]
+
+
+def test_cli_compile_twice_gives_identical_files(tmp_path: Path):
+    outs = []
+    for name in ("one", "two"):
+        out = tmp_path / name
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "labreplay.cli.main",
+                "campaign",
+                "compile",
+                "--record",
+                "precursor-genome",
+                "--protocol",
+                "sdl1",
+                "--seed",
+                "7",
+                "--out",
+                str(out),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        index = json.loads(proc.stdout)
+        assert index["panel_size"] == 255
+        outs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert outs[0] == outs[1]
+    assert len(outs[0]) == 13  # 12 specs + index.json
+    spec = load_spec(tmp_path / "one" / "long-1.json")
+    assert spec.body["assignment"]["id"] == "long-1"
