@@ -12,7 +12,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-console = Console()
+# Wide enough for leaderboards when stdout is a pipe or a CI log (rich would pick 80).
+console = Console(width=None if sys.stdout.isatty() else 150)
 err_console = Console(stderr=True)
 
 DataDirOption = typer.Option(

@@ -9,13 +9,13 @@ the base-rate forecaster and the context-trained model (their panel score at t =
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from labreplay._hashing import canonical_json, sha256_json
 from labreplay.scoring.curves import adaptive_auc
 from labreplay.scoring.stats import paired_bootstrap_ci, sign_test
 from labreplay.store.sqlite import Store
@@ -25,21 +25,31 @@ from labreplay.suites.campaign.metrics import panel_loss
 BOOTSTRAP_SEED = 20261129
 
 
-def _system_key(agent: str, params: Mapping[str, Any]) -> str:
-    return agent if not params else f"{agent} {json.dumps(params, sort_keys=True)}"
+def _system_keys(runs: Sequence[Any]) -> dict[tuple[str, str], str]:
+    """Display name per (agent, params): the agent name, plus a short parameter hash only when
+    one agent name appears with several parameter sets."""
+    params_by_agent: dict[str, set[str]] = defaultdict(set)
+    for r in runs:
+        params_by_agent[r.agent].add(canonical_json(r.agent_params))
+    keys = {}
+    for agent, variants in params_by_agent.items():
+        for v in variants:
+            keys[(agent, v)] = agent if len(variants) == 1 else f"{agent}#{sha256_json(v)[:6]}"
+    return keys
 
 
 def collect(store: Store, spec_hashes: Sequence[str] | None = None) -> dict[str, Any]:
     """Per system and spec: the three branches' stored scores and curves."""
     runs = store.runs(where="suite='campaign'")
     specs = sorted({r.spec_hash for r in runs} if spec_hashes is None else set(spec_hashes))
+    names = _system_keys(runs)
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
     spec_ids: dict[str, str] = {}
     for r in runs:
         if r.spec_hash not in specs:
             continue
         spec_ids[r.spec_hash] = r.spec_id
-        system = _system_key(r.agent, r.agent_params)
+        system = names[(r.agent, canonical_json(r.agent_params))]
         entry = {
             "status": r.status,
             "seed": r.seed,
@@ -178,3 +188,8 @@ def reference_rows(store: Store) -> list[dict[str, Any]]:
             loss, _ = panel_loss(forecasts, spec.body["evaluator"], float(spec.body["eps"]))
             out[label].append(adaptive_auc([-loss, -loss]))
     return [{"system": k, "adaptive_auc": float(np.mean(v)) if v else None} for k, v in out.items()]
+
+
+def _system_key(agent: str, params: Mapping[str, Any]) -> str:
+    """Display name of a system when its agent name is unambiguous in the store."""
+    return agent
