@@ -123,6 +123,10 @@ def run_cmd(
     console.print(table)
 
 
+def _fmt_x(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
 
@@ -195,5 +199,16 @@ def print_leaderboard(board: dict[str, Any]) -> None:
             "-",
         )
     console.print(table)
+    for r in board["rows"]:
+        est = r["acceleration_estimable"]
+        m = r["movements"]
+        console.print(
+            f"{r['system']}: acceleration first passage {_fmt_x(r['acceleration_first'])} "
+            f"({est['first']} of {r['assignments']} estimable), sustained "
+            f"{_fmt_x(r['acceleration_sustained'])} ({est['sustained']}); local vs held-out "
+            f"movements same {m['same']} / opposite {m['opposite']} / zero {m['zero']}; "
+            f"early stops {r['stops']['early_stops']}; LOAO ranks "
+            f"{board['loao_ranks'].get(r['system'], [])}"
+        )
     if board["incomplete"]:
         console.print(f"not ranked (incomplete branches): {', '.join(board['incomplete'])}")

@@ -334,7 +334,10 @@ class Store:
         scores: Mapping[str, float | None],
         details: Mapping[str, Any] | None = None,
     ) -> None:
+        """Scalar metrics with optional JSON details; a detail without a scalar (a curve, a
+        count table) is stored under its own name with a NULL value."""
         details = details or {}
+        names = list(scores) + [name for name in details if name not in scores]
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO scores VALUES (?,?,?,?)",
@@ -342,10 +345,10 @@ class Store:
                     (
                         run_id,
                         metric,
-                        value,
+                        scores.get(metric),
                         canonical_json(details[metric]) if metric in details else None,
                     )
-                    for metric, value in scores.items()
+                    for metric in names
                 ],
             )
 

@@ -9,6 +9,7 @@ the base-rate forecaster and the context-trained model (their panel score at t =
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,7 +17,12 @@ from typing import Any
 import numpy as np
 
 from labreplay._hashing import canonical_json, sha256_json
-from labreplay.scoring.curves import adaptive_auc
+from labreplay.scoring.curves import (
+    acceleration_factor,
+    adaptive_auc,
+    first_passage,
+    sustained_passage,
+)
 from labreplay.scoring.stats import paired_bootstrap_ci, sign_test
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.agents import ORACLE_NAME
@@ -45,20 +51,26 @@ def collect(store: Store, spec_hashes: Sequence[str] | None = None) -> dict[str,
     names = _system_keys(runs)
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
     spec_ids: dict[str, str] = {}
+    targets: dict[str, float] = {}
     for r in runs:
         if r.spec_hash not in specs:
             continue
         spec_ids[r.spec_hash] = r.spec_id
         system = names[(r.agent, canonical_json(r.agent_params))]
+        if r.spec_hash not in targets:
+            body = json.loads(store.get_spec(r.spec_hash))["body"]
+            targets[r.spec_hash] = float(body["acceleration_target"])
+        details = store.score_details(r.run_id)
         entry = {
             "status": r.status,
             "seed": r.seed,
             "run_id": r.run_id,
             "scores": store.scores(r.run_id),
-            "curve": store.score_details(r.run_id).get("curve"),
+            "curve": details.get("curve"),
+            "movements": details.get("movements"),
         }
         table[system][r.spec_hash][r.branch] = entry
-    return {"specs": specs, "spec_ids": spec_ids, "table": table}
+    return {"specs": specs, "spec_ids": spec_ids, "table": table, "targets": targets}
 
 
 def leaderboard(store: Store, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
@@ -77,6 +89,9 @@ def leaderboard(store: Store, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
         if not complete and system.split(" ")[0] != ORACLE_NAME:
             incomplete.append(system)
         aucs, sel, evid, gains, overclaim, invalid = [], [], [], [], [], []
+        first_af, sustained_af, estimable = [], [], {"first": 0, "sustained": 0}
+        moves = {"same": 0, "opposite": 0, "zero": 0}
+        stops = {"early_stops": 0, "unused_experiments": 0.0}
         for s in specs:
             branches = by_spec.get(s, {})
             if "adaptive" not in branches:
@@ -89,8 +104,23 @@ def leaderboard(store: Store, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
             invalid.append(a.get("invalid_actions") or 0.0)
             if a.get("overclaim_rate") is not None:
                 overclaim.append(a["overclaim_rate"])
+            for k, v in (branches["adaptive"].get("movements") or {}).items():
+                moves[k] += int(v)
+            stops["early_stops"] += int(a.get("stopped_early") or 0)
+            stops["unused_experiments"] += float(a.get("unused_experiments") or 0.0)
             if "random" in branches:
                 sel.append(a["adaptive_auc"] - branches["random"]["scores"]["adaptive_auc"])
+                tau = data["targets"][s]
+                ca, cr = branches["adaptive"]["curve"], branches["random"]["curve"]
+                if ca and cr:
+                    f = acceleration_factor(first_passage(cr, tau), first_passage(ca, tau))
+                    u = acceleration_factor(sustained_passage(cr, tau), sustained_passage(ca, tau))
+                    if f is not None:
+                        first_af.append(f)
+                        estimable["first"] += 1
+                    if u is not None:
+                        sustained_af.append(u)
+                        estimable["sustained"] += 1
             if "no-evidence" in branches:
                 evid.append(a["adaptive_auc"] - branches["no-evidence"]["scores"]["adaptive_auc"])
         row = {
@@ -103,6 +133,11 @@ def leaderboard(store: Store, seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
             "selection_lift_sign": sign_test(sel)[:2] if sel else None,
             "overclaim_rate": float(np.mean(overclaim)) if overclaim else None,
             "invalid_actions": float(np.sum(invalid)),
+            "acceleration_first": float(np.mean(first_af)) if first_af else None,
+            "acceleration_sustained": float(np.mean(sustained_af)) if sustained_af else None,
+            "acceleration_estimable": estimable,
+            "movements": moves,
+            "stops": stops,
             "complete": complete,
         }
         if system.split(" ")[0] == ORACLE_NAME:

@@ -1,0 +1,203 @@
+"""Loader for the official Precursor Genome ledger (Zenodo 10.5281/zenodo.21285546).
+
+`ledger_precursor_genome.json` is not reachable from the development machines, so this reads
+the layout documented in the data README (inferred from public parsing code):
+
+    {"samples": [{"sample_id", "target_compound", "target_stoichiometry",
+                  "precursors": [{"formula"} or {"name"}],
+                  "synthesis": {"heating_temperature", "heating_time"},
+                  "reaction_energy_ev_per_atom",
+                  "outcome": {"reaction_category", "phases": [{"name", "weight_percent"}]},
+                  "active_scan_index",
+                  "characterization": {"xrd": {"scans": [
+                      {"active_case_index", "is_active", "status",
+                       "refinement_cases": [{"rank", "origin", "rwp", "phase_weights",
+                                             "verification": {"human_quality_score",
+                                                              "human_quality_score_history"}}]}]}}}]}
+
+Every refinement case of every scan becomes one `refinement` item, in scan then case order.
+`selected` is True for the case at (`active_scan_index`, that scan's `active_case_index`),
+False for the others, and None (unknown) when the sample does not name its active case.
+`phase_weights` (name -> weight, or a list of {name, weight_fraction|weight_percent}) is read
+as fractions; values are taken as percent and divided by 100 when any exceeds 1 or they sum
+above 1.5 (the rule of the public parser). A case without `phase_weights` has `phases` null.
+The expert review comes from the active case's `verification` (`human_quality_score_history`
+is our assumption of the history field's name; without it the history is the final score).
+Records are built by the same function as `records_pg`, so both loaders agree on descriptors,
+outcome, refinement and review evidence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from labreplay.errors import DataError
+from labreplay.records import Record
+from labreplay.suites.campaign.records_pg import phase_list, sample_record
+
+REQUIRED_FIELDS = (
+    "sample_id", "target_compound", "precursors", "synthesis",
+    "reaction_energy_ev_per_atom", "outcome",
+)  # fmt: skip
+
+
+class _Where:
+    """File and record named by every error raised while reading one sample."""
+
+    def __init__(self, file: str, record: str) -> None:
+        self.file, self.record = file, record
+
+    def error(self, message: str, field: str, value: object = None) -> DataError:
+        return DataError(message, file=self.file, record=self.record, field=field, value=value)
+
+    def mapping(self, raw: Any, field: str) -> Mapping[str, Any]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, Mapping):
+            raise self.error("expected a JSON object", field, raw)
+        return raw
+
+    def listing(self, raw: Any, field: str) -> list[Any]:
+        if raw is None:
+            return []
+        if not isinstance(raw, list):
+            raise self.error("expected a JSON list", field, raw)
+        return raw
+
+
+def _weights(raw: Any, where: _Where, field: str) -> list[dict[str, Any]] | None:
+    if raw is None:
+        return None
+    if isinstance(raw, Mapping):
+        pairs = [(str(name), value) for name, value in raw.items()]
+    elif isinstance(raw, list):
+        pairs = []
+        for phase in raw:
+            phase = where.mapping(phase, field)
+            value = phase.get("weight_fraction", phase.get("weight_percent"))
+            pairs.append((str(phase.get("name")), value))
+    else:
+        raise where.error("phase weights must be an object or a list", field, raw)
+    values = []
+    for name, value in pairs:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise where.error(f"phase weight of {name} is not a number", field, value)
+        values.append(float(value))
+    if any(v > 1.0 for v in values) or sum(values) > 1.5:
+        values = [v / 100.0 for v in values]
+    phases = [{"name": n, "weight_fraction": v} for (n, _), v in zip(pairs, values, strict=True)]
+    return phase_list(phases, file=where.file, record=where.record, field=field)
+
+
+def _refinements_and_review(
+    sample: Mapping[str, Any], where: _Where
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    xrd = where.mapping(
+        where.mapping(sample.get("characterization"), "characterization").get("xrd"),
+        "characterization.xrd",
+    )
+    scans = where.listing(xrd.get("scans"), "characterization.xrd.scans")
+    active_scan = sample.get("active_scan_index")
+    refinements: list[dict[str, Any]] = []
+    review: dict[str, Any] | None = None
+    for i, raw_scan in enumerate(scans):
+        scan = where.mapping(raw_scan, f"scans[{i}]")
+        active_case = scan.get("active_case_index")
+        known = isinstance(active_scan, int) and isinstance(active_case, int)
+        cases = where.listing(scan.get("refinement_cases"), f"scans[{i}].refinement_cases")
+        for j, raw_case in enumerate(cases):
+            field = f"scans[{i}].refinement_cases[{j}]"
+            case = where.mapping(raw_case, field)
+            selected = (i == active_scan and j == active_case) if known else None
+            rwp = case.get("rwp")
+            if rwp is not None and (isinstance(rwp, bool) or not isinstance(rwp, int | float)):
+                raise where.error("rwp is not a number", f"{field}.rwp", rwp)
+            refinements.append(
+                {
+                    "rwp": rwp,
+                    "phases": _weights(case.get("phase_weights"), where, f"{field}.phase_weights"),
+                    "selected": selected,
+                    "origin": case.get("origin"),
+                    "rank": case.get("rank"),
+                }
+            )
+            verification = where.mapping(case.get("verification"), f"{field}.verification")
+            score = verification.get("human_quality_score")
+            if selected and score is not None:
+                if isinstance(score, bool) or score not in (1, 2, 3):
+                    raise where.error(
+                        "quality tier must be 1, 2 or 3", f"{field}.verification", score
+                    )
+                history = verification.get("human_quality_score_history") or [score]
+                review = {"tier": int(score), "history": [int(h) for h in history]}
+    return refinements, review
+
+
+def _precursors(sample: Mapping[str, Any], where: _Where) -> list[str]:
+    out = []
+    for k, raw in enumerate(where.listing(sample["precursors"], "precursors")):
+        entry = where.mapping(raw, f"precursors[{k}]")
+        formula = entry.get("formula") or entry.get("name")
+        if not isinstance(formula, str) or not formula:
+            raise where.error("precursor has neither formula nor name", f"precursors[{k}]", raw)
+        out.append(formula)
+    if not out:
+        raise where.error("sample has no precursors", "precursors", sample["precursors"])
+    return out
+
+
+def ledger_sample(sample: Mapping[str, Any], where: _Where) -> dict[str, Any]:
+    synthesis = where.mapping(sample["synthesis"], "synthesis")
+    outcome = where.mapping(sample["outcome"], "outcome")
+    refinements, review = _refinements_and_review(sample, where)
+    return {
+        "sample_id": where.record,
+        "precursors": _precursors(sample, where),
+        "target": sample["target_compound"],
+        "target_stoichiometry": sample.get("target_stoichiometry"),
+        "temperature_c": synthesis.get("heating_temperature"),
+        "time_min": synthesis.get("heating_time"),
+        "reaction_energy_ev_per_atom": sample["reaction_energy_ev_per_atom"],
+        "reaction_category": outcome.get("reaction_category"),
+        "refinements": refinements,
+        "review": review,
+    }
+
+
+def load_official_ledger(path: Path) -> list[Record]:
+    """Every sample of an official ledger file, in file order."""
+    file = str(path)
+    if not path.is_file():
+        raise DataError("ledger file not found", file=file)
+    try:
+        with path.open("r", encoding="utf-8") as handle:
+            payload = json.load(handle)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"corrupt or truncated JSON at line {exc.lineno} column {exc.colno} ({exc.msg})",
+            file=file,
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"unreadable ledger ({exc})", file=file) from exc
+    if not isinstance(payload, Mapping) or not isinstance(payload.get("samples"), list):
+        raise DataError("expected an object with a 'samples' list", file=file, field="samples")
+    records = []
+    seen: set[str] = set()
+    for index, raw in enumerate(payload["samples"]):
+        if not isinstance(raw, Mapping):
+            raise DataError("sample is not a JSON object", file=file, record=f"samples[{index}]")
+        record_name = str(raw.get("sample_id", f"samples[{index}]"))
+        for field in REQUIRED_FIELDS:
+            if field not in raw:
+                raise DataError(
+                    "required field missing", file=file, record=record_name, field=field
+                )
+        if record_name in seen:
+            raise DataError("duplicate sample id", file=file, record=record_name, field="sample_id")
+        seen.add(record_name)
+        sample = ledger_sample(raw, _Where(file, record_name))
+        records.append(sample_record(sample, file=path.name, provenance={"row": index}))
+    return records

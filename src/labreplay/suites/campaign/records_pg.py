@@ -1,0 +1,371 @@
+"""A-Lab Precursor Genome records: 1,035 pairwise reactions, joined with pipeline evidence.
+
+Reads `precursor_genome/pg_samples.jsonl` (a per-sample reconstruction of the official ledger)
+and, for the 191 samples the A-Lab pipeline ran as `PG_xxxx-1`, attaches that run's execution
+record, thermal history, raw XRD scan and automated refinement (`records_alab`). Nothing is
+generated or repaired: absent fields become `Missing(reason)`.
+
+Outcome: `valid` is False for the 26 samples whose reaction category is null (the ledger's
+unclassified physical failures) and True otherwise; `category` is the recorded category, or
+Missing for a physical failure.
+
+Refinement evidence (kind `refinement`, items in ledger order: first refinement case of the
+first scan, then the active one). How `selected` is decided from the reconstruction:
+
+* 500 samples carry the active (expert-selected) refinement (`active_*`): that item has
+  `selected=True` with its origin and rank.
+* The snapshot refinement (`snapshot_refinement_rwp`, the first case of the first scan, and
+  the recorded phase list `phases_full`) is the same refinement when both its Rwp and its
+  phase list equal the active one: then it is not listed twice. Otherwise it is listed with
+  `selected=False`. In 65 samples only the Rwp differs while `phases_full` equals the active
+  phases: the phase list then belongs to the active refinement, not to the first case, so the
+  first case's `phases` is null (unknown), not a copy.
+* Without `active_*` fields the reconstruction does not say whether the snapshot refinement
+  is the selected one: `selected` is None (unknown), origin and rank null.
+
+Expert review (kind `expert_review`): from `human_quality_score` (the final tier on the
+paper's three-tier scale) and its history. Tier 1 or 2 counts as accepted, tier 3 as rejected:
+the paper's support rule needs "an accepted tier 1 or tier 2 review". Missing for the 535
+samples without a recorded score.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from labreplay.errors import DataError
+from labreplay.records import Missing, Record
+from labreplay.records.sources import data_file
+from labreplay.suites.campaign import evidence as ev
+
+SOURCE = "precursor-genome"
+PG_FILE = "precursor_genome/pg_samples.jsonl"
+CATEGORIES = ("completely_reacted", "transformed", "partially_reacted", "unreacted")
+PIPELINE_KINDS = ("execution_record", "thermal_history", "xrd_scan", "automated_refinement")
+REQUIRED_FIELDS = (
+    "sample_id", "precursor_1", "precursor_2", "target", "target_stoichiometry",
+    "temperature_c", "time_min", "reaction_energy_ev_per_atom", "reaction_category",
+    "snapshot_refinement_rwp", "phases_full",
+)  # fmt: skip
+NOT_IN_LEDGER = "not recorded in ledger"
+
+
+# --------------------------------------------------------------------------- shared sample form
+# Both this reconstruction and the official ledger (`records_ledger`) are first brought into one
+# plain "sample" dict, and one function turns a sample into a Record, so the two loaders cannot
+# drift apart:
+#   {"sample_id", "precursors", "target", "target_stoichiometry", "temperature_c", "time_min",
+#    "reaction_energy_ev_per_atom", "reaction_category",
+#    "refinements": [{"rwp", "phases" (list or None), "selected", "origin", "rank"}],
+#    "review": {"tier", "history"} or None}
+
+
+def phase_list(raw: Any, *, file: str, record: str, field: str) -> list[dict[str, Any]]:
+    """[{name, weight_fraction}] with fractions rounded to 4 decimals."""
+    if not isinstance(raw, list):
+        raise DataError(
+            "expected a list of phases", file=file, record=record, field=field, value=raw
+        )
+    out = []
+    for phase in raw:
+        if not isinstance(phase, Mapping) or "name" not in phase:
+            raise DataError(
+                "phase without a name", file=file, record=record, field=field, value=phase
+            )
+        out.append(
+            {
+                "name": str(phase["name"]),
+                "weight_fraction": ev.rounded(phase.get("weight_fraction"), 4),
+            }
+        )
+    return out
+
+
+def _refinement_line(sample_id: str, c: Mapping[str, Any]) -> str:
+    state = {True: "selected", False: "not selected", None: "selection unknown"}[c["selected"]]
+    if c["phases"] is None:
+        phases = "phases not recorded"
+    else:
+        phases = ", ".join(f"{p['name'].split('_')[0]} {p['weight_fraction']}" for p in c["phases"])
+    return f"Refinement of {sample_id} ({state}) Rwp {c['rwp']}%: {phases or 'no phases'}"
+
+
+def refinement_evidence(
+    sample_id: str, refinements: list[dict[str, Any]]
+) -> list[dict[str, Any]] | Missing:
+    if not refinements:
+        return Missing("no refinement recorded for this sample")
+    items = []
+    for index, refinement in enumerate(refinements):
+        content = {
+            "rwp": ev.rounded(refinement["rwp"], 2),
+            "phases": refinement["phases"],
+            "selected": refinement["selected"],
+            "origin": refinement["origin"],
+            "rank": refinement["rank"],
+        }
+        items.append(
+            ev.make_item(
+                "refinement", sample_id, index, _refinement_line(sample_id, content), content
+            )
+        )
+    return items
+
+
+def review_evidence(
+    sample_id: str, review: Mapping[str, Any] | None
+) -> list[dict[str, Any]] | Missing:
+    if review is None:
+        return Missing("no expert review recorded for this sample")
+    tier = int(review["tier"])
+    content = {
+        "accepted": tier in (1, 2),
+        "final_quality_tier": tier,
+        "score_history": list(review["history"]),
+    }
+    verdict = "accepted" if content["accepted"] else "rejected"
+    line = f"Expert review of {sample_id}: {verdict}, final quality tier {tier} (scores {content['score_history']})"
+    return [ev.make_item("expert_review", sample_id, 0, line, content)]
+
+
+def sample_descriptors(sample: Mapping[str, Any], *, file: str) -> dict[str, Any]:
+    def recorded(key: str) -> Any:
+        value = sample[key]
+        return Missing(NOT_IN_LEDGER) if value is None else value
+
+    precursors = list(sample["precursors"])
+    return {
+        "precursors": precursors,
+        "target": sample["target"],
+        "target_stoichiometry": recorded("target_stoichiometry"),
+        "temperature_c": recorded("temperature_c"),
+        "time_min": recorded("time_min"),
+        "reaction_energy_ev_per_atom": recorded("reaction_energy_ev_per_atom"),
+        "elements": ev.element_symbols(precursors, file=file, record=sample["sample_id"]),
+    }
+
+
+def sample_outcome(sample: Mapping[str, Any], *, file: str) -> dict[str, Any]:
+    category = sample["reaction_category"]
+    if category is None:
+        return {"valid": False, "category": Missing("physical failure: not classified in ledger")}
+    if category not in CATEGORIES:
+        raise DataError(
+            f"unknown reaction category (expected one of {', '.join(CATEGORIES)})",
+            file=file, record=sample["sample_id"], field="reaction_category", value=category,
+        )  # fmt: skip
+    return {"valid": True, "category": category}
+
+
+def sample_record(sample: Mapping[str, Any], *, file: str, provenance: dict[str, Any]) -> Record:
+    """One ledger sample -> Record; pipeline evidence kinds start Missing (joined later)."""
+    sid = sample["sample_id"]
+    evidence: dict[str, Any] = {
+        kind: Missing("pipeline evidence not loaded") for kind in PIPELINE_KINDS
+    }
+    evidence["refinement"] = refinement_evidence(sid, sample["refinements"])
+    evidence["expert_review"] = review_evidence(sid, sample["review"])
+    return Record(
+        record_id=sid,
+        source=SOURCE,
+        descriptors=sample_descriptors(sample, file=file),
+        outcome=sample_outcome(sample, file=file),
+        evidence=evidence,
+        provenance={"file": file, "conflicts": [], **provenance},
+    )
+
+
+# --------------------------------------------------------------------------- reconstruction
+
+
+def _same_phases(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    def key(phases: list[dict[str, Any]]) -> list[tuple[str, float]]:
+        return sorted((p["name"], p["weight_fraction"] or 0.0) for p in phases)
+
+    return key(a) == key(b)
+
+
+def _refinements(row: Mapping[str, Any], file: str) -> list[dict[str, Any]]:
+    sid = row["sample_id"]
+    snapshot_rwp = row["snapshot_refinement_rwp"]
+    full = phase_list(row["phases_full"] or [], file=file, record=sid, field="phases_full")
+    if row.get("active_refinement_rwp") is None:
+        if snapshot_rwp is None and not full:
+            return []
+        return [
+            {"rwp": snapshot_rwp, "phases": full, "selected": None, "origin": None, "rank": None}
+        ]
+    active_phases = phase_list(
+        row.get("active_phases") or [], file=file, record=sid, field="active_phases"
+    )
+    active = {
+        "rwp": row["active_refinement_rwp"],
+        "phases": active_phases,
+        "selected": True,
+        "origin": row.get("active_refinement_origin"),
+        "rank": row.get("active_refinement_rank"),
+    }
+    same_phases = _same_phases(full, active_phases)
+    if snapshot_rwp == active["rwp"] and same_phases:
+        return [active]
+    first: dict[str, Any] = {
+        "rwp": snapshot_rwp,
+        "phases": None if same_phases else full,
+        "selected": False,
+        "origin": None,
+        "rank": None,
+    }
+    return [first, active]
+
+
+def _review(row: Mapping[str, Any], file: str) -> dict[str, Any] | None:
+    score = row.get("human_quality_score")
+    if score is None:
+        return None
+    if isinstance(score, bool) or not isinstance(score, int) or score not in (1, 2, 3):
+        raise DataError("quality tier must be 1, 2 or 3", file=file, record=row["sample_id"],
+                        field="human_quality_score", value=score)  # fmt: skip
+    history = row.get("human_quality_score_history") or [score]
+    return {"tier": score, "history": [int(h) for h in history]}
+
+
+def pg_sample(row: Mapping[str, Any], file: str) -> dict[str, Any]:
+    """Reconstruction row -> the shared sample form."""
+    return {
+        "sample_id": row["sample_id"],
+        "precursors": [row["precursor_1"], row["precursor_2"]],
+        "target": row["target"],
+        "target_stoichiometry": row["target_stoichiometry"],
+        "temperature_c": row["temperature_c"],
+        "time_min": row["time_min"],
+        "reaction_energy_ev_per_atom": row["reaction_energy_ev_per_atom"],
+        "reaction_category": row["reaction_category"],
+        "refinements": _refinements(row, file),
+        "review": _review(row, file),
+    }
+
+
+def read_pg_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, row) for every line; a bad line is a DataError naming it."""
+    rows: list[tuple[int, dict[str, Any]]] = []
+    seen: set[str] = set()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"unreadable file ({exc})", file=str(path)) from exc
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise DataError(f"corrupt or truncated JSON line ({exc.args[0]})", file=str(path),
+                            record=f"line {number}", value=line[:60]) from exc  # fmt: skip
+        if not isinstance(row, dict):
+            raise DataError(
+                "line is not a JSON object",
+                file=str(path),
+                record=f"line {number}",
+                value=line[:60],
+            )
+        sid = str(row.get("sample_id", f"line {number}"))
+        for field in REQUIRED_FIELDS:
+            if field not in row:
+                raise DataError("required field missing", file=str(path), record=sid, field=field)
+        if sid in seen:
+            raise DataError(
+                "duplicate sample id", file=str(path), record=sid, field="sample_id", value=sid
+            )
+        seen.add(sid)
+        rows.append((number, row))
+    return rows
+
+
+def _pg_provenance(row: Mapping[str, Any], number: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "row": number,
+        "upstream": row.get("source"),
+        "replay_split": row.get("replay_split"),
+    }
+    for key in (
+        "active_scan_original_file",
+        "active_scan_filename_temp_c",
+        "active_scan_filename_time_min",
+    ):
+        if row.get(key) is not None:
+            out[key] = row[key]
+    return out
+
+
+def _conflicts(descriptors: Mapping[str, Any], run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Where the pipeline's recorded heating differs from the ledger's.
+
+    Two kinds: `values_differ` (both recorded, different) and `ledger_not_recorded` (the
+    pipeline holds a value where the ledger has none). The descriptor keeps the ledger's value
+    or its Missing either way: a conflict is shown, never resolved.
+    """
+    out = []
+    for field in ("temperature_c", "time_min"):
+        ledger, pipeline = descriptors[field], run["heating"][field]
+        if pipeline is None:
+            continue
+        if isinstance(ledger, Missing):
+            kind, ledger_value = "ledger_not_recorded", None
+        elif float(ledger) != float(pipeline):
+            kind, ledger_value = "values_differ", ledger
+        else:
+            continue
+        out.append(
+            {
+                "kind": kind,
+                "field": field,
+                "ledger": ledger_value,
+                "pipeline": pipeline,
+                "pipeline_run": run["name"],
+            }
+        )
+    return out
+
+
+def load_precursor_genome(
+    data_dir: Path, *, with_pipeline: bool = True, use_cache: bool = True
+) -> list[Record]:
+    """All 1,035 samples in file order; with_pipeline joins the 191 `PG_xxxx-1` runs."""
+    path = data_file(data_dir, PG_FILE)
+    records = [
+        sample_record(pg_sample(row, PG_FILE), file=PG_FILE, provenance=_pg_provenance(row, number))
+        for number, row in read_pg_rows(path)
+    ]
+    if not with_pipeline:
+        return records
+    from labreplay.suites.campaign.records_alab import load_pipeline_runs
+
+    runs = load_pipeline_runs(data_dir, use_cache=use_cache)
+    joined = []
+    for record in records:
+        run = runs.get(f"{record.record_id}-1")
+        evidence = dict(record.evidence)
+        provenance = dict(record.provenance)
+        if run is None:
+            for kind in PIPELINE_KINDS:
+                evidence[kind] = Missing("no A-Lab pipeline run of this sample in the data release")
+            provenance["pipeline_run"] = None
+        else:
+            for kind in PIPELINE_KINDS:
+                evidence[kind] = run["evidence"][kind]
+            provenance["pipeline_run"] = run["name"]
+            provenance["conflicts"] = _conflicts(record.descriptors, run)
+        joined.append(
+            Record(
+                record.record_id,
+                record.source,
+                record.descriptors,
+                record.outcome,
+                evidence,
+                provenance,
+            )
+        )
+    return joined
