@@ -1,0 +1,144 @@
+"""Question agents: the protocol an LLM agent plugs into, and the non-LLM references.
+
+`QuestionAgent.answer(view)` returns a raw answer: ``{"option": i}`` / ``{"choices": {k: i}}``
+(0-based) or ``{"text": reply}`` for free text, which `prompts.parse_answer` reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from labreplay._hashing import sha256_json
+from labreplay._rng import make_rng
+from labreplay.errors import AgentError
+from labreplay.suites.conditions.questions import value_label
+
+
+@runtime_checkable
+class QuestionAgent(Protocol):
+    name: str
+
+    def params(self) -> dict[str, Any]: ...
+
+    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]: ...
+
+
+class RandomAgent:
+    """Uniform over options (MC) or over each slot's candidates (FIB); one recorded stream per
+    question, so answers do not depend on question order."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def params(self) -> dict[str, Any]:
+        return {"seed": self.seed}
+
+    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]:
+        rng = make_rng(self.seed, "random-agent", question_view["id"])
+        if question_view["question_type"] == "fib_all":
+            cands = question_view["candidates"]
+            return {
+                "choices": {
+                    k: int(rng.integers(len(cands[k]))) for k in question_view["varying_keys"]
+                }
+            }
+        return {"option": int(rng.integers(len(question_view["options"])))}
+
+
+def _full_conditions(q: Mapping[str, Any], option: Mapping[str, Any]) -> dict[str, str]:
+    conds = {k: value_label(v) for k, v in q["input"].get("constant_conditions", {}).items()}
+    conds.update({k: value_label(v) for k, v in q["input"].get("fixed_conditions", {}).items()})
+    conds.update({k: value_label(v) for k, v in option.items()})
+    return conds
+
+
+class LeaveTableOutRanker:
+    """Data-driven reference: ranks a value by its mean relative utility (utility / table best)
+    over the *other* tables of the same dataset, and an option by the mean over its keys.
+
+    It is fit on the evaluator-side rows of a question file (every table's observed rows with
+    their utilities); when it answers a question it leaves that question's own table out, so it
+    never sees the outcomes it is asked about. Unseen values get the key's overall mean.
+    """
+
+    name = "ranker_leave_table_out"
+
+    def __init__(self, questions: Sequence[Mapping[str, Any]]) -> None:
+        tables: dict[tuple[str, str], dict[tuple[tuple[str, str], ...], float]] = {}
+        for q in questions:
+            meta = q["meta"]
+            if q["question_type"] not in {"mc_all", "fib_all"} or "effective_scores" not in meta:
+                continue
+            rows = tables.setdefault((meta.get("dataset", ""), meta["parent_table_id"]), {})
+            for opt, u in zip(q["options"], meta["effective_scores"], strict=True):
+                rows[tuple(sorted(_full_conditions(q, opt).items()))] = float(u or 0.0)
+        # Totals and per-table parts of (sum of relative utility, count), per value and per key,
+        # so that leaving one table out is a subtraction.
+        self._value: dict[tuple[str, str, str], list[float]] = {}
+        self._value_table: dict[tuple[str, str, str, str], list[float]] = {}
+        self._key: dict[tuple[str, str], list[float]] = {}
+        self._key_table: dict[tuple[str, str, str], list[float]] = {}
+        for (dataset, table), rows in sorted(tables.items()):
+            best = max(rows.values(), default=0.0)
+            if best <= 0:
+                continue
+            for conds, u in rows.items():
+                for key, label in conds:
+                    for acc in (
+                        self._value.setdefault((dataset, key, label), [0.0, 0]),
+                        self._value_table.setdefault((dataset, key, label, table), [0.0, 0]),
+                        self._key.setdefault((dataset, key), [0.0, 0]),
+                        self._key_table.setdefault((dataset, key, table), [0.0, 0]),
+                    ):
+                        acc[0] += u / best
+                        acc[1] += 1
+        self._fingerprint = sha256_json(sorted(f"{d}/{t}" for d, t in tables))[:16]
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "basis": "per-axis mean relative utility over other tables of the dataset",
+            "training_tables": self._fingerprint,
+        }
+
+    def _value_mean(self, dataset: str, table: str, key: str, label: str) -> float | None:
+        s, n = self._value.get((dataset, key, label), [0.0, 0])
+        ts, tn = self._value_table.get((dataset, key, label, table), [0.0, 0])
+        if n - tn > 0:
+            return (s - ts) / (n - tn)
+        # unseen value: the mean over every other value of this key (a neutral prior)
+        s, n = self._key.get((dataset, key), [0.0, 0])
+        ts, tn = self._key_table.get((dataset, key, table), [0.0, 0])
+        return (s - ts) / (n - tn) if n - tn > 0 else None
+
+    def _option_score(self, view: Mapping[str, Any], option: Mapping[str, Any]) -> float:
+        vals = [
+            self._value_mean(view["dataset"], view["table_id"], k, value_label(v))
+            for k, v in option.items()
+        ]
+        known = [v for v in vals if v is not None]
+        return sum(known) / len(known) if known else 0.0
+
+    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]:
+        view = question_view
+        if "dataset" not in view or "table_id" not in view:
+            raise AgentError(f"question {view.get('id')}: view lacks dataset/table_id")
+        if view["question_type"] == "fib_all":
+            choices = {}
+            for k in view["varying_keys"]:
+                scores = [self._option_score(view, {k: c}) for c in view["candidates"][k]]
+                choices[k] = max(range(len(scores)), key=lambda i: (scores[i], -i))
+            return {"choices": choices}
+        scores = [self._option_score(view, opt) for opt in view["options"]]
+        return {"option": max(range(len(scores)), key=lambda i: (scores[i], -i))}
+
+
+def reference_agent(name: str, questions: Sequence[Mapping[str, Any]], seed: int) -> QuestionAgent:
+    """Build a non-LLM reference by name (`random`, `ranker`)."""
+    if name == "random":
+        return RandomAgent(seed)
+    if name in {"ranker", LeaveTableOutRanker.name}:
+        return LeaveTableOutRanker(questions)
+    raise AgentError(f"unknown conditions agent {name!r} (known: random, ranker, llm)")

@@ -1,0 +1,189 @@
+"""Question files in the RxnOptBench release layout: read, validate, write, and the agent view.
+
+One JSON object per line: ``id``, ``question_type``, ``varying_keys``, ``input{reactants,
+products, constant_conditions}``, ``options[{key: [{content, SMILES}]}]``, ``answer`` (option
+indices, ties allowed) and ``meta`` (scores aligned with options). Our compiler adds
+``input.fixed_conditions`` (MC_single context), ``input.reference_conditions`` (precedent twin)
+and ``candidates`` (FIB per-key lists); the loader derives FIB candidates from the options when
+an official file has none. `agent_view` is the firewall: only what an agent may see.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from labreplay.errors import DataError
+
+TYPE_ALIASES = {
+    "mc_single": "mc_single",
+    "multiple_choice_single_varying": "mc_single",
+    "single_varying": "mc_single",
+    "mc_all": "mc_all",
+    "multiple_choice_all_varying": "mc_all",
+    "all_varying": "mc_all",
+    "fib_all": "fib_all",
+    "fib": "fib_all",
+    "all_blank": "fib_all",
+    "fib_all_blank": "fib_all",
+    "fill_in_blank": "fib_all",
+    "fill_in_the_blank": "fib_all",
+    "fill_in_blank_all_blank": "fib_all",
+}
+
+
+def normalise_type(raw: object) -> str | None:
+    return TYPE_ALIASES.get(str(raw).strip().lower().replace("-", "_"))
+
+
+def value_label(components: object) -> str:
+    """The identity of one condition value: its component names joined (SMILES if unnamed)."""
+    if isinstance(components, Mapping):
+        components = [components]
+    if not isinstance(components, list):
+        return str(components)
+    parts = []
+    for c in components:
+        if isinstance(c, Mapping):
+            parts.append(str(c.get("content") or c.get("SMILES") or ""))
+        else:
+            parts.append(str(c))
+    return " + ".join(parts)
+
+
+def _fail(path: Path, line: int, qid: object, field: str, value: object, message: str) -> DataError:
+    record = f"line {line}" + (f" (id {qid})" if qid is not None else "")
+    return DataError(message, file=str(path), record=record, field=field, value=value)
+
+
+def validate_question(q: Any, path: Path, line: int) -> dict[str, Any]:
+    """Check one record of the release layout; return it with a normalised question_type."""
+    if not isinstance(q, dict):
+        raise _fail(path, line, None, "$", type(q).__name__, "expected a JSON object")
+    qid = q.get("id")
+    if not isinstance(qid, str) or not qid:
+        raise _fail(path, line, None, "id", qid, "missing or non-string id")
+    qtype = normalise_type(q.get("question_type"))
+    if qtype is None:
+        raise _fail(
+            path, line, qid, "question_type", q.get("question_type"), "unknown question type"
+        )
+    keys = q.get("varying_keys")
+    if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):
+        raise _fail(path, line, qid, "varying_keys", keys, "expected a non-empty list of strings")
+    if not isinstance(q.get("input"), dict):
+        raise _fail(path, line, qid, "input", None, "missing input object")
+    options = q.get("options")
+    if not isinstance(options, list) or len(options) < 1:
+        raise _fail(path, line, qid, "options", None, "expected a non-empty list")
+    for i, opt in enumerate(options):
+        if not isinstance(opt, dict) or set(opt) != set(keys):
+            got = sorted(opt) if isinstance(opt, dict) else opt
+            raise _fail(
+                path, line, qid, f"options[{i}]", got, "option keys must equal varying_keys"
+            )
+    answer = q.get("answer")
+    if (
+        not isinstance(answer, list)
+        or not answer
+        or not all(isinstance(a, int) and not isinstance(a, bool) for a in answer)
+        or not all(0 <= a < len(options) for a in answer)
+    ):
+        raise _fail(path, line, qid, "answer", answer, "expected option indices in range")
+    meta = q.get("meta")
+    if not isinstance(meta, dict):
+        raise _fail(path, line, qid, "meta", None, "missing meta object")
+    for name in ("option_relative_scores", "effective_scores", "scores"):
+        if name in meta and (not isinstance(meta[name], list) or len(meta[name]) != len(options)):
+            raise _fail(path, line, qid, f"meta.{name}", None, "must align with options")
+    if not any(n in meta for n in ("option_relative_scores", "effective_scores", "scores")):
+        raise _fail(path, line, qid, "meta", sorted(meta), "no per-option scores")
+    out = dict(q)
+    out["question_type"] = qtype
+    if qtype == "fib_all" and not isinstance(q.get("candidates"), dict):
+        # Official FIB records list observed rows only; candidates are each key's values.
+        cands: dict[str, list[Any]] = {}
+        for k in keys:
+            seen: dict[str, Any] = {}
+            for opt in options:
+                seen.setdefault(value_label(opt[k]), opt[k])
+            cands[k] = [seen[label] for label in sorted(seen)]
+        out["candidates"] = cands
+    return out
+
+
+def load_questions(path: Path) -> list[dict[str, Any]]:
+    """Read and validate a question file (ours or the official release)."""
+    if not path.is_file():
+        raise DataError("question file not found", file=str(path))
+    questions: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise _fail(
+                    path, line_no, None, "$", line[:60], f"invalid JSON: {exc.msg}"
+                ) from exc
+            q = validate_question(raw, path, line_no)
+            if q["id"] in seen:
+                raise _fail(path, line_no, q["id"], "id", q["id"], "duplicate question id")
+            seen.add(q["id"])
+            questions.append(q)
+    if not questions:
+        raise DataError("question file holds no questions", file=str(path))
+    return questions
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write to a temp file beside `path`, then rename: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_questions(path: Path, questions: Iterable[Mapping[str, Any]]) -> None:
+    """Sorted-key compact JSON per line: same questions -> same bytes. (The compiler rounds
+    every float to 6 decimals, so plain json.dumps is already stable; canonical_json would
+    cost seconds on a 10k-question file.)"""
+    encoder = json.JSONEncoder(
+        sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    atomic_write_text(path, "".join(encoder.encode(q) + "\n" for q in questions))
+
+
+def agent_view(q: Mapping[str, Any]) -> dict[str, Any]:
+    """Everything an agent may see of a question, and nothing it may not (no answer, no meta
+    scores, no legal-row set for FIB)."""
+    inp = q["input"]
+    meta = q.get("meta", {})
+    view: dict[str, Any] = {
+        "id": q["id"],
+        "question_type": q["question_type"],
+        "dataset": meta.get("dataset", ""),
+        "table_id": meta.get("parent_table_id", ""),
+        "varying_keys": list(q["varying_keys"]),
+        "reactants": inp.get("reactants", []),
+        "products": inp.get("products", []),
+        "constant_conditions": inp.get("constant_conditions", {}),
+        "fixed_conditions": inp.get("fixed_conditions", {}),
+        "precedents": inp.get("reference_conditions", []),
+    }
+    if q["question_type"] == "fib_all":
+        view["candidates"] = q["candidates"]
+    else:
+        view["options"] = q["options"]
+    return view

@@ -1,0 +1,55 @@
+"""Write a compiled question set (questions + a sidecar spec/QC file) and count its questions."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from labreplay._hashing import canonical_json
+from labreplay.suites.conditions.compiler import CompiledSet
+from labreplay.suites.conditions.questions import atomic_write_text, write_questions
+from labreplay.suites.conditions.scoring import answer_key
+from labreplay.suites.conditions.summary import gold_position_audit
+
+
+def spec_path(questions_path: Path) -> Path:
+    return questions_path.with_name(questions_path.name + ".spec.json")
+
+
+def question_counts(questions: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """dataset -> question type (+ '_with_precedents') -> count."""
+    counts: dict[str, Counter[str]] = {}
+    for q in questions:
+        meta = q["meta"]
+        name = q["question_type"] + (
+            "_with_precedents" if meta.get("variant") == "with_precedents" else ""
+        )
+        counts.setdefault(str(meta.get("dataset", "")), Counter())[name] += 1
+    return {ds: dict(sorted(c.items())) for ds, c in sorted(counts.items())}
+
+
+def write_compiled(compiled: CompiledSet, out: Path) -> dict[str, Any]:
+    """Questions to `out` (release layout), spec + QC + audit to `out.spec.json`. Both atomic."""
+    write_questions(out, compiled.questions)
+    keys = [answer_key(q) for q in compiled.questions]
+    info = {
+        "spec": compiled.spec,
+        "spec_hash": compiled.spec_hash,
+        "n_questions": len(compiled.questions),
+        "counts": question_counts(compiled.questions),
+        "skipped": compiled.skipped,
+        "gold_position_audit": gold_position_audit(keys, int(compiled.spec["seed"])),
+        "tables": compiled.tables,
+    }
+    atomic_write_text(spec_path(out), canonical_json(info) + "\n")
+    return {k: v for k, v in info.items() if k not in {"tables", "spec"}}
+
+
+def load_spec_info(questions_path: Path) -> dict[str, Any] | None:
+    path = spec_path(questions_path)
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data

@@ -1,0 +1,214 @@
+"""Scoring of conditions questions, exactly as METRICS.md defines it. Pure functions, no I/O.
+
+A question is first turned into a compact `AnswerKey` (relative scores, answer set, FIB tuple
+index) so that scoring many answers is a few dict look-ups each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from labreplay.suites.conditions.questions import value_label
+from labreplay.suites.conditions.tables import parse_amount, parse_ratio, utility
+
+
+def _utility_of_scores(s: Mapping[str, Any], yield_only: bool) -> float | None:
+    """Utility from a release `scores` entry (yield/ee in %, ratios 'a:b' or [a, b])."""
+    raw_y = s.get("yield")
+    if isinstance(raw_y, int | float) and all(s.get(n) is None for n in ("ee", "er", "dr", "rr")):
+        return float(raw_y) / 100.0  # the common case: a plain yield, no selectivity reported
+    y = parse_amount(raw_y).value
+    if y is None:
+        return None
+    outcome: dict[str, Any] = {"yield": y / 100.0}
+    if not yield_only:
+        ee = parse_amount(s.get("ee")).value if s.get("ee") is not None else None
+        if ee is not None:
+            outcome["ee"] = ee
+        for name in ("er", "dr", "rr"):
+            raw = s.get(name)
+            ratio = tuple(raw) if isinstance(raw, list) and len(raw) == 2 else parse_ratio(raw)
+            if isinstance(ratio, tuple):
+                outcome[name] = ratio
+    return utility(outcome)
+
+
+def _relative(utilities: Sequence[float | None]) -> tuple[list[float], bool]:
+    vals = [u or 0.0 for u in utilities]
+    best = max(vals, default=0.0)
+    if best <= 0:
+        return [0.0] * len(vals), True
+    return [v / best for v in vals], False
+
+
+@dataclass(frozen=True)
+class AnswerKey:
+    qid: str
+    qtype: str
+    variant: str
+    twin_id: str | None
+    dataset: str
+    keys: tuple[str, ...]
+    rel: tuple[float, ...]
+    rel_yield_only: tuple[float, ...]
+    answer: frozenset[int]
+    uninformative: bool
+    # FIB
+    candidates: Mapping[str, tuple[str, ...]]
+    row_index: Mapping[tuple[str, ...], int]  # legal observed tuple -> option index
+    gold_rows: tuple[tuple[str, ...], ...]
+
+
+def answer_key(q: Mapping[str, Any]) -> AnswerKey:
+    meta = q["meta"]
+    keys = tuple(q["varying_keys"])
+    scores = meta.get("scores")
+    if isinstance(scores, list) and all(isinstance(s, Mapping) for s in scores):
+        rel, uninformative = _relative([_utility_of_scores(s, False) for s in scores])
+        rel_y, _ = _relative([_utility_of_scores(s, True) for s in scores])
+    else:  # only relative / effective scores given: no yield-only variant available
+        base = meta.get("effective_scores") or meta.get("option_relative_scores")
+        rel, uninformative = _relative([float(x) if x is not None else 0.0 for x in base])
+        rel_y = rel
+    # Ties: every option at the best utility is a correct answer (recomputed, not trusted).
+    answer = (
+        frozenset(i for i, r in enumerate(rel) if r >= 1.0 - 1e-12)
+        if not uninformative
+        else frozenset()
+    )
+    tuples = [tuple(value_label(opt[k]) for k in keys) for opt in q["options"]]
+    candidates: dict[str, tuple[str, ...]] = {}
+    if q["question_type"] == "fib_all":
+        candidates = {k: tuple(value_label(c) for c in q["candidates"][k]) for k in keys}
+    return AnswerKey(
+        qid=q["id"],
+        qtype=q["question_type"],
+        variant=str(meta.get("variant", "no_precedents")),
+        twin_id=meta.get("twin_id"),
+        dataset=str(meta.get("dataset", "")),
+        keys=keys,
+        rel=tuple(rel),
+        rel_yield_only=tuple(rel_y),
+        answer=answer,
+        uninformative=uninformative,
+        candidates=candidates,
+        row_index={t: i for i, t in enumerate(tuples)},
+        gold_rows=tuple(tuples[i] for i in sorted(answer)),
+    )
+
+
+def random_floor(key: AnswerKey) -> dict[str, float]:
+    """Exact expected metrics of a uniform random answer (METRICS.md)."""
+    if key.qtype != "fib_all":
+        n = len(key.rel)
+        return {"accuracy": len(key.answer) / n, "score": sum(key.rel) / n}
+    space = 1
+    for k in key.keys:
+        space *= len(key.candidates[k])
+    legal = [key.rel[i] for i in key.row_index.values()]
+    return {
+        "hit": len(key.row_index) / space,
+        "strict": len(key.answer) / space,
+        "score_given_hit": sum(legal) / len(legal),
+        "per_key_accuracy": sum(1 / len(key.candidates[k]) for k in key.keys) / len(key.keys),
+    }
+
+
+def score_answer(key: AnswerKey, answer: Mapping[str, Any]) -> dict[str, Any]:
+    """One parsed answer -> its metrics. `answer` is {"option": i} (MC), {"choices": {k: i}}
+    (FIB) or {"invalid": reason}; anything invalid scores 0 (FIB: no Hit)."""
+    out: dict[str, Any] = {"valid": False, "uninformative": key.uninformative}
+    if key.qtype != "fib_all":
+        i = answer.get("option")
+        if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(key.rel):
+            out.update(
+                valid=True,
+                option=i,
+                correct=int(i in key.answer),
+                score=key.rel[i],
+                score_yield_only=key.rel_yield_only[i],
+            )
+        else:
+            out.update(correct=0, score=0.0, score_yield_only=0.0)
+        return out
+    choices = answer.get("choices")
+    labels: list[str] = []
+    if isinstance(choices, Mapping) and set(choices) == set(key.keys):
+        for k in key.keys:
+            c = choices[k]
+            if not (
+                isinstance(c, int) and not isinstance(c, bool) and 0 <= c < len(key.candidates[k])
+            ):
+                break
+            labels.append(key.candidates[k][c])
+    if len(labels) != len(key.keys):
+        out.update(hit=0, strict=0, score=None, per_key={k: 0 for k in key.keys})
+        return out
+    row = key.row_index.get(tuple(labels))
+    best_match = (
+        max(
+            (sum(a == b for a, b in zip(labels, gold, strict=True)), gold) for gold in key.gold_rows
+        )[1]
+        if key.gold_rows
+        else ()
+    )
+    out.update(
+        valid=True,
+        hit=int(row is not None),
+        strict=int(row is not None and row in key.answer),
+        score=None if row is None else key.rel[row],
+        score_yield_only=None if row is None else key.rel_yield_only[row],
+        per_key={
+            k: int(bool(best_match) and labels[j] == best_match[j]) for j, k in enumerate(key.keys)
+        },
+    )
+    return out
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def aggregate(keys: Sequence[AnswerKey], results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Metrics of one question type over informative questions, with the exact random floor."""
+    pairs = [(k, r) for k, r in zip(keys, results, strict=True) if not k.uninformative]
+    out: dict[str, Any] = {
+        "n": len(pairs),
+        "n_uninformative": len(keys) - len(pairs),
+        "n_invalid": sum(1 for _, r in pairs if not r["valid"]),
+    }
+    if not pairs:
+        return out
+    floors = [random_floor(k) for k, _ in pairs]
+    if pairs[0][0].qtype != "fib_all":
+        out["accuracy"] = _mean([r["correct"] for _, r in pairs])
+        out["score"] = _mean([r["score"] for _, r in pairs])
+        out["score_yield_only"] = _mean([r["score_yield_only"] for _, r in pairs])
+        out["floor_accuracy"] = _mean([f["accuracy"] for f in floors])
+        out["floor_score"] = _mean([f["score"] for f in floors])
+        per_key: dict[str, list[int]] = {}
+        for k, r in pairs:
+            if k.qtype == "mc_single":
+                per_key.setdefault(k.keys[0], []).append(r["correct"])
+        if per_key:
+            out["per_key_accuracy"] = {k: _mean(v) for k, v in sorted(per_key.items())}
+        return out
+    hits = [r for _, r in pairs if r["hit"]]
+    out["hit"] = _mean([r["hit"] for _, r in pairs])
+    out["strict"] = _mean([r["strict"] for _, r in pairs])
+    out["score_given_hit"] = _mean([r["score"] for r in hits])
+    out["score_given_hit_yield_only"] = _mean([r["score_yield_only"] for r in hits])
+    blanks = [v for _, r in pairs for v in r["per_key"].values()]
+    out["per_key_accuracy_all"] = _mean(blanks)
+    by_key: dict[str, list[int]] = {}
+    for _, r in pairs:
+        for name, v in r["per_key"].items():
+            by_key.setdefault(name, []).append(v)
+    out["per_key_accuracy"] = {k: _mean(v) for k, v in sorted(by_key.items())}
+    out["floor_hit"] = _mean([f["hit"] for f in floors])
+    out["floor_strict"] = _mean([f["strict"] for f in floors])
+    out["floor_score_given_hit"] = _mean([f["score_given_hit"] for f in floors])
+    out["floor_per_key_accuracy"] = _mean([f["per_key_accuracy"] for f in floors])
+    return out

@@ -1,0 +1,198 @@
+"""Run-level metrics: per type and variant, Delta-axis, precedent lift with paired bootstrap and
+sign test, and the audits (gold position vs a shuffled null; yield-only vs product utility)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from labreplay._rng import make_rng
+from labreplay.suites.conditions.scoring import AnswerKey, aggregate
+
+BOOTSTRAP_RESAMPLES = 10_000
+MC_NULL_DRAWS = 10_000
+
+
+def paired_bootstrap(
+    diffs: Sequence[float], seed: int, resamples: int = BOOTSTRAP_RESAMPLES
+) -> dict[str, Any]:
+    """Mean of paired differences with a percentile 95% interval over resampled pairs."""
+    d = np.asarray(diffs, dtype=float)
+    if d.size == 0:
+        return {"n": 0, "mean": None, "ci95": None, "seed": seed}
+    rng = make_rng(seed, "paired-bootstrap")
+    means = np.empty(resamples)
+    batch = max(1, min(resamples, 2_000_000 // max(1, d.size)))
+    for start in range(0, resamples, batch):
+        stop = min(resamples, start + batch)
+        idx = rng.integers(0, d.size, size=(stop - start, d.size))
+        means[start:stop] = d[idx].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return {
+        "n": int(d.size),
+        "mean": float(d.mean()),
+        "ci95": [float(lo), float(hi)],
+        "seed": seed,
+        "resamples": resamples,
+    }
+
+
+def sign_test(diffs: Sequence[float]) -> dict[str, Any]:
+    """Two-sided exact binomial sign test over non-zero paired differences."""
+    from scipy.stats import binomtest
+
+    pos = sum(1 for x in diffs if x > 0)
+    neg = sum(1 for x in diffs if x < 0)
+    if pos + neg == 0:
+        return {"positive": 0, "negative": 0, "ties": len(diffs), "p_value": None}
+    p = binomtest(pos, pos + neg, 0.5).pvalue
+    return {"positive": pos, "negative": neg, "ties": len(diffs) - pos - neg, "p_value": float(p)}
+
+
+def precedent_lift(
+    keys: Sequence[AnswerKey], results: Sequence[Mapping[str, Any]], seed: int
+) -> dict[str, Any]:
+    """metric(with precedents) - metric(without), paired by twin, per question type."""
+    by_twin: dict[str, dict[str, tuple[AnswerKey, Mapping[str, Any]]]] = {}
+    for k, r in zip(keys, results, strict=True):
+        if k.twin_id and not k.uninformative:
+            by_twin.setdefault(k.twin_id, {})[k.variant] = (k, r)
+    out: dict[str, Any] = {}
+    for qtype, metric in (
+        ("mc_single", "score"),
+        ("mc_all", "score"),
+        ("fib_all", "strict"),
+        ("mc_single", "correct"),
+        ("mc_all", "correct"),
+        ("fib_all", "hit"),
+    ):
+        diffs = []
+        for pair in by_twin.values():
+            if "with_precedents" in pair and "no_precedents" in pair:
+                (kw, rw), (_, rn) = pair["with_precedents"], pair["no_precedents"]
+                if kw.qtype == qtype:
+                    diffs.append(float(rw[metric] or 0.0) - float(rn[metric] or 0.0))
+        name = f"{qtype}.{'accuracy' if metric == 'correct' else metric}"
+        out[name] = {**paired_bootstrap(diffs, seed), "sign_test": sign_test(diffs)}
+    return out
+
+
+def gold_position_audit(keys: Sequence[AnswerKey], seed: int) -> dict[str, Any]:
+    """Share of questions whose gold sits at index 0 vs the arity-conditional shuffled null
+    (each question: P = |answer| / n_options; FIB: per blank, 1 / n_candidates), with a
+    two-sided Monte Carlo p-value. Questions only: the same for every agent."""
+    out: dict[str, Any] = {}
+    rng = make_rng(seed, "gold-position-null")
+    for qtype in ("mc_single", "mc_all", "fib_all"):
+        obs: list[int] = []
+        probs: list[float] = []
+        for k in keys:
+            if k.qtype != qtype or k.uninformative or k.variant == "with_precedents":
+                continue
+            if qtype == "fib_all":
+                for j, name in enumerate(k.keys):
+                    gold = {g[j] for g in k.gold_rows}
+                    obs.append(int(k.candidates[name][0] in gold))
+                    probs.append(
+                        sum(1 for c in k.candidates[name] if c in gold) / len(k.candidates[name])
+                    )
+            else:
+                obs.append(int(0 in k.answer))
+                probs.append(len(k.answer) / len(k.rel))
+        if not obs:
+            continue
+        p = np.asarray(probs)
+        expected = float(p.sum())
+        draws = (rng.random((MC_NULL_DRAWS, p.size)) < p).sum(axis=1)
+        observed = float(sum(obs))
+        p_value = float((np.abs(draws - expected) >= abs(observed - expected) - 1e-9).mean())
+        out[qtype] = {
+            "n": len(obs),
+            "gold_at_zero": int(observed),
+            "expected": expected,
+            "p_value": p_value,
+            "draws": MC_NULL_DRAWS,
+        }
+    return out
+
+
+def summarise(
+    keys: Sequence[AnswerKey], results: Sequence[Mapping[str, Any]], seed: int
+) -> dict[str, Any]:
+    """All run-level metrics of one agent on one question file."""
+    groups: dict[tuple[str, str], tuple[list[AnswerKey], list[Mapping[str, Any]]]] = {}
+    for k, r in zip(keys, results, strict=True):
+        g = groups.setdefault((k.qtype, k.variant), ([], []))
+        g[0].append(k)
+        g[1].append(r)
+    by_type = {f"{t}.{v}": aggregate(ks, rs) for (t, v), (ks, rs) in sorted(groups.items())}
+    single = by_type.get("mc_single.no_precedents", {}).get("score")
+    multi = by_type.get("mc_all.no_precedents", {}).get("score")
+    datasets: dict[str, dict[str, Any]] = {}
+    for ds in sorted({k.dataset for k in keys}):
+        sub = [
+            (k, r)
+            for k, r in zip(keys, results, strict=True)
+            if k.dataset == ds and k.variant == "no_precedents"
+        ]
+        per: dict[str, Any] = {}
+        for qtype in ("mc_single", "mc_all", "fib_all"):
+            pairs = [(k, r) for k, r in sub if k.qtype == qtype]
+            if pairs:
+                per[qtype] = aggregate([k for k, _ in pairs], [r for _, r in pairs])
+        datasets[ds] = per
+    return {
+        "by_type": by_type,
+        "delta_axis": None if single is None or multi is None else single - multi,
+        "precedent_lift": precedent_lift(keys, results, seed),
+        "by_dataset": datasets,
+        "n_questions": len(keys),
+        "n_invalid": sum(1 for r in results if not r["valid"]),
+    }
+
+
+def headline(summary: Mapping[str, Any]) -> dict[str, float | None]:
+    """The flat numbers stored in the `scores` table and shown on leaderboards."""
+    bt = summary["by_type"]
+    single = bt.get("mc_single.no_precedents", {})
+    multi = bt.get("mc_all.no_precedents", {})
+    fib = bt.get("fib_all.no_precedents", {})
+    lift = summary["precedent_lift"]
+    return {
+        "mc_single_accuracy": single.get("accuracy"),
+        "mc_single_score": single.get("score"),
+        "mc_single_floor_score": single.get("floor_score"),
+        "mc_all_accuracy": multi.get("accuracy"),
+        "mc_all_score": multi.get("score"),
+        "mc_all_score_yield_only": multi.get("score_yield_only"),
+        "mc_all_floor_score": multi.get("floor_score"),
+        "mc_all_floor_accuracy": multi.get("floor_accuracy"),
+        "fib_hit": fib.get("hit"),
+        "fib_strict": fib.get("strict"),
+        "fib_score_given_hit": fib.get("score_given_hit"),
+        "fib_per_key_accuracy": fib.get("per_key_accuracy_all"),
+        "fib_floor_hit": fib.get("floor_hit"),
+        "fib_floor_strict": fib.get("floor_strict"),
+        "fib_floor_score_given_hit": fib.get("floor_score_given_hit"),
+        "delta_axis": summary["delta_axis"],
+        "precedent_lift_mc_all_score": lift["mc_all.score"]["mean"],
+        "precedent_lift_fib_strict": lift["fib_all.strict"]["mean"],
+        "invalid_answers": float(summary["n_invalid"]),
+    }
+
+
+def spearman_yield_only(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Audit over agents: do yield-only and product-utility MC_all scores rank agents alike?"""
+    from scipy.stats import spearmanr
+
+    pairs = [
+        (r["mc_all_score"], r["mc_all_score_yield_only"])
+        for r in rows
+        if r.get("mc_all_score") is not None and r.get("mc_all_score_yield_only") is not None
+    ]
+    if len(pairs) < 3:
+        return {"n_agents": len(pairs), "rho": None, "note": "needs at least 3 agents"}
+    rho = spearmanr([a for a, _ in pairs], [b for _, b in pairs]).statistic
+    return {"n_agents": len(pairs), "rho": None if np.isnan(rho) else float(rho)}
