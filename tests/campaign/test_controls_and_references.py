@@ -64,3 +64,15 @@ def test_oracle_is_the_ceiling(pg_specs):
     bayes = run_branch(spec, BayesAgent(), 0, "adaptive").metrics
     assert oracle["adaptive_auc"] > bayes["adaptive_auc"]
     assert oracle["adaptive_auc"] > -0.2
+
+
+def test_review_and_local_measures_follow_the_trajectory(pg_specs):
+    result = run_branch(pg_specs[0], BayesAgent(), 0, "adaptive")
+    reviews = _accepted(result.events, "request_review")
+    m = result.metrics
+    assert m["reviews"] == len(reviews) <= pg_specs[0].body["budgets"]["reviews"]
+    if reviews:
+        assert 0.0 <= m["review_tier_accuracy"] <= 1.0
+        assert m["review_change_log_loss"] > 0
+    assert m["local_gain_count"] + m["local_gain_missing"] <= m["experiments_closed"]
+    assert m["local_improved"] + m["local_worsened"] <= m["local_gain_count"]

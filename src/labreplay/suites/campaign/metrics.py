@@ -65,6 +65,39 @@ def _sign(x: float, tol: float = 1e-12) -> int:
     return 0 if abs(x) <= tol else (1 if x > 0 else -1)
 
 
+def _top(forecast: Mapping[str, Any]) -> str:
+    if float(forecast["p_valid"]) < 0.5:
+        return "physical_failure"
+    cats = forecast["categories"]
+    return str(max(sorted(cats), key=lambda k: float(cats[k])))
+
+
+def _review_forecasts(
+    experiments: Mapping[str, Mapping[str, Any]], eps: float
+) -> tuple[list[float], list[int]]:
+    """Pre-review forecasts against what happened: did the review change the agent's
+    conclusion (its most likely outcome before vs after the review), and which tier came back."""
+    losses: list[float] = []
+    tiers: list[int] = []
+    for record in experiments.values():
+        pre = record.get("pre_review")
+        if not pre:
+            continue
+        forecasts = record["forecasts"]
+        before = forecasts[pre["forecasts_before"] - 1] if pre["forecasts_before"] else None
+        after = (
+            forecasts[pre["forecasts_before"]] if len(forecasts) > pre["forecasts_before"] else None
+        )
+        if before is not None and after is not None:
+            changed = int(_top(before) != _top(after))
+            losses.append(binary_log_loss(float(pre["expect_change"]), changed, eps))
+        review = record.get("review") or {}
+        content = review.get("content") if isinstance(review, Mapping) else None
+        if isinstance(content, Mapping) and content.get("final_quality_tier") is not None:
+            tiers.append(int(content["final_quality_tier"] == pre["expected_tier"]))
+    return losses, tiers
+
+
 def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any]) -> dict[str, Any]:
     evaluator = body["evaluator"]
     eps = float(body["eps"])
@@ -101,6 +134,12 @@ def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any])
                 }
             )
         elif act["type"] in ("inspect_evidence", "request_review") and open_id:
+            if act["type"] == "request_review":
+                experiments[open_id]["pre_review"] = {
+                    "expect_change": act["expect_change"],
+                    "expected_tier": act["expected_tier"],
+                    "forecasts_before": len(experiments[open_id]["forecasts"]),
+                }
             experiments[open_id]["reveals"] += 1
         elif act["type"] == "close_experiment" and open_id:
             experiments[open_id]["claims"] = act["claims"]
@@ -130,6 +169,7 @@ def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any])
         and e["payload"]["accepted"]
         and e["payload"]["action"]["type"] == "close_experiment"
     ]
+    review_losses, tier_hits = _review_forecasts(experiments, eps)
     local_gains: list[float] = []
     local_missing = 0
     claim_losses: list[float] = []
@@ -183,6 +223,11 @@ def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any])
         "claim_log_loss": (sum(claim_losses) / len(claim_losses)) if claim_losses else None,
         "overclaim_rate": (overclaims / eligible_claims) if eligible_claims else None,
         "movements": movements,
+        "reviews": len(review_losses),
+        "review_change_log_loss": (sum(review_losses) / len(review_losses))
+        if review_losses
+        else None,
+        "review_tier_accuracy": (sum(tier_hits) / len(tier_hits)) if tier_hits else None,
         "experiments_closed": len(closed),
         "stopped_early": stopped and len(closed) < horizon,
         "unused_experiments": int(end.get("budgets_left", {}).get("experiments", 0)),
