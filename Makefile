@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS ?= dev,materials,chem,bo,llm,dist
+EXTRAS ?= dev,materials,chem,bo,llm,dist,gym
 export LABREPLAY_DATA_DIR ?= $(abspath ../shared/data)
 OUT ?= out
 
@@ -29,8 +29,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict src/labreplay
 
+# pytest's exit 5 (no test collected) is a failure too.
 test: $(STAMP) lint typecheck
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)

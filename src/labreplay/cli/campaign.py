@@ -79,9 +79,14 @@ def run_cmd(
     temperature: float | None = typer.Option(None, help="LLM sampling temperature."),
     llm_seed: int | None = typer.Option(None, "--llm-seed", help="LLM sampling seed."),
     max_tokens: int | None = typer.Option(None, help="LLM max tokens per call."),
+    executor: str = typer.Option("in-process", help="in-process | dask"),
+    scheduler: str | None = typer.Option(
+        None, "--scheduler", help="Dask scheduler address (default: a LocalCluster)."
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""
+    from labreplay.errors import LabreplayError
     from labreplay.store.sqlite import Store
     from labreplay.suites.campaign.api import agent_factory, load_specs, run_assignment
 
@@ -101,11 +106,28 @@ def run_cmd(
         wanted = set(only.split(","))
         chosen = [s for s in chosen if s.body["assignment"]["id"] in wanted]
     control_list = tuple(c for c in controls.split(",") if c)
-    results = []
-    with Store(store) as db, progress_bar("campaigns", len(chosen)) as bar:
-        for spec in chosen:
-            results.append(run_assignment(spec, make, db, seed, control_list))
-            bar.advance()
+    if executor not in ("in-process", "dask"):
+        raise LabreplayError(f"--executor must be in-process or dask, got {executor!r}")
+    if executor == "dask":
+        from labreplay.execute import DaskExecutor, run_assignments
+
+        cluster = None
+        if scheduler is None:  # a local cluster of worker processes, one per core
+            from dask.distributed import LocalCluster
+
+            cluster = LocalCluster(dashboard_address=None, threads_per_worker=1)  # type: ignore[no-untyped-call]
+        try:
+            with Store(store) as db, DaskExecutor(scheduler, cluster=cluster) as ex:
+                results = run_assignments(chosen, agent, db, seed, control_list, ex, options)
+        finally:
+            if cluster is not None:
+                cluster.close()
+    else:
+        results = []
+        with Store(store) as db, progress_bar("campaigns", len(chosen)) as bar:
+            for spec in chosen:
+                results.append(run_assignment(spec, make, db, seed, control_list))
+                bar.advance()
     if json_out:
         print_json(results)
         return

@@ -8,8 +8,8 @@ written. A branch that completed is read back, not rerun.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from labreplay._hashing import canonical_json
@@ -37,6 +37,9 @@ class BranchResult:
     events: list[dict[str, Any]]
     metrics: dict[str, Any]
     head_hash: str
+    # Model-call records of the branch, so a result computed without a store (on a worker)
+    # can still be persisted by the driver with its call log.
+    calls: list[Any] = field(default_factory=list)
 
 
 class _Persist:
@@ -76,9 +79,7 @@ def run_branch(
 ) -> BranchResult:
     run_id = ""
     if store is not None:
-        store.put_spec(
-            "campaign", spec.protocol, spec.spec_id, spec.spec_hash, spec.canonical_text()
-        )
+        store.put_spec("campaign", spec.protocol, spec.spec_id, spec.spec_hash, spec.to_file_text())
         run_id, existed = store.open_run(
             suite="campaign",
             spec_hash=spec.spec_hash,
@@ -137,20 +138,89 @@ def run_branch(
     events = env.trajectory.events
     metrics = branch_metrics(events, spec.body)
     if store is not None:
-        if calls:
-            store.record_llm_calls(run_id, [{**c, "call_index": i} for i, c in enumerate(calls)])
-        scalar = {
-            k: (float(v) if v is not None else None)
-            for k, v in metrics.items()
-            if isinstance(v, int | float) or v is None
-        }
-        store.put_scores(
-            run_id, scalar, {"curve": metrics["curve"], "movements": metrics["movements"]}
-        )
-        store.finish_run(
-            run_id, "complete", {"head_hash": env.trajectory.head, "invalid_actions": env.n_invalid}
-        )
-    return BranchResult(run_id, branch, events, metrics, env.trajectory.head)
+        _finish(store, run_id, metrics, env.trajectory.head, env.n_invalid, calls)
+    return BranchResult(run_id, branch, events, metrics, env.trajectory.head, calls)
+
+
+def _finish(
+    store: Store,
+    run_id: str,
+    metrics: Mapping[str, Any],
+    head_hash: str,
+    n_invalid: int,
+    calls: Sequence[Any],
+) -> None:
+    """Scores, call log and the `complete` mark of a finished branch."""
+    if calls:
+        store.record_llm_calls(run_id, [{**c, "call_index": i} for i, c in enumerate(calls)])
+    scalar = {
+        k: (float(v) if v is not None else None)
+        for k, v in metrics.items()
+        if isinstance(v, int | float) or v is None
+    }
+    store.put_scores(run_id, scalar, {"curve": metrics["curve"], "movements": metrics["movements"]})
+    store.finish_run(run_id, "complete", {"head_hash": head_hash, "invalid_actions": n_invalid})
+
+
+def persist_branch(
+    store: Store,
+    spec: EnvironmentSpec,
+    result: BranchResult,
+    agent_name: str,
+    agent_params: Mapping[str, Any],
+    seed: int,
+    parent_run_id: str | None = None,
+    model: str | None = None,
+    endpoint: str | None = None,
+    extra_provenance: Mapping[str, Any] | None = None,
+) -> BranchResult:
+    """Write a branch computed without a store (e.g. on a Dask worker) into `store`.
+
+    Writes exactly what `run_branch(..., store=store)` would have written for the same key: the
+    same run id, events, scores and summary. Idempotent: a run already complete is left as it is
+    (its stored head hash must equal the result's); a partial run keeps its verified prefix and
+    gets only the missing events.
+    """
+    store.put_spec("campaign", spec.protocol, spec.spec_id, spec.spec_hash, spec.to_file_text())
+    run_id, existed = store.open_run(
+        suite="campaign",
+        spec_hash=spec.spec_hash,
+        spec_id=spec.spec_id,
+        branch=result.branch,
+        agent=agent_name,
+        agent_params=agent_params,
+        seed=seed,
+        model=model,
+        endpoint=endpoint,
+        parent_run_id=parent_run_id,
+        extra_provenance={
+            "dataset_hashes": spec.body["record"]["dataset_hashes"],
+            "spec_hash": spec.spec_hash,
+            **(extra_provenance or {}),
+        },
+    )
+    if existed and store.run(run_id).status == "complete":
+        stored = store.events(run_id)
+        if not stored or stored[-1]["hash"] != result.head_hash:
+            raise StoreError(
+                f"run {run_id}: stored trajectory head differs from the recomputed one "
+                "(non-deterministic agent or changed code); rerun with --restart"
+            )
+        return BranchResult(run_id, result.branch, stored, result.metrics, result.head_hash)
+    persist = _Persist(store, run_id)
+    persist.push(result.events)
+    end = result.events[-1]["payload"] if result.events else {}
+    _finish(
+        store,
+        run_id,
+        result.metrics,
+        result.head_hash,
+        int(end.get("invalid_actions", result.metrics["invalid_actions"])),
+        result.calls,
+    )
+    return BranchResult(
+        run_id, result.branch, result.events, result.metrics, result.head_hash, result.calls
+    )
 
 
 def pre_campaign_forecast(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -168,6 +238,30 @@ def run_assignment(
     controls: tuple[str, ...] = ("random", "no-evidence"),
 ) -> dict[str, Any]:
     """Adaptive branch, then each requested control from the same pre-campaign forecast."""
+    results = run_assignment_branches(spec, make_agent, store, seed, controls)
+    return assignment_summary(spec, results)
+
+
+def assignment_summary(
+    spec: EnvironmentSpec, results: Mapping[str, BranchResult]
+) -> dict[str, Any]:
+    return {
+        "spec_id": spec.spec_id,
+        "spec_hash": spec.spec_hash,
+        "assignment": spec.body["assignment"],
+        **assignment_metrics(spec, results),
+    }
+
+
+def run_assignment_branches(
+    spec: EnvironmentSpec,
+    make_agent: AgentFactory,
+    store: Store | None,
+    seed: int,
+    controls: tuple[str, ...] = ("random", "no-evidence"),
+) -> dict[str, BranchResult]:
+    """The three branches of one assignment; with `store=None` nothing is written (the work
+    unit of `labreplay.execute`)."""
     adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
     initial = pre_campaign_forecast(adaptive.events)
     results = {"adaptive": adaptive}
@@ -183,12 +277,7 @@ def run_assignment(
         results["no-evidence"] = run_branch(
             spec, wrapper_ne, seed, "no-evidence", store, initial, adaptive.run_id
         )
-    return {
-        "spec_id": spec.spec_id,
-        "spec_hash": spec.spec_hash,
-        "assignment": spec.body["assignment"],
-        **assignment_metrics(spec, results),
-    }
+    return results
 
 
 def assignment_metrics(

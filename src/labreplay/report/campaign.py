@@ -1,0 +1,275 @@
+"""Campaign-suite report data, read only from the store.
+
+The leaderboard itself is `suites.campaign.leaderboard`; this module adds what the report shows
+around it: tie groups, replicate counts, mean learning curves per system and branch, and the
+step-by-step belief trajectory of one campaign.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from labreplay._hashing import canonical_json
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.errors import SpecError, StoreError
+from labreplay.store.sqlite import RunInfo, Store
+
+BRANCHES = ("adaptive", "random", "no-evidence")
+
+
+def stored_spec(store: Store, spec_hash: str) -> EnvironmentSpec:
+    """A spec from the store's `specs` table (canonical text without the hash field), checked
+    against the hash it is stored under."""
+    data = json.loads(store.get_spec(spec_hash))
+    spec = EnvironmentSpec(
+        suite=data["suite"],
+        protocol=data["protocol"],
+        version=data["version"],
+        spec_id=data["spec_id"],
+        body=data["body"],
+    )
+    if spec.spec_hash != spec_hash:
+        raise StoreError(f"store {store.path}: spec {spec_hash[:16]}... does not match its hash")
+    return spec
+
+
+def tie_groups(rows: Sequence[dict[str, Any]], pairwise: Sequence[Mapping[str, Any]]) -> None:
+    """Label each ranked row with its tie group: walking down the ranking, a system joins the
+    current group unless its AUC difference from the group's leader is separable at 95%."""
+    separable = {(p["a"], p["b"]): p["separable"] for p in pairwise}
+    separable.update({(p["b"], p["a"]): p["separable"] for p in pairwise})
+    group, leader = 0, None
+    for row in rows:
+        system = row["system"]
+        if leader is None or separable.get((leader, system), False):
+            group, leader = group + 1, system
+        row["tie_group"] = group
+
+
+def system_names(store: Store) -> dict[tuple[str, str], str]:
+    """(agent, canonical params) -> the system name the campaign leaderboard shows, learned from
+    the leaderboard's own table so the report always uses its naming."""
+    from labreplay.suites.campaign.leaderboard import collect
+
+    runs = {r.run_id: r for r in store.runs(where="suite='campaign'")}
+    names: dict[tuple[str, str], str] = {}
+    for system, by_spec in collect(store)["table"].items():
+        for branches in by_spec.values():
+            for entry in branches.values():
+                run = runs[entry["run_id"]]
+                names[(run.agent, canonical_json(run.agent_params))] = system
+    return names
+
+
+def _name(names: Mapping[tuple[str, str], str], run: RunInfo) -> str:
+    key = (run.agent, canonical_json(run.agent_params))
+    return names.get(key, f"{run.agent} {key[1]}")
+
+
+def replicates(store: Store, names: Mapping[tuple[str, str], str]) -> dict[str, dict[str, Any]]:
+    """Per system: the seeds it ran with and complete runs per branch (over all seeds)."""
+    out: dict[str, dict[str, Any]] = {}
+    for run in store.runs(where="suite='campaign'"):
+        entry = out.setdefault(
+            _name(names, run),
+            {"seeds": set(), "complete": dict.fromkeys(BRANCHES, 0), "other": 0},
+        )
+        entry["seeds"].add(run.seed)
+        if run.status == "complete" and run.branch in BRANCHES:
+            entry["complete"][run.branch] += 1
+        elif run.status != "complete":
+            entry["other"] += 1
+    for entry in out.values():
+        entry["seeds"] = sorted(entry["seeds"])
+    return out
+
+
+def references(store: Store) -> list[dict[str, Any]]:
+    """The leaderboard's reference rows. Falls back to reading specs with `stored_spec` when
+    the suite's own reader refuses the stored spec form (it expects the file form)."""
+    from labreplay.suites.campaign.leaderboard import reference_rows
+
+    try:
+        return reference_rows(store)
+    except SpecError:
+        pass
+    from labreplay.scoring.curves import adaptive_auc
+    from labreplay.suites.campaign.agents import BayesAgent, RandomAgent
+    from labreplay.suites.campaign.env import CampaignEnv
+    from labreplay.suites.campaign.metrics import panel_loss
+
+    out: dict[str, list[float]] = {"base-rate forecaster": [], "context-trained model": []}
+    for h in sorted({r.spec_hash for r in store.runs(where="suite='campaign'")}):
+        spec = stored_spec(store, h)
+        env = CampaignEnv(spec)
+        env.reset(0)
+        snap = env.checkpoint_snapshot()
+        for label, agent in (
+            ("base-rate forecaster", RandomAgent()),
+            ("context-trained model", BayesAgent()),
+        ):
+            agent.reset(0)
+            forecasts = {f["experiment_id"]: f for f in agent.forecast(snap)["forecasts"]}
+            loss, _ = panel_loss(forecasts, spec.body["evaluator"], float(spec.body["eps"]))
+            out[label].append(adaptive_auc([-loss, -loss]))
+    return [{"system": k, "adaptive_auc": float(np.mean(v)) if v else None} for k, v in out.items()]
+
+
+def mean_curves(store: Store) -> dict[str, dict[int, dict[str, dict[str, Any]]]]:
+    """system -> horizon T -> branch -> {"mean": [s_0..s_T], "n": assignments}.
+
+    Assignments of different lengths cannot share an x axis, so curves are averaged within each
+    horizon (long and short assignments separately), equal weight per assignment."""
+    from labreplay.suites.campaign.leaderboard import collect
+    from labreplay.suites.campaign.metrics import branch_metrics
+
+    data = collect(store)
+    acc: dict[str, dict[int, dict[str, list[list[float]]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
+    specs: dict[str, EnvironmentSpec] = {}
+    for system, by_spec in data["table"].items():
+        for spec_hash, branches in by_spec.items():
+            for branch, entry in branches.items():
+                if entry.get("status") != "complete":
+                    continue
+                curve = entry.get("curve")
+                if not curve:
+                    # Stores whose score rows lack the curve detail: recompute it from the
+                    # stored trajectory (the same pure function the runner used).
+                    if spec_hash not in specs:
+                        specs[spec_hash] = stored_spec(store, spec_hash)
+                    events = store.events(entry["run_id"])
+                    curve = branch_metrics(events, specs[spec_hash].body)["curve"]
+                acc[system][len(curve) - 1][branch].append([float(x) for x in curve])
+    out: dict[str, dict[int, dict[str, dict[str, Any]]]] = {}
+    for system, by_t in sorted(acc.items()):
+        out[system] = {
+            t: {
+                b: {"mean": np.mean(np.asarray(c), axis=0).tolist(), "n": len(c)}
+                for b, c in sorted(by_branch.items())
+            }
+            for t, by_branch in sorted(by_t.items())
+        }
+    return out
+
+
+def pick_campaign(
+    store: Store,
+    ranked: Sequence[str],
+    names: Mapping[tuple[str, str], str],
+    run_id: str | None,
+) -> str | None:
+    """The run shown in the trajectory viewer: the one asked for, else the adaptive run of the
+    best-ranked system on the first assignment (by assignment id)."""
+    if run_id is not None:
+        store.run(run_id)  # raises StoreError naming the store if absent
+        return run_id
+    runs = [
+        r for r in store.runs(where="suite='campaign' AND branch='adaptive' AND status='complete'")
+    ]
+    if not runs:
+        return None
+    order = {s: i for i, s in enumerate(ranked)}
+    runs.sort(
+        key=lambda r: (
+            order.get(_name(names, r), len(order)),
+            r.spec_id,
+            r.seed,
+            r.run_id,
+        )
+    )
+    return runs[0].run_id
+
+
+def _top(categories: Mapping[str, float]) -> str:
+    best = max(sorted(categories), key=lambda k: categories[k])
+    return f"{best} {categories[best]:.2f}"
+
+
+def belief_trajectory(store: Store, run_id: str) -> dict[str, Any]:
+    """Each step of one campaign: action, evidence bought, the local forecast and its loss
+    change, the panel score after each checkpoint, and the budgets left."""
+    from labreplay.suites.campaign.metrics import panel_loss
+
+    run = store.run(run_id)
+    if run.suite != "campaign":
+        raise StoreError(f"run {run_id} is a {run.suite!r} run, not a campaign")
+    spec = stored_spec(store, run.spec_hash)
+    evaluator, eps = spec.body["evaluator"], float(spec.body["eps"])
+    budgets: dict[str, int] = dict(spec.body["budgets"])
+    last_local: dict[str, float] = {}
+    last_panel: float | None = None
+    steps: list[dict[str, Any]] = []
+    for event in store.events(run_id):
+        payload = event["payload"]
+        row: dict[str, Any] = {"seq": event["seq"], "kind": event["kind"]}
+        if event["kind"] == "action":
+            action = payload["action"]
+            row.update(
+                phase=payload.get("phase"),
+                action=str(action.get("type", "?")),
+                experiment=action.get("experiment_id"),
+                accepted=bool(payload["accepted"]),
+                note="" if payload["accepted"] else str(payload.get("reason", "")),
+            )
+            for budget, amount in (payload.get("cost") or {}).items():
+                budgets[budget] = budgets.get(budget, 0) - int(amount)
+            if payload.get("revealed_item"):
+                row["evidence"] = str(payload["revealed_item"])
+            if payload["accepted"] and action.get("type") == "submit_forecast":
+                eid = str(action["experiment_id"])
+                loss, excluded = panel_loss({eid: action}, evaluator, eps)
+                row["forecast"] = f"p_valid {action['p_valid']:.2f}; {_top(action['categories'])}"
+                if not excluded:
+                    row["local_loss"] = loss
+                    if eid in last_local:
+                        row["local_change"] = loss - last_local[eid]
+                    last_local[eid] = loss
+        elif event["kind"] == "checkpoint":
+            loss, _ = panel_loss(payload["forecasts"], evaluator, eps)
+            row.update(action=f"checkpoint t={payload['t']}", panel_score=-loss)
+            if last_panel is not None:
+                row["panel_change"] = -loss - last_panel
+            last_panel = -loss
+            row["note"] = f"{payload['fallbacks']} fallback(s)" if payload["fallbacks"] else ""
+        elif event["kind"] == "end":
+            row.update(action=f"end ({payload.get('reason')})")
+        else:
+            row.update(action=event["kind"])
+        row["budgets_left"] = dict(budgets)
+        steps.append(row)
+    return {
+        "run_id": run_id,
+        "agent": run.agent,
+        "seed": run.seed,
+        "branch": run.branch,
+        "assignment": run.spec_id,
+        "spec_hash": run.spec_hash,
+        "head_hash": (run.summary or {}).get("head_hash"),
+        "steps": steps,
+    }
+
+
+def campaign_section(store: Store, run_id: str | None = None) -> dict[str, Any] | None:
+    """Everything the campaign part of the report shows; None if the store has no campaigns."""
+    from labreplay.suites.campaign.leaderboard import leaderboard
+
+    if not store.runs(where="suite='campaign'"):
+        return None
+    board = leaderboard(store)
+    tie_groups(board["rows"], board["pairwise"])
+    board["references"] = references(store)
+    names = system_names(store)
+    chosen = pick_campaign(store, [r["system"] for r in board["rows"]], names, run_id)
+    return {
+        "board": board,
+        "replicates": replicates(store, names),
+        "curves": mean_curves(store),
+        "trajectory": belief_trajectory(store, chosen) if chosen else None,
+    }
