@@ -83,6 +83,22 @@ def spec_from_text(text: str, origin: str = "<memory>") -> EnvironmentSpec:
     return spec
 
 
+def spec_from_stored(text: str, spec_hash: str, origin: str = "store") -> EnvironmentSpec:
+    """A spec kept in a results store (file form, or canonical text without the hash field),
+    checked against the hash it is stored under."""
+    data = json.loads(text)
+    spec = EnvironmentSpec(
+        suite=data["suite"],
+        protocol=data["protocol"],
+        version=data["version"],
+        spec_id=data["spec_id"],
+        body=data["body"],
+    )
+    if spec.spec_hash != spec_hash:
+        raise SpecError(f"{origin}: spec {spec_hash[:16]}... does not match its stored hash")
+    return spec
+
+
 def write_spec(spec: EnvironmentSpec, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

@@ -7,7 +7,6 @@ step-by-step belief trajectory of one campaign.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,27 +14,16 @@ from typing import Any
 import numpy as np
 
 from labreplay._hashing import canonical_json
-from labreplay.compile.spec import EnvironmentSpec
-from labreplay.errors import SpecError, StoreError
+from labreplay.compile.spec import EnvironmentSpec, spec_from_stored
+from labreplay.errors import StoreError
 from labreplay.store.sqlite import RunInfo, Store
 
 BRANCHES = ("adaptive", "random", "no-evidence")
 
 
 def stored_spec(store: Store, spec_hash: str) -> EnvironmentSpec:
-    """A spec from the store's `specs` table (canonical text without the hash field), checked
-    against the hash it is stored under."""
-    data = json.loads(store.get_spec(spec_hash))
-    spec = EnvironmentSpec(
-        suite=data["suite"],
-        protocol=data["protocol"],
-        version=data["version"],
-        spec_id=data["spec_id"],
-        body=data["body"],
-    )
-    if spec.spec_hash != spec_hash:
-        raise StoreError(f"store {store.path}: spec {spec_hash[:16]}... does not match its hash")
-    return spec
+    """A spec from the store's `specs` table, checked against the hash it is stored under."""
+    return spec_from_stored(store.get_spec(spec_hash), spec_hash, f"store {store.path}")
 
 
 def tie_groups(rows: Sequence[dict[str, Any]], pairwise: Sequence[Mapping[str, Any]]) -> None:
@@ -90,34 +78,10 @@ def replicates(store: Store, names: Mapping[tuple[str, str], str]) -> dict[str, 
 
 
 def references(store: Store) -> list[dict[str, Any]]:
-    """The leaderboard's reference rows. Falls back to reading specs with `stored_spec` when
-    the suite's own reader refuses the stored spec form (it expects the file form)."""
+    """The leaderboard's reference rows (base-rate forecaster, context-trained model)."""
     from labreplay.suites.campaign.leaderboard import reference_rows
 
-    try:
-        return reference_rows(store)
-    except SpecError:
-        pass
-    from labreplay.scoring.curves import adaptive_auc
-    from labreplay.suites.campaign.agents import BayesAgent, RandomAgent
-    from labreplay.suites.campaign.env import CampaignEnv
-    from labreplay.suites.campaign.metrics import panel_loss
-
-    out: dict[str, list[float]] = {"base-rate forecaster": [], "context-trained model": []}
-    for h in sorted({r.spec_hash for r in store.runs(where="suite='campaign'")}):
-        spec = stored_spec(store, h)
-        env = CampaignEnv(spec)
-        env.reset(0)
-        snap = env.checkpoint_snapshot()
-        for label, agent in (
-            ("base-rate forecaster", RandomAgent()),
-            ("context-trained model", BayesAgent()),
-        ):
-            agent.reset(0)
-            forecasts = {f["experiment_id"]: f for f in agent.forecast(snap)["forecasts"]}
-            loss, _ = panel_loss(forecasts, spec.body["evaluator"], float(spec.body["eps"]))
-            out[label].append(adaptive_auc([-loss, -loss]))
-    return [{"system": k, "adaptive_auc": float(np.mean(v)) if v else None} for k, v in out.items()]
+    return reference_rows(store)
 
 
 def mean_curves(store: Store) -> dict[str, dict[int, dict[str, dict[str, Any]]]]:

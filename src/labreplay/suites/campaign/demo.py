@@ -43,10 +43,25 @@ def run_demo(data_dir: Path, store_path: Path, out_dir: Path, seed: int = 0) -> 
             run_branch(spec, OracleAgent(spec.body["evaluator"]), seed, "adaptive", store)
         board = leaderboard(store)
         board["references"] = reference_rows(store)
+        curves = _write_curves(store, out_dir)
     ran = time.perf_counter()
     print_leaderboard(board)
+    console.print(f"learning curves: {', '.join(str(p) for p in curves)}")
     console.print(
         f"compile {compiled - started:.1f} s; {len(REFERENCE)} agents x {len(specs)} "
         f"assignments x 3 branches + ceiling in {ran - compiled:.1f} s"
     )
     return {"index": index, "leaderboard": board, "seconds": ran - started}
+
+
+def _write_curves(store: Store, out_dir: Path) -> list[Path]:
+    """One PNG per system: held-out score vs experiments, adaptive against both controls."""
+    from labreplay.report.campaign import mean_curves
+    from labreplay.report.plots import learning_curves
+
+    paths = []
+    for system, by_horizon in sorted(mean_curves(store).items()):
+        path = out_dir / f"campaign_curves_{system.replace(' ', '_').replace('#', '-')}.png"
+        path.write_bytes(learning_curves(system, by_horizon))
+        paths.append(path)
+    return paths

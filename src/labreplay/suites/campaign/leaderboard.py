@@ -203,14 +203,14 @@ def _loao(aucs: Mapping[str, list[float]]) -> dict[str, list[int]]:
 
 def reference_rows(store: Store) -> list[dict[str, Any]]:
     """Base-rate and context-model panel scores per assignment, from the stored specs."""
-    from labreplay.compile.spec import spec_from_text
+    from labreplay.compile.spec import spec_from_stored
     from labreplay.suites.campaign.agents import BayesAgent, RandomAgent
     from labreplay.suites.campaign.env import CampaignEnv
 
     out: dict[str, list[float]] = {"base-rate forecaster": [], "context-trained model": []}
     hashes = sorted({r.spec_hash for r in store.runs(where="suite='campaign'")})
     for h in hashes:
-        spec = spec_from_text(store.get_spec(h))
+        spec = spec_from_stored(store.get_spec(h), h)
         env = CampaignEnv(spec)
         env.reset(0)
         snap = env.checkpoint_snapshot()
