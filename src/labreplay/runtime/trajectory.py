@@ -7,6 +7,7 @@ exactly when their final hashes are.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,14 +36,17 @@ class Trajectory:
         return self.events[-1]["hash"] if self.events else GENESIS
 
     def append(self, kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Append an event. The payload is kept in its canonical form (floats at the hash
+        scheme's precision), so metrics computed now equal metrics recomputed from the store."""
         seq = len(self.events)
         prev = self.head
+        canonical = json.loads(canonical_json(payload))
         event = {
             "seq": seq,
             "kind": kind,
-            "payload": dict(payload),
+            "payload": canonical,
             "prev_hash": prev,
-            "hash": event_hash(prev, seq, kind, payload, self.spec_hash),
+            "hash": event_hash(prev, seq, kind, canonical, self.spec_hash),
         }
         self.events.append(event)
         return event
