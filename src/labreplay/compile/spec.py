@@ -51,6 +51,16 @@ class EnvironmentSpec:
         return canonical_json({**self.header(), "body": self.body, "spec_hash": self.spec_hash})
 
 
+def _from_fields(data: Mapping[str, Any]) -> EnvironmentSpec:
+    return EnvironmentSpec(
+        suite=data["suite"],
+        protocol=data["protocol"],
+        version=data["version"],
+        spec_id=data["spec_id"],
+        body=data["body"],
+    )
+
+
 def spec_from_text(text: str, origin: str = "<memory>") -> EnvironmentSpec:
     try:
         data = json.loads(text)
@@ -66,13 +76,7 @@ def spec_from_text(text: str, origin: str = "<memory>") -> EnvironmentSpec:
             f"spec {origin}: hash scheme {data.get('hash_scheme')!r}, this labreplay uses "
             f"{HASH_SCHEME_VERSION!r}"
         )
-    spec = EnvironmentSpec(
-        suite=data["suite"],
-        protocol=data["protocol"],
-        version=data["version"],
-        spec_id=data["spec_id"],
-        body=data["body"],
-    )
+    spec = _from_fields(data)
     if spec.spec_hash != data["spec_hash"]:
         raise SpecError(
             f"spec {origin}: content does not match its recorded spec_hash "
@@ -87,13 +91,7 @@ def spec_from_stored(text: str, spec_hash: str, origin: str = "store") -> Enviro
     """A spec kept in a results store (file form, or canonical text without the hash field),
     checked against the hash it is stored under."""
     data = json.loads(text)
-    spec = EnvironmentSpec(
-        suite=data["suite"],
-        protocol=data["protocol"],
-        version=data["version"],
-        spec_id=data["spec_id"],
-        body=data["body"],
-    )
+    spec = _from_fields(data)
     if spec.spec_hash != spec_hash:
         raise SpecError(f"{origin}: spec {spec_hash[:16]}... does not match its stored hash")
     return spec

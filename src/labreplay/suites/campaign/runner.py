@@ -66,6 +66,39 @@ class _Persist:
         self.written = len(events)
 
 
+def _open_run(
+    store: Store,
+    spec: EnvironmentSpec,
+    branch: str,
+    agent_name: str,
+    agent_params: Mapping[str, Any],
+    seed: int,
+    model: str | None,
+    endpoint: str | None,
+    parent_run_id: str | None,
+    extra_provenance: Mapping[str, Any] | None,
+) -> tuple[str, bool]:
+    """Store the spec and open (or find) the branch's run row with its provenance."""
+    store.put_spec("campaign", spec.protocol, spec.spec_id, spec.spec_hash, spec.to_file_text())
+    return store.open_run(
+        suite="campaign",
+        spec_hash=spec.spec_hash,
+        spec_id=spec.spec_id,
+        branch=branch,
+        agent=agent_name,
+        agent_params=agent_params,
+        seed=seed,
+        model=model,
+        endpoint=endpoint,
+        parent_run_id=parent_run_id,
+        extra_provenance={
+            "dataset_hashes": spec.body["record"]["dataset_hashes"],
+            "spec_hash": spec.spec_hash,
+            **(extra_provenance or {}),
+        },
+    )
+
+
 def run_branch(
     spec: EnvironmentSpec,
     agent: Agent,
@@ -79,23 +112,17 @@ def run_branch(
 ) -> BranchResult:
     run_id = ""
     if store is not None:
-        store.put_spec("campaign", spec.protocol, spec.spec_id, spec.spec_hash, spec.to_file_text())
-        run_id, existed = store.open_run(
-            suite="campaign",
-            spec_hash=spec.spec_hash,
-            spec_id=spec.spec_id,
-            branch=branch,
-            agent=agent.name,
-            agent_params=agent.params(),
-            seed=seed,
-            model=getattr(agent, "model", None),
-            endpoint=getattr(agent, "endpoint", None),
-            parent_run_id=parent_run_id,
-            extra_provenance={
-                "dataset_hashes": spec.body["record"]["dataset_hashes"],
-                "spec_hash": spec.spec_hash,
-                **(extra_provenance or {}),
-            },
+        run_id, existed = _open_run(
+            store,
+            spec,
+            branch,
+            agent.name,
+            agent.params(),
+            seed,
+            getattr(agent, "model", None),
+            getattr(agent, "endpoint", None),
+            parent_run_id,
+            extra_provenance,
         )
         if existed and store.run(run_id).status == "complete":
             events = store.events(run_id)
@@ -181,23 +208,17 @@ def persist_branch(
     (its stored head hash must equal the result's); a partial run keeps its verified prefix and
     gets only the missing events.
     """
-    store.put_spec("campaign", spec.protocol, spec.spec_id, spec.spec_hash, spec.to_file_text())
-    run_id, existed = store.open_run(
-        suite="campaign",
-        spec_hash=spec.spec_hash,
-        spec_id=spec.spec_id,
-        branch=result.branch,
-        agent=agent_name,
-        agent_params=agent_params,
-        seed=seed,
-        model=model,
-        endpoint=endpoint,
-        parent_run_id=parent_run_id,
-        extra_provenance={
-            "dataset_hashes": spec.body["record"]["dataset_hashes"],
-            "spec_hash": spec.spec_hash,
-            **(extra_provenance or {}),
-        },
+    run_id, existed = _open_run(
+        store,
+        spec,
+        result.branch,
+        agent_name,
+        agent_params,
+        seed,
+        model,
+        endpoint,
+        parent_run_id,
+        extra_provenance,
     )
     if existed and store.run(run_id).status == "complete":
         stored = store.events(run_id)
