@@ -65,7 +65,7 @@ def test_ranker_beats_random_floor_and_store_keeps_everything(
         assert len(events) == len(questions)
         assert all(e["prev_hash"] == p["hash"] for p, e in itertools.pairwise(events))
         run = store.run(rank["run_id"])
-        assert run.suite == "conditions" and run.status == "finished"
+        assert run.suite == "conditions" and run.status == "complete"
         assert store.score_details(rank["run_id"])["summary"]["precedent_lift"]
         board = leaderboard(store)
         assert {r["agent"] for r in board["runs"]} == {"random", "ranker_leave_table_out"}

@@ -79,6 +79,10 @@ def run_cmd(
     temperature: float | None = typer.Option(None, help="LLM sampling temperature."),
     llm_seed: int | None = typer.Option(None, "--llm-seed", help="LLM sampling seed."),
     max_tokens: int | None = typer.Option(None, help="LLM max tokens per call."),
+    timeout: float | None = typer.Option(None, help="LLM per-request timeout (s)."),
+    structured: str | None = typer.Option(
+        None, help="LLM structured output: auto | json_schema | json_object | off."
+    ),
     executor: str = typer.Option("in-process", help="in-process | dask"),
     scheduler: str | None = typer.Option(
         None, "--scheduler", help="Dask scheduler address (default: a LocalCluster)."
@@ -97,6 +101,8 @@ def run_cmd(
             ("temperature", temperature),
             ("seed", llm_seed),
             ("max_tokens", max_tokens),
+            ("timeout_s", timeout),
+            ("structured", structured),
         )
         if v is not None
     }

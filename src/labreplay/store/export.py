@@ -8,7 +8,7 @@ Schema (one file per table, `<table>.parquet` | `.csv` | `.jsonl`):
 - forecasts: run_id, seq, scope, step, payload (JSON)
 - scores: run_id, metric, value, detail (JSON)
 - llm_calls: run_id, call_index, request_hash, model, prompt_tokens, completion_tokens,
-  latency_s, finish_reason, retries, error
+  latency_s, finish_reason, retries, error, cached (1 = answered from the response cache)
 JSON columns hold canonical JSON text.
 """
 

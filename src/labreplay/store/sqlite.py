@@ -47,7 +47,8 @@ CREATE TABLE IF NOT EXISTS scores (
 CREATE TABLE IF NOT EXISTS llm_calls (
     run_id TEXT NOT NULL, call_index INTEGER NOT NULL, request_hash TEXT NOT NULL,
     model TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL,
-    finish_reason TEXT, retries INTEGER, error TEXT, PRIMARY KEY (run_id, call_index));
+    finish_reason TEXT, retries INTEGER, error TEXT, cached INTEGER,
+    PRIMARY KEY (run_id, call_index));
 CREATE TABLE IF NOT EXISTS response_cache (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created TEXT NOT NULL);
 """
@@ -379,7 +380,7 @@ class Store:
     def record_llm_calls(self, run_id: str, calls: Iterable[Mapping[str, Any]]) -> None:
         with self.transaction() as conn:
             conn.executemany(
-                "INSERT OR REPLACE INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         run_id,
@@ -392,6 +393,7 @@ class Store:
                         c.get("finish_reason"),
                         c.get("retries", 0),
                         c.get("error"),
+                        int(bool(c.get("cached", False))),
                     )
                     for c in calls
                 ],

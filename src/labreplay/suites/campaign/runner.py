@@ -124,6 +124,9 @@ def run_branch(
             parent_run_id,
             extra_provenance,
         )
+        bind = getattr(agent, "bind_store", None)
+        if callable(bind):  # LLM agents answer completed calls from the store's response cache
+            bind(store)
         if existed and store.run(run_id).status == "complete":
             events = store.events(run_id)
             return BranchResult(

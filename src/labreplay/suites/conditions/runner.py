@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,30 @@ def register_questions(
     return digest
 
 
+def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Raw answers in question order. Agents that can answer many at once (LLM agents with a
+    concurrency bound) get a batch at a time; an agent's own failure on a question is recorded
+    as that question's (wrong) answer."""
+    many = getattr(agent, "answer_many", None)
+    for start in range(0, len(views), BATCH):
+        chunk = views[start : start + BATCH]
+        if callable(many):
+            try:
+                yield from many(chunk)
+                continue
+            except AgentError:
+                raise
+            except Exception:  # fall back to one at a time to find the failing question
+                pass
+        for view in chunk:
+            try:
+                yield agent.answer(view)
+            except AgentError:
+                raise
+            except Exception as exc:
+                yield {"error": f"{type(exc).__name__}: {exc}"}
+
+
 def run_agent(
     store: Store,
     questions_path: Path,
@@ -81,7 +105,7 @@ def run_agent(
         endpoint=params.get("endpoint") or params.get("base_url"),
         extra_provenance={"question_file_sha256": spec_hash},
     )
-    if existed and store.run(run_id).status == "finished":
+    if existed and store.run(run_id).status == "complete":
         return {
             "run_id": run_id,
             "resumed": False,
@@ -95,16 +119,12 @@ def run_agent(
     pending: list[dict[str, Any]] = []
     seq = len(done)
     calls_seen = 0
-    for q, key in zip(questions, keys, strict=True):
-        if q["id"] in results_by_id:
-            continue
+    todo = [
+        (q, key) for q, key in zip(questions, keys, strict=True) if q["id"] not in results_by_id
+    ]
+    raws = _answers(agent, [agent_view(q) for q, _ in todo])
+    for (q, key), raw in zip(todo, raws, strict=True):
         view = agent_view(q)
-        try:
-            raw = agent.answer(view)
-        except AgentError:
-            raise
-        except Exception as exc:  # an agent's own failure on one question is a wrong answer
-            raw = {"error": f"{type(exc).__name__}: {exc}"}
         parsed = normalise_answer(raw, view) if "error" not in raw else {"invalid": raw["error"]}
         # Round-trip through the store's canonical form (12 significant digits), so a resumed
         # run, which reads earlier results back from the store, sums exactly the same numbers.
@@ -141,14 +161,14 @@ def run_agent(
     # The full summary (per type, per dataset, lifts with intervals) rides along as the detail
     # of a value-less "summary" row, so reports can read it from the store alone.
     store.put_scores(run_id, {**flat, "summary": None}, {"summary": summary})
-    store.finish_run(run_id, "finished", flat)
+    store.finish_run(run_id, "complete", flat)
     return {"run_id": run_id, "resumed": existed, "cached": False, **flat}
 
 
 def leaderboard(store: Store) -> dict[str, Any]:
     """Every finished conditions run, with its headline metrics, plus the over-agent audit."""
     rows: list[dict[str, Any]] = []
-    for run in store.runs(where="suite=? AND status='finished'", params=(SUITE,)):
+    for run in store.runs(where="suite=? AND status='complete'", params=(SUITE,)):
         scores = {k: v for k, v in store.scores(run.run_id).items() if k != "summary"}
         rows.append(
             {

@@ -1,0 +1,159 @@
+"""LLM harness figures: our overhead per model turn, and throughput with concurrent requests.
+
+The model side is a local stub server that answers after a fixed delay (labreplay.agents.
+llm_stub), so the figures measure labreplay and the openai package, not a model. Observations
+are real: the first turn and panel checkpoint of a compiled Precursor Genome campaign (short
+assignment), so prompt rendering and schema validation run on real-sized state.
+
+Figures:
+- harness overhead per turn (median ms): rendering the prompt, parsing + validating the reply
+  against the action schema, the response-cache write and the llm_calls store write. The time
+  spent inside the HTTP call (SDK + loopback + the server's fixed delay) is excluded by timing
+  that call separately.
+- client overhead per call (median ms): time inside the HTTP call minus the server's delay
+  (openai SDK + loopback HTTP), for context.
+- throughput with max_concurrency 8 vs 1 against a server that answers after a fixed delay:
+  requests per second at 8, and the ratio to 1 (ideal 8).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from labreplay.agents import llm_stub as stub
+from labreplay.agents.llm import LLMCampaignAgent
+from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
+from labreplay.agents.llm_prompts import campaign_messages
+from labreplay.agents.llm_protocol import RetryPolicy
+from labreplay.store.sqlite import Store
+
+SERVER_DELAY_S = 0.02
+THROUGHPUT_DELAY_S = 0.1
+
+
+def _real_observation() -> dict[str, Any]:
+    from labreplay.suites.campaign.api import compile_specs
+    from labreplay.suites.campaign.env import CampaignEnv
+
+    _, specs, _ = compile_specs(record="precursor-genome", seed=0)
+    short = next(s for s in specs if s.body["assignment"]["kind"] == "short")
+    env = CampaignEnv(short)
+    env.reset(0)
+    return env.observation()
+
+
+def _first_candidate_action(observation: dict[str, Any]) -> str:
+    candidate = observation["state"]["candidates"][0]["experiment_id"]
+    return f'{{"type": "select_experiment", "experiment_id": "{candidate}"}}'
+
+
+class _TimedCreate:
+    """Wraps the SDK's create() to time the HTTP part of each call."""
+
+    def __init__(self, create: Callable[..., Any]) -> None:
+        self.create = create
+        self.seconds: list[float] = []
+
+    def __call__(self, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return self.create(**kwargs)
+        finally:
+            self.seconds.append(time.perf_counter() - started)
+
+
+def _overhead(turns: int) -> tuple[float, float, int]:
+    observation = _real_observation()
+    reply = stub.ok(_first_candidate_action(observation), delay_s=SERVER_DELAY_S)
+    with tempfile.TemporaryDirectory() as tmp, stub.StubServer(stub.constant(reply)) as server:
+        store = Store(Path(tmp) / "bench.sqlite")
+        client = LLMClient("stub", base_url=server.base_url, retry=RetryPolicy(timeout_s=10))
+        agent = LLMCampaignAgent(client)
+        agent.bind_store(store)
+        timed = _TimedCreate(client._sdk.chat.completions.create)
+        client._sdk.chat.completions.create = timed  # type: ignore[method-assign]
+        run_id, _ = store.open_run(
+            suite="campaign",
+            spec_hash="bench",
+            spec_id="bench",
+            branch="adaptive",
+            agent=agent.name,
+            agent_params=agent.params(),
+            seed=0,
+        )
+        harness, inside = [], []
+        for turn in range(turns + 1):
+            # A new step number each turn: a new prompt, so no turn is a cache hit.
+            observation = {**observation, "step": turn}
+            started = time.perf_counter()
+            action = agent.act(observation)
+            store.record_llm_calls(run_id, agent.drain_calls())
+            total = time.perf_counter() - started
+            assert action["type"] == "select_experiment", action
+            if turn == 0:
+                continue  # warm-up: structured-output detection, connection set-up
+            harness.append(total - timed.seconds[-1])
+            inside.append(timed.seconds[-1] - SERVER_DELAY_S)
+        store.close()
+        prompt_chars = sum(len(m["content"]) for m in campaign_messages(observation))
+    return statistics.median(harness) * 1e3, statistics.median(inside) * 1e3, prompt_chars
+
+
+def _throughput(requests: int, concurrency: int) -> float:
+    reply = stub.ok('{"answer": "A"}', delay_s=THROUGHPUT_DELAY_S)
+    schema = {"type": "object", "required": ["answer"]}
+    jobs = [([{"role": "user", "content": f"question {i}"}], schema) for i in range(requests)]
+    with stub.StubServer(stub.constant(reply)) as server:
+        client = AsyncLLMClient(
+            "stub",
+            base_url=server.base_url,
+            max_concurrency=concurrency,
+            structured="off",
+            retry=RetryPolicy(timeout_s=10),
+        )
+        started = time.perf_counter()
+        replies = client.run_many(jobs)
+        elapsed = time.perf_counter() - started
+    assert all(r.ok for r in replies)
+    return requests / elapsed
+
+
+def run(quick: bool) -> list[dict[str, Any]]:
+    turns = 15 if quick else 60
+    harness_ms, client_ms, prompt_chars = _overhead(turns)
+    requests = 32 if quick else 96
+    serial = _throughput(requests, 1)
+    parallel = _throughput(requests, 8)
+    return [
+        {
+            "name": f"llm turn harness overhead (render+validate+store, {prompt_chars} char prompt)",
+            "median": round(harness_ms, 3),
+            "unit": "ms",
+            "ratio": None,
+            "target": "< 10 ms",
+        },
+        {
+            "name": "llm call client overhead (openai SDK + loopback HTTP, server delay excluded)",
+            "median": round(client_ms, 3),
+            "unit": "ms",
+            "ratio": None,
+            "target": "< 20 ms",
+        },
+        {
+            "name": f"llm throughput max_concurrency 8 vs 1 ({THROUGHPUT_DELAY_S * 1e3:g} ms server)",
+            "median": round(parallel, 2),
+            "unit": "req/s",
+            "ratio": round(parallel / serial, 2),
+            "target": "ratio > 5",
+        },
+    ]
+
+
+if __name__ == "__main__":
+    for figure in run(quick=True):
+        print(figure)

@@ -1,0 +1,288 @@
+"""LLM agents over any OpenAI-compatible endpoint.
+
+`LLMCampaignAgent` is a campaign policy: each turn it shows the model our policy prompt, the
+phase and its rules, the exact JSON schema of the actions permitted now, and the agent-visible
+state as canonical JSON (rendering in `llm_prompts`). It sees nothing but the observation it is
+handed, so the runtime's firewall is the only gate on what reaches the model.
+
+A reply that still fails validation after the client's repair turns becomes
+`{"type": "invalid", "raw": <text>, "error": <reason>}`, which the runtime records and scores as
+an invalid action; a failed panel forecast becomes `{"forecasts": [], "error": <reason>}`, which
+the runtime fills with its declared fallback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from labreplay.agents.base import CallRecord
+from labreplay.agents.llm_client import AsyncLLMClient, JsonReply, LLMClient
+from labreplay.agents.llm_prompts import (
+    PROMPT_VERSION,
+    StateLayout,
+    campaign_messages,
+    checkpoint_messages,
+    question_answer,
+    question_messages,
+    question_schema,
+)
+from labreplay.agents.llm_protocol import (
+    STRUCTURED_FALLBACKS,
+    RetryPolicy,
+    Sampling,
+    StructuredMode,
+    public_endpoint,
+)
+from labreplay.errors import AgentError
+from labreplay.store.sqlite import Store
+
+AGENT_PREFIX = "openai:"
+
+
+class _CallLog:
+    """Numbers every model call of a run in order, for the `llm_calls` table."""
+
+    def __init__(self) -> None:
+        self._pending: list[CallRecord] = []
+        self._next = 0
+
+    def reset(self) -> None:
+        self._pending = []
+        self._next = 0
+
+    def add(self, reply: JsonReply) -> None:
+        for call in reply.calls:
+            self._pending.append(CallRecord(call_index=self._next, **call))
+            self._next += 1
+
+    def drain(self) -> list[CallRecord]:
+        out, self._pending = self._pending, []
+        return out
+
+
+class LLMCampaignAgent:
+    """A campaign policy backed by a chat model (name `openai:MODEL`)."""
+
+    def __init__(self, client: LLMClient) -> None:
+        self.client = client
+        self.name = f"{AGENT_PREFIX}{client.model}"
+        # The campaign runner records these two on the run row.
+        self.model = client.model
+        self.endpoint = public_endpoint(client.base_url)
+        self._log = _CallLog()
+        self._layout = StateLayout()
+
+    def params(self) -> dict[str, Any]:
+        return {**self.client.params(), "prompt_version": PROMPT_VERSION}
+
+    def bind_store(self, store: Store | None) -> None:
+        """Use `store`'s response cache, so a resumed run does not repeat completed calls."""
+        self.client.cache = store
+
+    def reset(self, seed: int) -> None:
+        self._log.reset()
+        self._layout.reset()
+        self.client.reseed(seed)
+
+    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+        schema = observation.get("action_schema")
+        if not isinstance(schema, Mapping):
+            return {"type": "invalid", "raw": "", "error": "observation has no action_schema"}
+        reply = self.client.complete_json(
+            campaign_messages(observation, self._layout), schema, "action"
+        )
+        self._log.add(reply)
+        if reply.value is not None:
+            return reply.value
+        return {"type": "invalid", "raw": reply.text or "", "error": reply.error or "no reply"}
+
+    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+        schema = snapshot.get("response_schema")
+        if not isinstance(schema, Mapping):
+            return {"forecasts": [], "error": "snapshot has no response_schema"}
+        messages = checkpoint_messages(snapshot, self._layout)
+        reply = self.client.complete_json(messages, schema, "panel_forecast")
+        self._log.add(reply)
+        if reply.value is not None:
+            return reply.value
+        return {"forecasts": [], "error": reply.error or "no reply"}
+
+    def drain_calls(self) -> list[CallRecord]:
+        return self._log.drain()
+
+
+QuestionRenderer = Callable[[Mapping[str, Any]], str]
+
+
+class LLMQuestionAgent:
+    """Answers conditions-suite questions with a chat model (implements its QuestionAgent).
+
+    The question text is the suite's own rendering (`render`, injected so the core does not
+    import a suite); the answer is asked for as JSON under `question_schema`, validated and
+    repaired like campaign actions, and returned 0-based: {"option": i} or {"choices": {k: i}}.
+    A failed answer is {"error": reason, "raw": text}, which the suite scores as invalid.
+    `answer_many` keeps up to `max_concurrency` questions in flight.
+    """
+
+    def __init__(
+        self,
+        client: LLMClient,
+        render: QuestionRenderer,
+        concurrent: AsyncLLMClient | None = None,
+    ) -> None:
+        self.client = client
+        self.concurrent = concurrent
+        self.render = render
+        self.name = f"{AGENT_PREFIX}{client.model}"
+        self.model = client.model
+        self.endpoint = public_endpoint(client.base_url)
+        self._log = _CallLog()
+
+    def params(self) -> dict[str, Any]:
+        extra = {"max_concurrency": self.concurrent.max_concurrency} if self.concurrent else {}
+        return {**self.client.params(), **extra, "prompt_version": PROMPT_VERSION}
+
+    def bind_store(self, store: Store | None) -> None:
+        self.client.cache = store
+        if self.concurrent is not None:
+            self.concurrent.cache = store
+
+    def reset(self, seed: int) -> None:
+        self._log.reset()
+        self.client.reseed(seed)
+        if self.concurrent is not None:
+            self.concurrent.reseed(seed)
+
+    def _job(self, view: Mapping[str, Any]) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        schema = question_schema(view)
+        return question_messages(self.render(view), schema), schema
+
+    def answer(self, question_view: Mapping[str, Any]) -> dict[str, Any]:
+        messages, schema = self._job(question_view)
+        reply = self.client.complete_json(messages, schema, "answer")
+        self._log.add(reply)
+        return question_answer(question_view, reply)
+
+    def answer_many(self, views: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Answers in input order (and calls logged in input order), many in flight at once."""
+        if self.concurrent is None:
+            return [self.answer(v) for v in views]
+        replies = self.concurrent.run_many([self._job(v) for v in views], "answer")
+        out = []
+        for view, reply in zip(views, replies, strict=True):
+            self._log.add(reply)
+            out.append(question_answer(view, reply))
+        return out
+
+    def drain_calls(self) -> list[CallRecord]:
+        return self._log.drain()
+
+
+def parse_agent_spec(agent: str) -> str:
+    """The model name in `openai:MODEL` (the model may itself contain ':', as Ollama's do)."""
+    if not agent.startswith(AGENT_PREFIX) or not agent[len(AGENT_PREFIX) :].strip():
+        raise AgentError(
+            f"agent {agent!r} is not an LLM agent spec; expected 'openai:MODEL', "
+            "e.g. openai:gpt-4o-mini or openai:llama3.2:1b"
+        )
+    return agent[len(AGENT_PREFIX) :].strip()
+
+
+def _client_options(
+    base_url: str | None,
+    temperature: float | None,
+    top_p: float | None,
+    seed: int | None,
+    max_tokens: int | None,
+    timeout_s: float,
+    max_retries: int,
+    max_repairs: int,
+    structured: str,
+    store: Store | None,
+) -> dict[str, Any]:
+    if structured not in STRUCTURED_FALLBACKS:
+        raise AgentError(
+            f"structured must be one of {sorted(STRUCTURED_FALLBACKS)}, got {structured!r}"
+        )
+    return {
+        "base_url": base_url,
+        "sampling": Sampling(
+            temperature=temperature, top_p=top_p, seed=seed, max_tokens=max_tokens
+        ),
+        "retry": RetryPolicy(max_retries=max_retries, timeout_s=timeout_s),
+        "structured": structured,
+        "max_repairs": max_repairs,
+        "cache": store,
+    }
+
+
+def _conditions_renderer() -> QuestionRenderer:
+    # Imported here, not at module level: the core agents package never depends on a suite.
+    from labreplay.suites.conditions.prompts import render_prompt
+
+    return render_prompt
+
+
+def make_agent(
+    agent: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    kind: str = "campaign",
+    temperature: float | None = 0.0,
+    top_p: float | None = None,
+    seed: int | None = None,
+    max_tokens: int | None = 512,
+    max_concurrency: int = 4,
+    timeout_s: float = 60.0,
+    max_retries: int = 4,
+    max_repairs: int = 2,
+    structured: StructuredMode = "auto",
+    store: Store | None = None,
+    render: QuestionRenderer | None = None,
+) -> LLMCampaignAgent | LLMQuestionAgent:
+    """Build an LLM agent from `openai:MODEL` (used by the CLI's --agent).
+
+    `base_url`/`api_key` default to OPENAI_BASE_URL / OPENAI_API_KEY. `kind` is "campaign" or
+    "question" (conditions suite; `render` defaults to the suite's prompt). `seed` is the
+    sampling seed sent to the server (default: derived from the run seed). `store` enables the
+    persistent response cache.
+    """
+    model = parse_agent_spec(agent)
+    options = _client_options(
+        base_url,
+        temperature,
+        top_p,
+        seed,
+        max_tokens,
+        timeout_s,
+        max_retries,
+        max_repairs,
+        structured,
+        store,
+    )
+    if kind == "campaign":
+        return LLMCampaignAgent(LLMClient(model, api_key=api_key, **options))
+    if kind == "question":
+        concurrent = AsyncLLMClient(
+            model, api_key=api_key, max_concurrency=max_concurrency, **options
+        )
+        client = LLMClient(model, api_key=api_key, **options)
+        return LLMQuestionAgent(client, render or _conditions_renderer(), concurrent)
+    raise AgentError(f"kind must be 'campaign' or 'question', got {kind!r}")
+
+
+def conditions_agent(model: str | None = None, seed: int = 0, **options: Any) -> LLMQuestionAgent:
+    """The conditions CLI's `--agent llm --model MODEL` (endpoint from OPENAI_BASE_URL unless
+    `base_url` is given). `seed` is the run seed the sampling seed is derived from."""
+    if not model:
+        raise AgentError(
+            "--agent llm needs --model MODEL (served at OPENAI_BASE_URL, e.g. a local "
+            "llama.cpp server: --model smollm2)"
+        )
+    spec = model if model.startswith(AGENT_PREFIX) else f"{AGENT_PREFIX}{model}"
+    agent = make_agent(spec, kind="question", **options)
+    assert isinstance(agent, LLMQuestionAgent)
+    agent.reset(seed)
+    return agent

@@ -1,0 +1,447 @@
+"""A JSON-answering client for any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama,
+llama.cpp server).
+
+One logical request = one chat completion, retried on transient faults; `complete_json` wraps it
+with schema validation and a bounded number of repair turns that show the model its validation
+error. Nothing here raises on a model or network failure: the caller gets a `JsonReply` with
+`error` set, so one bad answer is recorded as an invalid action instead of ending a campaign.
+
+The API key is handed to the `openai` client object and nowhere else: it is not an attribute
+of ours, not in `params()`, not in the request hash, not in any record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from labreplay._rng import derive_seed, make_rng
+from labreplay.agents.base import CallRecord
+from labreplay.agents.llm_protocol import (
+    SCHEMA_FAULT,
+    STRUCTURED_FALLBACKS,
+    Completion,
+    JsonReply,
+    MalformedResponse,
+    RetryPolicy,
+    Sampling,
+    StructuredMode,
+    build_request,
+    cache_key,
+    describe_failure,
+    failure_kind,
+    is_call_failure,
+    parse_completion,
+    public_endpoint,
+    repair_messages,
+    retry_after_s,
+    validate_reply,
+    validator_for_schema,
+)
+from labreplay.errors import AgentError
+from labreplay.store.sqlite import Store
+
+__all__ = [
+    "AsyncLLMClient",
+    "JsonReply",
+    "LLMClient",
+    "RetryPolicy",
+    "Sampling",
+]
+
+# response_format kinds found to work, per (endpoint, model), for this process: every agent of
+# a run (adaptive branch, controls, resumed runs) is a new client, and none should pay for the
+# detection again.
+_DETECTED_FORMATS: dict[tuple[str, str], list[str]] = {}
+
+# Local servers (llama.cpp, vLLM, Ollama) accept any key, but the openai package insists on one.
+_PLACEHOLDER_KEY = "no-key-needed"
+
+
+def _import_openai() -> Any:
+    try:
+        import openai
+    except ModuleNotFoundError as exc:
+        raise AgentError(
+            "LLM agents need the openai package: pip install 'labreplay[llm]'"
+        ) from exc
+    return openai
+
+
+@dataclass
+class _Attempt:
+    """The state of one logical call across its retries."""
+
+    request: dict[str, Any]
+    started: float
+    deadline: float
+    messages: Sequence[Mapping[str, str]]
+    schema: Mapping[str, Any]
+    name: str
+    retries: int = 0
+
+
+@dataclass
+class _ClientCore:
+    """Everything the sync and async clients share: configuration, request building, the
+    structured-output detection, retry arithmetic and the response cache."""
+
+    model: str
+    base_url: str | None = None
+    sampling: Sampling = field(default_factory=Sampling)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    structured: StructuredMode = "auto"
+    max_repairs: int = 2
+    cache: Store | None = None
+    jitter_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise AgentError("an LLM agent needs a model name, e.g. openai:gpt-4o-mini")
+        if self.max_repairs < 0:
+            raise AgentError(f"max_repairs must be >= 0, got {self.max_repairs}")
+        self.base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        # The response_format kinds to offer, best first. In "auto" mode the first one the
+        # server accepts is kept; one it refuses is dropped for the rest of this client's life.
+        self._formats: list[str] = list(STRUCTURED_FALLBACKS.get(self.structured, ()))
+        self._format_confirmed = self.structured != "auto"
+        self._adopt_detected()
+        self._jitter = make_rng(self.jitter_seed, "llm-client", "backoff-jitter", self.model)
+        # Sampling seed used when the caller gave none: derived from the run seed on reseed(), so
+        # a seeded run sends a recorded, reproducible seed to servers that honour one.
+        self._derived_sampling_seed: int | None = None
+
+    # ------------------------------------------------------------------ public bits
+    def params(self) -> dict[str, Any]:
+        """Provenance of this client: model, endpoint (no credentials), sampling, retry rules."""
+        return {
+            "model": self.model,
+            "endpoint": public_endpoint(self.base_url),
+            **self.sampling.as_params(),
+            "sampling_seed": (
+                self.sampling.seed if self.sampling.seed is not None else "derived-from-run-seed"
+            ),
+            "structured": self.structured,
+            "max_repairs": self.max_repairs,
+            "retry": self.retry.as_params(),
+            "jitter_seed": self.jitter_seed,
+        }
+
+    def _adopt_detected(self) -> None:
+        known = _DETECTED_FORMATS.get(self._detection_key())
+        if self.structured == "auto" and not self._format_confirmed and known is not None:
+            self._formats, self._format_confirmed = list(known), True
+
+    def _detection_key(self) -> tuple[str, str]:
+        return public_endpoint(self.base_url), self.model
+
+    @property
+    def structured_format(self) -> str | None:
+        """The response_format kind in use ("json_schema", "json_object" or "none"), or None
+        while auto-detection has not had an answer from the server yet."""
+        if not self._format_confirmed:
+            return None
+        return self._formats[0] if self._formats else "none"
+
+    def reseed(self, seed: int) -> None:
+        """Restart the backoff jitter stream (called by agents on reset)."""
+        self.jitter_seed = seed
+        self._jitter = make_rng(seed, "llm-client", "backoff-jitter", self.model)
+        self._derived_sampling_seed = derive_seed(seed, "llm-client", "sampling", self.model)
+
+    # ------------------------------------------------------------------ shared steps
+    def _make_client_kwargs(self, api_key: str | None) -> dict[str, Any]:
+        key = api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+        return {
+            "api_key": key,
+            "base_url": self.base_url,
+            "max_retries": 0,  # we retry ourselves, bounded and seeded
+            "timeout": self.retry.timeout_s,
+        }
+
+    def _request(
+        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str
+    ) -> dict[str, Any]:
+        self._adopt_detected()  # another client may have found out meanwhile
+        sampling = self.sampling
+        if sampling.seed is None and self._derived_sampling_seed is not None:
+            sampling = replace(sampling, seed=self._derived_sampling_seed)
+        fmt = self._formats[0] if self._formats else None
+        return build_request(self.model, messages, sampling, schema, name, fmt)
+
+    def _cached(self, request: Mapping[str, Any]) -> Completion | None:
+        if self.cache is None:
+            return None
+        found = self.cache.cached_response(cache_key(self.model, request))
+        return Completion.from_json(found) if found is not None else None
+
+    def _remember(self, request: Mapping[str, Any], completion: Completion) -> None:
+        if self.cache is not None:
+            self.cache.cache_response(
+                cache_key(self.model, request), self.model, completion.to_json()
+            )
+
+    def _record(
+        self,
+        attempt: _Attempt,
+        completion: Completion | None,
+        error: str | None,
+        cached: bool = False,
+    ) -> CallRecord:
+        return CallRecord(
+            request_hash=cache_key(self.model, attempt.request).split(":", 1)[1],
+            model=self.model,
+            prompt_tokens=completion.prompt_tokens if completion else None,
+            completion_tokens=completion.completion_tokens if completion else None,
+            latency_s=0.0 if cached else round(time.monotonic() - attempt.started, 6),
+            finish_reason=completion.finish_reason if completion else None,
+            retries=attempt.retries,
+            error=self._scrub(error),
+            cached=cached,
+        )
+
+    def _after_failure(self, attempt: _Attempt, exc: BaseException) -> float | str:
+        """Seconds to wait before the next try, or the final error text when giving up."""
+        kind = failure_kind(exc)
+        if kind == "structured_unsupported" and "response_format" in attempt.request:
+            # The server refused this response_format kind: drop it and resend at once with
+            # the next kind (or none). Not a retry: nothing went wrong on the server's side.
+            # Concurrent requests may all be refused for the same kind: drop it only once, and
+            # a request refused for a kind already dropped is simply resent.
+            refused = attempt.request["response_format"]["type"]
+            current = self._formats[0] if self._formats else None
+            if refused == current and not self._format_confirmed:
+                self._formats.pop(0)
+                self._format_confirmed = not self._formats
+                if self._format_confirmed:
+                    _DETECTED_FORMATS[self._detection_key()] = []
+            if refused != current or not self._format_confirmed or not self._formats:
+                attempt.request = self._request(attempt.messages, attempt.schema, attempt.name)
+                return 0.0
+        if kind != "transient":
+            return describe_failure(exc)
+        if attempt.retries >= self.retry.max_retries:
+            return f"{describe_failure(exc)} (gave up after {attempt.retries} retries)"
+        base = min(self.retry.max_delay_s, self.retry.base_delay_s * (2.0**attempt.retries))
+        delay = base * (0.5 + float(self._jitter.random()))  # jitter in [0.5, 1.5) x base
+        hinted = retry_after_s(exc)
+        if hinted is not None:
+            delay = max(delay, min(hinted, self.retry.max_delay_s))
+        if time.monotonic() + delay >= attempt.deadline:
+            return (
+                f"{describe_failure(exc)} (gave up after {attempt.retries} retries: total retry "
+                f"time {self.retry.total_time_s:g}s would be exceeded)"
+            )
+        attempt.retries += 1
+        return delay
+
+    def _start(
+        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str
+    ) -> _Attempt:
+        now = time.monotonic()
+        request = self._request(messages, schema, name)
+        return _Attempt(request, now, now + self.retry.total_time_s, messages, schema, name)
+
+    def _scrub(self, text: str | None) -> str | None:
+        """Remove the API key from an error text, in case a server echoed it back."""
+        key = getattr(getattr(self, "_sdk", None), "api_key", None)
+        if text and isinstance(key, str) and len(key) >= 8 and key in text:
+            return text.replace(key, "***")
+        return text
+
+    def _timeout_for(self, attempt: _Attempt) -> float:
+        remaining = attempt.deadline - time.monotonic()
+        return max(0.05, min(self.retry.timeout_s, remaining))
+
+    def _accept(self, attempt: _Attempt, response: Any) -> Completion | str:
+        """Turn an SDK response into a Completion, or an error text for a malformed one."""
+        completion = parse_completion(response)
+        if isinstance(completion, str):
+            return completion
+        if not self._format_confirmed and "response_format" in attempt.request:
+            self._format_confirmed = True
+            _DETECTED_FORMATS[self._detection_key()] = list(self._formats)
+        self._remember(attempt.request, completion)
+        return completion
+
+
+class LLMClient(_ClientCore):
+    """Blocking client. `LLMClient("gpt-4o-mini")` reads OPENAI_BASE_URL / OPENAI_API_KEY."""
+
+    def __init__(self, model: str, *, api_key: str | None = None, **options: Any) -> None:
+        super().__init__(model, **options)
+        openai = _import_openai()
+        self._sdk = openai.OpenAI(**self._make_client_kwargs(api_key))
+
+    def chat(
+        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str = "reply"
+    ) -> tuple[Completion | None, CallRecord]:
+        """One logical completion with retries; never raises for model or network faults."""
+        attempt = self._start(messages, schema, name)
+        while True:
+            hit = self._cached(attempt.request)  # checked again if the request was downgraded
+            if hit is not None:
+                return hit, self._record(attempt, hit, None, cached=True)
+            try:
+                response = self._sdk.chat.completions.create(
+                    **attempt.request, timeout=self._timeout_for(attempt)
+                )
+                accepted = self._accept(attempt, response)
+                if isinstance(accepted, Completion):
+                    return accepted, self._record(attempt, accepted, None)
+                outcome = self._after_failure(attempt, MalformedResponse(accepted))
+            except Exception as exc:
+                if not is_call_failure(exc):
+                    raise  # a bug of ours, not a model or network fault
+                outcome = self._after_failure(attempt, exc)
+            if isinstance(outcome, str):
+                return None, self._record(attempt, None, outcome)
+            time.sleep(outcome)
+
+    def complete_json(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        schema: Mapping[str, Any],
+        name: str = "reply",
+    ) -> JsonReply:
+        """A JSON object valid under `schema`, after at most `max_repairs` repair turns."""
+        validator = validator_for_schema(schema)
+        if isinstance(validator, str):
+            return JsonReply(None, None, validator, [])
+        conversation: Sequence[Mapping[str, str]] = list(messages)
+        calls: list[CallRecord] = []
+        text: str | None = None
+        problem = "no reply"
+        for _turn in range(1 + self.max_repairs):
+            completion, record = self.chat(conversation, schema, name)
+            calls.append(record)
+            if completion is None:
+                return JsonReply(None, text, record.get("error") or "call failed", calls)
+            text = completion.text
+            value, problem = validate_reply(text, validator, completion.finish_reason)
+            if value is not None:
+                return JsonReply(value, text, None, calls)
+            if problem.startswith(SCHEMA_FAULT):
+                return JsonReply(None, text, problem, calls)
+            conversation = repair_messages(conversation, text, problem)
+        tries = 1 + self.max_repairs
+        return JsonReply(None, text, f"no valid reply in {tries} attempts: {problem}", calls)
+
+
+class AsyncLLMClient(_ClientCore):
+    """Asyncio client; at most `max_concurrency` requests in flight at once."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        max_concurrency: int = 4,
+        **options: Any,
+    ) -> None:
+        super().__init__(model, **options)
+        if max_concurrency < 1:
+            raise AgentError(f"max_concurrency must be >= 1, got {max_concurrency}")
+        self.max_concurrency = max_concurrency
+        openai = _import_openai()
+        self._sdk = openai.AsyncOpenAI(**self._make_client_kwargs(api_key))
+        self._gate: asyncio.Semaphore | None = None
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "max_concurrency": self.max_concurrency}
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        # Created lazily so it binds to the loop that actually runs the requests.
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(self.max_concurrency)
+        return self._gate
+
+    async def chat(
+        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str = "reply"
+    ) -> tuple[Completion | None, CallRecord]:
+        async with self._semaphore():
+            attempt = self._start(messages, schema, name)
+            while True:
+                hit = self._cached(attempt.request)
+                if hit is not None:
+                    return hit, self._record(attempt, hit, None, cached=True)
+                try:
+                    response = await self._sdk.chat.completions.create(
+                        **attempt.request, timeout=self._timeout_for(attempt)
+                    )
+                    accepted = self._accept(attempt, response)
+                    if isinstance(accepted, Completion):
+                        return accepted, self._record(attempt, accepted, None)
+                    outcome = self._after_failure(attempt, MalformedResponse(accepted))
+                except Exception as exc:
+                    if not is_call_failure(exc):
+                        raise
+                    outcome = self._after_failure(attempt, exc)
+                if isinstance(outcome, str):
+                    return None, self._record(attempt, None, outcome)
+                await asyncio.sleep(outcome)
+
+    async def complete_json(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        schema: Mapping[str, Any],
+        name: str = "reply",
+    ) -> JsonReply:
+        validator = validator_for_schema(schema)
+        if isinstance(validator, str):
+            return JsonReply(None, None, validator, [])
+        conversation: Sequence[Mapping[str, str]] = list(messages)
+        calls: list[CallRecord] = []
+        text: str | None = None
+        problem = "no reply"
+        for _turn in range(1 + self.max_repairs):
+            completion, record = await self.chat(conversation, schema, name)
+            calls.append(record)
+            if completion is None:
+                return JsonReply(None, text, record.get("error") or "call failed", calls)
+            text = completion.text
+            value, problem = validate_reply(text, validator, completion.finish_reason)
+            if value is not None:
+                return JsonReply(value, text, None, calls)
+            if problem.startswith(SCHEMA_FAULT):
+                return JsonReply(None, text, problem, calls)
+            conversation = repair_messages(conversation, text, problem)
+        tries = 1 + self.max_repairs
+        return JsonReply(None, text, f"no valid reply in {tries} attempts: {problem}", calls)
+
+    async def complete_json_many(
+        self,
+        jobs: Sequence[tuple[Sequence[Mapping[str, str]], Mapping[str, Any]]],
+        name: str = "reply",
+    ) -> list[JsonReply]:
+        """Many independent requests, `max_concurrency` at a time; replies in input order."""
+        return list(
+            await asyncio.gather(*(self.complete_json(msgs, schema, name) for msgs, schema in jobs))
+        )
+
+    def run_many(
+        self,
+        jobs: Sequence[tuple[Sequence[Mapping[str, str]], Mapping[str, Any]]],
+        name: str = "reply",
+    ) -> list[JsonReply]:
+        """Blocking wrapper around `complete_json_many` for callers without an event loop."""
+        return asyncio.run(self._in_fresh_loop(jobs, name))
+
+    async def _in_fresh_loop(
+        self, jobs: Sequence[tuple[Sequence[Mapping[str, str]], Mapping[str, Any]]], name: str
+    ) -> list[JsonReply]:
+        # Connection pools and semaphores belong to one event loop, and asyncio.run makes a new
+        # loop each time: give this loop its own pool and gate, and close the pool after.
+        openai = _import_openai()
+        outer_sdk, outer_gate = self._sdk, self._gate
+        self._sdk = outer_sdk.with_options(http_client=openai.DefaultAsyncHttpxClient())
+        self._gate = None
+        try:
+            return await self.complete_json_many(jobs, name)
+        finally:
+            await self._sdk.close()
+            self._sdk, self._gate = outer_sdk, outer_gate

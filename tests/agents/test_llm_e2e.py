@@ -1,0 +1,260 @@
+"""End to end through a real model: SmolLM2-135M-Instruct served by llama.cpp's OpenAI-compatible
+server (scripts/llm_server.sh), on real compiled campaigns and real conditions questions.
+
+The model is tiny: these tests check the plumbing (trajectories complete, every call recorded
+with its token counts, invalid actions recorded and scored, nothing private in any prompt,
+resume from the response cache), never the quality of its chemistry. Every request goes
+through a recording proxy so the canary scan covers exactly what the model was sent.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labreplay.agents.llm import LLMCampaignAgent, LLMQuestionAgent, make_agent
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.records._types import MISSING_TAG
+from labreplay.runtime.trajectory import Trajectory
+from labreplay.store.sqlite import Store
+
+pytestmark = [pytest.mark.llm, pytest.mark.slow]
+LLM_MODEL = "smollm2"  # the alias scripts/llm_server.sh serves
+
+CANARY = re.compile(r"CANARY-[A-Za-z0-9_:.\-]+")
+
+
+def _with_canaries(spec: EnvironmentSpec) -> tuple[EnvironmentSpec, dict[str, str]]:
+    """A copy of `spec` with a canary string in every evaluator-private field, and the canary of
+    each evidence item (by item id) so a paid reveal can be told from a leak."""
+    body = copy.deepcopy(dict(spec.body))
+    by_item: dict[str, str] = {}
+    for eid, private in body["evaluator"].items():
+        private["outcome"]["canary"] = f"CANARY-OUTCOME-{eid}"
+        for kind, items in private["evidence"].items():
+            if isinstance(items, dict) and MISSING_TAG in items:
+                tag = f"CANARY-NONE-{kind}-{eid}"
+                items[MISSING_TAG] = f"{items[MISSING_TAG]} {tag}"
+                by_item[f"{kind}:{eid}:missing"] = tag
+                continue
+            for item in items:
+                tag = f"CANARY-ITEM-{item['item_id']}"
+                item["content"] = {**item["content"], "canary": tag}
+                by_item[item["item_id"]] = tag
+    return EnvironmentSpec(spec.suite, spec.protocol, spec.version, spec.spec_id, body), by_item
+
+
+@pytest.fixture(scope="module")
+def small_campaign() -> tuple[EnvironmentSpec, dict[str, str]]:
+    """A short real Precursor Genome assignment with small budgets, canaries planted."""
+    from labreplay.suites.campaign.api import compile_specs
+
+    # Small budgets and small short assignments keep prompts near 3k tokens for the tiny model.
+    _, specs, _ = compile_specs(
+        record="precursor-genome",
+        seed=0,
+        experiment_budget=2,
+        evidence_budget=2,
+        review_budget=1,
+        short_assignments=20,
+        min_short_candidates=3,
+    )
+    short = next(s for s in specs if s.body["assignment"]["kind"] == "short")
+    return _with_canaries(short)
+
+
+def _campaign_agent(url: str, store: Store, **options: Any) -> LLMCampaignAgent:
+    agent = make_agent(f"openai:{LLM_MODEL}", base_url=url, store=store, **options)
+    assert isinstance(agent, LLMCampaignAgent)
+    return agent
+
+
+def _paid_canaries(events: list[dict[str, Any]], by_item: dict[str, str]) -> set[str]:
+    return {
+        by_item[e["payload"]["revealed_item"]]
+        for e in events
+        if e["kind"] == "action" and e["payload"].get("revealed_item") in by_item
+    }
+
+
+def _chat_bodies(proxy: Any) -> list[dict[str, Any]]:
+    return [b for b in proxy.bodies if "messages" in b]
+
+
+def _format(body: dict[str, Any]) -> str | None:
+    fmt = body.get("response_format")
+    return fmt.get("type") if isinstance(fmt, dict) else None
+
+
+def _assert_no_leak(bodies: list[dict[str, Any]], allowed: set[str]) -> None:
+    assert bodies, "no request reached the model"
+    for body in bodies:
+        leaked = set(CANARY.findall(json.dumps(body))) - allowed
+        assert not leaked, f"private data sent to the model: {sorted(leaked)[:3]}"
+
+
+def test_unusable_replies_are_recorded_as_invalid_and_resume_from_cache(
+    small_campaign: tuple[EnvironmentSpec, dict[str, str]],
+    recording_proxy: tuple[str, Any],
+    tmp_path: Path,
+) -> None:
+    """A 3-token limit cuts every reply off: each action is invalid, the checkpoint falls back,
+    and the harness stops the campaign. Rerunning from the store repeats no model call.
+    (Runs first: the next test's opening prompts share this one's long prefix, which the
+    server has then already evaluated.)"""
+    from labreplay.suites.campaign.runner import run_branch
+
+    spec, by_item = small_campaign
+    url, proxy = recording_proxy
+    n_queries = len(spec.body["queries"])
+    with Store(tmp_path / "results.sqlite") as store:
+        agent = _campaign_agent(url, store, max_tokens=3, max_repairs=0, timeout_s=120)
+        first = run_branch(spec, agent, 5, "adaptive", store, max_invalid_streak=2)
+        sent_first = len(proxy.bodies)
+        calls = store.llm_calls(first.run_id)
+        scores = store.scores(first.run_id)
+
+        rejected = [e for e in first.events if e["kind"] == "action"]
+        assert len(rejected) == 2 and not any(e["payload"]["accepted"] for e in rejected)
+        for event in rejected:
+            action = event["payload"]["action"]
+            assert action["type"] == "invalid" and "cut off" in action["error"]
+            assert "unknown action type 'invalid'" in event["payload"]["reason"]
+        assert any(e["kind"] == "harness" for e in first.events)
+        checkpoint = next(e for e in first.events if e["kind"] == "checkpoint")
+        assert checkpoint["payload"]["fallbacks"] == n_queries
+        assert scores["invalid_actions"] == 2
+        assert [c["finish_reason"] for c in calls] == ["length"] * 3
+        assert all(c["completion_tokens"] == 3 for c in calls)
+
+        # A resumed run: same work, answered from the response cache, same trajectory.
+        store.reset_run(first.run_id)
+        again = run_branch(
+            spec,
+            _campaign_agent(url, store, max_tokens=3, max_repairs=0),
+            5,
+            "adaptive",
+            store,
+            max_invalid_streak=2,
+        )
+        assert len(proxy.bodies) == sent_first
+        assert again.head_hash == first.head_hash
+        assert len(store.llm_calls(again.run_id)) == 3
+    _assert_no_leak(proxy.bodies, _paid_canaries(first.events, by_item))
+
+
+def test_short_campaign_through_a_real_model(
+    small_campaign: tuple[EnvironmentSpec, dict[str, str]],
+    recording_proxy: tuple[str, Any],
+    tmp_path: Path,
+) -> None:
+    from labreplay.suites.campaign.runner import run_branch
+
+    spec, by_item = small_campaign
+    url, proxy = recording_proxy
+    with Store(tmp_path / "results.sqlite") as store:
+        agent = _campaign_agent(url, store, max_tokens=160, max_repairs=1, timeout_s=180)
+        result = run_branch(spec, agent, 11, "adaptive", store, max_invalid_streak=3)
+        stored_events = store.events(result.run_id)
+        calls = store.llm_calls(result.run_id)
+        scores = store.scores(result.run_id)
+        run = store.run(result.run_id)
+
+    # The trajectory is complete, hash-chained and stored as returned.
+    events = result.events
+    assert events[0]["kind"] == "reset" and events[-1]["kind"] == "end"
+    assert Trajectory.verify(stored_events, spec.spec_hash) == result.head_hash
+    assert run.status == "complete" and run.agent == f"openai:{LLM_MODEL}"
+    closed = events[-1]["payload"]["closed"]
+    assert sum(e["kind"] == "checkpoint" for e in events) == 1 + len(closed)
+
+    # Every model call is in llm_calls, in order, with its token counts. (llama-cpp-python's
+    # server refuses response_format "json_schema"; that refusal is part of the format
+    # detection, not a call of its own.)
+    chat = [b for b in _chat_bodies(proxy) if _format(b) != "json_schema"]
+    assert len(calls) == len(chat) >= 2
+    assert [c["call_index"] for c in calls] == list(range(len(calls)))
+    for call in calls:
+        assert call["model"] == LLM_MODEL and len(call["request_hash"]) == 64
+        assert call["error"] is None, call
+        assert call["prompt_tokens"] > 100 and call["completion_tokens"] >= 1
+
+    # Invalid actions (if the model made any) are recorded with their reason and scored.
+    rejected = [e for e in events if e["kind"] == "action" and not e["payload"]["accepted"]]
+    assert events[-1]["payload"]["invalid_actions"] == len(rejected)
+    assert scores["invalid_actions"] == len(rejected)
+    assert all(e["payload"]["reason"] for e in rejected)
+
+    # Nothing private was ever sent, apart from evidence the agent paid to reveal.
+    _assert_no_leak(chat, _paid_canaries(events, by_item))
+    assert not any("CANARY-OUTCOME" in json.dumps(b) for b in chat)
+
+
+@pytest.fixture(scope="module")
+def mitsunobu_questions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
+    """One question of each type from the real EDBO Mitsunobu screening table."""
+    from labreplay.records.sources import resolve_data_dir
+    from labreplay.suites.conditions.compiler import compile_datasets
+    from labreplay.suites.conditions.questions import load_questions, write_questions
+
+    compiled = compile_datasets(["edbo_mitsunobu"], resolve_data_dir(None), seed=0)
+    chosen: list[Any] = []
+    for qtype in ("mc_single", "mc_all", "fib_all"):
+        chosen += [q for q in compiled.questions if q["question_type"] == qtype][:1]
+    path = tmp_path_factory.mktemp("questions") / "mitsunobu.jsonl"
+    write_questions(path, chosen)
+    return path, load_questions(path)
+
+
+def test_conditions_questions_through_a_real_model(
+    mitsunobu_questions: tuple[Path, list[Any]],
+    recording_proxy: tuple[str, Any],
+    tmp_path: Path,
+) -> None:
+    from labreplay.suites.conditions.questions import agent_view
+    from labreplay.suites.conditions.runner import run_agent
+
+    path, questions = mitsunobu_questions
+    url, proxy = recording_proxy
+    with Store(tmp_path / "results.sqlite") as store:
+        agent = make_agent(
+            f"openai:{LLM_MODEL}",
+            base_url=url,
+            kind="question",
+            max_tokens=120,
+            max_repairs=1,
+            max_concurrency=3,
+            store=store,
+        )
+        assert isinstance(agent, LLMQuestionAgent)
+        summary = run_agent(store, path, questions, agent, seed=0)
+        run_id = summary["run_id"]
+        events = store.events(run_id)
+        calls = store.llm_calls(run_id)
+        assert store.run(run_id).status == "finished"
+
+        # Every question answered and scored; every call recorded with token counts.
+        assert [e["payload"]["question_id"] for e in events] == [q["id"] for q in questions]
+        chat = [b for b in _chat_bodies(proxy) if _format(b) != "json_schema"]
+        assert len(calls) == len(chat) >= len(questions)
+        assert all(c["prompt_tokens"] > 50 and c["completion_tokens"] >= 1 for c in calls)
+        for event in events:
+            answer = event["payload"]["answer"]
+            assert "option" in answer or "choices" in answer or "invalid" in answer
+
+        # The same questions many at a time: all answered (now from the response cache).
+        before = len(proxy.bodies)
+        many = agent.answer_many([agent_view(q) for q in questions])
+        assert len(many) == len(questions) and len(proxy.bodies) == before
+        assert all(c["cached"] for c in agent.drain_calls())
+
+    # The answer key and the evaluator's scores never reach the model.
+    for body in chat:
+        text = json.dumps(body)
+        for private in ("option_relative_scores", "effective_scores", "option_source_entries"):
+            assert private not in text
