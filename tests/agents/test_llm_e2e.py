@@ -236,7 +236,7 @@ def test_conditions_questions_through_a_real_model(
         run_id = summary["run_id"]
         events = store.events(run_id)
         calls = store.llm_calls(run_id)
-        assert store.run(run_id).status == "finished"
+        assert store.run(run_id).status == "complete"
 
         # Every question answered and scored; every call recorded with token counts.
         assert [e["payload"]["question_id"] for e in events] == [q["id"] for q in questions]

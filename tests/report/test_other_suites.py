@@ -32,7 +32,7 @@ def _write_run(store: Store, suite: str, agent: str, payloads: list[dict], score
         trajectory.append("answer", p)
     store.append_events(run_id, trajectory.events)
     store.put_scores(run_id, scores, details)
-    store.finish_run(run_id, "finished", {})
+    store.finish_run(run_id, "complete", {})
 
 
 def test_generic_sections(tmp_path):

@@ -1,0 +1,106 @@
+"""On-disk cache of the evaluation pipeline, keyed by what each stage depends on.
+
+Root: `$LABREPLAY_CACHE_DIR/configsearch`, else the platformdirs user cache; never the data dir.
+Every write goes to a temporary file first and is renamed into place, so a killed process leaves
+either the old entry or the new one, never half of one. Hit/miss counts per stage are kept so the
+CLI and benchmarks can print the cache hit ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ENV_CACHE_DIR = "LABREPLAY_CACHE_DIR"
+# Bump when a stage's computation changes, so stale entries are never reused.
+PIPELINE_VERSION = "cs-1"
+
+
+def cache_root(explicit: Path | None = None) -> Path:
+    if explicit is not None:
+        root = Path(explicit)
+    elif os.environ.get(ENV_CACHE_DIR):
+        root = Path(os.environ[ENV_CACHE_DIR]) / "configsearch"
+    else:
+        from platformdirs import user_cache_path
+
+        root = Path(user_cache_path("labreplay")) / "configsearch"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+class CacheStats:
+    """Hit and miss counts per pipeline stage (features, embedding, kmeans, fits)."""
+
+    def __init__(self) -> None:
+        self.hits: Counter[str] = Counter()
+        self.misses: Counter[str] = Counter()
+
+    def hit(self, stage: str, n: int = 1) -> None:
+        self.hits[stage] += n
+
+    def miss(self, stage: str, n: int = 1) -> None:
+        self.misses[stage] += n
+
+    def ratio(self, stage: str | None = None) -> float | None:
+        stages = [stage] if stage else sorted(set(self.hits) | set(self.misses))
+        hits = sum(self.hits[s] for s in stages)
+        total = hits + sum(self.misses[s] for s in stages)
+        return hits / total if total else None
+
+    def as_dict(self) -> dict[str, Any]:
+        stages = sorted(set(self.hits) | set(self.misses))
+        return {
+            s: {"hits": self.hits[s], "misses": self.misses[s], "ratio": self.ratio(s)}
+            for s in stages
+        } | {"overall_ratio": self.ratio()}
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_npz(path: Path, **arrays: np.ndarray) -> None:
+    import io
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def load_npz(path: Path) -> dict[str, np.ndarray] | None:
+    """The arrays of `path`, or None when absent or unreadable (then it is recomputed)."""
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {name: data[name] for name in data.files}
+    except (OSError, ValueError, EOFError):
+        return None
+
+
+def save_json(path: Path, value: Any) -> None:
+    atomic_write_bytes(path, json.dumps(value, sort_keys=True).encode("utf-8"))
+
+
+def load_json(path: Path) -> Any | None:
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None

@@ -1,0 +1,356 @@
+"""Configsearch campaigns on the shared store: one run per (task, models, problem, method, seed).
+
+Every evaluation and every search step is appended as a hash-chained event; the final answer and
+the comparison with the exhaustive truth go to the scores table. An exhaustive sweep resumes from
+its stored events; a finished search run is returned from the store, an unfinished one is redone
+(cheaply, from the pipeline cache) after its partial events are cleared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from labreplay._hashing import canonical_json, sha256_json
+from labreplay.errors import SpecError
+from labreplay.store.sqlite import Store
+from labreplay.suites.configsearch.cache import CacheStats
+from labreplay.suites.configsearch.models import PropertyModel, build_model
+from labreplay.suites.configsearch.pipeline import Evaluation, Evaluator, PipelineSettings
+from labreplay.suites.configsearch.search import (
+    SearchResult,
+    Step,
+    candidates,
+    optimum,
+    search,
+    steps_to_target,
+)
+from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace, paper_space
+
+SUITE = "configsearch"
+PROTOCOL = "automatbench-ood"
+PROTOCOL_VERSION = 1
+GENESIS = "0" * 64
+
+
+class _Chain:
+    """Appends hash-chained events to one run, continuing an existing chain."""
+
+    def __init__(self, store: Store, run_id: str, spec_hash: str) -> None:
+        self.store, self.run_id, self.spec_hash = store, run_id, spec_hash
+        existing = store.events(run_id)
+        self.seq = len(existing)
+        self.prev = existing[-1]["hash"] if existing else GENESIS
+
+    def append(self, kind: str, payload: dict[str, Any]) -> None:
+        digest = sha256_json(
+            {
+                "prev": self.prev,
+                "seq": self.seq,
+                "kind": kind,
+                "payload": payload,
+                "spec": self.spec_hash,
+            }
+        )
+        self.store.append_events(
+            self.run_id,
+            [
+                {
+                    "seq": self.seq,
+                    "kind": kind,
+                    "payload": payload,
+                    "prev_hash": self.prev,
+                    "hash": digest,
+                }
+            ],
+        )
+        self.prev, self.seq = digest, self.seq + 1
+
+
+def verify_chain(events: Sequence[dict[str, Any]], spec_hash: str) -> bool:
+    prev = GENESIS
+    for e in events:
+        digest = sha256_json(
+            {
+                "prev": prev,
+                "seq": e["seq"],
+                "kind": e["kind"],
+                "payload": e["payload"],
+                "spec": spec_hash,
+            }
+        )
+        if e["prev_hash"] != prev or e["hash"] != digest:
+            return False
+        prev = digest
+    return True
+
+
+class ConfigSearch:
+    """One task on the real data, its configuration space, a store and the pipeline cache."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        task: str,
+        store: Store,
+        settings: PipelineSettings | None = None,
+        space: ConfigSpace | None = None,
+        cache_dir: Path | None = None,
+        stats: CacheStats | None = None,
+    ) -> None:
+        self.store = store
+        self.space = space or paper_space()
+        self.evaluator = Evaluator(data_dir, task, settings, cache_dir, stats)
+        self.task = task
+        points = self.space.points()
+        self.infeasible = {c: r for c in points if (r := self.evaluator.infeasible_reason(c))}
+        self.feasible = [c for c in points if c not in self.infeasible]
+        self.spec = {
+            "suite": SUITE,
+            "protocol": PROTOCOL,
+            "version": PROTOCOL_VERSION,
+            "pipeline": self.evaluator.provenance(),
+            "space": self.space.to_json(),
+            "space_size": len(points),
+            "feasible": len(self.feasible),
+            "infeasible_r": sorted({c.r for c in self.infeasible}),
+        }
+        self.spec_hash = sha256_json(self.spec)
+        store.put_spec(SUITE, PROTOCOL, task, self.spec_hash, canonical_json(self.spec))
+        self._models: dict[str, PropertyModel] = {}
+        self._memo: dict[tuple[str, Config], Evaluation] = {}
+
+    @property
+    def stats(self) -> CacheStats:
+        return self.evaluator.stats
+
+    def model(self, name: str) -> PropertyModel:
+        if name not in self._models:
+            self._models[name] = build_model(name, self.evaluator.definition.structure_based)
+        return self._models[name]
+
+    def evaluate(self, model: str, config: Config, chain: _Chain | None = None) -> Evaluation:
+        key = (model, config)
+        if key not in self._memo:
+            self._memo[key] = self.evaluator.evaluate(self.model(model), config)
+        result = self._memo[key]
+        if chain is not None:
+            chain.append("evaluation", result.to_json())
+        return result
+
+    def _open(
+        self, models: Sequence[str], problem: str, method: str, seed: int, params: dict[str, Any]
+    ) -> tuple[str, bool]:
+        return self.store.open_run(
+            suite=SUITE,
+            spec_hash=self.spec_hash,
+            spec_id=self.task,
+            branch=f"{problem}/{method}",
+            agent=method,
+            agent_params={"task": self.task, "models": list(models), "problem": problem, **params},
+            seed=seed,
+            extra_provenance={"data": self.evaluator.provenance()["files"]},
+        )
+
+    # ------------------------------------------------------------------ exhaustive sweep
+    def sweep(
+        self, model: str, progress: Any = None
+    ) -> tuple[str, dict[tuple[str, Config], float]]:
+        """Every configuration of the space for one model; resumable from the store."""
+        run_id, _ = self._open([model], "sweep", "exhaustive", self.evaluator.settings.seed, {})
+        chain = _Chain(self.store, run_id, self.spec_hash)
+        done = self._stored_maes(run_id)
+        if chain.seq == 0:
+            for config, reason in sorted(self.infeasible.items()):
+                chain.append("infeasible", {"config": config.to_json(), "reason": reason})
+        for config in self.feasible:
+            if (model, config) not in done:
+                done[(model, config)] = self.evaluate(model, config, chain).mae
+            if progress is not None:
+                progress.advance(1)
+        maes = np.array([done[(model, c)] for c in self.feasible])
+        ratio = float(maes.max() / maes.min()) if maes.min() > 0 else None
+        summary = {
+            "evaluated": len(done),
+            "infeasible": len(self.infeasible),
+            "min_mae": float(maes.min()),
+            "max_mae": float(maes.max()),
+            "max_min_ratio": float(maes.max() / maes.min()) if maes.min() > 0 else None,
+            "argmin": self.feasible[int(np.argmin(maes))].to_json(),
+            "argmax": self.feasible[int(np.argmax(maes))].to_json(),
+            "cache": self.stats.as_dict(),
+        }
+        self.store.put_scores(
+            run_id,
+            {"min_mae": float(maes.min()), "max_mae": float(maes.max()), "max_min_ratio": ratio},
+        )
+        self.store.finish_run(run_id, "complete", summary)
+        return run_id, done
+
+    def _stored_maes(self, run_id: str) -> dict[tuple[str, Config], float]:
+        out = {}
+        for e in self.store.events(run_id):
+            if e["kind"] == "evaluation":
+                p = e["payload"]
+                out[
+                    (
+                        p["model"],
+                        Config(
+                            float(p["config"]["r"]), int(p["config"]["n"]), int(p["config"]["s"])
+                        ),
+                    )
+                ] = float(p["mae"])
+        return out
+
+    def truth_table(self, models: Sequence[str]) -> dict[tuple[str, Config], float] | None:
+        """m(o, c) over the whole feasible space from stored sweeps, or None if incomplete."""
+        table: dict[tuple[str, Config], float] = {}
+        for model in models:
+            runs = self.store.runs(
+                "suite=? AND spec_hash=? AND branch='sweep/exhaustive' AND status='complete'",
+                (SUITE, self.spec_hash),
+            )
+            runs = [r for r in runs if r.agent_params.get("models") == [model]]
+            if not runs:
+                return None
+            table.update(self._stored_maes(runs[0].run_id))
+        if any((m, c) not in table for m in models for c in self.feasible):
+            return None
+        return table
+
+    # ------------------------------------------------------------------ searches
+    def ground_truth(self, models: Sequence[str], gt: str) -> tuple[dict[str, float], int]:
+        if gt == "reference":
+            ref = Config(*REFERENCE_CONFIG)
+            # the reference need not lie in the searched space, but must be feasible here
+            reason = self.evaluator.infeasible_reason(ref)
+            if reason is not None:
+                raise SpecError(f"reference configuration {ref.label()} is infeasible: {reason}")
+            return {m: self.evaluate(m, ref).mae for m in models}, len(models)
+        if gt == "mean":
+            table = self.truth_table(models)
+            if table is None:
+                raise SpecError("gt 'mean' needs finished sweeps of every model (run sweep first)")
+            return (
+                {m: float(np.mean([table[(m, c)] for c in self.feasible])) for m in models},
+                len(models) * len(self.feasible),
+            )
+        raise SpecError(f"unknown ground truth {gt!r}; use 'reference' or 'mean'")
+
+    def run(
+        self,
+        models: Sequence[str],
+        problem: str,
+        method: str,
+        budget: int = 12,
+        init: int = 4,
+        seed: int = 42,
+        gt: str = "reference",
+    ) -> tuple[str, SearchResult, dict[str, Any]]:
+        models = list(models)
+        params = {"budget": budget, "init": init, "gt": gt if problem == "closest" else None}
+        run_id, existed = self._open(models, problem, method, seed, params)
+        info = self.store.run(run_id)
+        if existed and info.status == "complete" and info.summary is not None:
+            return run_id, self._result_from_events(run_id, problem, method), info.summary
+        if existed:
+            self.store.reset_run(run_id)
+        chain = _Chain(self.store, run_id, self.spec_hash)
+        truth: dict[str, float] = {}
+        gt_cost = 0
+        if problem == "closest":
+            truth, gt_cost = self.ground_truth(models, gt)
+            chain.append("ground_truth", {"gt": gt, "values": truth, "evaluations": gt_cost})
+
+        def evaluate(model: str, config: Config) -> float:
+            return self.evaluate(model, config, chain).mae
+
+        def on_step(step: Step) -> None:
+            chain.append("step", step.to_json())
+
+        result = search(
+            problem=problem,
+            method=method,
+            space=self.space,
+            feasible=self.feasible,
+            models=models,
+            evaluate=evaluate,
+            budget=budget,
+            init=init,
+            seed=seed,
+            ground_truth=truth,
+            on_step=on_step,
+        )
+        result.gt_evaluations = gt_cost
+        summary = self._summarise(result, models, truth)
+        self.store.put_scores(
+            run_id,
+            {
+                k: v
+                for k, v in summary.items()
+                if isinstance(v, int | float) and not isinstance(v, bool)
+            },
+        )
+        self.store.finish_run(run_id, "complete", summary)
+        return run_id, result, summary
+
+    def _result_from_events(self, run_id: str, problem: str, method: str) -> SearchResult:
+        from labreplay.suites.configsearch.search import Candidate
+
+        result = SearchResult(problem, method)
+        for e in self.store.events(run_id):
+            p = e["payload"]
+            if e["kind"] == "ground_truth":
+                result.ground_truth = dict(p["values"])
+            if e["kind"] == "step":
+                cfg = Config(float(p["config"]["r"]), int(p["config"]["n"]), int(p["config"]["s"]))
+                result.steps.append(
+                    Step(
+                        p["step"],
+                        p["phase"],
+                        Candidate(cfg, p["model"]),
+                        dict(p["maes"]),
+                        p["objective"],
+                        p["best_so_far"],
+                        p["acquisition"],
+                        p.get("overhead_s", 0.0),
+                    )
+                )
+        return result
+
+    def _summarise(
+        self, result: SearchResult, models: list[str], truth: dict[str, float]
+    ) -> dict[str, Any]:
+        cands = candidates(result.problem, self.feasible, models)
+        per_step = 1 if result.problem == "best-model" else len(models)
+        exhaustive = len(cands) * per_step
+        overheads = [s.overhead_s for s in result.steps if s.phase == "bo"]
+        summary: dict[str, Any] = {
+            "answer": result.answer(),
+            "steps": len(result.steps),
+            "evaluations": result.evaluations,
+            "gt_evaluations": result.gt_evaluations,
+            "best_objective": result.trace()[-1],
+            "trace": result.trace(),
+            "exhaustive_evaluations": exhaustive,
+            "cost_saved_vs_exhaustive": 1.0
+            - (result.evaluations + result.gt_evaluations) / exhaustive,
+            "bo_overhead_max_s": max(overheads) if overheads else None,
+            "bo_overhead_mean_s": float(np.mean(overheads)) if overheads else None,
+        }
+        table = self.truth_table(models)
+        if table is not None:
+            value, where = optimum(result.problem, table, models, self.feasible, truth)
+            reached = steps_to_target(result.trace(), value, result.problem)
+            summary.update(
+                {
+                    "exhaustive_optimum": value,
+                    "exhaustive_argopt": where,
+                    "steps_to_target": reached,
+                    "reached_target": reached is not None,
+                }
+            )
+        return summary

@@ -1,0 +1,304 @@
+"""The three AutoMatBench problems and the searches over them (BO, random, exhaustive).
+
+Problems (METRICS.md, configsearch):
+  best-model    Algorithm 1: candidates are (model, configuration) pairs, each step evaluates one;
+                minimise m(o, c); answer: the model with the lowest mean MAE over its evaluated c.
+  discriminate  Algorithm 2: candidates are configurations, each step evaluates every model there;
+                maximise R(c) = min pairwise |m(o1, c) - m(o2, c)|.
+  closest       Algorithm 3: candidates are configurations other than the reference; minimise
+                L(c) = mean over models |m(o, c) - gt(o)|, gt(o) = m(o, (0, 48, 10)) by default.
+
+The budget T counts steps (one candidate each); the cost in evaluations (model x configuration)
+is recorded beside it. Infeasible configurations are known before any cost is spent (the JARVIS
+pool size), so they are removed from the candidate set and reported, never proposed.
+BO and random search share their first T0 points (same seed, same initial dataset D, paper 6.2).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from labreplay._rng import derive_seed, make_rng
+from labreplay.errors import SpecError
+from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
+
+PROBLEMS = ("best-model", "discriminate", "closest")
+METHODS = ("bo", "random", "exhaustive")
+TARGET_TOLERANCE = 0.05
+
+# evaluate(model, config) -> MAE; the runner wraps the Evaluator, the store and the cache in it
+EvaluateFn = Callable[[str, Config], float]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    config: Config
+    model: str | None  # set for best-model (one (o, c) pair), None when all models are evaluated
+
+    def label(self) -> str:
+        return self.config.label() + (f" {self.model}" if self.model else "")
+
+
+@dataclass
+class Step:
+    index: int
+    phase: str  # init | bo | random | exhaustive
+    candidate: Candidate
+    maes: dict[str, float]
+    objective: float
+    best_so_far: float
+    acquisition: float | None
+    overhead_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step": self.index,
+            "phase": self.phase,
+            "config": self.candidate.config.to_json(),
+            "model": self.candidate.model,
+            "maes": self.maes,
+            "objective": self.objective,
+            "best_so_far": self.best_so_far,
+            "acquisition": self.acquisition,
+            # overhead_s is wall time: kept out of the hashed trajectory (it would break
+            # byte-identical replays) and reported in the run summary instead
+        }
+
+
+@dataclass
+class SearchResult:
+    problem: str
+    method: str
+    steps: list[Step] = field(default_factory=list)
+    ground_truth: dict[str, float] = field(default_factory=dict)
+    gt_evaluations: int = 0
+
+    @property
+    def evaluations(self) -> int:
+        return sum(len(s.maes) for s in self.steps)
+
+    def trace(self) -> list[float]:
+        return [s.best_so_far for s in self.steps]
+
+    def answer(self) -> dict[str, Any]:
+        """The algorithm's final estimate (line 8-9 of Algorithms 1-3)."""
+        if not self.steps:
+            return {}
+        if self.problem == "best-model":
+            per_model: dict[str, list[float]] = {}
+            for s in self.steps:
+                for model, mae in s.maes.items():
+                    per_model.setdefault(model, []).append(mae)
+            means = {m: float(np.mean(v)) for m, v in sorted(per_model.items())}
+            best_step = min(self.steps, key=lambda s: (s.objective, s.index))
+            return {
+                "best_model": min(means, key=lambda m: (means[m], m)),
+                "mean_mae": means,
+                "best_pair": {
+                    "config": best_step.candidate.config.to_json(),
+                    "model": best_step.candidate.model,
+                    "mae": best_step.objective,
+                },
+            }
+        pick = max if self.problem == "discriminate" else min
+        chosen = pick(self.steps, key=lambda s: (s.objective, -s.index))
+        out = {
+            "config": chosen.candidate.config.to_json(),
+            "objective": chosen.objective,
+            "maes": chosen.maes,
+        }
+        if self.problem == "discriminate":
+            out["range"] = max(chosen.maes.values()) - min(chosen.maes.values())
+        return out
+
+
+def direction(problem: str) -> str:
+    return "max" if problem == "discriminate" else "min"
+
+
+def objective(problem: str, maes: dict[str, float], gt: dict[str, float]) -> float:
+    if problem == "best-model":
+        (value,) = maes.values()
+        return value
+    if problem == "discriminate":
+        return min(abs(maes[a] - maes[b]) for a, b in itertools.combinations(sorted(maes), 2))
+    if problem == "closest":
+        return float(np.mean([abs(maes[m] - gt[m]) for m in sorted(maes)]))
+    raise SpecError(f"unknown problem {problem!r}; known: {', '.join(PROBLEMS)}")
+
+
+def candidates(problem: str, feasible: Sequence[Config], models: Sequence[str]) -> list[Candidate]:
+    if problem not in PROBLEMS:
+        raise SpecError(f"unknown problem {problem!r}; known: {', '.join(PROBLEMS)}")
+    if problem == "discriminate" and len(models) < 2:
+        raise SpecError("problem 'discriminate' needs at least two models (--models M1,M2)")
+    if problem == "best-model":
+        return [Candidate(c, m) for m in models for c in feasible]
+    reference = Config(*REFERENCE_CONFIG)
+    return [Candidate(c, None) for c in feasible if problem != "closest" or c != reference]
+
+
+def encode(space: ConfigSpace, cands: Sequence[Candidate], models: Sequence[str]) -> np.ndarray:
+    x = space.encode([c.config for c in cands])
+    if len(models) > 1 and cands and cands[0].model is not None:
+        onehot = np.array([[1.0 if c.model == m else 0.0 for m in models] for c in cands])
+        x = np.hstack([x, onehot])
+    return x
+
+
+def within_target(best: float, optimum: float, problem: str, tol: float = TARGET_TOLERANCE) -> bool:
+    if direction(problem) == "min":
+        return best <= optimum * (1.0 + tol) + 1e-12
+    return best >= optimum * (1.0 - tol) - 1e-12
+
+
+def steps_to_target(trace: Sequence[float], optimum: float, problem: str) -> int | None:
+    for i, best in enumerate(trace, 1):
+        if within_target(best, optimum, problem):
+            return i
+    return None
+
+
+# --------------------------------------------------------------------------- surrogate + EI
+
+
+def expected_improvement(
+    x_obs: np.ndarray, y_obs: np.ndarray, x_cand: np.ndarray, seed: int
+) -> tuple[np.ndarray, str]:
+    """EI (maximisation of y) of each candidate under a GP fit to the observations. botorch
+    (log-EI, fitted SingleTaskGP) when installed, else scikit-learn's GP with closed-form EI."""
+    try:
+        import torch
+        from botorch.acquisition.analytic import LogExpectedImprovement
+        from botorch.fit import fit_gpytorch_mll
+        from botorch.models import SingleTaskGP
+        from botorch.models.transforms import Standardize
+        from gpytorch.mlls import ExactMarginalLogLikelihood
+    except ImportError:
+        return _sklearn_ei(x_obs, y_obs, x_cand, seed), "sklearn-gp"
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)
+    train_x = torch.tensor(x_obs, dtype=torch.float64)
+    train_y = torch.tensor(y_obs, dtype=torch.float64).reshape(-1, 1)
+    gp = SingleTaskGP(train_x, train_y, outcome_transform=Standardize(m=1))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
+        acquisition = LogExpectedImprovement(gp, best_f=train_y.max())
+        with torch.no_grad():
+            values = acquisition(torch.tensor(x_cand, dtype=torch.float64).unsqueeze(1))
+    return values.numpy().astype(float), "botorch-logEI"
+
+
+def _warm_imports() -> None:
+    try:
+        import botorch.fit
+        import botorch.models  # noqa: F401
+    except ImportError:
+        import sklearn.gaussian_process  # noqa: F401
+
+
+def _sklearn_ei(x_obs: np.ndarray, y_obs: np.ndarray, x_cand: np.ndarray, seed: int) -> np.ndarray:
+    from scipy.stats import norm
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+
+    kernel = ConstantKernel() * Matern(nu=2.5) + WhiteKernel(1e-3)
+    gp = GaussianProcessRegressor(kernel, normalize_y=True, random_state=seed).fit(x_obs, y_obs)
+    mu, sigma = gp.predict(x_cand, return_std=True)
+    sigma = np.maximum(sigma, 1e-12)
+    z = (mu - y_obs.max()) / sigma
+    return np.asarray((mu - y_obs.max()) * norm.cdf(z) + sigma * norm.pdf(z))
+
+
+# --------------------------------------------------------------------------- the search loop
+
+
+def search(
+    *,
+    problem: str,
+    method: str,
+    space: ConfigSpace,
+    feasible: Sequence[Config],
+    models: Sequence[str],
+    evaluate: EvaluateFn,
+    budget: int,
+    init: int,
+    seed: int,
+    ground_truth: dict[str, float] | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> SearchResult:
+    if method not in METHODS:
+        raise SpecError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+    if problem == "closest" and not ground_truth:
+        raise SpecError("problem 'closest' needs ground-truth MAEs per model")
+    cands = candidates(problem, feasible, models)
+    if not cands:
+        raise SpecError(f"no feasible candidates for problem {problem}")
+    if method != "exhaustive" and not 1 <= init <= budget:
+        raise SpecError(f"need 1 <= init ({init}) <= budget ({budget})")
+    budget = len(cands) if method == "exhaustive" else min(budget, len(cands))
+    x_all = encode(space, cands, models)
+    sign = 1.0 if direction(problem) == "max" else -1.0  # the GP maximises sign * objective
+    # one permutation serves the initial design of BO and the whole of random search
+    order = make_rng(seed, "configsearch", "search-order", problem).permutation(len(cands))
+    if method == "bo":
+        _warm_imports()  # import cost is paid once per process, not per step: keep it out of timing
+    result = SearchResult(problem, method, ground_truth=dict(ground_truth or {}))
+    seen: list[int] = []
+    values: list[float] = []
+    best: float | None = None
+    for index in range(budget):
+        started = time.perf_counter()
+        acquisition: float | None = None
+        if method == "exhaustive":
+            pick, phase = index, "exhaustive"
+        elif method == "random" or index < init:
+            pick, phase = int(order[index]), ("init" if index < init else "random")
+        else:
+            phase = "bo"
+            free = np.setdiff1d(np.arange(len(cands)), seen)
+            y = sign * np.array(values)
+            ei, _ = expected_improvement(
+                x_all[seen], y, x_all[free], derive_seed(seed, "configsearch", "gp", str(index))
+            )
+            j = int(np.argmax(ei))  # first maximum: ties go to the earlier candidate
+            pick, acquisition = int(free[j]), float(ei[j])
+        overhead = time.perf_counter() - started
+        cand = cands[pick]
+        chosen_models = [cand.model] if cand.model else list(models)
+        maes = {m: evaluate(m, cand.config) for m in chosen_models}
+        value = objective(problem, maes, result.ground_truth)
+        best = value if best is None else (max(best, value) if sign > 0 else min(best, value))
+        step = Step(index + 1, phase, cand, maes, value, best, acquisition, overhead)
+        result.steps.append(step)
+        seen.append(pick)
+        values.append(value)
+        if on_step is not None:
+            on_step(step)
+    return result
+
+
+def optimum(
+    problem: str,
+    table: dict[tuple[str, Config], float],
+    models: Sequence[str],
+    feasible: Sequence[Config],
+    gt: dict[str, float] | None = None,
+) -> tuple[float, str]:
+    """The exhaustive optimum of `problem` from a full table of m(o, c); returns (value, where)."""
+    scored = []
+    for cand in candidates(problem, feasible, models):
+        ms = [cand.model] if cand.model else list(models)
+        maes = {m: table[(m, cand.config)] for m in ms}
+        scored.append((objective(problem, maes, gt or {}), cand.label()))
+    pick = max if direction(problem) == "max" else min
+    return pick(scored, key=lambda t: t[0])

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from labreplay.cli.configsearch import app
+
+
+def test_space_json_lists_858_points() -> None:
+    result = CliRunner().invoke(app, ["space", "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert body["size"] == 858 and len(body["points"]) == 858
+
+
+def test_run_and_report_commands(data_dir: Path, cache_dir: Path, tmp_path: Path) -> None:
+    store = tmp_path / "cli.sqlite"
+    common = ["--task", "band_gap", "--store", str(store), "--n-total", "200", "--n-ood", "60"]
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            *common,
+            "--models",
+            "rf-scm",
+            "--method",
+            "random",
+            "--budget",
+            "1",
+            "--init",
+            "1",
+            "--seed",
+            "20",  # its first random point, (0, 4, 10), reuses the session cache
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.output)
+    assert run["steps"] == 1 and run["evaluations"] == 1 and "steps_to_target" not in run
+    report = CliRunner().invoke(
+        app, ["report", "--store", str(store), "--out", str(tmp_path / "r"), "--json"]
+    )
+    assert report.exit_code == 0, report.output
+    assert json.loads(report.output)["searches"][0]["method"] == "random"
+
+
+def test_cli_errors_are_one_line_exit_2(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "labreplay.cli.main",
+            "configsearch",
+            "run",
+            "--task",
+            "nope",
+            "--store",
+            str(tmp_path / "x.sqlite"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "unknown configsearch task 'nope'" in done.stderr
