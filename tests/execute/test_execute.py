@@ -112,3 +112,30 @@ def test_executor_contracts():
         DaskExecutor()
     with pytest.raises(LabreplayError, match="exactly one"):
         DaskExecutor("tcp://127.0.0.1:1", cluster=object())
+
+
+def test_threaded_executor_matches_in_process(tmp_path):
+    """Campaigns in flight on threads store exactly what the sequential run stores."""
+    import os
+    from pathlib import Path
+
+    from labreplay.execute import InProcessExecutor, ThreadedExecutor, run_assignments
+    from labreplay.store.sqlite import Store
+    from labreplay.suites.campaign.api import compile_specs
+
+    _, specs, _ = compile_specs(seed=0, data_dir=Path(os.environ["LABREPLAY_DATA_DIR"]))
+    chosen = [specs[6], specs[7], specs[8]]
+    heads = []
+    for name, executor in (("seq", InProcessExecutor()), ("thr", ThreadedExecutor(3))):
+        with Store(tmp_path / f"{name}.sqlite") as store, executor:
+            results = run_assignments(
+                chosen, "bayes", store, 0, ("random", "no-evidence"), executor
+            )
+            heads.append(
+                [
+                    r["branches"][b]["head_hash"]
+                    for r in results
+                    for b in ("adaptive", "random", "no-evidence")
+                ]
+            )
+    assert heads[0] == heads[1]

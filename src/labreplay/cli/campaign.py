@@ -84,6 +84,9 @@ def run_cmd(
         None, help="LLM structured output: auto | json_schema | json_object | off."
     ),
     executor: str = typer.Option("in-process", help="in-process | dask"),
+    max_concurrency: int = typer.Option(
+        1, "--max-concurrency", help="Campaigns in flight at once (threads; for LLM agents)."
+    ),
     scheduler: str | None = typer.Option(
         None, "--scheduler", help="Dask scheduler address (default: a LocalCluster)."
     ),
@@ -128,6 +131,11 @@ def run_cmd(
         finally:
             if cluster is not None:
                 cluster.close()
+    elif max_concurrency > 1:
+        from labreplay.execute import ThreadedExecutor, run_assignments
+
+        with Store(store) as db, ThreadedExecutor(max_concurrency) as threads:
+            results = run_assignments(chosen, agent, db, seed, control_list, threads, options)
     else:
         results = []
         with Store(store) as db, progress_bar("campaigns", len(chosen)) as bar:

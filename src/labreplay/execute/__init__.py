@@ -5,7 +5,7 @@ assignments through any executor; only the calling process writes the store. See
 `labreplay.execute.dask_executor` for running on a Dask cluster or an HPC scheduler.
 """
 
-from labreplay.execute.base import Executor, InProcessExecutor, WorkUnit
+from labreplay.execute.base import Executor, InProcessExecutor, ThreadedExecutor, WorkUnit
 from labreplay.execute.campaign import compute_assignment, run_assignments
 from labreplay.execute.dask_executor import DaskExecutor
 
@@ -13,6 +13,7 @@ __all__ = [
     "DaskExecutor",
     "Executor",
     "InProcessExecutor",
+    "ThreadedExecutor",
     "WorkUnit",
     "compute_assignment",
     "run_assignments",

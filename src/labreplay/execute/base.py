@@ -59,3 +59,36 @@ class InProcessExecutor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class ThreadedExecutor:
+    """Runs up to `max_workers` units at once in threads of the calling process.
+
+    For work that waits on a model server (LLM campaigns): a leaderboard run is then limited by
+    the server, not by the harness. Results still come back in submission order and only the
+    driver writes the store. CPU-bound reference agents gain nothing here (use Dask)."""
+
+    name = "threads"
+
+    def __init__(self, max_workers: int) -> None:
+        if max_workers < 1:
+            raise LabreplayError(f"max_workers must be at least 1, got {max_workers}")
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.max_workers = max_workers
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="labreplay")
+
+    def run(self, units: Sequence[WorkUnit]) -> Iterator[tuple[str, Any]]:
+        check_unique(units)
+        futures = [(u.key, self._pool.submit(u.function, *u.args)) for u in units]
+        for key, future in futures:
+            yield key, future.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> ThreadedExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
