@@ -25,7 +25,7 @@ def _read_frame(path: Path) -> Any:
     suffix = path.suffix.lower()
     try:
         if suffix in {".xlsx", ".xlsm"}:
-            from labreplay.suites.conditions.datasets import _xlsx
+            from labreplay.suites.conditions.readers import _xlsx
 
             return _xlsx(path)
         if suffix in {".csv", ".tsv", ".txt"}:
