@@ -82,6 +82,28 @@ def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[
                 yield {"error": f"{type(exc).__name__}: {exc}"}
 
 
+def _flush(
+    store: Store,
+    run_id: str,
+    events: list[dict[str, Any]],
+    agent: QuestionAgent,
+    calls_seen: int,
+    progress: Callable[[int], None] | None,
+) -> int:
+    """Write a batch of answer events and the model calls behind them; returns the call count."""
+    if events:
+        store.append_events(run_id, events)
+    calls = drain_calls(agent)
+    for c in calls:
+        c["call_index"] = calls_seen
+        calls_seen += 1
+    if calls:
+        store.record_llm_calls(run_id, calls)
+    if progress and events:
+        progress(len(events))
+    return calls_seen
+
+
 def run_agent(
     store: Store,
     questions_path: Path,
@@ -135,26 +157,9 @@ def run_agent(
         prev, seq = event["hash"], seq + 1
         results_by_id[q["id"]] = result
         if len(pending) >= BATCH:
-            store.append_events(run_id, pending)
-            calls = drain_calls(agent)
-            if calls:
-                for c in calls:
-                    c["call_index"] = calls_seen
-                    calls_seen += 1
-                store.record_llm_calls(run_id, calls)
-            if progress:
-                progress(len(pending))
+            calls_seen = _flush(store, run_id, pending, agent, calls_seen, progress)
             pending = []
-    if pending:
-        store.append_events(run_id, pending)
-        if progress:
-            progress(len(pending))
-    calls = drain_calls(agent)
-    if calls:
-        for c in calls:
-            c["call_index"] = calls_seen
-            calls_seen += 1
-        store.record_llm_calls(run_id, calls)
+    _flush(store, run_id, pending, agent, calls_seen, progress)
     results = [results_by_id[q["id"]] for q in questions]
     summary = summarise(keys, results, seed)
     flat = headline(summary)
