@@ -9,7 +9,6 @@ in tests/agents/test_llm_e2e.py against a real local model server.
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -21,8 +20,8 @@ import pytest
 from labreplay._hashing import canonical_json
 from labreplay.agents.replay import ReplayAgent
 from labreplay.compile.spec import EnvironmentSpec
-from labreplay.records._types import MISSING_TAG
 from labreplay.suites.campaign.agents import BayesAgent, NoEvidenceAgent, OracleAgent, RandomAgent
+from labreplay.suites.campaign.canaries import leaked, paid_canaries, plant_canaries
 from labreplay.suites.campaign.env import CampaignEnv
 from labreplay.suites.campaign.runner import run_branch
 
@@ -35,18 +34,6 @@ def specs() -> list[EnvironmentSpec]:
     assert data_dir, "LABREPLAY_DATA_DIR must point at the shared real data"
     _, compiled, _ = compile_specs("precursor-genome", seed=0, data_dir=Path(data_dir))
     return [compiled[0], compiled[6]]  # one long, one short assignment
-
-
-def _canaried(spec: EnvironmentSpec) -> EnvironmentSpec:
-    body = copy.deepcopy(dict(spec.body))
-    for eid, private in body["evaluator"].items():
-        private["outcome"]["canary"] = f"CANARY-OUTCOME-{eid}"
-        for items in private["evidence"].values():
-            if isinstance(items, dict) and MISSING_TAG in items:
-                continue
-            for item in items:
-                item["content"] = {**item["content"], "hidden": f"CANARY-{item['item_id']}"}
-    return EnvironmentSpec(spec.suite, spec.protocol, spec.version, spec.spec_id, body)
 
 
 AGENTS: dict[str, Callable[[EnvironmentSpec], Any]] = {
@@ -92,7 +79,7 @@ class Recorder:
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_schema_firewall_and_determinism(specs, name):
     for spec in specs:
-        planted = _canaried(spec)
+        planted, by_item = plant_canaries(spec)
         heads = []
         for _ in range(2):
             agent = Recorder(AGENTS[name](planted))
@@ -107,15 +94,10 @@ def test_schema_firewall_and_determinism(specs, name):
                 assert result.metrics["invalid_actions"] == result.metrics["actions"] - sum(
                     1 for e in result.events if e["kind"] == "action" and e["payload"]["accepted"]
                 )
-            paid = {
-                f"CANARY-{e['payload']['revealed_item']}"
-                for e in result.events
-                if e["kind"] == "action" and e["payload"].get("revealed_item")
-            }
+            paid = paid_canaries(result.events, by_item)
             for text in agent.seen:
-                assert "CANARY-OUTCOME" not in text
-                for token in {t for t in text.split('"') if t.startswith("CANARY-")}:
-                    assert token in paid, f"{name} was shown {token} without paying for it"
+                found = leaked(text, paid)
+                assert not found, f"{name} was shown {sorted(found)[:2]} without paying for it"
             assert result.metrics["checkpoints"] == result.metrics["experiments_closed"] + 1
         assert heads[0] == heads[1], f"{name} is not deterministic given the seed"
 

@@ -9,9 +9,7 @@ through a recording proxy so the canary scan covers exactly what the model was s
 
 from __future__ import annotations
 
-import copy
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -19,34 +17,12 @@ import pytest
 
 from labreplay.agents.llm import LLMCampaignAgent, LLMQuestionAgent, make_agent
 from labreplay.compile.spec import EnvironmentSpec
-from labreplay.records._types import MISSING_TAG
 from labreplay.runtime.trajectory import Trajectory
 from labreplay.store.sqlite import Store
+from labreplay.suites.campaign.canaries import leaked, paid_canaries, plant_canaries
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 LLM_MODEL = "smollm2"  # the alias scripts/llm_server.sh serves
-
-CANARY = re.compile(r"CANARY-[A-Za-z0-9_:.\-]+")
-
-
-def _with_canaries(spec: EnvironmentSpec) -> tuple[EnvironmentSpec, dict[str, str]]:
-    """A copy of `spec` with a canary string in every evaluator-private field, and the canary of
-    each evidence item (by item id) so a paid reveal can be told from a leak."""
-    body = copy.deepcopy(dict(spec.body))
-    by_item: dict[str, str] = {}
-    for eid, private in body["evaluator"].items():
-        private["outcome"]["canary"] = f"CANARY-OUTCOME-{eid}"
-        for kind, items in private["evidence"].items():
-            if isinstance(items, dict) and MISSING_TAG in items:
-                tag = f"CANARY-NONE-{kind}-{eid}"
-                items[MISSING_TAG] = f"{items[MISSING_TAG]} {tag}"
-                by_item[f"{kind}:{eid}:missing"] = tag
-                continue
-            for item in items:
-                tag = f"CANARY-ITEM-{item['item_id']}"
-                item["content"] = {**item["content"], "canary": tag}
-                by_item[item["item_id"]] = tag
-    return EnvironmentSpec(spec.suite, spec.protocol, spec.version, spec.spec_id, body), by_item
 
 
 @pytest.fixture(scope="module")
@@ -65,21 +41,13 @@ def small_campaign() -> tuple[EnvironmentSpec, dict[str, str]]:
         min_short_candidates=3,
     )
     short = next(s for s in specs if s.body["assignment"]["kind"] == "short")
-    return _with_canaries(short)
+    return plant_canaries(short)
 
 
 def _campaign_agent(url: str, store: Store, **options: Any) -> LLMCampaignAgent:
     agent = make_agent(f"openai:{LLM_MODEL}", base_url=url, store=store, **options)
     assert isinstance(agent, LLMCampaignAgent)
     return agent
-
-
-def _paid_canaries(events: list[dict[str, Any]], by_item: dict[str, str]) -> set[str]:
-    return {
-        by_item[e["payload"]["revealed_item"]]
-        for e in events
-        if e["kind"] == "action" and e["payload"].get("revealed_item") in by_item
-    }
 
 
 def _chat_bodies(proxy: Any) -> list[dict[str, Any]]:
@@ -94,8 +62,8 @@ def _format(body: dict[str, Any]) -> str | None:
 def _assert_no_leak(bodies: list[dict[str, Any]], allowed: set[str]) -> None:
     assert bodies, "no request reached the model"
     for body in bodies:
-        leaked = set(CANARY.findall(json.dumps(body))) - allowed
-        assert not leaked, f"private data sent to the model: {sorted(leaked)[:3]}"
+        found = leaked(json.dumps(body), allowed)
+        assert not found, f"private data sent to the model: {sorted(found)[:3]}"
 
 
 def test_unusable_replies_are_recorded_as_invalid_and_resume_from_cache(
@@ -145,7 +113,7 @@ def test_unusable_replies_are_recorded_as_invalid_and_resume_from_cache(
         assert len(proxy.bodies) == sent_first
         assert again.head_hash == first.head_hash
         assert len(store.llm_calls(again.run_id)) == 3
-    _assert_no_leak(proxy.bodies, _paid_canaries(first.events, by_item))
+    _assert_no_leak(proxy.bodies, paid_canaries(first.events, by_item))
 
 
 def test_short_campaign_through_a_real_model(
@@ -191,7 +159,7 @@ def test_short_campaign_through_a_real_model(
     assert all(e["payload"]["reason"] for e in rejected)
 
     # Nothing private was ever sent, apart from evidence the agent paid to reveal.
-    _assert_no_leak(chat, _paid_canaries(events, by_item))
+    _assert_no_leak(chat, paid_canaries(events, by_item))
     assert not any("CANARY-OUTCOME" in json.dumps(b) for b in chat)
 
 

@@ -4,43 +4,17 @@ observation and checkpoint snapshot is scanned after every step."""
 
 from __future__ import annotations
 
-import copy
 import math
-import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labreplay._hashing import canonical_json
-from labreplay.compile.spec import EnvironmentSpec
-from labreplay.records._types import MISSING_TAG
 from labreplay.suites.campaign.actions import CLAIMS
+from labreplay.suites.campaign.canaries import leaked, plant_canaries
 from labreplay.suites.campaign.env import CampaignEnv
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
-
-CANARY = re.compile(r"CANARY-[A-Za-z0-9_:.\-]+")
-
-
-def plant_canaries(spec: EnvironmentSpec) -> tuple[EnvironmentSpec, dict[str, str]]:
-    """Return a spec whose private fields all carry canaries, and item_id -> its canary."""
-    body = copy.deepcopy(dict(spec.body))
-    item_canary: dict[str, str] = {}
-    for eid, private in body["evaluator"].items():
-        private["outcome"]["canary"] = f"CANARY-OUTCOME-{eid}"
-        for kind, items in private["evidence"].items():
-            if isinstance(items, dict) and MISSING_TAG in items:
-                tag = f"CANARY-MISSING-{kind}-{eid}"
-                items[MISSING_TAG] = f"{items[MISSING_TAG]} {tag}"
-                item_canary[f"{kind}:{eid}:missing"] = tag
-                continue
-            for item in items:
-                tag = f"CANARY-ITEM-{item['item_id']}"
-                item["content"] = {**item["content"], "canary": tag}
-                item["summary"] = f"{item['summary']} {tag}"
-                item_canary[item["item_id"]] = tag
-    planted = EnvironmentSpec(spec.suite, spec.protocol, spec.version, spec.spec_id, body)
-    return planted, item_canary
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +98,8 @@ def actions(env: CampaignEnv) -> st.SearchStrategy[object]:
 
 
 def _scan(text: str, allowed: set[str]) -> None:
-    leaked = set(CANARY.findall(text)) - allowed
-    assert not leaked, f"private data leaked: {sorted(leaked)[:3]}"
+    found = leaked(text, allowed)
+    assert not found, f"private data leaked: {sorted(found)[:3]}"
 
 
 @settings(

@@ -1,0 +1,52 @@
+"""Canary checks of the visibility firewall, for our tests and for anyone building an agent.
+
+`plant_canaries(spec)` returns a copy of a spec with a unique canary string in every
+evaluator-private field (each outcome, each evidence item, each "none recorded" reason) and the
+canary of each revealable item. After a run, `paid_canaries(events, by_item)` lists the canaries
+the agent legitimately bought; `leaked(text, allowed)` finds any other canary in whatever the
+agent was shown (observations, prompts, request bodies).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.records._types import MISSING_TAG
+
+CANARY = re.compile(r"CANARY-[A-Za-z0-9_:.\-]+")
+
+
+def plant_canaries(spec: EnvironmentSpec) -> tuple[EnvironmentSpec, dict[str, str]]:
+    body = copy.deepcopy(dict(spec.body))
+    by_item: dict[str, str] = {}
+    for eid, private in body["evaluator"].items():
+        private["outcome"]["canary"] = f"CANARY-OUTCOME-{eid}"
+        for kind, items in private["evidence"].items():
+            if isinstance(items, dict) and MISSING_TAG in items:
+                tag = f"CANARY-MISSING-{kind}-{eid}"
+                items[MISSING_TAG] = f"{items[MISSING_TAG]} {tag}"
+                by_item[f"{kind}:{eid}:missing"] = tag
+                continue
+            for item in items:
+                tag = f"CANARY-ITEM-{item['item_id']}"
+                item["content"] = {**item["content"], "canary": tag}
+                item["summary"] = f"{item['summary']} {tag}"
+                by_item[item["item_id"]] = tag
+    planted = EnvironmentSpec(spec.suite, spec.protocol, spec.version, spec.spec_id, body)
+    return planted, by_item
+
+
+def paid_canaries(events: Iterable[Mapping[str, Any]], by_item: Mapping[str, str]) -> set[str]:
+    return {
+        by_item[e["payload"]["revealed_item"]]
+        for e in events
+        if e["kind"] == "action" and e["payload"].get("revealed_item") in by_item
+    }
+
+
+def leaked(text: str, allowed: set[str]) -> set[str]:
+    return set(CANARY.findall(text)) - allowed
