@@ -95,6 +95,12 @@ def test_cli_compile_run_leaderboard_export(tmp_path: Path):
     assert export.returncode == 0, export.stderr
     runs = (tmp_path / "export" / "runs.jsonl").read_text().splitlines()
     assert len(runs) == 12  # 2 agents x 2 assignments x 3 branches, resumed not duplicated
+    forecasts = [
+        json.loads(x) for x in (tmp_path / "export" / "forecasts.jsonl").read_text().splitlines()
+    ]
+    assert {f["scope"] for f in forecasts} == {"panel", "local"}
+    panel = [f for f in forecasts if f["scope"] == "panel"]
+    assert all(len(json.loads(f["payload"])) in (10, 11, 32) for f in panel)
     provenance = json.loads(json.loads(runs[0])["provenance"])
     for field in ("labreplay_version", "git_commit", "git_dirty", "dataset_hashes", "spec_hash"):
         assert field in provenance

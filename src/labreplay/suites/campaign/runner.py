@@ -168,7 +168,7 @@ def run_branch(
     events = env.trajectory.events
     metrics = branch_metrics(events, spec.body)
     if store is not None:
-        _finish(store, run_id, metrics, env.trajectory.head, env.n_invalid, calls)
+        _finish(store, run_id, metrics, events, env.n_invalid, calls)
     return BranchResult(run_id, branch, events, metrics, env.trajectory.head, calls)
 
 
@@ -176,7 +176,7 @@ def _finish(
     store: Store,
     run_id: str,
     metrics: Mapping[str, Any],
-    head_hash: str,
+    events: Sequence[Mapping[str, Any]],
     n_invalid: int,
     calls: Sequence[Any],
 ) -> None:
@@ -189,7 +189,28 @@ def _finish(
         if isinstance(v, int | float) or v is None
     }
     store.put_scores(run_id, scalar, {"curve": metrics["curve"], "movements": metrics["movements"]})
+    store.put_forecasts(run_id, forecast_rows(events))
+    head_hash = events[-1]["hash"]
     store.finish_run(run_id, "complete", {"head_hash": head_hash, "invalid_actions": n_invalid})
+
+
+def forecast_rows(events: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, int | None, Any]]:
+    """The forecasts table: every panel checkpoint (scope "panel", step t) and every accepted
+    local forecast (scope "local"), keyed by the event that carried it."""
+    rows: list[tuple[int, str, int | None, Any]] = []
+    for e in events:
+        payload = e["payload"]
+        if e["kind"] == "checkpoint":
+            rows.append((e["seq"], "panel", payload["t"], payload["forecasts"]))
+        elif (
+            e["kind"] == "action"
+            and payload["accepted"]
+            and payload["action"]["type"] == "submit_forecast"
+        ):
+            action = payload["action"]
+            local = {k: action[k] for k in ("experiment_id", "p_valid", "categories")}
+            rows.append((e["seq"], "local", None, local))
+    return rows
 
 
 def persist_branch(
@@ -238,7 +259,7 @@ def persist_branch(
         store,
         run_id,
         result.metrics,
-        result.head_hash,
+        result.events,
         int(end.get("invalid_actions", result.metrics["invalid_actions"])),
         result.calls,
     )
