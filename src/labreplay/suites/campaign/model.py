@@ -192,19 +192,39 @@ def refinement_likelihood(
     return like
 
 
-def execution_likelihood(content: Mapping[str, Any]) -> dict[str, float]:
-    """Lower validity when the execution record flags a problem (unmet mass, wrong elements)."""
-    text = str(content).lower()
-    problem = any(
-        flag in text
-        for flag in (
-            "'met_target_mass': false",
-            "xrd_met_target_mass': false",
-            "'elements_match': false",
-            "failed",
-        )
+def execution_problems(content: Mapping[str, Any], descriptors: Mapping[str, Any]) -> list[str]:
+    """What in an execution record argues against a valid, characterizable sample: nothing
+    recovered, a workflow step that did not complete, or recorded elements that do not contain
+    the planned ones (a sample-identity conflict). `xrd_met_target_mass` is not used: many runs
+    that missed it are valid in the ledger."""
+    problems = []
+    recovery = content.get("recovery")
+    collected = recovery.get("weight_collected_mg") if isinstance(recovery, Mapping) else None
+    if isinstance(collected, int | float) and collected <= 0:
+        problems.append("no powder recovered")
+    status = str(content.get("status", "completed")).lower()
+    if status not in ("completed", "complete"):
+        problems.append(f"run status {status}")
+    tasks = content.get("workflow_tasks")
+    if isinstance(tasks, list) and any(
+        isinstance(t, Mapping) and str(t.get("status", "COMPLETED")).upper() != "COMPLETED"
+        for t in tasks
+    ):
+        problems.append("a workflow task did not complete")
+    recorded = content.get("recorded_elements")
+    planned = (
+        set().union(*(_cations(p) for p in precursors_of(descriptors))) if descriptors else set()
     )
-    return {**_flat(1.0), "physical_failure": 2.5 if problem else 0.7}
+    if isinstance(recorded, list) and recorded and planned and not planned <= set(recorded):
+        problems.append("recorded elements differ from the planned ones")
+    return problems
+
+
+def execution_likelihood(
+    content: Mapping[str, Any], descriptors: Mapping[str, Any]
+) -> dict[str, float]:
+    problems = execution_problems(content, descriptors)
+    return {**_flat(1.0), "physical_failure": 1.0 + 1.5 * len(problems) if problems else 0.7}
 
 
 def review_weight(content: Mapping[str, Any]) -> float:
@@ -237,7 +257,7 @@ def posterior(
             like = refinement_likelihood(content, descriptors)
             weight = trust if kind == "refinement" else 0.5
         elif kind == "execution_record":
-            like, weight = execution_likelihood(content), 1.0
+            like, weight = execution_likelihood(content, descriptors), 1.0
         else:
             continue
         for k in CLASSES:
