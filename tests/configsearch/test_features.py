@@ -42,3 +42,12 @@ def test_bad_materials_raise_named_errors() -> None:
         composition_ofm("Zz2", broken)  # pymatgen reads Zz as a dummy species, not an element
     with pytest.raises(DataError, match="composition-only"):
         to_structure(Material("y#2", "mp", "NaCl", 0.0))
+
+
+def test_isolated_atom_in_vacuum_gets_a_finite_ofm(data_dir: Path) -> None:
+    """A real JARVIS cell with an atom far from every other site (JVASP-7577) is featurised,
+    not rejected: isolated sites contribute no neighbour terms."""
+    pool = load_jarvis(data_dir, "band_gap")
+    material = next(m for m in pool.materials if m.key == "jarvis#JVASP-7577")
+    vector = ofm(to_structure(material), material)
+    assert vector.shape == (1024,) and np.isfinite(vector).all()
