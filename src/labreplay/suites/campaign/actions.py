@@ -37,7 +37,7 @@ PHASE_ACTIONS: dict[str, tuple[str, ...]] = {
 _PROB = {"type": "number", "minimum": 0, "maximum": 1}
 
 
-def _forecast_props() -> dict[str, Any]:
+def forecast_properties() -> dict[str, Any]:
     return {
         "p_valid": {**_PROB, "description": "P(physically valid and characterizable)"},
         "categories": {
@@ -55,7 +55,7 @@ def action_schema(phase: str, candidate_ids: Sequence[str], open_id: str | None)
     open_ref = {"type": "string", "enum": [open_id]} if open_id else {"type": "string"}
     variants: dict[str, dict[str, Any]] = {
         "select_experiment": {"experiment_id": ids},
-        "submit_forecast": {"experiment_id": open_ref, **_forecast_props()},
+        "submit_forecast": {"experiment_id": open_ref, **forecast_properties()},
         "inspect_evidence": {
             "experiment_id": open_ref,
             "kind": {"type": "string", "enum": list(EVIDENCE_KINDS)},

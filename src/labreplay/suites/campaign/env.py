@@ -27,6 +27,7 @@ from labreplay.suites.campaign.actions import (
     PHASE_ACTIONS,
     action_schema,
     check_distribution,
+    forecast_properties,
     validate_fields,
 )
 from labreplay.suites.campaign.protocol import REVIEW_KIND
@@ -383,11 +384,12 @@ class CampaignEnv:
 
 
 def panel_schema(query_ids: list[str]) -> dict[str, Any]:
-    from labreplay.suites.campaign.actions import _forecast_props
-
     item = {
         "type": "object",
-        "properties": {"experiment_id": {"type": "string", "enum": query_ids}, **_forecast_props()},
+        "properties": {
+            "experiment_id": {"type": "string", "enum": query_ids},
+            **forecast_properties(),
+        },
         "required": ["experiment_id", "p_valid", "categories"],
         "additionalProperties": False,
     }
