@@ -40,8 +40,9 @@ def test_alab_record_compiles_and_runs(data_dir):
 def test_cli_compile_run_leaderboard_export(tmp_path: Path):
     specs, store = tmp_path / "specs", tmp_path / "runs.sqlite"
     assert _cli("campaign", "compile", "--seed", "0", "--out", str(specs)).returncode == 0
-    for agent in ("bayes", "random"):
-        proc = _cli(
+
+    def run(agent: str) -> subprocess.CompletedProcess[str]:
+        return _cli(
             "campaign",
             "run",
             "--specs",
@@ -54,37 +55,14 @@ def test_cli_compile_run_leaderboard_export(tmp_path: Path):
             "long-1,short-2",
             "--json",
         )
+
+    for agent in ("bayes", "random"):
+        proc = run(agent)
         assert proc.returncode == 0, proc.stderr
         results = json.loads(proc.stdout)
         assert [r["assignment"]["id"] for r in results] == ["long-1", "short-2"]
-    again = _cli(
-        "campaign",
-        "run",
-        "--specs",
-        str(specs),
-        "--agent",
-        "bayes",
-        "--store",
-        str(store),
-        "--only",
-        "long-1,short-2",
-        "--json",
-    )
-    assert json.loads(again.stdout) == json.loads(
-        _cli(
-            "campaign",
-            "run",
-            "--specs",
-            str(specs),
-            "--agent",
-            "bayes",
-            "--store",
-            str(store),
-            "--only",
-            "long-1,short-2",
-            "--json",
-        ).stdout
-    )
+    again = run("bayes")
+    assert json.loads(again.stdout) == json.loads(run("bayes").stdout)
     board = _cli("campaign", "leaderboard", "--store", str(store), "--json")
     assert board.returncode == 0, board.stderr
     data = json.loads(board.stdout)
