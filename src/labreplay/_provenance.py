@@ -41,6 +41,35 @@ def is_secret_name(name: str) -> bool:
     return any(word.lower() in _SECRET_WORDS for word in _WORD.findall(name))
 
 
+# Credential VALUES seen by this process (API keys handed to an LLM client, secret query
+# parameters of a base URL). Every text the store writes is passed through `scrub_text`, so a
+# server that echoes the key back (in a reply, an error, a redirect URL) cannot get it stored.
+_SECRET_VALUES: set[str] = set()
+_MIN_SECRET_LEN = 6  # shorter values would blank ordinary words
+# `?api-key=...`, `&key=...`, `;token=...`, `access_token=...` in any URL-like text.
+_SECRET_QUERY = re.compile(
+    r"(?i)(?<![A-Za-z0-9])((?:[A-Za-z0-9_-]*[-_])?(?:api[-_]?key|key|token|secret|password|sig)=)"
+    r"[^&#\s\"'<>,;)]+"
+)
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
+REDACTED = "***"
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a credential value so that no stored text can contain it."""
+    if value and len(value) >= _MIN_SECRET_LEN:
+        _SECRET_VALUES.add(value)
+
+
+def scrub_text(text: str) -> str:
+    """`text` without any registered secret value, secret query parameter or bearer token."""
+    for secret in sorted(_SECRET_VALUES, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    text = _SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, text)
+    return _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
+
+
 def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 

@@ -64,3 +64,10 @@ class StoreError(LabreplayError):
 
 class DownloadError(DataError):
     """A dataset download failed (offline, HTTP error, checksum mismatch)."""
+
+
+class RunFailedError(LabreplayError):
+    """A run ended `failed` (e.g. its model endpoint never answered): stored, not ranked, and
+    resumable; the command exits 1."""
+
+    exit_code = 1

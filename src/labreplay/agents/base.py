@@ -15,7 +15,7 @@ A checkpoint snapshot is a plain JSON object:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
 
@@ -56,3 +56,22 @@ def drain_calls(agent: object) -> list[CallRecord]:
         return []
     calls: list[CallRecord] = drain()
     return calls
+
+
+def call_failures(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How a run's model calls went: counts, the failed share and the first failure's cause.
+
+    A run in which EVERY call failed (closed port, DNS, 401/403, invalid URL) measured the
+    endpoint, not the agent: its status is `failed`, it is never ranked, and rerunning it once
+    the endpoint answers starts it afresh. A run with some failed calls is complete, and boards
+    show its failed-call share.
+    """
+    failed = [c for c in calls if c.get("error")]
+    share = len(failed) / len(calls) if calls else 0.0
+    return {
+        "llm_calls": len(calls),
+        "failed_calls": len(failed),
+        "failed_call_share": round(share, 6),
+        "all_failed": bool(calls) and len(failed) == len(calls),
+        "cause": str(failed[0]["error"]) if failed else None,
+    }

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from labreplay._provenance import register_secret, scrub_text
 from labreplay._rng import derive_seed, make_rng
 from labreplay.agents.base import CallRecord
 from labreplay.agents.llm_protocol import (
@@ -32,6 +33,7 @@ from labreplay.agents.llm_protocol import (
     StructuredMode,
     build_request,
     cache_key,
+    check_base_url,
     describe_failure,
     failure_kind,
     is_call_failure,
@@ -39,6 +41,7 @@ from labreplay.agents.llm_protocol import (
     public_endpoint,
     repair_messages,
     retry_after_s,
+    secret_query_values,
     validate_reply,
     validator_for_schema,
 )
@@ -57,6 +60,9 @@ __all__ = [
 # a run (adaptive branch, controls, resumed runs) is a new client, and none should pay for the
 # detection again.
 _DETECTED_FORMATS: dict[tuple[str, str], list[str]] = {}
+
+# Calls failed in a row after which an endpoint that has answered before is given up on.
+CIRCUIT_LIMIT = 4
 
 # Local servers (llama.cpp, vLLM, Ollama) accept any key, but the openai package insists on one.
 _PLACEHOLDER_KEY = "no-key-needed"
@@ -105,6 +111,13 @@ class _ClientCore:
         if self.max_repairs < 0:
             raise AgentError(f"max_repairs must be >= 0, got {self.max_repairs}")
         self.base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        check_base_url(self.base_url)
+        # Circuit breaker: an endpoint that never answered and failed a whole call (with its
+        # retries), or failed CIRCUIT_LIMIT calls in a row, is not asked again by this client;
+        # the calls are recorded as failed at once instead of each waiting out its retries.
+        self._failed_in_row = 0
+        self._answered = False
+        self._last_failure = ""
         # The response_format kinds to offer, best first. In "auto" mode the first one the
         # server accepts is kept; one it refuses is dropped for the rest of this client's life.
         self._formats: list[str] = list(STRUCTURED_FALLBACKS.get(self.structured, ()))
@@ -156,6 +169,10 @@ class _ClientCore:
     # ------------------------------------------------------------------ shared steps
     def _make_client_kwargs(self, api_key: str | None) -> dict[str, Any]:
         key = api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+        if key != _PLACEHOLDER_KEY:
+            register_secret(key)  # from now on no stored text can hold it
+        for secret in secret_query_values(self.base_url):
+            register_secret(secret)
         return {
             "api_key": key,
             "base_url": self.base_url,
@@ -185,6 +202,25 @@ class _ClientCore:
                 cache_key(self.model, request), self.model, completion.to_json()
             )
 
+    def _circuit_open(self) -> bool:
+        return self._failed_in_row >= (CIRCUIT_LIMIT if self._answered else 1)
+
+    def _skipped(self, attempt: _Attempt) -> CallRecord:
+        return self._record(
+            attempt,
+            None,
+            f"not sent: endpoint failed {self._failed_in_row} call(s) in a row "
+            f"(last: {self._last_failure})",
+        )
+
+    def _note(self, error: str | None, cached: bool = False) -> None:
+        if error is None:
+            self._failed_in_row = 0
+            self._answered = self._answered or not cached
+        else:
+            self._failed_in_row += 1
+            self._last_failure = error
+
     def _record(
         self,
         attempt: _Attempt,
@@ -192,7 +228,7 @@ class _ClientCore:
         error: str | None,
         cached: bool = False,
     ) -> CallRecord:
-        return CallRecord(
+        record = CallRecord(
             request_hash=cache_key(self.model, attempt.request).split(":", 1)[1],
             model=self.model,
             prompt_tokens=completion.prompt_tokens if completion else None,
@@ -203,6 +239,8 @@ class _ClientCore:
             error=self._scrub(error),
             cached=cached,
         )
+        self._note(record.get("error"), cached)
+        return record
 
     def _after_failure(self, attempt: _Attempt, exc: BaseException) -> float | str:
         """Seconds to wait before the next try, or the final error text when giving up."""
@@ -246,12 +284,10 @@ class _ClientCore:
         request = self._request(messages, schema, name)
         return _Attempt(request, now, now + self.retry.total_time_s, messages, schema, name)
 
-    def _scrub(self, text: str | None) -> str | None:
-        """Remove the API key from an error text, in case a server echoed it back."""
-        key = getattr(getattr(self, "_sdk", None), "api_key", None)
-        if text and isinstance(key, str) and len(key) >= 8 and key in text:
-            return text.replace(key, "***")
-        return text
+    @staticmethod
+    def _scrub(text: str | None) -> str | None:
+        """Remove credentials from an error text, in case a server echoed them back."""
+        return scrub_text(text) if text else text
 
     def _timeout_for(self, attempt: _Attempt) -> float:
         remaining = attempt.deadline - time.monotonic()
@@ -261,7 +297,10 @@ class _ClientCore:
         """Turn an SDK response into a Completion, or an error text for a malformed one."""
         completion = parse_completion(response)
         if isinstance(completion, str):
-            return completion
+            return scrub_text(completion)
+        # A server or proxy that echoes the request headers must not hand the key to the agent
+        # (whose replies become events, cache entries and exports).
+        completion = replace(completion, text=scrub_text(completion.text))
         if not self._format_confirmed and "response_format" in attempt.request:
             self._format_confirmed = True
             _DETECTED_FORMATS[self._detection_key()] = list(self._formats)
@@ -286,6 +325,8 @@ class LLMClient(_ClientCore):
             hit = self._cached(attempt.request)  # checked again if the request was downgraded
             if hit is not None:
                 return hit, self._record(attempt, hit, None, cached=True)
+            if self._circuit_open():
+                return None, self._skipped(attempt)
             try:
                 response = self._sdk.chat.completions.create(
                     **attempt.request, timeout=self._timeout_for(attempt)
@@ -369,6 +410,8 @@ class AsyncLLMClient(_ClientCore):
                 hit = self._cached(attempt.request)
                 if hit is not None:
                     return hit, self._record(attempt, hit, None, cached=True)
+                if self._circuit_open():
+                    return None, self._skipped(attempt)
                 try:
                     response = await self._sdk.chat.completions.create(
                         **attempt.request, timeout=self._timeout_for(attempt)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from labreplay._hashing import sha256_json
 from labreplay.agents.base import CallRecord
@@ -190,6 +190,30 @@ def cache_key(model: str, request: Mapping[str, Any]) -> str:
     return f"{model}:{request_hash(request)}"
 
 
+def check_base_url(base_url: str | None) -> None:
+    """Refuse, before any call, a base URL no request could reach (no scheme, no host...)."""
+    if base_url is None:
+        return
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise AgentError(f"base URL {public_endpoint_safe(base_url)!r} is invalid: {exc}") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.port == 0:
+        raise AgentError(
+            f"base URL {public_endpoint_safe(base_url)!r} is not an http(s) URL with a host, "
+            "e.g. http://127.0.0.1:8080/v1"
+        )
+
+
+def public_endpoint_safe(base_url: str) -> str:
+    """`public_endpoint`, or the text without its query when it does not even parse."""
+    try:
+        return public_endpoint(base_url)
+    except ValueError:
+        return base_url.split("?", 1)[0]
+
+
 def public_endpoint(base_url: str | None) -> str:
     """The endpoint as it may appear in provenance: no user:password, query or fragment."""
     if not base_url:
@@ -199,6 +223,19 @@ def public_endpoint(base_url: str | None) -> str:
     if parts.port is not None:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def secret_query_values(base_url: str | None) -> list[str]:
+    """Values of credential-like query parameters (api-key, key, token...) of `base_url`."""
+    if not base_url:
+        return []
+    from labreplay._provenance import is_secret_name
+
+    try:
+        query = urlsplit(base_url).query
+    except ValueError:
+        return []
+    return [v for k, v in parse_qsl(query, keep_blank_values=False) if is_secret_name(k)]
 
 
 # ---------------------------------------------------------------------- replies

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from labreplay.errors import LabreplayError
 
 # Wide enough for leaderboards when stdout is a pipe or a CI log (rich would pick 80).
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -51,3 +56,102 @@ def progress_bar(description: str, total: int | None, enabled: bool = True) -> I
                 progress.advance(task, n)
 
         yield _Bar()
+
+
+# ---------------------------------------------------------------------- option validators
+# Used as typer callbacks, so a bad value is refused before any work starts (and before any
+# file is touched), in one line naming the option and the value.
+_MAX_SEED = 2**63 - 1  # what a SQLite INTEGER column holds
+
+
+def _bad(option: str, value: object, why: str) -> LabreplayError:
+    return LabreplayError(f"{option}: value {value!r} {why}")
+
+
+def int_range(option: str, lo: int | None = None, hi: int | None = None) -> Any:
+    """Callback refusing an int outside [lo, hi] (None passes: the option was not given)."""
+
+    def check(value: int | None) -> int | None:
+        if value is None:
+            return value
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            bounds = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
+            raise _bad(option, value, f"is out of range {bounds}")
+        return value
+
+    return check
+
+
+def seed_check(option: str = "--seed") -> Any:
+    return int_range(option, 0, _MAX_SEED)
+
+
+def positive_float(option: str) -> Any:
+    """Callback refusing a float that is not finite and > 0."""
+
+    def check(value: float | None) -> float | None:
+        if value is None:
+            return value
+        if not math.isfinite(value) or value <= 0:
+            raise _bad(option, value, "must be a finite number > 0")
+        return value
+
+    return check
+
+
+def choice(option: str, choices: Sequence[str]) -> Any:
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in choices:
+            raise _bad(option, value, f"is not one of {', '.join(choices)}")
+        return value
+
+    return check
+
+
+def validate_url(option: str, value: str) -> str:
+    """An http(s) URL with a host and a valid port, or a one-line error."""
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # raises ValueError on a bad port
+    except ValueError as exc:
+        raise _bad(option, value, f"is not a valid URL ({exc})") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _bad(
+            option, value, "is not an http(s) URL with a host, e.g. http://127.0.0.1:8080/v1"
+        )
+    if port == 0:
+        raise _bad(option, value, "has port 0")
+    if any(c.isspace() for c in value):
+        raise _bad(option, value, "contains whitespace")
+    return value
+
+
+def url_check(option: str) -> Any:
+    def check(value: str | None) -> str | None:
+        return None if value is None else validate_url(option, value)
+
+    return check
+
+
+def out_dir_check(option: str = "--out") -> Any:
+    """Callback refusing an output directory path that is an existing non-directory."""
+
+    def check(value: Path | None) -> Path | None:
+        if value is not None and value.exists() and not value.is_dir():
+            raise _bad(option, str(value), "exists and is not a directory")
+        return value
+
+    return check
+
+
+def existing_file_check(option: str) -> Any:
+    def check(value: Path | None) -> Path | None:
+        if value is None:
+            return value
+        if not value.exists():
+            raise _bad(option, str(value), "does not exist")
+        if not value.is_file():
+            raise _bad(option, str(value), "is not a regular file")
+        return value
+
+    return check

@@ -9,7 +9,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from labreplay.cli._common import DataDirOption, JsonOption, console, print_json, progress_bar
+from labreplay.cli._common import (
+    DataDirOption,
+    JsonOption,
+    console,
+    positive_float,
+    print_json,
+    progress_bar,
+    url_check,
+)
 from labreplay.records import manifest
 from labreplay.records.sources import fetch as fetch_source
 from labreplay.records.sources import resolve_data_dir, verify
@@ -98,9 +106,14 @@ def fetch_cmd(
     name: str = typer.Argument(..., help="Source name (see `labreplay data list`)."),
     data_dir: Path | None = DataDirOption,
     mirror: str | None = typer.Option(
-        None, "--mirror", help="Base URL of a copy with the data directory's layout."
+        None,
+        "--mirror",
+        help="Base URL of a copy with the data directory's layout.",
+        callback=url_check("--mirror"),
     ),
-    timeout: float = typer.Option(60.0, help="Per-request timeout in seconds."),
+    timeout: float = typer.Option(
+        60.0, help="Per-request timeout in seconds.", callback=positive_float("--timeout")
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Download a source into the data directory, verifying every file's sha256."""

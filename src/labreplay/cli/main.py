@@ -9,8 +9,8 @@ import typer
 
 from labreplay import __version__
 from labreplay.cli import data as data_cli
-from labreplay.cli._common import JsonOption, console, err_console, print_json
-from labreplay.errors import LabreplayError
+from labreplay.cli._common import JsonOption, console, err_console, out_dir_check, print_json
+from labreplay.cli._errors import expected_failure, fail
 
 app = typer.Typer(
     name="labreplay",
@@ -59,7 +59,7 @@ def version() -> None:
 @app.command("export")
 def export(
     store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    out: Path = typer.Option(..., "--out", help="Output directory."),
+    out: Path = typer.Option(..., "--out", help="Output directory.", callback=out_dir_check()),
     formats: str = typer.Option("parquet,jsonl", help="Comma list of parquet,csv,jsonl."),
     json_out: bool = JsonOption,
 ) -> None:
@@ -67,9 +67,7 @@ def export(
     from labreplay.store.export import export_store
     from labreplay.store.sqlite import Store
 
-    if not store.is_file():
-        raise LabreplayError(f"store {store} does not exist")
-    with Store(store) as db:
+    with Store(store, readonly=True) as db:
         written = export_store(db, out, tuple(f.strip() for f in formats.split(",") if f.strip()))
     if json_out:
         print_json([str(p) for p in written])
@@ -84,23 +82,16 @@ def main() -> None:
         # it, so the result must be passed on or `data verify` would exit 0 on a failed check.
         # (It also returns a command's return value: commands return None, never an int.)
         code = app(standalone_mode=False)
-    except LabreplayError as exc:
-        err_console.print(f"labreplay: error: {exc}", markup=False, highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         err_console.print("labreplay: aborted")
         sys.exit(130)
     except Exception as exc:
-        # Usage errors carry their own message and exit code (2). Recent typer vendors click
-        # (`typer._click`), so `click.ClickException` does not match them: recognise them by
-        # shape, whichever click they come from.
-        show, exit_code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
-        if callable(show) and isinstance(exit_code, int):
-            show()
-            sys.exit(exit_code)
-        raise
+        message, exit_code = expected_failure(exc)
+        if message is None:
+            raise  # a bug of ours: the traceback is what a bug report needs
+        fail(message, exit_code)
     sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else 0)
 
 

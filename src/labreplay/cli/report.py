@@ -6,12 +6,14 @@ from pathlib import Path
 
 import typer
 
-from labreplay.cli._common import JsonOption, console, print_json
+from labreplay.cli._common import JsonOption, console, out_dir_check, print_json
 
 
 def report(
     store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    out: Path = typer.Option(..., "--out", help="Output directory (index.html is written)."),
+    out: Path = typer.Option(
+        ..., "--out", help="Output directory (index.html is written).", callback=out_dir_check()
+    ),
     run: str | None = typer.Option(
         None, "--run", help="Campaign run id for the belief-trajectory viewer (default: best)."
     ),

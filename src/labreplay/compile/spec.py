@@ -7,12 +7,12 @@ disk as that exact canonical text plus the hash, and refuses to load if the byte
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from labreplay._atomic import atomic_write_text
 from labreplay._hashing import HASH_SCHEME_VERSION, canonical_json, sha256_bytes
 from labreplay.errors import SpecError
 
@@ -66,6 +66,10 @@ def spec_from_text(text: str, origin: str = "<memory>") -> EnvironmentSpec:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SpecError(f"spec {origin}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    except RecursionError as exc:
+        raise SpecError(f"spec {origin}: JSON nested too deeply") from exc
+    if not isinstance(data, dict):
+        raise SpecError(f"spec {origin}: expected a JSON object, got {type(data).__name__}")
     missing = [
         k for k in ("suite", "protocol", "version", "spec_id", "body", "spec_hash") if k not in data
     ]
@@ -76,6 +80,11 @@ def spec_from_text(text: str, origin: str = "<memory>") -> EnvironmentSpec:
             f"spec {origin}: hash scheme {data.get('hash_scheme')!r}, this labreplay uses "
             f"{HASH_SCHEME_VERSION!r}"
         )
+    for name in ("suite", "protocol", "version", "spec_id", "spec_hash"):
+        if not isinstance(data[name], str):
+            raise SpecError(f"spec {origin}: field {name!r} must be a string, got {data[name]!r}")
+    if not isinstance(data["body"], dict):
+        raise SpecError(f"spec {origin}: field 'body' must be a JSON object")
     spec = _from_fields(data)
     if spec.spec_hash != data["spec_hash"]:
         raise SpecError(
@@ -98,15 +107,15 @@ def spec_from_stored(text: str, spec_hash: str, origin: str = "store") -> Enviro
 
 
 def write_spec(spec: EnvironmentSpec, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(spec.to_file_text() + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, spec.to_file_text() + "\n")
 
 
-def load_spec(path: Path) -> EnvironmentSpec:
+def load_spec(path: str | Path) -> EnvironmentSpec:
+    path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"spec {path}: cannot read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"spec {path}: not valid UTF-8 (byte offset {exc.start})") from exc
     return spec_from_text(text, str(path))

@@ -7,11 +7,11 @@ the same bytes (no timestamps are printed).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from labreplay import __version__
+from labreplay._atomic import atomic_write_text
 from labreplay.errors import StoreError
 from labreplay.store.sqlite import Store
 
@@ -27,9 +27,7 @@ def build_report(
     from labreplay.report.suites import other_suites, suite_section
 
     store_path, out = Path(store_path), Path(out_dir)
-    if not store_path.is_file():
-        raise StoreError(f"store {store_path} does not exist")
-    with Store(store_path) as store:
+    with Store(store_path, readonly=True) as store:
         runs = store.runs()
         events = store.event_count()
         campaign = campaign_section(store, run_id)
@@ -52,11 +50,10 @@ def build_report(
         },
         body,
     )
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise StoreError(f"--out {out} exists and is not a directory")
     target = out / REPORT_FILE
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)  # a reader never sees a half-written report
+    atomic_write_text(target, text)  # a reader never sees a half-written report
     trajectory = campaign["trajectory"] if campaign else None
     return {
         "path": str(target),

@@ -15,9 +15,9 @@ JSON columns hold canonical JSON text.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from labreplay._atomic import atomic_directory
 from labreplay.errors import StoreError
 from labreplay.store.sqlite import Store
 
@@ -25,30 +25,36 @@ TABLES = ("runs", "specs", "events", "forecasts", "scores", "llm_calls")
 FORMATS = ("parquet", "csv", "jsonl")
 
 
-def export_store(store: Store, out_dir: Path, formats: tuple[str, ...] = FORMATS) -> list[Path]:
+def export_store(
+    store: Store, out_dir: str | Path, formats: tuple[str, ...] = FORMATS
+) -> list[Path]:
+    """Write every table in every format into `out_dir`, all or nothing: the files are built in
+    a temporary directory beside it and moved in only when all of them are complete."""
     import pandas as pd
 
     unknown = set(formats) - set(FORMATS)
     if unknown:
         raise StoreError(f"unknown export format(s) {sorted(unknown)}; choose from {FORMATS}")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in TABLES:
-        rows = store.table(name)
-        # Columns from the schema, not the rows: an empty table still exports a header that
-        # reads back (a header-less empty CSV makes pandas raise EmptyDataError).
-        frame = pd.DataFrame(rows, columns=store.columns(name))
-        for fmt in formats:
-            path = out_dir / f"{name}.{fmt}"
-            tmp = path.with_name(path.name + ".tmp")
-            if fmt == "parquet":
-                frame.to_parquet(tmp, index=False)
-            elif fmt == "csv":
-                frame.to_csv(tmp, index=False)
-            else:
-                with tmp.open("w", encoding="utf-8") as handle:
-                    for row in rows:
-                        handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-            os.replace(tmp, path)  # never leave a half-written export behind
-            written.append(path)
-    return written
+    if not formats:
+        raise StoreError(f"no export format given; choose from {FORMATS}")
+    out = Path(out_dir)
+    names = []
+    with atomic_directory(out) as tmp:
+        for name in TABLES:
+            rows = store.table(name)
+            # Columns from the schema, not the rows: an empty table still exports a header
+            # that reads back (a header-less empty CSV makes pandas raise EmptyDataError).
+            frame = pd.DataFrame(rows, columns=store.columns(name))
+            for fmt in formats:
+                path = tmp / f"{name}.{fmt}"
+                if fmt == "parquet":
+                    frame.to_parquet(path, index=False)
+                elif fmt == "csv":
+                    frame.to_csv(path, index=False)
+                else:
+                    with path.open("w", encoding="utf-8") as handle:
+                        for row in rows:
+                            handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True))
+                            handle.write("\n")
+                names.append(path.name)
+    return [out / n for n in names]

@@ -10,6 +10,7 @@ results to it.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay._hashing import canonical_json, sha256_json
-from labreplay._provenance import base_provenance, scrub_secrets, utc_now
+from labreplay._provenance import base_provenance, scrub_secrets, scrub_text, utc_now
 from labreplay.errors import StoreError
 
 SCHEMA_VERSION = 1
@@ -52,6 +53,11 @@ CREATE TABLE IF NOT EXISTS llm_calls (
 CREATE TABLE IF NOT EXISTS response_cache (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created TEXT NOT NULL);
 """
+
+
+def _text(value: Any) -> str:
+    """Canonical JSON as stored: never holding a credential (see `scrub_text`)."""
+    return scrub_text(canonical_json(value))
 
 
 @dataclass(frozen=True)
@@ -89,42 +95,138 @@ def run_key(
     )[:24]
 
 
-class Store:
-    """A results store at `path` (created on first use)."""
+def _required_columns() -> dict[str, list[str]]:
+    """Table -> column names of the current schema, read from an in-memory copy of it."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(_SCHEMA)
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in tables}
+    finally:
+        conn.close()
 
-    def __init__(self, path: str | Path) -> None:
+
+_COLUMNS = _required_columns()
+
+
+class Store:
+    """A results store at `path`.
+
+    `readonly=True` (every command that only reads: leaderboards, export, report) opens the file
+    with SQLite's `mode=ro`, so nothing can be written to it. A writable store is created when
+    the path is missing or empty (0 bytes), and only then. An existing file is checked to be a
+    labreplay store of this schema version BEFORE anything is written to it (no WAL switch, no
+    table, no version stamp): a file we refuse stays byte-identical.
+    """
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
-        if self.path.exists() and self.path.is_dir():
+        self.readonly = readonly
+        if self.path.is_dir():
             raise StoreError(f"store path {self.path} is a directory; give a file path")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        if fresh and readonly:
+            what = "does not exist" if not self.path.exists() else "is empty (0 bytes)"
+            raise StoreError(f"store {self.path} {what}; no runs to read")
+        self._conn = self._connect(fresh)
         try:
-            self._conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        except sqlite3.Error as exc:
+            if fresh:
+                self._create()
+            else:
+                self._check_ours()
+                if not readonly:
+                    self._conn.execute("PRAGMA journal_mode=WAL")
+                    # A store of this version may predate a table added since: add it (the file
+                    # has passed the version check, so it is ours).
+                    self._conn.executescript(_SCHEMA)
+            if not readonly:
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+        except BaseException as exc:
+            # Close the handle so the caller can remove or replace the file.
+            self._conn.close()
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"store {self.path} cannot be used: {exc}") from exc
+            raise
+
+    def _connect(self, fresh: bool) -> sqlite3.Connection:
+        try:
+            if fresh:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                return sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            uri = self.path.resolve().as_uri() + ("?mode=ro" if self.readonly else "?mode=rw")
+            conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+            if self.readonly and not os.access(self.path.parent, os.W_OK):
+                # A WAL store in a read-only directory cannot create its -shm file; nobody can
+                # write there either, so reading it as immutable is safe.
+                try:
+                    conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+                except sqlite3.OperationalError:
+                    conn.close()
+                    conn = sqlite3.connect(
+                        uri + "&immutable=1", uri=True, timeout=30.0, isolation_level=None
+                    )
+            return conn
+        except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"store {self.path} cannot be opened: {exc}") from exc
+
+    def _create(self) -> None:
+        """A new store: schema and version stamp in one transaction (WAL first: it cannot be
+        switched inside a transaction)."""
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        script = (
+            "BEGIN IMMEDIATE;"
+            + _SCHEMA
+            + f"INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');COMMIT;"
+        )
         try:
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._conn.executescript(_SCHEMA)
+            self._conn.executescript(script)
+        except sqlite3.Error:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+
+    def _check_ours(self) -> None:
+        """Refuse, without writing, a file that is not a labreplay store of this version."""
+        where = f"store {self.path}"
+        try:
+            tables = {
+                r[0]
+                for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{where} is not a labreplay SQLite store (not SQLite: {exc})"
+            ) from exc
+        if not tables and not self.readonly:
+            # An SQLite file with no tables at all holds nothing to protect: make it a store.
+            self._create()
+            return
+        if "meta" not in tables or "runs" not in tables:
+            raise StoreError(
+                f"{where} is not a labreplay SQLite store (no labreplay meta/runs tables)"
+            )
+        try:
             found = self._conn.execute(
                 "SELECT value FROM meta WHERE key='schema_version'"
             ).fetchone()
-            if found is None:
-                self._conn.execute(
-                    "INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-                )
-            elif str(found[0]) != str(SCHEMA_VERSION):
-                raise StoreError(
-                    f"store {self.path} has schema version {found[0]!r}, this labreplay reads "
-                    f"{SCHEMA_VERSION}"
-                )
-        except (sqlite3.Error, StoreError) as exc:
-            # A foreign SQLite file (its own `meta` table) or not SQLite at all: close the
-            # handle so the caller can remove or replace the file.
-            self._conn.close()
-            if isinstance(exc, StoreError):
-                raise
-            raise StoreError(f"store {self.path} is not a labreplay SQLite store: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"{where} is not a labreplay SQLite store (table meta: {exc})"
+            ) from exc
+        if found is None:
+            raise StoreError(
+                f"{where} is not a labreplay SQLite store (meta has no schema_version)"
+            )
+        if str(found[0]) != str(SCHEMA_VERSION):
+            raise StoreError(
+                f"{where} has schema version {found[0]!r}, this labreplay reads {SCHEMA_VERSION}"
+            )
+        for table in sorted(tables & set(_COLUMNS)):
+            have = [r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")]
+            if have != _COLUMNS[table]:
+                missing = sorted(set(_COLUMNS[table]) - set(have))
+                detail = f"missing column(s) {missing}" if missing else f"columns {have}"
+                raise StoreError(f"{where}: table {table!r} is damaged ({detail})")
 
     # ------------------------------------------------------------------ plumbing
     def close(self) -> None:
@@ -209,12 +311,12 @@ class Store:
                     branch,
                     parent_run_id,
                     agent,
-                    canonical_json(params),
+                    _text(params),
                     model,
-                    endpoint,
+                    scrub_text(endpoint) if endpoint else endpoint,
                     seed,
                     "running",
-                    canonical_json(provenance),
+                    _text(provenance),
                     utc_now(),
                     None,
                     None,
@@ -226,7 +328,7 @@ class Store:
         with self.transaction() as conn:
             conn.execute(
                 "UPDATE runs SET status=?, finished=?, summary=? WHERE run_id=?",
-                (status, utc_now(), canonical_json(dict(summary)), run_id),
+                (status, utc_now(), _text(dict(summary)), run_id),
             )
 
     def reset_run(self, run_id: str) -> None:
@@ -275,22 +377,37 @@ class Store:
 
     # ------------------------------------------------------------------ events
     def append_events(self, run_id: str, events: Iterable[Mapping[str, Any]]) -> None:
-        """Append hash-chained events atomically. Each event: seq, kind, payload, prev_hash, hash."""
+        """Append hash-chained events atomically. Each event: seq, kind, payload, prev_hash, hash.
+
+        An event another process already wrote with the same hash is skipped (two identical
+        invocations on one store compute the same deterministic events); a different event under
+        the same seq is refused in one line.
+        """
         with self.transaction() as conn:
-            conn.executemany(
-                "INSERT INTO events VALUES (?,?,?,?,?,?)",
-                [
+            rows = []
+            for e in events:
+                found = conn.execute(
+                    "SELECT hash FROM events WHERE run_id=? AND seq=?", (run_id, e["seq"])
+                ).fetchone()
+                if found is not None:
+                    if found[0] != e["hash"]:
+                        raise StoreError(
+                            f"store {self.path}: run {run_id} event {e['seq']} was written by "
+                            "another process with different content; run one writer per run, or "
+                            "rerun with --restart"
+                        )
+                    continue
+                rows.append(
                     (
                         run_id,
                         e["seq"],
                         e["kind"],
-                        canonical_json(e["payload"]),
+                        _text(e["payload"]),
                         e["prev_hash"],
                         e["hash"],
                     )
-                    for e in events
-                ],
-            )
+                )
+            conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?)", rows)
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
         cursor = self._conn.execute(
@@ -316,7 +433,7 @@ class Store:
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO forecasts VALUES (?,?,?,?,?)",
-                [(run_id, seq, scope, step, canonical_json(p)) for seq, scope, step, p in rows],
+                [(run_id, seq, scope, step, _text(p)) for seq, scope, step, p in rows],
             )
 
     def forecasts(self, run_id: str) -> list[dict[str, Any]]:
@@ -347,7 +464,7 @@ class Store:
                         run_id,
                         metric,
                         scores.get(metric),
-                        canonical_json(details[metric]) if metric in details else None,
+                        _text(details[metric]) if metric in details else None,
                     )
                     for metric in names
                 ],
@@ -374,7 +491,7 @@ class Store:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO response_cache VALUES (?,?,?,?)",
-                (key, model, canonical_json(dict(response)), utc_now()),
+                (key, model, _text(dict(response)), utc_now()),
             )
 
     def record_llm_calls(self, run_id: str, calls: Iterable[Mapping[str, Any]]) -> None:
@@ -392,7 +509,7 @@ class Store:
                         c.get("latency_s"),
                         c.get("finish_reason"),
                         c.get("retries", 0),
-                        c.get("error"),
+                        scrub_text(str(c["error"])) if c.get("error") else None,
                         int(bool(c.get("cached", False))),
                     )
                     for c in calls

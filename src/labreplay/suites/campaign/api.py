@@ -60,18 +60,78 @@ def compile_to_dir(out_dir: Path, **kwargs: Any) -> dict[str, Any]:
     return index
 
 
-def load_specs(spec_dir: Path) -> list[EnvironmentSpec]:
+# Top-level body fields a campaign run reads, with their JSON types: a spec that is
+# self-consistent (its hash matches) but lacks one is refused before any run row is opened.
+_BODY_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "record": dict,
+    "assignment": dict,
+    "budgets": dict,
+    "prices": dict,
+    "eps": (int, float),
+    "acceleration_target": (int, float),
+    "candidates": list,
+    "queries": list,
+    "context_summary": dict,
+    "context_rows": list,
+    "evaluator": dict,
+    "eval_precursors": list,
+}
+_NESTED_FIELDS = {
+    "budgets": ("experiments", "evidence", "reviews"),
+    "assignment": ("id", "kind"),
+    "record": ("dataset_hashes",),
+}
+
+
+def check_campaign_spec(spec: EnvironmentSpec, origin: str) -> None:
+    """Refuse a spec whose body lacks what a campaign run needs (one line naming the field)."""
+    if spec.suite != "campaign":
+        raise SpecError(f"spec {origin}: suite {spec.suite!r} is not a campaign spec")
+    body = spec.body
+    for name, kind in _BODY_FIELDS.items():
+        if name not in body:
+            raise SpecError(f"spec {origin}: body has no field {name!r}")
+        if not isinstance(body[name], kind) or isinstance(body[name], bool):
+            raise SpecError(f"spec {origin}: body field {name!r} has the wrong type")
+    for name, keys in _NESTED_FIELDS.items():
+        for key in keys:
+            if key not in body[name]:
+                raise SpecError(f"spec {origin}: body field '{name}.{key}' is missing")
+
+
+def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
     import json
 
+    spec_dir = Path(spec_dir)
     index_path = spec_dir / "index.json"
     if not index_path.is_file():
         raise SpecError(f"{index_path}: not found (run `labreplay campaign compile` first)")
-    index = json.loads(index_path.read_text(encoding="utf-8"))
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SpecError(f"{index_path}: cannot read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{index_path}: not valid UTF-8 (byte offset {exc.start})") from exc
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{index_path}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    entries = index.get("assignments") if isinstance(index, dict) else None
+    if not isinstance(entries, list):
+        raise SpecError(f"{index_path}: field 'assignments' is missing or not a list")
     specs = []
-    for entry in index["assignments"]:
-        spec = load_spec(spec_dir / entry["file"])
+    for n, entry in enumerate(entries):
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("file"), str)
+            and isinstance(entry.get("spec_hash"), str)
+        ):
+            raise SpecError(f"{index_path}: assignments[{n}] needs string fields file, spec_hash")
+        path = spec_dir / entry["file"]
+        if Path(entry["file"]).is_absolute() or ".." in Path(entry["file"]).parts:
+            raise SpecError(f"{index_path}: assignments[{n}].file {entry['file']!r} leaves the dir")
+        spec = load_spec(path)
         if spec.spec_hash != entry["spec_hash"]:
-            raise SpecError(f"{spec_dir / entry['file']}: hash differs from index.json")
+            raise SpecError(f"{path}: hash differs from index.json")
+        check_campaign_spec(spec, str(path))
         specs.append(spec)
     return specs
 

@@ -9,12 +9,12 @@ behind the firewall; the spec hash covers both, so neither can be edited unnotic
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from labreplay._atomic import atomic_write_text
 from labreplay.compile.spec import EnvironmentSpec, write_spec
 from labreplay.records import Record
 from labreplay.records._types import to_json
@@ -188,6 +188,4 @@ def write_specs(out_dir: Path, index: dict[str, Any], specs: Sequence[Environmen
     out_dir.mkdir(parents=True, exist_ok=True)
     for spec in specs:
         write_spec(spec, out_dir / f"{spec.body['assignment']['id']}.json")
-    tmp = out_dir / "index.json.tmp"
-    tmp.write_text(json.dumps(index, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, out_dir / "index.json")
+    atomic_write_text(out_dir / "index.json", json.dumps(index, indent=2, sort_keys=True) + "\n")

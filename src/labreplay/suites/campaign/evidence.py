@@ -15,7 +15,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import tempfile
 import zlib
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -25,8 +24,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from labreplay._atomic import atomic_write_text
 from labreplay._hashing import canonical_json, sha256_file, sha256_json
-from labreplay.errors import DataError
+from labreplay.errors import DataError, LabreplayError
 
 ENV_CACHE_DIR = "LABREPLAY_CACHE_DIR"
 # Bump when the content of any summary changes, so stale cache files are never reused.
@@ -280,20 +280,12 @@ class EvidenceCache:
         """Atomic write; a read-only or full cache directory only costs the speed-up."""
         text = canonical_json({"fingerprint": self.fingerprint, "data": data})
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temp = tempfile.mkstemp(prefix=self.path.name, dir=self.path.parent)
-            try:
-                with os.fdopen(handle, "w", encoding="utf-8") as out:
-                    out.write(text)
-                os.replace(temp, self.path)
-            except BaseException:
-                Path(temp).unlink(missing_ok=True)
-                raise
+            atomic_write_text(self.path, text)
             # a new fingerprint (changed data or code) makes older files of this name dead weight
             for stale in self.path.parent.glob(f"{self.name}-*.json"):
                 if stale != self.path:
                     stale.unlink(missing_ok=True)
-        except OSError:
+        except (OSError, LabreplayError):
             return
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labreplay._hashing import canonical_json
-from labreplay.agents.base import Agent, drain_calls
+from labreplay.agents.base import Agent, call_failures, drain_calls
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import StoreError
 from labreplay.scoring.curves import acceleration_factor, first_passage, sustained_passage
@@ -127,11 +127,14 @@ def run_branch(
         bind = getattr(agent, "bind_store", None)
         if callable(bind):  # LLM agents answer completed calls from the store's response cache
             bind(store)
-        if existed and store.run(run_id).status == "complete":
+        status = store.run(run_id).status if existed else "running"
+        if status == "complete":
             events = store.events(run_id)
             return BranchResult(
                 run_id, branch, events, branch_metrics(events, spec.body), events[-1]["hash"]
             )
+        if status == "failed":  # its endpoint never answered: start it afresh
+            store.reset_run(run_id)
     env = CampaignEnv(spec)
     env.reset(seed)
     agent.reset(seed)
@@ -191,7 +194,11 @@ def _finish(
     store.put_scores(run_id, scalar, {"curve": metrics["curve"], "movements": metrics["movements"]})
     store.put_forecasts(run_id, forecast_rows(events))
     head_hash = events[-1]["hash"]
-    store.finish_run(run_id, "complete", {"head_hash": head_hash, "invalid_actions": n_invalid})
+    health = call_failures(calls)
+    summary: dict[str, Any] = {"head_hash": head_hash, "invalid_actions": n_invalid}
+    if calls:
+        summary.update({k: v for k, v in health.items() if k != "all_failed"})
+    store.finish_run(run_id, "failed" if health["all_failed"] else "complete", summary)
 
 
 def forecast_rows(events: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, int | None, Any]]:
@@ -244,7 +251,10 @@ def persist_branch(
         parent_run_id,
         extra_provenance,
     )
-    if existed and store.run(run_id).status == "complete":
+    status = store.run(run_id).status if existed else "running"
+    if status == "failed":
+        store.reset_run(run_id)
+    if status == "complete":
         stored = store.events(run_id)
         if not stored or stored[-1]["hash"] != result.head_hash:
             raise StoreError(
@@ -290,10 +300,14 @@ def run_assignment(
 def assignment_summary(
     spec: EnvironmentSpec, results: Mapping[str, BranchResult]
 ) -> dict[str, Any]:
+    health = call_failures(results["adaptive"].calls)
     return {
         "spec_id": spec.spec_id,
         "spec_hash": spec.spec_hash,
         "assignment": spec.body["assignment"],
+        "status": "failed" if health["all_failed"] else "complete",
+        "failed_call_share": health["failed_call_share"],
+        "cause": health["cause"] if health["all_failed"] else None,
         **assignment_metrics(spec, results),
     }
 
@@ -308,8 +322,10 @@ def run_assignment_branches(
     """The three branches of one assignment; with `store=None` nothing is written (the work
     unit of `labreplay.execute`)."""
     adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
-    initial = pre_campaign_forecast(adaptive.events)
     results = {"adaptive": adaptive}
+    if call_failures(adaptive.calls)["all_failed"]:
+        return results  # the endpoint never answered: controls would measure nothing either
+    initial = pre_campaign_forecast(adaptive.events)
     if "random" in controls:
         slots, stopped = extract_schedule(adaptive.events)
         wrapper = ScheduleMatchedRandom(make_agent(), slots, stopped, spec.body["evaluator"], seed)

@@ -11,12 +11,11 @@ an official file has none. `agent_view` is the firewall: only what an agent may 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from labreplay._atomic import atomic_write_text
 from labreplay.errors import DataError
 
 TYPE_ALIASES = {
@@ -116,43 +115,34 @@ def validate_question(q: Any, path: Path, line: int) -> dict[str, Any]:
     return out
 
 
-def load_questions(path: Path) -> list[dict[str, Any]]:
+def load_questions(path: str | Path) -> list[dict[str, Any]]:
     """Read and validate a question file (ours or the official release)."""
+    path = Path(path)
     if not path.is_file():
         raise DataError("question file not found", file=str(path))
+    try:
+        lines = path.read_bytes().decode("utf-8").split("\n")
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", file=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not valid UTF-8 (byte offset {exc.start})", file=str(path)) from exc
     questions: list[dict[str, Any]] = []
     seen: set[str] = set()
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise _fail(
-                    path, line_no, None, "$", line[:60], f"invalid JSON: {exc.msg}"
-                ) from exc
-            q = validate_question(raw, path, line_no)
-            if q["id"] in seen:
-                raise _fail(path, line_no, q["id"], "id", q["id"], "duplicate question id")
-            seen.add(q["id"])
-            questions.append(q)
+    for line_no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _fail(path, line_no, None, "$", line[:60], f"invalid JSON: {exc.msg}") from exc
+        q = validate_question(raw, path, line_no)
+        if q["id"] in seen:
+            raise _fail(path, line_no, q["id"], "id", q["id"], "duplicate question id")
+        seen.add(q["id"])
+        questions.append(q)
     if not questions:
         raise DataError("question file holds no questions", file=str(path))
     return questions
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temp file beside `path`, then rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_questions(path: Path, questions: Iterable[Mapping[str, Any]]) -> None:

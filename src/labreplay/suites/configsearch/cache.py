@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from labreplay._atomic import atomic_write_bytes
 
 ENV_CACHE_DIR = "LABREPLAY_CACHE_DIR"
 # Bump when a stage's computation changes, so stale entries are never reused.
@@ -60,18 +61,6 @@ class CacheStats:
             s: {"hits": self.hits[s], "misses": self.misses[s], "ratio": self.ratio(s)}
             for s in stages
         } | {"overall_ratio": self.ratio()}
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_npz(path: Path, **arrays: np.ndarray) -> None:

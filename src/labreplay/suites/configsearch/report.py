@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from labreplay._atomic import atomic_write_bytes
 from labreplay.store.sqlite import RunInfo, Store
-from labreplay.suites.configsearch.cache import atomic_write_bytes
 
 SUITE = "configsearch"
 

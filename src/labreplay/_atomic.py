@@ -1,0 +1,110 @@
+"""Atomic file and directory outputs: a reader sees the old content or the new, never a part.
+
+Every output of labreplay (specs, exports, reports, caches, question files, downloads) goes
+through here, so the rules hold everywhere at once:
+- the temporary file lives in the destination's own directory (a rename never crosses a
+  filesystem, so it is atomic);
+- a failure (full disk, permission, a bug, Ctrl-C) removes the temporary and leaves the
+  destination as it was;
+- the result has the mode a plain `open(path, "w")` would give (0666 minus the umask), not the
+  0600 of `mkstemp`;
+- OS errors become one-line `LabreplayError`s naming the path.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from labreplay.errors import LabreplayError
+
+
+def _umask_mode(directory: bool = False) -> int:
+    # os.umask can only be read by setting it; set it back at once (single-threaded here: the
+    # value is the same before and after, so a concurrent reader sees no change either).
+    mask = os.umask(0)
+    os.umask(mask)
+    return (0o777 if directory else 0o666) & ~mask
+
+
+def describe_os_error(exc: OSError, path: str | Path) -> str:
+    """`cannot write out/x.json: No space left on device` style text for an OS error."""
+    reason = exc.strerror or type(exc).__name__
+    return f"{path}: {reason}"
+
+
+@contextmanager
+def atomic_open(path: str | Path, binary: bool = False) -> Iterator[IO[Any]]:
+    """Open a temporary beside `path` for writing; on clean exit it replaces `path`."""
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise LabreplayError(f"cannot write {describe_os_error(exc, target)}") from exc
+    try:
+        handle: IO[Any] = (
+            os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="")
+        )
+        with handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, _umask_mode())
+        os.replace(tmp, target)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise LabreplayError(f"cannot write {describe_os_error(exc, target)}") from exc
+        raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    with atomic_open(path) as handle:
+        handle.write(text)
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_open(path, binary=True) as handle:
+        handle.write(data)
+
+
+@contextmanager
+def atomic_directory(path: str | Path) -> Iterator[Path]:
+    """Build a directory's files in a temporary sibling; on clean exit move them into `path`.
+
+    Yields the temporary directory. Files already in `path` that the build does not produce are
+    kept; produced files replace their namesakes one rename each, after the whole build has
+    succeeded, so a failed build leaves `path` exactly as it was. `path` must be a directory or
+    not exist (an existing file there is refused before anything is written).
+    """
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise LabreplayError(f"--out {target} exists and is not a directory")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except OSError as exc:
+        raise LabreplayError(f"cannot write {describe_os_error(exc, target)}") from exc
+    try:
+        yield tmp
+        created = not target.exists()
+        if created:
+            os.chmod(tmp, _umask_mode(directory=True))
+        for item in sorted(tmp.rglob("*")):
+            if item.is_file():
+                os.chmod(item, _umask_mode())
+        if created:
+            os.replace(tmp, target)
+            return
+        for item in sorted(tmp.iterdir()):
+            os.replace(item, target / item.name)
+    except OSError as exc:
+        raise LabreplayError(f"cannot write {describe_os_error(exc, target)}") from exc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,69 @@
+"""Shared helpers of the reliability tests: the CLI as a user runs it, and hostile files.
+
+The CLI runs as a real subprocess, so exit codes and stderr are exactly what a user sees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run_cli(
+    *args: str, timeout: float = 180.0, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    child = dict(os.environ)
+    child["COLUMNS"] = "200"
+    child.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child,
+        check=False,
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int = 2) -> str:
+    """The promise for bad input: exit `code`, one line on stderr, no traceback."""
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == code, (proc.returncode, proc.stderr, proc.stdout[-500:])
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("labreplay: error: "), lines[0]
+    return lines[0]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def sibling_names(path: Path) -> set[str]:
+    return {p.name for p in path.parent.iterdir()}
+
+
+def make_foreign_sqlite(path: Path) -> Path:
+    """Another application's database, with its own `meta(key, value)` table."""
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "INSERT INTO meta VALUES ('app', 'someone else');"
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);"
+        "INSERT INTO notes VALUES (1, 'keep me');"
+    )
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.fixture
+def data_env() -> None:
+    if not os.environ.get("LABREPLAY_DATA_DIR"):
+        pytest.fail("LABREPLAY_DATA_DIR is not set; point it at the shared real data directory")

@@ -1,0 +1,186 @@
+"""A dead endpoint is a failed run, not a ranked one; the API key never reaches the store.
+
+Real sockets on 127.0.0.1 throughout: a port nobody listens on, and the fault server
+answering with what the test scripts (401s, or a 200 that echoes the Authorization header).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+try:  # the engine refactor moves the fault server; accept either home
+    from labreplay.testing.fault_server import (  # type: ignore[import-not-found,unused-ignore]
+        SeenRequest,
+        StubReply,
+        StubServer,
+        ok,
+    )
+except ImportError:  # pragma: no cover - before the move
+    from labreplay.agents.llm_stub import SeenRequest, StubReply, StubServer, ok
+from labreplay.store.sqlite import Store
+
+from .conftest import run_cli
+
+KEY = "sk-labreplay-test-0123456789abcdefSECRET"
+
+
+@pytest.fixture(scope="module")
+def specs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("specs") / "specs"
+    proc = run_cli("campaign", "compile", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def first_assignment(specs_dir: Path) -> str:
+    index = json.loads((specs_dir / "index.json").read_text(encoding="utf-8"))
+    return str(index["assignments"][0]["id"])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # bound then released: nobody listens there
+
+
+def _run(specs: Path, store: Path, only: str, base_url: str, *extra: str) -> tuple[int, str]:
+    proc = run_cli(
+        "campaign",
+        "run",
+        "--specs",
+        str(specs),
+        "--store",
+        str(store),
+        "--only",
+        only,
+        "--agent",
+        "openai:stub",
+        "--base-url",
+        base_url,
+        "--timeout",
+        "2",
+        "--controls",
+        "random",
+        *extra,
+        env={"OPENAI_API_KEY": KEY},
+        timeout=300,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, proc.stderr
+
+
+def _board(store: Path) -> dict[str, object]:
+    proc = run_cli("campaign", "leaderboard", "--store", str(store), "--json")
+    assert proc.returncode == 0, proc.stderr
+    board: dict[str, object] = json.loads(proc.stdout)
+    return board
+
+
+def test_closed_port_run_fails_is_unranked_and_resumes(
+    specs_dir: Path, first_assignment: str, tmp_path: Path
+) -> None:
+    store = tmp_path / "s.sqlite"
+    port = free_port()
+    code, err = _run(specs_dir, store, first_assignment, f"http://127.0.0.1:{port}/v1")
+    assert code == 1, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "connection" in lines[0].lower(), err
+    with Store(store, readonly=True) as db:
+        runs = db.runs()
+        assert {r.status for r in runs if r.agent == "openai:stub"} == {"failed"}
+        failed = next(r for r in runs if r.status == "failed")
+        assert failed.summary is not None and failed.summary["failed_call_share"] == 1.0
+    # A reference agent on the same store: the board ranks it, and not the failed run.
+    done = run_cli(
+        "campaign",
+        "run",
+        "--specs",
+        str(specs_dir),
+        "--store",
+        str(store),
+        "--only",
+        first_assignment,
+        "--agent",
+        "random",
+        "--controls",
+        "random",
+    )
+    assert done.returncode == 0, done.stderr
+    board = _board(store)
+    systems = [row["system"] for row in board["rows"]]  # type: ignore[index]
+    assert systems and not any("openai" in str(s) for s in systems)
+
+    # The endpoint comes back: the same command resumes the failed run and completes it.
+    answer = json.dumps({"type": "stop"})
+    with StubServer(lambda _r, _n: ok(answer), model="stub", port=port) as stub:
+        code, err = _run(specs_dir, store, first_assignment, stub.base_url)
+    assert code == 0, err
+    with Store(store, readonly=True) as db:
+        statuses = {r.status for r in db.runs() if r.agent == "openai:stub"}
+    assert statuses == {"complete"}
+
+
+def test_unauthorized_key_is_a_failed_run(
+    specs_dir: Path, first_assignment: str, tmp_path: Path
+) -> None:
+    body = json.dumps({"error": {"message": "invalid api key", "type": "auth"}}).encode()
+    with StubServer(lambda _r, _n: StubReply(401, body)) as stub:
+        code, err = _run(specs_dir, tmp_path / "s.sqlite", first_assignment, stub.base_url)
+        assert len(stub.chat_requests) == 1  # a dead key is not asked again and again
+    assert code == 1 and "401" in err, err
+
+
+@pytest.fixture
+def echo_server() -> Iterator[StubServer]:
+    """A proxy-like server that echoes the Authorization header and the URL in its replies."""
+
+    def respond(request: SeenRequest, n: int) -> StubReply:
+        auth = request.headers.get("Authorization", "")
+        if n % 2:
+            return StubReply(
+                400, json.dumps({"error": {"message": f"bad {request.path} {auth}"}}).encode()
+            )
+        return ok(json.dumps({"type": "stop", "note": f"header was {auth}; url {request.path}"}))
+
+    with StubServer(respond, model="stub") as stub:
+        yield stub
+
+
+def test_echoed_key_leaves_no_trace(
+    echo_server: StubServer, specs_dir: Path, first_assignment: str, tmp_path: Path
+) -> None:
+    store = tmp_path / "s.sqlite"
+    query_key = "QUERYSECRET-987654321"
+    url = f"{echo_server.base_url}?api-key={query_key}"
+    code, err = _run(specs_dir, store, first_assignment, url)
+    assert code in (0, 1), err
+    seen = [r.headers.get("Authorization", "") for r in echo_server.chat_requests]
+    assert seen and all(KEY in h for h in seen)  # the server did get (and echo) the key
+    out = tmp_path / "export"
+    proc = run_cli(
+        "export", "--store", str(store), "--out", str(out), "--formats", "jsonl,csv,parquet"
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = run_cli("report", "--store", str(store), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    conn = sqlite3.connect(store)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    files = [store, *out.iterdir(), *(tmp_path / "report").iterdir()]
+    files += [p for p in store.parent.iterdir() if p.name.startswith(store.name)]
+    for path in files:
+        data = path.read_bytes()
+        assert KEY.encode() not in data, path
+        assert query_key.encode() not in data, path
+    with Store(store, readonly=True) as db:
+        assert db.event_count() > 0
+        assert any(
+            "***" in json.dumps(e["payload"]) for r in db.runs() for e in db.events(r.run_id)
+        )

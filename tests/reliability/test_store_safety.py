@@ -1,0 +1,147 @@
+"""Store safety: a file we refuse is never modified; read commands never write; one writer's
+duplicate work is not a crash."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from labreplay.errors import StoreError
+from labreplay.store.sqlite import Store
+
+from .conftest import assert_one_line_error, digest, make_foreign_sqlite, run_cli, sibling_names
+
+READ_COMMANDS = (
+    ("campaign", "leaderboard", "--store", "{store}"),
+    ("export", "--store", "{store}", "--out", "{out}"),
+    ("report", "--store", "{store}", "--out", "{out}"),
+)
+
+
+def _argv(template: tuple[str, ...], store: Path, out: Path) -> list[str]:
+    return [a.format(store=store, out=out) for a in template]
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS, ids=lambda c: c[0] + "-" + c[1])
+def test_foreign_sqlite_is_refused_and_byte_identical(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    store = make_foreign_sqlite(tmp_path / "other.db")
+    before, names = digest(store), sibling_names(store)
+    out = tmp_path / "out"
+    line = assert_one_line_error(run_cli(*_argv(command, store, out)))
+    assert "not a labreplay SQLite store" in line and str(store) in line
+    assert digest(store) == before  # no WAL switch, no tables, no version stamp
+    assert sibling_names(store) == names  # no -wal/-shm files, no output directory
+    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    conn.close()
+    assert tables == {"meta", "notes"}
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS, ids=lambda c: c[0] + "-" + c[1])
+def test_read_commands_never_create_a_store(tmp_path: Path, command: tuple[str, ...]) -> None:
+    empty = tmp_path / "empty.sqlite"
+    empty.write_bytes(b"")
+    assert_one_line_error(run_cli(*_argv(command, empty, tmp_path / "out")))
+    assert empty.stat().st_size == 0
+    missing = tmp_path / "missing.sqlite"
+    assert_one_line_error(run_cli(*_argv(command, missing, tmp_path / "out")))
+    assert not missing.exists()
+    assert not (tmp_path / "out").exists()
+
+
+def test_store_api_refuses_without_writing(tmp_path: Path) -> None:
+    foreign = make_foreign_sqlite(tmp_path / "f.db")
+    before = digest(foreign)
+    for readonly in (False, True):
+        with pytest.raises(StoreError, match="not a labreplay SQLite store"):
+            Store(foreign, readonly=readonly)
+        assert digest(foreign) == before
+    text = tmp_path / "t.sqlite"
+    text.write_bytes(b"not sqlite at all")
+    with pytest.raises(StoreError, match="not a labreplay SQLite store"):
+        Store(text)
+    assert text.read_bytes() == b"not sqlite at all"
+
+
+def test_missing_version_row_is_refused_not_restamped(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path):
+        pass
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM meta WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+    before = digest(path)
+    with pytest.raises(StoreError, match="no schema_version"):
+        Store(path)
+    assert digest(path) == before
+
+
+def test_damaged_runs_table_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path):
+        pass
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE runs DROP COLUMN summary")
+    conn.commit()
+    conn.close()
+    line = assert_one_line_error(run_cli("campaign", "leaderboard", "--store", str(path)))
+    assert "runs" in line and "summary" in line
+
+
+def test_writer_creates_a_store_from_a_zero_byte_file(tmp_path: Path) -> None:
+    path = tmp_path / "new.sqlite"
+    path.write_bytes(b"")
+    with Store(path) as store:
+        assert store.runs() == []
+    with Store(path, readonly=True) as again:
+        assert again.runs() == []
+
+
+def test_read_only_store_refuses_writes(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        store.put_spec("campaign", "sdl1", "x", "h" * 64, "{}")
+    with Store(path, readonly=True) as store, pytest.raises(StoreError):
+        store.put_spec("campaign", "sdl1", "y", "g" * 64, "{}")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_read_only_directory_store_is_readable(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "s.sqlite"
+    with Store(path) as store:
+        store.put_spec("campaign", "sdl1", "x", "h" * 64, "{}")
+    folder.chmod(0o555)
+    try:
+        with Store(path, readonly=True) as store:
+            assert store.get_spec("h" * 64) == "{}"
+    finally:
+        folder.chmod(0o755)
+
+
+def _event(seq: int, tag: str) -> dict[str, object]:
+    return {
+        "seq": seq,
+        "kind": "k",
+        "payload": {"x": tag},
+        "prev_hash": "p",
+        "hash": f"h{tag}{seq}",
+    }
+
+
+def test_two_writers_of_the_same_events_both_succeed(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    with Store(path) as first, Store(path) as second:
+        first.append_events("r1", [_event(0, "a"), _event(1, "a")])
+        # The same deterministic events from a second invocation: skipped, not a UNIQUE error.
+        second.append_events("r1", [_event(0, "a"), _event(1, "a"), _event(2, "a")])
+        assert [e["seq"] for e in first.events("r1")] == [0, 1, 2]
+        with pytest.raises(StoreError, match="another process"):
+            second.append_events("r1", [_event(2, "b")])
