@@ -18,6 +18,13 @@ from typing import Any
 
 from labreplay.agents.base import CallRecord
 from labreplay.agents.llm_client import AsyncLLMClient, JsonReply, LLMClient
+from labreplay.agents.llm_config import (
+    STRUCTURED_FALLBACKS,
+    RetryPolicy,
+    Sampling,
+    StructuredMode,
+    public_endpoint,
+)
 from labreplay.agents.llm_prompts import (
     PROMPT_VERSION,
     StateLayout,
@@ -26,13 +33,6 @@ from labreplay.agents.llm_prompts import (
     question_answer,
     question_messages,
     question_schema,
-)
-from labreplay.agents.llm_protocol import (
-    STRUCTURED_FALLBACKS,
-    RetryPolicy,
-    Sampling,
-    StructuredMode,
-    public_endpoint,
 )
 from labreplay.errors import AgentError
 from labreplay.store.sqlite import Store

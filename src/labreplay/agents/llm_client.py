@@ -22,26 +22,30 @@ from typing import Any
 from labreplay._provenance import register_secret, scrub_text
 from labreplay._rng import derive_seed, make_rng
 from labreplay.agents.base import CallRecord
-from labreplay.agents.llm_protocol import (
-    SCHEMA_FAULT,
+from labreplay.agents.llm_config import (
     STRUCTURED_FALLBACKS,
-    Completion,
-    JsonReply,
-    MalformedResponse,
     RetryPolicy,
     Sampling,
     StructuredMode,
-    build_request,
-    cache_key,
     check_base_url,
+    public_endpoint,
+    secret_query_values,
+)
+from labreplay.agents.llm_faults import (
+    MalformedResponse,
     describe_failure,
     failure_kind,
     is_call_failure,
-    parse_completion,
-    public_endpoint,
-    repair_messages,
     retry_after_s,
-    secret_query_values,
+)
+from labreplay.agents.llm_wire import (
+    SCHEMA_FAULT,
+    Completion,
+    JsonReply,
+    build_request,
+    cache_key,
+    parse_completion,
+    repair_messages,
     validate_reply,
     validator_for_schema,
 )

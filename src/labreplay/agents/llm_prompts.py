@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from labreplay._hashing import canonical_json
-from labreplay.agents.llm_protocol import JsonReply
+from labreplay.agents.llm_wire import JsonReply
 
 PROMPT_VERSION = "lr-llm-prompts-2"
 

@@ -1,0 +1,140 @@
+"""Configuration of a chat-model client: decoding controls, retry bounds, structured-output
+modes and the endpoint (validated before the first call; shown in provenance without
+credentials). Pure values, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+from labreplay._provenance import is_secret_name
+from labreplay.errors import AgentError
+
+StructuredMode = Literal["auto", "json_schema", "json_object", "off"]
+# What each mode offers, best first. "json_schema" is the OpenAI form (also vLLM, Ollama,
+# llama.cpp's own server); "json_object" with a "schema" field is llama-cpp-python's form,
+# which it turns into a grammar. "auto" tries both, then plain text plus validation.
+STRUCTURED_FALLBACKS: dict[str, tuple[str, ...]] = {
+    "auto": ("json_schema", "json_object"),
+    "json_schema": ("json_schema",),
+    "json_object": ("json_object",),
+    "off": (),
+}
+
+# Endpoint used by the openai package when no base URL is given.
+DEFAULT_ENDPOINT = "https://api.openai.com/v1"
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Decoding controls sent with every request (None = leave the server's default)."""
+
+    temperature: float | None = 0.0
+    top_p: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = 512
+
+    def __post_init__(self) -> None:
+        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
+            raise AgentError(f"temperature must be in [0, 2], got {self.temperature}")
+        if self.top_p is not None and not 0.0 < self.top_p <= 1.0:
+            raise AgentError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise AgentError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.seed is not None and self.seed < 0:
+            raise AgentError(f"seed must be >= 0, got {self.seed}")
+
+    def as_request(self) -> dict[str, Any]:
+        fields = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+        }
+        return {k: v for k, v in fields.items() if v is not None}
+
+    def as_params(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "sampling_seed": self.seed,
+            "max_tokens": self.max_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounds on transient-fault retries: a count, a per-request timeout and a total time."""
+
+    max_retries: int = 4
+    base_delay_s: float = 0.5
+    max_delay_s: float = 8.0
+    total_time_s: float = 180.0
+    timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise AgentError(f"max_retries must be >= 0, got {self.max_retries}")
+        for name in ("base_delay_s", "max_delay_s"):
+            if getattr(self, name) < 0:
+                raise AgentError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("total_time_s", "timeout_s"):
+            if getattr(self, name) <= 0:
+                raise AgentError(f"{name} must be > 0, got {getattr(self, name)}")
+
+    def as_params(self) -> dict[str, Any]:
+        return {
+            "max_retries": self.max_retries,
+            "base_delay_s": self.base_delay_s,
+            "max_delay_s": self.max_delay_s,
+            "total_time_s": self.total_time_s,
+            "timeout_s": self.timeout_s,
+        }
+
+
+def check_base_url(base_url: str | None) -> None:
+    """Refuse, before any call, a base URL no request could reach (no scheme, no host...)."""
+    if base_url is None:
+        return
+    try:
+        parts = urlsplit(base_url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise AgentError(f"base URL {public_endpoint_safe(base_url)!r} is invalid: {exc}") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.port == 0:
+        raise AgentError(
+            f"base URL {public_endpoint_safe(base_url)!r} is not an http(s) URL with a host, "
+            "e.g. http://127.0.0.1:8080/v1"
+        )
+
+
+def public_endpoint_safe(base_url: str) -> str:
+    """`public_endpoint`, or the text without its query when it does not even parse."""
+    try:
+        return public_endpoint(base_url)
+    except ValueError:
+        return base_url.split("?", 1)[0]
+
+
+def public_endpoint(base_url: str | None) -> str:
+    """The endpoint as it may appear in provenance: no user:password, query or fragment."""
+    if not base_url:
+        return DEFAULT_ENDPOINT
+    parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def secret_query_values(base_url: str | None) -> list[str]:
+    """Values of credential-like query parameters (api-key, key, token...) of `base_url`."""
+    if not base_url:
+        return []
+    try:
+        query = urlsplit(base_url).query
+    except ValueError:
+        return []
+    return [v for k, v in parse_qsl(query, keep_blank_values=False) if is_secret_name(k)]

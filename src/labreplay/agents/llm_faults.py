@@ -1,0 +1,86 @@
+"""Fault classification of chat-model calls: which failures are worth a retry, which mean
+the server lacks structured output, which are final; and their one-line descriptions.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+_ERROR_TEXT_LIMIT = 400
+
+
+class MalformedResponse(Exception):
+    """HTTP 200 whose body was not a chat completion (a proxy's error page, truncated JSON)."""
+
+
+FailureKind = Literal["transient", "structured_unsupported", "fatal"]
+_TRANSIENT_STATUS = {408, 409, 429}
+_STRUCTURED_HINTS = ("response_format", "json_schema", "grammar", "schema")
+
+
+def is_call_failure(exc: BaseException) -> bool:
+    """True for faults of the model, server or network; False for bugs that must surface."""
+    if isinstance(exc, MalformedResponse | OSError):
+        return True
+    import openai
+
+    return isinstance(exc, openai.OpenAIError)
+
+
+def failure_kind(exc: BaseException) -> FailureKind:
+    """Whether a failed call is worth retrying, means the server lacks structured output, or is
+    final (bad key, unknown model, prompt too long...)."""
+    if isinstance(exc, MalformedResponse):
+        return "transient"
+    import openai
+
+    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
+        return "transient"
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        text = str(exc).lower()
+        if status in {400, 404, 415, 422, 501} and any(h in text for h in _STRUCTURED_HINTS):
+            return "structured_unsupported"
+        if status == 500 and "response_format" in text:
+            # llama-cpp-python answers an unknown response_format type with a 500 that quotes
+            # its request validation error: a refusal, not a fault worth retrying.
+            return "structured_unsupported"
+        if status in _TRANSIENT_STATUS or status >= 500:
+            return "transient"
+        return "fatal"
+    if isinstance(exc, openai.APIResponseValidationError):
+        return "transient"
+    if isinstance(exc, OSError):
+        return "transient"
+    return "fatal"
+
+
+def describe_failure(exc: BaseException) -> str:
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return "request timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        return f"connection failed: {clip(str(exc.__cause__ or exc))}"
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}: {clip(str(exc))}"
+    return f"{type(exc).__name__}: {clip(str(exc))}"
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The server's Retry-After hint in seconds (numeric form only)."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    raw = headers.get("retry-after")
+    try:
+        value = float(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and value >= 0 else None
+
+
+def clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 3] + "..."

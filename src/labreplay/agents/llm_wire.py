@@ -1,0 +1,228 @@
+"""The wire format of a chat model: the request body, the reply we keep (and cache), JSON
+extraction, schema validation and repair turns. No I/O here, so the sync and async clients
+share it and tests can check it directly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from labreplay._hashing import sha256_json
+from labreplay.agents.base import CallRecord
+from labreplay.agents.llm_config import Sampling
+from labreplay.agents.llm_faults import clip as _clip
+from labreplay.errors import AgentError
+
+# Problems that start with this are the environment's fault: no repair turn can fix them.
+SCHEMA_FAULT = "the environment's schema"
+_MAX_JSON_STARTS = 64  # how many '{' positions we try when a reply wraps JSON in prose
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The parts of a chat completion we keep (and cache)."""
+
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "finish_reason": self.finish_reason,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Completion:
+        return cls(
+            text=str(data.get("text") or ""),
+            finish_reason=data.get("finish_reason"),
+            prompt_tokens=data.get("prompt_tokens"),
+            completion_tokens=data.get("completion_tokens"),
+        )
+
+
+@dataclass
+class JsonReply:
+    """Outcome of `complete_json`: a valid object, or the last raw text and why it failed."""
+
+    value: dict[str, Any] | None
+    text: str | None
+    error: str | None
+    calls: list[CallRecord] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+# ---------------------------------------------------------------------- requests
+_SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def build_request(
+    model: str,
+    messages: Sequence[Mapping[str, str]],
+    sampling: Sampling,
+    schema: Mapping[str, Any],
+    name: str,
+    response_format: str | None,
+) -> dict[str, Any]:
+    """The exact chat.completions request body (minus transport options)."""
+    request: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+        **sampling.as_request(),
+    }
+    if response_format == "json_object":
+        request["response_format"] = {"type": "json_object", "schema": dict(schema)}
+    elif response_format == "json_schema":
+        request["response_format"] = {
+            "type": "json_schema",
+            # strict=False: strict mode demands schema features (all keys required, no
+            # free-form objects) that our action schemas do not promise.
+            "json_schema": {
+                "name": _SCHEMA_NAME.sub("_", name)[:64] or "reply",
+                "schema": dict(schema),
+                "strict": False,
+            },
+        }
+    return request
+
+
+def request_hash(request: Mapping[str, Any]) -> str:
+    return sha256_json(dict(request))
+
+
+def cache_key(model: str, request: Mapping[str, Any]) -> str:
+    """Response-cache key: the model name plus the sha256 of the canonical request."""
+    return f"{model}:{request_hash(request)}"
+
+
+# ---------------------------------------------------------------------- replies
+def parse_completion(response: Any) -> Completion | str:
+    """A Completion from an SDK response object, or a description of why it is not one."""
+    choices = getattr(response, "choices", None)
+    if not choices:
+        shown = str(response)[:80].replace("\n", " ")
+        return f"malformed response: body is not a chat completion ({shown!r})"
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    content = getattr(message, "content", None)
+    usage = getattr(response, "usage", None)
+    return Completion(
+        text=content if isinstance(content, str) else "",
+        finish_reason=getattr(choice, "finish_reason", None),
+        prompt_tokens=_int_or_none(getattr(usage, "prompt_tokens", None)),
+        completion_tokens=_int_or_none(getattr(usage, "completion_tokens", None)),
+    )
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def extract_json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in `text`: the whole text, a fenced block, or embedded in prose."""
+    stripped = text.strip()
+    candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))]
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    decoder = json.JSONDecoder()
+    start = stripped.find("{")
+    tries = 0
+    while start != -1 and tries < _MAX_JSON_STARTS:
+        try:
+            value, _end = decoder.raw_decode(stripped, start)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        start = stripped.find("{", start + 1)
+        tries += 1
+    return None
+
+
+def validator_for_schema(schema: Mapping[str, Any]) -> Any:
+    """A jsonschema validator for `schema`, or an error text if it is not a schema at all.
+
+    The schema is not checked against its meta-schema here: that costs ~40 ms per schema and
+    the environment publishes a new one almost every step. A schema that turns out broken
+    during validation is reported by `validate_reply` instead.
+    """
+    try:
+        import jsonschema
+    except ModuleNotFoundError as exc:
+        raise AgentError(
+            "LLM agents need the jsonschema package: pip install 'labreplay[llm]'"
+        ) from exc
+    if not isinstance(schema, Mapping):
+        return f"{SCHEMA_FAULT} is not a JSON object: {_clip(repr(schema))}"
+    return jsonschema.validators.validator_for(schema)(dict(schema))
+
+
+def validate_reply(
+    text: str, validator: Any, finish_reason: str | None
+) -> tuple[dict[str, Any] | None, str]:
+    """(object, "") when `text` holds a schema-valid JSON object, else (None, reason)."""
+    value = extract_json_object(text)
+    if value is None:
+        reason = "the reply contains no JSON object"
+        if finish_reason == "length":
+            reason += " (the reply was cut off at the token limit)"
+        return None, reason
+    import jsonschema
+
+    try:
+        if validator.is_valid(value):  # the fast path; error details only when needed
+            return value, ""
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    except Exception as exc:
+        # Only now pay for the meta-schema check: it tells a broken schema (the environment's
+        # fault, reported as data) from a failure of ours (re-raised).
+        try:
+            type(validator).check_schema(validator.schema)
+        except jsonschema.SchemaError as bad:
+            return None, f"{SCHEMA_FAULT} is invalid: {_clip(bad.message)}"
+        import referencing.exceptions
+
+        unusable = jsonschema.exceptions.UnknownType | referencing.exceptions.Unresolvable
+        if isinstance(exc, unusable):
+            return None, f"{SCHEMA_FAULT} cannot be evaluated: {_clip(str(exc))}"
+        raise
+    if error is None:  # pragma: no cover - is_valid and iter_errors disagree
+        return value, ""
+    where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+    return None, f"schema violation at {where}: {_clip(error.message)}"
+
+
+def repair_messages(
+    conversation: Sequence[Mapping[str, str]], reply: str, problem: str
+) -> list[dict[str, str]]:
+    """The conversation plus the rejected reply and a turn that says what was wrong with it."""
+    return [
+        *({"role": m["role"], "content": m["content"]} for m in conversation),
+        {"role": "assistant", "content": reply},
+        {
+            "role": "user",
+            "content": (
+                f"That reply cannot be used: {problem}. Answer again with exactly one JSON "
+                "object that satisfies the schema given above, and nothing else."
+            ),
+        },
+    ]
