@@ -12,7 +12,6 @@ import errno
 import json
 import sqlite3
 import sys
-from typing import NoReturn
 
 from labreplay.errors import LabreplayError
 
@@ -59,7 +58,6 @@ def expected_failure(exc: BaseException) -> tuple[str | None, int]:
     return None, 1
 
 
-def fail(message: str, exit_code: int = 2) -> NoReturn:
+def report_failure(message: str) -> None:
     sys.stderr.write(f"labreplay: error: {message}\n")
     sys.stderr.flush()
-    sys.exit(exit_code)

@@ -10,7 +10,7 @@ import typer
 from labreplay import __version__
 from labreplay.cli import data as data_cli
 from labreplay.cli._common import JsonOption, console, err_console, out_dir_check, print_json
-from labreplay.cli._errors import expected_failure, fail
+from labreplay.cli._errors import expected_failure, report_failure
 
 app = typer.Typer(
     name="labreplay",
@@ -75,24 +75,39 @@ def export(
         console.print(f"wrote {len(written)} files to {out}")
 
 
-def main() -> None:
-    _add_suite_groups()
+_GROUPS_ADDED = False
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run one CLI command and return its exit code; expected failures are one line on stderr.
+
+    Only a bug of ours escapes as an exception (its traceback is what a bug report needs).
+    """
+    global _GROUPS_ADDED
+    if not _GROUPS_ADDED:
+        _add_suite_groups()
+        _GROUPS_ADDED = True
     try:
         # Without standalone mode click *returns* the code of a `typer.Exit` instead of raising
         # it, so the result must be passed on or `data verify` would exit 0 on a failed check.
         # (It also returns a command's return value: commands return None, never an int.)
-        code = app(standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        return int(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         err_console.print("labreplay: aborted")
-        sys.exit(130)
+        return 130
     except Exception as exc:
         message, exit_code = expected_failure(exc)
         if message is None:
-            raise  # a bug of ours: the traceback is what a bug report needs
-        fail(message, exit_code)
-    sys.exit(code if isinstance(code, int) and not isinstance(code, bool) else 0)
+            raise
+        report_failure(message)
+        return exit_code
+    return code if isinstance(code, int) and not isinstance(code, bool) else 0
+
+
+def main() -> None:
+    sys.exit(run())
 
 
 if __name__ == "__main__":
