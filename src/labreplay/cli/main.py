@@ -29,9 +29,9 @@ def _add_suite_groups() -> None:
     import importlib
 
     for module_name, group in (
-        ("labreplay.cli.campaign", "campaign"),
-        ("labreplay.cli.conditions", "conditions"),
-        ("labreplay.cli.configsearch", "configsearch"),
+        ("labreplay.suites.campaign.cli", "campaign"),
+        ("labreplay.suites.conditions.cli", "conditions"),
+        ("labreplay.suites.configsearch.cli", "configsearch"),
     ):
         try:
             module = importlib.import_module(module_name)

@@ -22,9 +22,9 @@ def build_report(
     store_path: str | Path, out_dir: str | Path, run_id: str | None = None
 ) -> dict[str, Any]:
     """Write the report; returns {"path", "suites", "runs", "events", "trajectory_run"}."""
-    from labreplay.report.campaign import campaign_section
     from labreplay.report.html import campaign_html, page, suite_html
     from labreplay.report.suites import other_suites, suite_section
+    from labreplay.suites.campaign.report import campaign_section
 
     store_path, out = Path(store_path), Path(out_dir)
     if not store_path.is_file():
