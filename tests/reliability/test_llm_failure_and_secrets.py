@@ -14,16 +14,8 @@ from pathlib import Path
 
 import pytest
 
-try:  # the engine refactor moves the fault server; accept either home
-    from labreplay.testing.fault_server import (  # type: ignore[import-not-found,unused-ignore]
-        SeenRequest,
-        StubReply,
-        StubServer,
-        ok,
-    )
-except ImportError:  # pragma: no cover - before the move
-    from labreplay.agents.llm_stub import SeenRequest, StubReply, StubServer, ok
 from labreplay.store.sqlite import Store
+from labreplay.testing.fault_server import SeenRequest, StubReply, StubServer, ok
 
 from .conftest import run_cli
 

@@ -60,18 +60,12 @@ def export(
         console.print(f"wrote {len(written)} files to {out}")
 
 
-_GROUPS_ADDED = False
-
-
 def run(argv: list[str] | None = None) -> int:
     """Run one CLI command and return its exit code; expected failures are one line on stderr.
 
     Only a bug of ours escapes as an exception (its traceback is what a bug report needs).
     """
-    global _GROUPS_ADDED
-    if not _GROUPS_ADDED:
-        _add_suite_groups()
-        _GROUPS_ADDED = True
+    _add_suite_groups()
     try:
         # Without standalone mode click *returns* the code of a `typer.Exit` instead of raising
         # it, so the result must be passed on or `data verify` would exit 0 on a failed check.

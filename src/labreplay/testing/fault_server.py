@@ -111,14 +111,14 @@ def constant(reply: StubReply) -> Responder:
 class StubServer:
     """`with StubServer(responder) as stub:` then point a client at `stub.base_url`."""
 
-    def __init__(self, responder: Responder, *, model: str = "stub") -> None:
+    def __init__(self, responder: Responder, *, model: str = "stub", port: int = 0) -> None:
         self.responder = responder
         self.model = model
         self.requests: list[SeenRequest] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._chat_count = 0
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd = _Server(("127.0.0.1", port), _Handler)  # port 0: any free port
         self._httpd.stub = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 

@@ -8,7 +8,21 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from labreplay.cli._common import DataDirOption, JsonOption, console, print_json, progress_bar
+from labreplay.cli._common import (
+    DataDirOption,
+    JsonOption,
+    choice,
+    console,
+    int_range,
+    out_dir_check,
+    positive_float,
+    print_json,
+    progress_bar,
+    seed_check,
+    url_check,
+)
+
+EXECUTORS = ("in-process", "dask")
 
 app = typer.Typer(
     help="SDL-1 budgeted campaigns over recorded reaction maps.", no_args_is_help=True
@@ -19,9 +33,15 @@ app = typer.Typer(
 def compile_cmd(
     record: str = typer.Option("precursor-genome", help="precursor-genome | alab-pipeline"),
     protocol: str = typer.Option("sdl1", help="Protocol family."),
-    seed: int = typer.Option(0, help="Seed of the frozen partition."),
-    out: Path | None = typer.Option(None, "--out", help="Write specs + index.json here."),
-    context_detail: str = typer.Option("summary", help="summary | rows (context in the state)."),
+    seed: int = typer.Option(0, help="Seed of the frozen partition.", callback=seed_check()),
+    out: Path | None = typer.Option(
+        None, "--out", help="Write specs + index.json here.", callback=out_dir_check()
+    ),
+    context_detail: str = typer.Option(
+        "summary",
+        help="summary | rows (context in the state).",
+        callback=choice("--context-detail", ("summary", "rows")),
+    ),
     data_dir: Path | None = DataDirOption,
     json_out: bool = JsonOption,
 ) -> None:
@@ -73,19 +93,36 @@ def run_cmd(
     agent: str = typer.Option("bayes", help="random | bayes | no-evidence | openai:MODEL"),
     store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
     controls: str = typer.Option("random,no-evidence", help="Comma list of control branches."),
-    seed: int = typer.Option(0, help="Run seed (agent and control randomness)."),
-    only: str | None = typer.Option(None, help="Comma list of assignment ids (default: all)."),
-    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible endpoint."),
-    temperature: float | None = typer.Option(None, help="LLM sampling temperature."),
-    llm_seed: int | None = typer.Option(None, "--llm-seed", help="LLM sampling seed."),
-    max_tokens: int | None = typer.Option(None, help="LLM max tokens per call."),
-    timeout: float | None = typer.Option(None, help="LLM per-request timeout (s)."),
-    structured: str | None = typer.Option(
-        None, help="LLM structured output: auto | json_schema | json_object | off."
+    seed: int = typer.Option(
+        0, help="Run seed (agent and control randomness).", callback=seed_check()
     ),
-    executor: str = typer.Option("in-process", help="in-process | dask"),
+    only: str | None = typer.Option(None, help="Comma list of assignment ids (default: all)."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="OpenAI-compatible endpoint.", callback=url_check("--base-url")
+    ),
+    temperature: float | None = typer.Option(None, help="LLM sampling temperature."),
+    llm_seed: int | None = typer.Option(
+        None, "--llm-seed", help="LLM sampling seed.", callback=seed_check("--llm-seed")
+    ),
+    max_tokens: int | None = typer.Option(
+        None, help="LLM max tokens per call.", callback=int_range("--max-tokens", 1)
+    ),
+    timeout: float | None = typer.Option(
+        None, help="LLM per-request timeout (s).", callback=positive_float("--timeout")
+    ),
+    structured: str | None = typer.Option(
+        None,
+        help="LLM structured output: auto | json_schema | json_object | off.",
+        callback=choice("--structured", ("auto", "json_schema", "json_object", "off")),
+    ),
+    executor: str = typer.Option(
+        "in-process", help="in-process | dask", callback=choice("--executor", EXECUTORS)
+    ),
     max_concurrency: int = typer.Option(
-        1, "--max-concurrency", help="Campaigns in flight at once (threads; for LLM agents)."
+        1,
+        "--max-concurrency",
+        help="Campaigns in flight at once (threads; for LLM agents).",
+        callback=int_range("--max-concurrency", 1, 256),
     ),
     scheduler: str | None = typer.Option(
         None, "--scheduler", help="Dask scheduler address (default: a LocalCluster)."
@@ -93,7 +130,6 @@ def run_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""
-    from labreplay.errors import LabreplayError
     from labreplay.store.sqlite import Store
     from labreplay.suites.campaign.api import agent_factory, load_specs, run_assignment
 
@@ -115,8 +151,6 @@ def run_cmd(
         wanted = set(only.split(","))
         chosen = [s for s in chosen if s.body["assignment"]["id"] in wanted]
     control_list = tuple(c for c in controls.split(",") if c)
-    if executor not in ("in-process", "dask"):
-        raise LabreplayError(f"--executor must be in-process or dask, got {executor!r}")
     if executor == "dask":
         from labreplay.execute import DaskExecutor
         from labreplay.suites.campaign.execute import run_assignments
@@ -146,17 +180,33 @@ def run_cmd(
                 bar.advance()
     if json_out:
         print_json(results)
-        return
+    else:
+        print_results(agent, results)
+    failed = [r for r in results if r.get("status") == "failed"]
+    if failed:
+        from labreplay.errors import RunFailedError
+
+        raise RunFailedError(
+            f"{len(failed)} of {len(results)} assignments failed (stored as failed, not ranked; "
+            f"rerun the same command to resume): {failed[0]['cause']}"
+        )
+
+
+def print_results(agent: str, results: list[dict[str, Any]]) -> None:
     table = Table(title=f"{agent}: {len(results)} assignments")
-    for col in ("assignment", "adaptive AUC", "held-out gain", "selection lift", "evidence lift"):
+    columns = ("assignment", "status", "adaptive AUC", "held-out gain", "selection lift")
+    for col in (*columns, "evidence lift", "failed calls"):
         table.add_column(col)
     for r in results:
+        share = r.get("failed_call_share")
         table.add_row(
             r["assignment"]["id"],
+            str(r.get("status", "complete")),
             f"{r['adaptive_auc']:.3f}",
             f"{r['held_out_gain']:+.3f}",
             _fmt(r.get("selection_lift")),
             _fmt(r.get("evidence_lift")),
+            "-" if not share else f"{share:.0%}",
         )
     console.print(table)
 
@@ -179,15 +229,45 @@ def leaderboard_cmd(
     from labreplay.store.sqlite import Store
     from labreplay.suites.campaign.leaderboard import leaderboard, reference_rows
 
-    if not store.is_file():
-        raise StoreError(f"store {store} does not exist")
-    with Store(store) as db:
+    with Store(store, readonly=True) as db:
+        runs = db.runs(where="suite='campaign'")
+        if not runs:
+            suites = sorted({r.suite for r in db.runs()})
+            held = f" (it holds {', '.join(suites)} runs)" if suites else ""
+            raise StoreError(f"store {store} holds no campaign runs{held}")
         board = leaderboard(db)
         board["references"] = reference_rows(db)
+    add_call_health(board, runs)
     if json_out:
         print_json(board)
         return
     print_leaderboard(board)
+
+
+def add_call_health(board: dict[str, Any], runs: list[Any]) -> None:
+    """Each ranked system's failed-call share, and the systems with failed (unranked) runs.
+
+    A run whose every model call failed measured its endpoint, not its agent: it ends `failed`
+    and the board never ranks it; a run with some failed calls is ranked, with its share shown.
+    """
+    from labreplay._hashing import canonical_json
+    from labreplay.suites.campaign.leaderboard import _system_keys
+
+    names = _system_keys(runs)
+    calls: dict[str, list[int]] = {}
+    failed_systems = set()
+    for r in runs:
+        system = names[(r.agent, canonical_json(r.agent_params))]
+        summary = r.summary or {}
+        if r.status == "failed":
+            failed_systems.add(system)
+        total = calls.setdefault(system, [0, 0])
+        total[0] += int(summary.get("failed_calls", 0))
+        total[1] += int(summary.get("llm_calls", 0))
+    for row in board["rows"]:
+        n_failed, n_calls = calls.get(row["system"], [0, 0])
+        row["failed_call_share"] = n_failed / n_calls if n_calls else None
+    board["failed"] = sorted(failed_systems)
 
 
 def print_leaderboard(board: dict[str, Any]) -> None:
@@ -250,3 +330,10 @@ def print_leaderboard(board: dict[str, Any]) -> None:
         )
     if board["incomplete"]:
         console.print(f"not ranked (incomplete branches): {', '.join(board['incomplete'])}")
+    if board.get("failed"):
+        console.print(
+            f"not ranked (runs failed: every model call failed): {', '.join(board['failed'])}"
+        )
+    for r in board["rows"]:
+        if r.get("failed_call_share"):
+            console.print(f"{r['system']}: {r['failed_call_share']:.1%} of model calls failed")

@@ -107,7 +107,8 @@ def run_assignments(
         spec = spec_of_unit[key]
         adaptive_id = run_key(spec.spec_hash, name, params, seed, "adaptive")
         written: dict[str, BranchResult] = {}
-        for branch in ("adaptive", *controls):
+        # An adaptive branch whose endpoint never answered comes back alone (no controls).
+        for branch in [b for b in ("adaptive", *controls) if b in computed]:
             written[branch] = persist_branch(
                 store,
                 spec,

@@ -8,7 +8,14 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from labreplay.cli._common import DataDirOption, JsonOption, console, print_json, progress_bar
+from labreplay.cli._common import (
+    DataDirOption,
+    JsonOption,
+    console,
+    print_json,
+    progress_bar,
+    seed_check,
+)
 from labreplay.errors import LabreplayError
 
 app = typer.Typer(
@@ -68,7 +75,10 @@ def compile_cmd(
         None, "--max-rows", help="Cut larger tables into seeded chunks."
     ),
     seed: int = typer.Option(
-        0, "--seed", help="Recorded seed (table cuts, option order, precedents)."
+        0,
+        "--seed",
+        help="Recorded seed (table cuts, option order, precedents).",
+        callback=seed_check(),
     ),
     data_dir: Path | None = DataDirOption,
     json_out: bool = JsonOption,
@@ -138,7 +148,7 @@ def run_cmd(
     ),
     agent: str = typer.Option(..., "--agent", help="random | ranker | llm"),
     store: Path = typer.Option(..., "--store", help="Results store (SQLite)."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", callback=seed_check()),
     model: str | None = typer.Option(None, "--model", help="Model name for --agent llm."),
     json_out: bool = JsonOption,
 ) -> None:
@@ -182,7 +192,13 @@ def score_cmd(
     answers: dict[str, Any] = {}
     if not predictions.is_file():
         raise DataError("predictions file not found", file=str(predictions))
-    for n, line in enumerate(predictions.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = predictions.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"not valid UTF-8 (byte offset {exc.start})", file=str(predictions)
+        ) from exc
+    for n, line in enumerate(text.split("\n"), 1):
         if line.strip():
             try:
                 rec = json.loads(line)
@@ -215,9 +231,7 @@ def leaderboard_cmd(
     from labreplay.store.sqlite import Store
     from labreplay.suites.conditions.runner import leaderboard
 
-    if not store.is_file():
-        raise LabreplayError(f"store {store} does not exist")
-    with Store(store) as db:
+    with Store(store, readonly=True) as db:
         board = leaderboard(db)
     if json_out:
         print_json(board)

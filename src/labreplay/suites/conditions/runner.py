@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from labreplay._hashing import canonical_json, sha256_file
-from labreplay.agents.base import drain_calls
-from labreplay.errors import AgentError
+from labreplay.agents.base import call_failures, drain_calls
+from labreplay.errors import AgentError, RunFailedError
 from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import QuestionAgent
 from labreplay.suites.conditions.prompts import normalise_answer
@@ -127,13 +127,17 @@ def run_agent(
         endpoint=params.get("endpoint") or params.get("base_url"),
         extra_provenance={"question_file_sha256": spec_hash},
     )
-    if existed and store.run(run_id).status == "complete":
+    status = store.run(run_id).status if existed else "running"
+    if status == "complete":
         return {
             "run_id": run_id,
             "resumed": False,
             "cached": True,
             **(store.run(run_id).summary or {}),
         }
+    if status == "failed":  # its endpoint never answered: start it afresh
+        store.reset_run(run_id)
+        existed = False
     done = store.events(run_id) if existed else []
     prev = done[-1]["hash"] if done else GENESIS
     results_by_id = {e["payload"]["question_id"]: e["payload"]["result"] for e in done}
@@ -166,7 +170,15 @@ def run_agent(
     # The full summary (per type, per dataset, lifts with intervals) rides along as the detail
     # of a value-less "summary" row, so reports can read it from the store alone.
     store.put_scores(run_id, {**flat, "summary": None}, {"summary": summary})
-    store.finish_run(run_id, "complete", flat)
+    health = call_failures(store.llm_calls(run_id))
+    if health["llm_calls"]:
+        flat = {**flat, "failed_call_share": health["failed_call_share"]}
+    store.finish_run(run_id, "failed" if health["all_failed"] else "complete", flat)
+    if health["all_failed"]:
+        raise RunFailedError(
+            f"run {run_id}: every model call failed (stored as failed, not ranked; rerun the "
+            f"same command to resume): {health['cause']}"
+        )
     return {"run_id": run_id, "resumed": existed, "cached": False, **flat}
 
 

@@ -7,7 +7,17 @@ from typing import Any
 
 import typer
 
-from labreplay.cli._common import DataDirOption, JsonOption, console, print_json, progress_bar
+from labreplay.cli._common import (
+    DataDirOption,
+    JsonOption,
+    choice,
+    console,
+    int_range,
+    out_dir_check,
+    print_json,
+    progress_bar,
+    seed_check,
+)
 
 app = typer.Typer(
     help="Search OOD benchmark configurations (r, n, s) of materials-property "
@@ -22,8 +32,15 @@ TaskOption = typer.Option(
     help="band_gap, metallicity, bulk_modulus, "
     "shear_modulus, formation_energy or refractive_index.",
 )
-NTotalOption = typer.Option(1600, "--n-total", help="Materials per sample (paper: 1,600).")
-NOodOption = typer.Option(480, "--n-ood", help="OOD candidates per sample (paper: 480).")
+NTotalOption = typer.Option(
+    1600,
+    "--n-total",
+    help="Materials per sample (paper: 1,600).",
+    callback=int_range("--n-total", 1),
+)
+NOodOption = typer.Option(
+    480, "--n-ood", help="OOD candidates per sample (paper: 480).", callback=int_range("--n-ood", 1)
+)
 
 
 def _campaign(data_dir: Path | None, task: str, store: Any, n_total: int, n_ood: int) -> Any:
@@ -92,11 +109,22 @@ def run_cmd(
         "best-model", "--problem", help="best-model | discriminate | closest."
     ),
     method: str = typer.Option("bo", "--method", help="bo | random | exhaustive."),
-    budget: int = typer.Option(12, "--budget", help="Search steps T."),
-    init: int = typer.Option(4, "--init", help="Random initial steps T0."),
-    seed: int = typer.Option(42, "--seed", help="Search seed."),
-    seeds: int = typer.Option(1, "--seeds", help="Run seeds seed..seed+k-1."),
-    gt: str = typer.Option("reference", "--gt", help="closest: reference (0,48,10) | mean."),
+    budget: int = typer.Option(
+        12, "--budget", help="Search steps T.", callback=int_range("--budget", 1)
+    ),
+    init: int = typer.Option(
+        4, "--init", help="Random initial steps T0.", callback=int_range("--init", 0)
+    ),
+    seed: int = typer.Option(42, "--seed", help="Search seed.", callback=seed_check()),
+    seeds: int = typer.Option(
+        1, "--seeds", help="Run seeds seed..seed+k-1.", callback=int_range("--seeds", 1)
+    ),
+    gt: str = typer.Option(
+        "reference",
+        "--gt",
+        help="closest: reference (0,48,10) | mean.",
+        callback=choice("--gt", ("reference", "mean")),
+    ),
     store: Path = StoreOption,
     data_dir: Path | None = DataDirOption,
     n_total: int = NTotalOption,
@@ -104,9 +132,23 @@ def run_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """A budgeted search (Algorithm 1, 2 or 3) with BO or random search."""
+    from labreplay.errors import LabreplayError
     from labreplay.store.sqlite import Store
+    from labreplay.suites.configsearch.models import model_names
+    from labreplay.suites.configsearch.search import METHODS, PROBLEMS
 
     names = [m.strip() for m in models.split(",") if m.strip()]
+    # Refused before the store is opened: a bad value must not leave a `running` row behind.
+    unknown = [m for m in names if m not in model_names()]
+    if not names or unknown:
+        raise LabreplayError(
+            f"--models: value {models!r} names no known model or unknown {unknown}; "
+            f"known: {', '.join(model_names())}"
+        )
+    choice("--problem", PROBLEMS)(problem)
+    choice("--method", METHODS)(method)
+    if seed + seeds - 1 > 2**63 - 1:
+        raise LabreplayError(f"--seeds: value {seeds} runs past the largest seed")
     out = []
     with Store(store) as db:
         campaign = _campaign(data_dir, task, db, n_total, n_ood)
@@ -128,17 +170,16 @@ def run_cmd(
 @app.command("report")
 def report_cmd(
     store: Path = StoreOption,
-    out: Path = typer.Option(Path("configsearch-report"), "--out", help="Output directory."),
+    out: Path = typer.Option(
+        Path("configsearch-report"), "--out", help="Output directory.", callback=out_dir_check()
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Tables and plots of every stored configsearch run."""
-    from labreplay.errors import StoreError
     from labreplay.store.sqlite import Store
     from labreplay.suites.configsearch.report import markdown, write_report
 
-    if not store.is_file():
-        raise StoreError(f"store {store} does not exist")
-    with Store(store) as db:
+    with Store(store, readonly=True) as db:
         report = write_report(db, out)
     if json_out:
         print_json(report)
