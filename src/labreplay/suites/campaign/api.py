@@ -17,6 +17,8 @@ from labreplay.suites.campaign.protocol import Partition, protocol_for
 from labreplay.suites.campaign.runner import AgentFactory, run_assignment
 
 RECORDS = ("precursor-genome", "alab-pipeline")
+# Where an isolated child process finds the reference agents (module:attribute).
+ISOLATED_FACTORY = "labreplay.suites.campaign.agents:REFERENCE_AGENTS"
 
 
 def load_records(record: str, data_dir: str | Path | None = None) -> list[Record]:
@@ -136,8 +138,21 @@ def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
     return specs
 
 
-def agent_factory(name: str, **options: Any) -> AgentFactory:
-    """`random`, `bayes`, `no-evidence`, or `openai:MODEL` (needs the `llm` extra)."""
+def agent_factory(name: str, isolate: bool = False, **options: Any) -> AgentFactory:
+    """`random`, `bayes`, `no-evidence`, or `openai:MODEL` (needs the `llm` extra).
+
+    `isolate=True` serves a Python agent from a child process that receives only observations
+    (`labreplay.agents.isolated`); the LLM path already sends the model only the visible state.
+    """
+    if isolate:
+        if name not in REFERENCE_AGENTS:
+            raise AgentError(
+                f"--isolate runs Python agents ({', '.join(REFERENCE_AGENTS)}); {name!r} is not "
+                "one (an LLM agent already sees only the visible state)"
+            )
+        from labreplay.agents.isolated import IsolatedAgent
+
+        return lambda: IsolatedAgent(ISOLATED_FACTORY, name)
     if name in REFERENCE_AGENTS:
         cls = REFERENCE_AGENTS[name]
         return lambda: cls()

@@ -127,6 +127,11 @@ def run_cmd(
     scheduler: str | None = typer.Option(
         None, "--scheduler", help="Dask scheduler address (default: a LocalCluster)."
     ),
+    isolate: bool = typer.Option(
+        False,
+        "--isolate",
+        help="Run the (Python) agent in a child process that receives only observations.",
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""
@@ -145,7 +150,11 @@ def run_cmd(
         )
         if v is not None
     }
-    make = agent_factory(agent, **options)
+    if isolate and executor != "in-process":
+        from labreplay.errors import LabreplayError
+
+        raise LabreplayError("--isolate runs with --executor in-process (one child per agent)")
+    make = agent_factory(agent, isolate=isolate, **options)
     chosen = load_specs(specs)
     if only:
         wanted = set(only.split(","))

@@ -66,6 +66,13 @@ class _Persist:
         self.written = len(events)
 
 
+def _isolation(agent: object) -> str:
+    """How the agent ran: "subprocess" (--isolate: it held only observations) or "in-process"
+    (a control wrapper reports the agent it wraps)."""
+    inner = getattr(agent, "inner", agent)
+    return str(getattr(inner, "isolation", "in-process"))
+
+
 def _open_run(
     store: Store,
     spec: EnvironmentSpec,
@@ -122,7 +129,7 @@ def run_branch(
             getattr(agent, "model", None),
             getattr(agent, "endpoint", None),
             parent_run_id,
-            extra_provenance,
+            {**(extra_provenance or {}), "agent_isolation": _isolation(agent)},
         )
         bind = getattr(agent, "bind_store", None)
         if callable(bind):  # LLM agents answer completed calls from the store's response cache

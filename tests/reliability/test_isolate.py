@@ -1,0 +1,68 @@
+"""`campaign run --isolate`: the reference agents in a child process that holds only the
+observations give exactly the trajectories they give in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from labreplay.store.sqlite import Store
+from labreplay.suites.campaign.api import agent_factory, load_specs
+from labreplay.suites.campaign.runner import run_assignment_branches
+
+from .conftest import assert_one_line_error, run_cli
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory: pytest.TempPathFactory) -> object:
+    out = tmp_path_factory.mktemp("specs") / "specs"
+    proc = run_cli("campaign", "compile", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return load_specs(out)[0]
+
+
+@pytest.mark.parametrize("agent", ["random", "bayes", "no-evidence"])
+def test_isolated_agent_gives_the_in_process_trajectory(agent: str, spec: object) -> None:
+    inline = run_assignment_branches(spec, agent_factory(agent), None, 3)  # type: ignore[arg-type]
+    isolated = run_assignment_branches(spec, agent_factory(agent, isolate=True), None, 3)  # type: ignore[arg-type]
+    assert inline.keys() == isolated.keys()
+    for branch in inline:
+        assert isolated[branch].head_hash == inline[branch].head_hash, branch
+
+
+def test_cli_isolate_records_the_mode(tmp_path: Path) -> None:
+    specs = tmp_path / "specs"
+    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
+    first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]["id"]
+    store = tmp_path / "s.sqlite"
+    done = run_cli(
+        "campaign",
+        "run",
+        "--specs",
+        str(specs),
+        "--store",
+        str(store),
+        "--only",
+        first,
+        "--agent",
+        "random",
+        "--isolate",
+    )
+    assert done.returncode == 0, done.stderr
+    with Store(store, readonly=True) as db:
+        modes = {r.provenance["agent_isolation"] for r in db.runs()}
+    assert modes == {"subprocess"}
+    refused = run_cli(
+        "campaign",
+        "run",
+        "--specs",
+        str(specs),
+        "--store",
+        str(store),
+        "--agent",
+        "openai:x",
+        "--isolate",
+    )
+    assert_one_line_error(refused)
