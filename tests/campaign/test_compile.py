@@ -84,8 +84,9 @@ def test_cli_compile_twice_gives_identical_files(tmp_path: Path):
         assert proc.returncode == 0, proc.stderr
         index = json.loads(proc.stdout)
         assert index["panel_size"] == 255
-        outs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+        files = sorted(p for p in out.rglob("*") if p.is_file())
+        outs.append({str(p.relative_to(out)): p.read_bytes() for p in files})
     assert outs[0] == outs[1]
-    assert len(outs[0]) == 13  # 12 specs + index.json
+    assert len(outs[0]) == 25  # 12 agent-visible specs + 12 sealed evaluators + index.json
     spec = load_spec(tmp_path / "one" / "long-1.json")
     assert spec.body["assignment"]["id"] == "long-1"

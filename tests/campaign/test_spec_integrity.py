@@ -40,7 +40,9 @@ def test_cli_run_refuses_tampered_spec(pg_specs, tmp_path: Path):
         "assignments": [{"id": "long-1", "file": "long-1.json", "spec_hash": pg_specs[0].spec_hash}]
     }
     write_specs(tmp_path / "specs", index, pg_specs[:1])
-    spec_file = tmp_path / "specs" / "long-1.json"
+    # The recorded outcomes live in the sealed evaluator file beside the agent-visible spec.
+    spec_file = tmp_path / "specs" / "sealed" / "long-1.sealed.json"
+    assert '"valid":true' not in (tmp_path / "specs" / "long-1.json").read_text()
     spec_file.write_text(spec_file.read_text().replace('"valid":true', '"valid":false', 1))
     proc = subprocess.run(
         [

@@ -66,3 +66,40 @@ def test_cli_isolate_records_the_mode(tmp_path: Path) -> None:
         "--isolate",
     )
     assert_one_line_error(refused)
+
+
+# --------------------------------------------------------------------------- sealed evaluator
+def test_compile_writes_visible_specs_and_a_bound_sealed_evaluator(tmp_path: Path) -> None:
+    from labreplay.compile.spec import load_spec
+    from labreplay.errors import SpecError
+
+    specs = tmp_path / "specs"
+    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
+    index = json.loads((specs / "index.json").read_text(encoding="utf-8"))
+    for entry in index["assignments"]:
+        visible = json.loads((specs / entry["file"]).read_text(encoding="utf-8"))
+        assert "evaluator" not in visible["body"]  # no recorded outcome in the visible spec
+        assert not ({"outcome", "valid"} & _all_keys(visible["body"]))
+        spec = load_spec(specs / entry["file"])  # rejoined and verified
+        assert spec.spec_hash == entry["spec_hash"] and "evaluator" in spec.body
+    first = specs / index["assignments"][0]["file"]
+    sealed = specs / visible["sealed"]["file"]
+    other = specs / "sealed" / (first.stem + ".sealed.json")
+    # A sealed file from another spec, or a missing one, is refused in one line.
+    original = other.read_bytes()
+    other.write_bytes(sealed.read_bytes())
+    with pytest.raises(SpecError, match="sha256 differs"):
+        load_spec(first)
+    other.unlink()
+    with pytest.raises(SpecError, match=r"sealed evaluator file .* is missing"):
+        load_spec(first)
+    other.write_bytes(original)
+    assert load_spec(first).spec_hash == index["assignments"][0]["spec_hash"]
+
+
+def _all_keys(value: object) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _all_keys(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _all_keys(v)}
+    return set()

@@ -7,7 +7,8 @@ disk as that exact canonical text plus the hash, and refuses to load if the byte
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,11 @@ def spec_from_text(text: str, origin: str = "<memory>") -> EnvironmentSpec:
         raise SpecError(f"spec {origin}: JSON nested too deeply") from exc
     if not isinstance(data, dict):
         raise SpecError(f"spec {origin}: expected a JSON object, got {type(data).__name__}")
+    if "sealed" in data:
+        raise SpecError(
+            f"spec {origin}: an agent-visible part of a sealed spec; load it with load_spec from "
+            "its file (the sealed evaluator is read from beside it)"
+        )
     missing = [
         k for k in ("suite", "protocol", "version", "spec_id", "body", "spec_hash") if k not in data
     ]
@@ -106,16 +112,106 @@ def spec_from_stored(text: str, spec_hash: str, origin: str = "store") -> Enviro
     return spec
 
 
-def write_spec(spec: EnvironmentSpec, path: Path) -> None:
-    atomic_write_text(path, spec.to_file_text() + "\n")
+# Sealed spec files. `write_spec(..., seal=("evaluator",))` writes the body fields named in
+# `seal` (a suite's recorded outcomes) to their own file, `sealed/<name>.sealed.json`, and the
+# spec file keeps everything else: the agent-visible part, which holds no outcome. The two are
+# bound both ways: the spec file records the sha256 of the sealed file's bytes, and the sealed
+# file records the spec_hash, which is the hash of the WHOLE spec (so ids, runs and stores are
+# the same as for a single-file spec). `load_spec` rejoins and verifies them.
+SEALED_DIR = "sealed"
+ENV_SEALED_DIR = "LABREPLAY_SEALED_DIR"  # where to look instead of <spec dir>/sealed
+
+
+def write_spec(spec: EnvironmentSpec, path: str | Path, seal: Sequence[str] = ()) -> None:
+    path = Path(path)
+    if not seal:
+        atomic_write_text(path, spec.to_file_text() + "\n")
+        return
+    missing = [name for name in seal if name not in spec.body]
+    if missing:
+        raise SpecError(f"spec {spec.spec_id}: cannot seal missing body field(s) {missing}")
+    sealed_name = f"{SEALED_DIR}/{path.stem}.sealed.json"
+    sealed_text = canonical_json(
+        {
+            "spec_hash": spec.spec_hash,
+            "spec_id": spec.spec_id,
+            "sealed": {name: spec.body[name] for name in seal},
+        }
+    )
+    visible = {
+        **spec.header(),
+        "body": {k: v for k, v in spec.body.items() if k not in seal},
+        "spec_hash": spec.spec_hash,
+        "sealed": {
+            "fields": sorted(seal),
+            "file": sealed_name,
+            "sha256": sha256_bytes(sealed_text.encode("utf-8")),
+        },
+    }
+    atomic_write_text(path.parent / sealed_name, sealed_text + "\n")
+    atomic_write_text(path, canonical_json(visible) + "\n")
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{what} {path}: cannot read ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{what} {path}: not valid UTF-8 (byte offset {exc.start})") from exc
+
+
+def _unseal(data: dict[str, Any], text: str, path: Path) -> str:
+    """The single-file text of a sealed spec: its sealed fields read back, both hashes checked."""
+    seal = data["sealed"]
+    if not (
+        isinstance(seal, dict)
+        and isinstance(seal.get("file"), str)
+        and isinstance(seal.get("sha256"), str)
+        and isinstance(seal.get("fields"), list)
+    ):
+        raise SpecError(f"spec {path}: field 'sealed' needs file, sha256 and fields")
+    if canonical_json(data) != text.strip():
+        raise SpecError(f"spec {path}: bytes are not in canonical form (file modified?)")
+    rel = Path(seal["file"])
+    if rel.is_absolute() or ".." in rel.parts:
+        raise SpecError(f"spec {path}: sealed file {seal['file']!r} leaves the spec directory")
+    override = os.environ.get(ENV_SEALED_DIR)
+    sealed_path = Path(override) / rel.name if override else path.parent / rel
+    if not sealed_path.is_file():
+        raise SpecError(
+            f"spec {path}: its sealed evaluator file {sealed_path} is missing (the agent-visible "
+            f"spec alone cannot be scored; set {ENV_SEALED_DIR} if it is kept elsewhere)"
+        )
+    sealed_text = _read_text(sealed_path, "sealed file")
+    if sha256_bytes(sealed_text.strip().encode("utf-8")) != seal["sha256"]:
+        raise SpecError(
+            f"sealed file {sealed_path}: its sha256 differs from the one recorded in {path} "
+            "(file modified or from another compile); refusing to run"
+        )
+    try:
+        sealed = json.loads(sealed_text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"sealed file {sealed_path}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(sealed, dict) or sealed.get("spec_hash") != data.get("spec_hash"):
+        raise SpecError(f"sealed file {sealed_path}: bound to another spec_hash")
+    fields = sealed.get("sealed")
+    body = data.get("body")
+    if not isinstance(fields, dict) or not isinstance(body, dict):
+        raise SpecError(f"sealed file {sealed_path}: field 'sealed' must be a JSON object")
+    whole = {k: v for k, v in data.items() if k != "sealed"}
+    whole["body"] = {**body, **fields}
+    return canonical_json(whole)
 
 
 def load_spec(path: str | Path) -> EnvironmentSpec:
+    """A spec file, single or sealed (its sealed part read from `sealed/`), fully verified."""
     path = Path(path)
+    text = _read_text(path, "spec")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"spec {path}: cannot read ({exc.strerror})") from exc
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"spec {path}: not valid UTF-8 (byte offset {exc.start})") from exc
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        data = None  # spec_from_text reports it
+    if isinstance(data, dict) and "sealed" in data:
+        text = _unseal(data, text, path)
     return spec_from_text(text, str(path))

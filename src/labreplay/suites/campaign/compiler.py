@@ -187,5 +187,7 @@ def index_of(
 def write_specs(out_dir: Path, index: dict[str, Any], specs: Sequence[EnvironmentSpec]) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     for spec in specs:
-        write_spec(spec, out_dir / f"{spec.body['assignment']['id']}.json")
+        # The recorded outcomes go to sealed/<id>.sealed.json: the spec file an agent or its
+        # harness may read holds no outcome.
+        write_spec(spec, out_dir / f"{spec.body['assignment']['id']}.json", seal=("evaluator",))
     atomic_write_text(out_dir / "index.json", json.dumps(index, indent=2, sort_keys=True) + "\n")
