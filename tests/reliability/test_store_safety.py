@@ -18,6 +18,7 @@ READ_COMMANDS = (
     ("campaign", "leaderboard", "--store", "{store}"),
     ("export", "--store", "{store}", "--out", "{out}"),
     ("report", "--store", "{store}", "--out", "{out}"),
+    ("store", "verify", "--store", "{store}"),
 )
 
 
