@@ -64,6 +64,18 @@ def _first_spec(specs: Path) -> Path:
             "no-such-command",
         ),
         ("export", "--store", "{tmp}/s.sqlite", "--out", "{tmp}/o", "--formats", "xml"),
+        (
+            "configsearch",
+            "run",
+            "--task",
+            "band_gap",
+            "--models",
+            "nope",
+            "--store",
+            "{tmp}/s.sqlite",
+        ),
+        ("configsearch", "run", "--task", "band_gap", "--seeds", "0", "--store", "{tmp}/s.sqlite"),
+        ("configsearch", "run", "--task", "band_gap", "--method", "x", "--store", "{tmp}/s.sqlite"),
     ],
     ids=lambda a: " ".join(a)[:60],
 )

@@ -121,14 +121,29 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
     assert statuses == {"complete"}
 
 
+@pytest.mark.parametrize("status", [401, 403])
 def test_unauthorized_key_is_a_failed_run(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    status: int, specs_dir: Path, first_assignment: str, tmp_path: Path
 ) -> None:
     body = json.dumps({"error": {"message": "invalid api key", "type": "auth"}}).encode()
-    with StubServer(lambda _r, _n: StubReply(401, body)) as stub:
+    with StubServer(lambda _r, _n: StubReply(status, body)) as stub:
         code, err = _run(specs_dir, tmp_path / "s.sqlite", first_assignment, stub.base_url)
         assert len(stub.chat_requests) == 1  # a dead key is not asked again and again
-    assert code == 1 and "401" in err, err
+    assert code == 1 and str(status) in err, err
+    assert len([line for line in err.splitlines() if line.strip()]) == 1, err
+    board = run_cli("campaign", "leaderboard", "--store", str(tmp_path / "s.sqlite"), "--json")
+    assert board.returncode == 0 and json.loads(board.stdout)["rows"] == []
+
+
+def test_unresolvable_host_is_a_failed_run(
+    specs_dir: Path, first_assignment: str, tmp_path: Path
+) -> None:
+    # .invalid never resolves (RFC 6761): a DNS failure, not a hang.
+    url = "http://labreplay.invalid/v1"
+    code, err = _run(specs_dir, tmp_path / "s.sqlite", first_assignment, url)
+    assert code == 1, err
+    with Store(tmp_path / "s.sqlite", readonly=True) as db:
+        assert {r.status for r in db.runs()} == {"failed"}
 
 
 class _EchoHandler(BaseHTTPRequestHandler):
