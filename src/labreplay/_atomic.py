@@ -24,12 +24,23 @@ from typing import IO, Any
 from labreplay.errors import LabreplayError
 
 
-def _umask_mode(directory: bool = False) -> int:
-    # os.umask can only be read by setting it; set it back at once (single-threaded here: the
-    # value is the same before and after, so a concurrent reader sees no change either).
-    mask = os.umask(0)
+def _umask() -> int:
+    """The process umask, read without changing it where the OS allows (Linux /proc): setting
+    it, even briefly, would race with files other threads create meanwhile."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
     os.umask(mask)
-    return (0o777 if directory else 0o666) & ~mask
+    return mask
+
+
+def _umask_mode(directory: bool = False) -> int:
+    return (0o777 if directory else 0o666) & ~_umask()
 
 
 def describe_os_error(exc: OSError, path: str | Path) -> str:

@@ -56,7 +56,7 @@ def compile_specs(
     return part, specs, index_of(part, specs, record, params, seed)
 
 
-def compile_to_dir(out_dir: Path, **kwargs: Any) -> dict[str, Any]:
+def compile_to_dir(out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
     _, specs, index = compile_specs(**kwargs)
     write_specs(out_dir, index, specs)
     return index

@@ -184,7 +184,10 @@ def index_of(
     }
 
 
-def write_specs(out_dir: Path, index: dict[str, Any], specs: Sequence[EnvironmentSpec]) -> None:
+def write_specs(
+    out_dir: str | Path, index: dict[str, Any], specs: Sequence[EnvironmentSpec]
+) -> None:
+    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for spec in specs:
         # The recorded outcomes go to sealed/<id>.sealed.json: the spec file an agent or its
