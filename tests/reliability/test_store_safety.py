@@ -146,3 +146,39 @@ def test_two_writers_of_the_same_events_both_succeed(tmp_path: Path) -> None:
         assert [e["seq"] for e in first.events("r1")] == [0, 1, 2]
         with pytest.raises(StoreError, match="another process"):
             second.append_events("r1", [_event(2, "b")])
+
+
+def test_two_identical_campaign_runs_at_once_both_succeed(tmp_path: Path) -> None:
+    """Two processes running the same command on one store: both exit 0, one set of runs."""
+    import json
+    import subprocess
+    import sys
+
+    specs = tmp_path / "specs"
+    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
+    first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]["id"]
+    store = tmp_path / "s.sqlite"
+    argv = [
+        sys.executable,
+        "-m",
+        "labreplay.cli.main",
+        "campaign",
+        "run",
+        "--specs",
+        str(specs),
+        "--store",
+        str(store),
+        "--only",
+        first,
+        "--agent",
+        "random",
+    ]
+    procs = [
+        subprocess.Popen(argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        for _ in range(2)
+    ]
+    errors = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    with Store(store, readonly=True) as db:
+        runs = db.runs()
+        assert len(runs) == 3 and {r.status for r in runs} == {"complete"}
