@@ -274,8 +274,16 @@ class Store:
         return out
 
     # ------------------------------------------------------------------ events
-    def append_events(self, run_id: str, events: Iterable[Mapping[str, Any]]) -> None:
-        """Append hash-chained events atomically. Each event: seq, kind, payload, prev_hash, hash."""
+    def append_events(
+        self,
+        run_id: str,
+        events: Iterable[Mapping[str, Any]],
+        payload_texts: Iterable[str | None] | None = None,
+    ) -> None:
+        """Append hash-chained events atomically. Each event: seq, kind, payload, prev_hash, hash.
+        `payload_texts` may give each payload's canonical JSON already made (None: make it)."""
+        rows = list(events)
+        texts = list(payload_texts) if payload_texts is not None else [None] * len(rows)
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO events VALUES (?,?,?,?,?,?)",
@@ -284,11 +292,11 @@ class Store:
                         run_id,
                         e["seq"],
                         e["kind"],
-                        canonical_json(e["payload"]),
+                        text if text is not None else canonical_json(e["payload"]),
                         e["prev_hash"],
                         e["hash"],
                     )
-                    for e in events
+                    for e, text in zip(rows, texts, strict=True)
                 ],
             )
 
