@@ -65,7 +65,7 @@ def unit_key(
 
 
 def _complete(store: Store, run_ids: Sequence[str]) -> bool:
-    found = {r.run_id: r.status for r in store.runs(where="suite='campaign'")}
+    found = {r.run_id: r.status for r in store.runs(suite="campaign")}
     return all(found.get(r) == "complete" for r in run_ids)
 
 
