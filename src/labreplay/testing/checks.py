@@ -9,6 +9,7 @@ returns None.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,9 @@ from labreplay._provenance import scrub_secrets
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import AgentError
 from labreplay.suite import Suite, get_suite
+
+# Every planted canary matches this, whatever the suite planted it in.
+CANARY = re.compile(r"CANARY-[A-Za-z0-9_:.\-]+")
 
 
 def contract_problems(agent: Any) -> list[str]:

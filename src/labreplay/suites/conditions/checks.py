@@ -10,14 +10,12 @@ the same seed, in any question order (the executor answers questions in batches)
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from labreplay._hashing import canonical_json
 from labreplay.suites.conditions.questions import agent_view
-
-CANARY = re.compile(r"CANARY-[A-Za-z0-9_:.\-]+")
+from labreplay.testing.checks import CANARY
 
 
 def plant(question: Mapping[str, Any]) -> dict[str, Any]:
