@@ -75,3 +75,14 @@ def call_failures(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "all_failed": bool(calls) and len(failed) == len(calls),
         "cause": str(failed[0]["error"]) if failed else None,
     }
+
+
+@runtime_checkable
+class ResponseCache(Protocol):
+    """Where LLM clients look up and keep completed responses: the results store itself (in
+    the driver process) or an in-memory snapshot of it (`labreplay.execute.driver.MemoryCache`)
+    on a worker, whose new entries the driver writes back."""
+
+    def cached_response(self, key: str) -> dict[str, Any] | None: ...
+
+    def cache_response(self, key: str, model: str, response: Mapping[str, Any]) -> None: ...

@@ -21,7 +21,7 @@ from typing import Any
 
 from labreplay._provenance import register_secret, scrub_text
 from labreplay._rng import derive_seed, make_rng
-from labreplay.agents.base import CallRecord
+from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm_config import (
     STRUCTURED_FALLBACKS,
     RetryPolicy,
@@ -50,7 +50,6 @@ from labreplay.agents.llm_wire import (
     validator_for_schema,
 )
 from labreplay.errors import AgentError
-from labreplay.store.sqlite import Store
 
 __all__ = [
     "AsyncLLMClient",
@@ -106,7 +105,7 @@ class _ClientCore:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     structured: StructuredMode = "auto"
     max_repairs: int = 2
-    cache: Store | None = None
+    cache: ResponseCache | None = None
     jitter_seed: int = 0
 
     def __post_init__(self) -> None:

@@ -155,3 +155,21 @@ def existing_file_check(option: str) -> Any:
         return value
 
     return check
+
+
+EXECUTORS = ("in-process", "threads", "dask")
+ExecutorOption = typer.Option(
+    "in-process",
+    "--executor",
+    help="in-process | threads | dask (one driver writes the store in every mode).",
+    callback=choice("--executor", EXECUTORS),
+)
+SchedulerOption = typer.Option(
+    None, "--scheduler", help="Dask scheduler address (default: a LocalCluster on this machine)."
+)
+WorkersOption = typer.Option(
+    None,
+    "--workers",
+    help="Threads, or LocalCluster worker processes (default: per core).",
+    callback=int_range("--workers", 1, 1024),
+)

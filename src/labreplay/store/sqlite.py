@@ -342,14 +342,35 @@ class Store:
             )
 
     def run(self, run_id: str) -> RunInfo:
-        rows = self.runs(where="run_id=?", params=(run_id,))
+        rows = self.runs(run_id=run_id)
         if not rows:
             raise StoreError(f"store {self.path}: no run {run_id}")
         return rows[0]
 
-    def runs(self, where: str = "1=1", params: Iterable[Any] = ()) -> list[RunInfo]:
+    def runs(
+        self,
+        *,
+        suite: str | None = None,
+        branch: str | None = None,
+        status: str | None = None,
+        spec_hash: str | None = None,
+        agent: str | None = None,
+        run_id: str | None = None,
+    ) -> list[RunInfo]:
+        """Runs in start order, filtered by any of the given fields (equality, all ANDed)."""
+        filters = {
+            "suite": suite,
+            "branch": branch,
+            "status": status,
+            "spec_hash": spec_hash,
+            "agent": agent,
+            "run_id": run_id,
+        }
+        given = {k: v for k, v in filters.items() if v is not None}
+        # column names come from the fixed keys above, never from the caller
+        where = " AND ".join(f"{k}=?" for k in given) or "1=1"
         cursor = self._conn.execute(
-            f"SELECT * FROM runs WHERE {where} ORDER BY started, run_id", tuple(params)
+            f"SELECT * FROM runs WHERE {where} ORDER BY started, run_id", tuple(given.values())
         )
         out = []
         for r in cursor.fetchall():
@@ -376,37 +397,44 @@ class Store:
         return out
 
     # ------------------------------------------------------------------ events
-    def append_events(self, run_id: str, events: Iterable[Mapping[str, Any]]) -> None:
+    def append_events(
+        self,
+        run_id: str,
+        events: Iterable[Mapping[str, Any]],
+        payload_texts: Iterable[str | None] | None = None,
+    ) -> None:
         """Append hash-chained events atomically. Each event: seq, kind, payload, prev_hash, hash.
+        `payload_texts` may give each payload's canonical JSON already made (None: make it).
 
         An event another process already wrote with the same hash is skipped (two identical
         invocations on one store compute the same deterministic events); a different event under
         the same seq is refused in one line.
         """
+        given = list(events)
+        texts = list(payload_texts) if payload_texts is not None else [None] * len(given)
+        if not given:
+            return
+        seqs = [int(e["seq"]) for e in given]
         with self.transaction() as conn:
+            existing = dict(
+                conn.execute(
+                    "SELECT seq, hash FROM events WHERE run_id=? AND seq BETWEEN ? AND ?",
+                    (run_id, min(seqs), max(seqs)),
+                ).fetchall()
+            )
             rows = []
-            for e in events:
-                found = conn.execute(
-                    "SELECT hash FROM events WHERE run_id=? AND seq=?", (run_id, e["seq"])
-                ).fetchone()
+            for e, text in zip(given, texts, strict=True):
+                found = existing.get(e["seq"])
                 if found is not None:
-                    if found[0] != e["hash"]:
+                    if found != e["hash"]:
                         raise StoreError(
                             f"store {self.path}: run {run_id} event {e['seq']} was written by "
                             "another process with different content; run one writer per run, or "
                             "rerun with --restart"
                         )
                     continue
-                rows.append(
-                    (
-                        run_id,
-                        e["seq"],
-                        e["kind"],
-                        _text(e["payload"]),
-                        e["prev_hash"],
-                        e["hash"],
-                    )
-                )
+                payload = scrub_text(text) if text is not None else _text(e["payload"])
+                rows.append((run_id, e["seq"], e["kind"], payload, e["prev_hash"], e["hash"]))
             conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?)", rows)
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
@@ -486,6 +514,11 @@ class Store:
             "SELECT response FROM response_cache WHERE key=?", (key,)
         ).fetchone()
         return json.loads(row[0]) if row else None
+
+    def cached_responses(self) -> dict[str, dict[str, Any]]:
+        """The whole response cache (key -> response), the snapshot workers answer from."""
+        rows = self._conn.execute("SELECT key, response FROM response_cache").fetchall()
+        return {k: json.loads(r) for k, r in rows}
 
     def cache_response(self, key: str, model: str, response: Mapping[str, Any]) -> None:
         with self.transaction() as conn:

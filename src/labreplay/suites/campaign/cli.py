@@ -10,7 +10,9 @@ from rich.table import Table
 
 from labreplay.cli._common import (
     DataDirOption,
+    ExecutorOption,
     JsonOption,
+    SchedulerOption,
     choice,
     console,
     int_range,
@@ -21,8 +23,6 @@ from labreplay.cli._common import (
     seed_check,
     url_check,
 )
-
-EXECUTORS = ("in-process", "dask")
 
 app = typer.Typer(
     help="SDL-1 budgeted campaigns over recorded reaction maps.", no_args_is_help=True
@@ -115,18 +115,14 @@ def run_cmd(
         help="LLM structured output: auto | json_schema | json_object | off.",
         callback=choice("--structured", ("auto", "json_schema", "json_object", "off")),
     ),
-    executor: str = typer.Option(
-        "in-process", help="in-process | dask", callback=choice("--executor", EXECUTORS)
-    ),
+    executor: str = ExecutorOption,
     max_concurrency: int = typer.Option(
         1,
         "--max-concurrency",
         help="Campaigns in flight at once (threads; for LLM agents).",
         callback=int_range("--max-concurrency", 1, 256),
     ),
-    scheduler: str | None = typer.Option(
-        None, "--scheduler", help="Dask scheduler address (default: a LocalCluster)."
-    ),
+    scheduler: str | None = SchedulerOption,
     isolate: bool = typer.Option(
         False,
         "--isolate",
@@ -150,7 +146,7 @@ def run_cmd(
         )
         if v is not None
     }
-    if isolate and executor != "in-process":
+    if isolate and (executor != "in-process" or max_concurrency > 1):
         from labreplay.errors import LabreplayError
 
         raise LabreplayError("--isolate runs with --executor in-process (one child per agent)")
@@ -160,27 +156,15 @@ def run_cmd(
         wanted = set(only.split(","))
         chosen = [s for s in chosen if s.body["assignment"]["id"] in wanted]
     control_list = tuple(c for c in controls.split(",") if c)
-    if executor == "dask":
-        from labreplay.execute import DaskExecutor
+    if executor == "in-process" and max_concurrency > 1:
+        executor = "threads"  # the older spelling of a threaded run
+    if executor != "in-process":
+        from labreplay.execute.driver import open_executor
         from labreplay.suites.campaign.execute import run_assignments
 
-        cluster = None
-        if scheduler is None:  # a local cluster of worker processes, one per core
-            from dask.distributed import LocalCluster
-
-            cluster = LocalCluster(dashboard_address=None, threads_per_worker=1)  # type: ignore[no-untyped-call]
-        try:
-            with Store(store) as db, DaskExecutor(scheduler, cluster=cluster) as ex:
-                results = run_assignments(chosen, agent, db, seed, control_list, ex, options)
-        finally:
-            if cluster is not None:
-                cluster.close()
-    elif max_concurrency > 1:
-        from labreplay.execute import ThreadedExecutor
-        from labreplay.suites.campaign.execute import run_assignments
-
-        with Store(store) as db, ThreadedExecutor(max_concurrency) as threads:
-            results = run_assignments(chosen, agent, db, seed, control_list, threads, options)
+        workers = max_concurrency if max_concurrency > 1 else None
+        with Store(store) as db, open_executor(executor, scheduler, workers) as ex:
+            results = run_assignments(chosen, agent, db, seed, control_list, ex, options)
     else:
         results = []
         with Store(store) as db, progress_bar("campaigns", len(chosen)) as bar:
@@ -239,7 +223,7 @@ def leaderboard_cmd(
     from labreplay.suites.campaign.leaderboard import leaderboard, reference_rows
 
     with Store(store, readonly=True) as db:
-        runs = db.runs(where="suite='campaign'")
+        runs = db.runs(suite="campaign")
         if not runs:
             suites = sorted({r.suite for r in db.runs()})
             held = f" (it holds {', '.join(suites)} runs)" if suites else ""

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from labreplay._atomic import atomic_write_bytes
+from labreplay.records.sources import ENV_CACHE_DIR
 
-ENV_CACHE_DIR = "LABREPLAY_CACHE_DIR"
 # Bump when a stage's computation changes, so stale entries are never reused.
 PIPELINE_VERSION = "cs-1"
 

@@ -9,7 +9,10 @@ import typer
 
 from labreplay.cli._common import (
     DataDirOption,
+    ExecutorOption,
     JsonOption,
+    SchedulerOption,
+    WorkersOption,
     choice,
     console,
     int_range,
@@ -80,15 +83,23 @@ def sweep_cmd(
     data_dir: Path | None = DataDirOption,
     n_total: int = NTotalOption,
     n_ood: int = NOodOption,
+    executor: str = ExecutorOption,
+    scheduler: str | None = SchedulerOption,
+    workers: int | None = WorkersOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """Exhaustive sweep of one model over every configuration (resumable)."""
+    """Exhaustive sweep of one model over every configuration (resumable). On threads or Dask,
+    one work unit per (r, n) training set."""
+    from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
 
     with Store(store) as db:
         campaign = _campaign(data_dir, task, db, n_total, n_ood)
-        with progress_bar(f"sweep {task} {model}", len(campaign.feasible), not json_out) as bar:
-            run_id, _ = campaign.sweep(model, bar)
+        with (
+            open_executor(executor, scheduler, workers) as ex,
+            progress_bar(f"sweep {task} {model}", len(campaign.feasible), not json_out) as bar,
+        ):
+            run_id, _ = campaign.sweep(model, bar, None if executor == "in-process" else ex)
         summary = db.run(run_id).summary or {}
     if json_out:
         print_json({"run_id": run_id, **summary})
@@ -129,11 +140,17 @@ def run_cmd(
     data_dir: Path | None = DataDirOption,
     n_total: int = NTotalOption,
     n_ood: int = NOodOption,
+    executor: str = ExecutorOption,
+    scheduler: str | None = SchedulerOption,
+    workers: int | None = WorkersOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """A budgeted search (Algorithm 1, 2 or 3) with BO or random search."""
+    """A budgeted search (Algorithm 1, 2 or 3) with BO or random search; one work unit per
+    seed on threads or Dask."""
     from labreplay.errors import LabreplayError
+    from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
+    from labreplay.suites.configsearch.execute import run_searches
     from labreplay.suites.configsearch.models import model_names
     from labreplay.suites.configsearch.search import METHODS, PROBLEMS
 
@@ -150,11 +167,12 @@ def run_cmd(
     if seed + seeds - 1 > 2**63 - 1:
         raise LabreplayError(f"--seeds: value {seeds} runs past the largest seed")
     out = []
-    with Store(store) as db:
+    with Store(store) as db, open_executor(executor, scheduler, workers) as ex:
         campaign = _campaign(data_dir, task, db, n_total, n_ood)
-        for k in range(seeds):
-            run_id, _, summary = campaign.run(names, problem, method, budget, init, seed + k, gt)
-            out.append({"run_id": run_id, "seed": seed + k, **summary})
+        chosen = [seed + k for k in range(seeds)]
+        done = run_searches(campaign, names, problem, method, budget, init, chosen, gt, ex)
+        for k, (run_id, _, summary) in zip(chosen, done, strict=True):
+            out.append({"run_id": run_id, "seed": k, **summary})
     if json_out:
         print_json(out)
         return
