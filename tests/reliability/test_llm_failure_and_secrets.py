@@ -217,3 +217,26 @@ def test_echoed_key_leaves_no_trace(
         assert any(
             "***" in json.dumps(e["payload"]) for r in db.runs() for e in db.events(r.run_id)
         )
+
+
+def test_a_slow_endpoint_is_not_given_up_on_but_a_dead_one_is() -> None:
+    """Timeouts mean busy: every call keeps its own retries. A refused connection means dead:
+    after one failed call, later calls are recorded as failed without being sent."""
+    from labreplay.agents.llm_client import LLMClient
+    from labreplay.agents.llm_config import RetryPolicy
+    from labreplay.testing.fault_server import scripted, slow
+
+    schema = {"type": "object"}
+    messages = [{"role": "user", "content": "answer {}"}]
+    policy = RetryPolicy(max_retries=0, timeout_s=0.3)
+    with StubServer(scripted([slow("{}", delay_s=3.0), ok("{}")])) as server:
+        client = LLMClient("stub", base_url=server.base_url, retry=policy)
+        first, record = client.chat(messages, schema)
+        assert first is None and "timed out" in str(record.get("error"))
+        second, record = client.chat(messages, schema)
+        assert second is not None and record.get("error") is None
+        assert len(server.chat_requests) == 2
+    dead = LLMClient("stub", base_url=f"http://127.0.0.1:{free_port()}/v1", retry=policy)
+    assert dead.chat(messages, schema)[0] is None
+    _, skipped = dead.chat(messages, schema)
+    assert str(skipped.get("error")).startswith("not sent")

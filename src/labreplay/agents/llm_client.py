@@ -36,6 +36,7 @@ from labreplay.agents.llm_faults import (
     describe_failure,
     failure_kind,
     is_call_failure,
+    is_unreachable,
     retry_after_s,
 )
 from labreplay.agents.llm_wire import (
@@ -92,6 +93,8 @@ class _Attempt:
     schema: Mapping[str, Any]
     name: str
     retries: int = 0
+    # The last failure said the endpoint is unreachable or refuses us (not merely slow).
+    unreachable: bool = False
 
 
 @dataclass
@@ -206,9 +209,13 @@ class _ClientCore:
             )
 
     def _circuit_open(self) -> bool:
+        """Give up on an endpoint that refused or could not be reached: after one whole call
+        (with its retries) if it never answered, after CIRCUIT_LIMIT calls in a row if it did.
+        A slow endpoint (timeouts, 429, 5xx) is never given up on: each call gets its retries."""
         return self._failed_in_row >= (CIRCUIT_LIMIT if self._answered else 1)
 
     def _skipped(self, attempt: _Attempt) -> CallRecord:
+        attempt.unreachable = True  # keeps the circuit open
         return self._record(
             attempt,
             None,
@@ -216,13 +223,15 @@ class _ClientCore:
             f"(last: {self._last_failure})",
         )
 
-    def _note(self, error: str | None, cached: bool = False) -> None:
+    def _note(self, error: str | None, unreachable: bool, cached: bool = False) -> None:
         if error is None:
             self._failed_in_row = 0
             self._answered = self._answered or not cached
-        else:
+        elif unreachable:
             self._failed_in_row += 1
             self._last_failure = error
+        else:
+            self._failed_in_row = 0
 
     def _record(
         self,
@@ -242,12 +251,13 @@ class _ClientCore:
             error=self._scrub(error),
             cached=cached,
         )
-        self._note(record.get("error"), cached)
+        self._note(record.get("error"), attempt.unreachable, cached)
         return record
 
     def _after_failure(self, attempt: _Attempt, exc: BaseException) -> float | str:
         """Seconds to wait before the next try, or the final error text when giving up."""
         kind = failure_kind(exc)
+        attempt.unreachable = is_unreachable(exc)
         if kind == "structured_unsupported" and "response_format" in attempt.request:
             # The server refused this response_format kind: drop it and resend at once with
             # the next kind (or none). Not a retry: nothing went wrong on the server's side.

@@ -55,6 +55,21 @@ def failure_kind(exc: BaseException) -> FailureKind:
     return "fatal"
 
 
+def is_unreachable(exc: BaseException) -> bool:
+    """True when the endpoint could not be reached at all (refused connection, unknown host,
+    bad URL) or refuses us (401/403): faults that repeat on every call. A timeout, 429 or 5xx
+    means slow or busy, not dead."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return False
+    if isinstance(exc, openai.APIConnectionError):
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in (401, 403)
+    return isinstance(exc, OSError) and not isinstance(exc, TimeoutError)
+
+
 def describe_failure(exc: BaseException) -> str:
     import openai
 
