@@ -110,6 +110,10 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
     systems = [row["system"] for row in board["rows"]]  # type: ignore[index]
     assert systems == ["random"], board
     assert board["failed"] == ["openai:stub"]
+    report = run_cli("report", "--store", str(store), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    html = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    assert 'id="campaign-failed"' in html and "openai:stub" in html
 
     # The endpoint comes back: the same command resumes the failed run and completes it.
     answer = json.dumps({"type": "stop"})

@@ -129,6 +129,17 @@ def campaign_html(section: Mapping[str, Any]) -> str:
         parts.append(
             f'<p class="note">Not ranked (incomplete branches): {esc(", ".join(board["incomplete"]))}</p>'
         )
+    if board.get("failed"):
+        parts.append(
+            '<p class="note" id="campaign-failed">Not ranked (runs failed: every model call '
+            f"failed): {esc(', '.join(board['failed']))}</p>"
+        )
+    for r in board["rows"]:
+        if r.get("failed_call_share"):
+            parts.append(
+                f'<p class="note">{esc(r["system"])}: {r["failed_call_share"]:.1%} of model calls '
+                "failed</p>"
+            )
     if board["rows"]:
         parts.append(image(plots.lift_intervals(board["rows"]), "lift intervals", "campaign-lifts"))
     parts.append("<h3>Pairwise adaptive-AUC differences (a - b)</h3>")

@@ -220,6 +220,7 @@ def leaderboard_cmd(
     """Leaderboard with paired bootstrap 95% intervals, read only from the store."""
     from labreplay.errors import StoreError
     from labreplay.store.sqlite import Store
+    from labreplay.suites.campaign.health import add_call_health
     from labreplay.suites.campaign.leaderboard import leaderboard, reference_rows
 
     with Store(store, readonly=True) as db:
@@ -235,32 +236,6 @@ def leaderboard_cmd(
         print_json(board)
         return
     print_leaderboard(board)
-
-
-def add_call_health(board: dict[str, Any], runs: list[Any]) -> None:
-    """Each ranked system's failed-call share, and the systems with failed (unranked) runs.
-
-    A run whose every model call failed measured its endpoint, not its agent: it ends `failed`
-    and the board never ranks it; a run with some failed calls is ranked, with its share shown.
-    """
-    from labreplay._hashing import canonical_json
-    from labreplay.suites.campaign.leaderboard import _system_keys
-
-    names = _system_keys(runs)
-    calls: dict[str, list[int]] = {}
-    failed_systems = set()
-    for r in runs:
-        system = names[(r.agent, canonical_json(r.agent_params))]
-        summary = r.summary or {}
-        if r.status == "failed":
-            failed_systems.add(system)
-        total = calls.setdefault(system, [0, 0])
-        total[0] += int(summary.get("failed_calls", 0))
-        total[1] += int(summary.get("llm_calls", 0))
-    for row in board["rows"]:
-        n_failed, n_calls = calls.get(row["system"], [0, 0])
-        row["failed_call_share"] = n_failed / n_calls if n_calls else None
-    board["failed"] = sorted(failed_systems)
 
 
 def print_leaderboard(board: dict[str, Any]) -> None:

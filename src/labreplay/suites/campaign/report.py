@@ -219,11 +219,13 @@ def belief_trajectory(store: Store, run_id: str) -> dict[str, Any]:
 
 def campaign_section(store: Store, run_id: str | None = None) -> dict[str, Any] | None:
     """Everything the campaign part of the report shows; None if the store has no campaigns."""
+    from labreplay.suites.campaign.health import add_call_health
     from labreplay.suites.campaign.leaderboard import leaderboard
 
     if not store.runs(suite="campaign"):
         return None
     board = leaderboard(store)
+    add_call_health(board, store.runs(suite="campaign"))
     tie_groups(board["rows"], board["pairwise"])
     board["references"] = references(store)
     names = system_names(store)

@@ -1,0 +1,35 @@
+"""Model-call health on the campaign boards: which systems' runs failed outright (every model
+call failed, so the run measured its endpoint, not its agent: never ranked) and each ranked
+system's share of failed calls."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from labreplay._hashing import canonical_json
+from labreplay.store.sqlite import RunInfo
+from labreplay.suites.campaign.leaderboard import _system_keys
+
+
+def add_call_health(board: dict[str, Any], runs: Sequence[RunInfo]) -> None:
+    """Each ranked system's failed-call share, and the systems with failed (unranked) runs.
+
+    A run whose every model call failed measured its endpoint, not its agent: it ends `failed`
+    and the board never ranks it; a run with some failed calls is ranked, with its share shown.
+    """
+    names = _system_keys(runs)
+    calls: dict[str, list[int]] = {}
+    failed_systems = set()
+    for r in runs:
+        system = names[(r.agent, canonical_json(r.agent_params))]
+        summary = r.summary or {}
+        if r.status == "failed":
+            failed_systems.add(system)
+        total = calls.setdefault(system, [0, 0])
+        total[0] += int(summary.get("failed_calls", 0))
+        total[1] += int(summary.get("llm_calls", 0))
+    for row in board["rows"]:
+        n_failed, n_calls = calls.get(row["system"], [0, 0])
+        row["failed_call_share"] = n_failed / n_calls if n_calls else None
+    board["failed"] = sorted(failed_systems)
