@@ -20,7 +20,7 @@ import pytest
 from labreplay.store.sqlite import Store
 from labreplay.testing.fault_server import StubReply, StubServer, completion_body, ok
 
-from .conftest import run_cli
+from .conftest import assert_one_line_error, run_cli
 
 KEY = "sk-labreplay-test-0123456789abcdefSECRET"
 
@@ -244,3 +244,37 @@ def test_a_slow_endpoint_is_not_given_up_on_but_a_dead_one_is() -> None:
     assert dead.chat(messages, schema)[0] is None
     _, skipped = dead.chat(messages, schema)
     assert str(skipped.get("error")).startswith("not sent")
+
+
+def test_conditions_run_against_a_dead_endpoint_fails_and_resumes(tmp_path: Path) -> None:
+    full = tmp_path / "all.jsonl"
+    made = run_cli("conditions", "compile", "--dataset", "buchwald_hartwig", "--out", str(full))
+    assert made.returncode == 0, made.stderr
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(full.read_text(encoding="utf-8").splitlines(True)[:12]))
+    store = tmp_path / "s.sqlite"
+    port = free_port()
+    argv = [
+        "conditions",
+        "run",
+        "--questions",
+        str(questions),
+        "--agent",
+        "llm",
+        "--model",
+        "stub",
+        "--store",
+        str(store),
+    ]
+    dead = run_cli(*argv, env={"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"})
+    line = assert_one_line_error(dead, code=1)
+    assert "every model call failed" in line and "connection" in line
+    with Store(store, readonly=True) as db:
+        assert {r.status for r in db.runs()} == {"failed"}
+    board = run_cli("conditions", "leaderboard", "--store", str(store), "--json")
+    assert board.returncode == 0 and json.loads(board.stdout)["runs"] == []
+    with StubServer(lambda _r, _n: ok(json.dumps({"option": 1})), port=port) as stub:
+        back = run_cli(*argv, env={"OPENAI_BASE_URL": stub.base_url})
+    assert back.returncode == 0, back.stderr
+    with Store(store, readonly=True) as db:
+        assert {r.status for r in db.runs()} == {"complete"}

@@ -73,7 +73,11 @@ def call_failures(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "failed_calls": len(failed),
         "failed_call_share": round(share, 6),
         "all_failed": bool(calls) and len(failed) == len(calls),
-        "cause": str(failed[0]["error"]) if failed else None,
+        # The first real failure, not a call skipped because of it ("not sent: ...").
+        "cause": next(
+            (str(c["error"]) for c in failed if not str(c["error"]).startswith("not sent")),
+            str(failed[0]["error"]) if failed else None,
+        ),
     }
 
 

@@ -65,6 +65,8 @@ __all__ = [
 # detection again.
 _DETECTED_FORMATS: dict[tuple[str, str], list[str]] = {}
 
+# Error text of a call the open circuit did not send (see `_ClientCore._circuit_open`).
+NOT_SENT = "not sent"
 # Calls failed in a row after which an endpoint that has answered before is given up on.
 CIRCUIT_LIMIT = 4
 
@@ -95,6 +97,7 @@ class _Attempt:
     retries: int = 0
     # The last failure said the endpoint is unreachable or refuses us (not merely slow).
     unreachable: bool = False
+    skipped: bool = False  # not sent at all: the circuit was open
 
 
 @dataclass
@@ -215,19 +218,21 @@ class _ClientCore:
         return self._failed_in_row >= (CIRCUIT_LIMIT if self._answered else 1)
 
     def _skipped(self, attempt: _Attempt) -> CallRecord:
-        attempt.unreachable = True  # keeps the circuit open
+        attempt.skipped = True  # leaves the circuit and its last failure as they are
         return self._record(
             attempt,
             None,
-            f"not sent: endpoint failed {self._failed_in_row} call(s) in a row "
+            f"{NOT_SENT}: endpoint failed {self._failed_in_row} call(s) in a row "
             f"(last: {self._last_failure})",
         )
 
-    def _note(self, error: str | None, unreachable: bool, cached: bool = False) -> None:
+    def _note(self, attempt: _Attempt, error: str | None, cached: bool = False) -> None:
+        if attempt.skipped:
+            return
         if error is None:
             self._failed_in_row = 0
             self._answered = self._answered or not cached
-        elif unreachable:
+        elif attempt.unreachable:
             self._failed_in_row += 1
             self._last_failure = error
         else:
@@ -251,7 +256,7 @@ class _ClientCore:
             error=self._scrub(error),
             cached=cached,
         )
-        self._note(record.get("error"), attempt.unreachable, cached)
+        self._note(attempt, record.get("error"), cached)
         return record
 
     def _after_failure(self, attempt: _Attempt, exc: BaseException) -> float | str:
