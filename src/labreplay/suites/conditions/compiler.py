@@ -157,9 +157,10 @@ def _base_question(
 
 def _fill_scores(ctx: _Ctx, question: dict[str, Any], options: list[ObservedRow]) -> None:
     table = ctx.table
-    best = max(r.utility for r in options)
-    rel = [_exact(r.utility / best) for r in options]
-    question["answer"] = [i for i, r in enumerate(options) if r.utility == best]
+    utilities = [_exact(r.utility) for r in options]  # as written: the file is self-consistent
+    best = max(utilities)
+    rel = [_exact(u / best) for u in utilities]
+    question["answer"] = [i for i, u in enumerate(utilities) if u == best]
     question["meta"] = {
         "doi": table.doi,
         "citation": table.citation,
@@ -170,7 +171,7 @@ def _fill_scores(ctx: _Ctx, question: dict[str, Any], options: list[ObservedRow]
         "total_entries_in_source_table": len(table.rows),
         "scores": [_outcome_json(r) for r in options],
         "yields": [_outcome_json(r)["yield"] for r in options],
-        "effective_scores": [_exact(r.utility) for r in options],
+        "effective_scores": utilities,
         "objective": table.objective,
         "option_relative_scores": rel,
         "option_source_entries": [

@@ -361,8 +361,7 @@ def _tables_of_group(
         qc["invalid_smiles"] += len(invalid_smiles)
         table_qc = {
             "group": list(group_key),
-            "source_rows": sum(len(r.provenance) for r in rows)
-            + (len(excluded) if index == 0 else 0),
+            "source_rows": sum(len(r.provenance) for r in rows),
             "distinct_rows": len(rows),
             "replicate_rows_merged": sum(len(r.provenance) - 1 for r in rows),
             "replicate_conflicts": sum(
