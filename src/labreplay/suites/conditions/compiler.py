@@ -298,6 +298,8 @@ def compile_table(
         precedents = _pick_precedents(ctx, rng, rows)
         shown = {id(r) for r in precedents}
         legal = [r for r in rows if id(r) not in shown]  # a precedent row is never an answer
+        if len(legal) < 2 <= len(rows):  # a small table: ask it without a precedent twin
+            precedents, legal = [], list(rows)
         if qtype == "fib_all" and fib_hit_floor(table, len(legal)) > fib_max_hit_floor:
             skipped["fib_hit_floor_too_high"] += 1
             continue
