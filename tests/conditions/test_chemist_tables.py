@@ -147,7 +147,7 @@ def test_slice_cols_declare_the_tables(amination_grid: Path, tmp_path: Path) -> 
 
 def test_single_axis_ligand_screen_has_no_duplicated_questions(tmp_path: Path) -> None:
     rows = [[sub, lig, y] for sub in ("aryl bromide 1a", "aryl chloride 1b")
-            for lig, y in zip(LIGANDS + ["PPh3", "dppf", "BINAP", "SPhos"], (12, 88, 54, 7, 0, 31, 45, 70), strict=True)]  # fmt: skip
+            for lig, y in zip([*LIGANDS, "PPh3", "dppf", "BINAP", "SPhos"], (12, 88, 54, 7, 0, 31, 45, 70), strict=True)]  # fmt: skip
     table = _write_csv(tmp_path / "ligand_screen.csv", ["substrate", "ligand", "yield"], rows)
     out = tmp_path / "lig.jsonl"
     proc = _compile(table, out, "--reaction-cols", "substrate", "--condition-cols", "ligand",
@@ -235,7 +235,7 @@ def test_ddg_table_without_yield_compiles_as_selectivity(tmp_path: Path) -> None
             ee = math.tanh(ddg[(pair, opt["catalyst"][0]["content"])] / (2 * R_KCAL * 298.15))
             assert u == pytest.approx((1 + ee) / 2, abs=1e-9)
         assert (
-            0 < min(q["meta"]["option_relative_scores"])
+            min(q["meta"]["option_relative_scores"]) > 0
             and max(q["meta"]["option_relative_scores"]) == 1
         )
     missing_t = _compile(table, out, "--reaction-cols", "pair", "--condition-cols", "catalyst",
