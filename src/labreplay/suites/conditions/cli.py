@@ -172,7 +172,7 @@ def compile_cmd(
         print_json({"out": str(out), **info})
         return
     for line in qc_lines(info):
-        console.print(line, markup=False, highlight=False)
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"wrote {info['n_questions']} questions to {out} (spec {info['spec_hash'][:12]})")
     table_view = Table(title="questions per dataset")
     table_view.add_column("dataset")

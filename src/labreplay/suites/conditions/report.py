@@ -70,7 +70,7 @@ def qc_lines(info: dict[str, Any]) -> list[str]:
             + f", {qc['clipped_negative']} negative values clipped to 0"
             + f", {qc['out_of_range_flagged']} out-of-range rows flagged"
             + f", {qc['replicate_rows_merged']} replicate rows merged"
-            + f", {qc['rows_outside_tables']} rows outside every table"
+            + f", {qc['rows_outside_tables']} rows outside every table (1-row contexts or capped)"
             + f", {qc['tables']} tables ({qc['tables_capped']} more left out by the cap)"
         )
     for ds, skipped in info.get("skipped_by_dataset", {}).items():
