@@ -110,3 +110,30 @@ def test_large_grids_are_cut_into_literature_sized_tables(data_dir: Path) -> Non
     assert [sorted(map(str, (r.conditions for r in t.rows))) for t in other] != [
         sorted(map(str, (r.conditions for r in t.rows))) for t in tables
     ]
+
+
+def test_slicing_rule_on_a_full_grid_and_on_scattered_rows() -> None:
+    from itertools import product
+
+    from labreplay.suites.conditions.slicing import slice_group
+    from labreplay.suites.conditions.tables import ObservedRow
+
+    def row(**conds: str) -> ObservedRow:
+        return ObservedRow(dict(conds), {"yield": 0.5}, 0.5, [{"file": "f", "row": 0}])
+
+    grid = [row(base=b, ligand=lig, additive=a) for b, lig, a in product("abc", "1234", "uvwxyz")]
+    cut = slice_group(grid, ("base", "ligand", "additive"), 12, None, 0, "grid")
+    assert cut.varied == ["base", "ligand"] and cut.fixed_keys == ["additive"]  # 3 x 4 fits
+    assert len(cut.slices) == 6 and all(len(s.rows) == 12 for s in cut.slices)
+    capped = slice_group(grid, ("base", "ligand", "additive"), 12, 4, 0, "grid")
+    again = slice_group(grid, ("base", "ligand", "additive"), 12, 4, 0, "grid")
+    assert len(capped.slices) == 4 and capped.tables_capped == 2
+    assert [s.fixed for s in capped.slices] == [s.fixed for s in again.slices]  # seeded
+    assert capped.rows_outside == 24
+    # every row of a table shares the fixed context; no row is in two tables
+    members = [i for s in cut.slices for i in s.rows]
+    assert len(members) == len(set(members)) == len(grid)
+    # scattered campaign rows: a 1-row context cannot make a table, the rule keeps the most rows
+    scattered = [row(t=str(t), c=str(c)) for t, c in [(1, 1), (1, 2), (1, 3), (2, 4), (3, 5)] * 3]
+    cut = slice_group(scattered[:5], ("t", "c"), 2, None, 0, "s")
+    assert sum(len(s.rows) for s in cut.slices) + cut.rows_outside == 5

@@ -52,6 +52,10 @@ QUESTION_RULES = {
         "removed_from": "both twins' options / legal answers",
     },
     "uninformative": "questions whose best option utility is 0 are not emitted (counted)",
+    "table_slicing": "groups above max_options rows: vary the axis set putting the most rows "
+    "into tables of 2..max_options rows (ties: more axes, smaller level product, declared order; "
+    "on a full grid the fewest-level axes whose product fits), fix the others at each observed "
+    "value; at most max_tables_per_reaction tables, a seeded choice; no random chunks",
     "distinct_option_sets": "one question per (table, option set); MC_single first, then MC_all",
     "fib_hit_floor": "FIB only where legal rows / candidate combinations <= fib_max_hit_floor",
     "utility": "objective per dataset: utility = yield x signed selectivity, yield, or "

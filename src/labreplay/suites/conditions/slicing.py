@@ -20,7 +20,7 @@ at least one fixed axis, so no row (and no answer) appears in two tables.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import combinations
 from math import prod
 from typing import Protocol
@@ -47,9 +47,8 @@ class SliceResult:
     varied: list[str]
     fixed_keys: list[str]
     note: str
-    rows_outside: int = 0  # rows in contexts with one row or too many rows
+    rows_outside: int = 0  # rows in 1-row or oversized contexts, or in tables left out by the cap
     tables_capped: int = 0  # usable tables left out by the per-reaction cap
-    capped_ids: list[str] = field(default_factory=list)
 
 
 def _levels(rows: Sequence[HasConditions], key: str) -> int:
@@ -98,7 +97,6 @@ def slice_group(
     _, subset, usable = best
     fixed_keys = [k for k in varying if k not in subset]
     slices = [Slice(g, {k: rows[g[0]].conditions[k] for k in fixed_keys}) for g in usable]
-    covered = sum(len(g) for g in usable)
     capped = 0
     if max_tables is not None and len(slices) > max_tables:
         pick = make_rng(seed, "table-cap", *stream).choice(len(slices), max_tables, replace=False)
@@ -108,11 +106,12 @@ def slice_group(
         f"vary {', '.join(subset)}; fix {', '.join(fixed_keys) or '(nothing)'} at each observed "
         f"value; {len(usable)} tables" + (f", {max_tables} kept by a seeded cap" if capped else "")
     )
+    kept = sum(len(piece.rows) for piece in slices)
     return SliceResult(
         slices,
         list(subset),
         fixed_keys,
         note,
-        rows_outside=len(rows) - covered,
+        rows_outside=len(rows) - kept,
         tables_capped=capped,
     )
