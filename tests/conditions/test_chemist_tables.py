@@ -165,6 +165,25 @@ def test_single_axis_ligand_screen_has_no_duplicated_questions(tmp_path: Path) -
     assert dropped["single_axis_table"] == 2 * 2  # MC_all and FIB of each of the two tables
 
 
+def test_a_twenty_ligand_screen_gives_one_question_of_at_most_12_options(tmp_path: Path) -> None:
+    rng = np.random.default_rng(11)
+    rows = [["aryl bromide 1a", f"L{i}", round(float(rng.uniform(0, 95)), 1)] for i in range(20)]
+    table = _write_csv(tmp_path / "wide.csv", ["substrate", "ligand", "yield"], rows)
+    out = tmp_path / "wide.jsonl"
+    proc = _compile(table, out, "--reaction-cols", "substrate", "--condition-cols", "ligand",
+                    "--yield-col", "yield", "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    info = json.loads(proc.stdout)
+    assert info["qc"]["wide"]["rows_outside_tables"] == 8  # 20 rows, one seeded 12-row table
+    qs = load_questions(out)
+    assert {q["question_type"] for q in qs} == {"mc_single"}
+    assert all(2 <= len(q["options"]) <= 12 for q in qs)
+    again = tmp_path / "again.jsonl"
+    assert _compile(table, again, "--reaction-cols", "substrate", "--condition-cols", "ligand",
+                    "--yield-col", "yield").returncode == 0  # fmt: skip
+    assert again.read_bytes() == out.read_bytes()  # seeded: the same subset every time
+
+
 def test_slightly_negative_yields_give_relative_scores_in_unit_interval(tmp_path: Path) -> None:
     yields = [-0.49, 0.3, 12.5, 48.0, -0.2, 77.1, 5.0, 63.2]
     rows = [["2-bromopyridine", s, b, y] for (s, b), y in

@@ -7,7 +7,9 @@ whole grid has hundreds of options and a fill-in-the-blank Hit floor near 1. The
 * a group of at most ``max_options`` distinct rows is one table;
 * otherwise choose the set V of axes to vary (the others are fixed, one table per observed
   value combination of the fixed axes) that puts the most rows into tables of 2..max_options
-  rows; ties go to more varied axes, then to the smaller level product, then to the declared
+  rows (a context larger than that counts max_options rows: it becomes one table of a seeded
+  subset of max_options rows, the rest left out -- a 20-ligand screen still gives a question);
+  ties go to more varied axes, then to the smaller level product, then to the declared
   axis order. On a full grid every fitting V covers every row, so this is exactly "vary the
   axes with the fewest levels whose product fits"; on scattered (optimisation-campaign) data
   it keeps the most rows in literature-sized tables;
@@ -76,8 +78,8 @@ def slice_group(
             contexts: dict[tuple[str, ...], list[int]] = {}
             for i, r in enumerate(rows):
                 contexts.setdefault(tuple(r.conditions[k] for k in fixed), []).append(i)
-            usable = [g for _, g in sorted(contexts.items()) if 2 <= len(g) <= max_options]
-            covered = sum(len(g) for g in usable)
+            usable = [g for _, g in sorted(contexts.items()) if len(g) >= 2]
+            covered = sum(min(len(g), max_options) for g in usable)
             rank = (
                 covered,
                 len(subset),
@@ -91,11 +93,19 @@ def slice_group(
             [],
             [],
             list(varying),
-            "no fixed context holds 2..max_options rows",
+            "no fixed context holds 2 or more rows",
             rows_outside=len(rows),
         )
     _, subset, usable = best
     fixed_keys = [k for k in varying if k not in subset]
+    oversized = 0
+    for n, group in enumerate(usable):
+        if len(group) > max_options:  # e.g. a 20-ligand screen: one seeded 12-row subset
+            oversized += 1
+            pick = make_rng(seed, "table-subsample", *stream, str(n)).choice(
+                len(group), max_options, replace=False
+            )
+            usable[n] = [group[i] for i in sorted(pick)]
     slices = [Slice(g, {k: rows[g[0]].conditions[k] for k in fixed_keys}) for g in usable]
     capped = 0
     if max_tables is not None and len(slices) > max_tables:
@@ -104,7 +114,13 @@ def slice_group(
         slices = [slices[i] for i in sorted(pick)]
     note = (
         f"vary {', '.join(subset)}; fix {', '.join(fixed_keys) or '(nothing)'} at each observed "
-        f"value; {len(usable)} tables" + (f", {max_tables} kept by a seeded cap" if capped else "")
+        f"value; {len(usable)} tables"
+        + (
+            f", {oversized} larger than {max_options} rows cut to a seeded subset"
+            if oversized
+            else ""
+        )
+        + (f", {max_tables} kept by a seeded cap" if capped else "")
     )
     kept = sum(len(piece.rows) for piece in slices)
     return SliceResult(
