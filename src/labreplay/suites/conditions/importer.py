@@ -83,6 +83,12 @@ def _check(path: Path, columns: Sequence[str], o: ImportOptions) -> tuple[str, d
     if o.yield_scale not in {"percent", "fraction"}:
         _fail("yield scale must be 'percent' or 'fraction'", path, "--yield-scale", o.yield_scale)
     selectivity_cols = [c for c in (o.ee_col, o.dr_col, o.er_col, o.rr_col, o.ddg_col) if c]
+    if not o.yield_col and not selectivity_cols:
+        _fail(
+            "no outcome column: give --yield-col and/or --ee-col, --er-col, --dr-col, "
+            "--rr-col or --ddg-col",
+            path,
+        )
     objective = o.objective or ("utility" if o.yield_col else "selectivity")
     if objective not in OBJECTIVES:
         _fail(f"unknown objective (known: {', '.join(OBJECTIVES)})", path, "--objective", objective)
