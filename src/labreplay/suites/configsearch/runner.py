@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._hashing import canonical_json, sha256_json
+from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import SpecError
+from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.cache import CacheStats
 from labreplay.suites.configsearch.models import PropertyModel, build_model
@@ -33,59 +34,6 @@ from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, Config
 SUITE = "configsearch"
 PROTOCOL = "automatbench-ood"
 PROTOCOL_VERSION = 1
-GENESIS = "0" * 64
-
-
-class _Chain:
-    """Appends hash-chained events to one run, continuing an existing chain."""
-
-    def __init__(self, store: Store, run_id: str, spec_hash: str) -> None:
-        self.store, self.run_id, self.spec_hash = store, run_id, spec_hash
-        existing = store.events(run_id)
-        self.seq = len(existing)
-        self.prev = existing[-1]["hash"] if existing else GENESIS
-
-    def append(self, kind: str, payload: dict[str, Any]) -> None:
-        digest = sha256_json(
-            {
-                "prev": self.prev,
-                "seq": self.seq,
-                "kind": kind,
-                "payload": payload,
-                "spec": self.spec_hash,
-            }
-        )
-        self.store.append_events(
-            self.run_id,
-            [
-                {
-                    "seq": self.seq,
-                    "kind": kind,
-                    "payload": payload,
-                    "prev_hash": self.prev,
-                    "hash": digest,
-                }
-            ],
-        )
-        self.prev, self.seq = digest, self.seq + 1
-
-
-def verify_chain(events: Sequence[dict[str, Any]], spec_hash: str) -> bool:
-    prev = GENESIS
-    for e in events:
-        digest = sha256_json(
-            {
-                "prev": prev,
-                "seq": e["seq"],
-                "kind": e["kind"],
-                "payload": e["payload"],
-                "spec": spec_hash,
-            }
-        )
-        if e["prev_hash"] != prev or e["hash"] != digest:
-            return False
-        prev = digest
-    return True
 
 
 class ConfigSearch:
@@ -108,18 +56,22 @@ class ConfigSearch:
         points = self.space.points()
         self.infeasible = {c: r for c in points if (r := self.evaluator.infeasible_reason(c))}
         self.feasible = [c for c in points if c not in self.infeasible]
-        self.spec = {
-            "suite": SUITE,
-            "protocol": PROTOCOL,
-            "version": PROTOCOL_VERSION,
-            "pipeline": self.evaluator.provenance(),
-            "space": self.space.to_json(),
-            "space_size": len(points),
-            "feasible": len(self.feasible),
-            "infeasible_r": sorted({c.r for c in self.infeasible}),
-        }
-        self.spec_hash = sha256_json(self.spec)
-        store.put_spec(SUITE, PROTOCOL, task, self.spec_hash, canonical_json(self.spec))
+        self.environment = EnvironmentSpec(
+            SUITE,
+            PROTOCOL,
+            str(PROTOCOL_VERSION),
+            task,
+            {
+                "pipeline": self.evaluator.provenance(),
+                "space": self.space.to_json(),
+                "space_size": len(points),
+                "feasible": len(self.feasible),
+                "infeasible_r": sorted({c.r for c in self.infeasible}),
+            },
+        )
+        self.spec = {**self.environment.header(), **self.environment.body}
+        self.spec_hash = self.environment.spec_hash
+        store.put_spec(SUITE, PROTOCOL, task, self.spec_hash, self.environment.to_file_text())
         self._models: dict[str, PropertyModel] = {}
         self._memo: dict[tuple[str, Config], Evaluation] = {}
 
@@ -132,7 +84,7 @@ class ConfigSearch:
             self._models[name] = build_model(name, self.evaluator.definition.structure_based)
         return self._models[name]
 
-    def evaluate(self, model: str, config: Config, chain: _Chain | None = None) -> Evaluation:
+    def evaluate(self, model: str, config: Config, chain: Recorder | None = None) -> Evaluation:
         key = (model, config)
         if key not in self._memo:
             self._memo[key] = self.evaluator.evaluate(self.model(model), config)
@@ -143,27 +95,27 @@ class ConfigSearch:
 
     def _open(
         self, models: Sequence[str], problem: str, method: str, seed: int, params: dict[str, Any]
-    ) -> tuple[str, bool]:
-        return self.store.open_run(
-            suite=SUITE,
-            spec_hash=self.spec_hash,
-            spec_id=self.task,
-            branch=f"{problem}/{method}",
-            agent=method,
-            agent_params={"task": self.task, "models": list(models), "problem": problem, **params},
-            seed=seed,
+    ) -> Recorder:
+        # batch=1: every evaluation is minutes of model fitting, so each is stored at once.
+        header = RunHeader(
+            self.environment,
+            f"{problem}/{method}",
+            method,
+            {"task": self.task, "models": list(models), "problem": problem, **params},
+            seed,
             extra_provenance={"data": self.evaluator.provenance()["files"]},
         )
+        return open_recorder(self.store, header, batch=1)
 
     # ------------------------------------------------------------------ exhaustive sweep
     def sweep(
         self, model: str, progress: Any = None
     ) -> tuple[str, dict[tuple[str, Config], float]]:
         """Every configuration of the space for one model; resumable from the store."""
-        run_id, _ = self._open([model], "sweep", "exhaustive", self.evaluator.settings.seed, {})
-        chain = _Chain(self.store, run_id, self.spec_hash)
-        done = self._stored_maes(run_id)
-        if chain.seq == 0:
+        chain = self._open([model], "sweep", "exhaustive", self.evaluator.settings.seed, {})
+        run_id = chain.run_id
+        done = self._maes(chain.resume())
+        if not chain.events:
             for config, reason in sorted(self.infeasible.items()):
                 chain.append("infeasible", {"config": config.to_json(), "reason": reason})
         for config in self.feasible:
@@ -183,16 +135,20 @@ class ConfigSearch:
             "argmax": self.feasible[int(np.argmax(maes))].to_json(),
             "cache": self.stats.as_dict(),
         }
-        self.store.put_scores(
-            run_id,
+        chain.finish(
+            "complete",
+            summary,
             {"min_mae": float(maes.min()), "max_mae": float(maes.max()), "max_min_ratio": ratio},
         )
-        self.store.finish_run(run_id, "complete", summary)
         return run_id, done
 
     def _stored_maes(self, run_id: str) -> dict[tuple[str, Config], float]:
+        return self._maes(self.store.events(run_id))
+
+    @staticmethod
+    def _maes(events: Sequence[dict[str, Any]]) -> dict[tuple[str, Config], float]:
         out = {}
-        for e in self.store.events(run_id):
+        for e in events:
             if e["kind"] == "evaluation":
                 p = e["payload"]
                 out[
@@ -252,13 +208,14 @@ class ConfigSearch:
     ) -> tuple[str, SearchResult, dict[str, Any]]:
         models = list(models)
         params = {"budget": budget, "init": init, "gt": gt if problem == "closest" else None}
-        run_id, existed = self._open(models, problem, method, seed, params)
+        chain = self._open(models, problem, method, seed, params)
+        run_id = chain.run_id
         info = self.store.run(run_id)
-        if existed and info.status == "complete" and info.summary is not None:
+        if chain.existed and info.status == "complete" and info.summary is not None:
             return run_id, self._result_from_events(run_id, problem, method), info.summary
-        if existed:
+        if chain.existed:
             self.store.reset_run(run_id)
-        chain = _Chain(self.store, run_id, self.spec_hash)
+            chain = self._open(models, problem, method, seed, params)
         truth: dict[str, float] = {}
         gt_cost = 0
         if problem == "closest":
@@ -286,15 +243,15 @@ class ConfigSearch:
         )
         result.gt_evaluations = gt_cost
         summary = self._summarise(result, models, truth)
-        self.store.put_scores(
-            run_id,
+        chain.finish(
+            "complete",
+            summary,
             {
                 k: v
                 for k, v in summary.items()
                 if isinstance(v, int | float) and not isinstance(v, bool)
             },
         )
-        self.store.finish_run(run_id, "complete", summary)
         return run_id, result, summary
 
     def _result_from_events(self, run_id: str, problem: str, method: str) -> SearchResult:
