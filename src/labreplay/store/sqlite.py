@@ -370,6 +370,11 @@ class Store:
         ).fetchone()
         return json.loads(row[0]) if row else None
 
+    def cached_responses(self) -> dict[str, dict[str, Any]]:
+        """The whole response cache (key -> response), the snapshot workers answer from."""
+        rows = self._conn.execute("SELECT key, response FROM response_cache").fetchall()
+        return {k: json.loads(r) for k, r in rows}
+
     def cache_response(self, key: str, model: str, response: Mapping[str, Any]) -> None:
         with self.transaction() as conn:
             conn.execute(

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from labreplay.compile.spec import EnvironmentSpec
-from labreplay.errors import SpecError
+from labreplay.errors import SpecError, StoreError
+from labreplay.execute.base import Executor
 from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.cache import CacheStats
@@ -43,7 +44,7 @@ class ConfigSearch:
         self,
         data_dir: Path,
         task: str,
-        store: Store,
+        store: Store | None,
         settings: PipelineSettings | None = None,
         space: ConfigSpace | None = None,
         cache_dir: Path | None = None,
@@ -71,9 +72,18 @@ class ConfigSearch:
         )
         self.spec = {**self.environment.header(), **self.environment.body}
         self.spec_hash = self.environment.spec_hash
-        store.put_spec(SUITE, PROTOCOL, task, self.spec_hash, self.environment.to_file_text())
+        # A worker's copy (store=None) only computes; the driver's copy stores.
+        if store is not None:
+            store.put_spec(SUITE, PROTOCOL, task, self.spec_hash, self.environment.to_file_text())
+        self.data_dir, self.cache_dir = data_dir, cache_dir
         self._models: dict[str, PropertyModel] = {}
         self._memo: dict[tuple[str, Config], Evaluation] = {}
+
+    @property
+    def _db(self) -> Store:
+        if self.store is None:
+            raise StoreError("this ConfigSearch computes only (a worker's copy has no store)")
+        return self.store
 
     @property
     def stats(self) -> CacheStats:
@@ -105,23 +115,28 @@ class ConfigSearch:
             seed,
             extra_provenance={"data": self.evaluator.provenance()["files"]},
         )
-        return open_recorder(self.store, header, batch=1)
+        return open_recorder(self._db, header, batch=1)
 
     # ------------------------------------------------------------------ exhaustive sweep
     def sweep(
-        self, model: str, progress: Any = None
+        self, model: str, progress: Any = None, executor: Executor | None = None
     ) -> tuple[str, dict[tuple[str, Config], float]]:
-        """Every configuration of the space for one model; resumable from the store."""
+        """Every configuration of the space for one model; resumable from the store. With an
+        executor, one unit per (r, n) training set (`execute.sweep_on`)."""
         chain = self._open([model], "sweep", "exhaustive", self.evaluator.settings.seed, {})
         run_id = chain.run_id
         done = self._maes(chain.resume())
         if not chain.events:
             for config, reason in sorted(self.infeasible.items()):
                 chain.append("infeasible", {"config": config.to_json(), "reason": reason})
+        if executor is not None:
+            from labreplay.suites.configsearch.execute import sweep_on
+
+            sweep_on(self, model, chain, done, executor, progress)
         for config in self.feasible:
             if (model, config) not in done:
                 done[(model, config)] = self.evaluate(model, config, chain).mae
-            if progress is not None:
+            if progress is not None and executor is None:
                 progress.advance(1)
         maes = np.array([done[(model, c)] for c in self.feasible])
         ratio = float(maes.max() / maes.min()) if maes.min() > 0 else None
@@ -143,7 +158,7 @@ class ConfigSearch:
         return run_id, done
 
     def _stored_maes(self, run_id: str) -> dict[tuple[str, Config], float]:
-        return self._maes(self.store.events(run_id))
+        return self._maes(self._db.events(run_id))
 
     @staticmethod
     def _maes(events: Sequence[dict[str, Any]]) -> dict[tuple[str, Config], float]:
@@ -165,7 +180,7 @@ class ConfigSearch:
         """m(o, c) over the whole feasible space from stored sweeps, or None if incomplete."""
         table: dict[tuple[str, Config], float] = {}
         for model in models:
-            runs = self.store.runs(
+            runs = self._db.runs(
                 "suite=? AND spec_hash=? AND branch='sweep/exhaustive' AND status='complete'",
                 (SUITE, self.spec_hash),
             )
@@ -207,19 +222,55 @@ class ConfigSearch:
         gt: str = "reference",
     ) -> tuple[str, SearchResult, dict[str, Any]]:
         models = list(models)
+        chain, finished = self.open_search(models, problem, method, budget, init, seed, gt)
+        if finished is not None:
+            return finished
+        truth, gt_cost = self.ground_truth(models, gt) if problem == "closest" else ({}, 0)
+        events, result = self.search_events(
+            models, problem, method, budget, init, seed, gt, truth, gt_cost
+        )
+        chain.take(events)
+        return self.finish_search(chain, result, models, truth)
+
+    def open_search(
+        self,
+        models: Sequence[str],
+        problem: str,
+        method: str,
+        budget: int,
+        init: int,
+        seed: int,
+        gt: str,
+    ) -> tuple[Recorder, tuple[str, SearchResult, dict[str, Any]] | None]:
+        """The search run's recorder, or its stored result if it is complete. An unfinished
+        search is redone from scratch (cheaply, from the pipeline cache)."""
         params = {"budget": budget, "init": init, "gt": gt if problem == "closest" else None}
-        chain = self._open(models, problem, method, seed, params)
-        run_id = chain.run_id
-        info = self.store.run(run_id)
+        chain = self._open(list(models), problem, method, seed, params)
+        info = self._db.run(chain.run_id)
         if chain.existed and info.status == "complete" and info.summary is not None:
-            return run_id, self._result_from_events(run_id, problem, method), info.summary
+            result = self._result_from_events(chain.run_id, problem, method)
+            return chain, (chain.run_id, result, info.summary)
         if chain.existed:
-            self.store.reset_run(run_id)
-            chain = self._open(models, problem, method, seed, params)
-        truth: dict[str, float] = {}
-        gt_cost = 0
+            self._db.reset_run(chain.run_id)
+            chain = self._open(list(models), problem, method, seed, params)
+        return chain, None
+
+    def search_events(
+        self,
+        models: Sequence[str],
+        problem: str,
+        method: str,
+        budget: int,
+        init: int,
+        seed: int,
+        gt: str,
+        truth: dict[str, float],
+        gt_cost: int,
+    ) -> tuple[list[dict[str, Any]], SearchResult]:
+        """Run one search without a store: its events (chained to the spec) and result."""
+        models = list(models)
+        chain = Recorder(self.spec_hash)
         if problem == "closest":
-            truth, gt_cost = self.ground_truth(models, gt)
             chain.append("ground_truth", {"gt": gt, "values": truth, "evaluations": gt_cost})
 
         def evaluate(model: str, config: Config) -> float:
@@ -242,7 +293,12 @@ class ConfigSearch:
             on_step=on_step,
         )
         result.gt_evaluations = gt_cost
-        summary = self._summarise(result, models, truth)
+        return chain.events, result
+
+    def finish_search(
+        self, chain: Recorder, result: SearchResult, models: Sequence[str], truth: dict[str, float]
+    ) -> tuple[str, SearchResult, dict[str, Any]]:
+        summary = self._summarise(result, list(models), truth)
         chain.finish(
             "complete",
             summary,
@@ -252,13 +308,13 @@ class ConfigSearch:
                 if isinstance(v, int | float) and not isinstance(v, bool)
             },
         )
-        return run_id, result, summary
+        return chain.run_id, result, summary
 
     def _result_from_events(self, run_id: str, problem: str, method: str) -> SearchResult:
         from labreplay.suites.configsearch.search import Candidate
 
         result = SearchResult(problem, method)
-        for e in self.store.events(run_id):
+        for e in self._db.events(run_id):
             p = e["payload"]
             if e["kind"] == "ground_truth":
                 result.ground_truth = dict(p["values"])
