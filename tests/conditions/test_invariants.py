@@ -23,6 +23,33 @@ def test_compiles_thousands_of_questions(compiled_all: Any) -> None:
     assert all(q["meta"]["spec_hash"] == compiled_all.spec_hash for q in qs)
 
 
+def test_only_informative_literature_sized_questions(compiled_all: Any) -> None:
+    """<= 12 options, FIB only with a Hit floor <= 0.8 (recomputed from the candidates), no
+    MC_all / FIB on a single-axis table, one question per (table, variant, option set), and
+    every question carries its floors."""
+    seen = set()
+    for q in compiled_all.questions:
+        floor = q["meta"]["random_floor"]
+        if q["question_type"] == "fib_all":
+            space = 1
+            for cands in q["candidates"].values():
+                space *= len(cands)
+            assert len(q["options"]) / space <= 0.8, q["id"]
+            assert floor["hit"] == pytest.approx(random_floor(answer_key(q))["hit"], abs=1e-6)
+            assert len(q["varying_keys"]) >= 2
+            continue
+        assert len(q["options"]) <= 12, q["id"]
+        assert floor["score"] == pytest.approx(random_floor(answer_key(q))["score"], abs=1e-6)
+        if len(q["varying_keys"]) == 1 and q["question_type"] == "mc_all":
+            raise AssertionError(f"{q['id']}: MC_all on a single-axis table")
+        options = frozenset(
+            tuple(sorted((k, value_label(v)) for k, v in opt.items())) for opt in q["options"]
+        )
+        key = (q["meta"]["parent_table_id"], q["meta"]["variant"], options)
+        assert key not in seen, q["id"]
+        seen.add(key)
+
+
 def test_gold_has_maximal_utility_and_relative_scores_are_sane(compiled_all: Any) -> None:
     for q in compiled_all.questions:
         utilities = q["meta"]["effective_scores"]

@@ -119,6 +119,8 @@ def test_our_files_round_trip(compiled_all: Any, tmp_path: Path) -> None:
     path = tmp_path / "ours.jsonl"
     write_questions(path, subset)
     loaded = load_questions(path)
+    for q in loaded:  # the official name the file used is remembered, the rest is identical
+        assert q.pop("question_type_official") in {"single_varying", "all_varying", "all_blank"}
     assert loaded == json.loads(json.dumps(subset))
     write_questions(tmp_path / "again.jsonl", loaded)
     assert (tmp_path / "again.jsonl").read_bytes() == path.read_bytes()
@@ -149,3 +151,36 @@ def test_truncated_file_is_a_data_error(tmp_path: Path) -> None:
     path.write_text(json.dumps(official_record())[:100], encoding="utf-8")
     with pytest.raises(DataError, match="invalid JSON"):
         load_questions(path)
+
+
+def test_official_answer_effective_scores_and_candidates_are_kept(tmp_path: Path) -> None:
+    mc = official_record()
+    mc["meta"]["scores"][0]["yield"] = "96b"  # a footnoted cell: the file's numbers still rule
+    fib = official_fib()
+    fib["candidates"] = {
+        "reaction_temperature": [_c("35 °C"), _c("25 °C")],
+        "reaction_time": [_c("24 h"), _c("12 h")],
+        "solvents": [_c("DMSO"), _c("DMF")],
+    }
+    path = _write(tmp_path / "official.jsonl", [mc, fib])
+    loaded_mc, loaded_fib = load_questions(path)
+    key = answer_key(loaded_mc)
+    assert key.answer == frozenset({0})
+    assert score_answer(key, {"option": 0}) | {"correct": 1, "score": 1.0} == score_answer(
+        key, {"option": 0}
+    )
+    assert key.rel[1] == pytest.approx(35 / 96)
+    labels = [c[0]["content"] for c in loaded_fib["candidates"]["reaction_temperature"]]
+    assert labels == ["35 °C", "25 °C"]  # the file's order, not alphabetical
+    fkey = answer_key(loaded_fib)
+    assert score_answer(fkey, {"choices": dict.fromkeys(fkey.keys, 0)})["strict"] == 1
+    # without candidates in the file they are derived in first-seen order
+    derived = load_questions(_write(tmp_path / "d.jsonl", [official_fib()]))[0]["candidates"]
+    assert [c[0]["content"] for c in derived["reaction_temperature"]] == ["35 °C", "25 °C"]
+    # the file's own type names survive a round trip; our own records get the official names
+    write_questions(tmp_path / "again.jsonl", [loaded_mc, loaded_fib])
+    types = [json.loads(line)["question_type"] for line in (tmp_path / "again.jsonl").open()]
+    assert types == ["multiple_choice_single_varying", "fill_in_blank_all_blank"]
+    ours = {k: v for k, v in loaded_mc.items() if k != "question_type_official"}
+    write_questions(tmp_path / "ours.jsonl", [ours])
+    assert json.loads((tmp_path / "ours.jsonl").read_text())["question_type"] == "single_varying"

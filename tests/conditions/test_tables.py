@@ -55,12 +55,15 @@ def _csv_rows(path: Path) -> int:
 
 def test_every_source_row_is_accounted_for(data_dir: Path) -> None:
     tables = load_tables("buchwald_hartwig", data_dir)
-    total = sum(t.qc["source_rows"] for t in tables)
+    qc = tables.qc
+    used = sum(t.qc["source_rows"] for t in tables)
     rel = "reactions/buchwald_hartwig_ahneman2018/rxnpredict_data_table.csv"
-    assert total == _csv_rows(data_dir / rel) == 4599
-    excluded = [e for t in tables for e in t.qc["excluded_rows"]]
-    assert len(excluded) == 287  # wells without an aryl halide: excluded with their reason
-    assert all(e["file"] == rel and e["reason"] for e in excluded)
+    assert qc["rows_read"] == _csv_rows(data_dir / rel) == 4599
+    assert used + sum(qc["rows_excluded"].values()) + qc["rows_outside_tables"] == 4599
+    assert sum(qc["rows_excluded"].values()) > 0  # the control wells without an aryl halide
+    excluded = qc["rows_excluded"]
+    assert sum(excluded.values()) == 287  # wells without an aryl halide: excluded with their reason
+    assert all(reason for reason in excluded)  # each counted under a stated reason
     assert sum(len(t.rows) for t in tables) == 4599 - 287
 
 
@@ -99,9 +102,38 @@ def test_missing_selectivity_is_neutral_and_ee_enters_utility(data_dir: Path) ->
 def test_large_grids_are_cut_into_literature_sized_tables(data_dir: Path) -> None:
     tables = load_tables("edbo_arylation", data_dir)
     assert all(2 <= len(t.rows) <= 12 for t in tables)
-    assert sum(len(t.rows) for t in tables) == 1728
+    # no random chunks: every table is one fixed context; the seeded cap leaves the rest out
+    assert sum(len(t.rows) for t in tables) + tables.qc["rows_outside_tables"] == 1728
+    assert all(len(t.varying_keys) >= 1 and t.qc["fixed_by_slice"] for t in tables)
     assert tables == load_tables("edbo_arylation", data_dir)  # seeded: same cut every time
     other = load_tables("edbo_arylation", data_dir, seed=1)
     assert [sorted(map(str, (r.conditions for r in t.rows))) for t in other] != [
         sorted(map(str, (r.conditions for r in t.rows))) for t in tables
     ]
+
+
+def test_slicing_rule_on_a_full_grid_and_on_scattered_rows() -> None:
+    from itertools import product
+
+    from labreplay.suites.conditions.slicing import slice_group
+    from labreplay.suites.conditions.tables import ObservedRow
+
+    def row(**conds: str) -> ObservedRow:
+        return ObservedRow(dict(conds), {"yield": 0.5}, 0.5, [{"file": "f", "row": 0}])
+
+    grid = [row(base=b, ligand=lig, additive=a) for b, lig, a in product("abc", "1234", "uvwxyz")]
+    cut = slice_group(grid, ("base", "ligand", "additive"), 12, None, 0, "grid")
+    assert cut.varied == ["base", "ligand"] and cut.fixed_keys == ["additive"]  # 3 x 4 fits
+    assert len(cut.slices) == 6 and all(len(s.rows) == 12 for s in cut.slices)
+    capped = slice_group(grid, ("base", "ligand", "additive"), 12, 4, 0, "grid")
+    again = slice_group(grid, ("base", "ligand", "additive"), 12, 4, 0, "grid")
+    assert len(capped.slices) == 4 and capped.tables_capped == 2
+    assert [s.fixed for s in capped.slices] == [s.fixed for s in again.slices]  # seeded
+    assert capped.rows_outside == 24
+    # every row of a table shares the fixed context; no row is in two tables
+    members = [i for s in cut.slices for i in s.rows]
+    assert len(members) == len(set(members)) == len(grid)
+    # scattered campaign rows: a 1-row context cannot make a table, the rule keeps the most rows
+    scattered = [row(t=str(t), c=str(c)) for t, c in [(1, 1), (1, 2), (1, 3), (2, 4), (3, 5)] * 3]
+    cut = slice_group(scattered[:5], ("t", "c"), 2, None, 0, "s")
+    assert sum(len(s.rows) for s in cut.slices) + cut.rows_outside == 5

@@ -70,7 +70,7 @@ class LeaveTableOutRanker:
         tables: dict[tuple[str, str], dict[tuple[tuple[str, str], ...], float]] = {}
         for q in questions:
             meta = q["meta"]
-            if q["question_type"] not in {"mc_all", "fib_all"} or "effective_scores" not in meta:
+            if "effective_scores" not in meta:  # every type: single-axis tables ask MC_single only
                 continue
             rows = tables.setdefault((meta.get("dataset", ""), meta["parent_table_id"]), {})
             for opt, u in zip(q["options"], meta["effective_scores"], strict=True):

@@ -41,19 +41,30 @@ def datasets_cmd(json_out: bool = JsonOption) -> None:
         print_json({"datasets": rows, "not_compiled": NOT_COMPILED})
         return
     table = Table(title="conditions datasets")
-    for col in ("name", "condition keys", "slice", "max rows", "yield basis"):
+    for col in ("name", "condition keys", "slice", "max options", "yield basis"):
         table.add_column(col)
     for r in rows:
         table.add_row(
             r["name"],
             ",".join(r["condition_keys"]),
             ",".join(r["slice_keys"]),
-            str(r["max_rows"]),
+            str(r["max_options"]),
             r["yield_basis"],
         )
     console.print(table)
     for name, why in NOT_COMPILED.items():
         console.print(f"not compiled: {name}: {why}")
+
+
+def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
+    """KEY=VALUE items (each possibly a comma list) -> dict; a malformed item exits 2."""
+    out: dict[str, str] = {}
+    for item in [v for raw in values or [] for v in _csv_list(raw)]:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise LabreplayError(f"{flag} expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 @app.command("compile")
@@ -65,17 +76,51 @@ def compile_cmd(
     all_datasets: bool = typer.Option(False, "--all", help="Compile every built-in dataset."),
     table: Path | None = typer.Option(None, "--table", help="Your own CSV/XLSX screening table."),
     reaction_cols: str = typer.Option(
-        "", "--reaction-cols", help="Columns identifying the reaction."
+        "", "--reaction-cols", help="Columns identifying the reaction (substrates)."
     ),
     condition_cols: str = typer.Option("", "--condition-cols", help="Condition-axis columns."),
-    yield_col: str = typer.Option("", "--yield-col", help="Yield column."),
-    ee_col: str | None = typer.Option(None, "--ee-col", help="ee (%) column."),
-    dr_col: str | None = typer.Option(None, "--dr-col", help="dr (a:b) column."),
-    er_col: str | None = typer.Option(None, "--er-col", help="er (a:b) column."),
-    rr_col: str | None = typer.Option(None, "--rr-col", help="rr (a:b) column."),
+    slice_cols: str = typer.Option(
+        "", "--slice-cols", help="Condition columns whose values define separate tables."
+    ),
+    yield_col: str = typer.Option("", "--yield-col", help="Yield column (optional)."),
+    ee_col: str | None = typer.Option(None, "--ee-col", help="ee (%) of the desired enantiomer."),
+    dr_col: str | None = typer.Option(None, "--dr-col", help="dr 'a:b', a = desired isomer."),
+    er_col: str | None = typer.Option(None, "--er-col", help="er 'a:b', a = desired enantiomer."),
+    rr_col: str | None = typer.Option(None, "--rr-col", help="rr 'a:b', a = desired isomer."),
+    ddg_col: str | None = typer.Option(
+        None, "--ddg-col", help="ΔΔG‡ (kcal/mol, positive favours the desired enantiomer)."
+    ),
+    temperature_k: float | None = typer.Option(
+        None, "--temperature-k", help="Temperature (K) converting ΔΔG‡ to ee."
+    ),
+    objective: str | None = typer.Option(
+        None,
+        "--objective",
+        help="utility | yield | selectivity (default: utility, or "
+        "selectivity when there is no yield column).",
+    ),
     yield_scale: str = typer.Option("percent", "--yield-scale", help="percent | fraction."),
-    max_rows: int | None = typer.Option(
-        None, "--max-rows", help="Cut larger tables into seeded chunks."
+    allow_out_of_range: bool = typer.Option(
+        False, "--allow-out-of-range", help="Keep yields > 100% / |ee| > 100 (clipped, flagged)."
+    ),
+    smiles_cols: str = typer.Option(
+        "", "--smiles-cols", help="NAME_COL=SMILES_COL,... (validated with RDKit)."
+    ),
+    product_col: str | None = typer.Option(None, "--product-col", help="Product column."),
+    constant: list[str] = typer.Option(
+        None, "--constant", help="KEY=VALUE condition constant for the whole table (repeatable)."
+    ),
+    role: list[str] = typer.Option(
+        None, "--role", help="COL=ROLE: map a condition column onto an RxnOptBench role."
+    ),
+    max_options: int = typer.Option(
+        12, "--max-options", help="Larger reaction groups are sliced into tables of <= this."
+    ),
+    max_tables: int = typer.Option(
+        10, "--max-tables", help="At most this many sliced tables per reaction (seeded)."
+    ),
+    fib_max_hit_floor: float = typer.Option(
+        0.8, "--fib-max-hit-floor", help="Ask FIB only where its Hit floor is at most this."
     ),
     seed: int = typer.Option(
         0,
@@ -87,28 +132,39 @@ def compile_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Compile questions from built-in datasets or from your own table."""
-    from labreplay.suites.conditions.report import write_compiled
+    from labreplay.suites.conditions.report import qc_lines, write_compiled
 
     chosen = sum([bool(dataset), all_datasets, table is not None])
     if chosen != 1:
         raise LabreplayError("give exactly one of --dataset NAME, --all, --table FILE")
     if table is not None:
-        from labreplay.suites.conditions.importer import import_table
+        from labreplay.suites.conditions.importer import ImportOptions, import_table
 
-        if not yield_col:
-            raise LabreplayError("--table needs --yield-col (and --condition-cols)")
         compiled = import_table(
             table,
-            _csv_list(reaction_cols),
-            _csv_list(condition_cols),
-            yield_col,
-            ee_col=ee_col,
-            dr_col=dr_col,
-            er_col=er_col,
-            rr_col=rr_col,
-            yield_scale=yield_scale,
-            max_rows=max_rows,
-            seed=seed,
+            ImportOptions(
+                reaction_cols=_csv_list(reaction_cols),
+                condition_cols=_csv_list(condition_cols),
+                yield_col=yield_col or None,
+                ee_col=ee_col,
+                dr_col=dr_col,
+                er_col=er_col,
+                rr_col=rr_col,
+                ddg_col=ddg_col,
+                temperature_k=temperature_k,
+                objective=objective,
+                yield_scale=yield_scale,
+                smiles_cols=_pairs([smiles_cols], "--smiles-cols"),
+                product_col=product_col,
+                constants=_pairs(constant, "--constant"),
+                roles=_pairs(role, "--role"),
+                slice_cols=_csv_list(slice_cols),
+                max_options=max_options,
+                max_tables=max_tables,
+                fib_max_hit_floor=fib_max_hit_floor,
+                allow_out_of_range=allow_out_of_range,
+                seed=seed,
+            ),
         )
     else:
         from labreplay.records.sources import resolve_data_dir
@@ -118,11 +174,18 @@ def compile_cmd(
         names = dataset_names() if all_datasets else list(dataset)
         compiled = compile_datasets(names, resolve_data_dir(data_dir), seed=seed)
     if not compiled.questions:
-        raise LabreplayError("no question could be compiled (see the QC: too few distinct rows?)")
+        raise LabreplayError(
+            "no question could be compiled: "
+            + " | ".join(
+                qc_lines({"qc": compiled.qc, "skipped_by_dataset": compiled.skipped_by_dataset})
+            )
+        )
     info = write_compiled(compiled, out)
     if json_out:
         print_json({"out": str(out), **info})
         return
+    for line in qc_lines(info):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"wrote {info['n_questions']} questions to {out} (spec {info['spec_hash'][:12]})")
     table_view = Table(title="questions per dataset")
     table_view.add_column("dataset")
@@ -190,47 +253,18 @@ def score_cmd(
     predictions: Path = typer.Option(..., "--predictions", help="JSONL: {id, answer|text}."),
     json_out: bool = JsonOption,
 ) -> None:
-    """Official-style evaluator: score a predictions file against a question file."""
-    import json
+    """Official-style evaluator: score a predictions file against a question file.
+    Unknown or duplicate prediction ids exit 2 (see the README for the format)."""
+    from labreplay.suites.conditions.evaluate import score_predictions
+    from labreplay.suites.conditions.questions import load_questions
 
-    from labreplay.errors import DataError
-    from labreplay.suites.conditions.prompts import normalise_answer
-    from labreplay.suites.conditions.questions import agent_view, load_questions
-    from labreplay.suites.conditions.scoring import answer_key, score_answer
-    from labreplay.suites.conditions.summary import headline, summarise
-
-    qs = load_questions(questions)
-    answers: dict[str, Any] = {}
-    if not predictions.is_file():
-        raise DataError("predictions file not found", file=str(predictions))
-    try:
-        text = predictions.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(
-            f"not valid UTF-8 (byte offset {exc.start})", file=str(predictions)
-        ) from exc
-    for n, line in enumerate(text.split("\n"), 1):
-        if line.strip():
-            try:
-                rec = json.loads(line)
-                answers[str(rec["id"])] = rec
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise DataError(
-                    f"bad prediction: {exc}", file=str(predictions), record=f"line {n}"
-                ) from exc
-    keys, results = [], []
-    for q in qs:
-        rec = answers.get(q["id"], {})
-        raw = rec.get("answer", {"text": rec["text"]} if "text" in rec else {})
-        keys.append(answer_key(q))
-        results.append(score_answer(keys[-1], normalise_answer(raw, agent_view(q))))
-    summary = summarise(keys, results, seed=0)
-    out = {"missing_predictions": sum(1 for q in qs if q["id"] not in answers), **headline(summary)}
+    out = score_predictions(load_questions(questions), predictions)
     if json_out:
-        print_json({**out, "summary": summary})
+        print_json(out)
         return
     for k, v in out.items():
-        console.print(f"{k}: {v}")
+        if k != "summary":
+            console.print(f"{k}: {v}")
 
 
 @app.command("leaderboard")

@@ -6,6 +6,12 @@ Per table (needs >= 2 distinct observed rows with a positive best utility):
   * ``mc_all``: options are the distinct observed rows projected on all varying keys.
   * ``fib_all``: per-key candidate lists (every observed value); the legal answers ("options")
     are the observed rows, so a Hit requires the recombined tuple to be one of them.
+Only informative questions are kept: one question per distinct (table, option set) -- on a
+single-axis table MC_all and FIB would repeat MC_single, so only MC_single is asked -- and FIB only
+where its Hit floor (legal rows / candidate combinations) is at most the declared
+``fib_max_hit_floor`` (0.8): on a full grid every combination was measured and Hit says nothing.
+Every question records its random floors in ``meta.random_floor``; every dropped question is
+counted per dataset with its reason.
 Each base question also yields a precedent pair sharing options, answer and scoring: 2-5
 lower-to-mid utility rows (never the optimum) shown in one twin only, and removed from both
 twins' legal answers. Option and candidate order are shuffled with the recorded seed.
@@ -14,7 +20,7 @@ twins' legal answers. Option and candidate order are shuffled with the recorded 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +32,11 @@ from labreplay.suites.conditions.tables import (
     ObservedRow,
     ScreeningTable,
     TableRule,
+    TableSet,
 )
 
 PROTOCOL = "rxnoptbench-compile"
-VERSION = 1
+VERSION = 2
 QUESTION_TYPES = ("mc_single", "mc_all", "fib_all")
 PRECEDENTS_MIN, PRECEDENTS_MAX = 2, 5
 
@@ -45,12 +52,37 @@ QUESTION_RULES = {
         "removed_from": "both twins' options / legal answers",
     },
     "uninformative": "questions whose best option utility is 0 are not emitted (counted)",
-    "utility": "yield fraction x selectivity factors (METRICS.md)",
+    "table_slicing": "groups above max_options rows: vary the axis set putting the most rows "
+    "into tables of 2..max_options rows (ties: more axes, smaller level product, declared order; "
+    "on a full grid the fewest-level axes whose product fits), fix the others at each observed "
+    "value; at most max_tables_per_reaction tables, a seeded choice; no random chunks",
+    "distinct_option_sets": "one question per (table, option set); MC_single first, then MC_all",
+    "fib_hit_floor": "FIB only where legal rows / candidate combinations <= fib_max_hit_floor",
+    "utility": "objective per dataset: utility = yield x signed selectivity, yield, or "
+    "selectivity (METRICS.md)",
 }
+SKIP_REASONS = (
+    "too_few_rows",
+    "uninformative",
+    "single_option",
+    "duplicate_option_set",
+    "single_axis_table",
+    "fib_hit_floor_too_high",
+    "no_precedent_twin",
+)
+
+
+def _no_skips() -> dict[str, int]:
+    return dict.fromkeys(SKIP_REASONS, 0)
 
 
 def _fmt(x: float) -> float:
     return round(float(x), 6)
+
+
+def _exact(x: float) -> float:
+    """Scores the evaluator reads back: kept to 12 decimals so rounding never moves a metric."""
+    return round(float(x), 12)
 
 
 def _outcome_json(row: ObservedRow) -> dict[str, Any]:
@@ -62,6 +94,8 @@ def _outcome_json(row: ObservedRow) -> dict[str, Any]:
     for name in ("er", "dr", "rr"):
         ratio = row.outcome.get(name)
         out[name] = f"{ratio[0]:g}:{ratio[1]:g}" if ratio else None
+    if "ddg" in row.outcome:
+        out["ddg_kcal_mol"] = _fmt(row.outcome["ddg"])
     return out
 
 
@@ -127,9 +161,10 @@ def _base_question(
 
 def _fill_scores(ctx: _Ctx, question: dict[str, Any], options: list[ObservedRow]) -> None:
     table = ctx.table
-    best = max(r.utility for r in options)
-    rel = [_fmt(r.utility / best) for r in options]
-    question["answer"] = [i for i, r in enumerate(options) if r.utility == best]
+    utilities = [_exact(r.utility) for r in options]  # as written: the file is self-consistent
+    best = max(utilities)
+    rel = [_exact(u / best) for u in utilities]
+    question["answer"] = [i for i, u in enumerate(utilities) if u == best]
     question["meta"] = {
         "doi": table.doi,
         "citation": table.citation,
@@ -140,7 +175,8 @@ def _fill_scores(ctx: _Ctx, question: dict[str, Any], options: list[ObservedRow]
         "total_entries_in_source_table": len(table.rows),
         "scores": [_outcome_json(r) for r in options],
         "yields": [_outcome_json(r)["yield"] for r in options],
-        "effective_scores": [_fmt(r.utility) for r in options],
+        "effective_scores": utilities,
+        "objective": table.objective,
         "option_relative_scores": rel,
         "option_source_entries": [
             {
@@ -153,7 +189,30 @@ def _fill_scores(ctx: _Ctx, question: dict[str, Any], options: list[ObservedRow]
         ],
         "variant": "no_precedents",
         "twin_id": None,
+        "random_floor": _floor(question, rel),
     }
+
+
+def _floor(question: dict[str, Any], rel: list[float]) -> dict[str, float]:
+    """The question's exact random floors (METRICS.md), recorded with it."""
+    n_answer = len(question["answer"])
+    if question["question_type"] != "fib_all":
+        return {"accuracy": _fmt(n_answer / len(rel)), "score": _fmt(sum(rel) / len(rel))}
+    space = 1
+    for cands in question["candidates"].values():
+        space *= len(cands)
+    return {
+        "hit": _fmt(len(rel) / space),
+        "strict": _fmt(n_answer / space),
+        "score_given_hit": _fmt(sum(rel) / len(rel)),
+    }
+
+
+def fib_hit_floor(table: ScreeningTable, legal: int) -> float:
+    space = 1
+    for k in table.varying_keys:
+        space *= len({r.conditions[k] for r in table.rows})
+    return legal / space
 
 
 def _mc_single_rows(
@@ -208,10 +267,10 @@ def _twin_with_precedents(
 
 
 def compile_table(
-    table: ScreeningTable, seed: int, source_file: str
+    table: ScreeningTable, seed: int, source_file: str, fib_max_hit_floor: float = 0.8
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """All questions of one table, and counts of what was skipped and why."""
-    skipped = {"too_few_rows": 0, "uninformative": 0, "single_option": 0, "no_precedent_twin": 0}
+    """All informative questions of one table, and counts of what was dropped and why."""
+    skipped = _no_skips()
     if len(table.rows) < 2 or not table.varying_keys:
         skipped["too_few_rows"] += 1
         return [], skipped
@@ -226,13 +285,28 @@ def compile_table(
         fixed, rows = _mc_single_rows(ctx, make_rng(seed, "question", qid, "context"), key)
         planned.append((qid, "mc_single", [key], rows, fixed))
     keys = list(table.varying_keys)
-    planned.append((f"{table.table_id}_mc_all", "mc_all", keys, list(table.rows), {}))
-    planned.append((f"{table.table_id}_fib_all", "fib_all", keys, list(table.rows), {}))
+    if len(keys) == 1:  # MC_all and FIB would ask the MC_single question again
+        skipped["single_axis_table"] += 2
+    else:
+        planned.append((f"{table.table_id}_mc_all", "mc_all", keys, list(table.rows), {}))
+        planned.append((f"{table.table_id}_fib_all", "fib_all", keys, list(table.rows), {}))
+    seen_option_sets: set[frozenset[int]] = set()
     for qid, qtype, qkeys, rows, fixed in planned:
+        if qtype != "fib_all":
+            option_set = frozenset(id(r) for r in rows)
+            if option_set in seen_option_sets:
+                skipped["duplicate_option_set"] += 1
+                continue
+            seen_option_sets.add(option_set)
         rng = make_rng(seed, "question", qid)  # one recorded stream per question
         precedents = _pick_precedents(ctx, rng, rows)
         shown = {id(r) for r in precedents}
         legal = [r for r in rows if id(r) not in shown]  # a precedent row is never an answer
+        if len(legal) < 2 <= len(rows):  # a small table: ask it without a precedent twin
+            precedents, legal = [], list(rows)
+        if qtype == "fib_all" and fib_hit_floor(table, len(legal)) > fib_max_hit_floor:
+            skipped["fib_hit_floor_too_high"] += 1
+            continue
         base = _base_question(ctx, rng, qid, qtype, qkeys, legal)
         if base is None:
             skipped["single_option" if len(legal) < 2 else "uninformative"] += 1
@@ -256,6 +330,8 @@ class CompiledSet:
     questions: list[dict[str, Any]]
     tables: list[dict[str, Any]]  # per-table summary + QC
     skipped: dict[str, int]
+    skipped_by_dataset: dict[str, dict[str, int]] = field(default_factory=dict)
+    qc: dict[str, dict[str, Any]] = field(default_factory=dict)  # dataset -> QC summary
 
 
 def build_spec(rules: Sequence[TableRule], files: dict[str, str], seed: int) -> dict[str, Any]:
@@ -279,20 +355,26 @@ def compile_tables(
     spec_hash = sha256_json(spec)
     questions: list[dict[str, Any]] = []
     summaries: list[dict[str, Any]] = []
-    skipped = {"too_few_rows": 0, "uninformative": 0, "single_option": 0, "no_precedent_twin": 0}
-    for _rule, tables in tables_by_rule:
+    skipped = _no_skips()
+    by_dataset: dict[str, dict[str, int]] = {}
+    qc: dict[str, dict[str, Any]] = {}
+    for rule, tables in tables_by_rule:
+        mine = by_dataset.setdefault(rule.dataset, _no_skips())
+        if isinstance(tables, TableSet):
+            qc[rule.dataset] = tables.qc
         for table in tables:
             provenance_files = sorted({p["file"] for r in table.rows for p in r.provenance})
-            qs, sk = compile_table(table, seed, ";".join(provenance_files))
+            qs, sk = compile_table(table, seed, ";".join(provenance_files), rule.fib_max_hit_floor)
             for q in qs:
                 q["meta"]["spec_hash"] = spec_hash
             questions.extend(qs)
             for k, v in sk.items():
                 skipped[k] += v
+                mine[k] += v
             summary = table.summary()
             summary["questions"] = len(qs)
             summaries.append(summary)
-    return CompiledSet(spec, spec_hash, questions, summaries, skipped)
+    return CompiledSet(spec, spec_hash, questions, summaries, skipped, by_dataset, qc)
 
 
 def compile_datasets(names: Sequence[str], data_dir: Path, seed: int = 0) -> CompiledSet:

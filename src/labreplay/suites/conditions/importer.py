@@ -1,20 +1,25 @@
 """Any lab's own screening table (CSV or XLSX) -> tables -> questions, without writing code.
 
-The user declares which columns identify the reaction, which are condition axes and which hold
-outcomes. Every reaction (distinct values of the identity columns) becomes one table; an optional
-``max_rows`` cuts larger ones into seeded chunks, as for the built-in datasets.
+The user declares which columns identify the reaction, which are condition axes (optionally
+mapped onto the RxnOptBench condition roles), which hold outcomes, which hold SMILES, and any
+conditions constant for the whole table. Every reaction (distinct values of the identity
+columns, and of ``slice_cols``) is one group; a group larger than ``max_options`` rows is cut
+into literature-sized tables by the declared rule in `slicing`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from labreplay._hashing import sha256_file
 from labreplay.errors import DataError
+from labreplay.suites.conditions.chem import ROLES, Component, canonical_smiles, clean_text
 from labreplay.suites.conditions.compiler import CompiledSet, compile_tables
-from labreplay.suites.conditions.tables import RawRow, TableRule, build_tables, component
+from labreplay.suites.conditions.outcomes import OBJECTIVES
+from labreplay.suites.conditions.tables import RawRow, TableRule, build_tables
 
 
 def _read_frame(path: Path) -> Any:
@@ -38,81 +43,175 @@ def _read_frame(path: Path) -> Any:
     )
 
 
-def import_table(
-    path: Path,
-    reaction_cols: Sequence[str],
-    condition_cols: Sequence[str],
-    yield_col: str,
-    *,
-    ee_col: str | None = None,
-    dr_col: str | None = None,
-    er_col: str | None = None,
-    rr_col: str | None = None,
-    yield_scale: str = "percent",
-    smiles_cols: dict[str, str] | None = None,
-    replicate_policy: str = "mean",
-    max_rows: int | None = None,
-    seed: int = 0,
-    dataset: str | None = None,
-) -> CompiledSet:
-    """Compile a user's table. `smiles_cols` maps a reaction/condition column to the column
-    holding its SMILES (canonicalised; invalid ones kept and flagged)."""
-    if yield_scale not in {"percent", "fraction"}:
-        raise DataError(
-            "yield scale must be 'percent' or 'fraction'", field="--yield-scale", value=yield_scale
+@dataclass
+class ImportOptions:
+    """Everything a user declares about their table (the CLI flags, one to one)."""
+
+    reaction_cols: Sequence[str]
+    condition_cols: Sequence[str]
+    yield_col: str | None = None
+    ee_col: str | None = None
+    dr_col: str | None = None
+    er_col: str | None = None
+    rr_col: str | None = None
+    ddg_col: str | None = None
+    temperature_k: float | None = None
+    objective: str | None = None  # default: utility with a yield column, else selectivity
+    yield_scale: str = "percent"
+    smiles_cols: Mapping[str, str] = field(default_factory=dict)  # name col -> SMILES col
+    product_col: str | None = None
+    constants: Mapping[str, str] = field(default_factory=dict)
+    roles: Mapping[str, str] = field(default_factory=dict)  # condition col -> role
+    slice_cols: Sequence[str] = ()
+    replicate_policy: str = "mean"
+    max_options: int | None = 12
+    max_tables: int | None = 10
+    fib_max_hit_floor: float = 0.8
+    allow_out_of_range: bool = False
+    seed: int = 0
+    dataset: str | None = None
+
+
+def _fail(message: str, path: Path, field_name: str | None = None, value: object = None) -> None:
+    raise DataError(message, file=str(path), field=field_name, value=value)
+
+
+def _check(path: Path, columns: Sequence[str], o: ImportOptions) -> tuple[str, dict[str, str]]:
+    """Validate the declaration against the table; return the objective and column -> key."""
+    if not o.condition_cols:
+        _fail("declare at least one condition column", path, "--condition-cols")
+    if o.yield_scale not in {"percent", "fraction"}:
+        _fail("yield scale must be 'percent' or 'fraction'", path, "--yield-scale", o.yield_scale)
+    selectivity_cols = [c for c in (o.ee_col, o.dr_col, o.er_col, o.rr_col, o.ddg_col) if c]
+    if not o.yield_col and not selectivity_cols:
+        _fail(
+            "no outcome column: give --yield-col and/or --ee-col, --er-col, --dr-col, "
+            "--rr-col or --ddg-col",
+            path,
         )
-    if not condition_cols:
-        raise DataError("declare at least one condition column", field="--condition-cols")
-    frame = _read_frame(path)
-    outcome_cols = {"yield": yield_col, "ee": ee_col, "dr": dr_col, "er": er_col, "rr": rr_col}
-    smiles_cols = smiles_cols or {}
+    objective = o.objective or ("utility" if o.yield_col else "selectivity")
+    if objective not in OBJECTIVES:
+        _fail(f"unknown objective (known: {', '.join(OBJECTIVES)})", path, "--objective", objective)
+    if objective in {"utility", "yield"} and not o.yield_col:
+        _fail(f"objective {objective!r} needs --yield-col", path, "--objective", objective)
+    if objective == "selectivity" and not selectivity_cols:
+        _fail(
+            "objective 'selectivity' needs --ee-col, --er-col, --dr-col, --rr-col or --ddg-col",
+            path,
+            "--objective",
+            objective,
+        )
+    if o.ddg_col and (o.temperature_k is None or o.temperature_k <= 0):
+        _fail(
+            "--ddg-col needs --temperature-k (kelvin, > 0)",
+            path,
+            "--temperature-k",
+            o.temperature_k,
+        )
+    if o.ddg_col and o.ee_col:
+        _fail("give either --ee-col or --ddg-col, not both", path, "--ddg-col", o.ddg_col)
     wanted = [
-        *reaction_cols,
-        *condition_cols,
-        *(c for c in outcome_cols.values() if c),
-        *smiles_cols.values(),
+        *o.reaction_cols,
+        *o.condition_cols,
+        *o.slice_cols,
+        *o.smiles_cols,
+        *o.smiles_cols.values(),
+        *(c for c in (o.yield_col, *selectivity_cols, o.product_col) if c),
     ]
     for col in wanted:
-        if col not in frame.columns:
-            raise DataError(
-                f"column not in table (columns: {', '.join(map(str, frame.columns))})",
-                file=str(path),
-                field=col,
-            )
-    overlap = set(reaction_cols) & set(condition_cols)
+        if col not in columns:
+            _fail(f"column not in table (columns: {', '.join(map(str, columns))})", path, col)
+    overlap = set(o.reaction_cols) & set(o.condition_cols)
     if overlap:
-        raise DataError(
-            "a column cannot be both reaction identity and condition",
-            file=str(path),
-            field=sorted(overlap)[0],
-        )
-    name = dataset or path.stem
+        _fail("a column cannot be both reaction identity and condition", path, sorted(overlap)[0])
+    for col in o.slice_cols:
+        if col not in o.condition_cols:
+            _fail("a --slice-cols column must also be a condition column", path, col)
+    keys: dict[str, str] = {}
+    for col in o.condition_cols:
+        role = o.roles.get(col, col)
+        if col in o.roles and role not in ROLES:
+            _fail(f"unknown condition role (roles: {', '.join(ROLES)})", path, col, role)
+        if role in keys.values():
+            _fail("two condition columns map to the same key", path, col, role)
+        keys[col] = role
+    for col in o.roles:
+        if col not in o.condition_cols:
+            _fail("--role names a column that is not a condition column", path, col)
+    for key in o.constants:
+        if key in keys.values():
+            _fail("a --constant key is also a varying condition column", path, key)
+    return objective, keys
+
+
+def import_table(path: Path, options: ImportOptions) -> CompiledSet:
+    """Compile a user's table. SMILES are canonicalised with RDKit; an invalid one stops the
+    import naming its row and value."""
+    frame = _read_frame(path)
+    o = options
+    objective, keys = _check(path, list(frame.columns), o)
+    name = o.dataset or path.stem
     rule = TableRule(
         dataset=name,
         citation=f"user table {path.name}",
         doi="",
-        condition_keys=tuple(condition_cols),
-        yield_scale=yield_scale,
-        replicate_policy=replicate_policy,
-        max_rows=max_rows,
+        condition_keys=tuple(keys[c] for c in o.condition_cols),
+        yield_scale=o.yield_scale,
+        replicate_policy=o.replicate_policy,
+        max_options=o.max_options,
+        max_tables=o.max_tables,
+        slice_keys=tuple(keys[c] for c in o.slice_cols),
+        objective=objective,
+        temperature_k=o.temperature_k if o.ddg_col else None,
+        allow_out_of_range=o.allow_out_of_range,
+        fib_max_hit_floor=o.fib_max_hit_floor,
+        constant_conditions=tuple(sorted(o.constants.items())),
+        yield_column=o.yield_col or "",
         notes="generic importer",
     )
+    outcome_cols = {
+        "yield": o.yield_col,
+        "ee": o.ee_col,
+        "dr": o.dr_col,
+        "er": o.er_col,
+        "rr": o.rr_col,
+        "ddg": o.ddg_col,
+    }
+
+    def comp(rec: Mapping[str, Any], col: str, line: int, empty: str = "none") -> Component:
+        text = clean_text(rec[col]) or empty
+        smiles_col = o.smiles_cols.get(col)
+        raw = clean_text(rec[smiles_col]) if smiles_col else ""
+        if not raw:
+            return Component(text)
+        canon, ok = canonical_smiles(raw)
+        if not ok:
+            raise DataError(
+                "invalid SMILES (RDKit cannot parse it)",
+                file=str(path),
+                record=f"row {line}",
+                field=smiles_col,
+                value=raw,
+            )
+        return Component(text, canon, True)
 
     def rows() -> Iterator[RawRow]:
         for index, rec in enumerate(frame.to_dict("records")):
-
-            def comp(col: str, rec: dict[str, Any] = rec) -> Any:
-                value = rec[col] if str(rec[col]).strip() else "none"
-                return component(value, rec[smiles_cols[col]] if col in smiles_cols else "")
-
+            line = index + 2  # 1-based line in the file, header = line 1
+            conditions = {keys[c]: comp(rec, c, line) for c in o.condition_cols}
+            product = (comp(rec, o.product_col, line, ""),) if o.product_col else ()
             yield RawRow(
-                reaction=tuple(str(rec[c]) for c in reaction_cols) or (name,),
-                conditions={c: comp(c) for c in condition_cols},
+                reaction=tuple(clean_text(rec[c]) for c in o.reaction_cols)
+                + tuple(p.smiles or p.content for p in product)
+                or (name,),
+                conditions=conditions,
                 outcome={k: rec[c] for k, c in outcome_cols.items() if c},
                 file=path.name,
-                row=index + 2,
-                reactants=tuple(comp(c) for c in reaction_cols),
+                row=line,
+                reactants=tuple(comp(rec, c, line, "") for c in o.reaction_cols),
+                products=product,
+                slice_labels=tuple(conditions[keys[c]].content for c in o.slice_cols),
             )
 
-    tables = build_tables(rows(), rule, seed)
-    return compile_tables([(rule, tables)], {path.name: sha256_file(path)}, seed)
+    tables = build_tables(rows(), rule, o.seed)
+    return compile_tables([(rule, tables)], {path.name: sha256_file(path)}, o.seed)

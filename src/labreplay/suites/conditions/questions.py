@@ -4,8 +4,13 @@ One JSON object per line: ``id``, ``question_type``, ``varying_keys``, ``input{r
 products, constant_conditions}``, ``options[{key: [{content, SMILES}]}]``, ``answer`` (option
 indices, ties allowed) and ``meta`` (scores aligned with options). Our compiler adds
 ``input.fixed_conditions`` (MC_single context), ``input.reference_conditions`` (precedent twin)
-and ``candidates`` (FIB per-key lists); the loader derives FIB candidates from the options when
-an official file has none. `agent_view` is the firewall: only what an agent may see.
+and ``candidates`` (FIB per-key lists, in the order shown to the agent).
+
+In memory ``question_type`` is our short name (mc_single, mc_all, fib_all); files carry the
+official names (`OFFICIAL_TYPE_NAMES`). Reading a file keeps the name it used
+(``question_type_official``), its ``answer``, its ``effective_scores`` and its FIB candidates in
+their order (derived from the options in first-seen order only when the file has none), and
+writing uses that name again. `agent_view` is the firewall: only what an agent may see.
 """
 
 from __future__ import annotations
@@ -33,6 +38,16 @@ TYPE_ALIASES = {
     "fill_in_the_blank": "fib_all",
     "fill_in_blank_all_blank": "fib_all",
 }
+
+
+# The type names as the RxnOptBench paper prints them (MC_single: a "single_varying" item,
+# MC_all: "all_varying", FIB: "all_blank").
+OFFICIAL_TYPE_NAMES = {
+    "mc_single": "single_varying",
+    "mc_all": "all_varying",
+    "fib_all": "all_blank",
+}
+TYPE_ALIASES.update({v: k for k, v in OFFICIAL_TYPE_NAMES.items()})
 
 
 def normalise_type(raw: object) -> str | None:
@@ -103,16 +118,37 @@ def validate_question(q: Any, path: Path, line: int) -> dict[str, Any]:
         raise _fail(path, line, qid, "meta", sorted(meta), "no per-option scores")
     out = dict(q)
     out["question_type"] = qtype
-    if qtype == "fib_all" and not isinstance(q.get("candidates"), dict):
-        # Official FIB records list observed rows only; candidates are each key's values.
-        cands: dict[str, list[Any]] = {}
-        for k in keys:
-            seen: dict[str, Any] = {}
-            for opt in options:
-                seen.setdefault(value_label(opt[k]), opt[k])
-            cands[k] = [seen[label] for label in sorted(seen)]
-        out["candidates"] = cands
+    out["question_type_official"] = str(q["question_type"])
+    if qtype == "fib_all":
+        out["candidates"] = _candidates(q, keys, path, line, qid)
     return out
+
+
+def _candidates(
+    q: Mapping[str, Any], keys: list[str], path: Path, line: int, qid: str
+) -> dict[str, list[Any]]:
+    """The file's FIB candidate lists in their order; derived (first-seen order) if absent."""
+    inp = q.get("input")
+    for where, found in (
+        ("candidates", q.get("candidates")),
+        ("input.candidates", inp.get("candidates") if isinstance(inp, Mapping) else None),
+        ("meta.candidates", q["meta"].get("candidates")),
+    ):
+        if found is None:
+            continue
+        if not isinstance(found, Mapping) or set(found) != set(keys):
+            raise _fail(path, line, qid, where, None, "FIB candidates must map every varying key")
+        for k in keys:
+            if not isinstance(found[k], list) or not found[k]:
+                raise _fail(path, line, qid, f"{where}.{k}", found[k], "expected a non-empty list")
+        return {k: list(found[k]) for k in keys}
+    cands: dict[str, list[Any]] = {}
+    for k in keys:
+        seen: dict[str, Any] = {}
+        for opt in q["options"]:
+            seen.setdefault(value_label(opt[k]), opt[k])
+        cands[k] = list(seen.values())
+    return cands
 
 
 def load_questions(path: str | Path) -> list[dict[str, Any]]:
@@ -152,7 +188,15 @@ def write_questions(path: Path, questions: Iterable[Mapping[str, Any]]) -> None:
     encoder = json.JSONEncoder(
         sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
-    atomic_write_text(path, "".join(encoder.encode(q) + "\n" for q in questions))
+    atomic_write_text(path, "".join(encoder.encode(_as_written(q)) + "\n" for q in questions))
+
+
+def _as_written(q: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The record with its official type name (the one it was read with, if any)."""
+    out = {k: v for k, v in q.items() if k != "question_type_official"}
+    qtype = str(q["question_type"])
+    out["question_type"] = q.get("question_type_official") or OFFICIAL_TYPE_NAMES.get(qtype, qtype)
+    return out
 
 
 def agent_view(q: Mapping[str, Any]) -> dict[str, Any]:

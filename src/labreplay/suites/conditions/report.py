@@ -40,8 +40,32 @@ def write_compiled(compiled: CompiledSet, out: Path) -> dict[str, Any]:
         "n_questions": len(compiled.questions),
         "counts": question_counts(compiled.questions),
         "skipped": compiled.skipped,
+        "skipped_by_dataset": compiled.skipped_by_dataset,
+        "qc": compiled.qc,
         "gold_position_audit": gold_position_audit(keys, int(compiled.spec["seed"])),
         "tables": compiled.tables,
     }
     atomic_write_text(spec_path(out), canonical_json(info) + "\n")
     return {k: v for k, v in info.items() if k not in {"tables", "spec"}}
+
+
+def qc_lines(info: dict[str, Any]) -> list[str]:
+    """The compile QC summary, one line per dataset: rows read, excluded and why, clipped,
+    out of range, replicates merged, rows outside tables; then what questions were dropped."""
+    lines = []
+    for ds, qc in info.get("qc", {}).items():
+        excluded = qc.get("rows_excluded", {})
+        why = "; ".join(f"{n} {reason}" for reason, n in excluded.items())
+        lines.append(
+            f"QC {ds}: {qc['rows_read']} rows read, {sum(excluded.values())} excluded"
+            + (f" ({why})" if why else "")
+            + f", {qc['clipped_negative']} negative values clipped to 0"
+            + f", {qc['out_of_range_flagged']} out-of-range rows flagged"
+            + f", {qc['replicate_rows_merged']} replicate rows merged"
+            + f", {qc['rows_outside_tables']} rows outside every table (1-row contexts or capped)"
+            + f", {qc['tables']} tables ({qc['tables_capped']} more left out by the cap)"
+        )
+    for ds, skipped in info.get("skipped_by_dataset", {}).items():
+        dropped = ", ".join(f"{n} {reason}" for reason, n in skipped.items() if n)
+        lines.append(f"dropped {ds}: {dropped or 'nothing'}")
+    return lines

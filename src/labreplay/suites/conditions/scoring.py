@@ -14,25 +14,39 @@ from labreplay.suites.conditions.questions import value_label
 from labreplay.suites.conditions.tables import parse_amount, parse_ratio, utility
 
 
-def _utility_of_scores(s: Mapping[str, Any], yield_only: bool) -> float | None:
-    """Utility from a release `scores` entry (yield/ee in %, ratios 'a:b' or [a, b])."""
+def _utility_of_scores(s: Mapping[str, Any], objective: str) -> float | None:
+    """Objective value from a release `scores` entry (yield/ee in %, ratios 'a:b' or [a, b])."""
     raw_y = s.get("yield")
-    if isinstance(raw_y, int | float) and all(s.get(n) is None for n in ("ee", "er", "dr", "rr")):
-        return float(raw_y) / 100.0  # the common case: a plain yield, no selectivity reported
-    y = parse_amount(raw_y).value
-    if y is None:
+    if (
+        objective != "selectivity"
+        and isinstance(raw_y, int | float)
+        and all(s.get(n) is None for n in ("ee", "er", "dr", "rr"))
+    ):
+        return min(max(float(raw_y) / 100.0, 0.0), 1.0)  # common case: a plain yield
+    outcome: dict[str, Any] = {}
+    y = parse_amount(raw_y).value if raw_y is not None else None
+    if y is not None:
+        outcome["yield"] = min(max(y / 100.0, 0.0), 1.0)
+    ee = parse_amount(s.get("ee")).value if s.get("ee") is not None else None
+    if ee is not None:
+        outcome["ee"] = ee
+    for name in ("er", "dr", "rr"):
+        raw = s.get(name)
+        ratio = tuple(raw) if isinstance(raw, list) and len(raw) == 2 else parse_ratio(raw)
+        if isinstance(ratio, tuple):
+            outcome[name] = ratio
+    return utility(outcome, objective)
+
+
+def _numbers(values: object, n: int) -> list[float] | None:
+    """A per-option list of plain numbers (None entries count 0), or None if unusable."""
+    if not isinstance(values, list) or len(values) != n:
         return None
-    outcome: dict[str, Any] = {"yield": y / 100.0}
-    if not yield_only:
-        ee = parse_amount(s.get("ee")).value if s.get("ee") is not None else None
-        if ee is not None:
-            outcome["ee"] = ee
-        for name in ("er", "dr", "rr"):
-            raw = s.get(name)
-            ratio = tuple(raw) if isinstance(raw, list) and len(raw) == 2 else parse_ratio(raw)
-            if isinstance(ratio, tuple):
-                outcome[name] = ratio
-    return utility(outcome)
+    if not all(
+        v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in values
+    ):
+        return None
+    return [float(v) if v is not None else 0.0 for v in values]
 
 
 def _relative(utilities: Sequence[float | None]) -> tuple[list[float], bool]:
@@ -62,22 +76,28 @@ class AnswerKey:
 
 
 def answer_key(q: Mapping[str, Any]) -> AnswerKey:
+    """The file's own numbers are the truth: ``effective_scores`` (the utility) when present,
+    else utilities recomputed from ``scores``, else ``option_relative_scores``; the answer set is
+    the file's ``answer``. The yield-only variant is recomputed from ``scores`` when it can be."""
     meta = q["meta"]
     keys = tuple(q["varying_keys"])
+    n = len(q["options"])
+    objective = str(meta.get("objective", "utility"))
     scores = meta.get("scores")
-    if isinstance(scores, list) and all(isinstance(s, Mapping) for s in scores):
-        rel, uninformative = _relative([_utility_of_scores(s, False) for s in scores])
-        rel_y, _ = _relative([_utility_of_scores(s, True) for s in scores])
-    else:  # only relative / effective scores given: no yield-only variant available
-        base = meta.get("effective_scores") or meta.get("option_relative_scores")
-        rel, uninformative = _relative([float(x) if x is not None else 0.0 for x in base])
-        rel_y = rel
-    # Ties: every option at the best utility is a correct answer (recomputed, not trusted).
-    answer = (
-        frozenset(i for i, r in enumerate(rel) if r >= 1.0 - 1e-12)
-        if not uninformative
-        else frozenset()
-    )
+    has_scores = isinstance(scores, list) and all(isinstance(s, Mapping) for s in scores)
+    effective = _numbers(meta.get("effective_scores"), n)
+    if effective is not None:
+        rel, uninformative = _relative(effective)
+    elif has_scores:
+        rel, uninformative = _relative([_utility_of_scores(s, objective) for s in scores])
+    else:
+        rel, uninformative = _relative(_numbers(meta.get("option_relative_scores"), n) or [0.0] * n)
+    rel_y = rel
+    if has_scores and objective != "selectivity":
+        yields = [_utility_of_scores(s, "yield") for s in scores]
+        if any(y is not None for y in yields):
+            rel_y, _ = _relative(yields)
+    answer = frozenset() if uninformative else frozenset(int(a) for a in q["answer"])
     tuples = [tuple(value_label(opt[k]) for k in keys) for opt in q["options"]]
     candidates: dict[str, tuple[str, ...]] = {}
     if q["question_type"] == "fib_all":

@@ -2,81 +2,56 @@
 
 Adapters (``datasets.py``, ``importer.py``) turn a source file into `RawRow`s: the reaction
 identity, one value per condition key, the raw outcome cells and where they came from. Everything
-else is shared: outcome parsing (censored values such as ``≥90%``, ``trace``, ``<5``), merging of
-replicate rows under a declared policy, cutting a large factorial grid into literature-sized
-tables by a declared seeded rule, and a per-table QC report that accounts for every source row.
+else is shared: outcome parsing and range QC (`outcomes`), merging of replicate rows under a
+declared policy, cutting a large factorial grid into literature-sized tables by a declared rule
+(`slicing`), and a QC report that accounts for every source row.
 """
 
 from __future__ import annotations
 
-import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from labreplay._hashing import short_hash
-from labreplay._rng import make_rng
 from labreplay.errors import DataError
+from labreplay.suites.conditions.chem import Component, canonical_smiles, clean_text, component
+from labreplay.suites.conditions.outcomes import (
+    FRACTION_FIELDS,
+    OBJECTIVES,
+    OUTCOME_FIELDS,
+    ParsedOutcome,
+    parse_amount,
+    parse_outcome,
+    parse_ratio,
+    scale_mismatch,
+    selectivity_factor,
+    utility,
+)
+from labreplay.suites.conditions.slicing import slice_group
 
-OUTCOME_FIELDS = ("yield", "ee", "er", "dr", "rr", "conversion", "selectivity")
+__all__ = [
+    "OUTCOME_FIELDS",
+    "Component",
+    "ObservedRow",
+    "RawRow",
+    "ScreeningTable",
+    "TableRule",
+    "TableSet",
+    "build_tables",
+    "canonical_smiles",
+    "clean_text",
+    "component",
+    "parse_amount",
+    "parse_ratio",
+    "selectivity_factor",
+    "utility",
+]
+
+_clean_text = clean_text  # the readers' historical name
 REPLICATE_POLICIES = ("mean", "max", "first")
-
-
-@dataclass(frozen=True)
-class Component:
-    """A named chemical (or a plain condition value) with its SMILES when the source gives one."""
-
-    content: str
-    smiles: str = ""
-    smiles_valid: bool | None = None  # None: no SMILES given; False: given but rdkit rejects it
-
-    def to_json(self) -> dict[str, str]:
-        return {"content": self.content, "SMILES": self.smiles}
-
-
-@lru_cache(maxsize=65536)
-def canonical_smiles(smiles: str) -> tuple[str, bool]:
-    """rdkit canonical form; an invalid SMILES is kept as written and flagged, never dropped."""
-    if not smiles:
-        return "", False
-    from rdkit import Chem, RDLogger
-
-    RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
-    mol = Chem.MolFromSmiles(smiles)
-    if mol is None:
-        return smiles, False
-    return Chem.MolToSmiles(mol), True
-
-
-def component(content: object, smiles: object = "") -> Component:
-    try:
-        return _component_cached(content, smiles)
-    except TypeError:  # unhashable cell
-        return _component(content, smiles)
-
-
-@lru_cache(maxsize=65536)
-def _component_cached(content: object, smiles: object) -> Component:
-    return _component(content, smiles)
-
-
-def _component(content: object, smiles: object) -> Component:
-    text = _clean_text(content)
-    raw = _clean_text(smiles)
-    if not raw:
-        return Component(text)
-    canon, ok = canonical_smiles(raw)
-    return Component(text or canon, canon, ok)
-
-
-def _clean_text(value: object) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, float):
-        return f"{value:g}"
-    return " ".join(str(value).split())
 
 
 @dataclass(frozen=True)
@@ -91,83 +66,6 @@ class RawRow:
     reactants: tuple[Component, ...] = ()
     products: tuple[Component, ...] = ()
     slice_labels: tuple[str, ...] = ()
-
-
-@dataclass
-class ParsedValue:
-    value: float | None
-    flag: str | None = None  # why the cell is not a plain number (censored, trace, missing...)
-    percent: bool = False  # the cell carried its own % sign
-
-
-_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
-_RATIO = re.compile(r"^\s*(>|≥|>=)?\s*(\d+(?:\.\d+)?)\s*[:/]\s*(\d+(?:\.\d+)?)\s*$")
-_ZERO_WORDS = {"trace", "traces", "nd", "n.d.", "n.d", "nr", "n.r.", "none", "0%"}
-
-
-def parse_amount(raw: object) -> ParsedValue:
-    """A numeric cell, possibly censored. Declared choices: a bound (``≥90%``, ``<5``, ``>99``)
-    takes the bound's value; ``trace`` / ``n.d.`` count as 0. Each such cell carries a flag."""
-    if raw is None or (isinstance(raw, float) and math.isnan(raw)):
-        return ParsedValue(None, "missing")
-    if isinstance(raw, bool):
-        return ParsedValue(None, f"not a number: {raw!r}")
-    if isinstance(raw, int | float):
-        return ParsedValue(float(raw))
-    text = str(raw).strip().lower().replace(",", ".")
-    if not text:
-        return ParsedValue(None, "missing")
-    if text in _ZERO_WORDS:
-        return ParsedValue(0.0, f"reported as {raw!r}, counted as 0")
-    match = _NUMBER.search(text)
-    if match is None:
-        return ParsedValue(None, f"not a number: {raw!r}")
-    number = float(match.group(0))
-    prefix = text[: match.start()].strip()
-    suffix = text[match.end() :].strip()
-    if suffix not in {"", "%"}:
-        return ParsedValue(None, f"not a number: {raw!r}")
-    if prefix in {"≥", ">=", ">", "≤", "<=", "<", "~", "ca.", "≈"}:
-        flag = f"censored {raw!r}, counted as its bound"
-        return ParsedValue(number, flag, suffix == "%")
-    if prefix:
-        return ParsedValue(None, f"not a number: {raw!r}")
-    return ParsedValue(number, None, suffix == "%")
-
-
-def parse_ratio(raw: object) -> tuple[float, float] | str | None:
-    """``95:5`` -> (95, 5); ``>20:1`` -> (20, 1) (bound); None when absent; a str when unreadable."""
-    if raw is None or (isinstance(raw, float) and math.isnan(raw)) or str(raw).strip() == "":
-        return None
-    match = _RATIO.match(str(raw))
-    if match is None:
-        return f"unreadable ratio {raw!r}"
-    major, minor = float(match.group(2)), float(match.group(3))
-    if major + minor <= 0:
-        return f"ratio with zero total {raw!r}"
-    return (major, minor)
-
-
-def selectivity_factor(outcome: Mapping[str, Any]) -> float:
-    """METRICS.md: ee (%) -> (1 + ee/100)/2; er, dr, rr a:b -> a/(a+b); unreported -> 1."""
-    factor = 1.0
-    ee = outcome.get("ee")
-    if isinstance(ee, int | float):
-        factor *= (1.0 + float(ee) / 100.0) / 2.0
-    for name in ("er", "dr", "rr"):
-        ratio = outcome.get(name)
-        if isinstance(ratio, list | tuple) and len(ratio) == 2:
-            major, minor = float(ratio[0]), float(ratio[1])
-            factor *= max(major, minor) / (major + minor)
-    return factor
-
-
-def utility(outcome: Mapping[str, Any]) -> float | None:
-    """u = y * f_sel with y the yield fraction; None when the row has no yield."""
-    y = outcome.get("yield")
-    if not isinstance(y, int | float):
-        return None
-    return float(y) * selectivity_factor(outcome)
 
 
 @dataclass
@@ -192,6 +90,7 @@ class ScreeningTable:
     values: dict[str, dict[str, Component]]  # key -> label -> component (SMILES lookup)
     rows: list[ObservedRow]
     qc: dict[str, Any]
+    objective: str = "utility"
 
     @property
     def best_utility(self) -> float:
@@ -208,6 +107,12 @@ class ScreeningTable:
         }
 
 
+class TableSet(list[ScreeningTable]):
+    """The tables of one dataset, with the dataset-level QC summary (rows read, excluded...)."""
+
+    qc: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class TableRule:
     """How a dataset's rows become tables; recorded verbatim in the compile spec."""
@@ -219,8 +124,15 @@ class TableRule:
     yield_scale: str = "percent"  # percent | fraction
     yield_basis: str = "yield"  # yield | conversion | conversion_x_selectivity
     replicate_policy: str = "mean"
-    max_rows: int | None = 12  # larger groups are cut into seeded chunks of at most this size
-    slice_keys: tuple[str, ...] = ()  # condition keys held fixed within one table
+    max_options: int | None = 12  # larger groups are sliced (see `slicing`)
+    max_tables: int | None = 10  # per reaction group, seeded choice when more
+    slice_keys: tuple[str, ...] = ()  # condition keys held fixed within one table (declared)
+    objective: str = "utility"  # utility | yield | selectivity
+    temperature_k: float | None = None  # for a ΔΔG‡ outcome
+    allow_out_of_range: bool = False  # yields > 100% / |ee| > 100 kept (clipped, flagged)
+    fib_max_hit_floor: float = 0.8  # FIB only where observed / candidate tuples <= this
+    constant_conditions: tuple[tuple[str, str], ...] = ()  # declared, shown in every prompt
+    yield_column: str = "yield"  # the source column name, for messages
     notes: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -230,60 +142,30 @@ class TableRule:
             "yield_scale": self.yield_scale,
             "yield_basis": self.yield_basis,
             "replicate_policy": self.replicate_policy,
-            "max_rows": self.max_rows,
+            "max_options": self.max_options,
+            "max_tables_per_reaction": self.max_tables,
             "slice_keys": list(self.slice_keys),
+            "objective": self.objective,
+            "temperature_k": self.temperature_k,
+            "allow_out_of_range": self.allow_out_of_range,
+            "fib_max_hit_floor": self.fib_max_hit_floor,
+            "constant_conditions": dict(self.constant_conditions),
             "notes": self.notes,
         }
 
 
-def _parse_outcome(raw: RawRow, rule: TableRule) -> tuple[dict[str, Any], list[str]]:
-    outcome: dict[str, Any] = {}
-    flags: list[str] = []
-    scale = 100.0 if rule.yield_scale == "percent" else 1.0
-    for name in ("yield", "conversion", "selectivity", "ee"):
-        if name not in raw.outcome:
-            continue
-        parsed = parse_amount(raw.outcome[name])
-        if parsed.flag and not (parsed.flag == "missing" and name in {"ee", "selectivity"}):
-            flags.append(f"{name}: {parsed.flag}")
-        if parsed.value is None:
-            continue
-        value = parsed.value
-        if name != "ee":  # a cell with its own % sign is a percent whatever the column scale
-            value = value / (100.0 if parsed.percent else scale)
-        outcome[name] = value
-    for name in ("er", "dr", "rr"):
-        if name in raw.outcome:
-            ratio = parse_ratio(raw.outcome[name])
-            if isinstance(ratio, str):
-                flags.append(f"{name}: {ratio}")
-            elif ratio is not None:
-                outcome[name] = [ratio[0], ratio[1]]
-    # The utility's yield: a declared basis when the source reports no yield column.
-    if rule.yield_basis == "conversion" and "conversion" in outcome:
-        outcome["yield"] = outcome["conversion"]
-    elif rule.yield_basis == "conversion_x_selectivity" and "conversion" in outcome:
-        sel = outcome.get("selectivity")
-        if sel is None:
-            flags.append("selectivity missing: neutral factor 1")
-            sel = 1.0
-        outcome["yield"] = outcome["conversion"] * sel
-    y = outcome.get("yield")
-    if isinstance(y, float) and (y < 0 or y > 1):
-        flags.append(f"yield {y:g} outside [0, 1] kept as recorded")
-    return outcome, flags
-
-
-def _merge(rows: Sequence[tuple[RawRow, dict[str, Any], list[str]]], policy: str) -> ObservedRow:
+def _merge(
+    rows: Sequence[tuple[RawRow, ParsedOutcome]], policy: str, objective: str
+) -> ObservedRow:
     first_raw = rows[0][0]
     conditions = {k: first_raw.conditions[k].content for k in first_raw.conditions}
-    provenance = [{"file": r.file, "row": r.row} for r, _, _ in rows]
-    flags = [f for _, _, fl in rows for f in fl]
-    outcomes = [o for _, o, _ in rows]
+    provenance = [{"file": r.file, "row": r.row} for r, _ in rows]
+    flags = [f for _, p in rows for f in p.flags]
+    outcomes = [p.outcome for _, p in rows]
     if len(rows) == 1:
         merged = dict(outcomes[0])
     else:
-        utilities = [utility(o) or 0.0 for o in outcomes]
+        utilities = [utility(o, objective) or 0.0 for o in outcomes]
         if len({round(u, 9) for u in utilities}) > 1:
             flags.append(
                 f"replicates disagree (utilities {', '.join(f'{u:.3f}' for u in utilities)}); "
@@ -295,29 +177,52 @@ def _merge(rows: Sequence[tuple[RawRow, dict[str, Any], list[str]]], policy: str
             merged = dict(outcomes[0])
         else:
             merged = {}
-            for name in ("yield", "ee", "conversion", "selectivity"):
+            for name in ("yield", "ee", "ddg", "conversion", "selectivity"):
                 vals = [o[name] for o in outcomes if name in o]
                 if vals:
                     merged[name] = sum(vals) / len(vals)
             for name in ("er", "dr", "rr"):
                 ratios = [o[name] for o in outcomes if name in o]
-                if ratios:  # average the major fraction, keep a:b form summing to 100
+                if ratios:  # average the desired fraction, keep a:b form summing to 100
                     frac = sum(a / (a + b) for a, b in ratios) / len(ratios)
                     merged[name] = [100.0 * frac, 100.0 * (1 - frac)]
-    return ObservedRow(conditions, merged, utility(merged) or 0.0, provenance, flags)
+    return ObservedRow(conditions, merged, utility(merged, objective) or 0.0, provenance, flags)
 
 
-def build_tables(raw_rows: Iterable[RawRow], rule: TableRule, seed: int) -> list[ScreeningTable]:
-    """Group, parse, merge replicates, cut, and QC. Every raw row ends up in exactly one
-    table's QC accounting (used, merged as a replicate, or excluded with its reason)."""
-    if rule.replicate_policy not in REPLICATE_POLICIES:
-        raise DataError(
-            f"unknown replicate policy (known: {', '.join(REPLICATE_POLICIES)})",
-            record=rule.dataset,
-            field="replicate_policy",
-            value=rule.replicate_policy,
-        )
-    groups: dict[tuple[str, ...], list[RawRow]] = {}
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+
+
+def _exclusion_reason(flags: list[str], objective: str) -> str:
+    """A countable reason (cell values elided) why a row has no value for the objective."""
+    if not flags:
+        return f"no value for objective {objective!r}"
+    return _QUOTED.sub("…", flags[0])
+
+
+def _check_rule(rule: TableRule) -> None:
+    checks = (
+        ("replicate_policy", rule.replicate_policy, REPLICATE_POLICIES),
+        ("objective", rule.objective, OBJECTIVES),
+        ("yield_scale", rule.yield_scale, ("percent", "fraction")),
+    )
+    for name, value, known in checks:
+        if value not in known:
+            raise DataError(
+                f"unknown {name} (known: {', '.join(known)})",
+                record=rule.dataset,
+                field=name,
+                value=value,
+            )
+
+
+def _parse_all(
+    raw_rows: Iterable[RawRow], rule: TableRule
+) -> tuple[list[tuple[RawRow, ParsedOutcome]], int]:
+    """Parse every row, then refuse the file on a scale mismatch or an out-of-range value."""
+    parsed: list[tuple[RawRow, ParsedOutcome]] = []
+    samples: dict[str, list[float]] = {}
+    first_problem: tuple[RawRow, str] | None = None
+    n_problems = 0
     for raw in raw_rows:
         missing = [k for k in rule.condition_keys if k not in raw.conditions]
         if missing:
@@ -327,50 +232,119 @@ def build_tables(raw_rows: Iterable[RawRow], rule: TableRule, seed: int) -> list
                 record=f"row {raw.row}",
                 field=missing[0],
             )
-        groups.setdefault((*raw.reaction, *raw.slice_labels), []).append(raw)
-    tables: list[ScreeningTable] = []
+        p = parse_outcome(
+            raw.outcome,
+            yield_scale=rule.yield_scale,
+            yield_basis=rule.yield_basis,
+            temperature_k=rule.temperature_k,
+        )
+        for name, value in p.scale_samples:
+            samples.setdefault(name, []).append(value)
+        if p.out_of_range:
+            n_problems += 1
+            first_problem = first_problem or (raw, p.out_of_range[0])
+        parsed.append((raw, p))
+    fix = "fraction" if rule.yield_scale == "percent" else "percent"
+    for name in FRACTION_FIELDS:
+        why = scale_mismatch(samples.get(name, []), rule.yield_scale)
+        if why:
+            column = rule.yield_column if name in {"yield", rule.yield_basis} else name
+            raise DataError(
+                f"{name} column {why}; rerun with --yield-scale {fix}",
+                file=parsed[0][0].file if parsed else None,
+                field=column,
+            )
+    if first_problem and not rule.allow_out_of_range:
+        raw, what = first_problem
+        raise DataError(
+            f"{what} ({n_problems} row(s) out of range); correct the table or pass "
+            "--allow-out-of-range to keep them clipped and flagged",
+            file=raw.file,
+            record=f"row {raw.row}",
+        )
+    return parsed, n_problems
+
+
+def build_tables(raw_rows: Iterable[RawRow], rule: TableRule, seed: int) -> TableSet:
+    """Parse, QC, group, merge replicates, slice. Every raw row ends up in the dataset QC:
+    used, merged as a replicate, excluded (with its reason) or outside every table."""
+    _check_rule(rule)
+    parsed, n_out_of_range = _parse_all(raw_rows, rule)
+    groups: dict[tuple[str, ...], list[tuple[RawRow, ParsedOutcome]]] = {}
+    for raw, p in parsed:
+        groups.setdefault((*raw.reaction, *raw.slice_labels), []).append((raw, p))
+    tables = TableSet()
+    qc: dict[str, Any] = {
+        "rows_read": len(parsed),
+        "rows_excluded": Counter[str](),
+        "clipped_negative": sum(p.clipped_negative for _, p in parsed),
+        "out_of_range_flagged": n_out_of_range,
+        "replicate_rows_merged": 0,
+        "rows_outside_tables": 0,
+        "groups": len(groups),
+        "tables": 0,
+        "tables_capped": 0,
+        "invalid_smiles": 0,
+    }
     for group_key in sorted(groups):
-        tables.extend(_tables_of_group(group_key, groups[group_key], rule, seed))
+        tables.extend(_tables_of_group(group_key, groups[group_key], rule, seed, qc))
+    qc["tables"] = len(tables)
+    qc["rows_excluded"] = dict(sorted(qc["rows_excluded"].items()))
+    tables.qc = qc
     return tables
 
 
 def _tables_of_group(
-    group_key: tuple[str, ...], raws: list[RawRow], rule: TableRule, seed: int
+    group_key: tuple[str, ...],
+    items: list[tuple[RawRow, ParsedOutcome]],
+    rule: TableRule,
+    seed: int,
+    qc: dict[str, Any],
 ) -> list[ScreeningTable]:
     excluded: list[dict[str, Any]] = []
-    by_tuple: dict[tuple[str, ...], list[tuple[RawRow, dict[str, Any], list[str]]]] = {}
-    for raw in raws:
-        outcome, flags = _parse_outcome(raw, rule)
-        if utility(outcome) is None:
-            excluded.append({"file": raw.file, "row": raw.row, "reason": "; ".join(flags)})
+    by_tuple: dict[tuple[str, ...], list[tuple[RawRow, ParsedOutcome]]] = {}
+    for raw, p in items:
+        if utility(p.outcome, rule.objective) is None:
+            reason = _exclusion_reason(p.flags, rule.objective)
+            excluded.append({"file": raw.file, "row": raw.row, "reason": reason})
+            qc["rows_excluded"][reason] += 1
             continue
         label = tuple(raw.conditions[k].content for k in rule.condition_keys)
-        by_tuple.setdefault(label, []).append((raw, outcome, flags))
-    merged = [_merge(by_tuple[t], rule.replicate_policy) for t in sorted(by_tuple)]
-    # Cut: a seeded shuffle, then near-equal chunks of at most max_rows, so no row is dropped.
-    chunks: list[list[ObservedRow]] = [merged]
-    cut_note = "whole group"
-    if rule.max_rows is not None and len(merged) > rule.max_rows:
-        order = make_rng(seed, "table-cut", rule.dataset, *group_key).permutation(len(merged))
-        n_chunks = math.ceil(len(merged) / rule.max_rows)
-        chunks = [[merged[i] for i in order[c::n_chunks]] for c in range(n_chunks)]
-        cut_note = f"seeded shuffle into {n_chunks} chunks of <= {rule.max_rows} rows"
-    first = raws[0]
+        by_tuple.setdefault(label, []).append((raw, p))
+    merged = [_merge(by_tuple[t], rule.replicate_policy, rule.objective) for t in sorted(by_tuple)]
+    qc["replicate_rows_merged"] += sum(len(r.provenance) - 1 for r in merged)
+    cut = slice_group(
+        merged,
+        rule.condition_keys,
+        rule.max_options,
+        rule.max_tables,
+        seed,
+        rule.dataset,
+        *group_key,
+    )
+    used = sum(len(merged[i].provenance) for piece in cut.slices for i in piece.rows)
+    qc["rows_outside_tables"] += sum(len(r.provenance) for r in merged) - used
+    qc["tables_capped"] += cut.tables_capped
+    first = items[0][0]
     values: dict[str, dict[str, Component]] = {}
-    for raw in raws:
+    for raw, _ in items:
         for key, comp in raw.conditions.items():
             values.setdefault(key, {}).setdefault(comp.content, comp)
+    declared = {k: component(v) for k, v in rule.constant_conditions}
+    group_id = short_hash([rule.dataset, *group_key], 10)
     out = []
-    for index, rows in enumerate(chunks):
-        rows.sort(key=lambda r: tuple(r.conditions[k] for k in rule.condition_keys))
+    for index, piece in enumerate(cut.slices):
+        if not piece.rows:  # every row of the group was excluded (counted above)
+            continue
+        rows = sorted(
+            (merged[i] for i in piece.rows),
+            key=lambda r: tuple(r.conditions[k] for k in rule.condition_keys),
+        )
         varying = [k for k in rule.condition_keys if len({r.conditions[k] for r in rows}) > 1]
-        constant = {
-            k: values[k][rows[0].conditions[k]]
-            for k in rule.condition_keys
-            if k not in varying and rows
-        }
-        group_id = short_hash([rule.dataset, *group_key], 10)
-        table_id = f"{rule.dataset}_{group_id}_{index}"
+        constant = {**declared}
+        constant.update(
+            {k: values[k][rows[0].conditions[k]] for k in rule.condition_keys if k not in varying}
+        )
         invalid_smiles = sorted(
             {
                 c.smiles
@@ -384,10 +358,10 @@ def _tables_of_group(
                 if values[k][r.conditions[k]].smiles_valid is False
             }
         )
-        qc = {
+        qc["invalid_smiles"] += len(invalid_smiles)
+        table_qc = {
             "group": list(group_key),
-            "source_rows": sum(len(r.provenance) for r in rows)
-            + (len(excluded) if index == 0 else 0),
+            "source_rows": sum(len(r.provenance) for r in rows),
             "distinct_rows": len(rows),
             "replicate_rows_merged": sum(len(r.provenance) - 1 for r in rows),
             "replicate_conflicts": sum(
@@ -396,12 +370,13 @@ def _tables_of_group(
             "flagged_cells": sorted({f for r in rows for f in r.flags}),
             "excluded_rows": excluded if index == 0 else [],
             "invalid_smiles": invalid_smiles,
-            "cut": cut_note,
+            "cut": cut.note,
+            "fixed_by_slice": piece.fixed,
             "zero_best_utility": max((r.utility for r in rows), default=0.0) <= 0.0,
         }
         out.append(
             ScreeningTable(
-                table_id=table_id,
+                table_id=f"{rule.dataset}_{group_id}_{index}",
                 dataset=rule.dataset,
                 citation=rule.citation,
                 doi=rule.doi,
@@ -411,7 +386,8 @@ def _tables_of_group(
                 varying_keys=varying,
                 values={k: values[k] for k in varying},
                 rows=rows,
-                qc=qc,
+                qc=table_qc,
+                objective=rule.objective,
             )
         )
     return out

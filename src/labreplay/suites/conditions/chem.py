@@ -1,0 +1,103 @@
+"""Chemical identity of condition values: names, SMILES (RDKit-canonicalised) and condition roles.
+
+RDKit lives in the ``chem`` extra and is imported only when a SMILES is actually given.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+# Condition roles a table's columns can be mapped onto (``--role COL=ROLE``): the condition
+# field names RxnOptBench questions use (the paper's worked examples and prompt templates name
+# catalyst, ligand, solvents, reagents, additive, reaction_temperature, reaction_time,
+# electrolyte, scale...), plus the few families a screening grid commonly adds.
+ROLES = (
+    "catalyst",
+    "ligand",
+    "base",
+    "acid",
+    "additive",
+    "reagents",
+    "oxidant",
+    "reductant",
+    "photocatalyst",
+    "electrolyte",
+    "solvents",
+    "reaction_temperature",
+    "reaction_time",
+    "atmosphere",
+    "light_source",
+    "constant_current",
+    "electrode",
+    "concentration",
+    "equivalents",
+    "catalyst_loading",
+    "pressure",
+    "scale",
+    "selected_conditions",
+)
+
+
+@dataclass(frozen=True)
+class Component:
+    """A named chemical (or a plain condition value) with its SMILES when the source gives one."""
+
+    content: str
+    smiles: str = ""
+    smiles_valid: bool | None = None  # None: no SMILES given; False: given but rdkit rejects it
+
+    def to_json(self) -> dict[str, str]:
+        return {"content": self.content, "SMILES": self.smiles}
+
+
+@lru_cache(maxsize=65536)
+def canonical_smiles(smiles: str) -> tuple[str, bool]:
+    """rdkit canonical form; an invalid SMILES is kept as written and flagged, never dropped."""
+    if not smiles:
+        return "", False
+    try:
+        from rdkit import Chem, RDLogger
+    except ImportError as exc:  # the chem extra is optional
+        from labreplay.errors import LabreplayError
+
+        raise LabreplayError(
+            "SMILES need RDKit: install the chem extra (pip install 'labreplay[chem]')"
+        ) from exc
+
+    RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
+    mol = Chem.MolFromSmiles(smiles)
+    if mol is None:
+        return smiles, False
+    return Chem.MolToSmiles(mol), True
+
+
+def component(content: object, smiles: object = "") -> Component:
+    try:
+        return _component_cached(content, smiles)
+    except TypeError:  # unhashable cell
+        return _component(content, smiles)
+
+
+@lru_cache(maxsize=65536)
+def _component_cached(content: object, smiles: object) -> Component:
+    return _component(content, smiles)
+
+
+def _component(content: object, smiles: object) -> Component:
+    text = clean_text(content)
+    raw = clean_text(smiles)
+    if not raw:
+        return Component(text)
+    canon, ok = canonical_smiles(raw)
+    return Component(text or canon, canon, ok)
+
+
+def clean_text(value: object) -> str:
+    """A cell as display text: whitespace collapsed, NaN/None empty, floats without trailing 0s."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return " ".join(str(value).split())
