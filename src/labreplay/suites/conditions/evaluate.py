@@ -28,12 +28,19 @@ def _named(ids: list[str]) -> str:
     return shown + (f" (+{len(ids) - SHOW} more)" if len(ids) > SHOW else "")
 
 
-def read_predictions(path: Path, question_ids: set[str]) -> dict[str, dict[str, Any]]:
+def read_predictions(path: str | Path, question_ids: set[str]) -> dict[str, dict[str, Any]]:
     """id -> prediction record; refuses unknown or duplicate ids."""
+    path = Path(path)
     if not path.is_file():
         raise DataError("predictions file not found", file=str(path))
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise DataError(f"cannot read ({exc.strerror})", file=str(path)) from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not valid UTF-8 (byte offset {exc.start})", file=str(path)) from exc
     records: list[tuple[str, dict[str, Any]]] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
