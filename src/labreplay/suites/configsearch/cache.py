@@ -19,7 +19,7 @@ import numpy as np
 
 ENV_CACHE_DIR = "LABREPLAY_CACHE_DIR"
 # Bump when a stage's computation changes, so stale entries are never reused.
-PIPELINE_VERSION = "cs-1"
+PIPELINE_VERSION = "cs-2"
 
 
 def cache_root(explicit: Path | None = None) -> Path:
