@@ -66,6 +66,8 @@ def to_structure(material: Material) -> Any:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 return Structure.from_str(material.cif, fmt="cif")
+        if material.atoms is not None and "pymatgen" in material.atoms:
+            return Structure.from_dict(material.atoms["pymatgen"])
         if material.atoms is not None:
             atoms = material.atoms
             return Structure(

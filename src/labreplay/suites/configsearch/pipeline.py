@@ -44,7 +44,7 @@ import numpy as np
 
 from labreplay._hashing import sha256_json
 from labreplay._rng import derive_seed, make_rng
-from labreplay.errors import SpecError
+from labreplay.errors import DataError, SpecError
 from labreplay.suites.configsearch.cache import (
     PIPELINE_VERSION,
     CacheStats,
@@ -150,7 +150,11 @@ class Evaluator:
         self.jarvis = load_jarvis(data_dir, task)
         seed, n_total = self.settings.seed, self.settings.n_total
         if len(self.mp) < n_total:
-            raise SpecError(f"task {task}: MP pool has {len(self.mp)} < n_total={n_total}")
+            raise DataError(
+                f"task {task}: {len(self.mp)} materials, fewer than n_total={n_total}",
+                file=", ".join(self.mp.files),
+                field="n_total",
+            )
         self._mp_order = make_rng(seed, "configsearch", "sample", task, "mp").permutation(
             len(self.mp)
         )[:n_total]
@@ -289,12 +293,14 @@ class Evaluator:
             features = {
                 kind: self.features.matrix(kind, sample)
                 for kind in sorted(model.requires)
-                if kind != "formula"
+                if kind not in ("formula", "structure")
             }
             self._memory[key] = ModelData(
                 features=features,
                 formulas=[m.formula for m in sample],
                 target=np.array([m.target for m in sample]),
+                # graph models build their own inputs from the materials (declared in gnn.py)
+                extra={"materials": sample} if "structure" in model.requires else {},
             )
         data: ModelData = self._memory[key]
         return data
