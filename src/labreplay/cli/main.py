@@ -9,6 +9,7 @@ import typer
 
 from labreplay import __version__
 from labreplay.cli import data as data_cli
+from labreplay.cli import store as store_cli
 from labreplay.cli._common import JsonOption, console, err_console, print_json
 from labreplay.errors import LabreplayError
 
@@ -21,33 +22,19 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(data_cli.app, name="data")
+app.add_typer(store_cli.app, name="store")
 
 
 def _add_suite_groups() -> None:
-    """Suite command groups register themselves here; a suite that fails to import (missing
-    optional extra) still lets the rest of the CLI work."""
-    import importlib
+    """Mount every registered suite's command group (`labreplay <suite> ...`) and the report."""
+    from labreplay.cli import report as report_cli
+    from labreplay.suite import load_suites
 
-    for module_name, group in (
-        ("labreplay.cli.campaign", "campaign"),
-        ("labreplay.cli.conditions", "conditions"),
-        ("labreplay.cli.configsearch", "configsearch"),
-    ):
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("labreplay.cli"):
-                continue  # that suite has no CLI yet
-            raise
-        app.add_typer(module.app, name=group)
-    for module_name in ("labreplay.cli.report",):
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("labreplay.cli"):
-                continue
-            raise
-        module.register(app)
+    if any(c.name == "report" for c in app.registered_commands):
+        return  # already mounted (main() may be called more than once in one process)
+    for suite in load_suites():
+        app.add_typer(suite.cli(), name=suite.name)
+    report_cli.register(app)
 
 
 @app.command("version")

@@ -22,7 +22,7 @@ REFERENCE = ("bayes", "no-evidence", "random")
 
 def run_demo(data_dir: Path, store_path: Path, out_dir: Path, seed: int = 0) -> dict[str, Any]:
     from labreplay.cli._common import console
-    from labreplay.cli.campaign import print_leaderboard
+    from labreplay.suites.campaign.cli import print_leaderboard
 
     started = time.perf_counter()
     _, specs, index = compile_specs(record="precursor-genome", seed=seed, data_dir=data_dir)
@@ -56,8 +56,8 @@ def run_demo(data_dir: Path, store_path: Path, out_dir: Path, seed: int = 0) -> 
 
 def _write_curves(store: Store, out_dir: Path) -> list[Path]:
     """One PNG per system: held-out score vs experiments, adaptive against both controls."""
-    from labreplay.report.campaign import mean_curves
     from labreplay.report.plots import learning_curves
+    from labreplay.suites.campaign.report import mean_curves
 
     paths = []
     for system, by_horizon in sorted(mean_curves(store).items()):

@@ -124,7 +124,7 @@ class AlignnGNN:
                 optimiser.zero_grad()
                 out = net(self._batch(data, chunk))["out"].reshape(-1)
                 loss = torch.nn.functional.l1_loss(out, (y[chunk] - mean) / std)
-                loss.backward()
+                loss.backward()  # type: ignore[no-untyped-call]
                 optimiser.step()
             net.eval()
             with torch.no_grad():

@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._hashing import canonical_json, sha256_json
+from labreplay._hashing import sha256_json
+from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import SpecError
+from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.cache import CacheStats
 from labreplay.suites.configsearch.models import PropertyModel, build_model
@@ -34,59 +36,6 @@ from labreplay.suites.configsearch.targets import costs, sweep_summary, target_m
 SUITE = "configsearch"
 PROTOCOL = "automatbench-ood"
 PROTOCOL_VERSION = 1
-GENESIS = "0" * 64
-
-
-class _Chain:
-    """Appends hash-chained events to one run, continuing an existing chain."""
-
-    def __init__(self, store: Store, run_id: str, spec_hash: str) -> None:
-        self.store, self.run_id, self.spec_hash = store, run_id, spec_hash
-        existing = store.events(run_id)
-        self.seq = len(existing)
-        self.prev = existing[-1]["hash"] if existing else GENESIS
-
-    def append(self, kind: str, payload: dict[str, Any]) -> None:
-        digest = sha256_json(
-            {
-                "prev": self.prev,
-                "seq": self.seq,
-                "kind": kind,
-                "payload": payload,
-                "spec": self.spec_hash,
-            }
-        )
-        self.store.append_events(
-            self.run_id,
-            [
-                {
-                    "seq": self.seq,
-                    "kind": kind,
-                    "payload": payload,
-                    "prev_hash": self.prev,
-                    "hash": digest,
-                }
-            ],
-        )
-        self.prev, self.seq = digest, self.seq + 1
-
-
-def verify_chain(events: Sequence[dict[str, Any]], spec_hash: str) -> bool:
-    prev = GENESIS
-    for e in events:
-        digest = sha256_json(
-            {
-                "prev": prev,
-                "seq": e["seq"],
-                "kind": e["kind"],
-                "payload": e["payload"],
-                "spec": spec_hash,
-            }
-        )
-        if e["prev_hash"] != prev or e["hash"] != digest:
-            return False
-        prev = digest
-    return True
 
 
 class ConfigSearch:
@@ -111,18 +60,22 @@ class ConfigSearch:
         points = self.space.points()
         self.infeasible = {c: r for c in points if (r := self.evaluator.infeasible_reason(c))}
         self.feasible = [c for c in points if c not in self.infeasible]
-        self.spec = {
-            "suite": SUITE,
-            "protocol": PROTOCOL,
-            "version": PROTOCOL_VERSION,
-            "pipeline": self.evaluator.provenance(),
-            "space": self.space.to_json(),
-            "space_size": len(points),
-            "feasible": len(self.feasible),
-            "infeasible_r": sorted({c.r for c in self.infeasible}),
-        }
-        self.spec_hash = sha256_json(self.spec)
-        store.put_spec(SUITE, PROTOCOL, task, self.spec_hash, canonical_json(self.spec))
+        self.environment = EnvironmentSpec(
+            SUITE,
+            PROTOCOL,
+            str(PROTOCOL_VERSION),
+            task,
+            {
+                "pipeline": self.evaluator.provenance(),
+                "space": self.space.to_json(),
+                "space_size": len(points),
+                "feasible": len(self.feasible),
+                "infeasible_r": sorted({c.r for c in self.infeasible}),
+            },
+        )
+        self.spec = {**self.environment.header(), **self.environment.body}
+        self.spec_hash = self.environment.spec_hash
+        store.put_spec(SUITE, PROTOCOL, task, self.spec_hash, self.environment.to_file_text())
         self._models: dict[str, PropertyModel] = {}
         self._memo: dict[tuple[str, Config], Evaluation] = {}
 
@@ -137,7 +90,7 @@ class ConfigSearch:
             )
         return self._models[name]
 
-    def evaluate(self, model: str, config: Config, chain: _Chain | None = None) -> Evaluation:
+    def evaluate(self, model: str, config: Config, chain: Recorder | None = None) -> Evaluation:
         key = (model, config)
         if key not in self._memo:
             self._memo[key] = self.evaluator.evaluate(self.model(model), config)
@@ -159,31 +112,32 @@ class ConfigSearch:
 
     def _open(
         self, models: Sequence[str], problem: str, method: str, seed: int, params: dict[str, Any]
-    ) -> tuple[str, bool]:
-        return self.store.open_run(
-            suite=SUITE,
-            spec_hash=self.spec_hash,
-            spec_id=self.task,
-            branch=f"{problem}/{method}",
-            agent=method,
-            agent_params={
+    ) -> Recorder:
+        # batch=1: every evaluation is minutes of model fitting, so each is stored at once.
+        header = RunHeader(
+            self.environment,
+            f"{problem}/{method}",
+            method,
+            {
                 "task": self.task,
                 "models": list(models),
                 "problem": problem,
                 **self.protocol(),
                 **params,
             },
-            seed=seed,
+            seed,
             extra_provenance={"data": self.evaluator.provenance()["files"]},
         )
+        return open_recorder(self.store, header, batch=1)
 
     def training_sets(self) -> list[tuple[float, int]]:
         """The (r, n) training sets of the feasible space, in sweep order: the units of work."""
         return list(dict.fromkeys((c.r, c.n) for c in self.feasible))
 
     def evaluate_training_set(self, model: str, r: float, n: int) -> list[Evaluation]:
-        """Every feasible (r, n, s) of one (r, n) from its n fold fits (one distributable unit;
-        the fits land in the pipeline cache, so the store writer can replay them for free)."""
+        """Every feasible (r, n, s) of one (r, n) from its n fold fits: one distributable unit
+        (a worker that runs it leaves the fits in the pipeline cache, so the process that
+        writes the store replays them for free and no worker refits another's fits)."""
         s_values = tuple(c.s for c in self.feasible if (c.r, c.n) == (r, n))
         results = self.evaluator.evaluate_training_sets(self.model(model), r, n, s_values)
         for result in results:
@@ -195,22 +149,22 @@ class ConfigSearch:
         self, model: str, progress: Any = None
     ) -> tuple[str, dict[tuple[str, Config], float]]:
         """Every configuration of the space for one model; resumable from the store."""
-        run_id, _ = self._open([model], "sweep", "exhaustive", self.evaluator.settings.seed, {})
-        chain = _Chain(self.store, run_id, self.spec_hash)
-        done = self._stored_maes(run_id)
-        if chain.seq == 0:
+        chain = self._open([model], "sweep", "exhaustive", self.evaluator.settings.seed, {})
+        run_id = chain.run_id
+        done = self._maes(chain.resume())
+        if not chain.events:
             for config, reason in sorted(self.infeasible.items()):
                 chain.append("infeasible", {"config": config.to_json(), "reason": reason})
         for r, n in self.training_sets():
-            todo = [c for c in self.feasible if (c.r, c.n) == (r, n) and (model, c) not in done]
-            if todo:
+            group = [c for c in self.feasible if (c.r, c.n) == (r, n)]
+            if any((model, c) not in done for c in group):
                 self.evaluate_training_set(model, r, n)
-            for config in [c for c in self.feasible if (c.r, c.n) == (r, n)]:
+            for config in group:
                 if (model, config) not in done:
                     done[(model, config)] = self.evaluate(model, config, chain).mae
                 if progress is not None:
                     progress.advance(1)
-        payloads = self._stored_payloads(run_id)
+        payloads = self._payloads(self.store.events(run_id))
         landscape_ = sweep_summary([payloads[(model, c)] for c in self.feasible])
         summary = {
             **landscape_,
@@ -220,8 +174,9 @@ class ConfigSearch:
             "max_min_ratio": landscape_["mae"]["max_min_ratio"],
             "cache": self.stats.as_dict(),
         }
-        self.store.put_scores(
-            run_id,
+        chain.finish(
+            "complete",
+            summary,
             {
                 "min_mae": landscape_["mae"]["min"],
                 "max_mae": landscape_["mae"]["max"],
@@ -232,20 +187,24 @@ class ConfigSearch:
                 "short_folds": landscape_["short_folds"],
             },
         )
-        self.store.finish_run(run_id, "complete", summary)
         return run_id, done
 
-    def _stored_payloads(self, run_id: str) -> dict[tuple[str, Config], dict[str, Any]]:
+    def _stored_maes(self, run_id: str) -> dict[tuple[str, Config], float]:
+        return self._maes(self.store.events(run_id))
+
+    @staticmethod
+    def _payloads(events: Sequence[dict[str, Any]]) -> dict[tuple[str, Config], dict[str, Any]]:
         out = {}
-        for e in self.store.events(run_id):
+        for e in events:
             if e["kind"] == "evaluation":
                 p = e["payload"]
                 c = p["config"]
                 out[(p["model"], Config(float(c["r"]), int(c["n"]), int(c["s"])))] = p
         return out
 
-    def _stored_maes(self, run_id: str) -> dict[tuple[str, Config], float]:
-        return {k: float(p["mae"]) for k, p in self._stored_payloads(run_id).items()}
+    @classmethod
+    def _maes(cls, events: Sequence[dict[str, Any]]) -> dict[tuple[str, Config], float]:
+        return {k: float(p["mae"]) for k, p in cls._payloads(events).items()}
 
     def truth_table(self, models: Sequence[str]) -> dict[tuple[str, Config], float] | None:
         """m(o, c) over the whole feasible space from stored sweeps, or None if incomplete."""
@@ -301,20 +260,21 @@ class ConfigSearch:
             "cost_alpha": cost_alpha if method == "bo" else None,
             "initial_design": "maximin",
         }
-        run_id, existed = self._open(models, problem, method, seed, params)
+        chain = self._open(models, problem, method, seed, params)
+        run_id = chain.run_id
         info = self.store.run(run_id)
-        if existed and info.status == "complete" and info.summary is not None:
+        if chain.existed and info.status == "complete" and info.summary is not None:
             result = self._result_from_events(run_id, problem, method)
             summary = info.summary
             if "steps_to_target" not in summary and self.truth_table(models) is not None:
-                # the sweep arrived after this run: recompute, never serve the stale summary
+                # the sweep arrived after this run: the stored summary is stale, recompute it
+                # (the report recomputes from events too; this keeps `run` consistent with it)
                 result.gt_evaluations = int(summary.get("gt_evaluations", 0))
                 summary = self._summarise(result, models, result.ground_truth, init)
-                self._finish(run_id, summary)
             return run_id, result, summary
-        if existed:
+        if chain.existed:
             self.store.reset_run(run_id)
-        chain = _Chain(self.store, run_id, self.spec_hash)
+            chain = self._open(models, problem, method, seed, params)
         truth: dict[str, float] = {}
         gt_cost = 0
         if problem == "closest":
@@ -343,19 +303,16 @@ class ConfigSearch:
         )
         result.gt_evaluations = gt_cost
         summary = self._summarise(result, models, truth, init)
-        self._finish(run_id, summary)
-        return run_id, result, summary
-
-    def _finish(self, run_id: str, summary: dict[str, Any]) -> None:
-        self.store.put_scores(
-            run_id,
+        chain.finish(
+            "complete",
+            summary,
             {
                 k: v
                 for k, v in summary.items()
                 if isinstance(v, int | float) and not isinstance(v, bool)
             },
         )
-        self.store.finish_run(run_id, "complete", summary)
+        return run_id, result, summary
 
     def _result_from_events(self, run_id: str, problem: str, method: str) -> SearchResult:
         from labreplay.suites.configsearch.search import Candidate
