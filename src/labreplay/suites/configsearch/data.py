@@ -247,6 +247,9 @@ TASKS: dict[str, TaskDef] = {
 }
 
 
+BUILTIN_TASKS = tuple(TASKS)
+
+
 def register_task(definition: TaskDef) -> None:
     """The hook for new tasks: `mp_loader` reads the first source (share 1 - r), `b_loader` (or
     the JARVIS fields) the second (share r). Re-registering a name replaces it."""
