@@ -142,4 +142,4 @@ def test_structure_models_refuse_composition_only_tasks() -> None:
         build_model("ofm-mlp", False)
     assert build_model("rf-scm", False).requires == frozenset({"magpie"})
     with pytest.raises(SpecError, match="unknown model"):
-        build_model("alignn", True)
+        build_model("schnet", True)
