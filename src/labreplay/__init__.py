@@ -1,9 +1,7 @@
 """labreplay: recorded experiments -> frozen, budgeted evaluation environments for AI agents."""
 
 from labreplay.errors import (
-    ActionError,
     AgentError,
-    BudgetError,
     DataError,
     LabreplayError,
     SpecError,
@@ -14,9 +12,7 @@ from labreplay.suite import list_suites
 __version__ = "0.1.0"
 
 __all__ = [
-    "ActionError",
     "AgentError",
-    "BudgetError",
     "DataError",
     "LabreplayError",
     "SpecError",

@@ -63,7 +63,7 @@ def _config_point(payload: Mapping[str, Any]) -> tuple[float, float, float, floa
 
 
 def suite_section(store: Store, suite: str) -> dict[str, Any]:
-    runs = store.runs(where="suite=?", params=(suite,))
+    runs = store.runs(suite=suite)
     rows: list[dict[str, Any]] = []
     units: dict[str, dict[str, float]] = defaultdict(dict)
     per_key: dict[str, dict[str, float]] = {}
@@ -166,6 +166,6 @@ def generic_section(store: Store, suite: str) -> ReportSection | None:
     """The generic report section of `suite` (None if the store holds none of its runs)."""
     from labreplay.report.html import suite_html
 
-    if not store.runs(where="suite=?", params=(suite,)):
+    if not store.runs(suite=suite):
         return None
     return ReportSection(suite, suite_html(suite_section(store, suite)))

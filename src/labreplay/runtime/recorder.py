@@ -110,7 +110,10 @@ class Recorder:
             self._pending, self._calls_pending = [], []
             return
         if self._pending:
-            self.store.append_events(self.run_id, self._pending)
+            texts = self.trajectory.texts
+            self.store.append_events(
+                self.run_id, self._pending, [texts.pop(e["seq"], None) for e in self._pending]
+            )
             self._pending = []
         if self._calls_pending:
             self.store.record_llm_calls(self.run_id, self._calls_pending)

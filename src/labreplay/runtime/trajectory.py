@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from labreplay._hashing import canonical_json, sha256_bytes
+from labreplay._hashing import canonical_form, canonical_json, sha256_bytes
 from labreplay.errors import StoreError
 
 GENESIS = "0" * 64
@@ -52,6 +52,8 @@ class Trajectory:
     def __init__(self, spec_hash: str) -> None:
         self.spec_hash = spec_hash
         self.events: list[dict[str, Any]] = []
+        # canonical payload text of events appended here, by seq (a store can write it as is)
+        self.texts: dict[int, str] = {}
 
     @property
     def head(self) -> str:
@@ -62,11 +64,12 @@ class Trajectory:
         scheme's precision), so metrics computed now equal metrics recomputed from the store."""
         seq = len(self.events)
         prev = self.head
-        text = canonical_json(payload)
+        canonical, text = canonical_form(payload)
+        self.texts[seq] = text
         event = {
             "seq": seq,
             "kind": kind,
-            "payload": json.loads(text),
+            "payload": canonical,
             "prev_hash": prev,
             "hash": _hash_text(prev, seq, kind, text, self.spec_hash),
         }

@@ -22,8 +22,12 @@ def paired_bootstrap_ci(
     if d.size == 0:
         return (float("nan"), float("nan"), float("nan"))
     rng = make_rng(seed, purpose)
-    idx = rng.integers(0, d.size, size=(resamples, d.size))
-    means = d[idx].mean(axis=1)
+    means = np.empty(resamples)
+    # drawn in blocks (same stream as one draw) so memory stays bounded for many units
+    block = max(1, min(resamples, 2_000_000 // d.size))
+    for start in range(0, resamples, block):
+        stop = min(resamples, start + block)
+        means[start:stop] = d[rng.integers(0, d.size, size=(stop - start, d.size))].mean(axis=1)
     alpha = (1.0 - level) / 2.0
     return (float(d.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
 

@@ -240,14 +240,35 @@ class Store:
             )
 
     def run(self, run_id: str) -> RunInfo:
-        rows = self.runs(where="run_id=?", params=(run_id,))
+        rows = self.runs(run_id=run_id)
         if not rows:
             raise StoreError(f"store {self.path}: no run {run_id}")
         return rows[0]
 
-    def runs(self, where: str = "1=1", params: Iterable[Any] = ()) -> list[RunInfo]:
+    def runs(
+        self,
+        *,
+        suite: str | None = None,
+        branch: str | None = None,
+        status: str | None = None,
+        spec_hash: str | None = None,
+        agent: str | None = None,
+        run_id: str | None = None,
+    ) -> list[RunInfo]:
+        """Runs in start order, filtered by any of the given fields (equality, all ANDed)."""
+        filters = {
+            "suite": suite,
+            "branch": branch,
+            "status": status,
+            "spec_hash": spec_hash,
+            "agent": agent,
+            "run_id": run_id,
+        }
+        given = {k: v for k, v in filters.items() if v is not None}
+        # column names come from the fixed keys above, never from the caller
+        where = " AND ".join(f"{k}=?" for k in given) or "1=1"
         cursor = self._conn.execute(
-            f"SELECT * FROM runs WHERE {where} ORDER BY started, run_id", tuple(params)
+            f"SELECT * FROM runs WHERE {where} ORDER BY started, run_id", tuple(given.values())
         )
         out = []
         for r in cursor.fetchall():
@@ -274,8 +295,16 @@ class Store:
         return out
 
     # ------------------------------------------------------------------ events
-    def append_events(self, run_id: str, events: Iterable[Mapping[str, Any]]) -> None:
-        """Append hash-chained events atomically. Each event: seq, kind, payload, prev_hash, hash."""
+    def append_events(
+        self,
+        run_id: str,
+        events: Iterable[Mapping[str, Any]],
+        payload_texts: Iterable[str | None] | None = None,
+    ) -> None:
+        """Append hash-chained events atomically. Each event: seq, kind, payload, prev_hash, hash.
+        `payload_texts` may give each payload's canonical JSON already made (None: make it)."""
+        rows = list(events)
+        texts = list(payload_texts) if payload_texts is not None else [None] * len(rows)
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO events VALUES (?,?,?,?,?,?)",
@@ -284,11 +313,11 @@ class Store:
                         run_id,
                         e["seq"],
                         e["kind"],
-                        canonical_json(e["payload"]),
+                        text if text is not None else canonical_json(e["payload"]),
                         e["prev_hash"],
                         e["hash"],
                     )
-                    for e in events
+                    for e, text in zip(rows, texts, strict=True)
                 ],
             )
 
@@ -369,6 +398,11 @@ class Store:
             "SELECT response FROM response_cache WHERE key=?", (key,)
         ).fetchone()
         return json.loads(row[0]) if row else None
+
+    def cached_responses(self) -> dict[str, dict[str, Any]]:
+        """The whole response cache (key -> response), the snapshot workers answer from."""
+        rows = self._conn.execute("SELECT key, response FROM response_cache").fetchall()
+        return {k: json.loads(r) for k, r in rows}
 
     def cache_response(self, key: str, model: str, response: Mapping[str, Any]) -> None:
         with self.transaction() as conn:

@@ -46,7 +46,7 @@ def _system_keys(runs: Sequence[Any]) -> dict[tuple[str, str], str]:
 
 def collect(store: Store, spec_hashes: Sequence[str] | None = None) -> dict[str, Any]:
     """Per system and spec: the three branches' stored scores and curves."""
-    runs = store.runs(where="suite='campaign'")
+    runs = store.runs(suite="campaign")
     specs = sorted({r.spec_hash for r in runs} if spec_hashes is None else set(spec_hashes))
     names = _system_keys(runs)
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
@@ -208,7 +208,7 @@ def reference_rows(store: Store) -> list[dict[str, Any]]:
     from labreplay.suites.campaign.env import CampaignEnv
 
     out: dict[str, list[float]] = {"base-rate forecaster": [], "context-trained model": []}
-    hashes = sorted({r.spec_hash for r in store.runs(where="suite='campaign'")})
+    hashes = sorted({r.spec_hash for r in store.runs(suite="campaign")})
     for h in hashes:
         spec = spec_from_stored(store.get_spec(h), h)
         env = CampaignEnv(spec)
@@ -223,8 +223,3 @@ def reference_rows(store: Store) -> list[dict[str, Any]]:
             loss, _ = panel_loss(forecasts, spec.body["evaluator"], float(spec.body["eps"]))
             out[label].append(adaptive_auc([-loss, -loss]))
     return [{"system": k, "adaptive_auc": float(np.mean(v)) if v else None} for k, v in out.items()]
-
-
-def _system_key(agent: str, params: Mapping[str, Any]) -> str:
-    """Display name of a system when its agent name is unambiguous in the store."""
-    return agent

@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labreplay._hashing import canonical_json
 from labreplay.agents.base import Agent, drain_calls
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import StoreError
@@ -334,7 +333,3 @@ def assignment_metrics(
             adaptive["adaptive_auc"] - results["no-evidence"].metrics["adaptive_auc"]
         )
     return out
-
-
-def trajectory_text(events: list[dict[str, Any]]) -> str:
-    return "\n".join(canonical_json(e) for e in events)

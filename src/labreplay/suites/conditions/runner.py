@@ -16,7 +16,7 @@ from labreplay._hashing import sha256_file
 from labreplay.agents.base import drain_calls
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import AgentError
-from labreplay.runtime.recorder import RunHeader, open_recorder
+from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
 from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import QuestionAgent
 from labreplay.suites.conditions.prompts import normalise_answer
@@ -89,15 +89,15 @@ def answer_payload(
     }
 
 
-def run_agent(
+def open_question_run(
     store: Store,
     questions_path: Path,
     questions: Sequence[Mapping[str, Any]],
     agent: QuestionAgent,
     seed: int,
-    progress: Callable[[int], None] | None = None,
-) -> dict[str, Any]:
-    """Answer every question (resuming a partial run), score, store; return the summary."""
+) -> tuple[Recorder, dict[str, Any] | None]:
+    """The run's recorder (resumed onto its verified stored answers) and, if the run is
+    already complete, its stored summary."""
     spec = question_spec(questions_path, questions)
     params = agent.params()
     header = RunHeader(
@@ -111,43 +111,66 @@ def run_agent(
         extra_provenance={"question_file_sha256": spec.body["sha256"]},
     )
     recorder = open_recorder(store, header, batch=BATCH)
-    run_id, existed = recorder.run_id, recorder.existed
-    if existed and store.run(run_id).status == "complete":
-        return {
-            "run_id": run_id,
+    info = store.run(recorder.run_id)
+    if recorder.existed and info.status == "complete":
+        return recorder, {
+            "run_id": recorder.run_id,
             "resumed": False,
             "cached": True,
-            **(store.run(run_id).summary or {}),
+            **(info.summary or {}),
         }
-    done = recorder.resume()
-    results_by_id = {e["payload"]["question_id"]: e["payload"]["result"] for e in done}
-    keys = [answer_key(q) for q in questions]
-    todo = [
-        (q, key) for q, key in zip(questions, keys, strict=True) if q["id"] not in results_by_id
-    ]
-    raws = _answers(agent, [agent_view(q) for q, _ in todo])
-    for i, ((q, key), raw) in enumerate(zip(todo, raws, strict=True)):
-        payload = answer_payload(q, key, raw)
-        recorder.append("answer", payload)
-        results_by_id[q["id"]] = recorder.events[-1]["payload"]["result"]
+    recorder.resume()
+    return recorder, None
+
+
+def answered(recorder: Recorder) -> dict[str, dict[str, Any]]:
+    """question id -> stored per-question result, for every answer recorded so far."""
+    return {e["payload"]["question_id"]: e["payload"]["result"] for e in recorder.events}
+
+
+def finish_question_run(
+    recorder: Recorder, questions: Sequence[Mapping[str, Any]], seed: int
+) -> dict[str, Any]:
+    """Score every recorded answer, store the scores and mark the run complete."""
+    results_by_id = answered(recorder)
+    results = [results_by_id[q["id"]] for q in questions]
+    summary = summarise([answer_key(q) for q in questions], results, seed)
+    flat = headline(summary)
+    # The full summary (per type, per dataset, lifts with intervals) rides along as the detail
+    # of a value-less "summary" row, so reports can read it from the store alone.
+    recorder.finish("complete", flat, {**flat, "summary": None}, {"summary": summary})
+    return {"run_id": recorder.run_id, "resumed": recorder.existed, "cached": False, **flat}
+
+
+def run_agent(
+    store: Store,
+    questions_path: Path,
+    questions: Sequence[Mapping[str, Any]],
+    agent: QuestionAgent,
+    seed: int,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Answer every question (resuming a partial run), score, store; return the summary."""
+    recorder, finished = open_question_run(store, questions_path, questions, agent, seed)
+    if finished is not None:
+        return finished
+    done = answered(recorder)
+    todo = [q for q in questions if q["id"] not in done]
+    raws = _answers(agent, [agent_view(q) for q in todo])
+    for i, (q, raw) in enumerate(zip(todo, raws, strict=True)):
+        recorder.append("answer", answer_payload(q, answer_key(q), raw))
         if (i + 1) % BATCH == 0 or i + 1 == len(todo):
             recorder.log_calls(drain_calls(agent))
             recorder.flush()
             if progress:
                 progress((i % BATCH) + 1)
-    results = [results_by_id[q["id"]] for q in questions]
-    summary = summarise(keys, results, seed)
-    flat = headline(summary)
-    # The full summary (per type, per dataset, lifts with intervals) rides along as the detail
-    # of a value-less "summary" row, so reports can read it from the store alone.
-    recorder.finish("complete", flat, {**flat, "summary": None}, {"summary": summary})
-    return {"run_id": run_id, "resumed": existed, "cached": False, **flat}
+    return finish_question_run(recorder, questions, seed)
 
 
 def leaderboard(store: Store) -> dict[str, Any]:
     """Every finished conditions run, with its headline metrics, plus the over-agent audit."""
     rows: list[dict[str, Any]] = []
-    for run in store.runs(where="suite=? AND status='complete'", params=(SUITE,)):
+    for run in store.runs(suite=SUITE, status="complete"):
         scores = {k: v for k, v in store.scores(run.run_id).items() if k != "summary"}
         rows.append(
             {

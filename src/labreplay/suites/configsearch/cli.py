@@ -7,7 +7,16 @@ from typing import Any
 
 import typer
 
-from labreplay.cli._common import DataDirOption, JsonOption, console, print_json, progress_bar
+from labreplay.cli._common import (
+    DataDirOption,
+    ExecutorOption,
+    JsonOption,
+    SchedulerOption,
+    WorkersOption,
+    console,
+    print_json,
+    progress_bar,
+)
 
 app = typer.Typer(
     help="Search OOD benchmark configurations (r, n, s) of materials-property "
@@ -131,9 +140,14 @@ def sweep_cmd(
     r_values: str | None = RValuesOption,
     n_values: str | None = NValuesOption,
     s_values: str | None = SValuesOption,
+    executor: str = ExecutorOption,
+    scheduler: str | None = SchedulerOption,
+    workers: int | None = WorkersOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """Exhaustive sweep of one model over every configuration (resumable)."""
+    """Exhaustive sweep of one model over every configuration (resumable). On threads or Dask,
+    one work unit per (r, n) training set."""
+    from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
 
     with Store(store) as db:
@@ -149,10 +163,12 @@ def sweep_cmd(
             n_jobs,
             _space(r_values, n_values, s_values),
         )
-        with progress_bar(
-            f"sweep {campaign.task} {model}", len(campaign.feasible), not json_out
-        ) as bar:
-            run_id, _ = campaign.sweep(model, bar)
+        label = f"sweep {campaign.task} {model}"
+        with (
+            open_executor(executor, scheduler, workers) as ex,
+            progress_bar(label, len(campaign.feasible), not json_out) as bar,
+        ):
+            run_id, _ = campaign.sweep(model, bar, None if executor == "in-process" else ex)
         summary = db.run(run_id).summary or {}
     if json_out:
         print_json({"run_id": run_id, **summary})
@@ -239,14 +255,20 @@ def run_cmd(
     r_values: str | None = RValuesOption,
     n_values: str | None = NValuesOption,
     s_values: str | None = SValuesOption,
+    executor: str = ExecutorOption,
+    scheduler: str | None = SchedulerOption,
+    workers: int | None = WorkersOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """A budgeted search (Algorithm 1, 2 or 3) with BO or random search."""
+    """A budgeted search (Algorithm 1, 2 or 3) with BO or random search; one work unit per
+    seed on threads or Dask."""
+    from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
+    from labreplay.suites.configsearch.execute import run_searches
 
     names = [m.strip() for m in models.split(",") if m.strip()]
     out = []
-    with Store(store) as db:
+    with Store(store) as db, open_executor(executor, scheduler, workers) as ex:
         campaign = _campaign(
             data_dir,
             db,
@@ -259,11 +281,12 @@ def run_cmd(
             n_jobs,
             _space(r_values, n_values, s_values),
         )
-        for k in range(seeds):
-            run_id, _, summary = campaign.run(
-                names, problem, method, budget, init, seed + k, gt, cost_alpha
-            )
-            out.append({"run_id": run_id, "seed": seed + k, "task": campaign.task, **summary})
+        chosen = [seed + k for k in range(seeds)]
+        done = run_searches(
+            campaign, names, problem, method, budget, init, chosen, gt, ex, cost_alpha
+        )
+        for k, (run_id, _, summary) in zip(chosen, done, strict=True):
+            out.append({"run_id": run_id, "seed": k, "task": campaign.task, **summary})
     if json_out:
         print_json(out)
         return

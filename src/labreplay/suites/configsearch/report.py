@@ -78,7 +78,7 @@ def _censored(steps: int | None, budget: int) -> float:
 def collect(store: Store) -> dict[str, Any]:
     """Everything from the store; target metrics are recomputed here from the stored steps and
     whatever sweeps the store holds now, so a sweep that arrives after a run still counts."""
-    runs = store.runs("suite=? AND status='complete'", (SUITE,))
+    runs = store.runs(suite=SUITE, status="complete")
     sweeps = []
     tables: dict[tuple[str, str], dict[Config, float]] = {}
     for run in runs:

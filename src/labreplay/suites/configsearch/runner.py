@@ -16,7 +16,8 @@ import numpy as np
 
 from labreplay._hashing import sha256_json
 from labreplay.compile.spec import EnvironmentSpec
-from labreplay.errors import SpecError
+from labreplay.errors import SpecError, StoreError
+from labreplay.execute.base import Executor
 from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.cache import CacheStats
@@ -45,7 +46,7 @@ class ConfigSearch:
         self,
         data_dir: Path,
         task: str,
-        store: Store,
+        store: Store | None,
         settings: PipelineSettings | None = None,
         space: ConfigSpace | None = None,
         cache_dir: Path | None = None,
@@ -75,9 +76,18 @@ class ConfigSearch:
         )
         self.spec = {**self.environment.header(), **self.environment.body}
         self.spec_hash = self.environment.spec_hash
-        store.put_spec(SUITE, PROTOCOL, task, self.spec_hash, self.environment.to_file_text())
+        # A worker's copy (store=None) only computes; the driver's copy stores.
+        if store is not None:
+            store.put_spec(SUITE, PROTOCOL, task, self.spec_hash, self.environment.to_file_text())
+        self.data_dir, self.cache_dir = data_dir, cache_dir
         self._models: dict[str, PropertyModel] = {}
         self._memo: dict[tuple[str, Config], Evaluation] = {}
+
+    @property
+    def _db(self) -> Store:
+        if self.store is None:
+            raise StoreError("this ConfigSearch computes only (a worker's copy has no store)")
+        return self.store
 
     @property
     def stats(self) -> CacheStats:
@@ -128,7 +138,7 @@ class ConfigSearch:
             seed,
             extra_provenance={"data": self.evaluator.provenance()["files"]},
         )
-        return open_recorder(self.store, header, batch=1)
+        return open_recorder(self._db, header, batch=1)
 
     def training_sets(self) -> list[tuple[float, int]]:
         """The (r, n) training sets of the feasible space, in sweep order: the units of work."""
@@ -136,8 +146,7 @@ class ConfigSearch:
 
     def evaluate_training_set(self, model: str, r: float, n: int) -> list[Evaluation]:
         """Every feasible (r, n, s) of one (r, n) from its n fold fits: one distributable unit
-        (a worker that runs it leaves the fits in the pipeline cache, so the process that
-        writes the store replays them for free and no worker refits another's fits)."""
+        (the fits land in the pipeline cache, so no worker refits what another fitted)."""
         s_values = tuple(c.s for c in self.feasible if (c.r, c.n) == (r, n))
         results = self.evaluator.evaluate_training_sets(self.model(model), r, n, s_values)
         for result in results:
@@ -146,15 +155,20 @@ class ConfigSearch:
 
     # ------------------------------------------------------------------ exhaustive sweep
     def sweep(
-        self, model: str, progress: Any = None
+        self, model: str, progress: Any = None, executor: Executor | None = None
     ) -> tuple[str, dict[tuple[str, Config], float]]:
-        """Every configuration of the space for one model; resumable from the store."""
+        """Every configuration of the space for one model; resumable from the store. With an
+        executor, one unit per (r, n) training set (`execute.sweep_on`)."""
         chain = self._open([model], "sweep", "exhaustive", self.evaluator.settings.seed, {})
         run_id = chain.run_id
         done = self._maes(chain.resume())
         if not chain.events:
             for config, reason in sorted(self.infeasible.items()):
                 chain.append("infeasible", {"config": config.to_json(), "reason": reason})
+        if executor is not None:
+            from labreplay.suites.configsearch.execute import sweep_on
+
+            sweep_on(self, model, chain, done, executor, progress)
         for r, n in self.training_sets():
             group = [c for c in self.feasible if (c.r, c.n) == (r, n)]
             if any((model, c) not in done for c in group):
@@ -162,9 +176,9 @@ class ConfigSearch:
             for config in group:
                 if (model, config) not in done:
                     done[(model, config)] = self.evaluate(model, config, chain).mae
-                if progress is not None:
+                if progress is not None and executor is None:
                     progress.advance(1)
-        payloads = self._payloads(self.store.events(run_id))
+        payloads = self._payloads(self._db.events(run_id))
         landscape_ = sweep_summary([payloads[(model, c)] for c in self.feasible])
         summary = {
             **landscape_,
@@ -190,7 +204,7 @@ class ConfigSearch:
         return run_id, done
 
     def _stored_maes(self, run_id: str) -> dict[tuple[str, Config], float]:
-        return self._maes(self.store.events(run_id))
+        return self._maes(self._db.events(run_id))
 
     @staticmethod
     def _payloads(events: Sequence[dict[str, Any]]) -> dict[tuple[str, Config], dict[str, Any]]:
@@ -210,9 +224,8 @@ class ConfigSearch:
         """m(o, c) over the whole feasible space from stored sweeps, or None if incomplete."""
         table: dict[tuple[str, Config], float] = {}
         for model in models:
-            runs = self.store.runs(
-                "suite=? AND spec_hash=? AND branch='sweep/exhaustive' AND status='complete'",
-                (SUITE, self.spec_hash),
+            runs = self._db.runs(
+                suite=SUITE, spec_hash=self.spec_hash, branch="sweep/exhaustive", status="complete"
             )
             runs = [r for r in runs if r.agent_params.get("models") == [model]]
             if not runs:
@@ -253,6 +266,32 @@ class ConfigSearch:
         cost_alpha: float = COST_ALPHA,
     ) -> tuple[str, SearchResult, dict[str, Any]]:
         models = list(models)
+        chain, finished = self.open_search(
+            models, problem, method, budget, init, seed, gt, cost_alpha
+        )
+        if finished is not None:
+            return finished
+        truth, gt_cost = self.ground_truth(models, gt) if problem == "closest" else ({}, 0)
+        events, result = self.search_events(
+            models, problem, method, budget, init, seed, gt, truth, gt_cost, cost_alpha
+        )
+        chain.take(events)
+        return self.finish_search(chain, result, models, truth)
+
+    def open_search(
+        self,
+        models: Sequence[str],
+        problem: str,
+        method: str,
+        budget: int,
+        init: int,
+        seed: int,
+        gt: str,
+        cost_alpha: float = COST_ALPHA,
+    ) -> tuple[Recorder, tuple[str, SearchResult, dict[str, Any]] | None]:
+        """The search run's recorder, or its stored result if it is complete. An unfinished
+        search is redone from scratch (cheaply, from the pipeline cache). A complete run whose
+        sweep arrived later gets its summary recomputed, never served stale."""
         params = {
             "budget": budget,
             "init": init,
@@ -260,25 +299,37 @@ class ConfigSearch:
             "cost_alpha": cost_alpha if method == "bo" else None,
             "initial_design": "maximin",
         }
-        chain = self._open(models, problem, method, seed, params)
-        run_id = chain.run_id
-        info = self.store.run(run_id)
+        chain = self._open(list(models), problem, method, seed, params)
+        info = self._db.run(chain.run_id)
         if chain.existed and info.status == "complete" and info.summary is not None:
-            result = self._result_from_events(run_id, problem, method)
+            result = self._result_from_events(chain.run_id, problem, method)
             summary = info.summary
             if "steps_to_target" not in summary and self.truth_table(models) is not None:
-                # the sweep arrived after this run: the stored summary is stale, recompute it
-                # (the report recomputes from events too; this keeps `run` consistent with it)
                 result.gt_evaluations = int(summary.get("gt_evaluations", 0))
-                summary = self._summarise(result, models, result.ground_truth, init)
-            return run_id, result, summary
+                summary = self._summarise(result, list(models), result.ground_truth)
+            return chain, (chain.run_id, result, summary)
         if chain.existed:
-            self.store.reset_run(run_id)
-            chain = self._open(models, problem, method, seed, params)
-        truth: dict[str, float] = {}
-        gt_cost = 0
+            self._db.reset_run(chain.run_id)
+            chain = self._open(list(models), problem, method, seed, params)
+        return chain, None
+
+    def search_events(
+        self,
+        models: Sequence[str],
+        problem: str,
+        method: str,
+        budget: int,
+        init: int,
+        seed: int,
+        gt: str,
+        truth: dict[str, float],
+        gt_cost: int,
+        cost_alpha: float = COST_ALPHA,
+    ) -> tuple[list[dict[str, Any]], SearchResult]:
+        """Run one search without a store: its events (chained to the spec) and result."""
+        models = list(models)
+        chain = Recorder(self.spec_hash)
         if problem == "closest":
-            truth, gt_cost = self.ground_truth(models, gt)
             chain.append("ground_truth", {"gt": gt, "values": truth, "evaluations": gt_cost})
 
         def evaluate(model: str, config: Config) -> float:
@@ -302,7 +353,12 @@ class ConfigSearch:
             cost_alpha=cost_alpha if method == "bo" else 0.0,
         )
         result.gt_evaluations = gt_cost
-        summary = self._summarise(result, models, truth, init)
+        return chain.events, result
+
+    def finish_search(
+        self, chain: Recorder, result: SearchResult, models: Sequence[str], truth: dict[str, float]
+    ) -> tuple[str, SearchResult, dict[str, Any]]:
+        summary = self._summarise(result, list(models), truth)
         chain.finish(
             "complete",
             summary,
@@ -312,13 +368,13 @@ class ConfigSearch:
                 if isinstance(v, int | float) and not isinstance(v, bool)
             },
         )
-        return run_id, result, summary
+        return chain.run_id, result, summary
 
     def _result_from_events(self, run_id: str, problem: str, method: str) -> SearchResult:
         from labreplay.suites.configsearch.search import Candidate
 
         result = SearchResult(problem, method)
-        for e in self.store.events(run_id):
+        for e in self._db.events(run_id):
             p = e["payload"]
             if e["kind"] == "ground_truth":
                 result.ground_truth = dict(p["values"])
@@ -340,7 +396,7 @@ class ConfigSearch:
         return result
 
     def _summarise(
-        self, result: SearchResult, models: list[str], truth: dict[str, float], init: int
+        self, result: SearchResult, models: list[str], truth: dict[str, float]
     ) -> dict[str, Any]:
         cands = candidates(result.problem, self.feasible, models)
         used = [(m, s.candidate.config) for s in result.steps for m in s.maes]
@@ -351,6 +407,7 @@ class ConfigSearch:
         ]
         overheads = [s.overhead_s for s in result.steps if s.phase == "bo"]
         cumulative = list(np.cumsum([len(s.maes) for s in result.steps]).tolist())
+        init = sum(1 for s in result.steps if s.phase == "init")
         summary: dict[str, Any] = {
             "answer": result.answer(),
             "steps": len(result.steps),
