@@ -68,3 +68,18 @@ def test_maximin_design_is_seeded_and_spreads_out() -> None:
     rng = np.random.default_rng(0)
     random_gaps = [gap(list(rng.choice(len(x), 4, replace=False))) for _ in range(50)]
     assert gap(a) > np.median(random_gaps)
+
+
+def test_paper_claims_read_the_marginals() -> None:
+    from labreplay.suites.configsearch.targets import paper_claims
+
+    payloads = [
+        {"config": {"r": r, "n": n, "s": s}, "mae": 0.1 * s + (0.5 if n > 24 else 0.0) + 0.01 * r}
+        for r in (0.0, 0.5)
+        for n in (4, 24, 48)
+        for s in (1, 2, 9)
+    ]
+    claims = paper_claims(payloads, "band_gap")
+    assert claims["best_s"] == 1 and claims["s_le_8_optimal"] and claims["band_gap_s_is_1"]
+    assert claims["n_le_24_enough"] and claims["r_negligible"] is True
+    assert claims["r_values"] == [0.0, 0.5]
