@@ -1,5 +1,7 @@
 """labreplay: recorded experiments -> frozen, budgeted evaluation environments for AI agents."""
 
+from labreplay._version import __version__
+from labreplay.api import compile, run
 from labreplay.errors import (
     AgentError,
     DataError,
@@ -7,16 +9,18 @@ from labreplay.errors import (
     SpecError,
     StoreError,
 )
+from labreplay.runtime.trajectory import Event
 from labreplay.suite import list_suites
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AgentError",
     "DataError",
+    "Event",
     "LabreplayError",
     "SpecError",
     "StoreError",
     "__version__",
+    "compile",
     "list_suites",
+    "run",
 ]

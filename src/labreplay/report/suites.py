@@ -19,11 +19,10 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from labreplay.scoring.stats import paired_bootstrap_ci
+from labreplay.scoring.stats import BOOTSTRAP_SEED, paired_bootstrap_ci
 from labreplay.store.sqlite import RunInfo, Store
 from labreplay.suite import ReportSection
 
-BOOTSTRAP_SEED = 20261129
 UNIT_KEYS = ("question_id", "unit_id", "config_id")
 OBJECTIVE_KEYS = ("mae", "objective", "value")
 TRACE_KEYS = ("trace", "best_so_far", "curve")

@@ -9,6 +9,9 @@ from scipy import stats as _st
 
 from labreplay._rng import make_rng
 
+# The one seed of every leaderboard's paired bootstrap (campaign, generic suite sections).
+BOOTSTRAP_SEED = 20261129
+
 
 def paired_bootstrap_ci(
     differences: Sequence[float],

@@ -23,12 +23,10 @@ from labreplay.scoring.curves import (
     first_passage,
     sustained_passage,
 )
-from labreplay.scoring.stats import paired_bootstrap_ci, sign_test
+from labreplay.scoring.stats import BOOTSTRAP_SEED, paired_bootstrap_ci, sign_test
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.agents import ORACLE_NAME
 from labreplay.suites.campaign.metrics import panel_loss
-
-BOOTSTRAP_SEED = 20261129
 
 
 def _system_keys(runs: Sequence[Any]) -> dict[tuple[str, str], str]:

@@ -17,8 +17,7 @@ from labreplay._hashing import canonical_json
 from labreplay.compile.spec import EnvironmentSpec, spec_from_stored
 from labreplay.errors import StoreError
 from labreplay.store.sqlite import RunInfo, Store
-
-BRANCHES = ("adaptive", "random", "no-evidence")
+from labreplay.suites.campaign.runner import BRANCHES
 
 
 def stored_spec(store: Store, spec_hash: str) -> EnvironmentSpec:
