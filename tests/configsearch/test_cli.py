@@ -67,3 +67,17 @@ def test_cli_errors_are_one_line_exit_2(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "unknown configsearch task 'nope'" in done.stderr
+
+
+def test_report_without_a_store_is_one_line_exit_2(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", "configsearch", "report"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,  # the default store ./configsearch.sqlite does not exist here
+    )
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "configsearch.sqlite does not exist" in lines[0]
+    assert not (tmp_path / "configsearch.sqlite").exists()

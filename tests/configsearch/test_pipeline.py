@@ -42,11 +42,74 @@ def test_ood_clusters_and_folds_follow_the_protocol(evaluator: Evaluator) -> Non
     assert sorted(members.tolist()) == sorted(emb["ood"].tolist())  # a partition of the OOD set
 
 
+def test_every_fold_has_exactly_s_test_points_the_anchors_nearest_candidates(
+    evaluator: Evaluator,
+) -> None:
+    ood = evaluator.embedding(0.0)["ood"]
+    x = evaluator.features.matrix(evaluator.feature_kind, evaluator.sample(0.0))
+    # n = 6 over 60 candidates: some clusters are smaller than s_max, which used to cut the
+    # test set short; now every fold supplies s points for every s <= s_max
+    folds = evaluator.folds(0.0, 6)
+    assert min(len(f.members) for f in folds) < evaluator.settings.s_max
+    for fold in folds:
+        assert len(fold.test_order) == evaluator.settings.s_max
+        anchor = fold.test_order[0]
+        assert anchor in fold.members
+        dist = np.linalg.norm(x[ood] - x[anchor], axis=1)
+        # the test order is the anchor's nearest OOD candidates, nearest first
+        expected = np.sort(dist)[: evaluator.settings.s_max]
+        assert np.allclose(np.linalg.norm(x[fold.test_order] - x[anchor], axis=1), expected)
+        assert set(fold.test_order) <= set(ood)
+    model = build_model("rf-scm", True)
+    results = evaluator.evaluate_training_sets(model, 0.0, 6, (1, 3, 10))
+    for result in results:
+        s = result.config.s
+        assert result.fold_test_sizes == (s,) * 6 and result.n_test == 6 * s
+        assert 1 <= result.n_test_distinct <= 6 * s
+        assert result.degenerate_folds <= 6
+    with pytest.raises(SpecError, match="held-out depth"):
+        evaluator.evaluate(model, Config(0.0, 6, evaluator.settings.s_max + 1))
+
+
+def test_degenerate_folds_are_flagged_and_left_out_of_the_clean_mae(evaluator: Evaluator) -> None:
+    model = build_model("rf-scm", True)
+    (one,) = evaluator.evaluate_training_sets(model, 0.0, 6, (1,))
+    target = np.array([m.target for m in evaluator.sample(0.0)])
+    anchors = [f.test_order[0] for f in evaluator.folds(0.0, 6)]
+    # band gap: zero-gap metals are a point mass, so a metal anchor is a degenerate s = 1 fold
+    assert 0.0 in evaluator.point_masses(0.0)
+    assert one.degenerate_folds == sum(target[a] == 0.0 for a in anchors)
+    if one.degenerate_folds == 6:
+        assert one.mae_nondegenerate is None
+    else:
+        assert one.mae_nondegenerate is not None
+
+
+def test_training_never_sees_a_test_point(evaluator: Evaluator) -> None:
+    seen: list[np.ndarray] = []
+
+    class Spy:
+        name, requires = "spy", frozenset({"magpie"})
+
+        def params(self) -> dict[str, object]:
+            return {"spy": True}
+
+        def fit(self, data: object, train: np.ndarray, val: np.ndarray, seed: int) -> None:
+            seen.append(np.union1d(train, val))
+
+        def predict(self, data: object, rows: np.ndarray) -> np.ndarray:
+            return np.zeros(len(rows))
+
+    evaluator.fold_predictions(Spy(), 0.5, 4)  # type: ignore[arg-type]
+    for rows, fold in zip(seen, evaluator.folds(0.5, 4), strict=True):
+        assert not set(rows) & (set(fold.members) | set(fold.test_order))
+
+
 def test_rf_scm_evaluation_reuses_fits_across_s(evaluator: Evaluator) -> None:
     model = build_model("rf-scm", True)
     first = evaluator.evaluate(model, Config(0.0, 4, 2))
     assert np.isfinite(first.mae) and first.mae > 0
-    assert first.n_test == sum(min(2, len(c)) for c in evaluator.clusters(0.0, 4))
+    assert first.n_test == 8 and first.fold_test_sizes == (2, 2, 2, 2)
     again = evaluator.evaluate(model, Config(0.0, 4, 3))
     assert again.fits_trained == 0 and again.fits_reused == 4  # s only picks predictions
     same = evaluator.evaluate(model, Config(0.0, 4, 2))
@@ -79,4 +142,4 @@ def test_structure_models_refuse_composition_only_tasks() -> None:
         build_model("ofm-mlp", False)
     assert build_model("rf-scm", False).requires == frozenset({"magpie"})
     with pytest.raises(SpecError, match="unknown model"):
-        build_model("alignn", True)
+        build_model("schnet", True)

@@ -96,3 +96,41 @@ def test_closest_and_discriminate_problems(data_dir: Path, cache_dir: Path, tmp_
         assert (tmp_path / "out/configsearch_report.md").read_text().count("|") > 20
         assert any(f.startswith("trace_") for f in report["files"])
         assert Config(0.5, 6, 3) in campaign.feasible
+
+
+def test_a_run_made_before_its_sweep_gains_its_target_later(
+    data_dir: Path, cache_dir: Path, tmp_path: Path
+) -> None:
+    with Store(tmp_path / "late.sqlite") as store:
+        campaign = _campaign(data_dir, cache_dir, store)
+        _, _, early = campaign.run(["rf-scm"], "best-model", "random", 3, 2, 5)
+        assert "steps_to_target" not in early and early["used_fits"] >= 4
+        before = write_report(store, tmp_path / "r0")
+        (group,) = before["searches"]
+        assert group["truth_known"] is False and "n_total=200" in group["protocol"]
+        md = (tmp_path / "r0/configsearch_report.md").read_text()
+        assert "no seed-42 run" in md  # the seed-42 section says why it is empty
+        campaign.sweep("rf-scm")
+        _, _, late = campaign.run(["rf-scm"], "best-model", "random", 3, 2, 5)
+        assert "steps_to_target" in late and "final_normalised" in late
+        after = write_report(store, tmp_path / "r1")
+        (group,) = after["searches"]
+        assert group["truth_known"] is True and group["mean_final_normalised"] is not None
+        (sweep,) = after["sweeps"]
+        assert sweep["short_folds"] == 0 and sweep["test_points"]["min"] == 4
+
+
+def test_bo_vs_random_comparison_is_paired_over_seeds(
+    data_dir: Path, cache_dir: Path, tmp_path: Path
+) -> None:
+    with Store(tmp_path / "pair.sqlite") as store:
+        campaign = _campaign(data_dir, cache_dir, store)
+        campaign.sweep("rf-scm")
+        for seed in range(3):
+            for method in ("bo", "random"):
+                campaign.run(["rf-scm"], "best-model", method, 4, 2, seed)
+        report = write_report(store, tmp_path / "out")
+        (pair,) = report["comparisons"]
+        assert pair["paired_seeds"] == 3
+        lo, hi = pair["ci95"]
+        assert lo <= pair["mean_steps_saved"] <= hi

@@ -20,7 +20,7 @@ from labreplay._atomic import atomic_write_bytes
 from labreplay.records.sources import ENV_CACHE_DIR
 
 # Bump when a stage's computation changes, so stale entries are never reused.
-PIPELINE_VERSION = "cs-1"
+PIPELINE_VERSION = "cs-2"
 
 
 def cache_root(explicit: Path | None = None) -> Path:

@@ -28,13 +28,27 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-StoreOption = typer.Option(Path("configsearch.sqlite"), "--store", help="Results store (SQLite).")
-TaskOption = typer.Option(
-    ...,
-    "--task",
-    help="band_gap, metallicity, bulk_modulus, "
-    "shear_modulus, formation_energy or refractive_index.",
+StoreOption = typer.Option(
+    Path("configsearch.sqlite"),
+    "--store",
+    help="Results store (SQLite; default ./configsearch.sqlite).",
 )
+TaskOption = typer.Option(
+    None,
+    "--task",
+    help="band_gap, metallicity, bulk_modulus, shear_modulus, formation_energy or "
+    "refractive_index (or use --dataset).",
+)
+DatasetOption = typer.Option(
+    None,
+    "--dataset",
+    help="Your own JSONL(.gz): one material per line, `cif` text or a pymatgen `structure` dict, "
+    "plus the --target field.",
+)
+DatasetBOption = typer.Option(
+    None, "--dataset-b", help="Second source for the share r (without it r is fixed to 0)."
+)
+TargetOption = typer.Option(None, "--target", help="Numeric field of --dataset to predict.")
 NTotalOption = typer.Option(
     1600,
     "--n-total",
@@ -44,18 +58,68 @@ NTotalOption = typer.Option(
 NOodOption = typer.Option(
     480, "--n-ood", help="OOD candidates per sample (paper: 480).", callback=int_range("--n-ood", 1)
 )
+NJobsOption = typer.Option(
+    1,
+    "--n-jobs",
+    help="Threads for model fits, t-SNE and k-means (speed only, same results).",
+    callback=int_range("--n-jobs", 1, 64),
+)
+RValuesOption = typer.Option(None, "--r-values", help="Restrict r, e.g. 0,0.3 (default: paper).")
+NValuesOption = typer.Option(None, "--n-values", help="Restrict n, e.g. 4,6,8 (default: paper).")
+SValuesOption = typer.Option(None, "--s-values", help="Restrict s, e.g. 1,5,10 (default: paper).")
 
 
-def _campaign(data_dir: Path | None, task: str, store: Any, n_total: int, n_ood: int) -> Any:
-    from labreplay.records.sources import resolve_data_dir
-    from labreplay.suites.configsearch.pipeline import PipelineSettings
-    from labreplay.suites.configsearch.runner import ConfigSearch
+def _space(r_values: str | None, n_values: str | None, s_values: str | None) -> Any:
+    from labreplay.errors import SpecError
+    from labreplay.suites.configsearch.space import PAPER_N, PAPER_R, PAPER_S, ConfigSpace
 
-    return ConfigSearch(
-        resolve_data_dir(data_dir),
-        task,
+    if r_values is None and n_values is None and s_values is None:
+        return None
+
+    def parse(text: str | None, kind: type, default: tuple[Any, ...], name: str) -> tuple[Any, ...]:
+        if text is None:
+            return default
+        try:
+            values = tuple(sorted({kind(v.strip()) for v in text.split(",") if v.strip()}))
+        except ValueError as exc:
+            raise SpecError(f"--{name} {text!r} is not a comma list of numbers") from exc
+        if not values:
+            raise SpecError(f"--{name} is empty")
+        return values
+
+    return ConfigSpace(
+        parse(r_values, float, PAPER_R, "r-values"),
+        parse(n_values, int, PAPER_N, "n-values"),
+        parse(s_values, int, PAPER_S, "s-values"),
+        s_cap=((60, 8),),
+    )
+
+
+def _campaign(
+    data_dir: Path | None,
+    store: Any,
+    task: str | None,
+    dataset: Path | None,
+    dataset_b: Path | None,
+    target: str | None,
+    n_total: int,
+    n_ood: int,
+    n_jobs: int,
+    space: Any = None,
+) -> Any:
+    from labreplay.suites.configsearch.api import open_campaign
+
+    return open_campaign(
+        data_dir,
         store,
-        settings=PipelineSettings(n_total=n_total, n_ood=n_ood),
+        task=task,
+        dataset=dataset,
+        dataset_b=dataset_b,
+        target=target,
+        n_total=n_total,
+        n_ood=n_ood,
+        n_jobs=n_jobs,
+        space=space,
     )
 
 
@@ -77,12 +141,19 @@ def space_cmd(json_out: bool = JsonOption) -> None:
 
 @app.command("sweep")
 def sweep_cmd(
-    task: str = TaskOption,
-    model: str = typer.Option("rf-scm", "--model", help="rf-scm, crabnet or ofm-mlp."),
+    task: str | None = TaskOption,
+    model: str = typer.Option("rf-scm", "--model", help="rf-scm, crabnet, ofm-mlp or alignn."),
     store: Path = StoreOption,
     data_dir: Path | None = DataDirOption,
+    dataset: Path | None = DatasetOption,
+    dataset_b: Path | None = DatasetBOption,
+    target: str | None = TargetOption,
     n_total: int = NTotalOption,
     n_ood: int = NOodOption,
+    n_jobs: int = NJobsOption,
+    r_values: str | None = RValuesOption,
+    n_values: str | None = NValuesOption,
+    s_values: str | None = SValuesOption,
     executor: str = ExecutorOption,
     scheduler: str | None = SchedulerOption,
     workers: int | None = WorkersOption,
@@ -94,10 +165,22 @@ def sweep_cmd(
     from labreplay.store.sqlite import Store
 
     with Store(store) as db:
-        campaign = _campaign(data_dir, task, db, n_total, n_ood)
+        campaign = _campaign(
+            data_dir,
+            db,
+            task,
+            dataset,
+            dataset_b,
+            target,
+            n_total,
+            n_ood,
+            n_jobs,
+            _space(r_values, n_values, s_values),
+        )
+        label = f"sweep {campaign.task} {model}"
         with (
             open_executor(executor, scheduler, workers) as ex,
-            progress_bar(f"sweep {task} {model}", len(campaign.feasible), not json_out) as bar,
+            progress_bar(label, len(campaign.feasible), not json_out) as bar,
         ):
             run_id, _ = campaign.sweep(model, bar, None if executor == "in-process" else ex)
         summary = db.run(run_id).summary or {}
@@ -107,14 +190,61 @@ def sweep_cmd(
     console.print(
         f"run {run_id}: {summary['evaluated']} evaluated, {summary['infeasible']} "
         f"infeasible; MAE {summary['min_mae']:.4g}..{summary['max_mae']:.4g} (max/min "
-        f"{summary['max_min_ratio']:.3g}); cache hit ratio "
-        f"{summary['cache']['overall_ratio']}"
+        f"{summary['max_min_ratio']}; without degenerate folds "
+        f"{summary['mae_without_degenerate_folds']['max_min_ratio']}); "
+        f"{summary['degenerate_folds']}/{summary['folds']} folds degenerate; short folds "
+        f"{summary['short_folds']}; cache hit ratio {summary['cache']['overall_ratio']}"
     )
+
+
+@app.command("references")
+def references_cmd(
+    tasks: str = typer.Option("all", "--tasks", help="Comma list of tasks, or all six."),
+    models: str = typer.Option("rf-scm,crabnet", "--models", help="Comma list of models."),
+    store: Path = StoreOption,
+    data_dir: Path | None = DataDirOption,
+    n_total: int = NTotalOption,
+    n_ood: int = NOodOption,
+    n_jobs: int = NJobsOption,
+    r_values: str | None = RValuesOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """Regenerate the exhaustive reference sweeps (every task x model; resumable, and every
+    stage is cached by its input hashes, so a rerun only computes what is missing)."""
+    from labreplay.store.sqlite import Store
+    from labreplay.suites.configsearch.data import BUILTIN_TASKS, TASKS
+
+    names = (
+        [t for t in BUILTIN_TASKS if t in TASKS]
+        if tasks == "all"
+        else [t.strip() for t in tasks.split(",") if t.strip()]
+    )
+    out = []
+    with Store(store) as db:
+        for task in names:
+            campaign = _campaign(
+                data_dir, db, task, None, None, None, n_total, n_ood, n_jobs,
+                _space(r_values, None, None),
+            )  # fmt: skip
+            for model in [m.strip() for m in models.split(",") if m.strip()]:
+                label = f"sweep {task} {model}"
+                with progress_bar(label, len(campaign.feasible), not json_out) as bar:
+                    run_id, _ = campaign.sweep(model, bar)
+                summary = db.run(run_id).summary or {}
+                out.append({"task": task, "model": model, "run_id": run_id, **summary})
+                if not json_out:
+                    console.print(
+                        f"{task} {model}: {summary['evaluated']} configurations, MAE "
+                        f"{summary['min_mae']:.4g}..{summary['max_mae']:.4g}, short folds "
+                        f"{summary['short_folds']}"
+                    )
+    if json_out:
+        print_json(out)
 
 
 @app.command("run")
 def run_cmd(
-    task: str = TaskOption,
+    task: str | None = TaskOption,
     models: str = typer.Option("rf-scm", "--models", help="Comma list of models."),
     problem: str = typer.Option(
         "best-model", "--problem", help="best-model | discriminate | closest."
@@ -136,10 +266,20 @@ def run_cmd(
         help="closest: reference (0,48,10) | mean.",
         callback=choice("--gt", ("reference", "mean")),
     ),
+    cost_alpha: float = typer.Option(
+        0.5, "--cost-alpha", help="BO: weight of the fit cost in the acquisition (0 = plain EI)."
+    ),
     store: Path = StoreOption,
     data_dir: Path | None = DataDirOption,
+    dataset: Path | None = DatasetOption,
+    dataset_b: Path | None = DatasetBOption,
+    target: str | None = TargetOption,
     n_total: int = NTotalOption,
     n_ood: int = NOodOption,
+    n_jobs: int = NJobsOption,
+    r_values: str | None = RValuesOption,
+    n_values: str | None = NValuesOption,
+    s_values: str | None = SValuesOption,
     executor: str = ExecutorOption,
     scheduler: str | None = SchedulerOption,
     workers: int | None = WorkersOption,
@@ -168,20 +308,34 @@ def run_cmd(
         raise LabreplayError(f"--seeds: value {seeds} runs past the largest seed")
     out = []
     with Store(store) as db, open_executor(executor, scheduler, workers) as ex:
-        campaign = _campaign(data_dir, task, db, n_total, n_ood)
+        campaign = _campaign(
+            data_dir,
+            db,
+            task,
+            dataset,
+            dataset_b,
+            target,
+            n_total,
+            n_ood,
+            n_jobs,
+            _space(r_values, n_values, s_values),
+        )
         chosen = [seed + k for k in range(seeds)]
-        done = run_searches(campaign, names, problem, method, budget, init, chosen, gt, ex)
+        done = run_searches(
+            campaign, names, problem, method, budget, init, chosen, gt, ex, cost_alpha
+        )
         for k, (run_id, _, summary) in zip(chosen, done, strict=True):
-            out.append({"run_id": run_id, "seed": k, **summary})
+            out.append({"run_id": run_id, "seed": k, "task": campaign.task, **summary})
     if json_out:
         print_json(out)
         return
     for item in out:
         reached = item.get("steps_to_target", "n/a (no sweep)")
+        score = item.get("final_normalised", "n/a (no sweep)")
         console.print(
             f"seed {item['seed']}: best {item['best_objective']:.4g} after "
-            f"{item['steps']} steps ({item['evaluations']} evaluations); steps to "
-            f"target {reached}; answer {item['answer']}"
+            f"{item['steps']} steps ({item['evaluations']} evaluations, {item['used_fits']} "
+            f"fits); normalised score {score}; steps to target {reached}; answer {item['answer']}"
         )
 
 
@@ -194,9 +348,15 @@ def report_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Tables and plots of every stored configsearch run."""
+    from labreplay.errors import StoreError
     from labreplay.store.sqlite import Store
     from labreplay.suites.configsearch.report import markdown, write_report
 
+    if not store.is_file():
+        raise StoreError(
+            f"store {store} does not exist (run `configsearch sweep` or `run` first, or pass "
+            "--store PATH)"
+        )
     with Store(store, readonly=True) as db:
         report = write_report(db, out)
     if json_out:

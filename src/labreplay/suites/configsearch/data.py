@@ -65,6 +65,9 @@ class TaskDef:
     mp_loader: Callable[[Path], Pool]
     jarvis_fields: tuple[str, ...]
     jarvis_target: Callable[[tuple[float, ...]], float | None]
+    # a task's second source (share r) from its own loader instead of the JARVIS fields; a task
+    # with neither has one source, and every r > 0 is infeasible
+    b_loader: Callable[[Path], Pool] | None = None
 
 
 def _read_jsonl_gz(path: Path) -> list[dict[str, Any]]:
@@ -244,6 +247,16 @@ TASKS: dict[str, TaskDef] = {
 }
 
 
+BUILTIN_TASKS = tuple(TASKS)
+
+
+def register_task(definition: TaskDef) -> None:
+    """The hook for new tasks: `mp_loader` reads the first source (share 1 - r), `b_loader` (or
+    the JARVIS fields) the second (share r). Re-registering a name replaces it."""
+    TASKS[definition.name] = definition
+    _cached_pool.cache_clear()
+
+
 def task_def(task: str) -> TaskDef:
     if task not in TASKS:
         raise SpecError(f"unknown configsearch task {task!r}; known: {', '.join(sorted(TASKS))}")
@@ -253,7 +266,13 @@ def task_def(task: str) -> TaskDef:
 @lru_cache(maxsize=16)
 def _cached_pool(data_dir: Path, task: str, side: str) -> Pool:
     definition = task_def(task)
-    return definition.mp_loader(data_dir) if side == "mp" else _jarvis_pool(data_dir, definition)
+    if side == "mp":
+        return definition.mp_loader(data_dir)
+    if definition.b_loader is not None:
+        return definition.b_loader(data_dir)
+    if not definition.jarvis_fields:
+        return Pool(task, "none", (), ())
+    return _jarvis_pool(data_dir, definition)
 
 
 def load_matbench(data_dir: Path, task: str) -> Pool:

@@ -4,7 +4,8 @@ quick=True shrinks the protocol so it fits in a few minutes on two shared cores,
 n_total = 300 materials, 90 OOD candidates, r in {0, 0.3}, n in {4, 6, 8}, s in 1..10
 (60 configurations). The exhaustive sweep of RF-SCM over that space is the truth; BO and random
 search (budget 12, 4 initial points) are each run for 20 seeds on the best-model problem, and the
-table reports how often each reached within 5% of the exhaustive optimum and after how many steps.
+table reports how often each reached the normalised target (score >= 0.95, METRICS.md) and after
+how many steps.
 quick=False runs the paper's protocol (858 configurations, n_total = 1,600): hours here.
 """
 
@@ -49,7 +50,9 @@ def run_demo(data_dir: Path, store: Path, out_dir: Path, quick: bool) -> dict[st
                     "median_steps_to_target": statistics.median(reached) if reached else None,
                     "mean_final_best_mae": sum(r["best_objective"] for r in results) / len(results),
                     "exhaustive_optimum": results[0]["exhaustive_optimum"],
-                    "cost_saved_vs_exhaustive": results[0]["cost_saved_vs_exhaustive"],
+                    "cost_saved_fits_vs_exhaustive": statistics.mean(
+                        r["cost_saved_fits_vs_exhaustive"] for r in results
+                    ),
                     "bo_overhead_max_s": max((r["bo_overhead_max_s"] or 0.0) for r in results),
                 }
             )
@@ -62,7 +65,7 @@ def run_demo(data_dir: Path, store: Path, out_dir: Path, quick: bool) -> dict[st
         "infeasible": len(campaign.infeasible),
         "mae_min": min(values),
         "mae_max": max(values),
-        "mae_max_min_ratio": max(values) / min(values),
+        "mae_max_min_ratio": max(values) / min(values) if min(values) > 0 else None,
         "comparison": rows,
         "cache": campaign.stats.as_dict(),
         "report_files": report["files"],
@@ -77,7 +80,7 @@ def run_demo(data_dir: Path, store: Path, out_dir: Path, quick: bool) -> dict[st
         "median steps",
         "mean best MAE",
         "exhaustive optimum",
-        "cost saved",
+        "fits saved vs exhaustive",
     ):
         out.add_column(col)
     for row in rows:
@@ -87,12 +90,12 @@ def run_demo(data_dir: Path, store: Path, out_dir: Path, quick: bool) -> dict[st
             str(row["median_steps_to_target"]),
             f"{row['mean_final_best_mae']:.4f}",
             f"{row['exhaustive_optimum']:.4f}",
-            f"{row['cost_saved_vs_exhaustive']:.1%}",
+            f"{row['cost_saved_fits_vs_exhaustive']:.1%}",
         )
     console.print(out)
     console.print(
         f"MAE spread over configurations: min {summary['mae_min']:.4f}, max "
-        f"{summary['mae_max']:.4f}, max/min {summary['mae_max_min_ratio']:.2f}; cache hit "
+        f"{summary['mae_max']:.4f}, max/min {summary['mae_max_min_ratio']}; cache hit "
         f"ratio {summary['cache']['overall_ratio']}"
     )
     return summary

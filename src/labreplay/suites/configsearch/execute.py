@@ -22,7 +22,7 @@ from labreplay.runtime.recorder import Recorder
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.pipeline import PipelineSettings
 from labreplay.suites.configsearch.runner import ConfigSearch
-from labreplay.suites.configsearch.search import SearchResult
+from labreplay.suites.configsearch.search import COST_ALPHA, SearchResult
 from labreplay.suites.configsearch.space import Config, ConfigSpace
 
 
@@ -140,6 +140,7 @@ def run_searches(
     seeds: Sequence[int],
     gt: str,
     executor: Executor | None = None,
+    cost_alpha: float = COST_ALPHA,
 ) -> list[tuple[str, SearchResult, dict[str, Any]]]:
     """One search per seed, on `executor`; each stored exactly as `ConfigSearch.run` would."""
     models = list(models)
@@ -147,7 +148,9 @@ def run_searches(
     setup = _setup(campaign)
     units = []
     for seed in seeds:
-        chain, finished = campaign.open_search(models, problem, method, budget, init, seed, gt)
+        chain, finished = campaign.open_search(
+            models, problem, method, budget, init, seed, gt, cost_alpha
+        )
 
         def stored(store: Store, finished: Any = finished) -> Any:
             return finished
@@ -157,7 +160,7 @@ def run_searches(
             chain.take(events)
             return campaign.finish_search(chain, result, models, truth)
 
-        args = (models, problem, method, budget, init, seed, gt, truth, gt_cost)
+        args = (models, problem, method, budget, init, seed, gt, truth, gt_cost, cost_alpha)
         units.append(Unit(chain.run_id, partial(search_unit, setup, args), persist, stored))
     return run_units("configsearch", units, campaign._db, executor)
 

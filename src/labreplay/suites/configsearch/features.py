@@ -29,6 +29,7 @@ ANG_TO_BOHR = 1.8897261246
 SCM_EIGEN = 64
 OFM_CUTOFF = 6.0
 FEATURE_KINDS = ("ofm", "composition_ofm", "magpie", "scm")
+STRUCTURE_KINDS = ("ofm", "scm")
 
 
 @lru_cache(maxsize=1)
@@ -65,6 +66,8 @@ def to_structure(material: Material) -> Any:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 return Structure.from_str(material.cif, fmt="cif")
+        if material.atoms is not None and "pymatgen" in material.atoms:
+            return Structure.from_dict(material.atoms["pymatgen"])
         if material.atoms is not None:
             atoms = material.atoms
             return Structure(
@@ -192,8 +195,18 @@ class FeatureStore:
             self._memory[name] = table
         return self._memory[name]
 
+    def _save(self, kind: str, group: str) -> None:
+        table = self._load(kind, group)
+        keys = sorted(table)
+        save_npz(
+            self._path(kind, group), keys=np.array(keys), values=np.stack([table[k] for k in keys])
+        )
+
     def matrix(self, kind: str, materials: Sequence[Material]) -> np.ndarray:
-        """Rows of `kind` features for `materials`, computing and caching the missing ones."""
+        """Rows of `kind` features for `materials`, computing and caching the missing ones.
+
+        A structure is parsed once per material: when one structure feature is missing, every
+        structure feature of that material is computed from the same parsed structure."""
         groups: dict[str, list[Material]] = {}
         for material in materials:
             groups.setdefault(material.key.split("#", 1)[0], []).append(material)
@@ -202,14 +215,21 @@ class FeatureStore:
             missing = [m for m in members if m.key not in table]
             self.stats.hit("features", len(members) - len(missing))
             self.stats.miss("features", len(missing))
+            if not missing:
+                continue
+            kinds = STRUCTURE_KINDS if kind in STRUCTURE_KINDS else (kind,)
             for material in missing:
-                table[material.key] = _compute(kind, material).astype(np.float32)
-            if missing:
-                keys = sorted(table)
-                save_npz(
-                    self._path(kind, group),
-                    keys=np.array(keys),
-                    values=np.stack([table[k] for k in keys]),
-                )
+                if kind in STRUCTURE_KINDS:
+                    structure = to_structure(material)
+                    computed = {
+                        "ofm": ofm(structure, material),
+                        "scm": sine_coulomb_eigen(structure, material),
+                    }
+                else:
+                    computed = {kind: _compute(kind, material)}
+                for name, row in computed.items():
+                    self._load(name, group)[material.key] = row.astype(np.float32)
+            for name in kinds:
+                self._save(name, group)
         rows = [self._load(kind, m.key.split("#", 1)[0])[m.key] for m in materials]
         return np.stack(rows).astype(np.float64)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from labreplay._hashing import sha256_json
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import SpecError, StoreError
 from labreplay.execute.base import Executor
@@ -23,14 +24,15 @@ from labreplay.suites.configsearch.cache import CacheStats
 from labreplay.suites.configsearch.models import PropertyModel, build_model
 from labreplay.suites.configsearch.pipeline import Evaluation, Evaluator, PipelineSettings
 from labreplay.suites.configsearch.search import (
+    COST_ALPHA,
     SearchResult,
     Step,
     candidates,
-    optimum,
+    landscape,
     search,
-    steps_to_target,
 )
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace, paper_space
+from labreplay.suites.configsearch.targets import costs, sweep_summary, target_metrics
 
 SUITE = "configsearch"
 PROTOCOL = "automatbench-ood"
@@ -49,10 +51,12 @@ class ConfigSearch:
         space: ConfigSpace | None = None,
         cache_dir: Path | None = None,
         stats: CacheStats | None = None,
+        n_jobs: int = 1,
     ) -> None:
         self.store = store
         self.space = space or paper_space()
-        self.evaluator = Evaluator(data_dir, task, settings, cache_dir, stats)
+        self.n_jobs = n_jobs
+        self.evaluator = Evaluator(data_dir, task, settings, cache_dir, stats, n_jobs)
         self.task = task
         points = self.space.points()
         self.infeasible = {c: r for c in points if (r := self.evaluator.infeasible_reason(c))}
@@ -91,7 +95,9 @@ class ConfigSearch:
 
     def model(self, name: str) -> PropertyModel:
         if name not in self._models:
-            self._models[name] = build_model(name, self.evaluator.definition.structure_based)
+            self._models[name] = build_model(
+                name, self.evaluator.definition.structure_based, self.n_jobs
+            )
         return self._models[name]
 
     def evaluate(self, model: str, config: Config, chain: Recorder | None = None) -> Evaluation:
@@ -103,6 +109,17 @@ class ConfigSearch:
             chain.append("evaluation", result.to_json())
         return result
 
+    def protocol(self) -> dict[str, Any]:
+        """What makes two runs comparable besides budget and seed (the report's grouping key)."""
+        settings = self.evaluator.settings
+        return {
+            "n_total": settings.n_total,
+            "n_ood": settings.n_ood,
+            "s_max": settings.s_max,
+            "space": sha256_json(self.space.to_json())[:12],
+            "space_size": len(self.feasible),
+        }
+
     def _open(
         self, models: Sequence[str], problem: str, method: str, seed: int, params: dict[str, Any]
     ) -> Recorder:
@@ -111,11 +128,30 @@ class ConfigSearch:
             self.environment,
             f"{problem}/{method}",
             method,
-            {"task": self.task, "models": list(models), "problem": problem, **params},
+            {
+                "task": self.task,
+                "models": list(models),
+                "problem": problem,
+                **self.protocol(),
+                **params,
+            },
             seed,
             extra_provenance={"data": self.evaluator.provenance()["files"]},
         )
         return open_recorder(self._db, header, batch=1)
+
+    def training_sets(self) -> list[tuple[float, int]]:
+        """The (r, n) training sets of the feasible space, in sweep order: the units of work."""
+        return list(dict.fromkeys((c.r, c.n) for c in self.feasible))
+
+    def evaluate_training_set(self, model: str, r: float, n: int) -> list[Evaluation]:
+        """Every feasible (r, n, s) of one (r, n) from its n fold fits: one distributable unit
+        (the fits land in the pipeline cache, so no worker refits what another fitted)."""
+        s_values = tuple(c.s for c in self.feasible if (c.r, c.n) == (r, n))
+        results = self.evaluator.evaluate_training_sets(self.model(model), r, n, s_values)
+        for result in results:
+            self._memo[(model, result.config)] = result
+        return results
 
     # ------------------------------------------------------------------ exhaustive sweep
     def sweep(
@@ -133,27 +169,37 @@ class ConfigSearch:
             from labreplay.suites.configsearch.execute import sweep_on
 
             sweep_on(self, model, chain, done, executor, progress)
-        for config in self.feasible:
-            if (model, config) not in done:
-                done[(model, config)] = self.evaluate(model, config, chain).mae
-            if progress is not None and executor is None:
-                progress.advance(1)
-        maes = np.array([done[(model, c)] for c in self.feasible])
-        ratio = float(maes.max() / maes.min()) if maes.min() > 0 else None
+        for r, n in self.training_sets():
+            group = [c for c in self.feasible if (c.r, c.n) == (r, n)]
+            if any((model, c) not in done for c in group):
+                self.evaluate_training_set(model, r, n)
+            for config in group:
+                if (model, config) not in done:
+                    done[(model, config)] = self.evaluate(model, config, chain).mae
+                if progress is not None and executor is None:
+                    progress.advance(1)
+        payloads = self._payloads(self._db.events(run_id))
+        landscape_ = sweep_summary([payloads[(model, c)] for c in self.feasible])
         summary = {
-            "evaluated": len(done),
+            **landscape_,
             "infeasible": len(self.infeasible),
-            "min_mae": float(maes.min()),
-            "max_mae": float(maes.max()),
-            "max_min_ratio": float(maes.max() / maes.min()) if maes.min() > 0 else None,
-            "argmin": self.feasible[int(np.argmin(maes))].to_json(),
-            "argmax": self.feasible[int(np.argmax(maes))].to_json(),
+            "min_mae": landscape_["mae"]["min"],
+            "max_mae": landscape_["mae"]["max"],
+            "max_min_ratio": landscape_["mae"]["max_min_ratio"],
             "cache": self.stats.as_dict(),
         }
         chain.finish(
             "complete",
             summary,
-            {"min_mae": float(maes.min()), "max_mae": float(maes.max()), "max_min_ratio": ratio},
+            {
+                "min_mae": landscape_["mae"]["min"],
+                "max_mae": landscape_["mae"]["max"],
+                "max_min_ratio": landscape_["mae"]["max_min_ratio"],
+                "max_min_ratio_without_degenerate": landscape_["mae_without_degenerate_folds"][
+                    "max_min_ratio"
+                ],
+                "short_folds": landscape_["short_folds"],
+            },
         )
         return run_id, done
 
@@ -161,20 +207,18 @@ class ConfigSearch:
         return self._maes(self._db.events(run_id))
 
     @staticmethod
-    def _maes(events: Sequence[dict[str, Any]]) -> dict[tuple[str, Config], float]:
+    def _payloads(events: Sequence[dict[str, Any]]) -> dict[tuple[str, Config], dict[str, Any]]:
         out = {}
         for e in events:
             if e["kind"] == "evaluation":
                 p = e["payload"]
-                out[
-                    (
-                        p["model"],
-                        Config(
-                            float(p["config"]["r"]), int(p["config"]["n"]), int(p["config"]["s"])
-                        ),
-                    )
-                ] = float(p["mae"])
+                c = p["config"]
+                out[(p["model"], Config(float(c["r"]), int(c["n"]), int(c["s"])))] = p
         return out
+
+    @classmethod
+    def _maes(cls, events: Sequence[dict[str, Any]]) -> dict[tuple[str, Config], float]:
+        return {k: float(p["mae"]) for k, p in cls._payloads(events).items()}
 
     def truth_table(self, models: Sequence[str]) -> dict[tuple[str, Config], float] | None:
         """m(o, c) over the whole feasible space from stored sweeps, or None if incomplete."""
@@ -219,14 +263,17 @@ class ConfigSearch:
         init: int = 4,
         seed: int = 42,
         gt: str = "reference",
+        cost_alpha: float = COST_ALPHA,
     ) -> tuple[str, SearchResult, dict[str, Any]]:
         models = list(models)
-        chain, finished = self.open_search(models, problem, method, budget, init, seed, gt)
+        chain, finished = self.open_search(
+            models, problem, method, budget, init, seed, gt, cost_alpha
+        )
         if finished is not None:
             return finished
         truth, gt_cost = self.ground_truth(models, gt) if problem == "closest" else ({}, 0)
         events, result = self.search_events(
-            models, problem, method, budget, init, seed, gt, truth, gt_cost
+            models, problem, method, budget, init, seed, gt, truth, gt_cost, cost_alpha
         )
         chain.take(events)
         return self.finish_search(chain, result, models, truth)
@@ -240,15 +287,27 @@ class ConfigSearch:
         init: int,
         seed: int,
         gt: str,
+        cost_alpha: float = COST_ALPHA,
     ) -> tuple[Recorder, tuple[str, SearchResult, dict[str, Any]] | None]:
         """The search run's recorder, or its stored result if it is complete. An unfinished
-        search is redone from scratch (cheaply, from the pipeline cache)."""
-        params = {"budget": budget, "init": init, "gt": gt if problem == "closest" else None}
+        search is redone from scratch (cheaply, from the pipeline cache). A complete run whose
+        sweep arrived later gets its summary recomputed, never served stale."""
+        params = {
+            "budget": budget,
+            "init": init,
+            "gt": gt if problem == "closest" else None,
+            "cost_alpha": cost_alpha if method == "bo" else None,
+            "initial_design": "maximin",
+        }
         chain = self._open(list(models), problem, method, seed, params)
         info = self._db.run(chain.run_id)
         if chain.existed and info.status == "complete" and info.summary is not None:
             result = self._result_from_events(chain.run_id, problem, method)
-            return chain, (chain.run_id, result, info.summary)
+            summary = info.summary
+            if "steps_to_target" not in summary and self.truth_table(models) is not None:
+                result.gt_evaluations = int(summary.get("gt_evaluations", 0))
+                summary = self._summarise(result, list(models), result.ground_truth)
+            return chain, (chain.run_id, result, summary)
         if chain.existed:
             self._db.reset_run(chain.run_id)
             chain = self._open(list(models), problem, method, seed, params)
@@ -265,6 +324,7 @@ class ConfigSearch:
         gt: str,
         truth: dict[str, float],
         gt_cost: int,
+        cost_alpha: float = COST_ALPHA,
     ) -> tuple[list[dict[str, Any]], SearchResult]:
         """Run one search without a store: its events (chained to the spec) and result."""
         models = list(models)
@@ -290,6 +350,7 @@ class ConfigSearch:
             seed=seed,
             ground_truth=truth,
             on_step=on_step,
+            cost_alpha=cost_alpha if method == "bo" else 0.0,
         )
         result.gt_evaluations = gt_cost
         return chain.events, result
@@ -329,6 +390,7 @@ class ConfigSearch:
                         p["best_so_far"],
                         p["acquisition"],
                         p.get("overhead_s", 0.0),
+                        int(p.get("new_fits", 0)),
                     )
                 )
         return result
@@ -337,9 +399,15 @@ class ConfigSearch:
         self, result: SearchResult, models: list[str], truth: dict[str, float]
     ) -> dict[str, Any]:
         cands = candidates(result.problem, self.feasible, models)
-        per_step = 1 if result.problem == "best-model" else len(models)
-        exhaustive = len(cands) * per_step
+        used = [(m, s.candidate.config) for s in result.steps for m in s.maes]
+        if result.problem == "closest" and result.gt_evaluations:
+            used += [(m, Config(*REFERENCE_CONFIG)) for m in models]
+        exhaustive = [
+            (m, cand.config) for cand in cands for m in ([cand.model] if cand.model else models)
+        ]
         overheads = [s.overhead_s for s in result.steps if s.phase == "bo"]
+        cumulative = list(np.cumsum([len(s.maes) for s in result.steps]).tolist())
+        init = sum(1 for s in result.steps if s.phase == "init")
         summary: dict[str, Any] = {
             "answer": result.answer(),
             "steps": len(result.steps),
@@ -347,22 +415,12 @@ class ConfigSearch:
             "gt_evaluations": result.gt_evaluations,
             "best_objective": result.trace()[-1],
             "trace": result.trace(),
-            "exhaustive_evaluations": exhaustive,
-            "cost_saved_vs_exhaustive": 1.0
-            - (result.evaluations + result.gt_evaluations) / exhaustive,
+            **costs(used, exhaustive, models),
             "bo_overhead_max_s": max(overheads) if overheads else None,
             "bo_overhead_mean_s": float(np.mean(overheads)) if overheads else None,
         }
         table = self.truth_table(models)
         if table is not None:
-            value, where = optimum(result.problem, table, models, self.feasible, truth)
-            reached = steps_to_target(result.trace(), value, result.problem)
-            summary.update(
-                {
-                    "exhaustive_optimum": value,
-                    "exhaustive_argopt": where,
-                    "steps_to_target": reached,
-                    "reached_target": reached is not None,
-                }
-            )
+            land = landscape(result.problem, table, models, self.feasible, truth)
+            summary.update(target_metrics(land, result.trace(), cumulative, init))
         return summary

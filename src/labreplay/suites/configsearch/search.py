@@ -11,7 +11,14 @@ Problems (METRICS.md, configsearch):
 The budget T counts steps (one candidate each); the cost in evaluations (model x configuration)
 is recorded beside it. Infeasible configurations are known before any cost is spent (the JARVIS
 pool size), so they are removed from the candidate set and reported, never proposed.
-BO and random search share their first T0 points (same seed, same initial dataset D, paper 6.2).
+BO and random search share their first T0 points (same seed, same initial dataset D, paper 6.2):
+a seeded maximin design (of 256 seeded random T0-subsets, the one whose closest pair of encoded
+candidates is farthest apart), so the initial points cover r, n and s instead of clumping.
+
+Cost-aware acquisition (declared): a candidate whose (model, r, n) training set this run has
+already fitted costs no fits (only predictions), a new one costs n fits. BO maximises
+log EI - alpha * log(1 + new_fits / n_ref), n_ref = the median n of the space; alpha = 0 is plain
+EI. The budget T still counts evaluations, so alpha trades compute for steps and is recorded.
 """
 
 from __future__ import annotations
@@ -27,10 +34,12 @@ import numpy as np
 from labreplay._rng import derive_seed, make_rng
 from labreplay.errors import SpecError
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
+from labreplay.suites.configsearch.targets import Landscape
 
 PROBLEMS = ("best-model", "discriminate", "closest")
 METHODS = ("bo", "random", "exhaustive")
-TARGET_TOLERANCE = 0.05
+COST_ALPHA = 0.5
+MAXIMIN_TRIES = 256
 
 # evaluate(model, config) -> MAE; the runner wraps the Evaluator, the store and the cache in it
 EvaluateFn = Callable[[str, Config], float]
@@ -55,6 +64,7 @@ class Step:
     best_so_far: float
     acquisition: float | None
     overhead_s: float
+    new_fits: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +76,7 @@ class Step:
             "objective": self.objective,
             "best_so_far": self.best_so_far,
             "acquisition": self.acquisition,
+            "new_fits": self.new_fits,
             # overhead_s is wall time: kept out of the hashed trajectory (it would break
             # byte-identical replays) and reported in the run summary instead
         }
@@ -152,17 +163,22 @@ def encode(space: ConfigSpace, cands: Sequence[Candidate], models: Sequence[str]
     return x
 
 
-def within_target(best: float, optimum: float, problem: str, tol: float = TARGET_TOLERANCE) -> bool:
-    if direction(problem) == "min":
-        return best <= optimum * (1.0 + tol) + 1e-12
-    return best >= optimum * (1.0 - tol) - 1e-12
-
-
-def steps_to_target(trace: Sequence[float], optimum: float, problem: str) -> int | None:
-    for i, best in enumerate(trace, 1):
-        if within_target(best, optimum, problem):
-            return i
-    return None
+def maximin_design(x: np.ndarray, size: int, seed: int, problem: str) -> list[int]:
+    """Seeded maximin initial design: of MAXIMIN_TRIES random subsets, the one whose closest
+    pair is farthest apart (first such subset on ties)."""
+    rng = make_rng(seed, "configsearch", "initial-design", problem)
+    if size <= 1 or size >= len(x):
+        return [int(i) for i in rng.permutation(len(x))[:size]]
+    best: list[int] = []
+    best_gap = -1.0
+    for _ in range(MAXIMIN_TRIES):
+        pick = rng.choice(len(x), size=size, replace=False)
+        pts = x[pick]
+        dist = np.linalg.norm(pts[:, None, :] - pts[None, :, :], axis=-1)
+        gap = float(dist[np.triu_indices(size, 1)].min())
+        if gap > best_gap:
+            best, best_gap = [int(i) for i in pick], gap
+    return best
 
 
 # --------------------------------------------------------------------------- surrogate + EI
@@ -171,7 +187,7 @@ def steps_to_target(trace: Sequence[float], optimum: float, problem: str) -> int
 def expected_improvement(
     x_obs: np.ndarray, y_obs: np.ndarray, x_cand: np.ndarray, seed: int
 ) -> tuple[np.ndarray, str]:
-    """EI (maximisation of y) of each candidate under a GP fit to the observations. botorch
+    """log EI (maximisation of y) of each candidate under a GP fit to the observations. botorch
     (log-EI, fitted SingleTaskGP) when installed, else scikit-learn's GP with closed-form EI."""
     try:
         import torch
@@ -181,7 +197,8 @@ def expected_improvement(
         from botorch.models.transforms import Standardize
         from gpytorch.mlls import ExactMarginalLogLikelihood
     except ImportError:
-        return _sklearn_ei(x_obs, y_obs, x_cand, seed), "sklearn-gp"
+        ei = _sklearn_ei(x_obs, y_obs, x_cand, seed)
+        return np.log(np.maximum(ei, 1e-300)), "sklearn-gp"
     torch.manual_seed(seed)
     torch.set_num_threads(1)
     train_x = torch.tensor(x_obs, dtype=torch.float64)
@@ -235,6 +252,7 @@ def search(
     seed: int,
     ground_truth: dict[str, float] | None = None,
     on_step: Callable[[Step], None] | None = None,
+    cost_alpha: float = COST_ALPHA,
 ) -> SearchResult:
     if method not in METHODS:
         raise SpecError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
@@ -248,8 +266,18 @@ def search(
     budget = len(cands) if method == "exhaustive" else min(budget, len(cands))
     x_all = encode(space, cands, models)
     sign = 1.0 if direction(problem) == "max" else -1.0  # the GP maximises sign * objective
-    # one permutation serves the initial design of BO and the whole of random search
-    order = make_rng(seed, "configsearch", "search-order", problem).permutation(len(cands))
+    # the maximin design is shared by BO and random search; random continues in a seeded order
+    design = maximin_design(x_all, init, seed, problem) if method != "exhaustive" else []
+    rest = make_rng(seed, "configsearch", "search-order", problem).permutation(len(cands))
+    order = design + [int(i) for i in rest if int(i) not in set(design)]
+    n_ref = float(np.median(space.n_values))
+    fitted: set[tuple[str, float, int]] = set()
+
+    def new_fits(cand: Candidate) -> int:
+        names = [cand.model] if cand.model else list(models)
+        c = cand.config
+        return sum(c.n for m in names if (m, c.r, c.n) not in fitted)
+
     if method == "bo":
         _warm_imports()  # import cost is paid once per process, not per step: keep it out of timing
     result = SearchResult(problem, method, ground_truth=dict(ground_truth or {}))
@@ -267,18 +295,23 @@ def search(
             phase = "bo"
             free = np.setdiff1d(np.arange(len(cands)), seen)
             y = sign * np.array(values)
-            ei, _ = expected_improvement(
+            log_ei, _ = expected_improvement(
                 x_all[seen], y, x_all[free], derive_seed(seed, "configsearch", "gp", str(index))
             )
-            j = int(np.argmax(ei))  # first maximum: ties go to the earlier candidate
-            pick, acquisition = int(free[j]), float(ei[j])
+            if cost_alpha:
+                cost = np.array([new_fits(cands[int(f)]) for f in free], dtype=float)
+                log_ei = log_ei - cost_alpha * np.log1p(cost / n_ref)
+            j = int(np.argmax(log_ei))  # first maximum: ties go to the earlier candidate
+            pick, acquisition = int(free[j]), float(log_ei[j])
         overhead = time.perf_counter() - started
         cand = cands[pick]
         chosen_models = [cand.model] if cand.model else list(models)
+        fits = new_fits(cand)
+        fitted.update((m, cand.config.r, cand.config.n) for m in chosen_models)
         maes = {m: evaluate(m, cand.config) for m in chosen_models}
         value = objective(problem, maes, result.ground_truth)
         best = value if best is None else (max(best, value) if sign > 0 else min(best, value))
-        step = Step(index + 1, phase, cand, maes, value, best, acquisition, overhead)
+        step = Step(index + 1, phase, cand, maes, value, best, acquisition, overhead, fits)
         result.steps.append(step)
         seen.append(pick)
         values.append(value)
@@ -287,18 +320,20 @@ def search(
     return result
 
 
-def optimum(
+def landscape(
     problem: str,
     table: dict[tuple[str, Config], float],
     models: Sequence[str],
     feasible: Sequence[Config],
     gt: dict[str, float] | None = None,
-) -> tuple[float, str]:
-    """The exhaustive optimum of `problem` from a full table of m(o, c); returns (value, where)."""
+) -> Landscape:
+    """The objective of every candidate of `problem` from a full table of m(o, c)."""
     scored = []
     for cand in candidates(problem, feasible, models):
         ms = [cand.model] if cand.model else list(models)
         maes = {m: table[(m, cand.config)] for m in ms}
         scored.append((objective(problem, maes, gt or {}), cand.label()))
     pick = max if direction(problem) == "max" else min
-    return pick(scored, key=lambda t: t[0])
+    return Landscape(
+        direction(problem), tuple(v for v, _ in scored), pick(scored, key=lambda t: t[0])[1]
+    )

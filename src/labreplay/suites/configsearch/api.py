@@ -1,0 +1,57 @@
+"""The Python entry point behind `labreplay configsearch run|sweep`: a campaign on a built-in
+task or on a user dataset (see dataset.py), so the CLI stays a thin layer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from labreplay.errors import SpecError
+from labreplay.store.sqlite import Store
+from labreplay.suites.configsearch.dataset import dataset_space, register_dataset
+from labreplay.suites.configsearch.pipeline import PipelineSettings
+from labreplay.suites.configsearch.runner import ConfigSearch
+from labreplay.suites.configsearch.space import ConfigSpace, paper_space
+
+DEFAULT_STORE = Path("configsearch.sqlite")
+
+
+def open_campaign(
+    data_dir: Path | None,
+    store: Store,
+    *,
+    task: str | None = None,
+    dataset: Path | None = None,
+    dataset_b: Path | None = None,
+    target: str | None = None,
+    n_total: int = 1600,
+    n_ood: int = 480,
+    n_jobs: int = 1,
+    space: ConfigSpace | None = None,
+) -> ConfigSearch:
+    """Exactly one of `task` (a registered task) or `dataset` (+ `target`) must be given."""
+    from labreplay.records.sources import resolve_data_dir
+
+    if (task is None) == (dataset is None):
+        raise SpecError("give either --task or --dataset FILE --target FIELD")
+    settings = PipelineSettings(n_total=n_total, n_ood=n_ood)
+    if dataset is not None:
+        if not target:
+            raise SpecError("--dataset needs --target FIELD (the numeric property to predict)")
+        name = register_dataset(dataset, target, dataset_b)
+        # the user's files are the data; the shared data directory is not needed
+        root = Path(data_dir) if data_dir is not None else Path(".")
+        base = space or paper_space()
+        return ConfigSearch(
+            root,
+            name,
+            store,
+            settings=settings,
+            space=dataset_space(dataset_b is not None, base),
+            n_jobs=n_jobs,
+        )
+    if dataset_b is not None or target is not None:
+        raise SpecError("--dataset-b and --target go with --dataset, not with --task")
+    assert task is not None
+    return ConfigSearch(
+        resolve_data_dir(data_dir), task, store, settings=settings, space=space, n_jobs=n_jobs
+    )

@@ -1,0 +1,85 @@
+"""The normalised target and the cost accounting of METRICS.md (pure functions)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from labreplay.suites.configsearch.search import maximin_design
+from labreplay.suites.configsearch.space import Config, ConfigSpace
+from labreplay.suites.configsearch.targets import Landscape, costs, fits_of, target_metrics
+
+
+def test_normalised_score_closes_the_gap_between_median_and_optimum() -> None:
+    # a band-gap-like landscape: optimum near 0, where "within 5% of the optimum" is a needle
+    values = tuple([0.0005] + [0.2 + 0.01 * i for i in range(99)])
+    land = Landscape("min", values, "(0.7, 4, 1)")
+    med = float(np.median(values))
+    assert land.normalised(med) == pytest.approx(0.0)
+    assert land.normalised(0.0005) == pytest.approx(1.0)
+    # 0.95 of the gap is reached well above the optimum: not a needle
+    threshold = med - 0.95 * (med - 0.0005)
+    assert threshold > 10 * 0.0005
+    metrics = target_metrics(land, [0.5, 0.3, threshold, threshold], [1, 2, 3, 4], init=2)
+    assert metrics["steps_to_target"] == 3 and metrics["evaluations_to_target"] == 3
+    assert metrics["reached_target"] and not metrics["target_in_initial_design"]
+    # top 1% of 100 candidates = the single best one
+    assert land.top_threshold == 0.0005 and metrics["reached_top1pct"] is False
+
+
+def test_maximised_and_degenerate_landscapes() -> None:
+    land = Landscape("max", (0.0, 1.0, 2.0, 3.0, 10.0), "x")
+    assert land.normalised(10.0) == pytest.approx(1.0) and land.normalised(2.0) == 0.0
+    flat = Landscape("min", (1.0, 1.0, 1.0, 2.0), "x")
+    assert flat.degenerate and flat.normalised(1.0) is None
+    metrics = target_metrics(flat, [1.0], [1], init=1)
+    assert metrics["degenerate_objective"] and metrics["steps_to_target"] is None
+
+
+def test_costs_count_fits_per_training_set_and_name_the_protocols() -> None:
+    used = [
+        ("rf-scm", Config(0.0, 4, 1)),
+        ("rf-scm", Config(0.0, 4, 9)),
+        ("rf-scm", Config(0.1, 12, 2)),
+    ]
+    assert fits_of(used) == 4 + 12  # every s of (0, 4) reuses the same 4 fits
+    space = ConfigSpace(r_values=(0.0, 0.1), n_values=(4, 12, 48), s_values=(1, 9, 10), s_cap=())
+    exhaustive = [("rf-scm", c) for c in space.points()]
+    out = costs(used, exhaustive, ["rf-scm"])
+    assert out["exhaustive_fits"] == 2 * (4 + 12 + 48) and out["exhaustive_evaluations"] == 18
+    assert out["omee_0_48_10_fits"] == 48 and out["omee_0_48_10_evaluations"] == 1
+    assert out["cost_saved_fits_vs_exhaustive"] == pytest.approx(1 - 16 / 128)
+    assert out["cost_saved_fits_vs_omee_0_48_10"] == pytest.approx(1 - 16 / 48)
+    # three evaluations against Omee et al.'s single one: a negative saving, reported as such
+    assert out["cost_saved_evaluations_vs_omee_0_48_10"] == pytest.approx(-2.0)
+
+
+def test_maximin_design_is_seeded_and_spreads_out() -> None:
+    space = ConfigSpace()
+    x = space.encode(space.points())
+    a, b = maximin_design(x, 4, 3, "best-model"), maximin_design(x, 4, 3, "best-model")
+    assert a == b and len(set(a)) == 4
+
+    def gap(idx: list[int]) -> float:
+        pts = x[idx]
+        d = np.linalg.norm(pts[:, None] - pts[None], axis=-1)
+        return float(d[np.triu_indices(4, 1)].min())
+
+    rng = np.random.default_rng(0)
+    random_gaps = [gap(list(rng.choice(len(x), 4, replace=False))) for _ in range(50)]
+    assert gap(a) > np.median(random_gaps)
+
+
+def test_paper_claims_read_the_marginals() -> None:
+    from labreplay.suites.configsearch.targets import paper_claims
+
+    payloads = [
+        {"config": {"r": r, "n": n, "s": s}, "mae": 0.1 * s + (0.5 if n > 24 else 0.0) + 0.01 * r}
+        for r in (0.0, 0.5)
+        for n in (4, 24, 48)
+        for s in (1, 2, 9)
+    ]
+    claims = paper_claims(payloads, "band_gap")
+    assert claims["best_s"] == 1 and claims["s_le_8_optimal"] and claims["band_gap_s_is_1"]
+    assert claims["n_le_24_enough"] and claims["r_negligible"] is True
+    assert claims["r_values"] == [0.0, 0.5]
