@@ -76,6 +76,6 @@ def test_check_agent_contract_catches_a_secret_in_params() -> None:
         name = "leaky"
 
         def params(self) -> dict[str, Any]:
-            return {"api_key": "sk-abcdefghijklmnop1234"}
+            return {"api_key": "sk-" + "abcdefghijklmnop1234"}  # split: no key-like literal
 
     assert any("secret" in p for p in contract_problems(Leaky()))

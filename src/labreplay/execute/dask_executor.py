@@ -14,9 +14,9 @@ Running on an HPC scheduler (SLURM, PBS, SGE, LSF) with dask-jobqueue
 Install `dask-jobqueue` next to labreplay on the cluster and start the workers as batch jobs
 from the driver (a login node or a small job of its own)::
 
+    import labreplay
     from dask_jobqueue import SLURMCluster
     from labreplay.execute import DaskExecutor
-    from labreplay.suites.campaign.execute import run_assignments
 
     cluster = SLURMCluster(
         cores=1, processes=1, memory="4GB", walltime="02:00:00",
@@ -25,7 +25,7 @@ from the driver (a login node or a small job of its own)::
     )
     cluster.scale(jobs=24)            # or cluster.adapt(minimum=0, maximum=48)
     with DaskExecutor(cluster=cluster) as executor:
-        run_assignments(specs, "bayes", store, seed=0, executor=executor)
+        labreplay.run("campaign", specs, "bayes", "runs.sqlite", seed=0, executor=executor)
 
 Keep the store on a filesystem local to the driver (SQLite over NFS/Lustre locking is
 unreliable); the workers never open it. To share one scheduler between several drivers, start
