@@ -8,7 +8,7 @@ leaderboards. All randomness comes from a Generator seeded in `reset`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,7 +24,7 @@ from labreplay.suites.campaign.model import (
     posterior,
     to_forecast,
 )
-from labreplay.suites.campaign.protocol import EVIDENCE_KINDS, precursors_of
+from labreplay.suites.campaign.protocol import precursors_of
 
 ORACLE_NAME = "oracle"
 
@@ -59,6 +59,30 @@ def _base_rate_forecast(state: Mapping[str, Any]) -> dict[str, Any]:
     return to_forecast({k: v / total for k, v in counts.items()})
 
 
+PIPELINE_KINDS = frozenset(
+    {"execution_record", "thermal_history", "xrd_scan", "automated_refinement"}
+)
+
+
+def _offered_kinds(observation: Mapping[str, Any]) -> list[str]:
+    for v in observation["action_schema"]["oneOf"]:
+        if v["properties"]["type"]["const"] == "inspect_evidence":
+            return list(v["properties"]["kind"].get("enum", []))
+    return []
+
+
+def _kind_availability(state: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+    """Per evidence kind: purchases that revealed a recorded item, and all purchases so far."""
+    found: dict[str, int] = {}
+    tries: dict[str, int] = {}
+    for record in state["experiments"].values():
+        for item in record["revealed"]:
+            kind = str(item.get("kind"))
+            tries[kind] = tries.get(kind, 0) + 1
+            found[kind] = found.get(kind, 0) + (0 if "missing" in item else 1)
+    return found, tries
+
+
 class _Base:
     name = "base"
 
@@ -72,8 +96,18 @@ class _Base:
         self.rng = make_rng(seed, "agent", self.name)
 
 
+def _variant(observation: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    return next(
+        v["properties"]
+        for v in observation["action_schema"]["oneOf"]
+        if v["properties"]["type"]["const"] == name
+    )
+
+
 class RandomAgent(_Base):
-    """Uniformly random legal choices; forecasts the context base rates everywhere."""
+    """The random-policy reference: samples the permitted-action schema uniformly (random
+    selection among offered candidates, random evidence among offered kinds, reviews and
+    closures at random; never stops early), and forecasts the context base rates everywhere."""
 
     name = "random"
 
@@ -86,16 +120,13 @@ class RandomAgent(_Base):
         choice = str(self.rng.choice(allowed))
         forecast = _base_rate_forecast(state)
         if choice == "select_experiment":
-            ids = [c["experiment_id"] for c in state["candidates"] if c["status"] == "available"]
+            ids = list(_variant(observation, choice)["experiment_id"]["enum"])
             return {"type": choice, "experiment_id": str(self.rng.choice(ids))}
         if choice == "submit_forecast":
             return {"type": choice, "experiment_id": open_id, **forecast}
         if choice == "inspect_evidence":
-            return {
-                "type": choice,
-                "experiment_id": open_id,
-                "kind": str(self.rng.choice(list(EVIDENCE_KINDS))),
-            }
+            kinds = list(_variant(observation, choice)["kind"]["enum"])
+            return {"type": choice, "experiment_id": open_id, "kind": str(self.rng.choice(kinds))}
         if choice == "request_review":
             return {
                 "type": choice,
@@ -197,7 +228,7 @@ class BayesAgent(_Base):
         stale = not record["forecasts"] or record["forecasts"][-1]["after_reveals"] < len(
             record["revealed"]
         ) + (1 if record["review"] else 0)
-        kind = self._next_evidence(state, eid)
+        kind = self._next_evidence(state, eid, _offered_kinds(observation))
         if stale:
             preferred = "submit_forecast"
         elif kind is not None:
@@ -233,7 +264,16 @@ class BayesAgent(_Base):
             }
         return {"type": "stop"}
 
-    def _next_evidence(self, state: Mapping[str, Any], eid: str) -> str | None:
+    def _next_evidence(
+        self, state: Mapping[str, Any], eid: str, offered: Sequence[str]
+    ) -> str | None:
+        """The next kind worth buying for the open experiment, among the offered ones.
+
+        Declared reading of the rules and of what the agent has seen: the execution record,
+        thermal history, XRD scan and automated refinement come from one pipeline run, so once
+        one of them came back "none recorded" for this experiment the others are not bought;
+        across the campaign, a kind that came back "none recorded" in most of its purchases so
+        far (availability estimate (found + 1) / (tries + 2) below 1/3) is skipped."""
         if not self.use_evidence:
             return None
         record = state["experiments"][eid]
@@ -242,10 +282,19 @@ class BayesAgent(_Base):
         share = min(self.evidence_per_experiment, left["evidence"] // max(experiments_left, 1) + 1)
         if len(record["revealed"]) >= share or left["evidence"] <= 0:
             return None
-        seen = [r.get("kind") for r in record["revealed"]]
+        seen = {r.get("kind") for r in record["revealed"]}
+        run_missing = any(
+            r.get("kind") in PIPELINE_KINDS and "missing" in r for r in record["revealed"]
+        )
+        found, tries = _kind_availability(state)
         for kind in ("refinement", "execution_record", "automated_refinement"):
-            if kind not in seen:
-                return kind
+            if kind in seen or kind not in offered:
+                continue
+            if kind in PIPELINE_KINDS and run_missing:
+                continue
+            if (found.get(kind, 0) + 1) / (tries.get(kind, 0) + 2) < 1 / 3:
+                continue
+            return kind
         return None
 
     def _wants_review(self, state: Mapping[str, Any], eid: str) -> bool:

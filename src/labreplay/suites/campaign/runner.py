@@ -93,6 +93,7 @@ def _open_run(
         parent_run_id=parent_run_id,
         extra_provenance={
             "dataset_hashes": spec.body["record"]["dataset_hashes"],
+            "data_verified": spec.body["record"].get("data_verified", True),
             "spec_hash": spec.spec_hash,
             **(extra_provenance or {}),
         },
@@ -154,6 +155,10 @@ def run_branch(
         action = agent.act(env.observation())
         calls.extend(drain_calls(agent))
         result = env.step(action)
+        drain = getattr(agent, "drain_departures", None)
+        for departure in drain() if callable(drain) else []:
+            # A matched control could not follow its adaptive schedule here: declared, counted.
+            env.trajectory.append("control", {"departure": departure})
         streak = 0 if result.accepted else streak + 1
         persist.push(env.trajectory.events)
         if result.checkpoint_due:
@@ -188,7 +193,14 @@ def _finish(
         for k, v in metrics.items()
         if isinstance(v, int | float) or v is None
     }
-    store.put_scores(run_id, scalar, {"curve": metrics["curve"], "movements": metrics["movements"]})
+    closed: list[str] = next(
+        (e["payload"].get("closed", []) for e in events if e["kind"] == "end"), []
+    )
+    store.put_scores(
+        run_id,
+        scalar,
+        {"curve": metrics["curve"], "movements": metrics["movements"], "closed": closed},
+    )
     store.put_forecasts(run_id, forecast_rows(events))
     head_hash = events[-1]["hash"]
     store.finish_run(run_id, "complete", {"head_hash": head_hash, "invalid_actions": n_invalid})
@@ -310,15 +322,14 @@ def run_assignment_branches(
     adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
     initial = pre_campaign_forecast(adaptive.events)
     results = {"adaptive": adaptive}
+    slots, stopped = extract_schedule(adaptive.events)
     if "random" in controls:
-        slots, stopped = extract_schedule(adaptive.events)
         wrapper = ScheduleMatchedRandom(make_agent(), slots, stopped, spec.body["evaluator"], seed)
         results["random"] = run_branch(
             spec, wrapper, seed, "random", store, initial, adaptive.run_id
         )
     if "no-evidence" in controls:
-        calls = adaptive.metrics["policy_calls"]
-        wrapper_ne = CallMatchedNoEvidence(make_agent(), calls)
+        wrapper_ne = CallMatchedNoEvidence(make_agent(), slots)
         results["no-evidence"] = run_branch(
             spec, wrapper_ne, seed, "no-evidence", store, initial, adaptive.run_id
         )
@@ -328,7 +339,7 @@ def run_assignment_branches(
 def assignment_metrics(
     spec: EnvironmentSpec, results: Mapping[str, BranchResult]
 ) -> dict[str, Any]:
-    tau = float(spec.body["acceleration_target"])
+    tau = target_tau(spec.body)
     adaptive = results["adaptive"].metrics
     out: dict[str, Any] = {
         "branches": {
@@ -343,9 +354,10 @@ def assignment_metrics(
         "adaptive_auc": adaptive["adaptive_auc"],
         "held_out_gain": adaptive["held_out_gain"],
     }
-    if "random" in results:
-        rnd = results["random"].metrics
+    rnd = results["random"].metrics if "random" in results else None
+    if rnd is not None:
         out["selection_lift"] = adaptive["adaptive_auc"] - rnd["adaptive_auc"]
+    if rnd is not None and tau is not None:
         fa, fr = first_passage(adaptive["curve"], tau), first_passage(rnd["curve"], tau)
         sa, sr = sustained_passage(adaptive["curve"], tau), sustained_passage(rnd["curve"], tau)
         out["acceleration_first"] = acceleration_factor(fr, fa)
@@ -355,6 +367,13 @@ def assignment_metrics(
             adaptive["adaptive_auc"] - results["no-evidence"].metrics["adaptive_auc"]
         )
     return out
+
+
+def target_tau(body: Mapping[str, Any]) -> float | None:
+    """The declared acceleration target of a spec (older specs held a bare number)."""
+    target = body["acceleration_target"]
+    value = target.get("tau") if isinstance(target, Mapping) else target
+    return None if value is None else float(value)
 
 
 def trajectory_text(events: list[dict[str, Any]]) -> str:
