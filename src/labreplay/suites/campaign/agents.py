@@ -83,6 +83,41 @@ def _kind_availability(state: Mapping[str, Any]) -> tuple[dict[str, int], dict[s
     return found, tries
 
 
+LEARN_WEIGHT = 3.0  # a closed experiment counts as this many context experiments
+
+
+def _kl(p: Mapping[str, float], q: Mapping[str, float]) -> float:
+    return sum(p[k] * math.log(p[k] / q[k]) for k in p if p[k] > 0)
+
+
+def _expected_panel_information(
+    model: AffinityModel,
+    desc: Mapping[str, Any],
+    queries: Sequence[Mapping[str, Any]],
+    now: Sequence[Mapping[str, float]],
+    weight: float,
+) -> float:
+    """sum_k p(k) sum_q KL(p_q | learned k || p_q): learn each outcome, measure, take it back."""
+    precursors = precursors_of(desc)
+    shared = set(precursors)
+    touched = [
+        i for i, d in enumerate(queries) if shared.intersection(precursors_of(d)) or model.beta
+    ]
+    if not touched:
+        return 0.0
+    prior = model.predict(desc)
+    total = 0.0
+    temperature = desc.get("temperature_c")
+    for k, pk in prior.items():
+        bands = set(model.band_counts)
+        model.add(precursors, temperature, {k: 1.0}, weight=weight)
+        total += pk * sum(_kl(model.predict(queries[i]), now[i]) for i in touched)
+        model.add(precursors, temperature, {k: 1.0}, weight=-weight)
+        for band in set(model.band_counts) - bands:
+            del model.band_counts[band]
+    return total
+
+
 class _Base:
     name = "base"
 
@@ -187,7 +222,7 @@ class BayesAgent(_Base):
                 precursors_of(desc),
                 desc.get("temperature_c"),
                 from_forecast(record["forecasts"][-1]),
-                weight=3.0,
+                weight=LEARN_WEIGHT,
             )
         return self.model
 
@@ -200,18 +235,18 @@ class BayesAgent(_Base):
         return posterior(prior, desc, record["revealed"], record["review"])
 
     def _select(self, state: Mapping[str, Any]) -> str:
+        """The candidate with the largest expected information for the held-out panel: the
+        mutual information between its outcome and the queries' outcomes under the agent's own
+        model (sum over queries of E_k KL(prediction after learning k || prediction now)),
+        with the same learning weight the agent uses for a closed experiment."""
         model = self._model(state)
-        queries = [
-            (q["descriptors"], _entropy(model.predict(q["descriptors"])))
-            for q in state["held_out_queries"]
-        ]
+        queries = [q["descriptors"] for q in state["held_out_queries"]]
+        now = [model.predict(d) for d in queries]
         best, best_value = "", -1.0
         for c in state["candidates"]:
             if c["status"] != "available":
                 continue
-            precursors = set(precursors_of(c["descriptors"]))
-            relevance = sum(h for d, h in queries if precursors.intersection(precursors_of(d)))
-            value = _entropy(model.predict(c["descriptors"])) * (1.0 + relevance)
+            value = _expected_panel_information(model, c["descriptors"], queries, now, LEARN_WEIGHT)
             if value > best_value + 1e-12:
                 best, best_value = c["experiment_id"], value
         return best
