@@ -430,6 +430,8 @@ def _loao(aucs: Mapping[str, list[float]]) -> dict[str, list[int]]:
     if not systems:
         return {}
     n = len(next(iter(aucs.values())))
+    if n < 2:
+        return {}  # leaving out the only assignment leaves nothing to rank
     ranks: dict[str, list[int]] = {s: [] for s in systems}
     for leave in range(n):
         means = {s: np.mean([v for i, v in enumerate(aucs[s]) if i != leave]) for s in systems}
