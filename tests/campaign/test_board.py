@@ -94,7 +94,7 @@ def test_two_protocols_under_one_spec_id_are_refused_unless_one_is_selected(
     spec = next(s for s in rows_specs if s.body["assignment"]["id"] == "long-1")
     with Store(path) as store:
         run_assignment(spec, BayesAgent, store, 0, ("random",))
-        with pytest.raises(SpecError, match="precursor-genome/sdl1/seed0/long-1"):
+        with pytest.raises(SpecError, match=r"precursor-genome/sdl1/seed0/long-1\b"):
             leaderboard(store)
         board = leaderboard(store, spec_hashes=[spec.spec_hash])
     assert board["tables"]["long"]["assignments"] == ["precursor-genome/sdl1/seed0/long-1"]

@@ -44,7 +44,7 @@ def test_real_hashes_match_the_manifest(data_dir):
 
 def test_modified_data_file_is_refused_or_marked(data_dir, pg_specs, tmp_path):
     root = _modified_copy(data_dir, tmp_path)
-    with pytest.raises(DataError, match="precursor_genome/pg_samples.jsonl"):
+    with pytest.raises(DataError, match=r"precursor_genome/pg_samples\.jsonl"):
         compile_specs(seed=0, data_dir=root)
     _, specs, index = compile_specs(seed=0, data_dir=root, allow_modified_data=True)
     assert index["data_verified"] is False and index["modified_files"] == [PG_FILE]
@@ -52,9 +52,10 @@ def test_modified_data_file_is_refused_or_marked(data_dir, pg_specs, tmp_path):
     assert record["data_verified"] is False and record["modified_files"] == [PG_FILE]
     genuine = pg_specs[0].body["record"]
     assert genuine["data_verified"] is True
-    assert record["dataset_hashes"]["precursor-genome"] != genuine["dataset_hashes"][
-        "precursor-genome"
-    ]
+    assert (
+        record["dataset_hashes"]["precursor-genome"]
+        != genuine["dataset_hashes"]["precursor-genome"]
+    )
     assert record["dataset_hashes"]["alab-pipeline"] == genuine["dataset_hashes"]["alab-pipeline"]
     with Store(tmp_path / "runs.sqlite") as store:
         result = run_assignment(specs[0], BayesAgent, store, 0, ("random",))
