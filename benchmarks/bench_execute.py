@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.errors import LabreplayError
-from labreplay.execute import DaskExecutor, InProcessExecutor, run_assignments
+from labreplay.execute import DaskExecutor, InProcessExecutor
 from labreplay.store import Store
 from labreplay.suites.campaign.api import compile_specs
+from labreplay.suites.campaign.execute import run_assignments
 
 
 def _heads(results: list[dict[str, Any]]) -> list[str]:

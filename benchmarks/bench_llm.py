@@ -1,7 +1,7 @@
 """LLM harness figures: our overhead per model turn, and throughput with concurrent requests.
 
-The model side is a local stub server that answers after a fixed delay (labreplay.agents.
-llm_stub), so the figures measure labreplay and the openai package, not a model. Observations
+The model side is a local stub server that answers after a fixed delay (labreplay.testing.
+fault_server), so the figures measure labreplay and the openai package, not a model. Observations
 are real: the first turn and panel checkpoint of a compiled Precursor Genome campaign (short
 assignment), so prompt rendering and schema validation run on real-sized state.
 
@@ -25,12 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from labreplay.agents import llm_stub as stub
 from labreplay.agents.llm import LLMCampaignAgent
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
 from labreplay.agents.llm_prompts import campaign_messages
 from labreplay.agents.llm_protocol import RetryPolicy
 from labreplay.store.sqlite import Store
+from labreplay.testing import fault_server as stub
 
 SERVER_DELAY_S = 0.02
 THROUGHPUT_DELAY_S = 0.1

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from labreplay.execute import run_assignments
 from labreplay.report import build_report
 from labreplay.store import Store
 from labreplay.suites.campaign.api import compile_specs
+from labreplay.suites.campaign.execute import run_assignments
 
 TARGET_EVENTS = 10_000
 # (agent, seed) pairs added in this order until the store reaches TARGET_EVENTS.

@@ -9,6 +9,7 @@ from labreplay.errors import (
     SpecError,
     StoreError,
 )
+from labreplay.suite import list_suites
 
 __version__ = "0.1.0"
 
@@ -21,4 +22,5 @@ __all__ = [
     "SpecError",
     "StoreError",
     "__version__",
+    "list_suites",
 ]

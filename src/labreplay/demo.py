@@ -1,6 +1,7 @@
 """`make demo`: the main job, on the real data.
 
-Runs every suite's demonstration into one results store and writes the HTML report:
+Runs every registered suite's demonstration (in name order) into one results store and writes
+the HTML report:
 1. campaign: the full sdl1 protocol on the Precursor Genome with the reference agents, both
    matched controls and the ceiling; prints the leaderboard;
 2. conditions: compiles every screening table into questions, runs the reference agents, prints
@@ -19,34 +20,25 @@ from pathlib import Path
 from labreplay.cli._common import console, err_console
 from labreplay.errors import LabreplayError
 from labreplay.records.sources import resolve_data_dir
+from labreplay.suite import get_suite, list_suites
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m labreplay.demo", description=__doc__)
     parser.add_argument("--out", default="out", help="output directory")
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--suites", default="campaign,conditions,configsearch")
+    parser.add_argument("--suites", default=None, help="comma list (default: every registered)")
     parser.add_argument("--full", action="store_true", help="configsearch at full size (slow)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     store = out / "labreplay.sqlite"
-    suites = [s for s in args.suites.split(",") if s]
+    suites = [s for s in args.suites.split(",") if s] if args.suites else list_suites()
     started = time.perf_counter()
     try:
         data_dir = resolve_data_dir(args.data_dir)
-        if "campaign" in suites:
-            from labreplay.suites.campaign.demo import run_demo as campaign_demo
-
-            campaign_demo(data_dir, store, out)
-        if "conditions" in suites:
-            from labreplay.suites.conditions.demo import run_demo as conditions_demo
-
-            conditions_demo(data_dir, store, out / "conditions")
-        if "configsearch" in suites:
-            from labreplay.suites.configsearch.demo import run_demo as configsearch_demo
-
-            configsearch_demo(data_dir, store, out / "configsearch", quick=not args.full)
+        for name in suites:
+            get_suite(name).demo(data_dir, store, out, full=args.full)
         from labreplay.report import build_report
 
         report = build_report(store, out / "report")

@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from labreplay.agents.llm import LLMCampaignAgent, LLMQuestionAgent, make_agent
+from labreplay.agents.llm import LLMCampaignAgent, make_agent
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.runtime.trajectory import Trajectory
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.canaries import leaked, paid_canaries, plant_canaries
+from labreplay.suites.conditions.llm_agent import LLMQuestionAgent, make_question_agent
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 LLM_MODEL = "smollm2"  # the alias scripts/llm_server.sh serves
@@ -190,10 +191,9 @@ def test_conditions_questions_through_a_real_model(
     path, questions = mitsunobu_questions
     url, proxy = recording_proxy
     with Store(tmp_path / "results.sqlite") as store:
-        agent = make_agent(
+        agent = make_question_agent(
             f"openai:{LLM_MODEL}",
             base_url=url,
-            kind="question",
             max_tokens=120,
             max_repairs=1,
             max_concurrency=3,

@@ -1,6 +1,6 @@
 """Fault handling of the LLM client against a local server that misbehaves on purpose.
 
-The stub server (labreplay.agents.llm_stub) is a real HTTP server on 127.0.0.1 in a thread; the
+The stub server (labreplay.testing.fault_server) is a real HTTP server on 127.0.0.1 in a thread; the
 client talks to it through the real openai package. No model is involved: these tests are about
 retries, timeouts, garbage and secrets, not about answers.
 """
@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from labreplay.agents import llm_stub as stub
 from labreplay.agents.base import drain_calls
 from labreplay.agents.llm import LLMCampaignAgent, make_agent
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
@@ -23,6 +22,7 @@ from labreplay.agents.llm_prompts import StateLayout, campaign_messages
 from labreplay.agents.llm_protocol import RetryPolicy
 from labreplay.errors import AgentError
 from labreplay.store.sqlite import Store
+from labreplay.testing import fault_server as stub
 
 ACTION_SCHEMA: dict[str, Any] = {
     "oneOf": [

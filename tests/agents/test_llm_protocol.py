@@ -9,13 +9,8 @@ from typing import Any
 import pytest
 
 from labreplay._provenance import scrub_secrets
-from labreplay.agents import llm_stub as stub
-from labreplay.agents.llm import (
-    LLMQuestionAgent,
-    conditions_agent,
-    make_agent,
-    question_schema,
-)
+from labreplay.agents.llm import make_agent
+from labreplay.agents.llm_prompts import question_schema
 from labreplay.agents.llm_protocol import (
     extract_json_object,
     public_endpoint,
@@ -23,6 +18,12 @@ from labreplay.agents.llm_protocol import (
     validator_for_schema,
 )
 from labreplay.errors import AgentError
+from labreplay.suites.conditions.llm_agent import (
+    LLMQuestionAgent,
+    conditions_agent,
+    make_question_agent,
+)
+from labreplay.testing import fault_server as stub
 
 
 @pytest.mark.parametrize(
@@ -100,7 +101,7 @@ def test_question_agent_answers_zero_based_and_flags_failures(
     fib_reply = json.dumps({k: 1 for k in fib["varying_keys"]})
     replies = [stub.ok('{"answer": 2}'), stub.ok('{"answer": 99}'), stub.ok("no idea")]
     with stub.StubServer(stub.scripted(replies, then=stub.ok(fib_reply))) as server:
-        agent = make_agent("openai:stub", base_url=server.base_url, kind="question", max_repairs=1)
+        agent = make_question_agent("openai:stub", base_url=server.base_url, max_repairs=1)
         assert isinstance(agent, LLMQuestionAgent)
         first = agent.answer(mc)
         second = agent.answer(mc_all)  # 99 is out of range, then "no idea": invalid

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from labreplay.cli.configsearch import app
+from labreplay.suites.configsearch.cli import app
 
 
 def test_space_json_lists_858_points() -> None:

@@ -10,15 +10,10 @@ from tests.execute.conftest import store_rows
 
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import LabreplayError, SpecError
-from labreplay.execute import (
-    DaskExecutor,
-    InProcessExecutor,
-    WorkUnit,
-    compute_assignment,
-    run_assignments,
-)
+from labreplay.execute import DaskExecutor, InProcessExecutor, WorkUnit
 from labreplay.store import Store
 from labreplay.suites.campaign.api import agent_factory, run_assignment
+from labreplay.suites.campaign.execute import compute_assignment, run_assignments
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +114,10 @@ def test_threaded_executor_matches_in_process(tmp_path):
     import os
     from pathlib import Path
 
-    from labreplay.execute import InProcessExecutor, ThreadedExecutor, run_assignments
+    from labreplay.execute import InProcessExecutor, ThreadedExecutor
     from labreplay.store.sqlite import Store
     from labreplay.suites.campaign.api import compile_specs
+    from labreplay.suites.campaign.execute import run_assignments
 
     _, specs, _ = compile_specs(seed=0, data_dir=Path(os.environ["LABREPLAY_DATA_DIR"]))
     chosen = [specs[6], specs[7], specs[8]]

@@ -28,8 +28,8 @@ def report_specs() -> list[EnvironmentSpec]:
 def campaign_store(
     tmp_path_factory: pytest.TempPathFactory, report_specs: list[EnvironmentSpec]
 ) -> Path:
-    from labreplay.execute import run_assignments
     from labreplay.store import Store
+    from labreplay.suites.campaign.execute import run_assignments
 
     path = tmp_path_factory.mktemp("store") / "campaign.sqlite"
     with Store(path) as store:

@@ -19,7 +19,7 @@ def test_env_checker_passes(report_specs):
     pytest.importorskip("gymnasium")
     from gymnasium.utils.env_checker import check_env
 
-    from labreplay.gym import CampaignGymEnv
+    from labreplay.suites.campaign.gym import CampaignGymEnv
 
     check_env(CampaignGymEnv(_short(report_specs)), skip_render_check=True)
     check_env(CampaignGymEnv(_short(report_specs), reward="panel_gain"), skip_render_check=True)
@@ -27,8 +27,8 @@ def test_env_checker_passes(report_specs):
 
 def test_bayes_through_gym_matches_the_runner(report_specs):
     pytest.importorskip("gymnasium")
-    from labreplay.gym import CampaignGymEnv
     from labreplay.suites.campaign.agents import BayesAgent
+    from labreplay.suites.campaign.gym import CampaignGymEnv
     from labreplay.suites.campaign.runner import run_branch
 
     spec = _short(report_specs)
@@ -57,7 +57,7 @@ def test_bayes_through_gym_matches_the_runner(report_specs):
 
 def test_invalid_actions_are_recorded_and_truncate(report_specs):
     pytest.importorskip("gymnasium")
-    from labreplay.gym import CampaignGymEnv
+    from labreplay.suites.campaign.gym import CampaignGymEnv
 
     env = CampaignGymEnv(_short(report_specs), max_invalid_streak=3)
     env.reset(seed=1)
@@ -73,7 +73,7 @@ def test_invalid_actions_are_recorded_and_truncate(report_specs):
 
 
 def test_missing_gymnasium_names_the_install(monkeypatch):
-    from labreplay import gym
+    from labreplay.suites.campaign import gym
 
     monkeypatch.setitem(sys.modules, "gymnasium", None)
     with pytest.raises(LabreplayError, match="pip install gymnasium"):

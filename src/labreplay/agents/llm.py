@@ -13,19 +13,16 @@ the runtime fills with its declared fallback.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from labreplay.agents.base import CallRecord
-from labreplay.agents.llm_client import AsyncLLMClient, JsonReply, LLMClient
+from labreplay.agents.llm_client import JsonReply, LLMClient
 from labreplay.agents.llm_prompts import (
     PROMPT_VERSION,
     StateLayout,
     campaign_messages,
     checkpoint_messages,
-    question_answer,
-    question_messages,
-    question_schema,
 )
 from labreplay.agents.llm_protocol import (
     STRUCTURED_FALLBACKS,
@@ -40,7 +37,7 @@ from labreplay.store.sqlite import Store
 AGENT_PREFIX = "openai:"
 
 
-class _CallLog:
+class CallLog:
     """Numbers every model call of a run in order, for the `llm_calls` table."""
 
     def __init__(self) -> None:
@@ -70,7 +67,7 @@ class LLMCampaignAgent:
         # The campaign runner records these two on the run row.
         self.model = client.model
         self.endpoint = public_endpoint(client.base_url)
-        self._log = _CallLog()
+        self._log = CallLog()
         self._layout = StateLayout()
 
     def params(self) -> dict[str, Any]:
@@ -112,73 +109,6 @@ class LLMCampaignAgent:
         return self._log.drain()
 
 
-QuestionRenderer = Callable[[Mapping[str, Any]], str]
-
-
-class LLMQuestionAgent:
-    """Answers conditions-suite questions with a chat model (implements its QuestionAgent).
-
-    The question text is the suite's own rendering (`render`, injected so the core does not
-    import a suite); the answer is asked for as JSON under `question_schema`, validated and
-    repaired like campaign actions, and returned 0-based: {"option": i} or {"choices": {k: i}}.
-    A failed answer is {"error": reason, "raw": text}, which the suite scores as invalid.
-    `answer_many` keeps up to `max_concurrency` questions in flight.
-    """
-
-    def __init__(
-        self,
-        client: LLMClient,
-        render: QuestionRenderer,
-        concurrent: AsyncLLMClient | None = None,
-    ) -> None:
-        self.client = client
-        self.concurrent = concurrent
-        self.render = render
-        self.name = f"{AGENT_PREFIX}{client.model}"
-        self.model = client.model
-        self.endpoint = public_endpoint(client.base_url)
-        self._log = _CallLog()
-
-    def params(self) -> dict[str, Any]:
-        extra = {"max_concurrency": self.concurrent.max_concurrency} if self.concurrent else {}
-        return {**self.client.params(), **extra, "prompt_version": PROMPT_VERSION}
-
-    def bind_store(self, store: Store | None) -> None:
-        self.client.cache = store
-        if self.concurrent is not None:
-            self.concurrent.cache = store
-
-    def reset(self, seed: int) -> None:
-        self._log.reset()
-        self.client.reseed(seed)
-        if self.concurrent is not None:
-            self.concurrent.reseed(seed)
-
-    def _job(self, view: Mapping[str, Any]) -> tuple[list[dict[str, str]], dict[str, Any]]:
-        schema = question_schema(view)
-        return question_messages(self.render(view), schema), schema
-
-    def answer(self, question_view: Mapping[str, Any]) -> dict[str, Any]:
-        messages, schema = self._job(question_view)
-        reply = self.client.complete_json(messages, schema, "answer")
-        self._log.add(reply)
-        return question_answer(question_view, reply)
-
-    def answer_many(self, views: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Answers in input order (and calls logged in input order), many in flight at once."""
-        if self.concurrent is None:
-            return [self.answer(v) for v in views]
-        replies = self.concurrent.run_many([self._job(v) for v in views], "answer")
-        out = []
-        for view, reply in zip(views, replies, strict=True):
-            self._log.add(reply)
-            out.append(question_answer(view, reply))
-        return out
-
-    def drain_calls(self) -> list[CallRecord]:
-        return self._log.drain()
-
-
 def parse_agent_spec(agent: str) -> str:
     """The model name in `openai:MODEL` (the model may itself contain ':', as Ollama's do)."""
     if not agent.startswith(AGENT_PREFIX) or not agent[len(AGENT_PREFIX) :].strip():
@@ -189,7 +119,7 @@ def parse_agent_spec(agent: str) -> str:
     return agent[len(AGENT_PREFIX) :].strip()
 
 
-def _client_options(
+def client_options(
     base_url: str | None,
     temperature: float | None,
     top_p: float | None,
@@ -217,40 +147,30 @@ def _client_options(
     }
 
 
-def _conditions_renderer() -> QuestionRenderer:
-    # Imported here, not at module level: the core agents package never depends on a suite.
-    from labreplay.suites.conditions.prompts import render_prompt
-
-    return render_prompt
-
-
 def make_agent(
     agent: str,
     *,
     base_url: str | None = None,
     api_key: str | None = None,
-    kind: str = "campaign",
     temperature: float | None = 0.0,
     top_p: float | None = None,
     seed: int | None = None,
     max_tokens: int | None = 512,
-    max_concurrency: int = 4,
     timeout_s: float = 60.0,
     max_retries: int = 4,
     max_repairs: int = 2,
     structured: StructuredMode = "auto",
     store: Store | None = None,
-    render: QuestionRenderer | None = None,
-) -> LLMCampaignAgent | LLMQuestionAgent:
-    """Build an LLM agent from `openai:MODEL` (used by the CLI's --agent).
+) -> LLMCampaignAgent:
+    """Build an LLM campaign agent from `openai:MODEL` (used by the CLI's --agent).
 
-    `base_url`/`api_key` default to OPENAI_BASE_URL / OPENAI_API_KEY. `kind` is "campaign" or
-    "question" (conditions suite; `render` defaults to the suite's prompt). `seed` is the
-    sampling seed sent to the server (default: derived from the run seed). `store` enables the
-    persistent response cache.
+    `base_url`/`api_key` default to OPENAI_BASE_URL / OPENAI_API_KEY. `seed` is the sampling
+    seed sent to the server (default: derived from the run seed). `store` enables the
+    persistent response cache. Question agents for the conditions suite are built by
+    `labreplay.suites.conditions.llm_agent.make_question_agent`.
     """
     model = parse_agent_spec(agent)
-    options = _client_options(
+    options = client_options(
         base_url,
         temperature,
         top_p,
@@ -262,27 +182,4 @@ def make_agent(
         structured,
         store,
     )
-    if kind == "campaign":
-        return LLMCampaignAgent(LLMClient(model, api_key=api_key, **options))
-    if kind == "question":
-        concurrent = AsyncLLMClient(
-            model, api_key=api_key, max_concurrency=max_concurrency, **options
-        )
-        client = LLMClient(model, api_key=api_key, **options)
-        return LLMQuestionAgent(client, render or _conditions_renderer(), concurrent)
-    raise AgentError(f"kind must be 'campaign' or 'question', got {kind!r}")
-
-
-def conditions_agent(model: str | None = None, seed: int = 0, **options: Any) -> LLMQuestionAgent:
-    """The conditions CLI's `--agent llm --model MODEL` (endpoint from OPENAI_BASE_URL unless
-    `base_url` is given). `seed` is the run seed the sampling seed is derived from."""
-    if not model:
-        raise AgentError(
-            "--agent llm needs --model MODEL (served at OPENAI_BASE_URL, e.g. a local "
-            "llama.cpp server: --model smollm2)"
-        )
-    spec = model if model.startswith(AGENT_PREFIX) else f"{AGENT_PREFIX}{model}"
-    agent = make_agent(spec, kind="question", **options)
-    assert isinstance(agent, LLMQuestionAgent)
-    agent.reset(seed)
-    return agent
+    return LLMCampaignAgent(LLMClient(model, api_key=api_key, **options))

@@ -24,30 +24,15 @@ app.add_typer(data_cli.app, name="data")
 
 
 def _add_suite_groups() -> None:
-    """Suite command groups register themselves here; a suite that fails to import (missing
-    optional extra) still lets the rest of the CLI work."""
-    import importlib
+    """Mount every registered suite's command group (`labreplay <suite> ...`) and the report."""
+    from labreplay.cli import report as report_cli
+    from labreplay.suite import load_suites
 
-    for module_name, group in (
-        ("labreplay.cli.campaign", "campaign"),
-        ("labreplay.cli.conditions", "conditions"),
-        ("labreplay.cli.configsearch", "configsearch"),
-    ):
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("labreplay.cli"):
-                continue  # that suite has no CLI yet
-            raise
-        app.add_typer(module.app, name=group)
-    for module_name in ("labreplay.cli.report",):
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("labreplay.cli"):
-                continue
-            raise
-        module.register(app)
+    if any(c.name == "report" for c in app.registered_commands):
+        return  # already mounted (main() may be called more than once in one process)
+    for suite in load_suites():
+        app.add_typer(suite.cli(), name=suite.name)
+    report_cli.register(app)
 
 
 @app.command("version")

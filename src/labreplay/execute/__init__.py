@@ -1,12 +1,11 @@
 """Run many work units: in-process by default, or on a Dask cluster for scale-out.
 
-`run_assignments(specs, agent_name, store, seed, controls, executor)` runs the campaign suite's
-assignments through any executor; only the calling process writes the store. See
+Executors run keyed work units; only the calling process writes the store. Each suite's glue
+(e.g. `labreplay.suites.campaign.execute.run_assignments`) submits its units through them. See
 `labreplay.execute.dask_executor` for running on a Dask cluster or an HPC scheduler.
 """
 
 from labreplay.execute.base import Executor, InProcessExecutor, ThreadedExecutor, WorkUnit
-from labreplay.execute.campaign import compute_assignment, run_assignments
 from labreplay.execute.dask_executor import DaskExecutor
 
 __all__ = [
@@ -15,6 +14,4 @@ __all__ = [
     "InProcessExecutor",
     "ThreadedExecutor",
     "WorkUnit",
-    "compute_assignment",
-    "run_assignments",
 ]

@@ -15,7 +15,8 @@ Install `dask-jobqueue` next to labreplay on the cluster and start the workers a
 from the driver (a login node or a small job of its own)::
 
     from dask_jobqueue import SLURMCluster
-    from labreplay.execute import DaskExecutor, run_assignments
+    from labreplay.execute import DaskExecutor
+    from labreplay.suites.campaign.execute import run_assignments
 
     cluster = SLURMCluster(
         cores=1, processes=1, memory="4GB", walltime="02:00:00",

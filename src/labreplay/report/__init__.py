@@ -22,25 +22,31 @@ def build_report(
     store_path: str | Path, out_dir: str | Path, run_id: str | None = None
 ) -> dict[str, Any]:
     """Write the report; returns {"path", "suites", "runs", "events", "trajectory_run"}."""
-    from labreplay.report.campaign import campaign_section
-    from labreplay.report.html import campaign_html, page, suite_html
-    from labreplay.report.suites import other_suites, suite_section
+    from labreplay.report.html import page
+    from labreplay.report.suites import generic_section
+    from labreplay.suite import ReportSection, load_suites
 
     store_path, out = Path(store_path), Path(out_dir)
     if not store_path.is_file():
         raise StoreError(f"store {store_path} does not exist")
+    sections: list[ReportSection] = []
     with Store(store_path) as store:
         runs = store.runs()
         events = store.event_count()
-        campaign = campaign_section(store, run_id)
-        others = [suite_section(store, s) for s in other_suites(store)]
-    body = []
-    if campaign:
-        body.append(campaign_html(campaign))
-    body.extend(suite_html(s) for s in others)
+        registered = load_suites()
+        for suite in registered:
+            section = suite.report_section(store, run_id)
+            if section is not None:
+                sections.append(section)
+        # Runs of a suite not installed here still get the generic section.
+        for name in sorted({r.suite for r in runs} - {s.name for s in registered}):
+            generic = generic_section(store, name)
+            if generic is not None:
+                sections.append(generic)
+    body = [s.html for s in sections]
     if not body:
         body.append('<p id="empty">The store holds no runs yet.</p>')
-    suites = (["campaign"] if campaign else []) + [s["suite"] for s in others]
+    suites = [s.suite for s in sections]
     text = page(
         "labreplay report",
         {
@@ -57,13 +63,14 @@ def build_report(
     tmp = target.with_name(target.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, target)  # a reader never sees a half-written report
-    trajectory = campaign["trajectory"] if campaign else None
     return {
         "path": str(target),
         "suites": suites,
         "runs": len(runs),
         "events": events,
-        "trajectory_run": trajectory["run_id"] if trajectory else None,
+        "trajectory_run": next(
+            (s.info["trajectory_run"] for s in sections if "trajectory_run" in s.info), None
+        ),
     }
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from labreplay.scoring.stats import paired_bootstrap_ci
 from labreplay.store.sqlite import RunInfo, Store
+from labreplay.suite import ReportSection
 
 BOOTSTRAP_SEED = 20261129
 UNIT_KEYS = ("question_id", "unit_id", "config_id")
@@ -161,6 +162,10 @@ def _pairwise(units: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
     return out
 
 
-def other_suites(store: Store) -> list[str]:
-    found = {r.suite for r in store.runs()}
-    return sorted(found - {"campaign"})
+def generic_section(store: Store, suite: str) -> ReportSection | None:
+    """The generic report section of `suite` (None if the store holds none of its runs)."""
+    from labreplay.report.html import suite_html
+
+    if not store.runs(where="suite=?", params=(suite,)):
+        return None
+    return ReportSection(suite, suite_html(suite_section(store, suite)))

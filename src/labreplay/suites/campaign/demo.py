@@ -68,8 +68,8 @@ def run_demo(
 
 def _write_curves(store: Store, out_dir: Path) -> list[Path]:
     """One PNG per system: held-out score vs experiments, adaptive against both controls."""
-    from labreplay.report.campaign import mean_curves
     from labreplay.report.plots import learning_curves
+    from labreplay.suites.campaign.report import mean_curves
 
     paths = []
     for system, by_horizon in sorted(mean_curves(store).items()):

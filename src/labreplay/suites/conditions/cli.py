@@ -124,15 +124,10 @@ def _agent(name: str, questions: list[dict[str, Any]], seed: int, model: str | N
 
     if name == "llm":
         try:
-            from labreplay.agents import llm  # the LLM helper's module
+            from labreplay.suites.conditions.llm_agent import conditions_agent
         except ImportError as exc:
             raise LabreplayError("the LLM agent is not available in this install") from exc
-        factory = getattr(llm, "conditions_agent", None)
-        if factory is None:
-            raise LabreplayError(
-                "labreplay.agents.llm has no conditions_agent(model=...) factory yet"
-            )
-        return factory(model=model, seed=seed)
+        return conditions_agent(model=model, seed=seed)
     return reference_agent(name, questions, seed)
 
 

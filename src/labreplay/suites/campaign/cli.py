@@ -118,7 +118,8 @@ def run_cmd(
     if executor not in ("in-process", "dask"):
         raise LabreplayError(f"--executor must be in-process or dask, got {executor!r}")
     if executor == "dask":
-        from labreplay.execute import DaskExecutor, run_assignments
+        from labreplay.execute import DaskExecutor
+        from labreplay.suites.campaign.execute import run_assignments
 
         cluster = None
         if scheduler is None:  # a local cluster of worker processes, one per core
@@ -132,7 +133,8 @@ def run_cmd(
             if cluster is not None:
                 cluster.close()
     elif max_concurrency > 1:
-        from labreplay.execute import ThreadedExecutor, run_assignments
+        from labreplay.execute import ThreadedExecutor
+        from labreplay.suites.campaign.execute import run_assignments
 
         with Store(store) as db, ThreadedExecutor(max_concurrency) as threads:
             results = run_assignments(chosen, agent, db, seed, control_list, threads, options)

@@ -186,4 +186,4 @@ def register() -> None:
     """Register `labreplay/Campaign-v0` so `gymnasium.make(ENV_ID, spec=...)` works."""
     gymnasium = _gymnasium()
     if ENV_ID not in gymnasium.registry:
-        gymnasium.register(id=ENV_ID, entry_point="labreplay.gym:CampaignGymEnv")
+        gymnasium.register(id=ENV_ID, entry_point="labreplay.suites.campaign.gym:CampaignGymEnv")

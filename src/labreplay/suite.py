@@ -1,0 +1,101 @@
+"""The `Suite` protocol and the registry of suites.
+
+A suite is one benchmark family (campaign, conditions, configsearch, ...). Suites are found
+through the `labreplay.suites` entry-point group: each entry point names an object that
+implements `Suite`. The core (CLI main, report, demo, execution driver) loops over
+`load_suites()` and never imports a suite module by name, so a fourth suite is one folder
+plus one entry-point line in its distribution's metadata:
+
+    [project.entry-points."labreplay.suites"]
+    mysuite = "my_package.mysuite:SUITE"
+
+Entry points exist only in installed metadata (`pip install -e .` for a checkout).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from labreplay.errors import LabreplayError
+
+if TYPE_CHECKING:
+    import typer
+
+    from labreplay.store.sqlite import Store
+
+ENTRY_POINT_GROUP = "labreplay.suites"
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """One suite's part of the HTML report: an HTML fragment plus facts the caller returns
+    (e.g. which run the trajectory viewer shows)."""
+
+    suite: str
+    html: str
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Suite(Protocol):
+    """What the core needs from a benchmark family."""
+
+    name: str
+
+    def cli(self) -> typer.Typer:
+        """The suite's command group, mounted as `labreplay <name> ...`."""
+        ...
+
+    def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
+        """The suite's report section read only from `store` (None: no runs of this suite).
+        `run_id` asks for one run to be featured; suites without a per-run view ignore it."""
+        ...
+
+    def demo(self, data_dir: Path, store: Path, out_dir: Path, *, full: bool = False) -> None:
+        """`make demo`'s part for this suite: runs into `store`, writes files under `out_dir`."""
+        ...
+
+
+def _entry_points() -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep)  # the first distribution wins on a duplicate name
+    return found
+
+
+def list_suites() -> list[str]:
+    """Names of the registered suites, sorted."""
+    return sorted(_entry_points())
+
+
+_LOADED: dict[str, Suite] = {}
+
+
+def get_suite(name: str) -> Suite:
+    """The registered suite called `name` (LabreplayError naming the known ones if absent)."""
+    if name in _LOADED:
+        return _LOADED[name]
+    eps = _entry_points()
+    if name not in eps:
+        known = ", ".join(sorted(eps)) or "none (is labreplay installed? `pip install -e .`)"
+        raise LabreplayError(f"no suite named {name!r}; registered suites: {known}")
+    suite = eps[name].load()
+    if not isinstance(suite, Suite) or suite.name != name:
+        raise LabreplayError(
+            f"entry point {name!r} in group {ENTRY_POINT_GROUP} does not name a Suite "
+            f"called {name!r}"
+        )
+    _LOADED[name] = suite
+    return suite
+
+
+def load_suites() -> list[Suite]:
+    """Every registered suite, in name order."""
+    return [get_suite(name) for name in list_suites()]
+
+
+__all__ = ["ENTRY_POINT_GROUP", "ReportSection", "Suite", "get_suite", "list_suites", "load_suites"]

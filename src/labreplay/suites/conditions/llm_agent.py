@@ -1,0 +1,141 @@
+"""The conditions suite's LLM agent: answers condition-selection questions with a chat model.
+
+The generic client, wire protocol and call log live in `labreplay.agents`; this module only
+binds them to the suite's question rendering (`prompts.render_prompt`), so the core never
+imports a suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from labreplay.agents.base import CallRecord
+from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
+from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
+from labreplay.agents.llm_prompts import (
+    PROMPT_VERSION,
+    question_answer,
+    question_messages,
+    question_schema,
+)
+from labreplay.agents.llm_protocol import StructuredMode, public_endpoint
+from labreplay.errors import AgentError
+from labreplay.store.sqlite import Store
+from labreplay.suites.conditions.prompts import render_prompt
+
+QuestionRenderer = Callable[[Mapping[str, Any]], str]
+
+
+class LLMQuestionAgent:
+    """Answers conditions-suite questions with a chat model (implements its QuestionAgent).
+
+    The question text is the suite's own rendering (`render`); the answer is asked for as JSON
+    under `question_schema`, validated and repaired like campaign actions, and returned
+    0-based: {"option": i} or {"choices": {k: i}}. A failed answer is {"error": reason,
+    "raw": text}, which the suite scores as invalid. `answer_many` keeps up to
+    `max_concurrency` questions in flight.
+    """
+
+    def __init__(
+        self,
+        client: LLMClient,
+        render: QuestionRenderer,
+        concurrent: AsyncLLMClient | None = None,
+    ) -> None:
+        self.client = client
+        self.concurrent = concurrent
+        self.render = render
+        self.name = f"{AGENT_PREFIX}{client.model}"
+        self.model = client.model
+        self.endpoint = public_endpoint(client.base_url)
+        self._log = CallLog()
+
+    def params(self) -> dict[str, Any]:
+        extra = {"max_concurrency": self.concurrent.max_concurrency} if self.concurrent else {}
+        return {**self.client.params(), **extra, "prompt_version": PROMPT_VERSION}
+
+    def bind_store(self, store: Store | None) -> None:
+        self.client.cache = store
+        if self.concurrent is not None:
+            self.concurrent.cache = store
+
+    def reset(self, seed: int) -> None:
+        self._log.reset()
+        self.client.reseed(seed)
+        if self.concurrent is not None:
+            self.concurrent.reseed(seed)
+
+    def _job(self, view: Mapping[str, Any]) -> tuple[list[dict[str, str]], dict[str, Any]]:
+        schema = question_schema(view)
+        return question_messages(self.render(view), schema), schema
+
+    def answer(self, question_view: Mapping[str, Any]) -> dict[str, Any]:
+        messages, schema = self._job(question_view)
+        reply = self.client.complete_json(messages, schema, "answer")
+        self._log.add(reply)
+        return question_answer(question_view, reply)
+
+    def answer_many(self, views: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Answers in input order (and calls logged in input order), many in flight at once."""
+        if self.concurrent is None:
+            return [self.answer(v) for v in views]
+        replies = self.concurrent.run_many([self._job(v) for v in views], "answer")
+        out = []
+        for view, reply in zip(views, replies, strict=True):
+            self._log.add(reply)
+            out.append(question_answer(view, reply))
+        return out
+
+    def drain_calls(self) -> list[CallRecord]:
+        return self._log.drain()
+
+
+def make_question_agent(
+    agent: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    temperature: float | None = 0.0,
+    top_p: float | None = None,
+    seed: int | None = None,
+    max_tokens: int | None = 512,
+    max_concurrency: int = 4,
+    timeout_s: float = 60.0,
+    max_retries: int = 4,
+    max_repairs: int = 2,
+    structured: StructuredMode = "auto",
+    store: Store | None = None,
+    render: QuestionRenderer | None = None,
+) -> LLMQuestionAgent:
+    """Build a question agent from `openai:MODEL` (`render` defaults to the suite's prompt)."""
+    model = parse_agent_spec(agent)
+    options = client_options(
+        base_url,
+        temperature,
+        top_p,
+        seed,
+        max_tokens,
+        timeout_s,
+        max_retries,
+        max_repairs,
+        structured,
+        store,
+    )
+    concurrent = AsyncLLMClient(model, api_key=api_key, max_concurrency=max_concurrency, **options)
+    client = LLMClient(model, api_key=api_key, **options)
+    return LLMQuestionAgent(client, render or render_prompt, concurrent)
+
+
+def conditions_agent(model: str | None = None, seed: int = 0, **options: Any) -> LLMQuestionAgent:
+    """The conditions CLI's `--agent llm --model MODEL` (endpoint from OPENAI_BASE_URL unless
+    `base_url` is given). `seed` is the run seed the sampling seed is derived from."""
+    if not model:
+        raise AgentError(
+            "--agent llm needs --model MODEL (served at OPENAI_BASE_URL, e.g. a local "
+            "llama.cpp server: --model smollm2)"
+        )
+    spec = model if model.startswith(AGENT_PREFIX) else f"{AGENT_PREFIX}{model}"
+    agent = make_question_agent(spec, **options)
+    agent.reset(seed)
+    return agent

@@ -1,0 +1,73 @@
+"""The suite registry and the layering rule: the core never imports a suite."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import labreplay
+from labreplay.errors import LabreplayError
+from labreplay.suite import Suite, get_suite, load_suites
+
+SRC = Path(labreplay.__file__).resolve().parent
+# Where importing a suite is allowed: the suites themselves, the CLI layer, the top-level demo.
+ALLOWED = ("suites", "cli", "demo.py")
+
+
+def _suite_imports(path: Path, root: Path = SRC) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        found += [
+            f"{path.relative_to(root)}:{node.lineno}: {n}"
+            for n in names
+            if n == "labreplay.suites" or n.startswith("labreplay.suites.")
+        ]
+    return sorted(set(found))
+
+
+def test_core_never_imports_a_suite() -> None:
+    core = [p for p in sorted(SRC.rglob("*.py")) if p.relative_to(SRC).parts[0] not in ALLOWED]
+    assert len(core) > 30  # the scan really covers the core
+    offenders = [hit for p in core for hit in _suite_imports(p)]
+    assert offenders == []
+
+
+def test_the_scan_catches_a_suite_import(tmp_path: Path) -> None:
+    # The checker itself must fail on the forms it is meant to catch.
+    bad = tmp_path / "probe.py"
+    bad.write_text(
+        "import labreplay.suites.campaign\n"
+        "from labreplay.suites import conditions\n"
+        "def f():\n    from labreplay.suites.configsearch.runner import X\n",
+        encoding="utf-8",
+    )
+    assert len(_suite_imports(bad, tmp_path)) >= 3
+
+
+def test_list_suites_names_the_three_builtins() -> None:
+    assert labreplay.list_suites() == ["campaign", "conditions", "configsearch"]
+    for suite in load_suites():
+        assert isinstance(suite, Suite)
+        assert get_suite(suite.name) is suite
+        assert suite.cli().registered_groups or suite.cli().registered_commands
+
+
+def test_unknown_suite_is_named() -> None:
+    with pytest.raises(LabreplayError, match=r"no suite named 'nope'.*campaign"):
+        get_suite("nope")
+
+
+def test_cli_mounts_every_registered_suite() -> None:
+    from labreplay.cli import main as cli_main
+
+    cli_main._add_suite_groups()
+    mounted = {g.name for g in cli_main.app.registered_groups}
+    assert set(labreplay.list_suites()) <= mounted
