@@ -3,9 +3,6 @@ unless explicitly allowed, and then every board marks the spec as unverified dat
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from labreplay.errors import DataError
@@ -18,22 +15,6 @@ from labreplay.suites.campaign.leaderboard import leaderboard
 from labreplay.suites.campaign.runner import run_assignment
 
 
-def _modified_copy(data_dir: Path, tmp_path: Path) -> Path:
-    """A data dir whose Precursor Genome file has one outcome changed; the (large, untouched)
-    pipeline folder is linked, not copied."""
-    root = tmp_path / "data"
-    (root / "precursor_genome").mkdir(parents=True)
-    (root / "alab_pipeline").symlink_to(data_dir / "alab_pipeline", target_is_directory=True)
-    lines = (data_dir / PG_FILE).read_text(encoding="utf-8").splitlines()
-    row = json.loads(lines[0])
-    row["reaction_category"] = (
-        "unreacted" if row["reaction_category"] != "unreacted" else "transformed"
-    )
-    lines[0] = json.dumps(row)
-    (root / PG_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return root
-
-
 def test_real_hashes_match_the_manifest(data_dir):
     data = data_provenance("precursor-genome", data_dir)
     manifest = {e.path: e.sha256 for e in get_source("precursor-genome").files}
@@ -42,8 +23,8 @@ def test_real_hashes_match_the_manifest(data_dir):
     assert len(data["files"]) > 1000  # the pipeline tables and XRD files are read too
 
 
-def test_modified_data_file_is_refused_or_marked(data_dir, pg_specs, tmp_path):
-    root = _modified_copy(data_dir, tmp_path)
+def test_modified_data_file_is_refused_or_marked(modified_data_dir, pg_specs, tmp_path):
+    root = modified_data_dir
     with pytest.raises(DataError, match=r"precursor_genome/pg_samples\.jsonl"):
         compile_specs(seed=0, data_dir=root)
     _, specs, index = compile_specs(seed=0, data_dir=root, allow_modified_data=True)

@@ -103,6 +103,31 @@ def load_specs(spec_dir: Path) -> list[EnvironmentSpec]:
     return specs
 
 
+CONTROLS = ("random", "no-evidence")
+
+
+def parse_controls(text: str) -> tuple[str, ...]:
+    """`random,no-evidence` -> the control branches; an unknown name is named (exit 2)."""
+    chosen = tuple(c.strip() for c in text.split(",") if c.strip())
+    for name in chosen:
+        if name not in CONTROLS:
+            raise SpecError(f"--controls: unknown control {name!r} (known: {', '.join(CONTROLS)})")
+    return chosen
+
+
+def select_specs(specs: Sequence[EnvironmentSpec], only: str | None) -> list[EnvironmentSpec]:
+    """The specs whose assignment id (e.g. `long-1`) or full spec id is listed in `only`."""
+    if not only:
+        return list(specs)
+    wanted = [w.strip() for w in only.split(",") if w.strip()]
+    known = {s.body["assignment"]["id"] for s in specs} | {s.spec_id for s in specs}
+    for w in wanted:
+        if w not in known:
+            ids = sorted({s.body["assignment"]["id"] for s in specs})
+            raise SpecError(f"--only: unknown assignment id {w!r} (known: {', '.join(ids)})")
+    return [s for s in specs if s.body["assignment"]["id"] in wanted or s.spec_id in wanted]
+
+
 def agent_factory(name: str, **options: Any) -> AgentFactory:
     """`random`, `bayes`, `no-evidence`, or `openai:MODEL` (needs the `llm` extra)."""
     if name in REFERENCE_AGENTS:
@@ -125,10 +150,14 @@ def agent_factory(name: str, **options: Any) -> AgentFactory:
 
 
 __all__ = [
+    "CONTROLS",
     "agent_factory",
     "compile_specs",
     "compile_to_dir",
     "load_records",
     "load_specs",
+    "parse_controls",
+    "parse_seeds",
     "run_assignment",
+    "select_specs",
 ]

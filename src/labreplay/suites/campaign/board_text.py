@@ -132,9 +132,9 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         )
     for system in table["incomplete"]:
         reasons = table["incomplete_reasons"].get(system, {})
-        first = next(iter(reasons.items()), ("", []))
+        first: tuple[str, list[str]] = next(iter(reasons.items()), ("", []))
         console.print(
             f"not ranked (incomplete): {system} — {len(reasons)} assignment(s), e.g. "
             f"{first[0]}: {'; '.join(first[1])}"
         )
-    console.print(power_text(table["power"]))
+    console.print(power_text(table["power"]), soft_wrap=True)

@@ -172,18 +172,21 @@ def _branch_summary(by_spec: Mapping[str, Any], specs: Sequence[str]) -> dict[st
     return {b: {k: int(v) for k, v in acc.items()} for b, acc in sorted(out.items())}
 
 
+_BEST: dict[str, dict[str, Any]] = {}  # spec hash -> ceiling (b): a pure function of the spec
+
+
 class _Ceilings:
-    """Evidence ceilings per spec, computed once per board call (pure, from the stored spec)."""
+    """Evidence ceilings per spec (pure functions of the stored spec, so ceiling (b) is kept
+    per spec hash for the life of the process)."""
 
     def __init__(self, bodies: Mapping[str, Mapping[str, Any]]) -> None:
         self.bodies = bodies
-        self.best: dict[str, dict[str, Any]] = {}
         self.score0: dict[str, float] = {}
 
     def of_best(self, spec: str) -> float:
-        if spec not in self.best:
-            self.best[spec] = ceiling_best(self.bodies[spec])
-        return float(self.best[spec]["gain"])
+        if spec not in _BEST:
+            _BEST[spec] = ceiling_best(self.bodies[spec])
+        return float(_BEST[spec]["gain"])
 
     def context_score(self, spec: str) -> float:
         if spec not in self.score0:
@@ -276,6 +279,7 @@ def _system_row(
             "best": float(np.mean(ceil_b)) if ceil_b else None,
         },
         "headroom_captured": _ratio(gains, ceil_a),
+        "ceiling_nonpositive": sum(1 for c in ceil_a if c <= 1e-12),
         "headroom_captured_best": _ratio(gains, ceil_b),
         "selection_lift": _ci(sel, seed, "selection-lift", system),
         "evidence_lift": _ci(evid, seed, "evidence-lift", system),
