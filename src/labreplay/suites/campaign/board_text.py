@@ -20,7 +20,7 @@ def _num(value: float | None, fmt: str = "{:.3f}") -> str:
 
 
 def _ci(v: Mapping[str, float] | None) -> str:
-    return "-" if v is None else f"{v['mean']:+.3f} [{v['lo']:+.3f}, {v['hi']:+.3f}]"
+    return "-" if v is None else f"{v['mean']:+.3f} [{v['lo']:+.3f},{v['hi']:+.3f}]"
 
 
 def _share(value: float | None) -> str:
@@ -56,15 +56,14 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         "system",
         "adaptive AUC",
         "held-out gain",
-        "ceiling (a) sel.",
+        "ceiling (a)",
         "headroom",
         "selection lift [95% CI]",
         "evidence lift [95% CI]",
         "seed SD",
-        "over-claim",
         "invalid",
     ):
-        rich_table.add_column(col)
+        rich_table.add_column(col, no_wrap=col != "system")
     for r in table["rows"]:
         rich_table.add_row(
             str(r["rank"]),
@@ -76,7 +75,6 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
             _ci(r["selection_lift"]),
             _ci(r["evidence_lift"]),
             _num(r["between_seed_sd"], "{:.4f}"),
-            _num(r["overclaim_rate"], "{:.2f}"),
             f"{r['invalid_actions']:.0f}",
         )
     for ref in table["references"]:
@@ -90,7 +88,6 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
             _ci(ref.get("selection_lift")),
             _ci(ref.get("evidence_lift")),
             _num(ref.get("between_seed_sd"), "{:.4f}"),
-            "-",
             _num(ref.get("invalid_actions"), "{:.0f}"),
         )
     for c in table["ceiling"]:
@@ -105,14 +102,19 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
             "-",
             "-",
             "-",
-            "-",
         )
     console.print(rich_table)
     console.print(
+        "ceiling (a): held-out gain of the context-trained model told the true outcomes of the "
+        "experiments the system closed; headroom = held-out gain / ceiling (a), pooled over "
+        "assignments; seed SD = spread of the per-seed mean AUC",
+        soft_wrap=True,
+    )
+    console.print(
         f"evidence ceiling (b), best {len(table['assignments']) and 'T'} candidates for the "
         f"context-trained model: {_num(table['evidence_ceiling_best'], '{:+.4f}')} nats "
-        "(mean over assignments); headroom = held-out gain / ceiling (a), pooled over "
-        "assignments"
+        "(mean over assignments)",
+        soft_wrap=True,
     )
     for r in table["rows"]:
         est = r["acceleration_estimable"]
@@ -125,10 +127,15 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         )
         console.print(
             f"{r['system']}: headroom of ceiling (b) {_share(r['headroom_captured_best'])}; "
+            f"selection lift per seed "
+            f"{', '.join(f'{v:+.3f}' for v in r['selection_lift_seed_means'].values()) or '-'} "
+            f"(between-seed SD {_num(r['selection_lift_between_seed_sd'], '{:.4f}')}); "
             f"acceleration (tau = context model t=0 + 0.05) first passage "
             f"{_num(r['acceleration_first'], '{:.2f}x')} ({est['first']} of {r['assignments']} "
             f"estimable), sustained {_num(r['acceleration_sustained'], '{:.2f}x')}; target met "
-            f"at t=0 in {r['target_met_at_t0']}; {stops}"
+            f"at t=0 in {r['target_met_at_t0']}; over-claim rate "
+            f"{_num(r['overclaim_rate'], '{:.2f}')}; {stops}",
+            soft_wrap=True,
         )
     for system in table["incomplete"]:
         reasons = table["incomplete_reasons"].get(system, {})

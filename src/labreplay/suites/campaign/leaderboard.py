@@ -219,6 +219,7 @@ def _system_row(
     met_t0 = 0
     moves = {"same": 0, "opposite": 0, "zero": 0}
     by_seed: dict[int, list[float]] = defaultdict(list)
+    sel_by_seed: dict[int, list[float]] = defaultdict(list)
     problems: dict[str, list[str]] = {}
     per: dict[str, list[float]] = {"auc": [], "selection": []}
     for s in specs:
@@ -250,6 +251,7 @@ def _system_row(
         if rnd.get("status") == "complete":
             sel.append(a["adaptive_auc"] - rnd["scores"]["adaptive_auc"])
             per["selection"].append(sel[-1])
+            sel_by_seed[int(body["seed"])].append(sel[-1])
             cr = rnd.get("curve")
             if tau is not None and curve and cr:
                 f = acceleration_factor(first_passage(cr, tau), first_passage(curve, tau))
@@ -264,6 +266,7 @@ def _system_row(
         if ne.get("status") == "complete":
             evid.append(a["adaptive_auc"] - ne["scores"]["adaptive_auc"])
     seed_means = {k: float(np.mean(v)) for k, v in sorted(by_seed.items())}
+    sel_seed_means = {k: float(np.mean(v)) for k, v in sorted(sel_by_seed.items())}
     fallbacks = sum(
         int((e.get("scores") or {}).get("checkpoint_fallbacks") or 0)
         for s in specs
@@ -297,6 +300,12 @@ def _system_row(
         "seed_means": seed_means,
         "between_seed_sd": (
             float(np.std(list(seed_means.values()), ddof=1)) if len(seed_means) > 1 else None
+        ),
+        "selection_lift_seed_means": sel_seed_means,
+        "selection_lift_between_seed_sd": (
+            float(np.std(list(sel_seed_means.values()), ddof=1))
+            if len(sel_seed_means) > 1
+            else None
         ),
         "complete": not problems,
         "problems": problems,
