@@ -348,6 +348,19 @@ def assignment_metrics(
                 "head_hash": r.head_hash,
                 "adaptive_auc": r.metrics["adaptive_auc"],
                 "held_out_gain": r.metrics["held_out_gain"],
+                # closures, early stops, unused budget and declared departures, every branch
+                **{
+                    k: r.metrics.get(k)
+                    for k in (
+                        "experiments_closed",
+                        "stopped_early",
+                        "unused_experiments",
+                        "unused_evidence",
+                        "control_departures",
+                        "checkpoint_fallbacks",
+                        "invalid_actions",
+                    )
+                },
             }
             for b, r in results.items()
         },
