@@ -140,3 +140,31 @@ def test_review_and_local_measures_follow_the_trajectory(pg_specs):
         assert m["review_change_log_loss"] > 0
     assert m["local_gain_count"] + m["local_gain_missing"] <= m["experiments_closed"]
     assert m["local_improved"] + m["local_worsened"] <= m["local_gain_count"]
+
+
+class Garbled(BayesAgent):
+    """Chooses its own actions like `bayes` but writes every forecast and claim malformed."""
+
+    name = "garbled"
+
+    def act(self, observation):
+        action = super().act(observation)
+        if action.get("type") in ("submit_forecast", "close_experiment", "request_review"):
+            return {**action, "p_valid": 7} if "p_valid" in action else {**action, "claims": {}}
+        return action
+
+
+def test_controls_keep_their_closures_when_the_agent_fails(pg_specs):
+    spec = pg_specs[0]
+    adaptive = run_branch(spec, BayesAgent(), 0, "adaptive")
+    slots, stopped = extract_schedule(adaptive.events)
+    closed = adaptive.metrics["experiments_closed"]
+    for wrapper in (
+        ScheduleMatchedRandom(Garbled(), slots, stopped, spec.body["evaluator"], 0),
+        CallMatchedNoEvidence(Garbled(), slots),
+    ):
+        result = run_branch(spec, wrapper, 0, "control")
+        assert result.metrics["experiments_closed"] == closed
+        departures = [e["payload"]["departure"] for e in result.events if e["kind"] == "control"]
+        assert departures and all("substituted" in d for d in departures)
+        assert result.metrics["invalid_actions"] > 0  # the agent's failures stay recorded
