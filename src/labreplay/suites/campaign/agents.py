@@ -71,15 +71,19 @@ def _offered_kinds(observation: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def _kind_availability(state: Mapping[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
-    """Per evidence kind: purchases that revealed a recorded item, and all purchases so far."""
-    found: dict[str, int] = {}
-    tries: dict[str, int] = {}
+def _selected(item: Mapping[str, Any]) -> bool:
+    content = item.get("content")
+    return isinstance(content, Mapping) and content.get("selected") is True
+
+
+def _pipeline_availability(state: Mapping[str, Any]) -> tuple[int, int]:
+    """Experiments of this campaign where a pipeline kind was bought: (run found, probed)."""
+    found = tries = 0
     for record in state["experiments"].values():
-        for item in record["revealed"]:
-            kind = str(item.get("kind"))
-            tries[kind] = tries.get(kind, 0) + 1
-            found[kind] = found.get(kind, 0) + (0 if "missing" in item else 1)
+        items = [r for r in record["revealed"] if r.get("kind") in PIPELINE_KINDS]
+        if items:
+            tries += 1
+            found += int(any("missing" not in r for r in items))
     return found, tries
 
 
@@ -304,11 +308,14 @@ class BayesAgent(_Base):
     ) -> str | None:
         """The next kind worth buying for the open experiment, among the offered ones.
 
-        Declared reading of the rules and of what the agent has seen: the execution record,
-        thermal history, XRD scan and automated refinement come from one pipeline run, so once
-        one of them came back "none recorded" for this experiment the others are not bought;
-        across the campaign, a kind that came back "none recorded" in most of its purchases so
-        far (availability estimate (found + 1) / (tries + 2) below 1/3) is skipped."""
+        Declared reading of the rules and of what the agent has seen:
+        - a refinement first; a second one while it is still offered and no expert-selected
+          refinement was seen (the claims' support rule needs the selected one);
+        - the execution record, thermal history, XRD scan and automated refinement come from
+          one pipeline run, treated as one group: once one of them came back "none recorded"
+          for this experiment the others are not bought, and the group is skipped when, across
+          this campaign, the run was missing in most experiments probed so far (availability
+          estimate (found + 1) / (tries + 2) below 1/3)."""
         if not self.use_evidence:
             return None
         record = state["experiments"][eid]
@@ -317,19 +324,20 @@ class BayesAgent(_Base):
         share = min(self.evidence_per_experiment, left["evidence"] // max(experiments_left, 1) + 1)
         if len(record["revealed"]) >= share or left["evidence"] <= 0:
             return None
+        refinements = [r for r in record["revealed"] if r.get("kind") == "refinement"]
+        if "refinement" in offered and (
+            not refinements or not any(_selected(r) for r in refinements)
+        ):
+            return "refinement"
         seen = {r.get("kind") for r in record["revealed"]}
-        run_missing = any(
-            r.get("kind") in PIPELINE_KINDS and "missing" in r for r in record["revealed"]
-        )
-        found, tries = _kind_availability(state)
-        for kind in ("refinement", "execution_record", "automated_refinement"):
-            if kind in seen or kind not in offered:
-                continue
-            if kind in PIPELINE_KINDS and run_missing:
-                continue
-            if (found.get(kind, 0) + 1) / (tries.get(kind, 0) + 2) < 1 / 3:
-                continue
-            return kind
+        if any(r.get("kind") in PIPELINE_KINDS and "missing" in r for r in record["revealed"]):
+            return None
+        found, tries = _pipeline_availability(state)
+        if (found + 1) / (tries + 2) < 1 / 3:
+            return None
+        for kind in ("execution_record", "automated_refinement"):
+            if kind not in seen and kind in offered:
+                return kind
         return None
 
     def _wants_review(self, state: Mapping[str, Any], eid: str) -> bool:
@@ -338,10 +346,10 @@ class BayesAgent(_Base):
         record = state["experiments"][eid]
         if record["review"] is not None:
             return False
-        has_refinement = any(
-            r.get("kind") == "refinement" and "content" in r for r in record["revealed"]
-        )
-        return has_refinement and max(self._local(state, eid).values()) < 0.75
+        # An expert review is of the expert-selected refinement: without having seen one,
+        # a review is most likely "none recorded".
+        has_selected = any(_selected(r) for r in record["revealed"])
+        return has_selected and max(self._local(state, eid).values()) < 0.75
 
     @staticmethod
     def _claims(record: Mapping[str, Any]) -> dict[str, float]:

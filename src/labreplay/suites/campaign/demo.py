@@ -47,6 +47,7 @@ def run_demo(
         )
     compiled = time.perf_counter()
     with Store(store_path) as store:
+        _refuse_other_protocols(store, chosen)
         for name in REFERENCE:
             make = agent_factory(name)
             for spec in chosen:
@@ -64,6 +65,20 @@ def run_demo(
         f"{time.perf_counter() - ran:.1f} s"
     )
     return {"leaderboard": board, "seconds": time.perf_counter() - started}
+
+
+def _refuse_other_protocols(store: Store, specs: list[Any]) -> None:
+    """A store from an earlier version holds other spec hashes under the same spec ids; the
+    boards would refuse it after minutes of running, so say so before running anything."""
+    from labreplay.errors import SpecError
+
+    ours = {s.spec_id: s.spec_hash for s in specs}
+    for run in store.runs(where="suite='campaign'"):
+        if run.spec_id in ours and ours[run.spec_id] != run.spec_hash:
+            raise SpecError(
+                f"store {store.path} holds campaign runs of spec id {run.spec_id} under another "
+                "spec hash (an earlier protocol or data); use a fresh --out directory"
+            )
 
 
 def _write_curves(store: Store, out_dir: Path) -> list[Path]:
