@@ -49,12 +49,11 @@ def _normalise(value: Any, path: str) -> Any:
         # numpy scalars and 0-d arrays
         return _normalise(value.item(), path)
     if isinstance(value, Mapping):
-        out = {}
-        for key, item in value.items():
+        for key in value:
             if not isinstance(key, str):
                 raise ValueError(f"canonical_json: non-string key {key!r} at {path or '$'}")
-            out[key] = _normalise(item, f"{path}.{key}")
-        return out
+        # built in sorted key order, so the normalised value iterates like its JSON round trip
+        return {key: _normalise(value[key], f"{path}.{key}") for key in sorted(value)}
     if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
         return [_normalise(item, f"{path}[{i}]") for i, item in enumerate(value)]
     if hasattr(value, "tolist"):
@@ -71,6 +70,16 @@ def canonical_json(value: Any) -> str:
         ensure_ascii=False,
         allow_nan=False,
     )
+
+
+def canonical_form(value: Any) -> tuple[Any, str]:
+    """The canonical value (what `json.loads(canonical_json(value))` gives) and its text, with
+    one normalisation pass (the recorder's fast path)."""
+    normal = _normalise(value, "")
+    text = json.dumps(
+        normal, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return normal, text
 
 
 def canonical_bytes(value: Any) -> bytes:

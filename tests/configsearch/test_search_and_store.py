@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from labreplay.errors import SpecError
+from labreplay.runtime.trajectory import Trajectory
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.report import write_report
-from labreplay.suites.configsearch.runner import ConfigSearch, verify_chain
+from labreplay.suites.configsearch.runner import ConfigSearch
 from labreplay.suites.configsearch.space import Config
 
 from .conftest import SMALL_SETTINGS, SMALL_SPACE
@@ -42,7 +43,7 @@ def test_sweep_resumes_without_duplicates(data_dir: Path, cache_dir: Path, tmp_p
         run_id, table = campaign.sweep("rf-scm")
         events = store.events(run_id)
         assert sum(e["kind"] == "evaluation" for e in events) == 12
-        assert verify_chain(events, campaign.spec_hash)
+        Trajectory.verify(events, campaign.spec_hash)
         assert store.run(run_id).status == "complete"
         assert set(table) == {("rf-scm", c) for c in campaign.feasible}
         summary = store.run(run_id).summary

@@ -56,3 +56,14 @@ def drain_calls(agent: object) -> list[CallRecord]:
         return []
     calls: list[CallRecord] = drain()
     return calls
+
+
+@runtime_checkable
+class ResponseCache(Protocol):
+    """Where LLM clients look up and keep completed responses: the results store itself (in
+    the driver process) or an in-memory snapshot of it (`labreplay.execute.driver.MemoryCache`)
+    on a worker, whose new entries the driver writes back."""
+
+    def cached_response(self, key: str) -> dict[str, Any] | None: ...
+
+    def cache_response(self, key: str, model: str, response: Mapping[str, Any]) -> None: ...

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from labreplay.agents.base import CallRecord
+from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm_client import JsonReply, LLMClient
 from labreplay.agents.llm_prompts import (
     PROMPT_VERSION,
@@ -32,7 +32,6 @@ from labreplay.agents.llm_protocol import (
     public_endpoint,
 )
 from labreplay.errors import AgentError
-from labreplay.store.sqlite import Store
 
 AGENT_PREFIX = "openai:"
 
@@ -73,7 +72,7 @@ class LLMCampaignAgent:
     def params(self) -> dict[str, Any]:
         return {**self.client.params(), "prompt_version": PROMPT_VERSION}
 
-    def bind_store(self, store: Store | None) -> None:
+    def bind_store(self, store: ResponseCache | None) -> None:
         """Use `store`'s response cache, so a resumed run does not repeat completed calls."""
         self.client.cache = store
 
@@ -129,7 +128,7 @@ def client_options(
     max_retries: int,
     max_repairs: int,
     structured: str,
-    store: Store | None,
+    store: ResponseCache | None,
 ) -> dict[str, Any]:
     if structured not in STRUCTURED_FALLBACKS:
         raise AgentError(
@@ -160,7 +159,7 @@ def make_agent(
     max_retries: int = 4,
     max_repairs: int = 2,
     structured: StructuredMode = "auto",
-    store: Store | None = None,
+    store: ResponseCache | None = None,
 ) -> LLMCampaignAgent:
     """Build an LLM campaign agent from `openai:MODEL` (used by the CLI's --agent).
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from labreplay._rng import derive_seed, make_rng
-from labreplay.agents.base import CallRecord
+from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm_protocol import (
     SCHEMA_FAULT,
     STRUCTURED_FALLBACKS,
@@ -43,7 +43,6 @@ from labreplay.agents.llm_protocol import (
     validator_for_schema,
 )
 from labreplay.errors import AgentError
-from labreplay.store.sqlite import Store
 
 __all__ = [
     "AsyncLLMClient",
@@ -96,7 +95,7 @@ class _ClientCore:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     structured: StructuredMode = "auto"
     max_repairs: int = 2
-    cache: Store | None = None
+    cache: ResponseCache | None = None
     jitter_seed: int = 0
 
     def __post_init__(self) -> None:

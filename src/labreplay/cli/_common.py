@@ -51,3 +51,16 @@ def progress_bar(description: str, total: int | None, enabled: bool = True) -> I
                 progress.advance(task, n)
 
         yield _Bar()
+
+
+ExecutorOption = typer.Option(
+    "in-process",
+    "--executor",
+    help="in-process | threads | dask (one driver writes the store in every mode).",
+)
+SchedulerOption = typer.Option(
+    None, "--scheduler", help="Dask scheduler address (default: a LocalCluster on this machine)."
+)
+WorkersOption = typer.Option(
+    None, "--workers", help="Threads, or LocalCluster worker processes (default: per core)."
+)

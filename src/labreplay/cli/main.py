@@ -9,6 +9,7 @@ import typer
 
 from labreplay import __version__
 from labreplay.cli import data as data_cli
+from labreplay.cli import store as store_cli
 from labreplay.cli._common import JsonOption, console, err_console, print_json
 from labreplay.errors import LabreplayError
 
@@ -21,6 +22,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(data_cli.app, name="data")
+app.add_typer(store_cli.app, name="store")
 
 
 def _add_suite_groups() -> None:

@@ -2,19 +2,31 @@
 
 Each event's hash covers the previous hash, its sequence number, kind, payload and the spec
 hash, so any edit, reorder or deletion of a stored event is detectable and two runs are equal
-exactly when their final hashes are.
+exactly when their final hashes are. Every suite's runs use this one chain (through
+`labreplay.runtime.recorder`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
-from labreplay._hashing import canonical_json, sha256_bytes
+from labreplay._hashing import canonical_form, canonical_json, sha256_bytes
 from labreplay.errors import StoreError
 
 GENESIS = "0" * 64
+
+
+class Event(TypedDict):
+    """One trajectory event as stored: `payload` is in canonical form (floats at the hash
+    scheme's precision), `hash` chains it to `prev_hash` and the run's spec hash."""
+
+    seq: int
+    kind: str
+    payload: dict[str, Any]
+    prev_hash: str
+    hash: str
 
 
 def event_hash(
@@ -26,10 +38,22 @@ def event_hash(
     return sha256_bytes(body.encode("utf-8"))
 
 
+def _hash_text(prev_hash: str, seq: int, kind: str, payload_text: str, spec_hash: str) -> str:
+    """`event_hash` from the payload's canonical text: the canonical form of the whole body is
+    these fields in sorted key order, so the bytes are identical without re-normalising."""
+    body = (
+        f'{{"kind":{json.dumps(kind, ensure_ascii=False)},"payload":{payload_text},'
+        f'"prev":"{prev_hash}","seq":{seq},"spec":"{spec_hash}"}}'
+    )
+    return sha256_bytes(body.encode("utf-8"))
+
+
 class Trajectory:
     def __init__(self, spec_hash: str) -> None:
         self.spec_hash = spec_hash
         self.events: list[dict[str, Any]] = []
+        # canonical payload text of events appended here, by seq (a store can write it as is)
+        self.texts: dict[int, str] = {}
 
     @property
     def head(self) -> str:
@@ -40,19 +64,27 @@ class Trajectory:
         scheme's precision), so metrics computed now equal metrics recomputed from the store."""
         seq = len(self.events)
         prev = self.head
-        canonical = json.loads(canonical_json(payload))
+        canonical, text = canonical_form(payload)
+        self.texts[seq] = text
         event = {
             "seq": seq,
             "kind": kind,
             "payload": canonical,
             "prev_hash": prev,
-            "hash": event_hash(prev, seq, kind, canonical, self.spec_hash),
+            "hash": _hash_text(prev, seq, kind, text, self.spec_hash),
         }
         self.events.append(event)
         return event
 
+    def extend_verified(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Continue from a stored prefix (checked first): later appends chain onto it."""
+        if self.events:
+            raise StoreError("extend_verified needs an empty trajectory")
+        self.verify([dict(e) for e in events], self.spec_hash)
+        self.events = [dict(e) for e in events]
+
     @staticmethod
-    def verify(events: list[dict[str, Any]], spec_hash: str) -> str:
+    def verify(events: Sequence[Mapping[str, Any]], spec_hash: str) -> str:
         """Check a stored chain; returns its head hash."""
         prev = GENESIS
         for i, e in enumerate(events):

@@ -274,8 +274,16 @@ class Store:
         return out
 
     # ------------------------------------------------------------------ events
-    def append_events(self, run_id: str, events: Iterable[Mapping[str, Any]]) -> None:
-        """Append hash-chained events atomically. Each event: seq, kind, payload, prev_hash, hash."""
+    def append_events(
+        self,
+        run_id: str,
+        events: Iterable[Mapping[str, Any]],
+        payload_texts: Iterable[str | None] | None = None,
+    ) -> None:
+        """Append hash-chained events atomically. Each event: seq, kind, payload, prev_hash, hash.
+        `payload_texts` may give each payload's canonical JSON already made (None: make it)."""
+        rows = list(events)
+        texts = list(payload_texts) if payload_texts is not None else [None] * len(rows)
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT INTO events VALUES (?,?,?,?,?,?)",
@@ -284,11 +292,11 @@ class Store:
                         run_id,
                         e["seq"],
                         e["kind"],
-                        canonical_json(e["payload"]),
+                        text if text is not None else canonical_json(e["payload"]),
                         e["prev_hash"],
                         e["hash"],
                     )
-                    for e in events
+                    for e, text in zip(rows, texts, strict=True)
                 ],
             )
 
@@ -369,6 +377,11 @@ class Store:
             "SELECT response FROM response_cache WHERE key=?", (key,)
         ).fetchone()
         return json.loads(row[0]) if row else None
+
+    def cached_responses(self) -> dict[str, dict[str, Any]]:
+        """The whole response cache (key -> response), the snapshot workers answer from."""
+        rows = self._conn.execute("SELECT key, response FROM response_cache").fetchall()
+        return {k: json.loads(r) for k, r in rows}
 
     def cache_response(self, key: str, model: str, response: Mapping[str, Any]) -> None:
         with self.transaction() as conn:

@@ -8,7 +8,15 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from labreplay.cli._common import DataDirOption, JsonOption, console, print_json, progress_bar
+from labreplay.cli._common import (
+    DataDirOption,
+    ExecutorOption,
+    JsonOption,
+    SchedulerOption,
+    console,
+    print_json,
+    progress_bar,
+)
 
 app = typer.Typer(
     help="SDL-1 budgeted campaigns over recorded reaction maps.", no_args_is_help=True
@@ -114,17 +122,14 @@ def run_cmd(
     structured: str | None = typer.Option(
         None, help="LLM structured output: auto | json_schema | json_object | off."
     ),
-    executor: str = typer.Option("in-process", help="in-process | dask"),
+    executor: str = ExecutorOption,
     max_concurrency: int = typer.Option(
         1, "--max-concurrency", help="Campaigns in flight at once (threads; for LLM agents)."
     ),
-    scheduler: str | None = typer.Option(
-        None, "--scheduler", help="Dask scheduler address (default: a LocalCluster)."
-    ),
+    scheduler: str | None = SchedulerOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""
-    from labreplay.errors import LabreplayError
     from labreplay.store.sqlite import Store
     from labreplay.suites.campaign.api import (
         agent_factory,
@@ -149,29 +154,15 @@ def run_cmd(
     control_list = parse_controls(controls)
     make = agent_factory(agent, **options)
     chosen = select_specs(load_specs(specs), only)
-    if executor not in ("in-process", "dask"):
-        raise LabreplayError(f"--executor must be in-process or dask, got {executor!r}")
-    if executor == "dask":
-        from labreplay.execute import DaskExecutor
+    if executor == "in-process" and max_concurrency > 1:
+        executor = "threads"  # the older spelling of a threaded run
+    if executor != "in-process":
+        from labreplay.execute.driver import open_executor
         from labreplay.suites.campaign.execute import run_assignments
 
-        cluster = None
-        if scheduler is None:  # a local cluster of worker processes, one per core
-            from dask.distributed import LocalCluster
-
-            cluster = LocalCluster(dashboard_address=None, threads_per_worker=1)  # type: ignore[no-untyped-call]
-        try:
-            with Store(store) as db, DaskExecutor(scheduler, cluster=cluster) as ex:
-                results = run_assignments(chosen, agent, db, seed, control_list, ex, options)
-        finally:
-            if cluster is not None:
-                cluster.close()
-    elif max_concurrency > 1:
-        from labreplay.execute import ThreadedExecutor
-        from labreplay.suites.campaign.execute import run_assignments
-
-        with Store(store) as db, ThreadedExecutor(max_concurrency) as threads:
-            results = run_assignments(chosen, agent, db, seed, control_list, threads, options)
+        workers = max_concurrency if max_concurrency > 1 else None
+        with Store(store) as db, open_executor(executor, scheduler, workers) as ex:
+            results = run_assignments(chosen, agent, db, seed, control_list, ex, options)
     else:
         results = []
         with Store(store) as db, progress_bar("campaigns", len(chosen)) as bar:

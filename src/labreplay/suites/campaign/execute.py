@@ -1,7 +1,8 @@
 """Campaign work units: one assignment's three branches, computed without a store.
 
-The driver builds one unit per assignment, skips units whose runs are already complete in the
-store, sends the rest to the executor and writes each returned branch with `persist_branch`.
+One `Unit` per assignment for the shared driver (`labreplay.execute.driver.run_units`): it
+skips units whose runs are already complete in the store, sends the rest to the executor and
+writes each returned branch with `persist_branch`.
 The stored rows are the same as those of `run_assignment(spec, ..., store)` in-process: same run
 ids, events, trajectory hashes and scores.
 """
@@ -9,13 +10,16 @@ ids, events, trajectory hashes and scores.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from labreplay._hashing import sha256_json
+from labreplay.agents.base import Agent, ResponseCache
 from labreplay.compile.spec import EnvironmentSpec, spec_from_text
-from labreplay.execute.base import Executor, InProcessExecutor, WorkUnit
+from labreplay.execute.base import Executor
+from labreplay.execute.driver import Unit, run_units
 from labreplay.store.sqlite import Store, run_key
-from labreplay.suites.campaign.runner import BranchResult
+from labreplay.suites.campaign.runner import AgentFactory, BranchResult
 
 BRANCH_ORDER = ("adaptive", "random", "no-evidence")
 
@@ -26,16 +30,25 @@ def compute_assignment(
     agent_options: Mapping[str, Any],
     seed: int,
     controls: tuple[str, ...],
+    cache: ResponseCache | None = None,
 ) -> dict[str, BranchResult]:
     """The work unit. Runs anywhere the package is installed: the spec travels as its hashed
-    file text (verified on arrival) and the agent is rebuilt from its name and options."""
+    file text (verified on arrival) and the agent is rebuilt from its name and options. LLM
+    agents answer completed calls from `cache` (the driver's snapshot of the store's cache)."""
     from labreplay.suites.campaign.api import agent_factory
     from labreplay.suites.campaign.runner import run_assignment_branches
 
     spec = spec_from_text(spec_text, origin="work unit")
-    return run_assignment_branches(
-        spec, agent_factory(agent_name, **agent_options), None, seed, controls
-    )
+    make = agent_factory(agent_name, **agent_options)
+
+    def make_cached() -> Agent:
+        agent = make()
+        bind = getattr(agent, "bind_store", None)
+        if cache is not None and callable(bind):
+            bind(cache)
+        return agent
+
+    return run_assignment_branches(spec, make_cached, None, seed, controls)
 
 
 def unit_key(
@@ -69,11 +82,6 @@ def run_assignments(
     summaries of `run_assignment`, in spec order. Resumable: finished assignments are read
     back from the store, not recomputed."""
     from labreplay.suites.campaign.api import agent_factory
-    from labreplay.suites.campaign.runner import (
-        assignment_summary,
-        persist_branch,
-        run_assignment_branches,
-    )
 
     options = dict(agent_options or {})
     controls = tuple(c for c in BRANCH_ORDER[1:] if c in controls)
@@ -81,43 +89,65 @@ def run_assignments(
     probe = make()  # name, params, model and endpoint as the runs will record them
     name, params = probe.name, probe.params()
     model, endpoint = getattr(probe, "model", None), getattr(probe, "endpoint", None)
-    summaries: dict[str, dict[str, Any]] = {}
-    units: list[WorkUnit] = []
-    spec_of_unit: dict[str, EnvironmentSpec] = {}
+    units: dict[str, Unit] = {}
     for spec in specs:
-        branches = ("adaptive", *controls)
-        run_ids = [run_key(spec.spec_hash, name, params, seed, b) for b in branches]
         key = unit_key(spec, name, params, seed, controls)
-        if key in spec_of_unit:
+        if key in units:
             continue  # the same spec twice: one unit
-        spec_of_unit[key] = spec
-        if _complete(store, run_ids):
-            # Read back (no recomputation): run_branch returns stored complete runs as they are.
-            summaries[key] = assignment_summary(
-                spec, run_assignment_branches(spec, make, store, seed, controls)
-            )
-            continue
-        units.append(
-            WorkUnit(
-                key, compute_assignment, (spec.to_file_text(), agent_name, options, seed, controls)
-            )
+        units[key] = Unit(
+            key,
+            partial(compute_assignment, spec.to_file_text(), agent_name, options, seed, controls),
+            partial(_persist, spec, controls, name, params, seed, model, endpoint),
+            partial(_stored, spec, make, controls, name, params, seed),
+            uses_llm=model is not None,
         )
-    runner = executor if executor is not None else InProcessExecutor()
-    for key, computed in runner.run(units):
-        spec = spec_of_unit[key]
-        adaptive_id = run_key(spec.spec_hash, name, params, seed, "adaptive")
-        written: dict[str, BranchResult] = {}
-        for branch in ("adaptive", *controls):
-            written[branch] = persist_branch(
-                store,
-                spec,
-                computed[branch],
-                name,
-                params,
-                seed,
-                parent_run_id=None if branch == "adaptive" else adaptive_id,
-                model=model,
-                endpoint=endpoint,
-            )
-        summaries[key] = assignment_summary(spec, written)
-    return [summaries[k] for k in spec_of_unit]
+    return run_units("campaign", list(units.values()), store, executor)
+
+
+def _stored(
+    spec: EnvironmentSpec,
+    make: AgentFactory,
+    controls: tuple[str, ...],
+    name: str,
+    params: Mapping[str, Any],
+    seed: int,
+    store: Store,
+) -> dict[str, Any] | None:
+    """A finished assignment read back from the store (no recomputation), else None."""
+    from labreplay.suites.campaign.runner import assignment_summary, run_assignment_branches
+
+    run_ids = [run_key(spec.spec_hash, name, params, seed, b) for b in ("adaptive", *controls)]
+    if not _complete(store, run_ids):
+        return None
+    # run_branch returns stored complete runs as they are
+    return assignment_summary(spec, run_assignment_branches(spec, make, store, seed, controls))
+
+
+def _persist(
+    spec: EnvironmentSpec,
+    controls: tuple[str, ...],
+    name: str,
+    params: Mapping[str, Any],
+    seed: int,
+    model: str | None,
+    endpoint: str | None,
+    store: Store,
+    computed: Mapping[str, BranchResult],
+) -> dict[str, Any]:
+    from labreplay.suites.campaign.runner import assignment_summary, persist_branch
+
+    adaptive_id = run_key(spec.spec_hash, name, params, seed, "adaptive")
+    written: dict[str, BranchResult] = {}
+    for branch in ("adaptive", *controls):
+        written[branch] = persist_branch(
+            store,
+            spec,
+            computed[branch],
+            name,
+            params,
+            seed,
+            parent_run_id=None if branch == "adaptive" else adaptive_id,
+            model=model,
+            endpoint=endpoint,
+        )
+    return assignment_summary(spec, written)

@@ -16,6 +16,7 @@ from labreplay._hashing import canonical_json
 from labreplay.agents.base import Agent, drain_calls
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import StoreError
+from labreplay.runtime.recorder import Recorder
 from labreplay.scoring.curves import acceleration_factor, first_passage, sustained_passage
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.controls import (
@@ -40,30 +41,6 @@ class BranchResult:
     # Model-call records of the branch, so a result computed without a store (on a worker)
     # can still be persisted by the driver with its call log.
     calls: list[Any] = field(default_factory=list)
-
-
-class _Persist:
-    """Writes each new event once; verifies recomputed events against a stored prefix."""
-
-    def __init__(self, store: Store | None, run_id: str) -> None:
-        self.store, self.run_id = store, run_id
-        self.stored = store.events(run_id) if store else []
-        self.written = 0
-
-    def push(self, events: list[dict[str, Any]]) -> None:
-        if self.store is None:
-            return
-        new = events[self.written :]
-        for e in new:
-            if e["seq"] < len(self.stored) and self.stored[e["seq"]]["hash"] != e["hash"]:
-                raise StoreError(
-                    f"run {self.run_id}: recomputed event {e['seq']} differs from the stored "
-                    "one (non-deterministic agent or changed code); rerun with --restart"
-                )
-        to_write = [e for e in new if e["seq"] >= len(self.stored)]
-        if to_write:
-            self.store.append_events(self.run_id, to_write)
-        self.written = len(events)
 
 
 def _open_run(
@@ -136,7 +113,7 @@ def run_branch(
     env = CampaignEnv(spec)
     env.reset(seed)
     agent.reset(seed)
-    persist = _Persist(store, run_id)
+    recorder = Recorder(spec.spec_hash, store, run_id, batch=64, trajectory=env.trajectory)
     calls: list[Any] = []
 
     def checkpoint(
@@ -146,7 +123,7 @@ def run_branch(
         response = given if given is not None else agent.forecast(snapshot)
         payload = env.submit_checkpoint(response, t, previous, snapshot["state_hash"])
         calls.extend(drain_calls(agent))
-        persist.push(env.trajectory.events)
+        recorder.sync()
         return dict(payload["forecasts"])
 
     last = checkpoint(0, None, initial_forecast)
@@ -160,7 +137,7 @@ def run_branch(
             # A matched control could not follow its adaptive schedule here: declared, counted.
             env.trajectory.append("control", {"departure": departure})
         streak = 0 if result.accepted else streak + 1
-        persist.push(env.trajectory.events)
+        recorder.sync()
         if result.checkpoint_due:
             last = checkpoint(len(env.closed_order), last)
         if streak >= max_invalid_streak and not env.done:
@@ -169,25 +146,24 @@ def run_branch(
             env.stopped = True
             env.phase = "done"
     env.end("stopped" if env.stopped else "budget")
-    persist.push(env.trajectory.events)
+    recorder.sync()
     events = env.trajectory.events
     metrics = branch_metrics(events, spec.body)
     if store is not None:
-        _finish(store, run_id, metrics, events, env.n_invalid, calls)
+        _finish(recorder, metrics, events, env.n_invalid, calls)
     return BranchResult(run_id, branch, events, metrics, env.trajectory.head, calls)
 
 
 def _finish(
-    store: Store,
-    run_id: str,
+    recorder: Recorder,
     metrics: Mapping[str, Any],
     events: Sequence[Mapping[str, Any]],
     n_invalid: int,
     calls: Sequence[Any],
 ) -> None:
     """Scores, call log and the `complete` mark of a finished branch."""
-    if calls:
-        store.record_llm_calls(run_id, [{**c, "call_index": i} for i, c in enumerate(calls)])
+    assert recorder.store is not None
+    recorder.log_calls(calls)
     scalar = {
         k: (float(v) if v is not None else None)
         for k, v in metrics.items()
@@ -196,14 +172,14 @@ def _finish(
     closed: list[str] = next(
         (e["payload"].get("closed", []) for e in events if e["kind"] == "end"), []
     )
-    store.put_scores(
-        run_id,
+    recorder.flush()
+    recorder.store.put_forecasts(recorder.run_id, forecast_rows(events))
+    recorder.finish(
+        "complete",
+        {"head_hash": events[-1]["hash"], "invalid_actions": n_invalid},
         scalar,
         {"curve": metrics["curve"], "movements": metrics["movements"], "closed": closed},
     )
-    store.put_forecasts(run_id, forecast_rows(events))
-    head_hash = events[-1]["hash"]
-    store.finish_run(run_id, "complete", {"head_hash": head_hash, "invalid_actions": n_invalid})
 
 
 def forecast_rows(events: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, int | None, Any]]:
@@ -264,12 +240,11 @@ def persist_branch(
                 "(non-deterministic agent or changed code); rerun with --restart"
             )
         return BranchResult(run_id, result.branch, stored, result.metrics, result.head_hash)
-    persist = _Persist(store, run_id)
-    persist.push(result.events)
+    recorder = Recorder(spec.spec_hash, store, run_id, batch=len(result.events) + 1)
+    recorder.take(result.events)
     end = result.events[-1]["payload"] if result.events else {}
     _finish(
-        store,
-        run_id,
+        recorder,
         result.metrics,
         result.events,
         int(end.get("invalid_actions", result.metrics["invalid_actions"])),

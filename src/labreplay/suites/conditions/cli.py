@@ -8,7 +8,16 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from labreplay.cli._common import DataDirOption, JsonOption, console, print_json, progress_bar
+from labreplay.cli._common import (
+    DataDirOption,
+    ExecutorOption,
+    JsonOption,
+    SchedulerOption,
+    WorkersOption,
+    console,
+    print_json,
+    progress_bar,
+)
 from labreplay.errors import LabreplayError
 
 app = typer.Typer(
@@ -140,17 +149,25 @@ def run_cmd(
     store: Path = typer.Option(..., "--store", help="Results store (SQLite)."),
     seed: int = typer.Option(0, "--seed"),
     model: str | None = typer.Option(None, "--model", help="Model name for --agent llm."),
+    executor: str = ExecutorOption,
+    scheduler: str | None = SchedulerOption,
+    workers: int | None = WorkersOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Answer every question with one agent, score, and store the run (resumes if interrupted)."""
+    from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
+    from labreplay.suites.conditions.execute import run_questions
     from labreplay.suites.conditions.questions import load_questions
-    from labreplay.suites.conditions.runner import run_agent
 
     qs = load_questions(questions)
-    built = _agent(agent, qs, seed, model)
-    with Store(store) as db, progress_bar("answering", len(qs), enabled=not json_out) as bar:
-        result = run_agent(db, questions, qs, built, seed, progress=bar.advance)
+    built = _agent(agent, qs, seed, model)  # checks the agent name before anything runs
+    with (
+        Store(store) as db,
+        open_executor(executor, scheduler, workers) as ex,
+        progress_bar("answering", len(qs), enabled=not json_out) as bar,
+    ):
+        result = run_questions(db, questions, agent, seed, model, ex, progress=bar.advance)
     if json_out:
         print_json(result)
         return

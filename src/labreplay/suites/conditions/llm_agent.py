@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from labreplay.agents.base import CallRecord
+from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
 from labreplay.agents.llm_prompts import (
@@ -21,7 +21,6 @@ from labreplay.agents.llm_prompts import (
 )
 from labreplay.agents.llm_protocol import StructuredMode, public_endpoint
 from labreplay.errors import AgentError
-from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.prompts import render_prompt
 
 QuestionRenderer = Callable[[Mapping[str, Any]], str]
@@ -55,7 +54,7 @@ class LLMQuestionAgent:
         extra = {"max_concurrency": self.concurrent.max_concurrency} if self.concurrent else {}
         return {**self.client.params(), **extra, "prompt_version": PROMPT_VERSION}
 
-    def bind_store(self, store: Store | None) -> None:
+    def bind_store(self, store: ResponseCache | None) -> None:
         self.client.cache = store
         if self.concurrent is not None:
             self.concurrent.cache = store
@@ -105,7 +104,7 @@ def make_question_agent(
     max_retries: int = 4,
     max_repairs: int = 2,
     structured: StructuredMode = "auto",
-    store: Store | None = None,
+    store: ResponseCache | None = None,
     render: QuestionRenderer | None = None,
 ) -> LLMQuestionAgent:
     """Build a question agent from `openai:MODEL` (`render` defaults to the suite's prompt)."""

@@ -1,61 +1,54 @@
 """Run a question agent over a question file and keep everything in the results store.
 
 One run per (question-file sha256 as the spec, agent + params, seed). Each answer is an
-event (raw answer, parsed answer, per-question scores) in a hash chain; events are written in
-batches, so a killed run resumes after its last stored batch. Run-level metrics go to `scores`.
+event (raw answer, parsed answer, per-question scores) recorded through the shared recorder
+(one hash chain bound to the question file's `EnvironmentSpec`); events are written in batches,
+so a killed run resumes after its last stored batch. Run-level metrics go to `scores`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from labreplay._hashing import canonical_json, sha256_file
+from labreplay._hashing import sha256_file
 from labreplay.agents.base import drain_calls
+from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import AgentError
+from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
 from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import QuestionAgent
 from labreplay.suites.conditions.prompts import normalise_answer
 from labreplay.suites.conditions.questions import agent_view
-from labreplay.suites.conditions.scoring import answer_key, score_answer
+from labreplay.suites.conditions.scoring import AnswerKey, answer_key, score_answer
 from labreplay.suites.conditions.summary import headline, spearman_yield_only, summarise
 
 SUITE = "conditions"
 PROTOCOL = "rxnoptbench-questions"
-GENESIS = "0" * 64
+PROTOCOL_VERSION = "1"
 BATCH = 500
 
 
-def _event(seq: int, prev: str, payload: dict[str, Any]) -> dict[str, Any]:
-    # Plain sorted-key JSON is enough here (payloads hold ints, short strings and scores that
-    # were computed deterministically) and is several times faster than canonical_json.
-    body = json.dumps(
-        {"seq": seq, "kind": "answer", "payload": payload, "prev_hash": prev},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
-    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
-    return {"seq": seq, "kind": "answer", "payload": payload, "prev_hash": prev, "hash": digest}
+def question_spec(questions_path: Path, questions: Sequence[Mapping[str, Any]]) -> EnvironmentSpec:
+    """The run spec of a question file: its sha256, size and the compile specs behind it."""
+    body = {
+        "kind": "conditions-question-file",
+        "file": questions_path.name,
+        "sha256": sha256_file(questions_path),
+        "n_questions": len(questions),
+        "compile_spec_hashes": sorted({str(q["meta"].get("spec_hash", "")) for q in questions}),
+    }
+    return EnvironmentSpec(SUITE, PROTOCOL, PROTOCOL_VERSION, questions_path.name, body)
 
 
 def register_questions(
     store: Store, questions_path: Path, questions: Sequence[Mapping[str, Any]]
 ) -> str:
-    """Store the question file as the run spec; its sha256 is the spec hash."""
-    digest = sha256_file(questions_path)
-    body = {
-        "kind": "conditions-question-file",
-        "file": questions_path.name,
-        "sha256": digest,
-        "n_questions": len(questions),
-        "compile_spec_hashes": sorted({str(q["meta"].get("spec_hash", "")) for q in questions}),
-    }
-    store.put_spec(SUITE, PROTOCOL, questions_path.name, digest, canonical_json(body))
-    return digest
+    """Store the question file's spec; returns its spec hash."""
+    spec = question_spec(questions_path, questions)
+    store.put_spec(SUITE, PROTOCOL, spec.spec_id, spec.spec_hash, spec.to_file_text())
+    return spec.spec_hash
 
 
 def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -82,26 +75,71 @@ def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[
                 yield {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def _flush(
+def answer_payload(
+    question: Mapping[str, Any], key: AnswerKey, raw: Mapping[str, Any]
+) -> dict[str, Any]:
+    """One answer event: the raw answer, its parsed form and its per-question scores."""
+    view = agent_view(question)
+    parsed = normalise_answer(raw, view) if "error" not in raw else {"invalid": raw["error"]}
+    return {
+        "question_id": question["id"],
+        "raw": raw,
+        "answer": parsed,
+        "result": score_answer(key, parsed),
+    }
+
+
+def open_question_run(
     store: Store,
-    run_id: str,
-    events: list[dict[str, Any]],
+    questions_path: Path,
+    questions: Sequence[Mapping[str, Any]],
     agent: QuestionAgent,
-    calls_seen: int,
-    progress: Callable[[int], None] | None,
-) -> int:
-    """Write a batch of answer events and the model calls behind them; returns the call count."""
-    if events:
-        store.append_events(run_id, events)
-    calls = drain_calls(agent)
-    for c in calls:
-        c["call_index"] = calls_seen
-        calls_seen += 1
-    if calls:
-        store.record_llm_calls(run_id, calls)
-    if progress and events:
-        progress(len(events))
-    return calls_seen
+    seed: int,
+) -> tuple[Recorder, dict[str, Any] | None]:
+    """The run's recorder (resumed onto its verified stored answers) and, if the run is
+    already complete, its stored summary."""
+    spec = question_spec(questions_path, questions)
+    params = agent.params()
+    header = RunHeader(
+        spec,
+        "main",
+        agent.name,
+        params,
+        seed,
+        model=params.get("model"),
+        endpoint=params.get("endpoint") or params.get("base_url"),
+        extra_provenance={"question_file_sha256": spec.body["sha256"]},
+    )
+    recorder = open_recorder(store, header, batch=BATCH)
+    info = store.run(recorder.run_id)
+    if recorder.existed and info.status == "complete":
+        return recorder, {
+            "run_id": recorder.run_id,
+            "resumed": False,
+            "cached": True,
+            **(info.summary or {}),
+        }
+    recorder.resume()
+    return recorder, None
+
+
+def answered(recorder: Recorder) -> dict[str, dict[str, Any]]:
+    """question id -> stored per-question result, for every answer recorded so far."""
+    return {e["payload"]["question_id"]: e["payload"]["result"] for e in recorder.events}
+
+
+def finish_question_run(
+    recorder: Recorder, questions: Sequence[Mapping[str, Any]], seed: int
+) -> dict[str, Any]:
+    """Score every recorded answer, store the scores and mark the run complete."""
+    results_by_id = answered(recorder)
+    results = [results_by_id[q["id"]] for q in questions]
+    summary = summarise([answer_key(q) for q in questions], results, seed)
+    flat = headline(summary)
+    # The full summary (per type, per dataset, lifts with intervals) rides along as the detail
+    # of a value-less "summary" row, so reports can read it from the store alone.
+    recorder.finish("complete", flat, {**flat, "summary": None}, {"summary": summary})
+    return {"run_id": recorder.run_id, "resumed": recorder.existed, "cached": False, **flat}
 
 
 def run_agent(
@@ -113,61 +151,20 @@ def run_agent(
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Answer every question (resuming a partial run), score, store; return the summary."""
-    spec_hash = register_questions(store, questions_path, questions)
-    params = agent.params()
-    run_id, existed = store.open_run(
-        suite=SUITE,
-        spec_hash=spec_hash,
-        spec_id=questions_path.name,
-        branch="main",
-        agent=agent.name,
-        agent_params=params,
-        seed=seed,
-        model=params.get("model"),
-        endpoint=params.get("endpoint") or params.get("base_url"),
-        extra_provenance={"question_file_sha256": spec_hash},
-    )
-    if existed and store.run(run_id).status == "complete":
-        return {
-            "run_id": run_id,
-            "resumed": False,
-            "cached": True,
-            **(store.run(run_id).summary or {}),
-        }
-    done = store.events(run_id) if existed else []
-    prev = done[-1]["hash"] if done else GENESIS
-    results_by_id = {e["payload"]["question_id"]: e["payload"]["result"] for e in done}
-    keys = [answer_key(q) for q in questions]
-    pending: list[dict[str, Any]] = []
-    seq = len(done)
-    calls_seen = 0
-    todo = [
-        (q, key) for q, key in zip(questions, keys, strict=True) if q["id"] not in results_by_id
-    ]
-    raws = _answers(agent, [agent_view(q) for q, _ in todo])
-    for (q, key), raw in zip(todo, raws, strict=True):
-        view = agent_view(q)
-        parsed = normalise_answer(raw, view) if "error" not in raw else {"invalid": raw["error"]}
-        # Round-trip through the store's canonical form (12 significant digits), so a resumed
-        # run, which reads earlier results back from the store, sums exactly the same numbers.
-        result = json.loads(canonical_json(score_answer(key, parsed)))
-        payload = {"question_id": q["id"], "raw": raw, "answer": parsed, "result": result}
-        event = _event(seq, prev, payload)
-        pending.append(event)
-        prev, seq = event["hash"], seq + 1
-        results_by_id[q["id"]] = result
-        if len(pending) >= BATCH:
-            calls_seen = _flush(store, run_id, pending, agent, calls_seen, progress)
-            pending = []
-    _flush(store, run_id, pending, agent, calls_seen, progress)
-    results = [results_by_id[q["id"]] for q in questions]
-    summary = summarise(keys, results, seed)
-    flat = headline(summary)
-    # The full summary (per type, per dataset, lifts with intervals) rides along as the detail
-    # of a value-less "summary" row, so reports can read it from the store alone.
-    store.put_scores(run_id, {**flat, "summary": None}, {"summary": summary})
-    store.finish_run(run_id, "complete", flat)
-    return {"run_id": run_id, "resumed": existed, "cached": False, **flat}
+    recorder, finished = open_question_run(store, questions_path, questions, agent, seed)
+    if finished is not None:
+        return finished
+    done = answered(recorder)
+    todo = [q for q in questions if q["id"] not in done]
+    raws = _answers(agent, [agent_view(q) for q in todo])
+    for i, (q, raw) in enumerate(zip(todo, raws, strict=True)):
+        recorder.append("answer", answer_payload(q, answer_key(q), raw))
+        if (i + 1) % BATCH == 0 or i + 1 == len(todo):
+            recorder.log_calls(drain_calls(agent))
+            recorder.flush()
+            if progress:
+                progress((i % BATCH) + 1)
+    return finish_question_run(recorder, questions, seed)
 
 
 def leaderboard(store: Store) -> dict[str, Any]:

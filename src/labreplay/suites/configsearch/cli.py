@@ -7,7 +7,16 @@ from typing import Any
 
 import typer
 
-from labreplay.cli._common import DataDirOption, JsonOption, console, print_json, progress_bar
+from labreplay.cli._common import (
+    DataDirOption,
+    ExecutorOption,
+    JsonOption,
+    SchedulerOption,
+    WorkersOption,
+    console,
+    print_json,
+    progress_bar,
+)
 
 app = typer.Typer(
     help="Search OOD benchmark configurations (r, n, s) of materials-property "
@@ -63,15 +72,23 @@ def sweep_cmd(
     data_dir: Path | None = DataDirOption,
     n_total: int = NTotalOption,
     n_ood: int = NOodOption,
+    executor: str = ExecutorOption,
+    scheduler: str | None = SchedulerOption,
+    workers: int | None = WorkersOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """Exhaustive sweep of one model over every configuration (resumable)."""
+    """Exhaustive sweep of one model over every configuration (resumable). On threads or Dask,
+    one work unit per (r, n) training set."""
+    from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
 
     with Store(store) as db:
         campaign = _campaign(data_dir, task, db, n_total, n_ood)
-        with progress_bar(f"sweep {task} {model}", len(campaign.feasible), not json_out) as bar:
-            run_id, _ = campaign.sweep(model, bar)
+        with (
+            open_executor(executor, scheduler, workers) as ex,
+            progress_bar(f"sweep {task} {model}", len(campaign.feasible), not json_out) as bar,
+        ):
+            run_id, _ = campaign.sweep(model, bar, None if executor == "in-process" else ex)
         summary = db.run(run_id).summary or {}
     if json_out:
         print_json({"run_id": run_id, **summary})
@@ -101,18 +118,25 @@ def run_cmd(
     data_dir: Path | None = DataDirOption,
     n_total: int = NTotalOption,
     n_ood: int = NOodOption,
+    executor: str = ExecutorOption,
+    scheduler: str | None = SchedulerOption,
+    workers: int | None = WorkersOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """A budgeted search (Algorithm 1, 2 or 3) with BO or random search."""
+    """A budgeted search (Algorithm 1, 2 or 3) with BO or random search; one work unit per
+    seed on threads or Dask."""
+    from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
+    from labreplay.suites.configsearch.execute import run_searches
 
     names = [m.strip() for m in models.split(",") if m.strip()]
     out = []
-    with Store(store) as db:
+    with Store(store) as db, open_executor(executor, scheduler, workers) as ex:
         campaign = _campaign(data_dir, task, db, n_total, n_ood)
-        for k in range(seeds):
-            run_id, _, summary = campaign.run(names, problem, method, budget, init, seed + k, gt)
-            out.append({"run_id": run_id, "seed": seed + k, **summary})
+        chosen = [seed + k for k in range(seeds)]
+        done = run_searches(campaign, names, problem, method, budget, init, chosen, gt, ex)
+        for k, (run_id, _, summary) in zip(chosen, done, strict=True):
+            out.append({"run_id": run_id, "seed": k, **summary})
     if json_out:
         print_json(out)
         return

@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._hashing import canonical_json, sha256_json
-from labreplay.errors import SpecError
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.errors import SpecError, StoreError
+from labreplay.execute.base import Executor
+from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.cache import CacheStats
 from labreplay.suites.configsearch.models import PropertyModel, build_model
@@ -33,59 +35,6 @@ from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, Config
 SUITE = "configsearch"
 PROTOCOL = "automatbench-ood"
 PROTOCOL_VERSION = 1
-GENESIS = "0" * 64
-
-
-class _Chain:
-    """Appends hash-chained events to one run, continuing an existing chain."""
-
-    def __init__(self, store: Store, run_id: str, spec_hash: str) -> None:
-        self.store, self.run_id, self.spec_hash = store, run_id, spec_hash
-        existing = store.events(run_id)
-        self.seq = len(existing)
-        self.prev = existing[-1]["hash"] if existing else GENESIS
-
-    def append(self, kind: str, payload: dict[str, Any]) -> None:
-        digest = sha256_json(
-            {
-                "prev": self.prev,
-                "seq": self.seq,
-                "kind": kind,
-                "payload": payload,
-                "spec": self.spec_hash,
-            }
-        )
-        self.store.append_events(
-            self.run_id,
-            [
-                {
-                    "seq": self.seq,
-                    "kind": kind,
-                    "payload": payload,
-                    "prev_hash": self.prev,
-                    "hash": digest,
-                }
-            ],
-        )
-        self.prev, self.seq = digest, self.seq + 1
-
-
-def verify_chain(events: Sequence[dict[str, Any]], spec_hash: str) -> bool:
-    prev = GENESIS
-    for e in events:
-        digest = sha256_json(
-            {
-                "prev": prev,
-                "seq": e["seq"],
-                "kind": e["kind"],
-                "payload": e["payload"],
-                "spec": spec_hash,
-            }
-        )
-        if e["prev_hash"] != prev or e["hash"] != digest:
-            return False
-        prev = digest
-    return True
 
 
 class ConfigSearch:
@@ -95,7 +44,7 @@ class ConfigSearch:
         self,
         data_dir: Path,
         task: str,
-        store: Store,
+        store: Store | None,
         settings: PipelineSettings | None = None,
         space: ConfigSpace | None = None,
         cache_dir: Path | None = None,
@@ -108,20 +57,33 @@ class ConfigSearch:
         points = self.space.points()
         self.infeasible = {c: r for c in points if (r := self.evaluator.infeasible_reason(c))}
         self.feasible = [c for c in points if c not in self.infeasible]
-        self.spec = {
-            "suite": SUITE,
-            "protocol": PROTOCOL,
-            "version": PROTOCOL_VERSION,
-            "pipeline": self.evaluator.provenance(),
-            "space": self.space.to_json(),
-            "space_size": len(points),
-            "feasible": len(self.feasible),
-            "infeasible_r": sorted({c.r for c in self.infeasible}),
-        }
-        self.spec_hash = sha256_json(self.spec)
-        store.put_spec(SUITE, PROTOCOL, task, self.spec_hash, canonical_json(self.spec))
+        self.environment = EnvironmentSpec(
+            SUITE,
+            PROTOCOL,
+            str(PROTOCOL_VERSION),
+            task,
+            {
+                "pipeline": self.evaluator.provenance(),
+                "space": self.space.to_json(),
+                "space_size": len(points),
+                "feasible": len(self.feasible),
+                "infeasible_r": sorted({c.r for c in self.infeasible}),
+            },
+        )
+        self.spec = {**self.environment.header(), **self.environment.body}
+        self.spec_hash = self.environment.spec_hash
+        # A worker's copy (store=None) only computes; the driver's copy stores.
+        if store is not None:
+            store.put_spec(SUITE, PROTOCOL, task, self.spec_hash, self.environment.to_file_text())
+        self.data_dir, self.cache_dir = data_dir, cache_dir
         self._models: dict[str, PropertyModel] = {}
         self._memo: dict[tuple[str, Config], Evaluation] = {}
+
+    @property
+    def _db(self) -> Store:
+        if self.store is None:
+            raise StoreError("this ConfigSearch computes only (a worker's copy has no store)")
+        return self.store
 
     @property
     def stats(self) -> CacheStats:
@@ -132,7 +94,7 @@ class ConfigSearch:
             self._models[name] = build_model(name, self.evaluator.definition.structure_based)
         return self._models[name]
 
-    def evaluate(self, model: str, config: Config, chain: _Chain | None = None) -> Evaluation:
+    def evaluate(self, model: str, config: Config, chain: Recorder | None = None) -> Evaluation:
         key = (model, config)
         if key not in self._memo:
             self._memo[key] = self.evaluator.evaluate(self.model(model), config)
@@ -143,33 +105,38 @@ class ConfigSearch:
 
     def _open(
         self, models: Sequence[str], problem: str, method: str, seed: int, params: dict[str, Any]
-    ) -> tuple[str, bool]:
-        return self.store.open_run(
-            suite=SUITE,
-            spec_hash=self.spec_hash,
-            spec_id=self.task,
-            branch=f"{problem}/{method}",
-            agent=method,
-            agent_params={"task": self.task, "models": list(models), "problem": problem, **params},
-            seed=seed,
+    ) -> Recorder:
+        # batch=1: every evaluation is minutes of model fitting, so each is stored at once.
+        header = RunHeader(
+            self.environment,
+            f"{problem}/{method}",
+            method,
+            {"task": self.task, "models": list(models), "problem": problem, **params},
+            seed,
             extra_provenance={"data": self.evaluator.provenance()["files"]},
         )
+        return open_recorder(self._db, header, batch=1)
 
     # ------------------------------------------------------------------ exhaustive sweep
     def sweep(
-        self, model: str, progress: Any = None
+        self, model: str, progress: Any = None, executor: Executor | None = None
     ) -> tuple[str, dict[tuple[str, Config], float]]:
-        """Every configuration of the space for one model; resumable from the store."""
-        run_id, _ = self._open([model], "sweep", "exhaustive", self.evaluator.settings.seed, {})
-        chain = _Chain(self.store, run_id, self.spec_hash)
-        done = self._stored_maes(run_id)
-        if chain.seq == 0:
+        """Every configuration of the space for one model; resumable from the store. With an
+        executor, one unit per (r, n) training set (`execute.sweep_on`)."""
+        chain = self._open([model], "sweep", "exhaustive", self.evaluator.settings.seed, {})
+        run_id = chain.run_id
+        done = self._maes(chain.resume())
+        if not chain.events:
             for config, reason in sorted(self.infeasible.items()):
                 chain.append("infeasible", {"config": config.to_json(), "reason": reason})
+        if executor is not None:
+            from labreplay.suites.configsearch.execute import sweep_on
+
+            sweep_on(self, model, chain, done, executor, progress)
         for config in self.feasible:
             if (model, config) not in done:
                 done[(model, config)] = self.evaluate(model, config, chain).mae
-            if progress is not None:
+            if progress is not None and executor is None:
                 progress.advance(1)
         maes = np.array([done[(model, c)] for c in self.feasible])
         ratio = float(maes.max() / maes.min()) if maes.min() > 0 else None
@@ -183,16 +150,20 @@ class ConfigSearch:
             "argmax": self.feasible[int(np.argmax(maes))].to_json(),
             "cache": self.stats.as_dict(),
         }
-        self.store.put_scores(
-            run_id,
+        chain.finish(
+            "complete",
+            summary,
             {"min_mae": float(maes.min()), "max_mae": float(maes.max()), "max_min_ratio": ratio},
         )
-        self.store.finish_run(run_id, "complete", summary)
         return run_id, done
 
     def _stored_maes(self, run_id: str) -> dict[tuple[str, Config], float]:
+        return self._maes(self._db.events(run_id))
+
+    @staticmethod
+    def _maes(events: Sequence[dict[str, Any]]) -> dict[tuple[str, Config], float]:
         out = {}
-        for e in self.store.events(run_id):
+        for e in events:
             if e["kind"] == "evaluation":
                 p = e["payload"]
                 out[
@@ -209,7 +180,7 @@ class ConfigSearch:
         """m(o, c) over the whole feasible space from stored sweeps, or None if incomplete."""
         table: dict[tuple[str, Config], float] = {}
         for model in models:
-            runs = self.store.runs(
+            runs = self._db.runs(
                 "suite=? AND spec_hash=? AND branch='sweep/exhaustive' AND status='complete'",
                 (SUITE, self.spec_hash),
             )
@@ -251,18 +222,55 @@ class ConfigSearch:
         gt: str = "reference",
     ) -> tuple[str, SearchResult, dict[str, Any]]:
         models = list(models)
+        chain, finished = self.open_search(models, problem, method, budget, init, seed, gt)
+        if finished is not None:
+            return finished
+        truth, gt_cost = self.ground_truth(models, gt) if problem == "closest" else ({}, 0)
+        events, result = self.search_events(
+            models, problem, method, budget, init, seed, gt, truth, gt_cost
+        )
+        chain.take(events)
+        return self.finish_search(chain, result, models, truth)
+
+    def open_search(
+        self,
+        models: Sequence[str],
+        problem: str,
+        method: str,
+        budget: int,
+        init: int,
+        seed: int,
+        gt: str,
+    ) -> tuple[Recorder, tuple[str, SearchResult, dict[str, Any]] | None]:
+        """The search run's recorder, or its stored result if it is complete. An unfinished
+        search is redone from scratch (cheaply, from the pipeline cache)."""
         params = {"budget": budget, "init": init, "gt": gt if problem == "closest" else None}
-        run_id, existed = self._open(models, problem, method, seed, params)
-        info = self.store.run(run_id)
-        if existed and info.status == "complete" and info.summary is not None:
-            return run_id, self._result_from_events(run_id, problem, method), info.summary
-        if existed:
-            self.store.reset_run(run_id)
-        chain = _Chain(self.store, run_id, self.spec_hash)
-        truth: dict[str, float] = {}
-        gt_cost = 0
+        chain = self._open(list(models), problem, method, seed, params)
+        info = self._db.run(chain.run_id)
+        if chain.existed and info.status == "complete" and info.summary is not None:
+            result = self._result_from_events(chain.run_id, problem, method)
+            return chain, (chain.run_id, result, info.summary)
+        if chain.existed:
+            self._db.reset_run(chain.run_id)
+            chain = self._open(list(models), problem, method, seed, params)
+        return chain, None
+
+    def search_events(
+        self,
+        models: Sequence[str],
+        problem: str,
+        method: str,
+        budget: int,
+        init: int,
+        seed: int,
+        gt: str,
+        truth: dict[str, float],
+        gt_cost: int,
+    ) -> tuple[list[dict[str, Any]], SearchResult]:
+        """Run one search without a store: its events (chained to the spec) and result."""
+        models = list(models)
+        chain = Recorder(self.spec_hash)
         if problem == "closest":
-            truth, gt_cost = self.ground_truth(models, gt)
             chain.append("ground_truth", {"gt": gt, "values": truth, "evaluations": gt_cost})
 
         def evaluate(model: str, config: Config) -> float:
@@ -285,23 +293,28 @@ class ConfigSearch:
             on_step=on_step,
         )
         result.gt_evaluations = gt_cost
-        summary = self._summarise(result, models, truth)
-        self.store.put_scores(
-            run_id,
+        return chain.events, result
+
+    def finish_search(
+        self, chain: Recorder, result: SearchResult, models: Sequence[str], truth: dict[str, float]
+    ) -> tuple[str, SearchResult, dict[str, Any]]:
+        summary = self._summarise(result, list(models), truth)
+        chain.finish(
+            "complete",
+            summary,
             {
                 k: v
                 for k, v in summary.items()
                 if isinstance(v, int | float) and not isinstance(v, bool)
             },
         )
-        self.store.finish_run(run_id, "complete", summary)
-        return run_id, result, summary
+        return chain.run_id, result, summary
 
     def _result_from_events(self, run_id: str, problem: str, method: str) -> SearchResult:
         from labreplay.suites.configsearch.search import Candidate
 
         result = SearchResult(problem, method)
-        for e in self.store.events(run_id):
+        for e in self._db.events(run_id):
             p = e["payload"]
             if e["kind"] == "ground_truth":
                 result.ground_truth = dict(p["values"])

@@ -1,0 +1,162 @@
+"""The one execution driver: `run_units(suite, units, store, executor)`.
+
+Every suite turns its work into keyed `Unit`s. The driver skips units whose results the store
+already holds, sends the rest to any executor (in-process, threads, Dask), and writes each
+result with the unit's own `persist` in submission order, so the store is written by the driver
+alone and in the same order whatever the executor.
+
+The LLM response cache is consulted in every mode: in-process the store itself is the cache
+(new responses are kept the moment they arrive); on threads and Dask workers a unit gets an
+in-memory snapshot of the store's cache, and the responses it adds come back with its result
+and are written by the driver. A resumed LLM run therefore repeats no completed call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from labreplay.agents.base import ResponseCache
+from labreplay.errors import LabreplayError
+from labreplay.execute.base import Executor, InProcessExecutor, WorkUnit, check_unique
+from labreplay.store.sqlite import Store
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+EXECUTORS = ("in-process", "threads", "dask")
+
+
+class MemoryCache:
+    """A response cache over a read-only snapshot; what is added is kept in `added`."""
+
+    def __init__(self, snapshot: Mapping[str, dict[str, Any]]) -> None:
+        self._snapshot = snapshot
+        self.added: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def cached_response(self, key: str) -> dict[str, Any] | None:
+        if key in self.added:
+            return self.added[key][1]
+        return self._snapshot.get(key)
+
+    def cache_response(self, key: str, model: str, response: Mapping[str, Any]) -> None:
+        self.added[key] = (model, dict(response))
+
+
+def _nothing_stored(store: Store) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One keyed, idempotent piece of a suite's work.
+
+    `compute(cache)` runs anywhere the package is installed and never sees the store (it must
+    be picklable for Dask: a top-level function or a functools.partial of one); `persist(store,
+    value)` runs in the driver and returns the unit's result; `stored(store)` returns the result
+    of a unit already finished in the store, or None.
+    """
+
+    key: str
+    compute: Callable[[ResponseCache | None], Any]
+    persist: Callable[[Store, Any], Any]
+    stored: Callable[[Store], Any] = _nothing_stored
+    uses_llm: bool = False
+
+
+def _compute_with_snapshot(
+    compute: Callable[[ResponseCache | None], Any], snapshot: Mapping[str, dict[str, Any]] | None
+) -> tuple[Any, dict[str, tuple[str, dict[str, Any]]]]:
+    if snapshot is None:
+        return compute(None), {}
+    cache = MemoryCache(snapshot)
+    return compute(cache), cache.added
+
+
+def _compute_with_store(
+    compute: Callable[[ResponseCache | None], Any], store: Store
+) -> tuple[Any, dict[str, tuple[str, dict[str, Any]]]]:
+    return compute(store), {}
+
+
+def run_units(
+    suite: str,
+    units: Sequence[Unit],
+    store: Store,
+    executor: Executor | None = None,
+) -> list[Any]:
+    """Run `units` of `suite` and return their results in unit order (finished units are read
+    back with `stored`, not recomputed)."""
+    check_unique([WorkUnit(u.key, _nothing_stored) for u in units])
+    runner = executor if executor is not None else InProcessExecutor()
+    results: dict[str, Any] = {}
+    todo: list[Unit] = []
+    for unit in units:
+        found = unit.stored(store)
+        if found is not None:
+            results[unit.key] = found
+        else:
+            todo.append(unit)
+    in_process = isinstance(runner, InProcessExecutor)
+    snapshot = store.cached_responses() if any(u.uses_llm for u in todo) else None
+    work = [
+        WorkUnit(u.key, _compute_with_store, (u.compute, store))
+        if in_process and u.uses_llm
+        else WorkUnit(u.key, _compute_with_snapshot, (u.compute, snapshot if u.uses_llm else None))
+        for u in todo
+    ]
+    by_key = {u.key: u for u in todo}
+    for key, (value, added) in runner.run(work):
+        for cache_key, (model, response) in added.items():
+            store.cache_response(cache_key, model, response)
+        results[key] = by_key[key].persist(store, value)
+    missing = [u.key for u in units if u.key not in results]
+    if missing:
+        raise LabreplayError(f"{suite}: executor returned no result for unit(s) {missing[:3]}")
+    return [results[u.key] for u in units]
+
+
+@contextmanager
+def open_executor(
+    name: str, scheduler: str | None = None, workers: int | None = None
+) -> Iterator[Executor]:
+    """`--executor in-process|threads|dask [--scheduler ADDR] [--workers N]` as an executor.
+
+    Dask without a scheduler address starts a LocalCluster of worker processes (one thread
+    each; `workers` of them, default one per core) and closes it afterwards.
+    """
+    if name == "in-process":
+        yield InProcessExecutor()
+        return
+    if name == "threads":
+        from labreplay.execute.base import ThreadedExecutor
+
+        with ThreadedExecutor(workers or 4) as threads:
+            yield threads
+        return
+    if name != "dask":
+        raise LabreplayError(f"--executor must be one of {', '.join(EXECUTORS)}, got {name!r}")
+    from labreplay.execute.dask_executor import DaskExecutor
+
+    cluster = None
+    if scheduler is None:
+        try:
+            from dask.distributed import LocalCluster
+        except ImportError as exc:
+            raise LabreplayError(
+                "the Dask executor needs dask.distributed: pip install 'labreplay[dist]'"
+            ) from exc
+        cluster = LocalCluster(  # type: ignore[no-untyped-call]
+            n_workers=workers, threads_per_worker=1, dashboard_address=None
+        )
+    try:
+        with DaskExecutor(scheduler, cluster=cluster) as dask:
+            yield dask
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+__all__ = ["EXECUTORS", "MemoryCache", "Unit", "open_executor", "run_units"]

@@ -1,0 +1,187 @@
+"""One recorder for every suite's runs: open, append, resume, flush, log model calls, finish.
+
+A `Recorder` owns one run's `Trajectory` (canonical JSON, hash-chained to the spec hash). With a
+store it writes events in batches (one transaction per batch) and the model calls behind them;
+without one (on an executor's worker) it keeps everything in memory; the driver then adopts
+the events into a store-backed recorder (`take`), so only the driver ever writes the store.
+
+Resuming a run starts from its stored events, verified against the spec hash first. Two modes:
+- replay (default): the run is recomputed from the start (deterministically; LLM agents answer
+  from the response cache) and each recomputed event must equal the stored one at its seq;
+  only events past the stored prefix are written;
+- continue (`resume()`): the verified prefix becomes the trajectory's start, and new events
+  chain onto it (work already done is read back from `stored`, not recomputed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.errors import StoreError
+from labreplay.runtime.trajectory import Trajectory
+from labreplay.store.sqlite import Store
+
+DEFAULT_BATCH = 500
+
+
+class Recorder:
+    def __init__(
+        self,
+        spec_hash: str,
+        store: Store | None = None,
+        run_id: str = "",
+        *,
+        batch: int = DEFAULT_BATCH,
+        trajectory: Trajectory | None = None,
+    ) -> None:
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, got {batch}")
+        self.spec_hash, self.store, self.run_id, self.batch = spec_hash, store, run_id, batch
+        self.trajectory = trajectory if trajectory is not None else Trajectory(spec_hash)
+        self.stored: list[dict[str, Any]] = store.events(run_id) if store and run_id else []
+        if self.stored:
+            try:
+                Trajectory.verify(self.stored, spec_hash)
+            except StoreError as exc:
+                raise StoreError(f"run {run_id}: stored prefix does not verify: {exc}") from exc
+        self._synced = 0
+        self._pending: list[dict[str, Any]] = []
+        self.calls: list[dict[str, Any]] = []  # every call logged (in memory, for the driver)
+        self._calls_pending: list[dict[str, Any]] = []
+        self._next_call = 0
+        self.existed = False
+
+    # ------------------------------------------------------------------ appending
+    def resume(self) -> list[dict[str, Any]]:
+        """Continue mode: later appends chain onto the verified stored prefix, and model calls
+        are numbered after the stored ones. Returns the stored events."""
+        self.trajectory.extend_verified(self.stored)
+        self._synced = len(self.stored)
+        if self.store is not None and self.run_id:
+            self._next_call = len(self.store.llm_calls(self.run_id))
+        return self.stored
+
+    def append(self, kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+        event = self.trajectory.append(kind, payload)
+        self.sync()
+        return event
+
+    def sync(self) -> None:
+        """Take the events appended to the trajectory since the last sync (an environment may
+        append to `trajectory` itself): check replayed ones, queue new ones, flush full batches."""
+        events = self.trajectory.events
+        known = len(self.stored)
+        for event in events[self._synced :]:
+            seq = event["seq"]
+            if seq < known:
+                if self.stored[seq]["hash"] != event["hash"]:
+                    raise StoreError(
+                        f"run {self.run_id}: recomputed event {seq} differs from the stored "
+                        "one (non-deterministic agent or changed code); rerun with --restart"
+                    )
+            else:
+                self._pending.append(event)
+        self._synced = len(events)
+        if len(self._pending) >= self.batch:
+            self.flush()
+
+    def take(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Adopt events recorded elsewhere (a worker's in-memory recorder) under the same spec:
+        the chain is verified, then synced like locally appended events."""
+        if self.trajectory.events:
+            raise StoreError(f"run {self.run_id}: take() needs an empty trajectory")
+        Trajectory.verify(events, self.spec_hash)
+        self.trajectory.events = [dict(e) for e in events]
+        self.sync()
+
+    def log_calls(self, calls: Iterable[Mapping[str, Any]]) -> None:
+        """Number model calls in order across the run and queue them with the next flush."""
+        for call in calls:
+            row = {**call, "call_index": self._next_call}
+            self._next_call += 1
+            self.calls.append(row)
+            self._calls_pending.append(row)
+
+    def flush(self) -> None:
+        if self.store is None:
+            self._pending, self._calls_pending = [], []
+            return
+        if self._pending:
+            texts = self.trajectory.texts
+            self.store.append_events(
+                self.run_id, self._pending, [texts.pop(e["seq"], None) for e in self._pending]
+            )
+            self._pending = []
+        if self._calls_pending:
+            self.store.record_llm_calls(self.run_id, self._calls_pending)
+            self._calls_pending = []
+
+    # ------------------------------------------------------------------ finishing
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return self.trajectory.events
+
+    @property
+    def head(self) -> str:
+        return self.trajectory.head
+
+    def finish(
+        self,
+        status: str,
+        summary: Mapping[str, Any],
+        scores: Mapping[str, float | None] | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Flush what is left, then scores and the run's final status (the `complete` mark is
+        written last, so a run killed before it resumes)."""
+        self.sync()
+        self.flush()
+        if self.store is None:
+            return
+        if scores is not None or details is not None:
+            self.store.put_scores(self.run_id, scores or {}, details)
+        self.store.finish_run(self.run_id, status, summary)
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    """Everything that identifies and describes a run row (its id is derived from it)."""
+
+    spec: EnvironmentSpec
+    branch: str
+    agent: str
+    agent_params: Mapping[str, Any]
+    seed: int
+    model: str | None = None
+    endpoint: str | None = None
+    parent_run_id: str | None = None
+    extra_provenance: Mapping[str, Any] = field(default_factory=dict)
+
+
+def open_recorder(store: Store, header: RunHeader, *, batch: int = DEFAULT_BATCH) -> Recorder:
+    """Store the spec (file form, so it re-verifies), open or find the run, and return its
+    recorder (`existed` tells a resume)."""
+    spec = header.spec
+    store.put_spec(spec.suite, spec.protocol, spec.spec_id, spec.spec_hash, spec.to_file_text())
+    run_id, existed = store.open_run(
+        suite=spec.suite,
+        spec_hash=spec.spec_hash,
+        spec_id=spec.spec_id,
+        branch=header.branch,
+        agent=header.agent,
+        agent_params=header.agent_params,
+        seed=header.seed,
+        model=header.model,
+        endpoint=header.endpoint,
+        parent_run_id=header.parent_run_id,
+        extra_provenance={"spec_hash": spec.spec_hash, **header.extra_provenance},
+    )
+    recorder = Recorder(spec.spec_hash, store, run_id, batch=batch)
+    recorder.existed = existed
+    return recorder
+
+
+__all__ = ["DEFAULT_BATCH", "Recorder", "RunHeader", "open_recorder"]

@@ -1,0 +1,144 @@
+"""Conditions runs on any executor: one `Unit` per batch of questions for the shared driver.
+
+A unit answers and scores its batch wherever it runs (in-process, a thread, a Dask worker); the
+worker reads the question file itself (its sha256 is checked on arrival, so a worker never
+answers a different file) and rebuilds the agent from its name. The driver appends the returned
+answer events to the run's one recorder in question order, so the stored run is identical
+whatever the executor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache, partial
+from pathlib import Path
+from typing import Any
+
+from labreplay._hashing import sha256_file
+from labreplay.agents.base import ResponseCache, drain_calls
+from labreplay.errors import DataError
+from labreplay.execute.base import Executor
+from labreplay.execute.driver import Unit, run_units
+from labreplay.runtime.recorder import Recorder
+from labreplay.store.sqlite import Store
+from labreplay.suites.conditions.agents import QuestionAgent, reference_agent
+from labreplay.suites.conditions.questions import agent_view, load_questions
+from labreplay.suites.conditions.runner import (
+    BATCH,
+    _answers,
+    answer_payload,
+    answered,
+    finish_question_run,
+    open_question_run,
+)
+from labreplay.suites.conditions.scoring import answer_key
+
+
+@lru_cache(maxsize=4)
+def _questions(path: str, sha256: str) -> tuple[dict[str, Any], ...]:
+    found = sha256_file(Path(path))
+    if found != sha256:
+        raise DataError(f"question file {path}: sha256 {found[:16]}... is not the run's {sha256}")
+    return tuple(load_questions(Path(path)))
+
+
+@lru_cache(maxsize=4)
+def _reference(path: str, sha256: str, name: str, seed: int) -> QuestionAgent:
+    return reference_agent(name, _questions(path, sha256), seed)
+
+
+def build_agent(
+    name: str,
+    questions: Sequence[Mapping[str, Any]],
+    seed: int,
+    model: str | None = None,
+    cache: ResponseCache | None = None,
+) -> QuestionAgent:
+    """`random`, `ranker` or `llm` (with `model`), LLM agents answering from `cache`."""
+    if name == "llm":
+        from labreplay.suites.conditions.llm_agent import conditions_agent
+
+        agent = conditions_agent(model=model, seed=seed)
+        agent.bind_store(cache)
+        return agent
+    return reference_agent(name, questions, seed)
+
+
+def answer_batch(
+    path: str,
+    sha256: str,
+    name: str,
+    model: str | None,
+    seed: int,
+    ids: Sequence[str],
+    cache: ResponseCache | None = None,
+) -> dict[str, Any]:
+    """The work unit: answer events (payloads) of `ids`, in order, and the model calls made."""
+    questions = _questions(path, sha256)
+    if name == "llm":
+        agent = build_agent(name, questions, seed, model, cache)
+    else:
+        agent = _reference(path, sha256, name, seed)
+    by_id = {q["id"]: q for q in questions}
+    chosen = [by_id[i] for i in ids]
+    raws = _answers(agent, [agent_view(q) for q in chosen])
+    payloads = [answer_payload(q, answer_key(q), raw) for q, raw in zip(chosen, raws, strict=True)]
+    return {"payloads": payloads, "calls": drain_calls(agent)}
+
+
+def _record(
+    recorder: Recorder,
+    progress: Callable[[int], None] | None,
+    store: Store,
+    value: Mapping[str, Any],
+) -> int:
+    for payload in value["payloads"]:
+        recorder.append("answer", payload)
+    recorder.log_calls(value["calls"])
+    recorder.flush()
+    if progress:
+        progress(len(value["payloads"]))
+    return len(value["payloads"])
+
+
+def run_questions(
+    store: Store,
+    questions_path: Path,
+    name: str,
+    seed: int,
+    model: str | None = None,
+    executor: Executor | None = None,
+    progress: Callable[[int], None] | None = None,
+    batch: int = BATCH,
+) -> dict[str, Any]:
+    """Answer a question file with agent `name` on `executor` (default in-process), `batch`
+    questions per unit; resumes."""
+    questions = load_questions(questions_path)
+    sha256 = sha256_file(questions_path)
+    path = str(questions_path.resolve())
+    probe = (
+        build_agent(name, questions, seed, model)
+        if name == "llm"
+        else _reference(path, sha256, name, seed)
+    )
+    recorder, finished = open_question_run(store, questions_path, questions, probe, seed)
+    if finished is not None:
+        return finished
+    done = answered(recorder)
+    todo = [q["id"] for q in questions if q["id"] not in done]
+    if progress and done:
+        progress(len(done))
+    units = [
+        Unit(
+            f"{recorder.run_id}:{todo[i]}:{len(todo[i : i + batch])}",
+            partial(answer_batch, path, sha256, name, model, seed, todo[i : i + batch]),
+            partial(_record, recorder, progress),
+            uses_llm=name == "llm",
+        )
+        for i in range(0, len(todo), batch)
+    ]
+    run_units("conditions", units, store, executor)
+    return finish_question_run(recorder, questions, seed)
+
+
+__all__ = ["answer_batch", "build_agent", "run_questions"]

@@ -1,0 +1,165 @@
+"""Configsearch on any executor, through the shared driver (`labreplay.execute.driver`).
+
+Sweep: one unit per (r, n) training set evaluates every s of it, so each fold fit is made by
+exactly one worker (fits are cached by model, r and n); the t-SNE embedding each r needs is
+computed first, one unit per r, so two workers never embed the same sample. Search: one unit
+per seed (a search is sequential). Workers rebuild the evaluator from the data directory and
+share the on-disk pipeline cache when they share a filesystem; the driver appends the returned
+evaluations and steps to the run's recorder in the in-process order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache, partial
+from pathlib import Path
+from typing import Any
+
+from labreplay.agents.base import ResponseCache
+from labreplay.execute.base import Executor
+from labreplay.execute.driver import Unit, run_units
+from labreplay.runtime.recorder import Recorder
+from labreplay.store.sqlite import Store
+from labreplay.suites.configsearch.pipeline import PipelineSettings
+from labreplay.suites.configsearch.runner import ConfigSearch
+from labreplay.suites.configsearch.search import SearchResult
+from labreplay.suites.configsearch.space import Config, ConfigSpace
+
+
+@lru_cache(maxsize=2)
+def _worker_copy(
+    data_dir: str, task: str, settings: PipelineSettings, space: ConfigSpace, cache_dir: str
+) -> ConfigSearch:
+    return ConfigSearch(Path(data_dir), task, None, settings, space, Path(cache_dir))
+
+
+def _setup(campaign: ConfigSearch) -> tuple[str, str, PipelineSettings, ConfigSpace, str]:
+    return (
+        str(campaign.data_dir),
+        campaign.task,
+        campaign.evaluator.settings,
+        campaign.space,
+        str(campaign.evaluator.root),
+    )
+
+
+def embed_unit(
+    setup: tuple[str, str, PipelineSettings, ConfigSpace, str],
+    r: float,
+    cache: ResponseCache | None = None,
+) -> float:
+    _worker_copy(*setup).evaluator.embedding(r)
+    return r
+
+
+def sweep_unit(
+    setup: tuple[str, str, PipelineSettings, ConfigSpace, str],
+    model: str,
+    configs: Sequence[tuple[float, int, int]],
+    cache: ResponseCache | None = None,
+) -> list[dict[str, Any]]:
+    """Evaluations (as stored) of `model` on `configs`, which share one training set."""
+    copy = _worker_copy(*setup)
+    return [copy.evaluate(model, Config(*c)).to_json() for c in configs]
+
+
+def _keep(store: Store, value: Any) -> Any:
+    return value
+
+
+def _append_evaluations(
+    chain: Recorder,
+    done: dict[tuple[str, Config], float],
+    model: str,
+    progress: Any,
+    store: Store,
+    evaluations: list[dict[str, Any]],
+) -> int:
+    for payload in evaluations:
+        chain.append("evaluation", payload)
+        c = payload["config"]
+        done[(model, Config(float(c["r"]), int(c["n"]), int(c["s"])))] = float(payload["mae"])
+        if progress is not None:
+            progress.advance(1)
+    return len(evaluations)
+
+
+def sweep_on(
+    campaign: ConfigSearch,
+    model: str,
+    chain: Recorder,
+    done: dict[tuple[str, Config], float],
+    executor: Executor,
+    progress: Any = None,
+) -> None:
+    """Evaluate every feasible configuration not yet in `done` on `executor`, appending the
+    evaluations to `chain` in the space's order."""
+    if progress is not None:
+        progress.advance(sum(1 for c in campaign.feasible if (model, c) in done))
+    groups: dict[tuple[float, int], list[Config]] = {}
+    for config in campaign.feasible:  # r, n, s order: each (r, n) group is contiguous
+        if (model, config) not in done:
+            groups.setdefault((config.r, config.n), []).append(config)
+    if not groups:
+        return
+    setup = _setup(campaign)
+    run_id = chain.run_id
+    rs = sorted({r for r, _ in groups})
+    run_units(
+        "configsearch",
+        [Unit(f"{run_id}:embed:{r}", partial(embed_unit, setup, r), _keep) for r in rs],
+        campaign._db,
+        executor,
+    )
+    units = [
+        Unit(
+            f"{run_id}:fit:{r}:{n}",
+            partial(sweep_unit, setup, model, [(c.r, c.n, c.s) for c in configs]),
+            partial(_append_evaluations, chain, done, model, progress),
+        )
+        for (r, n), configs in groups.items()
+    ]
+    run_units("configsearch", units, campaign._db, executor)
+
+
+def search_unit(
+    setup: tuple[str, str, PipelineSettings, ConfigSpace, str],
+    args: tuple[Any, ...],
+    cache: ResponseCache | None = None,
+) -> tuple[list[dict[str, Any]], SearchResult]:
+    return _worker_copy(*setup).search_events(*args)
+
+
+def run_searches(
+    campaign: ConfigSearch,
+    models: Sequence[str],
+    problem: str,
+    method: str,
+    budget: int,
+    init: int,
+    seeds: Sequence[int],
+    gt: str,
+    executor: Executor | None = None,
+) -> list[tuple[str, SearchResult, dict[str, Any]]]:
+    """One search per seed, on `executor`; each stored exactly as `ConfigSearch.run` would."""
+    models = list(models)
+    truth, gt_cost = campaign.ground_truth(models, gt) if problem == "closest" else ({}, 0)
+    setup = _setup(campaign)
+    units = []
+    for seed in seeds:
+        chain, finished = campaign.open_search(models, problem, method, budget, init, seed, gt)
+
+        def stored(store: Store, finished: Any = finished) -> Any:
+            return finished
+
+        def persist(store: Store, value: Any, chain: Recorder = chain) -> Any:
+            events, result = value
+            chain.take(events)
+            return campaign.finish_search(chain, result, models, truth)
+
+        args = (models, problem, method, budget, init, seed, gt, truth, gt_cost)
+        units.append(Unit(chain.run_id, partial(search_unit, setup, args), persist, stored))
+    return run_units("configsearch", units, campaign._db, executor)
+
+
+__all__ = ["run_searches", "sweep_on"]
