@@ -16,6 +16,14 @@ import numpy as np
 from labreplay._rng import make_rng
 from labreplay.scoring.proper import CATEGORIES
 from labreplay.suites.campaign.actions import CLAIMS
+from labreplay.suites.campaign.bayes_rules import (
+    LEARN_WEIGHT,
+    PIPELINE_KINDS,
+    expected_panel_information,
+    is_selected,
+    offered_kinds,
+    pipeline_availability,
+)
 from labreplay.suites.campaign.model import (
     CLASSES,
     AffinityModel,
@@ -57,69 +65,6 @@ def _base_rate_forecast(state: Mapping[str, Any]) -> dict[str, Any]:
             counts[k] += float(context["outcome_counts"].get(k, 0))
     total = sum(counts.values())
     return to_forecast({k: v / total for k, v in counts.items()})
-
-
-PIPELINE_KINDS = frozenset(
-    {"execution_record", "thermal_history", "xrd_scan", "automated_refinement"}
-)
-
-
-def _offered_kinds(observation: Mapping[str, Any]) -> list[str]:
-    for v in observation["action_schema"]["oneOf"]:
-        if v["properties"]["type"]["const"] == "inspect_evidence":
-            return list(v["properties"]["kind"].get("enum", []))
-    return []
-
-
-def _selected(item: Mapping[str, Any]) -> bool:
-    content = item.get("content")
-    return isinstance(content, Mapping) and content.get("selected") is True
-
-
-def _pipeline_availability(state: Mapping[str, Any]) -> tuple[int, int]:
-    """Experiments of this campaign where a pipeline kind was bought: (run found, probed)."""
-    found = tries = 0
-    for record in state["experiments"].values():
-        items = [r for r in record["revealed"] if r.get("kind") in PIPELINE_KINDS]
-        if items:
-            tries += 1
-            found += int(any("missing" not in r for r in items))
-    return found, tries
-
-
-LEARN_WEIGHT = 3.0  # a closed experiment counts as this many context experiments
-
-
-def _kl(p: Mapping[str, float], q: Mapping[str, float]) -> float:
-    return sum(p[k] * math.log(p[k] / q[k]) for k in p if p[k] > 0)
-
-
-def _expected_panel_information(
-    model: AffinityModel,
-    desc: Mapping[str, Any],
-    queries: Sequence[Mapping[str, Any]],
-    now: Sequence[Mapping[str, float]],
-    weight: float,
-) -> float:
-    """sum_k p(k) sum_q KL(p_q | learned k || p_q): learn each outcome, measure, take it back."""
-    precursors = precursors_of(desc)
-    shared = set(precursors)
-    touched = [
-        i for i, d in enumerate(queries) if shared.intersection(precursors_of(d)) or model.beta
-    ]
-    if not touched:
-        return 0.0
-    prior = model.predict(desc)
-    total = 0.0
-    temperature = desc.get("temperature_c")
-    for k, pk in prior.items():
-        bands = set(model.band_counts)
-        model.add(precursors, temperature, {k: 1.0}, weight=weight)
-        total += pk * sum(_kl(model.predict(queries[i]), now[i]) for i in touched)
-        model.add(precursors, temperature, {k: 1.0}, weight=-weight)
-        for band in set(model.band_counts) - bands:
-            del model.band_counts[band]
-    return total
 
 
 class _Base:
@@ -250,7 +195,7 @@ class BayesAgent(_Base):
         for c in state["candidates"]:
             if c["status"] != "available":
                 continue
-            value = _expected_panel_information(model, c["descriptors"], queries, now, LEARN_WEIGHT)
+            value = expected_panel_information(model, c["descriptors"], queries, now, LEARN_WEIGHT)
             if value > best_value + 1e-12:
                 best, best_value = c["experiment_id"], value
         return best
@@ -267,7 +212,7 @@ class BayesAgent(_Base):
         stale = not record["forecasts"] or record["forecasts"][-1]["after_reveals"] < len(
             record["revealed"]
         ) + (1 if record["review"] else 0)
-        kind = self._next_evidence(state, eid, _offered_kinds(observation))
+        kind = self._next_evidence(state, eid, offered_kinds(observation))
         if stale:
             preferred = "submit_forecast"
         elif kind is not None:
@@ -326,13 +271,13 @@ class BayesAgent(_Base):
             return None
         refinements = [r for r in record["revealed"] if r.get("kind") == "refinement"]
         if "refinement" in offered and (
-            not refinements or not any(_selected(r) for r in refinements)
+            not refinements or not any(is_selected(r) for r in refinements)
         ):
             return "refinement"
         seen = {r.get("kind") for r in record["revealed"]}
         if any(r.get("kind") in PIPELINE_KINDS and "missing" in r for r in record["revealed"]):
             return None
-        found, tries = _pipeline_availability(state)
+        found, tries = pipeline_availability(state)
         if (found + 1) / (tries + 2) < 1 / 3:
             return None
         for kind in ("execution_record", "automated_refinement"):
@@ -348,7 +293,7 @@ class BayesAgent(_Base):
             return False
         # An expert review is of the expert-selected refinement: without having seen one,
         # a review is most likely "none recorded".
-        has_selected = any(_selected(r) for r in record["revealed"])
+        has_selected = any(is_selected(r) for r in record["revealed"])
         return has_selected and max(self._local(state, eid).values()) < 0.75
 
     @staticmethod
