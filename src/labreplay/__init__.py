@@ -1,26 +1,26 @@
 """labreplay: recorded experiments -> frozen, budgeted evaluation environments for AI agents."""
 
+from labreplay._version import __version__
+from labreplay.api import compile, run
 from labreplay.errors import (
-    ActionError,
     AgentError,
-    BudgetError,
     DataError,
     LabreplayError,
     SpecError,
     StoreError,
 )
+from labreplay.runtime.trajectory import Event
 from labreplay.suite import list_suites
 
-__version__ = "0.1.0"
-
 __all__ = [
-    "ActionError",
     "AgentError",
-    "BudgetError",
     "DataError",
+    "Event",
     "LabreplayError",
     "SpecError",
     "StoreError",
     "__version__",
+    "compile",
     "list_suites",
+    "run",
 ]

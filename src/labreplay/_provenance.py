@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from labreplay import __version__
+from labreplay._version import __version__
 
 # Parameter names that must never be persisted, whatever an agent puts in its params. Matched
 # against the words of a name (api_key -> api, key; accessToken -> access, token), not

@@ -46,14 +46,6 @@ class SpecError(LabreplayError):
     """An environment spec is malformed, inconsistent, or its bytes do not match its hash."""
 
 
-class ActionError(LabreplayError):
-    """An agent action is malformed or illegal in the current phase."""
-
-
-class BudgetError(ActionError):
-    """An action would spend a budget that is already exhausted."""
-
-
 class AgentError(LabreplayError):
     """An agent could not be built or failed in a way that is not the agent's own decision."""
 

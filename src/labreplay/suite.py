@@ -14,7 +14,7 @@ Entry points exist only in installed metadata (`pip install -e .` for a checkout
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -25,6 +25,8 @@ from labreplay.errors import LabreplayError
 if TYPE_CHECKING:
     import typer
 
+    from labreplay.compile.spec import EnvironmentSpec
+    from labreplay.execute.base import Executor
     from labreplay.store.sqlite import Store
 
 ENTRY_POINT_GROUP = "labreplay.suites"
@@ -57,6 +59,34 @@ class Suite(Protocol):
 
     def demo(self, data_dir: Path, store: Path, out_dir: Path, *, full: bool = False) -> None:
         """`make demo`'s part for this suite: runs into `store`, writes files under `out_dir`."""
+        ...
+
+    def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
+        """Records -> frozen, hashed specs (suite-specific options: record, datasets, task...)."""
+        ...
+
+    def run(
+        self,
+        specs: Sequence[EnvironmentSpec],
+        agent: str,
+        store: Store,
+        *,
+        seed: int = 0,
+        executor: Executor | None = None,
+        **options: Any,
+    ) -> list[dict[str, Any]]:
+        """Run agent `agent` (by name) on `specs` through the shared driver; resumable."""
+        ...
+
+    def reference_agents(self) -> list[str]:
+        """Names of the agents that run without a model server (checked by `check_agent`)."""
+        ...
+
+    def agent_problems(
+        self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
+    ) -> list[str]:
+        """The suite's part of `labreplay.testing.check_agent`: schema, firewall (canaries) and
+        determinism checks of agents built by `make_agent` on `spec`; [] if all hold."""
         ...
 
 

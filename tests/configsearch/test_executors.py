@@ -75,3 +75,15 @@ def test_searches_per_seed_on_threads_equal_run(
     assert _events(many) == _events(one)
     assert [g[2]["answer"] for g in got] == [e["answer"] for e in expected]
     assert [a[0] for a in again] == [g[0] for g in got]  # finished runs read back
+
+
+def test_check_agent_configsearch_references(data_dir: Path, cache_dir: Path) -> None:
+    import labreplay
+    from labreplay.testing import check_agent
+
+    options = {"settings": SMALL_SETTINGS, "space": SMALL_SPACE, "cache_dir": cache_dir}
+    (spec,) = labreplay.compile("configsearch", data_dir, task="band_gap", **options)
+    for method in labreplay.suite.get_suite("configsearch").reference_agents():
+        check_agent(
+            lambda m=method: m, "configsearch", spec, seed=7, data_dir=data_dir, budget=5, **options
+        )

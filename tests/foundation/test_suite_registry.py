@@ -71,3 +71,27 @@ def test_cli_mounts_every_registered_suite() -> None:
     cli_main._add_suite_groups()
     mounted = {g.name for g in cli_main.app.registered_groups}
     assert set(labreplay.list_suites()) <= mounted
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("campaign", "run"),
+        ("conditions", "run"),
+        ("configsearch", "run"),
+        ("configsearch", "sweep"),
+    ],
+)
+def test_every_run_command_takes_an_executor(command: tuple[str, str]) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", *command, "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--executor" in done.stdout and "--scheduler" in done.stdout

@@ -89,7 +89,7 @@ def test_cli_report_and_its_errors(tmp_path, campaign_store):
 
 def test_chosen_run_and_empty_store(tmp_path, campaign_store):
     with Store(campaign_store) as store:
-        control = store.runs(where="branch='random' AND agent='random'")[0]
+        control = store.runs(branch="random", agent="random")[0]
     result = build_report(campaign_store, tmp_path / "c", run_id=control.run_id)
     text = Path(result["path"]).read_text(encoding="utf-8")
     assert result["trajectory_run"] == control.run_id and control.run_id in text

@@ -22,6 +22,8 @@ from labreplay.records.manifest import FileEntry, Source, get_source, sources
 
 ENV_DATA_DIR = "LABREPLAY_DATA_DIR"
 ENV_MIRROR = "LABREPLAY_MIRROR"
+# where suites keep derived caches (never inside the data directory)
+ENV_CACHE_DIR = "LABREPLAY_CACHE_DIR"
 
 
 def user_cache_dir() -> Path:

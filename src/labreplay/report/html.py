@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from labreplay.report import plots
-from labreplay.report.suites import BOOTSTRAP_SEED
+from labreplay.scoring.stats import BOOTSTRAP_SEED
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;color:#222;padding:0 1em}

@@ -19,11 +19,10 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from labreplay.scoring.stats import paired_bootstrap_ci
+from labreplay.scoring.stats import BOOTSTRAP_SEED, paired_bootstrap_ci
 from labreplay.store.sqlite import RunInfo, Store
 from labreplay.suite import ReportSection
 
-BOOTSTRAP_SEED = 20261129
 UNIT_KEYS = ("question_id", "unit_id", "config_id")
 OBJECTIVE_KEYS = ("mae", "objective", "value")
 TRACE_KEYS = ("trace", "best_so_far", "curve")
@@ -63,7 +62,7 @@ def _config_point(payload: Mapping[str, Any]) -> tuple[float, float, float, floa
 
 
 def suite_section(store: Store, suite: str) -> dict[str, Any]:
-    runs = store.runs(where="suite=?", params=(suite,))
+    runs = store.runs(suite=suite)
     rows: list[dict[str, Any]] = []
     units: dict[str, dict[str, float]] = defaultdict(dict)
     per_key: dict[str, dict[str, float]] = {}
@@ -166,6 +165,6 @@ def generic_section(store: Store, suite: str) -> ReportSection | None:
     """The generic report section of `suite` (None if the store holds none of its runs)."""
     from labreplay.report.html import suite_html
 
-    if not store.runs(where="suite=?", params=(suite,)):
+    if not store.runs(suite=suite):
         return None
     return ReportSection(suite, suite_html(suite_section(store, suite)))

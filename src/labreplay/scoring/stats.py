@@ -9,6 +9,9 @@ from scipy import stats as _st
 
 from labreplay._rng import make_rng
 
+# The one seed of every leaderboard's paired bootstrap (campaign, generic suite sections).
+BOOTSTRAP_SEED = 20261129
+
 
 def paired_bootstrap_ci(
     differences: Sequence[float],
@@ -22,8 +25,12 @@ def paired_bootstrap_ci(
     if d.size == 0:
         return (float("nan"), float("nan"), float("nan"))
     rng = make_rng(seed, purpose)
-    idx = rng.integers(0, d.size, size=(resamples, d.size))
-    means = d[idx].mean(axis=1)
+    means = np.empty(resamples)
+    # drawn in blocks (same stream as one draw) so memory stays bounded for many units
+    block = max(1, min(resamples, 2_000_000 // d.size))
+    for start in range(0, resamples, block):
+        stop = min(resamples, start + block)
+        means[start:stop] = d[rng.integers(0, d.size, size=(stop - start, d.size))].mean(axis=1)
     alpha = (1.0 - level) / 2.0
     return (float(d.mean()), float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha)))
 

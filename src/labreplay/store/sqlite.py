@@ -240,14 +240,35 @@ class Store:
             )
 
     def run(self, run_id: str) -> RunInfo:
-        rows = self.runs(where="run_id=?", params=(run_id,))
+        rows = self.runs(run_id=run_id)
         if not rows:
             raise StoreError(f"store {self.path}: no run {run_id}")
         return rows[0]
 
-    def runs(self, where: str = "1=1", params: Iterable[Any] = ()) -> list[RunInfo]:
+    def runs(
+        self,
+        *,
+        suite: str | None = None,
+        branch: str | None = None,
+        status: str | None = None,
+        spec_hash: str | None = None,
+        agent: str | None = None,
+        run_id: str | None = None,
+    ) -> list[RunInfo]:
+        """Runs in start order, filtered by any of the given fields (equality, all ANDed)."""
+        filters = {
+            "suite": suite,
+            "branch": branch,
+            "status": status,
+            "spec_hash": spec_hash,
+            "agent": agent,
+            "run_id": run_id,
+        }
+        given = {k: v for k, v in filters.items() if v is not None}
+        # column names come from the fixed keys above, never from the caller
+        where = " AND ".join(f"{k}=?" for k in given) or "1=1"
         cursor = self._conn.execute(
-            f"SELECT * FROM runs WHERE {where} ORDER BY started, run_id", tuple(params)
+            f"SELECT * FROM runs WHERE {where} ORDER BY started, run_id", tuple(given.values())
         )
         out = []
         for r in cursor.fetchall():

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from labreplay._rng import make_rng
-from labreplay.scoring.proper import CATEGORIES
 from labreplay.suites.campaign.actions import CLAIMS
 from labreplay.suites.campaign.bayes_rules import (
     LEARN_WEIGHT,
@@ -376,7 +375,3 @@ class OracleAgent(BayesAgent):
 
 
 REFERENCE_AGENTS = {"random": RandomAgent, "bayes": BayesAgent, "no-evidence": NoEvidenceAgent}
-
-
-def categories_uniform() -> dict[str, float]:
-    return {k: 1.0 / len(CATEGORIES) for k in CATEGORIES}

@@ -10,14 +10,12 @@ agent was shown (observations, prompts, request bodies).
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.records._types import MISSING_TAG
-
-CANARY = re.compile(r"CANARY-[A-Za-z0-9_:.\-]+")
+from labreplay.testing.checks import CANARY
 
 
 def plant_canaries(spec: EnvironmentSpec) -> tuple[EnvironmentSpec, dict[str, str]]:

@@ -59,11 +59,6 @@ def phase_formula(phase_name: str) -> str:
     return phase_name.split("_", 1)[0]
 
 
-def same_compound(a: str, b: str) -> bool:
-    ra, rb = reduced(a), reduced(b)
-    return ra is not None and ra == rb
-
-
 def elements(formula: str) -> set[str]:
     try:
         return set(parse_formula(formula))

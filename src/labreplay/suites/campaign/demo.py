@@ -73,7 +73,7 @@ def _refuse_other_protocols(store: Store, specs: list[Any]) -> None:
     from labreplay.errors import SpecError
 
     ours = {s.spec_id: s.spec_hash for s in specs}
-    for run in store.runs(where="suite='campaign'"):
+    for run in store.runs(suite="campaign"):
         if run.spec_id in ours and ours[run.spec_id] != run.spec_hash:
             raise SpecError(
                 f"store {store.path} holds campaign runs of spec id {run.spec_id} under another "

@@ -27,8 +27,8 @@ from numpy.typing import NDArray
 
 from labreplay._hashing import canonical_json, sha256_file, sha256_json
 from labreplay.errors import DataError
+from labreplay.records.sources import ENV_CACHE_DIR
 
-ENV_CACHE_DIR = "LABREPLAY_CACHE_DIR"
 # Bump when the content of any summary changes, so stale cache files are never reused.
 SUMMARY_SCHEMA_VERSION = "campaign-evidence-1"
 

@@ -19,9 +19,7 @@ from labreplay.compile.spec import EnvironmentSpec, spec_from_text
 from labreplay.execute.base import Executor
 from labreplay.execute.driver import Unit, run_units
 from labreplay.store.sqlite import Store, run_key
-from labreplay.suites.campaign.runner import AgentFactory, BranchResult
-
-BRANCH_ORDER = ("adaptive", "random", "no-evidence")
+from labreplay.suites.campaign.runner import BRANCHES, AgentFactory, BranchResult
 
 
 def compute_assignment(
@@ -65,7 +63,7 @@ def unit_key(
 
 
 def _complete(store: Store, run_ids: Sequence[str]) -> bool:
-    found = {r.run_id: r.status for r in store.runs(where="suite='campaign'")}
+    found = {r.run_id: r.status for r in store.runs(suite="campaign")}
     return all(found.get(r) == "complete" for r in run_ids)
 
 
@@ -84,7 +82,7 @@ def run_assignments(
     from labreplay.suites.campaign.api import agent_factory
 
     options = dict(agent_options or {})
-    controls = tuple(c for c in BRANCH_ORDER[1:] if c in controls)
+    controls = tuple(c for c in BRANCHES[1:] if c in controls)
     make = agent_factory(agent_name, **options)
     probe = make()  # name, params, model and endpoint as the runs will record them
     name, params = probe.name, probe.params()

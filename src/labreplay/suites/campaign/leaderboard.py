@@ -24,13 +24,12 @@ import numpy as np
 
 from labreplay._hashing import canonical_json, sha256_json
 from labreplay.errors import SpecError
-from labreplay.scoring.stats import paired_bootstrap_ci
+from labreplay.scoring.stats import BOOTSTRAP_SEED, paired_bootstrap_ci
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.agents import ORACLE_NAME
 from labreplay.suites.campaign.board_rows import Ceilings, system_row
 from labreplay.suites.campaign.power import power_line
 
-BOOTSTRAP_SEED = 20261129
 BOARDS = ("long", "short")
 RANDOM_POLICY = "random"
 DEFAULT_DIFFERENCE = 0.01
@@ -64,7 +63,7 @@ def _check_protocols(runs: Sequence[Any]) -> None:
 def collect(store: Store, spec_hashes: Sequence[str] | None = None) -> dict[str, Any]:
     """Per system and spec: the branches' stored scores, curves and closed experiments. Refuses
     (SpecError) a store where one spec id has several spec hashes, unless `spec_hashes` picks."""
-    runs = store.runs(where="suite='campaign'")
+    runs = store.runs(suite="campaign")
     if spec_hashes is not None:
         wanted = set(spec_hashes)
         runs = [r for r in runs if r.spec_hash in wanted]

@@ -17,8 +17,7 @@ from labreplay._hashing import canonical_json
 from labreplay.compile.spec import EnvironmentSpec, spec_from_stored
 from labreplay.errors import StoreError
 from labreplay.store.sqlite import RunInfo, Store
-
-BRANCHES = ("adaptive", "random", "no-evidence")
+from labreplay.suites.campaign.runner import BRANCHES
 
 
 def stored_spec(store: Store, spec_hash: str) -> EnvironmentSpec:
@@ -44,7 +43,7 @@ def system_names(store: Store) -> dict[tuple[str, str], str]:
     the leaderboard's own table so the report always uses its naming."""
     from labreplay.suites.campaign.leaderboard import collect
 
-    runs = {r.run_id: r for r in store.runs(where="suite='campaign'")}
+    runs = {r.run_id: r for r in store.runs(suite="campaign")}
     names: dict[tuple[str, str], str] = {}
     for system, by_spec in collect(store)["table"].items():
         for branches in by_spec.values():
@@ -62,7 +61,7 @@ def _name(names: Mapping[tuple[str, str], str], run: RunInfo) -> str:
 def replicates(store: Store, names: Mapping[tuple[str, str], str]) -> dict[str, dict[str, Any]]:
     """Per system: the seeds it ran with and complete runs per branch (over all seeds)."""
     out: dict[str, dict[str, Any]] = {}
-    for run in store.runs(where="suite='campaign'"):
+    for run in store.runs(suite="campaign"):
         entry = out.setdefault(
             _name(names, run),
             {"seeds": set(), "complete": dict.fromkeys(BRANCHES, 0), "other": 0},
@@ -134,9 +133,7 @@ def pick_campaign(
     if run_id is not None:
         store.run(run_id)  # raises StoreError naming the store if absent
         return run_id
-    runs = [
-        r for r in store.runs(where="suite='campaign' AND branch='adaptive' AND status='complete'")
-    ]
+    runs = [r for r in store.runs(suite="campaign", branch="adaptive", status="complete")]
     if not runs:
         return None
     order = {s: i for i, s in enumerate(ranked)}
@@ -224,7 +221,7 @@ def campaign_section(store: Store, run_id: str | None = None) -> dict[str, Any] 
     """Everything the campaign part of the report shows; None if the store has no campaigns."""
     from labreplay.suites.campaign.leaderboard import leaderboard
 
-    if not store.runs(where="suite='campaign'"):
+    if not store.runs(suite="campaign"):
         return None
     from labreplay.suites.campaign.power import power_text
 

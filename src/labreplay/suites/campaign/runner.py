@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labreplay._hashing import canonical_json
 from labreplay.agents.base import Agent, drain_calls
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import StoreError
@@ -362,7 +361,3 @@ def target_tau(body: Mapping[str, Any]) -> float | None:
     target = body["acceleration_target"]
     value = target.get("tau") if isinstance(target, Mapping) else target
     return None if value is None else float(value)
-
-
-def trajectory_text(events: list[dict[str, Any]]) -> str:
-    return "\n".join(canonical_json(e) for e in events)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from labreplay.suite import ReportSection
 
 if TYPE_CHECKING:
     import typer
 
+    from labreplay.compile.spec import EnvironmentSpec
+    from labreplay.execute.base import Executor
     from labreplay.store.sqlite import Store
 
 
@@ -39,6 +42,42 @@ class CampaignSuite:
         from labreplay.suites.campaign.demo import run_demo
 
         run_demo(data_dir, store, out_dir)
+
+    def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
+        """Options: record (precursor-genome | alab), protocol (sdl1), seed, overrides."""
+        from labreplay.suites.campaign.api import compile_specs
+
+        _, specs, _ = compile_specs(data_dir=data_dir, **options)
+        return specs
+
+    def run(
+        self,
+        specs: Sequence[EnvironmentSpec],
+        agent: str,
+        store: Store,
+        *,
+        seed: int = 0,
+        executor: Executor | None = None,
+        **options: Any,
+    ) -> list[dict[str, Any]]:
+        """Options: controls (default random, no-evidence); the rest go to the agent."""
+        from labreplay.suites.campaign.execute import run_assignments
+
+        controls = tuple(options.pop("controls", ("random", "no-evidence")))
+        return run_assignments(list(specs), agent, store, seed, controls, executor, options)
+
+    def reference_agents(self) -> list[str]:
+        from labreplay.suites.campaign.agents import REFERENCE_AGENTS
+
+        return sorted(REFERENCE_AGENTS)
+
+    def agent_problems(
+        self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
+    ) -> list[str]:
+        """Options: strict (default True; False lets a random agent's rejections pass)."""
+        from labreplay.suites.campaign.checks import agent_problems
+
+        return agent_problems(make_agent, spec, seed, bool(options.get("strict", True)))
 
 
 SUITE = CampaignSuite()

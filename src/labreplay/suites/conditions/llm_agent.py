@@ -51,8 +51,9 @@ class LLMQuestionAgent:
         self._log = CallLog()
 
     def params(self) -> dict[str, Any]:
-        extra = {"max_concurrency": self.concurrent.max_concurrency} if self.concurrent else {}
-        return {**self.client.params(), **extra, "prompt_version": PROMPT_VERSION}
+        # No max_concurrency: how many questions are in flight does not change the answers,
+        # and the params are part of the run id (a resume with another bound must find it).
+        return {**self.client.params(), "prompt_version": PROMPT_VERSION}
 
     def bind_store(self, store: ResponseCache | None) -> None:
         self.client.cache = store

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -45,11 +44,3 @@ def write_compiled(compiled: CompiledSet, out: Path) -> dict[str, Any]:
     }
     atomic_write_text(spec_path(out), canonical_json(info) + "\n")
     return {k: v for k, v in info.items() if k not in {"tables", "spec"}}
-
-
-def load_spec_info(questions_path: Path) -> dict[str, Any] | None:
-    path = spec_path(questions_path)
-    if not path.is_file():
-        return None
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data

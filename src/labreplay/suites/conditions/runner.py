@@ -170,7 +170,7 @@ def run_agent(
 def leaderboard(store: Store) -> dict[str, Any]:
     """Every finished conditions run, with its headline metrics, plus the over-agent audit."""
     rows: list[dict[str, Any]] = []
-    for run in store.runs(where="suite=? AND status='complete'", params=(SUITE,)):
+    for run in store.runs(suite=SUITE, status="complete"):
         scores = {k: v for k, v in store.scores(run.run_id).items() if k != "summary"}
         rows.append(
             {

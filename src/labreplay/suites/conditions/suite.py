@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from labreplay.errors import SpecError
 from labreplay.suite import ReportSection
 
 if TYPE_CHECKING:
     import typer
 
+    from labreplay.compile.spec import EnvironmentSpec
+    from labreplay.execute.base import Executor
     from labreplay.store.sqlite import Store
 
 
@@ -30,6 +34,63 @@ class ConditionsSuite:
         from labreplay.suites.conditions.demo import run_demo
 
         run_demo(data_dir, store, out_dir / self.name)
+
+    def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
+        """Options: out (question file to write, required), datasets (default all), seed."""
+        from labreplay.records.sources import resolve_data_dir
+        from labreplay.suites.conditions.compiler import compile_datasets
+        from labreplay.suites.conditions.datasets import dataset_names
+        from labreplay.suites.conditions.report import write_compiled
+        from labreplay.suites.conditions.runner import question_spec
+
+        out = options.get("out")
+        if out is None:
+            raise SpecError("conditions compile needs out=PATH (the question file to write)")
+        datasets = options.get("datasets") or dataset_names()
+        compiled = compile_datasets(
+            datasets, resolve_data_dir(data_dir), int(options.get("seed", 0))
+        )
+        write_compiled(compiled, Path(out))
+        return [question_spec(Path(out), compiled.questions)]
+
+    def run(
+        self,
+        specs: Sequence[EnvironmentSpec],
+        agent: str,
+        store: Store,
+        *,
+        seed: int = 0,
+        executor: Executor | None = None,
+        **options: Any,
+    ) -> list[dict[str, Any]]:
+        """Options: questions (the question file each spec was compiled into), model (llm)."""
+        from labreplay.suites.conditions.execute import run_questions
+        from labreplay.suites.conditions.questions import load_questions
+        from labreplay.suites.conditions.runner import question_spec
+
+        path = options.get("questions")
+        if path is None:
+            raise SpecError("conditions run needs questions=PATH (the compiled question file)")
+        path = Path(path)
+        found = question_spec(path, load_questions(path)).spec_hash
+        out = []
+        for spec in specs:
+            if spec.spec_hash != found:
+                raise SpecError(f"{path} does not match spec {spec.spec_hash[:16]}... (modified?)")
+            out.append(run_questions(store, path, agent, seed, options.get("model"), executor))
+        return out
+
+    def reference_agents(self) -> list[str]:
+        return ["random", "ranker"]
+
+    def agent_problems(
+        self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
+    ) -> list[str]:
+        """Options: questions (the question file of `spec`)."""
+        from labreplay.suites.conditions.checks import agent_problems
+        from labreplay.suites.conditions.questions import load_questions
+
+        return agent_problems(make_agent, load_questions(Path(options["questions"])), seed)
 
 
 SUITE = ConditionsSuite()

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 
 from labreplay._rng import make_rng
+from labreplay.scoring.stats import paired_bootstrap_ci
+from labreplay.scoring.stats import sign_test as paired_sign_test
 from labreplay.suites.conditions.scoring import AnswerKey, aggregate
 
 BOOTSTRAP_RESAMPLES = 10_000
@@ -19,21 +21,13 @@ def paired_bootstrap(
     diffs: Sequence[float], seed: int, resamples: int = BOOTSTRAP_RESAMPLES
 ) -> dict[str, Any]:
     """Mean of paired differences with a percentile 95% interval over resampled pairs."""
-    d = np.asarray(diffs, dtype=float)
-    if d.size == 0:
+    if len(diffs) == 0:
         return {"n": 0, "mean": None, "ci95": None, "seed": seed}
-    rng = make_rng(seed, "paired-bootstrap")
-    means = np.empty(resamples)
-    batch = max(1, min(resamples, 2_000_000 // max(1, d.size)))
-    for start in range(0, resamples, batch):
-        stop = min(resamples, start + batch)
-        idx = rng.integers(0, d.size, size=(stop - start, d.size))
-        means[start:stop] = d[idx].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
+    mean, lo, hi = paired_bootstrap_ci(diffs, seed, resamples, 0.95, "paired-bootstrap")
     return {
-        "n": int(d.size),
-        "mean": float(d.mean()),
-        "ci95": [float(lo), float(hi)],
+        "n": len(diffs),
+        "mean": mean,
+        "ci95": [lo, hi],
         "seed": seed,
         "resamples": resamples,
     }
@@ -41,14 +35,9 @@ def paired_bootstrap(
 
 def sign_test(diffs: Sequence[float]) -> dict[str, Any]:
     """Two-sided exact binomial sign test over non-zero paired differences."""
-    from scipy.stats import binomtest
-
-    pos = sum(1 for x in diffs if x > 0)
-    neg = sum(1 for x in diffs if x < 0)
-    if pos + neg == 0:
-        return {"positive": 0, "negative": 0, "ties": len(diffs), "p_value": None}
-    p = binomtest(pos, pos + neg, 0.5).pvalue
-    return {"positive": pos, "negative": neg, "ties": len(diffs) - pos - neg, "p_value": float(p)}
+    pos, neg, p = paired_sign_test(diffs)
+    ties = len(diffs) - pos - neg
+    return {"positive": pos, "negative": neg, "ties": ties, "p_value": p if pos + neg else None}
 
 
 def precedent_lift(

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-ENV_CACHE_DIR = "LABREPLAY_CACHE_DIR"
+from labreplay.records.sources import ENV_CACHE_DIR
+
 # Bump when a stage's computation changes, so stale entries are never reused.
 PIPELINE_VERSION = "cs-1"
 

@@ -22,7 +22,7 @@ def _sweep_points(store: Store, run: RunInfo) -> list[dict[str, Any]]:
 
 
 def collect(store: Store) -> dict[str, Any]:
-    runs = store.runs("suite=? AND status='complete'", (SUITE,))
+    runs = store.runs(suite=SUITE, status="complete")
     sweeps, groups = [], defaultdict(list)
     for run in runs:
         params, summary = run.agent_params, run.summary or {}

@@ -181,8 +181,7 @@ class ConfigSearch:
         table: dict[tuple[str, Config], float] = {}
         for model in models:
             runs = self._db.runs(
-                "suite=? AND spec_hash=? AND branch='sweep/exhaustive' AND status='complete'",
-                (SUITE, self.spec_hash),
+                suite=SUITE, spec_hash=self.spec_hash, branch="sweep/exhaustive", status="complete"
             )
             runs = [r for r in runs if r.agent_params.get("models") == [model]]
             if not runs:

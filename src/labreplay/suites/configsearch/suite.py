@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from labreplay.errors import SpecError
 from labreplay.suite import ReportSection
 
 if TYPE_CHECKING:
     import typer
 
+    from labreplay.compile.spec import EnvironmentSpec
+    from labreplay.execute.base import Executor
     from labreplay.store.sqlite import Store
 
 
@@ -30,6 +34,99 @@ class ConfigsearchSuite:
         from labreplay.suites.configsearch.demo import run_demo
 
         run_demo(data_dir, store, out_dir / self.name, quick=not full)
+
+    def _campaign(self, data_dir: Path | None, store: Store | None, options: Any) -> Any:
+        from labreplay.records.sources import resolve_data_dir
+        from labreplay.suites.configsearch.pipeline import PipelineSettings
+        from labreplay.suites.configsearch.runner import ConfigSearch
+
+        settings = options.get("settings") or PipelineSettings(
+            n_total=int(options.get("n_total", 1600)), n_ood=int(options.get("n_ood", 480))
+        )
+        return ConfigSearch(
+            resolve_data_dir(data_dir),
+            options.get("task", "band_gap"),
+            store,
+            settings,
+            options.get("space"),
+            options.get("cache_dir"),
+        )
+
+    def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
+        """Options: task, n_total, n_ood (or settings), space, cache_dir."""
+        return [self._campaign(data_dir, None, options).environment]
+
+    def run(
+        self,
+        specs: Sequence[EnvironmentSpec],
+        agent: str,
+        store: Store,
+        *,
+        seed: int = 0,
+        executor: Executor | None = None,
+        **options: Any,
+    ) -> list[dict[str, Any]]:
+        """`agent` is the search method (bo | random). Options: the compile options plus
+        data_dir, models, problem, budget, init, seeds, gt."""
+        from labreplay.suites.configsearch.execute import run_searches
+
+        out = []
+        for spec in specs:
+            campaign = self._campaign(
+                options.get("data_dir"), store, {**options, "task": spec.spec_id}
+            )
+            if campaign.spec_hash != spec.spec_hash:
+                raise SpecError(f"spec {spec.spec_hash[:16]}... does not match these options/data")
+            seeds = [seed + k for k in range(int(options.get("seeds", 1)))]
+            done = run_searches(
+                campaign,
+                list(options.get("models", ["rf-scm"])),
+                options.get("problem", "best-model"),
+                agent,
+                int(options.get("budget", 12)),
+                int(options.get("init", 4)),
+                seeds,
+                options.get("gt", "reference"),
+                executor,
+            )
+            out += [
+                {"run_id": r, "seed": s, **summary}
+                for s, (r, _, summary) in zip(seeds, done, strict=True)
+            ]
+        return out
+
+    def reference_agents(self) -> list[str]:
+        return ["bo", "random"]
+
+    def agent_problems(
+        self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
+    ) -> list[str]:
+        """`make_agent()` names a search method; options as for `run` (a small space keeps
+        it cheap). Checks: within budget, only feasible configurations, deterministic."""
+        campaign = self._campaign(options.get("data_dir"), None, {**options, "task": spec.spec_id})
+        if campaign.spec_hash != spec.spec_hash:
+            return [f"spec {spec.spec_hash[:16]}... does not match these options/data"]
+        budget = int(options.get("budget", 6))
+        models = list(options.get("models", ["rf-scm"]))
+        runs = [
+            campaign.search_events(
+                models, "best-model", make_agent(), budget, 3, seed, "reference", {}, 0
+            )
+            for _ in range(2)
+        ]
+        problems = []
+        steps = [e for e in runs[0][0] if e["kind"] == "step"]
+        if len(steps) > budget:
+            problems.append(f"budget: {len(steps)} steps > budget {budget}")
+        feasible = {(c.r, c.n, c.s) for c in campaign.feasible}
+        for e in steps:
+            c = e["payload"]["config"]
+            if (float(c["r"]), int(c["n"]), int(c["s"])) not in feasible:
+                problems.append(f"feasibility: step {e['payload']['step']} chose {c}")
+                break
+        if [e["hash"] for e in runs[0][0]] != [e["hash"] for e in runs[1][0]]:
+            problems.append("determinism: two searches with the same seed differ")
+        return problems
 
 
 SUITE = ConfigsearchSuite()

@@ -1,0 +1,52 @@
+"""The public Python API: compile specs and run agents on any registered suite.
+
+    import labreplay
+    labreplay.list_suites()                       # ['campaign', 'conditions', 'configsearch']
+    specs = labreplay.compile("campaign", record="precursor-genome", seed=0)
+    results = labreplay.run("campaign", specs, "bayes", "results.sqlite", seed=0)
+
+`run` goes through the shared driver (`labreplay.execute.driver.run_units`): finished work is
+read back from the store, any executor may compute (in-process by default; see
+`labreplay.execute`), and only this process writes the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.execute.base import Executor
+from labreplay.store.sqlite import Store
+from labreplay.suite import get_suite
+
+
+def compile(
+    suite: str, data_dir: str | Path | None = None, **options: Any
+) -> list[EnvironmentSpec]:
+    """Compile `suite`'s records into frozen, hashed specs (options: see the suite's
+    `compile`)."""
+    return get_suite(suite).compile(Path(data_dir) if data_dir is not None else None, **options)
+
+
+def run(
+    suite: str,
+    specs: Sequence[EnvironmentSpec],
+    agent: str,
+    store: str | Path | Store,
+    *,
+    seed: int = 0,
+    executor: Executor | None = None,
+    **options: Any,
+) -> list[dict[str, Any]]:
+    """Run agent `agent` (by name) on `specs`, storing everything in `store` (a path or an
+    open `Store`); returns one summary per unit of work, in order."""
+    target = get_suite(suite)
+    if isinstance(store, Store):
+        return target.run(specs, agent, store, seed=seed, executor=executor, **options)
+    with Store(store) as db:
+        return target.run(specs, agent, db, seed=seed, executor=executor, **options)
+
+
+__all__ = ["compile", "run"]

@@ -1,0 +1,79 @@
+"""The campaign part of `labreplay.testing.check_agent`: schema, firewall and determinism.
+
+The agent plays one branch twice on a canary-planted copy of the spec. Every action must satisfy
+the schema it was shown (unless `strict=False`: a random agent's rejections are data), nothing
+it is shown may carry a canary it did not pay for, and both plays must end on the same
+trajectory hash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from labreplay._hashing import canonical_json
+from labreplay.compile.spec import EnvironmentSpec
+
+
+class _Watch:
+    """Wraps an agent: keeps everything it was shown and every schema violation."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name = inner, inner.name
+        self.seen: list[str] = []
+        self.violations: list[str] = []
+
+    def params(self) -> dict[str, Any]:
+        return dict(self.inner.params())
+
+    def reset(self, seed: int) -> None:
+        self.inner.reset(seed)
+
+    def _check(self, value: Any, schema: Any, what: str) -> None:
+        import jsonschema
+
+        if not isinstance(value, Mapping):
+            self.violations.append(f"{what} is {type(value).__name__}, not a JSON object")
+            return
+        try:
+            jsonschema.validate(dict(value), schema)
+        except jsonschema.ValidationError as exc:
+            self.violations.append(f"{what}: {exc.message}")
+
+    def act(self, observation: Mapping[str, Any]) -> Any:
+        self.seen.append(canonical_json(observation))
+        action = self.inner.act(observation)
+        self._check(action, observation["action_schema"], "action")
+        return action
+
+    def forecast(self, snapshot: Mapping[str, Any]) -> Any:
+        self.seen.append(canonical_json(snapshot))
+        answer = self.inner.forecast(snapshot)
+        self._check(answer, snapshot["response_schema"], "forecast")
+        return answer
+
+
+def agent_problems(
+    make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, strict: bool = True
+) -> list[str]:
+    from labreplay.suites.campaign.canaries import leaked, paid_canaries, plant_canaries
+    from labreplay.suites.campaign.runner import run_branch
+
+    planted, by_item = plant_canaries(spec)
+    problems: list[str] = []
+    heads = []
+    for _ in range(2):
+        agent = _Watch(make_agent())
+        result = run_branch(planted, agent, seed, "adaptive")
+        heads.append(result.head_hash)
+        if strict and agent.violations:
+            problems.append(f"schema: {agent.violations[0]} ({len(agent.violations)} in all)")
+        paid = paid_canaries(result.events, by_item)
+        for text in agent.seen:
+            found = leaked(text, paid)
+            if found:
+                problems.append(f"firewall: shown {sorted(found)[:2]} without paying for it")
+                break
+    if heads[0] != heads[1]:
+        problems.append("determinism: two plays with the same seed ended on different hashes")
+    return problems

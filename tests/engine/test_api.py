@@ -1,0 +1,81 @@
+"""The public API (`labreplay.compile`, `labreplay.run`, `Store.runs` filters) and
+`labreplay.testing.check_agent` applied to every suite's reference agents."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import labreplay
+from labreplay.errors import AgentError
+from labreplay.store.sqlite import Store
+from labreplay.testing import check_agent
+
+
+@pytest.fixture(scope="module")
+def campaign_specs(data_dir: Path) -> list[Any]:
+    return labreplay.compile("campaign", data_dir, record="precursor-genome", seed=0)
+
+
+def test_compile_and_run_through_the_registry(campaign_specs: list[Any], tmp_path: Path) -> None:
+    assert len(campaign_specs) == 12
+    short = [s for s in campaign_specs if s.body["assignment"]["id"] == "short-1"]
+    first = labreplay.run("campaign", short, "bayes", tmp_path / "s.sqlite", controls=("random",))
+    again = labreplay.run("campaign", short, "bayes", tmp_path / "s.sqlite", controls=("random",))
+    assert first == again and set(first[0]["branches"]) == {"adaptive", "random"}
+    with Store(tmp_path / "s.sqlite") as store:
+        assert [r.branch for r in store.runs(suite="campaign", branch="random")] == ["random"]
+        assert store.runs(suite="conditions") == []
+        assert len(store.runs(status="complete")) == 2
+        with pytest.raises(TypeError):
+            store.runs(where="1=1")  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("name", ["bayes", "no-evidence", "random"])
+def test_check_agent_campaign_references(campaign_specs: list[Any], name: str) -> None:
+    from labreplay.suites.campaign.agents import REFERENCE_AGENTS
+
+    assert name in labreplay.suite.get_suite("campaign").reference_agents()
+    spec = next(s for s in campaign_specs if s.body["assignment"]["id"] == "short-4")
+    check_agent(lambda: REFERENCE_AGENTS[name](), "campaign", spec, seed=3, strict=name != "random")
+
+
+def test_check_agent_conditions_references_and_failures(data_dir: Path, tmp_path: Path) -> None:
+    from labreplay.suites.conditions.agents import RandomAgent, reference_agent
+    from labreplay.suites.conditions.questions import load_questions
+
+    path = tmp_path / "q.jsonl"
+    (spec,) = labreplay.compile("conditions", data_dir, datasets=["edbo_mitsunobu"], out=path)
+    questions = load_questions(path)
+    for name in labreplay.suite.get_suite("conditions").reference_agents():
+        check_agent(
+            lambda n=name: reference_agent(n, questions, 0), "conditions", spec, questions=path
+        )
+
+    class OutOfRange(RandomAgent):
+        def answer(self, view: Any) -> dict[str, Any]:
+            return {"option": 10_000} if "options" in view else super().answer(view)
+
+    class Moody(RandomAgent):
+        def answer(self, view: Any) -> dict[str, Any]:
+            return {"option": random.randrange(len(view["options"]))} if "options" in view else {}
+
+    with pytest.raises(AgentError, match="form"):
+        check_agent(lambda: OutOfRange(0), "conditions", spec, questions=path)
+    with pytest.raises(AgentError, match="determinism"):
+        check_agent(lambda: Moody(0), "conditions", spec, questions=path)
+
+
+def test_check_agent_contract_catches_a_secret_in_params() -> None:
+    from labreplay.testing import contract_problems
+
+    class Leaky:
+        name = "leaky"
+
+        def params(self) -> dict[str, Any]:
+            return {"api_key": "sk-abcdefghijklmnop1234"}
+
+    assert any("secret" in p for p in contract_problems(Leaky()))
