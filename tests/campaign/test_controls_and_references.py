@@ -168,3 +168,10 @@ def test_controls_keep_their_closures_when_the_agent_fails(pg_specs):
         departures = [e["payload"]["departure"] for e in result.events if e["kind"] == "control"]
         assert departures and all("substituted" in d for d in departures)
         assert result.metrics["invalid_actions"] > 0  # the agent's failures stay recorded
+
+
+def test_unknown_control_is_refused_by_name(pg_specs):
+    from labreplay.errors import SpecError
+
+    with pytest.raises(SpecError, match="placebo"):
+        run_assignment_branches(pg_specs[0], BayesAgent, None, 0, ("random", "placebo"))

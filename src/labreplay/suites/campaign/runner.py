@@ -14,7 +14,7 @@ from typing import Any
 
 from labreplay.agents.base import Agent, drain_calls
 from labreplay.compile.spec import EnvironmentSpec
-from labreplay.errors import StoreError
+from labreplay.errors import SpecError, StoreError
 from labreplay.runtime.recorder import Recorder
 from labreplay.scoring.curves import acceleration_factor, first_passage, sustained_passage
 from labreplay.store.sqlite import Store
@@ -293,6 +293,9 @@ def run_assignment_branches(
 ) -> dict[str, BranchResult]:
     """The three branches of one assignment; with `store=None` nothing is written (the work
     unit of `labreplay.execute`)."""
+    unknown = [c for c in controls if c not in BRANCHES[1:]]
+    if unknown:
+        raise SpecError(f"unknown control {unknown[0]!r} (known: {', '.join(BRANCHES[1:])})")
     adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
     initial = pre_campaign_forecast(adaptive.events)
     results = {"adaptive": adaptive}
