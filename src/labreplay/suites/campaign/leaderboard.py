@@ -133,7 +133,7 @@ def _board(
     rows, references, oracle, incomplete = [], [], [], []
     reasons: dict[str, dict[str, list[str]]] = {}
     per_system: dict[str, dict[str, list[float]]] = {}
-    selection_diffs: list[list[float]] = []
+    selection_diffs: dict[str, list[list[float]]] = {"ranked": [], "other": []}
     for system, by_spec in sorted(data["table"].items()):
         if not any(s in by_spec for s in specs):
             continue
@@ -149,8 +149,8 @@ def _board(
         else:
             incomplete.append(system)
             reasons[system] = row["problems"]
-        if name not in (ORACLE_NAME,) and len(per["selection"]) >= 2:
-            selection_diffs.append(per["selection"])
+        if name not in (ORACLE_NAME, RANDOM_POLICY) and len(per["selection"]) >= 2:
+            selection_diffs["ranked" if row["complete"] else "other"].append(per["selection"])
     rows.sort(key=lambda r: -(r["adaptive_auc"] if r["adaptive_auc"] is not None else -1e9))
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
@@ -164,7 +164,7 @@ def _board(
         "pairs of ranked systems" if pair_diffs else "adaptive vs schedule-matched random branches"
     )
     power = power_line(
-        pair_diffs or selection_diffs,
+        pair_diffs or selection_diffs["ranked"] or selection_diffs["other"],
         len(specs),
         difference,
         max(1, len(specs) // max(n_seeds, 1)),

@@ -31,8 +31,10 @@ def power_line(
     source: str,
 ) -> dict[str, Any]:
     """`differences`: one list of paired per-assignment AUC differences per comparison; their
-    variances are pooled (mean of the sample variances)."""
-    variances = [float(np.var(d, ddof=1)) for d in differences if len(d) >= 2]
+    variances are pooled (mean of the sample variances; zero-variance comparisons left out)."""
+    # A comparison of two identical curves (e.g. two flat references) has no variance and says
+    # nothing about the board's noise: left out (declared).
+    variances = [v for d in differences if len(d) >= 2 if (v := float(np.var(d, ddof=1))) > 1e-18]
     base: dict[str, Any] = {
         "alpha": ALPHA,
         "power": POWER,
