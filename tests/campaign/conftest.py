@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -39,3 +40,22 @@ def pg_specs(
     pg_compiled: tuple[Any, list[EnvironmentSpec], dict[str, Any]],
 ) -> list[EnvironmentSpec]:
     return pg_compiled[1]
+
+
+@pytest.fixture
+def modified_data_dir(data_dir: Path, tmp_path: Path) -> Path:
+    """A data dir whose Precursor Genome file has one outcome changed; the (large, untouched)
+    pipeline folder is linked, not copied."""
+    root = tmp_path / "data"
+    (root / "precursor_genome").mkdir(parents=True)
+    (root / "alab_pipeline").symlink_to(data_dir / "alab_pipeline", target_is_directory=True)
+    from labreplay.suites.campaign.datafiles import PG_FILE
+
+    lines = (data_dir / PG_FILE).read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[0])
+    row["reaction_category"] = (
+        "unreacted" if row["reaction_category"] != "unreacted" else "transformed"
+    )
+    lines[0] = json.dumps(row)
+    (root / PG_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root

@@ -66,8 +66,11 @@ def test_cli_compile_run_leaderboard_export(tmp_path: Path):
     board = _cli("campaign", "leaderboard", "--store", str(store), "--json")
     assert board.returncode == 0, board.stderr
     data = json.loads(board.stdout)
-    assert {r["system"] for r in data["rows"]} == {"bayes", "random"}
-    assert all(r["assignments"] == 2 for r in data["rows"])
+    for kind in ("long", "short"):  # one assignment of each on its own board
+        table = data["tables"][kind]
+        assert {r["system"] for r in table["rows"]} == {"bayes"}
+        assert "random" in {r["system"] for r in table["references"]}  # reference, not ranked
+        assert all(r["assignments"] == 1 for r in table["rows"])
     assert data["bootstrap"]["resamples"] == 10_000
     export = _cli("export", "--store", str(store), "--out", str(tmp_path / "export"))
     assert export.returncode == 0, export.stderr

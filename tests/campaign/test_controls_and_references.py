@@ -1,11 +1,23 @@
-"""Matched controls follow the adaptive schedule; the Bayesian reference beats random."""
+"""Matched controls follow the adaptive branch exactly (METRICS.md); the references behave."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from labreplay.suites.campaign.agents import BayesAgent, OracleAgent, RandomAgent
-from labreplay.suites.campaign.runner import run_assignment, run_branch
+from labreplay.suites.campaign.agents import (
+    REFERENCE_AGENTS,
+    BayesAgent,
+    OracleAgent,
+    RandomAgent,
+)
+from labreplay.suites.campaign.controls import (
+    CallMatchedNoEvidence,
+    ScheduleMatchedRandom,
+    Slot,
+    extract_schedule,
+)
+from labreplay.suites.campaign.runner import run_assignment, run_assignment_branches, run_branch
 
 
 def _accepted(events, kind=None):
@@ -15,36 +27,88 @@ def _accepted(events, kind=None):
     return [a for a in out if kind is None or a["type"] == kind]
 
 
-def test_schedule_matched_random_and_no_evidence(pg_specs):
-    spec = pg_specs[2]
-    adaptive = run_branch(spec, BayesAgent(), 0, "adaptive")
-    result = run_assignment(spec, BayesAgent, None, 0)
-    assert result["branches"]["adaptive"]["head_hash"] == adaptive.head_hash
-    from labreplay.suites.campaign.controls import extract_schedule
+def _per_experiment(events, kind):
+    """Accepted actions of `kind` per selected experiment, in selection order."""
+    counts: list[int] = []
+    for a in _accepted(events):
+        if a["type"] == "select_experiment":
+            counts.append(0)
+        elif a["type"] == kind:
+            counts[-1] += 1
+    return counts
 
-    slots, _ = extract_schedule(adaptive.events)
-    random_branch = run_branch(
-        spec,
-        __import__("labreplay.suites.campaign.controls", fromlist=["x"]).ScheduleMatchedRandom(
-            BayesAgent(), slots, False, spec.body["evaluator"], 0
-        ),
-        0,
-        "random",
-    )
-    rs, _ = extract_schedule(random_branch.events)
-    assert rs == slots  # same experiment count and the same evidence/review sequence
-    chosen_a = [a["experiment_id"] for a in _accepted(adaptive.events, "select_experiment")]
-    chosen_r = [a["experiment_id"] for a in _accepted(random_branch.events, "select_experiment")]
-    assert len(chosen_a) == len(chosen_r) and chosen_a != chosen_r
-    # Both controls start from the adaptive branch's exact pre-campaign forecast.
-    assert result["branches"]["random"]["adaptive_auc"] is not None
-    from labreplay.suites.campaign.controls import CallMatchedNoEvidence
 
-    calls = adaptive.metrics["policy_calls"]
-    ne = run_branch(spec, CallMatchedNoEvidence(BayesAgent(), calls), 0, "no-evidence")
-    assert not _accepted(ne.events, "inspect_evidence")
-    assert not _accepted(ne.events, "request_review")
-    assert ne.metrics["policy_calls"] <= calls + 1  # + the harness stop at the cap
+@pytest.mark.parametrize("agent", sorted(REFERENCE_AGENTS))
+def test_every_control_closes_as_many_experiments_as_its_adaptive_branch(pg_specs, agent):
+    for spec in pg_specs:
+        results = run_assignment_branches(spec, REFERENCE_AGENTS[agent], None, 0)
+        adaptive, rnd, ne = (results[b] for b in ("adaptive", "random", "no-evidence"))
+        closed = adaptive.metrics["experiments_closed"]
+        assert rnd.metrics["experiments_closed"] == closed, spec.spec_id
+        assert ne.metrics["experiments_closed"] == closed, spec.spec_id
+        for branch in results.values():
+            assert branch.metrics["checkpoints"] == closed + 1
+            assert branch.metrics["invalid_actions"] == 0
+        # no-evidence: the adaptive selections in order, the same forecast calls per
+        # experiment, and nothing bought.
+        chosen = [a["experiment_id"] for a in _accepted(adaptive.events, "select_experiment")]
+        assert [a["experiment_id"] for a in _accepted(ne.events, "select_experiment")] == chosen
+        assert _per_experiment(ne.events, "submit_forecast") == _per_experiment(
+            adaptive.events, "submit_forecast"
+        )
+        assert not _accepted(ne.events, "inspect_evidence")
+        assert not _accepted(ne.events, "request_review")
+        # random: the same evidence/review schedule unless a departure was declared.
+        a_slots, _ = extract_schedule(adaptive.events)
+        r_slots, _ = extract_schedule(rnd.events)
+        departures = [e for e in rnd.events if e["kind"] == "control"]
+        assert rnd.metrics["control_departures"] == len(departures)
+        if not departures:
+            strip = [[op for op in s.ops if op[0] != "forecast"] for s in a_slots]
+            assert [[op for op in s.ops if op[0] != "forecast"] for s in r_slots] == strip
+        assert [s.closed for s in r_slots] == [s.closed for s in a_slots]
+
+
+def test_random_policy_makes_no_invalid_actions(pg_specs):
+    for spec in pg_specs:
+        for seed in (0, 1):
+            m = run_branch(spec, RandomAgent(), seed, "adaptive").metrics
+            assert m["invalid_actions"] == 0, spec.spec_id
+            assert m["actions"] > 0
+
+
+def test_unsupportable_schedule_is_a_declared_departure(pg_specs):
+    spec = pg_specs[0]
+    ids = [c["experiment_id"] for c in spec.body["candidates"]]
+    # No candidate holds ten refinements: every selection departs, and the extra inspections
+    # are skipped and recorded, never silently replaced.
+    ops = [("forecast", None), *[("inspect", "refinement")] * 10]
+    slots = [Slot(ids[0], [*ops], closed=True), Slot(ids[1], [("forecast", None)], closed=True)]
+    wrapper = ScheduleMatchedRandom(BayesAgent(), slots, False, spec.body["evaluator"], 0)
+    result = run_branch(spec, wrapper, 0, "random")
+    departures = [e["payload"]["departure"] for e in result.events if e["kind"] == "control"]
+    assert any("no_candidate_supports" in d for d in departures)
+    assert any(d.get("skipped") == "inspect refinement" for d in departures)
+    assert result.metrics["control_departures"] == len(departures)
+    assert result.metrics["experiments_closed"] == 2
+    assert result.metrics["invalid_actions"] == 0
+
+
+def test_no_evidence_replays_an_abandoned_experiment(pg_specs):
+    spec = pg_specs[3]
+    ids = [c["experiment_id"] for c in spec.body["candidates"]]
+    slots = [
+        Slot(ids[4], [("forecast", None), ("inspect", "refinement"), ("forecast", None)], True),
+        Slot(ids[2], [("forecast", None)], closed=False),  # the adaptive branch stopped here
+    ]
+    result = run_branch(spec, CallMatchedNoEvidence(BayesAgent(), slots), 0, "no-evidence")
+    assert [a["experiment_id"] for a in _accepted(result.events, "select_experiment")] == [
+        ids[4],
+        ids[2],
+    ]
+    assert _per_experiment(result.events, "submit_forecast") == [2, 1]
+    assert result.metrics["experiments_closed"] == 1
+    assert result.metrics["stopped_early"]
 
 
 def test_bayes_reference_beats_random_on_held_out_curve(pg_specs):
@@ -76,3 +140,38 @@ def test_review_and_local_measures_follow_the_trajectory(pg_specs):
         assert m["review_change_log_loss"] > 0
     assert m["local_gain_count"] + m["local_gain_missing"] <= m["experiments_closed"]
     assert m["local_improved"] + m["local_worsened"] <= m["local_gain_count"]
+
+
+class Garbled(BayesAgent):
+    """Chooses its own actions like `bayes` but writes every forecast and claim malformed."""
+
+    name = "garbled"
+
+    def act(self, observation):
+        action = super().act(observation)
+        if action.get("type") in ("submit_forecast", "close_experiment", "request_review"):
+            return {**action, "p_valid": 7} if "p_valid" in action else {**action, "claims": {}}
+        return action
+
+
+def test_controls_keep_their_closures_when_the_agent_fails(pg_specs):
+    spec = pg_specs[0]
+    adaptive = run_branch(spec, BayesAgent(), 0, "adaptive")
+    slots, stopped = extract_schedule(adaptive.events)
+    closed = adaptive.metrics["experiments_closed"]
+    for wrapper in (
+        ScheduleMatchedRandom(Garbled(), slots, stopped, spec.body["evaluator"], 0),
+        CallMatchedNoEvidence(Garbled(), slots),
+    ):
+        result = run_branch(spec, wrapper, 0, "control")
+        assert result.metrics["experiments_closed"] == closed
+        departures = [e["payload"]["departure"] for e in result.events if e["kind"] == "control"]
+        assert departures and all("substituted" in d for d in departures)
+        assert result.metrics["invalid_actions"] > 0  # the agent's failures stay recorded
+
+
+def test_unknown_control_is_refused_by_name(pg_specs):
+    from labreplay.errors import SpecError
+
+    with pytest.raises(SpecError, match="placebo"):
+        run_assignment_branches(pg_specs[0], BayesAgent, None, 0, ("random", "placebo"))

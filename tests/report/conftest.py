@@ -1,4 +1,4 @@
-"""Fixtures of the report tests: a real store with two reference systems on four sdl1
+"""Fixtures of the report tests: a real store with three reference agents on four sdl1
 assignments (adaptive + both controls each), and an HTML structure reader."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def report_specs() -> list[EnvironmentSpec]:
     from labreplay.suites.campaign.api import compile_specs
 
     _, specs, _ = compile_specs(record="precursor-genome", protocol="sdl1", seed=0)
-    wanted = ("short-1", "short-2", "short-5", "long-3")
+    wanted = ("short-1", "long-1", "long-2", "long-3")  # the report shows the long board
     return [s for w in wanted for s in specs if s.body["assignment"]["id"] == w]
 
 
@@ -33,7 +33,7 @@ def campaign_store(
 
     path = tmp_path_factory.mktemp("store") / "campaign.sqlite"
     with Store(path) as store:
-        for agent in ("bayes", "random"):
+        for agent in ("bayes", "no-evidence", "random"):  # random is a reference row
             run_assignments(report_specs, agent, store, seed=0)
     return path
 

@@ -125,6 +125,7 @@ def campaign_html(section: Mapping[str, Any]) -> str:
         "complete runs (adaptive / random / no-evidence)",
     ]
     parts.append(table("campaign-leaderboard", headers, rows, lambda j: j in (3, 4, 7, 8, 10)))
+    parts.extend(f'<p class="note">{esc(str(note))}</p>' for note in board.get("notes", []))
     if board["incomplete"]:
         parts.append(
             f'<p class="note">Not ranked (incomplete branches): {esc(", ".join(board["incomplete"]))}</p>'

@@ -50,7 +50,16 @@ def forecast_properties() -> dict[str, Any]:
     }
 
 
-def action_schema(phase: str, candidate_ids: Sequence[str], open_id: str | None) -> dict[str, Any]:
+def action_schema(
+    phase: str,
+    candidate_ids: Sequence[str],
+    open_id: str | None,
+    kinds: Sequence[str] = EVIDENCE_KINDS,
+    review_possible: bool = True,
+) -> dict[str, Any]:
+    """The actions that can succeed now: the phase's actions, minus a selection without
+    candidates, an inspection without an affordable, not yet exhausted kind (`kinds`), and a
+    review when none is possible (`review_possible`: budget left, open experiment not reviewed)."""
     ids = {"type": "string", "enum": list(candidate_ids)} if candidate_ids else {"type": "string"}
     open_ref = {"type": "string", "enum": [open_id]} if open_id else {"type": "string"}
     variants: dict[str, dict[str, Any]] = {
@@ -58,7 +67,7 @@ def action_schema(phase: str, candidate_ids: Sequence[str], open_id: str | None)
         "submit_forecast": {"experiment_id": open_ref, **forecast_properties()},
         "inspect_evidence": {
             "experiment_id": open_ref,
-            "kind": {"type": "string", "enum": list(EVIDENCE_KINDS)},
+            "kind": {"type": "string", "enum": list(kinds)},
         },
         "request_review": {
             "experiment_id": open_ref,
@@ -79,6 +88,12 @@ def action_schema(phase: str, candidate_ids: Sequence[str], open_id: str | None)
     }
     one_of = []
     for name in PHASE_ACTIONS[phase]:
+        if (
+            (name == "inspect_evidence" and not kinds)
+            or (name == "request_review" and not review_possible)
+            or (name == "select_experiment" and not candidate_ids)
+        ):
+            continue
         props = {"type": {"type": "string", "const": name}, **variants[name]}
         one_of.append(
             {

@@ -8,13 +8,21 @@ leaderboards. All randomness comes from a Generator seeded in `reset`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from labreplay._rng import make_rng
 from labreplay.suites.campaign.actions import CLAIMS
+from labreplay.suites.campaign.bayes_rules import (
+    LEARN_WEIGHT,
+    PIPELINE_KINDS,
+    expected_panel_information,
+    is_selected,
+    offered_kinds,
+    pipeline_availability,
+)
 from labreplay.suites.campaign.model import (
     CLASSES,
     AffinityModel,
@@ -23,7 +31,7 @@ from labreplay.suites.campaign.model import (
     posterior,
     to_forecast,
 )
-from labreplay.suites.campaign.protocol import EVIDENCE_KINDS, precursors_of
+from labreplay.suites.campaign.protocol import precursors_of
 
 ORACLE_NAME = "oracle"
 
@@ -71,8 +79,18 @@ class _Base:
         self.rng = make_rng(seed, "agent", self.name)
 
 
+def _variant(observation: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    return next(
+        v["properties"]
+        for v in observation["action_schema"]["oneOf"]
+        if v["properties"]["type"]["const"] == name
+    )
+
+
 class RandomAgent(_Base):
-    """Uniformly random legal choices; forecasts the context base rates everywhere."""
+    """The random-policy reference: samples the permitted-action schema uniformly (random
+    selection among offered candidates, random evidence among offered kinds, reviews and
+    closures at random; never stops early), and forecasts the context base rates everywhere."""
 
     name = "random"
 
@@ -85,16 +103,13 @@ class RandomAgent(_Base):
         choice = str(self.rng.choice(allowed))
         forecast = _base_rate_forecast(state)
         if choice == "select_experiment":
-            ids = [c["experiment_id"] for c in state["candidates"] if c["status"] == "available"]
+            ids = list(_variant(observation, choice)["experiment_id"]["enum"])
             return {"type": choice, "experiment_id": str(self.rng.choice(ids))}
         if choice == "submit_forecast":
             return {"type": choice, "experiment_id": open_id, **forecast}
         if choice == "inspect_evidence":
-            return {
-                "type": choice,
-                "experiment_id": open_id,
-                "kind": str(self.rng.choice(list(EVIDENCE_KINDS))),
-            }
+            kinds = list(_variant(observation, choice)["kind"]["enum"])
+            return {"type": choice, "experiment_id": open_id, "kind": str(self.rng.choice(kinds))}
         if choice == "request_review":
             return {
                 "type": choice,
@@ -155,7 +170,7 @@ class BayesAgent(_Base):
                 precursors_of(desc),
                 desc.get("temperature_c"),
                 from_forecast(record["forecasts"][-1]),
-                weight=3.0,
+                weight=LEARN_WEIGHT,
             )
         return self.model
 
@@ -168,18 +183,18 @@ class BayesAgent(_Base):
         return posterior(prior, desc, record["revealed"], record["review"])
 
     def _select(self, state: Mapping[str, Any]) -> str:
+        """The candidate with the largest expected information for the held-out panel: the
+        mutual information between its outcome and the queries' outcomes under the agent's own
+        model (sum over queries of E_k KL(prediction after learning k || prediction now)),
+        with the same learning weight the agent uses for a closed experiment."""
         model = self._model(state)
-        queries = [
-            (q["descriptors"], _entropy(model.predict(q["descriptors"])))
-            for q in state["held_out_queries"]
-        ]
+        queries = [q["descriptors"] for q in state["held_out_queries"]]
+        now = [model.predict(d) for d in queries]
         best, best_value = "", -1.0
         for c in state["candidates"]:
             if c["status"] != "available":
                 continue
-            precursors = set(precursors_of(c["descriptors"]))
-            relevance = sum(h for d, h in queries if precursors.intersection(precursors_of(d)))
-            value = _entropy(model.predict(c["descriptors"])) * (1.0 + relevance)
+            value = expected_panel_information(model, c["descriptors"], queries, now, LEARN_WEIGHT)
             if value > best_value + 1e-12:
                 best, best_value = c["experiment_id"], value
         return best
@@ -196,7 +211,7 @@ class BayesAgent(_Base):
         stale = not record["forecasts"] or record["forecasts"][-1]["after_reveals"] < len(
             record["revealed"]
         ) + (1 if record["review"] else 0)
-        kind = self._next_evidence(state, eid)
+        kind = self._next_evidence(state, eid, offered_kinds(observation))
         if stale:
             preferred = "submit_forecast"
         elif kind is not None:
@@ -232,7 +247,19 @@ class BayesAgent(_Base):
             }
         return {"type": "stop"}
 
-    def _next_evidence(self, state: Mapping[str, Any], eid: str) -> str | None:
+    def _next_evidence(
+        self, state: Mapping[str, Any], eid: str, offered: Sequence[str]
+    ) -> str | None:
+        """The next kind worth buying for the open experiment, among the offered ones.
+
+        Declared reading of the rules and of what the agent has seen:
+        - a refinement first; a second one while it is still offered and no expert-selected
+          refinement was seen (the claims' support rule needs the selected one);
+        - the execution record, thermal history, XRD scan and automated refinement come from
+          one pipeline run, treated as one group: once one of them came back "none recorded"
+          for this experiment the others are not bought, and the group is skipped when, across
+          this campaign, the run was missing in most experiments probed so far (availability
+          estimate (found + 1) / (tries + 2) below 1/3)."""
         if not self.use_evidence:
             return None
         record = state["experiments"][eid]
@@ -241,9 +268,19 @@ class BayesAgent(_Base):
         share = min(self.evidence_per_experiment, left["evidence"] // max(experiments_left, 1) + 1)
         if len(record["revealed"]) >= share or left["evidence"] <= 0:
             return None
-        seen = [r.get("kind") for r in record["revealed"]]
-        for kind in ("refinement", "execution_record", "automated_refinement"):
-            if kind not in seen:
+        refinements = [r for r in record["revealed"] if r.get("kind") == "refinement"]
+        if "refinement" in offered and (
+            not refinements or not any(is_selected(r) for r in refinements)
+        ):
+            return "refinement"
+        seen = {r.get("kind") for r in record["revealed"]}
+        if any(r.get("kind") in PIPELINE_KINDS and "missing" in r for r in record["revealed"]):
+            return None
+        found, tries = pipeline_availability(state)
+        if (found + 1) / (tries + 2) < 1 / 3:
+            return None
+        for kind in ("execution_record", "automated_refinement"):
+            if kind not in seen and kind in offered:
                 return kind
         return None
 
@@ -253,10 +290,10 @@ class BayesAgent(_Base):
         record = state["experiments"][eid]
         if record["review"] is not None:
             return False
-        has_refinement = any(
-            r.get("kind") == "refinement" and "content" in r for r in record["revealed"]
-        )
-        return has_refinement and max(self._local(state, eid).values()) < 0.75
+        # An expert review is of the expert-selected refinement: without having seen one,
+        # a review is most likely "none recorded".
+        has_selected = any(is_selected(r) for r in record["revealed"])
+        return has_selected and max(self._local(state, eid).values()) < 0.75
 
     @staticmethod
     def _claims(record: Mapping[str, Any]) -> dict[str, float]:

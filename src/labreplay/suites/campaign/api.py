@@ -10,7 +10,7 @@ from labreplay.agents.base import Agent
 from labreplay.compile.spec import EnvironmentSpec, load_spec
 from labreplay.errors import AgentError, DataError, SpecError
 from labreplay.records import Record
-from labreplay.records.sources import resolve_data_dir, source_dataset_hashes
+from labreplay.records.sources import resolve_data_dir
 from labreplay.suites.campaign.agents import REFERENCE_AGENTS
 from labreplay.suites.campaign.compiler import build_specs, index_of, write_specs
 from labreplay.suites.campaign.protocol import Partition, protocol_for
@@ -34,26 +34,45 @@ def load_records(record: str, data_dir: str | Path | None = None) -> list[Record
     raise DataError(f"unknown campaign record (choose from {list(RECORDS)})", value=record)
 
 
-def _sources_of(record: str) -> list[str]:
-    return ["precursor-genome", "alab-pipeline"] if record == "precursor-genome" else [record]
-
-
 def compile_specs(
     record: str = "precursor-genome",
     protocol: str = "sdl1",
     seed: int = 0,
     data_dir: str | Path | None = None,
     records: Sequence[Record] | None = None,
+    allow_modified_data: bool = False,
     **overrides: Any,
 ) -> tuple[Partition, list[EnvironmentSpec], dict[str, Any]]:
+    """Compile one partition seed. The files read are hashed and checked against the manifest
+    first (a modified file stops here unless `allow_modified_data`)."""
+    from labreplay.suites.campaign.datafiles import data_provenance
+
     if protocol != "sdl1":
         raise SpecError(f"unknown campaign protocol {protocol!r} (available: ['sdl1'])")
+    if record not in RECORDS:
+        raise DataError(f"unknown campaign record (choose from {list(RECORDS)})", value=record)
     params = protocol_for(record, **overrides)
+    data = data_provenance(record, resolve_data_dir(data_dir), allow_modified_data)
     recs = list(records) if records is not None else load_records(record, data_dir)
-    part, specs = build_specs(
-        recs, record, params, seed, source_dataset_hashes(_sources_of(record))
-    )
-    return part, specs, index_of(part, specs, record, params, seed)
+    part, specs = build_specs(recs, record, params, seed, data)
+    return part, specs, index_of(part, specs, record, params, seed, data)
+
+
+def parse_seeds(text: str) -> list[int]:
+    """`0-4`, `0,2,5` or `3` -> the partition seeds; anything else names the value."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, sep, hi = part.strip().partition("-")
+            first, last = int(lo), int(hi) if sep else int(lo)
+            if first < 0 or last < first:
+                raise ValueError
+            seeds.extend(range(first, last + 1))
+    except ValueError:
+        raise SpecError(f"--seeds: expected e.g. 0-4 or 0,1,2, got {text!r}") from None
+    if len(set(seeds)) != len(seeds):
+        raise SpecError(f"--seeds: a seed is repeated in {text!r}")
+    return seeds
 
 
 def compile_to_dir(out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
@@ -70,7 +89,7 @@ _BODY_FIELDS: dict[str, type | tuple[type, ...]] = {
     "budgets": dict,
     "prices": dict,
     "eps": (int, float),
-    "acceleration_target": (int, float),
+    "acceleration_target": dict,
     "candidates": list,
     "queries": list,
     "context_summary": dict,
@@ -102,11 +121,19 @@ def check_campaign_spec(spec: EnvironmentSpec, origin: str) -> None:
 
 
 def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
+    """The specs of a `campaign compile` directory; a multi-seed directory (`--seeds`) holds
+    one `seed<N>/` subdirectory per partition seed, read in seed order."""
     import json
 
     spec_dir = Path(spec_dir)
     index_path = spec_dir / "index.json"
     if not index_path.is_file():
+        subdirs = sorted(
+            (p for p in spec_dir.glob("seed*") if (p / "index.json").is_file()),
+            key=lambda p: int(p.name[4:]) if p.name[4:].isdigit() else -1,
+        )
+        if subdirs:
+            return [spec for sub in subdirs for spec in load_specs(sub)]
         raise SpecError(f"{index_path}: not found (run `labreplay campaign compile` first)")
     try:
         index = json.loads(index_path.read_text(encoding="utf-8"))
@@ -136,6 +163,31 @@ def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
         check_campaign_spec(spec, str(path))
         specs.append(spec)
     return specs
+
+
+CONTROLS = ("random", "no-evidence")
+
+
+def parse_controls(text: str) -> tuple[str, ...]:
+    """`random,no-evidence` -> the control branches; an unknown name is named (exit 2)."""
+    chosen = tuple(c.strip() for c in text.split(",") if c.strip())
+    for name in chosen:
+        if name not in CONTROLS:
+            raise SpecError(f"--controls: unknown control {name!r} (known: {', '.join(CONTROLS)})")
+    return chosen
+
+
+def select_specs(specs: Sequence[EnvironmentSpec], only: str | None) -> list[EnvironmentSpec]:
+    """The specs whose assignment id (e.g. `long-1`) or full spec id is listed in `only`."""
+    if not only:
+        return list(specs)
+    wanted = [w.strip() for w in only.split(",") if w.strip()]
+    known = {s.body["assignment"]["id"] for s in specs} | {s.spec_id for s in specs}
+    for w in wanted:
+        if w not in known:
+            ids = sorted({s.body["assignment"]["id"] for s in specs})
+            raise SpecError(f"--only: unknown assignment id {w!r} (known: {', '.join(ids)})")
+    return [s for s in specs if s.body["assignment"]["id"] in wanted or s.spec_id in wanted]
 
 
 def agent_factory(name: str, isolate: bool = False, **options: Any) -> AgentFactory:
@@ -173,10 +225,14 @@ def agent_factory(name: str, isolate: bool = False, **options: Any) -> AgentFact
 
 
 __all__ = [
+    "CONTROLS",
     "agent_factory",
     "compile_specs",
     "compile_to_dir",
     "load_records",
     "load_specs",
+    "parse_controls",
+    "parse_seeds",
     "run_assignment",
+    "select_specs",
 ]

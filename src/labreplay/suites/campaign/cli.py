@@ -34,6 +34,9 @@ def compile_cmd(
     record: str = typer.Option("precursor-genome", help="precursor-genome | alab-pipeline"),
     protocol: str = typer.Option("sdl1", help="Protocol family."),
     seed: int = typer.Option(0, help="Seed of the frozen partition.", callback=seed_check()),
+    seeds: str | None = typer.Option(
+        None, "--seeds", help="Several partition seeds, e.g. 0-4: one seed<N>/ folder each."
+    ),
     out: Path | None = typer.Option(
         None, "--out", help="Write specs + index.json here.", callback=out_dir_check()
     ),
@@ -42,25 +45,55 @@ def compile_cmd(
         help="summary | rows (context in the state).",
         callback=choice("--context-detail", ("summary", "rows")),
     ),
+    allow_modified_data: bool = typer.Option(
+        False,
+        "--allow-modified-data",
+        help="Compile from files whose sha256 differs from the manifest; the specs record the "
+        "real hashes and are marked 'unverified data' on every board.",
+    ),
     data_dir: Path | None = DataDirOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Compile a record into frozen, hashed assignment specs and print the partition."""
-    from labreplay.suites.campaign.api import compile_specs
+    from labreplay.suites.campaign.api import compile_specs, load_records, parse_seeds
     from labreplay.suites.campaign.compiler import write_specs
 
-    _, specs, index = compile_specs(
-        record=record,
-        protocol=protocol,
-        seed=seed,
-        data_dir=data_dir,
-        context_detail=context_detail,
-    )
+    seed_list = parse_seeds(seeds) if seeds is not None else [seed]
+    compiled = []
+    records = None
+    for s in seed_list:
+        # Every seed is compiled (and its data checked) before anything is written.
+        _, specs, index = compile_specs(
+            record=record,
+            protocol=protocol,
+            seed=s,
+            data_dir=data_dir,
+            records=records,
+            context_detail=context_detail,
+            allow_modified_data=allow_modified_data,
+        )
+        if records is None and len(seed_list) > 1:
+            records = load_records(record, data_dir)
+        compiled.append((s, specs, index))
     if out is not None:
-        write_specs(out, index, specs)
+        for s, specs, index in compiled:
+            write_specs(out / f"seed{s}" if seeds is not None else out, index, specs)
     if json_out:
-        print_json(index)
+        print_json([c[2] for c in compiled] if seeds is not None else compiled[0][2])
         return
+    for s, _, index in compiled:
+        _print_index(record, protocol, s, index)
+    if out is not None:
+        total = sum(len(c[1]) for c in compiled)
+        where = f"{out}/seed<N>/" if seeds is not None else str(out)
+        console.print(f"wrote {total} specs and index.json to {where}")
+
+
+def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -> None:
+    if index.get("data_verified") is False:
+        console.print(
+            f"UNVERIFIED DATA (--allow-modified-data): {', '.join(index['modified_files'])}"
+        )
     console.print(
         f"record {record}, protocol {protocol}, seed {seed}: evaluation precursors "
         f"{', '.join(index['eval_precursors'])}"
@@ -83,8 +116,6 @@ def compile_cmd(
             a["spec_hash"],
         )
     console.print(table)
-    if out is not None:
-        console.print(f"wrote {len(specs)} specs and index.json to {out}")
 
 
 @app.command("run")
@@ -132,7 +163,13 @@ def run_cmd(
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""
     from labreplay.store.sqlite import Store
-    from labreplay.suites.campaign.api import agent_factory, load_specs, run_assignment
+    from labreplay.suites.campaign.api import (
+        agent_factory,
+        load_specs,
+        parse_controls,
+        run_assignment,
+        select_specs,
+    )
 
     options: dict[str, Any] = {
         k: v
@@ -150,12 +187,9 @@ def run_cmd(
         from labreplay.errors import LabreplayError
 
         raise LabreplayError("--isolate runs with --executor in-process (one child per agent)")
+    control_list = parse_controls(controls)
     make = agent_factory(agent, isolate=isolate, **options)
-    chosen = load_specs(specs)
-    if only:
-        wanted = set(only.split(","))
-        chosen = [s for s in chosen if s.body["assignment"]["id"] in wanted]
-    control_list = tuple(c for c in controls.split(",") if c)
+    chosen = select_specs(load_specs(specs), only)
     if executor == "in-process" and max_concurrency > 1:
         executor = "threads"  # the older spelling of a threaded run
     if executor != "in-process":
@@ -204,10 +238,6 @@ def print_results(agent: str, results: list[dict[str, Any]]) -> None:
     console.print(table)
 
 
-def _fmt_x(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}x"
-
-
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
 
@@ -215,93 +245,46 @@ def _fmt(value: float | None) -> str:
 @app.command("leaderboard")
 def leaderboard_cmd(
     store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
+    specs: Path | None = typer.Option(
+        None,
+        "--specs",
+        help="Board only these specs (a `campaign compile` directory): selects one protocol "
+        "when the store holds several under the same spec ids.",
+    ),
+    difference: float = typer.Option(
+        0.01, "--difference", help="AUC difference for the power line's 'assignments needed'."
+    ),
     json_out: bool = JsonOption,
 ) -> None:
-    """Leaderboard with paired bootstrap 95% intervals, read only from the store."""
-    from labreplay.errors import StoreError
+    """The paper's board (long assignments) and the short board, with paired bootstrap 95%
+    intervals, evidence ceilings, headroom and a power line; read only from the store."""
+    from labreplay.errors import SpecError, StoreError
     from labreplay.store.sqlite import Store
+    from labreplay.suites.campaign.api import load_specs
+    from labreplay.suites.campaign.board_text import print_board
     from labreplay.suites.campaign.health import add_call_health
-    from labreplay.suites.campaign.leaderboard import leaderboard, reference_rows
+    from labreplay.suites.campaign.leaderboard import leaderboard
 
+    if not difference > 0:
+        raise SpecError(f"--difference must be positive, got {difference!r}")
+    hashes = [s.spec_hash for s in load_specs(specs)] if specs is not None else None
     with Store(store, readonly=True) as db:
         runs = db.runs(suite="campaign")
         if not runs:
             suites = sorted({r.suite for r in db.runs()})
             held = f" (it holds {', '.join(suites)} runs)" if suites else ""
             raise StoreError(f"store {store} holds no campaign runs{held}")
-        board = leaderboard(db)
-        board["references"] = reference_rows(db)
+        board = leaderboard(db, spec_hashes=hashes, difference=difference)
     add_call_health(board, runs)
     if json_out:
         print_json(board)
         return
-    print_leaderboard(board)
-
-
-def print_leaderboard(board: dict[str, Any]) -> None:
-    table = Table(
-        title=f"campaign leaderboard ({len(board['assignments'])} assignments, "
-        "equal weight; 95% paired bootstrap)"
-    )
-    for col in (
-        "#",
-        "system",
-        "adaptive AUC",
-        "held-out gain",
-        "selection lift [95% CI]",
-        "evidence lift [95% CI]",
-        "over-claim",
-        "invalid",
-    ):
-        table.add_column(col)
-
-    def ci(v: dict[str, float] | None) -> str:
-        return "-" if v is None else f"{v['mean']:+.3f} [{v['lo']:+.3f}, {v['hi']:+.3f}]"
-
-    for r in board["rows"]:
-        table.add_row(
-            str(r["rank"]),
-            r["system"],
-            f"{r['adaptive_auc']:.3f}",
-            f"{r['held_out_gain']:+.3f}",
-            ci(r["selection_lift"]),
-            ci(r["evidence_lift"]),
-            "-" if r["overclaim_rate"] is None else f"{r['overclaim_rate']:.2f}",
-            f"{r['invalid_actions']:.0f}",
-        )
-    for ref in board.get("references", []):
-        table.add_row(
-            "ref", ref["system"], f"{ref['adaptive_auc']:.3f}", "0 (flat)", "-", "-", "-", "-"
-        )
-    for c in board["ceiling"]:
-        table.add_row(
-            "ceil",
-            c["system"] + " (sees outcomes)",
-            f"{c['adaptive_auc']:.3f}",
-            f"{c['held_out_gain']:+.3f}",
-            "-",
-            "-",
-            "-",
-            "-",
-        )
-    console.print(table)
-    for r in board["rows"]:
-        est = r["acceleration_estimable"]
-        m = r["movements"]
-        console.print(
-            f"{r['system']}: acceleration first passage {_fmt_x(r['acceleration_first'])} "
-            f"({est['first']} of {r['assignments']} estimable), sustained "
-            f"{_fmt_x(r['acceleration_sustained'])} ({est['sustained']}); local vs held-out "
-            f"movements same {m['same']} / opposite {m['opposite']} / zero {m['zero']}; "
-            f"early stops {r['stops']['early_stops']}; LOAO ranks "
-            f"{board['loao_ranks'].get(r['system'], [])}"
-        )
-    if board["incomplete"]:
-        console.print(f"not ranked (incomplete branches): {', '.join(board['incomplete'])}")
+    print_board(console, board)
     if board.get("failed"):
         console.print(
             f"not ranked (runs failed: every model call failed): {', '.join(board['failed'])}"
         )
-    for r in board["rows"]:
-        if r.get("failed_call_share"):
-            console.print(f"{r['system']}: {r['failed_call_share']:.1%} of model calls failed")
+    for table in board["tables"].values():
+        for r in table["rows"]:
+            if r.get("failed_call_share"):
+                console.print(f"{r['system']}: {r['failed_call_share']:.1%} of model calls failed")

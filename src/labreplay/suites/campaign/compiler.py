@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from labreplay._atomic import atomic_write_text
+from labreplay._hashing import sha256_json
 from labreplay.compile.spec import EnvironmentSpec, write_spec
 from labreplay.records import Record
 from labreplay.records._types import to_json
@@ -82,8 +83,9 @@ def build_specs(
     record_source: str,
     params: ProtocolParams,
     seed: int,
-    dataset_hashes: dict[str, str],
+    data: Mapping[str, Any],
 ) -> tuple[Partition, list[EnvironmentSpec]]:
+    """`data`: the real hashes of the files read (`datafiles.data_provenance`)."""
     by_id = {r.record_id: r for r in records}
     if len(by_id) != len(records):
         raise ValueError("duplicate record ids")
@@ -100,8 +102,12 @@ def build_specs(
         body = {
             "record": {
                 "source": record_source,
-                "dataset_hashes": dataset_hashes,
+                "dataset_hashes": dict(data["dataset_hashes"]),
                 "n_records": len(records),
+                "data_files": len(data["files"]),
+                "data_files_sha256": sha256_json(data["files"]),
+                "data_verified": bool(data["verified"]),
+                "modified_files": list(data["modified"]),
             },
             "protocol_params": params.to_json(),
             "seed": seed,
@@ -110,7 +116,7 @@ def build_specs(
             "budgets": dict(a.budgets),
             "prices": dict(params.evidence_prices),
             "eps": params.eps,
-            "acceleration_target": params.acceleration_target,
+            "acceleration_target": None,  # bound below, from the context-trained model
             "categories": list(CATEGORIES),
             "candidates": [_visible(by_id[i]) for i in a.candidates],
             "queries": [_visible(by_id[i]) for i in a.queries],
@@ -124,6 +130,7 @@ def build_specs(
                 "withheld": len(part.panel) - len(a.candidates) - len(a.queries),
             },
         }
+        body["acceleration_target"] = _acceleration_target(body, params)
         specs.append(
             EnvironmentSpec(
                 suite=SUITE,
@@ -134,6 +141,22 @@ def build_specs(
             )
         )
     return part, specs
+
+
+def _acceleration_target(body: dict[str, Any], params: ProtocolParams) -> dict[str, Any]:
+    """tau = the context-trained model's t = 0 score + delta (None without a scorable panel)."""
+    import math
+
+    from labreplay.suites.campaign.ceiling import context_score
+
+    score = context_score(body)
+    tau = round(score + params.acceleration_target_delta, 6) if math.isfinite(score) else None
+    return {
+        "tau": tau,
+        "context_model_score_t0": round(score, 6) if math.isfinite(score) else None,
+        "delta": params.acceleration_target_delta,
+        "rule": "context-trained model score at t = 0 plus delta",
+    }
 
 
 def _scorable(spec: EnvironmentSpec) -> int:
@@ -150,9 +173,13 @@ def index_of(
     record_source: str,
     params: ProtocolParams,
     seed: int,
+    data: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "suite": SUITE,
+        "data_verified": None if data is None else bool(data["verified"]),
+        "modified_files": None if data is None else list(data["modified"]),
+        "data_files": None if data is None else dict(data["files"]),
         "record": record_source,
         "protocol": params.name,
         "seed": seed,

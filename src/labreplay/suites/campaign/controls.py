@@ -1,64 +1,97 @@
-"""Matched control branches (SDL-1).
+"""Matched control branches (SDL-1, METRICS.md "Matched controls").
 
-- Schedule-matched random: same experiment count and the same sequence of evidence and review
-  actions as the adaptive branch, but each experiment choice is a seeded random candidate that
-  can still support that experiment's evidence schedule. The agent (a fresh instance of the same
-  system) still writes every forecast, pre-review forecast and closure claim itself.
-- Call-matched no-evidence: the same number of policy calls as the adaptive branch, with the
-  evidence and review actions removed from every schema; the agent chooses experiments itself.
+Both controls start from the adaptive branch's frozen assignment and exact pre-campaign forecast
+(the runner passes it), and both close exactly as many experiments as the adaptive branch.
 
-Both branches start from the adaptive branch's exact pre-campaign forecast (the runner passes
-it). The wrappers are part of the environment side: a disallowed action from the inner agent is
-passed on as an invalid action, so it is recorded and counted like any other.
+- Schedule-matched random: per adaptive experiment, the same sequence of evidence kinds and
+  reviews; the experiment itself is a seeded random candidate that can still support that
+  sequence (same number of accepted inspections per kind, and a recorded item wherever the
+  adaptive branch got one). When no candidate can, the wrapper takes a seeded random candidate
+  anyway and records a *departure* (counted in the trajectory, never silent); an inspection the
+  chosen candidate cannot take is skipped and recorded the same way.
+- Call-matched no-evidence: the adaptive branch's own selections and closures, in order, with the
+  same number of forecast calls per experiment and every evidence purchase or review replaced by
+  nothing; an experiment the adaptive branch abandoned with a stop is abandoned here too.
+
+The agent under test (a fresh instance of the same system) still writes every forecast, review
+expectation and closure claim itself. The wrappers are the environment side: a disallowed action
+from the inner agent is passed on as an invalid action, so it is recorded and counted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from labreplay._rng import make_rng
 from labreplay.agents.base import Agent, drain_calls
 from labreplay.records._types import MISSING_TAG
+from labreplay.suites.campaign.protocol import REVIEW_KIND
 
-Slot = list[tuple[str, str | None]]  # ("inspect", kind) | ("review", None) | ("close", None)
+Op = tuple[str, str | None]  # ("inspect", kind) | ("review", None) | ("forecast", None)
+
+
+@dataclass
+class Slot:
+    """One adaptive experiment: its id, its accepted operations in order, whether it was closed,
+    and per evidence kind how many accepted reveals returned a recorded item."""
+
+    experiment_id: str
+    ops: list[Op] = field(default_factory=list)
+    closed: bool = False
+    recorded: dict[str, int] = field(default_factory=dict)
 
 
 def extract_schedule(events: Sequence[Mapping[str, Any]]) -> tuple[list[Slot], bool]:
-    """Per selected experiment, its accepted evidence/review/close actions in order; and whether
-    the adaptive branch stopped before spending its experiment budget."""
+    """The adaptive branch's experiments in selection order, and whether it stopped."""
     slots: list[Slot] = []
     stopped = False
     for event in events:
         if event["kind"] != "action" or not event["payload"]["accepted"]:
             continue
-        action = event["payload"]["action"]
+        payload = event["payload"]
+        action = payload["action"]
         kind = action["type"]
         if kind == "select_experiment":
-            slots.append([])
-        elif kind == "inspect_evidence":
-            slots[-1].append(("inspect", action["kind"]))
-        elif kind == "request_review":
-            slots[-1].append(("review", None))
+            slots.append(Slot(action["experiment_id"]))
+        elif kind == "submit_forecast":
+            slots[-1].ops.append(("forecast", None))
+        elif kind in ("inspect_evidence", "request_review"):
+            ev_kind = action["kind"] if kind == "inspect_evidence" else REVIEW_KIND
+            op: Op = ("inspect", ev_kind) if kind == "inspect_evidence" else ("review", None)
+            slots[-1].ops.append(op)
+            item = str(payload.get("revealed_item") or "")
+            if item and not item.endswith(":missing"):
+                slots[-1].recorded[ev_kind] = slots[-1].recorded.get(ev_kind, 0) + 1
         elif kind == "close_experiment":
-            slots[-1].append(("close", None))
+            slots[-1].closed = True
         elif kind == "stop":
             stopped = True
     return slots, stopped
 
 
-def _supports(private: Mapping[str, Any], slot: Slot) -> bool:
-    """Can this experiment take the slot's evidence actions? A kind the record lacks can still
-    be inspected once (the reveal says it is missing); a review is always possible once."""
+def _capacity(items: Any) -> tuple[int, int]:
+    """(accepted inspections possible, recorded items) of one evidence kind of a record."""
+    if isinstance(items, Mapping) and MISSING_TAG in items:
+        return 1, 0
+    n = len(items) if isinstance(items, list) else 0
+    return (n, n) if n else (1, 0)
+
+
+def supports(private: Mapping[str, Any], slot: Slot) -> bool:
+    """Can this experiment take the slot's evidence schedule, with a recorded item wherever the
+    adaptive branch got one?"""
     needed: dict[str, int] = {}
-    for op, kind in slot:
+    for op, kind in slot.ops:
         if op == "inspect" and kind is not None:
             needed[kind] = needed.get(kind, 0) + 1
     for kind, count in needed.items():
-        items = private["evidence"][kind]
-        available = 1 if (isinstance(items, Mapping) and MISSING_TAG in items) else len(items)
-        if count > available:
+        accepted, recorded = _capacity(private["evidence"][kind])
+        if count > accepted or slot.recorded.get(kind, 0) > recorded:
             return False
+    if slot.recorded.get(REVIEW_KIND, 0):
+        return _capacity(private["evidence"][REVIEW_KIND])[1] >= 1
     return True
 
 
@@ -71,11 +104,97 @@ def _restrict(observation: Mapping[str, Any], allowed: Sequence[str]) -> dict[st
     return {**observation, "action_schema": {"oneOf": variants}}
 
 
+SUBSTITUTE_AFTER = 3  # below the harness's stop after 8 invalid actions in a row
+
+
+def _neutral(observation: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """A neutral action of `kind` for the open experiment: its last accepted forecast (else
+    uniform), claims and review expectations at 0.5."""
+    from labreplay.suites.campaign.actions import CLAIMS
+    from labreplay.suites.campaign.env import UNIFORM
+
+    state = observation["state"]
+    eid = state["open_experiment"]
+    if kind == "submit_forecast":
+        forecasts = state["experiments"][eid]["forecasts"]
+        last: Mapping[str, Any] = forecasts[-1] if forecasts else UNIFORM
+        return {
+            "type": kind,
+            "experiment_id": eid,
+            "p_valid": last["p_valid"],
+            "categories": dict(last["categories"]),
+        }
+    if kind == "request_review":
+        return {"type": kind, "experiment_id": eid, "expect_change": 0.5, "expected_tier": 2}
+    return {"type": kind, "experiment_id": eid, "claims": dict.fromkeys(CLAIMS, 0.5)}
+
+
 def _invalid(action: Any, why: str) -> dict[str, Any]:
     return {"type": "invalid", "raw": str(action)[:2000], "error": why}
 
 
-class ScheduleMatchedRandom:
+class _Wrapper:
+    """Shared plumbing: name/params of the inner agent, call log, declared departures."""
+
+    def __init__(self, inner: Agent, slots: list[Slot]) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.slots = slots
+        self.departures: list[dict[str, Any]] = []
+        self.rejected = 0
+
+    def params(self) -> dict[str, Any]:
+        return self.inner.params()
+
+    def drain_calls(self) -> list[Any]:
+        return list(drain_calls(self.inner))
+
+    def drain_departures(self) -> list[dict[str, Any]]:
+        out, self.departures = self.departures, []
+        return out
+
+    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+        return self.inner.forecast(snapshot)
+
+    def _ask(self, observation: Mapping[str, Any], allowed: list[str]) -> dict[str, Any]:
+        """The inner agent fills the one action the schedule needs here. After
+        `SUBSTITUTE_AFTER` rejections in a row the wrapper submits a neutral action itself and
+        records the departure, so the control still follows its schedule (the harness would
+        otherwise end the branch early and the closures would no longer match)."""
+        last = observation.get("last_result")
+        self.rejected = self.rejected + 1 if last and last.get("accepted") is False else 0
+        if self.rejected >= SUBSTITUTE_AFTER:
+            self.rejected = 0
+            action = _neutral(observation, allowed[0])
+            self.departures.append(
+                {
+                    "slot": self.slot_index,
+                    "substituted": allowed[0],
+                    "after_rejections": SUBSTITUTE_AFTER,
+                }
+            )
+            return action
+        action = self.inner.act(_restrict(observation, allowed))
+        if not isinstance(action, Mapping) or action.get("type") not in allowed:
+            return _invalid(action, f"control branch allows only {allowed} here")
+        return dict(action)
+
+    def _start(self, seed: int) -> None:
+        self.inner.reset(seed)
+        self.slot_index = -1
+        self.op_index = 0
+        self.rejected = 0
+        self.departures = []
+
+    def _next_op(self) -> Op | None:
+        """The current slot's next non-forecast operation (forecasts follow the env's phases)."""
+        ops = self.slots[self.slot_index].ops
+        while self.op_index < len(ops) and ops[self.op_index][0] == "forecast":
+            self.op_index += 1
+        return ops[self.op_index] if self.op_index < len(ops) else None
+
+
+class ScheduleMatchedRandom(_Wrapper):
     def __init__(
         self,
         inner: Agent,
@@ -84,95 +203,82 @@ class ScheduleMatchedRandom:
         evaluator: Mapping[str, Any],
         seed: int,
     ) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.slots = slots
+        super().__init__(inner, slots)
         self.stopped = stopped
         self.evaluator = evaluator
         self.seed = seed
 
-    def params(self) -> dict[str, Any]:
-        return self.inner.params()
-
     def reset(self, seed: int) -> None:
-        self.inner.reset(seed)
+        self._start(seed)
         self.rng = make_rng(self.seed, "schedule-matched-random")
-        self.slot_index = -1
-        self.op_index = 0
-
-    def drain_calls(self) -> list[Any]:
-        return list(drain_calls(self.inner))
+        self.taken: dict[str, int] = {}
 
     def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
         phase = observation["phase"]
         state = observation["state"]
         if phase == "select":
-            if self.slot_index + 1 >= len(self.slots):
-                return {"type": "stop"}
-            slot = self.slots[self.slot_index + 1]
-            available = sorted(
-                c["experiment_id"] for c in state["candidates"] if c["status"] == "available"
-            )
-            fitting = [i for i in available if _supports(self.evaluator[i], slot)] or available
-            self.slot_index += 1
-            self.op_index = 0
-            return {"type": "select_experiment", "experiment_id": str(self.rng.choice(fitting))}
+            return self._select(state)
         if phase in ("prior_forecast", "update_required"):
             return self._ask(observation, ["submit_forecast"])
         slot = self.slots[self.slot_index]
-        if self.op_index >= len(slot):
-            return {"type": "stop"}  # the adaptive branch stopped with this experiment open
-        op, kind = slot[self.op_index]
         eid = state["open_experiment"]
-        if op == "inspect":
-            self.op_index += 1
-            return {"type": "inspect_evidence", "experiment_id": eid, "kind": kind}
-        action = self._ask(
-            observation, ["request_review" if op == "review" else "close_experiment"]
+        while (op := self._next_op()) is not None:
+            name, kind = op
+            if name == "inspect" and kind is not None:
+                accepted, _ = _capacity(self.evaluator[eid]["evidence"][kind])
+                if self.taken.get(kind, 0) >= accepted:
+                    self.departures.append(
+                        {"slot": self.slot_index, "skipped": f"inspect {kind}", "experiment": eid}
+                    )
+                    self.op_index += 1
+                    continue
+                self.op_index += 1
+                self.taken[kind] = self.taken.get(kind, 0) + 1
+                return {"type": "inspect_evidence", "experiment_id": eid, "kind": kind}
+            action = self._ask(observation, ["request_review"])
+            if action.get("type") != "invalid":
+                self.op_index += 1
+            return action
+        if not slot.closed:
+            return {"type": "stop"}  # the adaptive branch stopped with this experiment open
+        return self._ask(observation, ["close_experiment"])
+
+    def _select(self, state: Mapping[str, Any]) -> dict[str, Any]:
+        if self.slot_index + 1 >= len(self.slots):
+            return {"type": "stop"}
+        self.slot_index += 1
+        self.op_index = 0
+        self.taken = {}
+        slot = self.slots[self.slot_index]
+        available = sorted(
+            c["experiment_id"] for c in state["candidates"] if c["status"] == "available"
         )
-        if action.get("type") != "invalid":
-            self.op_index += 1
-        return action
-
-    def _ask(self, observation: Mapping[str, Any], allowed: list[str]) -> dict[str, Any]:
-        action = self.inner.act(_restrict(observation, allowed))
-        if not isinstance(action, Mapping) or action.get("type") not in allowed:
-            return _invalid(action, f"control branch allows only {allowed} here")
-        return dict(action)
-
-    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
-        return self.inner.forecast(snapshot)
+        fitting = [i for i in available if supports(self.evaluator[i], slot)]
+        if not fitting:
+            self.departures.append(
+                {"slot": self.slot_index, "no_candidate_supports": [list(op) for op in slot.ops]}
+            )
+            fitting = available
+        return {"type": "select_experiment", "experiment_id": str(self.rng.choice(fitting))}
 
 
-class CallMatchedNoEvidence:
-    def __init__(self, inner: Agent, policy_calls: int) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.policy_calls = policy_calls
-
-    def params(self) -> dict[str, Any]:
-        return self.inner.params()
-
+class CallMatchedNoEvidence(_Wrapper):
     def reset(self, seed: int) -> None:
-        self.inner.reset(seed)
-        self.calls = 0
-
-    def drain_calls(self) -> list[Any]:
-        return list(drain_calls(self.inner))
+        self._start(seed)
+        self.forecasts_left = 0
 
     def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
-        if self.calls >= self.policy_calls:
+        phase = observation["phase"]
+        if phase == "select":
+            if self.slot_index + 1 >= len(self.slots):
+                return {"type": "stop"}
+            self.slot_index += 1
+            slot = self.slots[self.slot_index]
+            self.forecasts_left = sum(1 for op, _ in slot.ops if op == "forecast")
+            return {"type": "select_experiment", "experiment_id": slot.experiment_id}
+        if self.forecasts_left > 0 or phase in ("prior_forecast", "update_required"):
+            self.forecasts_left -= 1  # one call each, answered or not
+            return self._ask(observation, ["submit_forecast"])
+        if not self.slots[self.slot_index].closed:
             return {"type": "stop"}
-        self.calls += 1
-        allowed = [
-            v["properties"]["type"]["const"]
-            for v in observation["action_schema"]["oneOf"]
-            if v["properties"]["type"]["const"] not in ("inspect_evidence", "request_review")
-        ]
-        action = self.inner.act(_restrict(observation, allowed))
-        if not isinstance(action, Mapping) or action.get("type") not in allowed:
-            return _invalid(action, "the no-evidence branch buys no evidence or reviews")
-        return dict(action)
-
-    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
-        return self.inner.forecast(snapshot)
+        return self._ask(observation, ["close_experiment"])

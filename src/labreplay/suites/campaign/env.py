@@ -30,7 +30,7 @@ from labreplay.suites.campaign.actions import (
     forecast_properties,
     validate_fields,
 )
-from labreplay.suites.campaign.protocol import REVIEW_KIND
+from labreplay.suites.campaign.protocol import EVIDENCE_KINDS, REVIEW_KIND
 
 RULES = (
     "One experiment is open at a time. select_experiment opens a candidate and reveals nothing. "
@@ -132,11 +132,44 @@ class CampaignEnv:
         return {
             "phase": self.phase,
             "rules": RULES,
-            "action_schema": action_schema(self.phase, available, self.open_id),
+            "action_schema": action_schema(
+                self.phase,
+                available if self.budgets["experiments"] > 0 else [],
+                self.open_id,
+                self.inspectable_kinds(),
+                self.review_possible(),
+            ),
             "state": self.visible_state(),
             "last_result": self.last_result,
             "step": self.n_actions,
         }
+
+    def inspectable_kinds(self) -> list[str]:
+        """Evidence kinds of the open experiment an inspection can take now: affordable and not
+        exhausted. Declared consequence: once a kind was inspected, whether it is still offered
+        tells the agent whether another recorded item of that kind exists (the rejection would
+        tell it the same)."""
+        eid = self.open_id
+        if eid is None:
+            return []
+        out = []
+        for kind in EVIDENCE_KINDS:
+            if self.budgets["evidence"] < int(self.prices.get(kind, 1)):
+                continue
+            items = self._private[eid]["evidence"][kind]
+            taken = self.revealed_counts.get((eid, kind), 0)
+            limit = 1 if is_missing_json(items) else len(items)
+            if taken < limit:
+                out.append(kind)
+        return out
+
+    def review_possible(self) -> bool:
+        eid = self.open_id
+        return (
+            eid is not None
+            and self.budgets["reviews"] > 0
+            and self.experiments[eid]["review"] is None
+        )
 
     def checkpoint_snapshot(self) -> dict[str, Any]:
         state = self.visible_state()

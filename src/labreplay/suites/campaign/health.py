@@ -29,7 +29,9 @@ def add_call_health(board: dict[str, Any], runs: Sequence[RunInfo]) -> None:
         total = calls.setdefault(system, [0, 0])
         total[0] += int(summary.get("failed_calls", 0))
         total[1] += int(summary.get("llm_calls", 0))
-    for row in board["rows"]:
-        n_failed, n_calls = calls.get(row["system"], [0, 0])
-        row["failed_call_share"] = n_failed / n_calls if n_calls else None
+    tables = board.get("tables") or {"board": {"rows": board["rows"]}}
+    for table in tables.values():
+        for row in table["rows"]:
+            n_failed, n_calls = calls.get(row["system"], [0, 0])
+            row["failed_call_share"] = n_failed / n_calls if n_calls else None
     board["failed"] = sorted(failed_systems)

@@ -235,4 +235,6 @@ def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any])
         "actions": len(actions),
         "invalid_actions": sum(1 for a in actions if not a["accepted"]),
         "policy_calls": len(actions),
+        "forecast_calls": sum(1 for a in actions if a["action"].get("type") == "submit_forecast"),
+        "control_departures": sum(1 for e in events if e["kind"] == "control"),
     }

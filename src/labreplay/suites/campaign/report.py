@@ -224,10 +224,27 @@ def campaign_section(store: Store, run_id: str | None = None) -> dict[str, Any] 
 
     if not store.runs(suite="campaign"):
         return None
+    from labreplay.suites.campaign.power import power_text
+
     board = leaderboard(store)
     add_call_health(board, store.runs(suite="campaign"))
     tie_groups(board["rows"], board["pairwise"])
-    board["references"] = references(store)
+    paper = "long" if board["tables"]["long"]["assignments"] else "short"
+    notes = [f"Board shown: the {paper} assignments (the paper's board is the long ones)."]
+    for r in board["rows"]:
+        ceiling, share = r["evidence_ceiling"], r["headroom_captured"]
+        notes.append(
+            f"{r['system']}: held-out gain {r['held_out_gain']:+.4f} nats; evidence ceiling (a) "
+            f"{ceiling['selected']:+.4f}, (b) {ceiling['best']:+.4f}; headroom captured "
+            + ("-" if share is None else f"{100 * share:.0f}%")
+        )
+    notes.append(power_text(board["tables"][paper]["power"]))
+    if board["unverified_data"]:
+        notes.append(
+            "UNVERIFIED DATA (compiled with --allow-modified-data): "
+            + ", ".join(board["unverified_data"])
+        )
+    board["notes"] = notes
     names = system_names(store)
     chosen = pick_campaign(store, [r["system"] for r in board["rows"]], names, run_id)
     return {

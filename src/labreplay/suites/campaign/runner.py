@@ -14,7 +14,7 @@ from typing import Any
 
 from labreplay.agents.base import Agent, call_failures, drain_calls
 from labreplay.compile.spec import EnvironmentSpec
-from labreplay.errors import StoreError
+from labreplay.errors import SpecError, StoreError
 from labreplay.runtime.recorder import Recorder
 from labreplay.scoring.curves import acceleration_factor, first_passage, sustained_passage
 from labreplay.store.sqlite import Store
@@ -76,6 +76,7 @@ def _open_run(
         parent_run_id=parent_run_id,
         extra_provenance={
             "dataset_hashes": spec.body["record"]["dataset_hashes"],
+            "data_verified": spec.body["record"].get("data_verified", True),
             "spec_hash": spec.spec_hash,
             **(extra_provenance or {}),
         },
@@ -140,6 +141,10 @@ def run_branch(
         action = agent.act(env.observation())
         calls.extend(drain_calls(agent))
         result = env.step(action)
+        drain = getattr(agent, "drain_departures", None)
+        for departure in drain() if callable(drain) else []:
+            # A matched control could not follow its adaptive schedule here: declared, counted.
+            env.trajectory.append("control", {"departure": departure})
         streak = 0 if result.accepted else streak + 1
         recorder.sync()
         if result.checkpoint_due:
@@ -173,6 +178,9 @@ def _finish(
         for k, v in metrics.items()
         if isinstance(v, int | float) or v is None
     }
+    closed: list[str] = next(
+        (e["payload"].get("closed", []) for e in events if e["kind"] == "end"), []
+    )
     recorder.flush()
     recorder.store.put_forecasts(recorder.run_id, forecast_rows(events))
     health = call_failures(calls)
@@ -183,7 +191,7 @@ def _finish(
         "failed" if health["all_failed"] else "complete",
         summary,
         scalar,
-        {"curve": metrics["curve"], "movements": metrics["movements"]},
+        {"curve": metrics["curve"], "movements": metrics["movements"], "closed": closed},
     )
 
 
@@ -306,20 +314,22 @@ def run_assignment_branches(
 ) -> dict[str, BranchResult]:
     """The three branches of one assignment; with `store=None` nothing is written (the work
     unit of `labreplay.execute`)."""
+    unknown = [c for c in controls if c not in BRANCHES[1:]]
+    if unknown:
+        raise SpecError(f"unknown control {unknown[0]!r} (known: {', '.join(BRANCHES[1:])})")
     adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
     results = {"adaptive": adaptive}
     if call_failures(adaptive.calls)["all_failed"]:
         return results  # the endpoint never answered: controls would measure nothing either
     initial = pre_campaign_forecast(adaptive.events)
+    slots, stopped = extract_schedule(adaptive.events)
     if "random" in controls:
-        slots, stopped = extract_schedule(adaptive.events)
         wrapper = ScheduleMatchedRandom(make_agent(), slots, stopped, spec.body["evaluator"], seed)
         results["random"] = run_branch(
             spec, wrapper, seed, "random", store, initial, adaptive.run_id
         )
     if "no-evidence" in controls:
-        calls = adaptive.metrics["policy_calls"]
-        wrapper_ne = CallMatchedNoEvidence(make_agent(), calls)
+        wrapper_ne = CallMatchedNoEvidence(make_agent(), slots)
         results["no-evidence"] = run_branch(
             spec, wrapper_ne, seed, "no-evidence", store, initial, adaptive.run_id
         )
@@ -329,7 +339,7 @@ def run_assignment_branches(
 def assignment_metrics(
     spec: EnvironmentSpec, results: Mapping[str, BranchResult]
 ) -> dict[str, Any]:
-    tau = float(spec.body["acceleration_target"])
+    tau = target_tau(spec.body)
     adaptive = results["adaptive"].metrics
     out: dict[str, Any] = {
         "branches": {
@@ -338,15 +348,29 @@ def assignment_metrics(
                 "head_hash": r.head_hash,
                 "adaptive_auc": r.metrics["adaptive_auc"],
                 "held_out_gain": r.metrics["held_out_gain"],
+                # closures, early stops, unused budget and declared departures, every branch
+                **{
+                    k: r.metrics.get(k)
+                    for k in (
+                        "experiments_closed",
+                        "stopped_early",
+                        "unused_experiments",
+                        "unused_evidence",
+                        "control_departures",
+                        "checkpoint_fallbacks",
+                        "invalid_actions",
+                    )
+                },
             }
             for b, r in results.items()
         },
         "adaptive_auc": adaptive["adaptive_auc"],
         "held_out_gain": adaptive["held_out_gain"],
     }
-    if "random" in results:
-        rnd = results["random"].metrics
+    rnd = results["random"].metrics if "random" in results else None
+    if rnd is not None:
         out["selection_lift"] = adaptive["adaptive_auc"] - rnd["adaptive_auc"]
+    if rnd is not None and tau is not None:
         fa, fr = first_passage(adaptive["curve"], tau), first_passage(rnd["curve"], tau)
         sa, sr = sustained_passage(adaptive["curve"], tau), sustained_passage(rnd["curve"], tau)
         out["acceleration_first"] = acceleration_factor(fr, fa)
@@ -356,3 +380,10 @@ def assignment_metrics(
             adaptive["adaptive_auc"] - results["no-evidence"].metrics["adaptive_auc"]
         )
     return out
+
+
+def target_tau(body: Mapping[str, Any]) -> float | None:
+    """The declared acceleration target of a spec (older specs held a bare number)."""
+    target = body["acceleration_target"]
+    value = target.get("tau") if isinstance(target, Mapping) else target
+    return None if value is None else float(value)

@@ -1,0 +1,77 @@
+"""The `bayes` reference's rules for what to buy and what to select (used by `agents`).
+
+Declared, general rules read from the visible state only: which evidence kinds the schema
+offers, whether the record showed the pipeline run missing, whether an expert-selected
+refinement was seen, and the expected information of a candidate for the held-out panel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labreplay.suites.campaign.model import AffinityModel
+from labreplay.suites.campaign.protocol import precursors_of
+
+PIPELINE_KINDS = frozenset(
+    {"execution_record", "thermal_history", "xrd_scan", "automated_refinement"}
+)
+
+
+def offered_kinds(observation: Mapping[str, Any]) -> list[str]:
+    for v in observation["action_schema"]["oneOf"]:
+        if v["properties"]["type"]["const"] == "inspect_evidence":
+            return list(v["properties"]["kind"].get("enum", []))
+    return []
+
+
+def is_selected(item: Mapping[str, Any]) -> bool:
+    content = item.get("content")
+    return isinstance(content, Mapping) and content.get("selected") is True
+
+
+def pipeline_availability(state: Mapping[str, Any]) -> tuple[int, int]:
+    """Experiments of this campaign where a pipeline kind was bought: (run found, probed)."""
+    found = tries = 0
+    for record in state["experiments"].values():
+        items = [r for r in record["revealed"] if r.get("kind") in PIPELINE_KINDS]
+        if items:
+            tries += 1
+            found += int(any("missing" not in r for r in items))
+    return found, tries
+
+
+LEARN_WEIGHT = 3.0  # a closed experiment counts as this many context experiments
+
+
+def _kl(p: Mapping[str, float], q: Mapping[str, float]) -> float:
+    return sum(p[k] * math.log(p[k] / q[k]) for k in p if p[k] > 0)
+
+
+def expected_panel_information(
+    model: AffinityModel,
+    desc: Mapping[str, Any],
+    queries: Sequence[Mapping[str, Any]],
+    now: Sequence[Mapping[str, float]],
+    weight: float,
+) -> float:
+    """sum_k p(k) sum_q KL(p_q | learned k || p_q): learn each outcome, measure, take it back."""
+    precursors = precursors_of(desc)
+    shared = set(precursors)
+    touched = [
+        i for i, d in enumerate(queries) if shared.intersection(precursors_of(d)) or model.beta
+    ]
+    if not touched:
+        return 0.0
+    prior = model.predict(desc)
+    total = 0.0
+    temperature = desc.get("temperature_c")
+    for k, pk in prior.items():
+        bands = set(model.band_counts)
+        model.add(precursors, temperature, {k: 1.0}, weight=weight)
+        total += pk * sum(_kl(model.predict(queries[i]), now[i]) for i in touched)
+        model.add(precursors, temperature, {k: 1.0}, weight=-weight)
+        for band in set(model.band_counts) - bands:
+            del model.band_counts[band]
+    return total

@@ -1,0 +1,86 @@
+"""CLI: several partition seeds, pooled boards, refusals that name the bad value (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _run(specs: Path, store: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return _cli(
+        "campaign", "run", "--specs", str(specs), "--agent", "bayes", "--store", str(store),
+        "--json", *extra,
+    )  # fmt: skip
+
+
+def test_seeds_pool_on_one_board_and_bad_values_exit_2(tmp_path: Path):
+    specs, store = tmp_path / "specs", tmp_path / "runs.sqlite"
+    proc = _cli("campaign", "compile", "--seeds", "0-1", "--out", str(specs))
+    assert proc.returncode == 0, proc.stderr
+    assert (specs / "seed0" / "index.json").is_file() and (specs / "seed1" / "index.json").is_file()
+    for bad, value in (("--only", "long-1,long-99"), ("--controls", "random,placebo")):
+        proc = _run(specs, store, bad, value)
+        assert proc.returncode == 2
+        assert value.split(",")[1] in proc.stderr and "Traceback" not in proc.stderr
+        assert not store.exists()  # nothing was run or written
+    proc = _run(specs, store, "--only", "long-1", "--controls", "random")
+    assert proc.returncode == 0, proc.stderr
+    assert [r["spec_id"] for r in json.loads(proc.stdout)] == [
+        "precursor-genome/sdl1/seed0/long-1",
+        "precursor-genome/sdl1/seed1/long-1",
+    ]
+    board = _cli("campaign", "leaderboard", "--store", str(store), "--json")
+    assert board.returncode == 0, board.stderr
+    data = json.loads(board.stdout)
+    long = data["tables"]["long"]
+    assert long["seeds"] == [0, 1] and len(long["assignments"]) == 2
+    assert data["tables"]["short"]["rows"] == []
+    (row,) = long["rows"]
+    assert set(row["seed_means"]) == {"0", "1"} and row["between_seed_sd"] is not None
+    assert "evidence_ceiling" in row and "headroom_captured" in row
+    assert long["power"]["min_separable"] is not None
+    text = _cli("campaign", "leaderboard", "--store", str(store))
+    assert text.returncode == 0
+    assert "smallest separable AUC difference" in " ".join(text.stdout.split())
+    # A second protocol under the same spec ids: refused by name, unless one is selected.
+    rows = tmp_path / "rows"
+    assert (
+        _cli("campaign", "compile", "--context-detail", "rows", "--out", str(rows)).returncode == 0
+    )
+    assert _run(rows, store, "--only", "long-1", "--controls", "random").returncode == 0
+    mixed = _cli("campaign", "leaderboard", "--store", str(store))
+    assert mixed.returncode == 2 and "precursor-genome/sdl1/seed0/long-1" in mixed.stderr
+    picked = _cli("campaign", "leaderboard", "--store", str(store), "--specs", str(rows), "--json")
+    assert picked.returncode == 0, picked.stderr
+    assert json.loads(picked.stdout)["tables"]["long"]["assignments"] == [
+        "precursor-genome/sdl1/seed0/long-1"
+    ]
+
+
+def test_compile_from_modified_data_exits_2_naming_the_file(modified_data_dir: Path, tmp_path):
+    root = modified_data_dir
+    out = tmp_path / "specs"
+    proc = _cli("campaign", "compile", "--out", str(out), "--data-dir", str(root))
+    assert proc.returncode == 2 and "precursor_genome/pg_samples.jsonl" in proc.stderr
+    assert not out.exists()
+    proc = _cli(
+        "campaign", "compile", "--out", str(out), "--data-dir", str(root), "--allow-modified-data"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "UNVERIFIED DATA" in proc.stdout
+    index = json.loads((out / "index.json").read_text())
+    assert index["data_verified"] is False
