@@ -25,7 +25,7 @@ def test_files_respect_the_umask(tmp_path: Path) -> None:
     old = os.umask(0o022)
     try:
         atomic_write_text(tmp_path / "a.txt", "x")
-        write_questions(tmp_path / "q.jsonl", [{"id": "q1"}])
+        write_questions(tmp_path / "q.jsonl", [{"id": "q1", "question_type": "MC_single"}])
         with atomic_directory(tmp_path / "d") as tmp:
             (tmp / "f.txt").write_text("y", encoding="utf-8")
     finally:

@@ -103,12 +103,13 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
         "--only",
         first_assignment,
         "--agent",
-        "random",
+        "no-evidence",
     )
     assert done.returncode == 0, done.stderr
     board = _board(store)
+    # (`random` is a reference row, never ranked: a ranked reference agent stands in here.)
     systems = [row["system"] for row in board["rows"]]  # type: ignore[index]
-    assert systems == ["random"], board
+    assert systems == ["no-evidence"], board
     assert board["failed"] == ["openai:stub"]
     report = run_cli("report", "--store", str(store), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr

@@ -68,7 +68,7 @@ def test_report_renders_in_headless_chromium(tmp_path, campaign_store):
     assert len(dom.tables["belief-trajectory-table"]) > 20
     ids = {img.get("id", "") for img in dom.images}
     assert {"campaign-lifts", "trajectory-plot"} <= ids
-    assert sum(1 for i in ids if i.startswith("curve-")) == 2
+    assert sum(1 for i in ids if i.startswith("curve-")) == 3  # one per agent
     assert all(img["src"].startswith("data:image/png;base64,") for img in dom.images)
 
     shot = tmp_path / "report.png"
