@@ -108,3 +108,21 @@ def test_cli_refusal_is_one_line_exit_2(data_dir: Path, tmp_path: Path, field: s
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in done.stderr
     assert rows[1]["mbid"] in lines[0] and "'target'" in lines[0] and "'high'" in lines[0]
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_dask_with_own_dataset_is_refused_up_front(
+    data_dir: Path, tmp_path: Path, command: str
+) -> None:
+    # Dask workers look tasks up by name; a user dataset exists only in the driver process.
+    path = _write(tmp_path / "own.jsonl.gz", _rows(data_dir, 3))
+    store = tmp_path / "x.sqlite"
+    done = subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", "configsearch", command, "--dataset",
+         str(path), "--target", "target", "--store", str(store), "--executor", "dask"],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--executor dask" in lines[0] and "Traceback" not in done.stderr
+    assert not store.exists()

@@ -95,6 +95,18 @@ def _space(r_values: str | None, n_values: str | None, s_values: str | None) -> 
     )
 
 
+def _refuse_dask_with_own_dataset(executor: str, dataset: Path | None) -> None:
+    """A user dataset is registered in this process only; Dask workers (other processes) look a
+    task up by name and would not find it. Refuse up front rather than fail on the workers."""
+    from labreplay.errors import SpecError
+
+    if dataset is not None and executor == "dask":
+        raise SpecError(
+            f"--executor dask cannot run --dataset {dataset} yet (workers know only the built-in "
+            "tasks); use --executor threads or in-process"
+        )
+
+
 def _campaign(
     data_dir: Path | None,
     store: Any,
@@ -164,6 +176,7 @@ def sweep_cmd(
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
 
+    _refuse_dask_with_own_dataset(executor, dataset)
     with Store(store) as db:
         campaign = _campaign(
             data_dir,
@@ -294,6 +307,7 @@ def run_cmd(
     from labreplay.suites.configsearch.models import model_names
     from labreplay.suites.configsearch.search import METHODS, PROBLEMS
 
+    _refuse_dask_with_own_dataset(executor, dataset)
     names = [m.strip() for m in models.split(",") if m.strip()]
     # Refused before the store is opened: a bad value must not leave a `running` row behind.
     unknown = [m for m in names if m not in model_names()]
