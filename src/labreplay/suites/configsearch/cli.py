@@ -21,6 +21,7 @@ from labreplay.cli._common import (
     progress_bar,
     seed_check,
 )
+from labreplay.suites.configsearch.search import COST_ALPHA as COST_ALPHA_DEFAULT
 
 app = typer.Typer(
     help="Search OOD benchmark configurations (r, n, s) of materials-property "
@@ -255,6 +256,85 @@ def references_cmd(
         print_json(out)
 
 
+@app.command("export-references")
+def export_references_cmd(
+    store: Path = StoreOption,
+    out: Path = typer.Option(
+        ..., "--out", help="Directory for one <task>__<model>.json.gz per complete sweep."
+    ),
+) -> None:
+    """Write every complete exhaustive sweep of a store as a small, byte-stable reference file
+    (with its spec hash, protocol, data files and the command that regenerates it)."""
+    from labreplay.errors import StoreError
+    from labreplay.store.sqlite import Store
+    from labreplay.suites.configsearch.references import export_references
+
+    if not store.is_file():
+        raise StoreError(f"store {store} does not exist (run `configsearch references` first)")
+    out.mkdir(parents=True, exist_ok=True)
+    with Store(store, readonly=True) as db:
+        written = export_references(db, out)
+    if not written:
+        raise StoreError(f"store {store} holds no complete exhaustive sweep")
+    for path in written:
+        console.print(f"wrote {path}")
+
+
+@app.command("replay")
+def replay_cmd(
+    references: Path = typer.Option(
+        ..., "--references", help="A reference file or a directory of them (export-references)."
+    ),
+    seeds: int = typer.Option(
+        20, "--seeds", help="Seeds 42..42+k-1.", callback=int_range("--seeds", 1)
+    ),
+    budget: int = typer.Option(
+        8, "--budget", help="Search steps T.", callback=int_range("--budget", 1)
+    ),
+    init: int = typer.Option(
+        3, "--init", help="Initial design T0.", callback=int_range("--init", 1)
+    ),
+    within: int = typer.Option(
+        8,
+        "--within",
+        help="Count seeds reaching the target within this many evaluations.",
+        callback=int_range("--within", 1),
+    ),
+    cost_alpha: float = typer.Option(
+        COST_ALPHA_DEFAULT, "--cost-alpha", help="BO: weight of the fit cost (0 = plain EI)."
+    ),
+    json_out: bool = JsonOption,
+) -> None:
+    """BO vs random search (best-model) replayed on exhaustive reference tables: every
+    evaluation is a lookup, so many seeds and every task take seconds, and no model is fitted."""
+    from labreplay.errors import LabreplayError
+    from labreplay.suites.configsearch.references import compare, load_reference, load_references
+
+    if init > budget:
+        raise LabreplayError(f"--init: value {init} exceeds --budget {budget}")
+    if references.is_dir():
+        refs = load_references(references)
+    elif references.is_file():
+        refs = [load_reference(references)]
+    else:
+        raise LabreplayError(f"--references: {references} is neither a file nor a directory")
+    if not refs:
+        raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
+    rows = [compare(ref, range(42, 42 + seeds), budget, init, within, cost_alpha) for ref in refs]
+    if json_out:
+        print_json(rows)
+        return
+    for row in rows:
+        lo, hi = row["steps_saved_ci95"]
+        console.print(
+            f"{row['reference']}: target in {row['targets_in_space']}/{row['candidates']} "
+            f"configurations; within {within} evaluations BO {row['bo_hits']}/{seeds} "
+            f"({row['bo_hits_in_initial_design']} in the initial design), random "
+            f"{row['random_hits']}/{seeds}; steps saved {row['steps_saved_mean']:.2f} "
+            f"[{lo:.2f}, {hi:.2f}]"
+        )
+
+
 @app.command("run")
 def run_cmd(
     task: str | None = TaskOption,
@@ -280,7 +360,9 @@ def run_cmd(
         callback=choice("--gt", ("reference", "mean")),
     ),
     cost_alpha: float = typer.Option(
-        0.5, "--cost-alpha", help="BO: weight of the fit cost in the acquisition (0 = plain EI)."
+        COST_ALPHA_DEFAULT,
+        "--cost-alpha",
+        help="BO: weight of the fit cost in the acquisition (0 = plain EI).",
     ),
     store: Path = StoreOption,
     data_dir: Path | None = DataDirOption,
