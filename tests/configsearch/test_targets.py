@@ -7,7 +7,13 @@ import pytest
 
 from labreplay.suites.configsearch.search import maximin_design
 from labreplay.suites.configsearch.space import Config, ConfigSpace
-from labreplay.suites.configsearch.targets import Landscape, costs, fits_of, target_metrics
+from labreplay.suites.configsearch.targets import (
+    Landscape,
+    costs,
+    fits_of,
+    sweep_summary,
+    target_metrics,
+)
 
 
 def test_normalised_score_closes_the_gap_between_median_and_optimum() -> None:
@@ -83,3 +89,23 @@ def test_paper_claims_read_the_marginals() -> None:
     assert claims["best_s"] == 1 and claims["s_le_8_optimal"] and claims["band_gap_s_is_1"]
     assert claims["n_le_24_enough"] and claims["r_negligible"] is True
     assert claims["r_values"] == [0.0, 0.5]
+
+
+def test_sweep_summary_flags_a_needle_optimum_on_a_tiny_degenerate_test_set() -> None:
+    def payload(r: float, n: int, s: int, mae: float, degenerate: int) -> dict[str, object]:
+        return {
+            "config": {"r": r, "n": n, "s": s},
+            "mae": mae,
+            "mae_nondegenerate": None if degenerate == n else mae,
+            "degenerate_folds": degenerate,
+            "n_test": n * s,
+            "fold_test_sizes": [s] * n,
+        }
+
+    # one lucky configuration: 4 test points, every fold on the zero-gap point mass
+    payloads = [payload(0.7, 4, 1, 0.0003, 4)]
+    payloads += [payload(0.0, 48, s, 0.2 + 0.01 * s, 0) for s in range(1, 10)]
+    summary = sweep_summary(payloads)
+    assert summary["argmin_test_points"] == 4 and summary["argmin_degenerate_folds"] == 4
+    assert summary["configs_on_target"] == 1  # only the optimum clears 0.95 of the gap
+    assert summary["all_degenerate_configs"] == 1 and summary["short_folds"] == 0

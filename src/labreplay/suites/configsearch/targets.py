@@ -154,8 +154,23 @@ def sweep_summary(payloads: Sequence[dict[str, Any]]) -> dict[str, Any]:
     )
     best = min(payloads, key=lambda p: float(p["mae"])) if payloads else None
     worst = max(payloads, key=lambda p: float(p["mae"])) if payloads else None
+    on_target = 0
+    if maes:
+        land = Landscape("min", tuple(maes), "")
+        on_target = sum(
+            1
+            for v in maes
+            if (score := land.normalised(v)) is None or score >= TARGET_SCORE - 1e-12
+        )
     return {
         "evaluated": len(payloads),
+        # how many configurations clear the normalised target: a handful means a needle that
+        # any search finds mostly by luck
+        "configs_on_target": on_target,
+        # the optimum's test set: a few points, or only degenerate folds, make the optimum a
+        # lucky draw of an easy test set rather than a property of the configuration
+        "argmin_test_points": int(best["n_test"]) if best else None,
+        "argmin_degenerate_folds": int(best.get("degenerate_folds", 0)) if best else None,
         "mae": _spread(maes),
         "mae_without_degenerate_folds": _spread(clean),
         "degenerate_folds": sum(int(p.get("degenerate_folds", 0)) for p in payloads),
