@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.cli import app
 from labreplay.suites.configsearch.references import (
+    chance_of_target,
     compare,
     export_references,
     load_reference,
@@ -62,6 +63,16 @@ def test_replay_uses_the_shared_initial_design_and_counts_hits(tmp_path: Path) -
         assert len(b["normalised_trace"]) == 6
     row = compare(ref, [42, 43], budget=6, init=3, within=6)
     assert 0 <= row["bo_hits"] <= 2 and row["targets_in_space"] == targets_in_space(ref) >= 1
+    assert 0 < row["random_chance_within"] < 1
+    closest = compare(ref, [42], budget=4, init=2, within=4, problem="closest")
+    # the reference configuration itself is never a candidate of the closest problem
+    assert closest["candidates"] == len(ref.maes) - 1
+
+
+def test_chance_of_target_is_the_hypergeometric_floor() -> None:
+    assert chance_of_target(1, 10, 1) == pytest.approx(0.1)
+    assert chance_of_target(2, 10, 2) == pytest.approx(1 - (8 / 10) * (7 / 9))
+    assert chance_of_target(0, 10, 5) == 0.0 and chance_of_target(3, 10, 10) == 1.0
 
 
 def test_bo_beats_random_on_the_recorded_references() -> None:

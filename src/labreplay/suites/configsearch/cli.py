@@ -303,9 +303,15 @@ def replay_cmd(
     cost_alpha: float = typer.Option(
         COST_ALPHA_DEFAULT, "--cost-alpha", help="BO: weight of the fit cost (0 = plain EI)."
     ),
+    problem: str = typer.Option(
+        "best-model",
+        "--problem",
+        help="best-model | closest (nearest the MAE at (0, 48, 10)).",
+        callback=choice("--problem", ("best-model", "closest")),
+    ),
     json_out: bool = JsonOption,
 ) -> None:
-    """BO vs random search (best-model) replayed on exhaustive reference tables: every
+    """BO vs random search replayed on exhaustive reference tables: every
     evaluation is a lookup, so many seeds and every task take seconds, and no model is fitted."""
     from labreplay.errors import LabreplayError
     from labreplay.suites.configsearch.references import compare, load_reference, load_references
@@ -320,15 +326,19 @@ def replay_cmd(
         raise LabreplayError(f"--references: {references} is neither a file nor a directory")
     if not refs:
         raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
-    rows = [compare(ref, range(42, 42 + seeds), budget, init, within, cost_alpha) for ref in refs]
+    rows = [
+        compare(ref, range(42, 42 + seeds), budget, init, within, cost_alpha, problem)
+        for ref in refs
+    ]
     if json_out:
         print_json(rows)
         return
     for row in rows:
         lo, hi = row["steps_saved_ci95"]
         console.print(
-            f"{row['reference']}: target in {row['targets_in_space']}/{row['candidates']} "
-            f"configurations; within {within} evaluations BO {row['bo_hits']}/{seeds} "
+            f"{row['reference']} {problem}: target in {row['targets_in_space']}/"
+            f"{row['candidates']} configurations (random search's chance within {within}: "
+            f"{row['random_chance_within']:.0%}); BO {row['bo_hits']}/{seeds} "
             f"({row['bo_hits_in_initial_design']} in the initial design), random "
             f"{row['random_hits']}/{seeds}; steps saved {row['steps_saved_mean']:.2f} "
             f"[{lo:.2f}, {hi:.2f}]"

@@ -19,16 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from labreplay._atomic import atomic_write_bytes
 from labreplay._hashing import canonical_json
 from labreplay.errors import DataError
 from labreplay.scoring.stats import paired_bootstrap_ci
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.search import COST_ALPHA, landscape, search
-from labreplay.suites.configsearch.space import Config, ConfigSpace
-from labreplay.suites.configsearch.targets import target_metrics
+from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
+from labreplay.suites.configsearch.targets import TARGET_SCORE, Landscape, target_metrics
 
 FORMAT = "labreplay-configsearch-reference/1"
 REGENERATE = "labreplay configsearch references --tasks {task} --models {model} --n-jobs 2"
@@ -119,15 +117,27 @@ def replay(
     budget: int,
     init: int,
     cost_alpha: float = COST_ALPHA,
+    problem: str = "best-model",
 ) -> list[dict[str, Any]]:
-    """Target metrics of a best-model search per seed, every evaluation a table lookup."""
+    """Target metrics of a search per seed, every evaluation a table lookup. Problems:
+    best-model (lowest MAE) and closest (MAE nearest the model's MAE at (0, 48, 10), which must
+    be in the table; the reference itself is not a candidate)."""
     feasible = sorted(ref.maes)
     table = {(ref.model, c): v for c, v in ref.maes.items()}
-    land = landscape("best-model", table, [ref.model], feasible)
+    truth = None
+    if problem == "closest":
+        reference = Config(*REFERENCE_CONFIG)
+        if reference not in ref.maes:
+            raise DataError(
+                f"reference {ref.label} has no (0, 48, 10) row for problem 'closest'",
+                field="rows",
+            )
+        truth = {ref.model: ref.maes[reference]}
+    land = landscape(problem, table, [ref.model], feasible, truth)
     out = []
     for seed in seeds:
         result = search(
-            problem="best-model",
+            problem=problem,
             method=method,
             space=ref.space,
             feasible=feasible,
@@ -136,11 +146,23 @@ def replay(
             budget=budget,
             init=init,
             seed=seed,
+            ground_truth=truth,
             cost_alpha=cost_alpha,
         )
         steps = list(range(1, len(result.steps) + 1))
         out.append({"seed": seed, **target_metrics(land, result.trace(), steps, init)})
     return out
+
+
+def chance_of_target(on_target: int, candidates: int, evaluations: int) -> float:
+    """Probability that `evaluations` distinct uniform draws include one of `on_target`
+    candidates: the floor any search is measured against (a needle when it is small)."""
+    if on_target <= 0:
+        return 0.0
+    miss = 1.0
+    for i in range(min(evaluations, candidates)):
+        miss *= max(0.0, (candidates - on_target - i) / (candidates - i))
+    return 1.0 - miss
 
 
 def compare(
@@ -150,10 +172,11 @@ def compare(
     init: int,
     within: int,
     cost_alpha: float = COST_ALPHA,
+    problem: str = "best-model",
 ) -> dict[str, Any]:
     """BO vs random search on one reference: seeds reaching the target within `within`
     evaluations, and the paired difference in steps to target (a miss counts as budget + 1)."""
-    runs = {m: replay(ref, m, seeds, budget, init, cost_alpha) for m in ("bo", "random")}
+    runs = {m: replay(ref, m, seeds, budget, init, cost_alpha, problem) for m in ("bo", "random")}
 
     def steps(m: dict[str, Any]) -> int:
         return int(m["steps_to_target"]) if m["reached_target"] else budget + 1
@@ -164,10 +187,13 @@ def compare(
     saved = [steps(r) - steps(b) for b, r in zip(runs["bo"], runs["random"], strict=True)]
     mean, lo, hi = paired_bootstrap_ci(saved, seed=0, purpose="configsearch-replay")
     first = runs["bo"][0]
+    on_target = _on_target(ref, problem)
     return {
         "reference": ref.label,
+        "problem": problem,
         "candidates": first["candidates"],
-        "targets_in_space": targets_in_space(ref),
+        "targets_in_space": on_target,
+        "random_chance_within": chance_of_target(on_target, first["candidates"], within),
         "seeds": len(seeds),
         "budget": budget,
         "init": init,
@@ -182,10 +208,21 @@ def compare(
     }
 
 
+def _on_target(ref: Reference, problem: str) -> int:
+    land = replay_landscape(ref, problem)
+    if land.degenerate:
+        return len(land.values)
+    return sum(1 for v in land.values if (land.normalised(v) or 0.0) >= TARGET_SCORE - 1e-12)
+
+
+def replay_landscape(ref: Reference, problem: str) -> Landscape:
+    table = {(ref.model, c): v for c, v in ref.maes.items()}
+    truth = None
+    if problem == "closest":
+        truth = {ref.model: ref.maes[Config(*REFERENCE_CONFIG)]}
+    return landscape(problem, table, [ref.model], sorted(ref.maes), truth)
+
+
 def targets_in_space(ref: Reference) -> int:
-    """How many configurations clear the normalised target: 1 means a single needle."""
-    values = np.array(list(ref.maes.values()))
-    med, opt = float(np.median(values)), float(values.min())
-    if med == opt:
-        return len(values)
-    return int(np.sum((med - values) / (med - opt) >= 0.95 - 1e-12))
+    """How many configurations clear the normalised best-model target: 1 means one needle."""
+    return _on_target(ref, "best-model")

@@ -15,10 +15,13 @@ BO and random search share their first T0 points (same seed, same initial datase
 a seeded maximin design (of 256 seeded random T0-subsets, the one whose closest pair of encoded
 candidates is farthest apart), so the initial points cover r, n and s instead of clumping.
 
-Cost-aware acquisition (declared): a candidate whose (model, r, n) training set this run has
-already fitted costs no fits (only predictions), a new one costs n fits. BO maximises
-log EI - alpha * log(1 + new_fits / n_ref), n_ref = the median n of the space; alpha = 0 is plain
-EI. The budget T still counts evaluations, so alpha trades compute for steps and is recorded.
+Cost-aware acquisition (optional, declared): a candidate whose (model, r, n) training set this
+run has already fitted costs no fits (only predictions), a new one costs n fits. BO maximises
+log EI - alpha * log(1 + new_fits / n_ref), n_ref = the median n of the space. The default is
+alpha = 0, plain log EI: the budget and the target count evaluations, and on the recorded
+full-size references every alpha > 0 tried cost target hits (band gap best-model, 60 seeds:
+39/60 at alpha 0, 36 at 0.1, 34 at 0.25, 31 at 0.5) while saving fits. alpha is recorded with
+every run, so a compute-bound user can trade steps for fits knowingly.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from labreplay.suites.configsearch.targets import Landscape
 
 PROBLEMS = ("best-model", "discriminate", "closest")
 METHODS = ("bo", "random", "exhaustive")
-COST_ALPHA = 0.5
+COST_ALPHA = 0.0
 MAXIMIN_TRIES = 256
 
 # evaluate(model, config) -> MAE; the runner wraps the Evaluator, the store and the cache in it
