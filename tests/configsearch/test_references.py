@@ -15,7 +15,6 @@ from typer.testing import CliRunner
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.cli import app
 from labreplay.suites.configsearch.references import (
-    chance_of_target,
     compare,
     export_references,
     load_reference,
@@ -24,6 +23,7 @@ from labreplay.suites.configsearch.references import (
     targets_in_space,
 )
 from labreplay.suites.configsearch.runner import ConfigSearch
+from labreplay.suites.configsearch.targets import chance_of_target
 
 from .conftest import SMALL_SETTINGS, SMALL_SPACE
 

@@ -26,7 +26,7 @@ from labreplay.scoring.stats import paired_bootstrap_ci
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.search import COST_ALPHA, landscape, search
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
-from labreplay.suites.configsearch.targets import TARGET_SCORE, Landscape, target_metrics
+from labreplay.suites.configsearch.targets import Landscape, target_metrics
 
 FORMAT = "labreplay-configsearch-reference/1"
 REGENERATE = "labreplay configsearch references --tasks {task} --models {model} --n-jobs 2"
@@ -154,17 +154,6 @@ def replay(
     return out
 
 
-def chance_of_target(on_target: int, candidates: int, evaluations: int) -> float:
-    """Probability that `evaluations` distinct uniform draws include one of `on_target`
-    candidates: the floor any search is measured against (a needle when it is small)."""
-    if on_target <= 0:
-        return 0.0
-    miss = 1.0
-    for i in range(min(evaluations, candidates)):
-        miss *= max(0.0, (candidates - on_target - i) / (candidates - i))
-    return 1.0 - miss
-
-
 def compare(
     ref: Reference,
     seeds: Sequence[int],
@@ -187,13 +176,13 @@ def compare(
     saved = [steps(r) - steps(b) for b, r in zip(runs["bo"], runs["random"], strict=True)]
     mean, lo, hi = paired_bootstrap_ci(saved, seed=0, purpose="configsearch-replay")
     first = runs["bo"][0]
-    on_target = _on_target(ref, problem)
+    land = replay_landscape(ref, problem)
     return {
         "reference": ref.label,
         "problem": problem,
         "candidates": first["candidates"],
-        "targets_in_space": on_target,
-        "random_chance_within": chance_of_target(on_target, first["candidates"], within),
+        "targets_in_space": land.on_target,
+        "random_chance_within": land.chance(within),
         "seeds": len(seeds),
         "budget": budget,
         "init": init,
@@ -208,13 +197,6 @@ def compare(
     }
 
 
-def _on_target(ref: Reference, problem: str) -> int:
-    land = replay_landscape(ref, problem)
-    if land.degenerate:
-        return len(land.values)
-    return sum(1 for v in land.values if (land.normalised(v) or 0.0) >= TARGET_SCORE - 1e-12)
-
-
 def replay_landscape(ref: Reference, problem: str) -> Landscape:
     table = {(ref.model, c): v for c, v in ref.maes.items()}
     truth = None
@@ -225,4 +207,4 @@ def replay_landscape(ref: Reference, problem: str) -> Landscape:
 
 def targets_in_space(ref: Reference) -> int:
     """How many configurations clear the normalised best-model target: 1 means one needle."""
-    return _on_target(ref, "best-model")
+    return replay_landscape(ref, "best-model").on_target

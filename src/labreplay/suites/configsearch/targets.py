@@ -27,6 +27,15 @@ TARGET_SCORE = 0.95
 TOP_FRACTION = 0.01
 
 
+def chance_of_target(on_target: int, candidates: int, evaluations: int) -> float:
+    """Probability that `evaluations` distinct uniform draws from `candidates` include one of the
+    `on_target` ones: the floor any search is measured against (a needle when it is small)."""
+    miss = 1.0
+    for i in range(min(evaluations, candidates)):
+        miss *= max(0.0, (candidates - on_target - i) / (candidates - i))
+    return 1.0 - miss
+
+
 @dataclass(frozen=True)
 class Landscape:
     """Objective values of every candidate of one problem (from the exhaustive sweeps)."""
@@ -66,8 +75,19 @@ class Landscape:
             return best <= self.top_threshold + 1e-12
         return best >= self.top_threshold - 1e-12
 
+    @property
+    def on_target(self) -> int:
+        """Candidates whose own value clears the target: a handful means a needle."""
+        if self.degenerate:
+            return len(self.values)
+        return sum(1 for v in self.values if (self.normalised(v) or 0.0) >= TARGET_SCORE - 1e-12)
+
+    def chance(self, evaluations: int) -> float:
+        return chance_of_target(self.on_target, len(self.values), evaluations)
+
     def summary(self) -> dict[str, Any]:
         return {
+            "configs_on_target": self.on_target,
             "exhaustive_optimum": self.optimum,
             "exhaustive_argopt": self.argopt,
             "exhaustive_median": self.median,
@@ -154,14 +174,7 @@ def sweep_summary(payloads: Sequence[dict[str, Any]]) -> dict[str, Any]:
     )
     best = min(payloads, key=lambda p: float(p["mae"])) if payloads else None
     worst = max(payloads, key=lambda p: float(p["mae"])) if payloads else None
-    on_target = 0
-    if maes:
-        land = Landscape("min", tuple(maes), "")
-        on_target = sum(
-            1
-            for v in maes
-            if (score := land.normalised(v)) is None or score >= TARGET_SCORE - 1e-12
-        )
+    on_target = Landscape("min", tuple(maes), "").on_target if maes else 0
     return {
         "evaluated": len(payloads),
         # how many configurations clear the normalised target: a handful means a needle that
