@@ -335,6 +335,12 @@ def replay_cmd(
         return
     for row in rows:
         lo, hi = row["steps_saved_ci95"]
+        band = row["target_band_relative"]
+        if band is not None:
+            console.print(
+                f"{row['reference']} closest: on target means within {band:.1%} of the MAE at "
+                "(0, 48, 10); a band narrower than the seed noise of an MAE makes a hit luck"
+            )
         console.print(
             f"{row['reference']} {problem}: target in {row['targets_in_space']}/"
             f"{row['candidates']} configurations (random search's chance within {within}: "

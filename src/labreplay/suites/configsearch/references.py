@@ -26,7 +26,7 @@ from labreplay.scoring.stats import paired_bootstrap_ci
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.search import COST_ALPHA, landscape, search
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
-from labreplay.suites.configsearch.targets import Landscape, target_metrics
+from labreplay.suites.configsearch.targets import TARGET_SCORE, Landscape, target_metrics
 
 FORMAT = "labreplay-configsearch-reference/1"
 REGENERATE = "labreplay configsearch references --tasks {task} --models {model} --n-jobs 2"
@@ -183,6 +183,14 @@ def compare(
         "candidates": first["candidates"],
         "targets_in_space": land.on_target,
         "random_chance_within": land.chance(within),
+        # closest: how near the reference MAE a configuration must come, relative to it; below
+        # the seed noise of a configuration's MAE (RF-SCM: ~2-5%), reaching it is luck
+        "target_band_relative": (
+            (land.median - TARGET_SCORE * (land.median - land.optimum))
+            / ref.maes[Config(*REFERENCE_CONFIG)]
+            if problem == "closest" and ref.maes[Config(*REFERENCE_CONFIG)] > 0
+            else None
+        ),
         "seeds": len(seeds),
         "budget": budget,
         "init": init,
