@@ -447,9 +447,9 @@ def markdown(report: dict[str, Any]) -> str:
         "et al.'s (0, 48, 10) (negative: the search spent more).",
         "",
         "| task | models | problem | method | protocol | T | T0 | alpha | seeds | "
-        "on target (chance) | reached | in T0 | top 1% | median steps | median evals | mean final score | mean evals | "
-        "mean fits | saved evals vs exh. | saved fits vs exh. | saved evals vs (0,48,10) | "
-        "saved fits vs (0,48,10) |",
+        "on target (chance) | reached | in T0 | top 1% | median steps | median evals | "
+        "mean final score | mean evals | mean fits | saved evals vs exh. | saved fits vs exh. | "
+        "saved evals vs (0,48,10) | saved fits vs (0,48,10) |",
         "|" + "---|" * 22,
     ]
     for g in report["searches"]:
