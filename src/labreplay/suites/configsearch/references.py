@@ -123,17 +123,8 @@ def replay(
     best-model (lowest MAE) and closest (MAE nearest the model's MAE at (0, 48, 10), which must
     be in the table; the reference itself is not a candidate)."""
     feasible = sorted(ref.maes)
-    table = {(ref.model, c): v for c, v in ref.maes.items()}
-    truth = None
-    if problem == "closest":
-        reference = Config(*REFERENCE_CONFIG)
-        if reference not in ref.maes:
-            raise DataError(
-                f"reference {ref.label} has no (0, 48, 10) row for problem 'closest'",
-                field="rows",
-            )
-        truth = {ref.model: ref.maes[reference]}
-    land = landscape(problem, table, [ref.model], feasible, truth)
+    truth = _ground_truth(ref, problem)
+    land = replay_landscape(ref, problem)
     out = []
     for seed in seeds:
         result = search(
@@ -205,11 +196,21 @@ def compare(
     }
 
 
+def _ground_truth(ref: Reference, problem: str) -> dict[str, float] | None:
+    """closest: the model's MAE at (0, 48, 10), which the table must hold; else None."""
+    if problem != "closest":
+        return None
+    reference = Config(*REFERENCE_CONFIG)
+    if reference not in ref.maes:
+        raise DataError(
+            f"reference {ref.label} has no (0, 48, 10) row for problem 'closest'", field="rows"
+        )
+    return {ref.model: ref.maes[reference]}
+
+
 def replay_landscape(ref: Reference, problem: str) -> Landscape:
     table = {(ref.model, c): v for c, v in ref.maes.items()}
-    truth = None
-    if problem == "closest":
-        truth = {ref.model: ref.maes[Config(*REFERENCE_CONFIG)]}
+    truth = _ground_truth(ref, problem)
     return landscape(problem, table, [ref.model], sorted(ref.maes), truth)
 
 
