@@ -220,6 +220,10 @@ def test_two_spellings_of_one_ligand_are_one_option(tmp_path: Path) -> None:
     merged = q["meta"]["effective_scores"][q["options"].index({"Lig": [pcy3[0]]})]
     assert merged == pytest.approx(0.6)  # mean of 70, 50 and 60: one structure, three rows
     assert compiled.qc[next(iter(compiled.qc))]["options_merged_by_structure"] == 1
+    from labreplay.suites.conditions.prompts import render_prompt
+    from labreplay.suites.conditions.questions import agent_view
+
+    assert "PCy3 (also tricyclohexylphosphine) [" in render_prompt(agent_view(q))
     # one name given two structures: refused naming both rows, unless merged by name
     rows[3] = ["1a", "XPhos", SPHOS, 20.0]
     clash = _write_csv(tmp_path / "clash.csv", header, rows)
