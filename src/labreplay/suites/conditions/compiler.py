@@ -127,24 +127,19 @@ class _Ctx:
         self._json: dict[tuple[str, str], list[dict[str, Any]]] = {}
         values = self.table.all_values or self.table.values
         self._values = values
-        self._buckets: list[tuple[int, list[ObservedRow]]] | None = None
+        self._reaction: tuple[_Reaction, np.ndarray] | None = None
 
-    def rows_by_table_distance(self) -> list[tuple[int, list[ObservedRow]]]:
-        """The reaction's rows bucketed by how many of this table's fixed axes they differ on
-        (0: this table's rows and its split siblings), computed once per table."""
-        if self._buckets is None:
+    def reaction(self) -> tuple[_Reaction, np.ndarray]:
+        """The reaction's rows and how many of this table's fixed axes each differs on (0: this
+        table's rows and its split siblings), computed once per table."""
+        if self._reaction is None:
             table = self.table
-            pool = table.reaction_rows or table.rows
-            codes = _reaction_codes(pool, table.condition_keys or tuple(table.varying_keys))
-            matrix, index, columns = codes
-            distance = np.zeros(len(pool), dtype=np.int64)
-            for k, v in table.fixed_labels.items():
-                distance += matrix[:, columns[k]] != index[k].get(v, -1)
-            self._buckets = [
-                (int(d), [pool[i] for i in np.flatnonzero(distance == d)])
-                for d in np.unique(distance)
-            ]
-        return self._buckets
+            found = _reaction(
+                table.reaction_rows or table.rows,
+                table.condition_keys or tuple(table.varying_keys),
+            )
+            self._reaction = (found, found.distance(table.fixed_labels))
+        return self._reaction
 
     def comp(self, key: str, label: str) -> list[dict[str, Any]]:
         found = self._json.get((key, label))
@@ -157,26 +152,49 @@ class _Ctx:
         return {k: self.comp(k, row.conditions[k]) for k in keys}
 
 
-_CODES: dict[int, tuple[list[ObservedRow], Any]] = {}
+@dataclass
+class _Reaction:
+    """A reaction's rows as arrays (condition codes, utilities, positions), shared by sibling
+    tables: the precedent search is a few vector operations per question."""
+
+    rows: list[ObservedRow]
+    matrix: np.ndarray  # rows x condition keys, integer codes
+    index: dict[str, dict[str, int]]  # key -> label -> code
+    columns: dict[str, int]  # key -> column
+    utility: np.ndarray
+    position: dict[int, int]  # id(row) -> row index
+
+    def distance(self, context: Mapping[str, str]) -> np.ndarray:
+        out = np.zeros(len(self.rows), dtype=np.int64)
+        for k, v in context.items():
+            out += self.matrix[:, self.columns[k]] != self.index[k].get(v, -1)
+        return out
 
 
-def _reaction_codes(
-    pool: list[ObservedRow], keys: Sequence[str]
-) -> tuple[np.ndarray, dict[str, dict[str, int]], dict[str, int]]:
-    """Integer codes of a reaction's rows (rows x condition keys), shared by sibling tables."""
-    cached = _CODES.get(id(pool))
-    if cached is not None and cached[0] is pool and len(cached[1][0]) == len(pool):
-        return cached[1]  # type: ignore[no-any-return]
+_REACTIONS: dict[int, _Reaction] = {}
+
+
+def _reaction(pool: list[ObservedRow], keys: Sequence[str]) -> _Reaction:
+    cached = _REACTIONS.get(id(pool))
+    if cached is not None and cached.rows is pool and len(cached.utility) == len(pool):
+        return cached
     index: dict[str, dict[str, int]] = {k: {} for k in keys}
     matrix = np.array(
         [[index[k].setdefault(r.conditions[k], len(index[k])) for k in keys] for r in pool],
         dtype=np.int64,
     ).reshape(len(pool), len(keys))
-    codes = (matrix, index, {k: j for j, k in enumerate(keys)})
-    if len(_CODES) > 64:  # only sibling tables compiled one after another share an entry
-        _CODES.clear()
-    _CODES[id(pool)] = (pool, codes)
-    return codes
+    found = _Reaction(
+        pool,
+        matrix,
+        index,
+        {k: j for j, k in enumerate(keys)},
+        np.array([r.utility for r in pool], dtype=float),
+        {id(r): i for i, r in enumerate(pool)},
+    )
+    if len(_REACTIONS) > 64:  # only sibling tables compiled one after another share an entry
+        _REACTIONS.clear()
+    _REACTIONS[id(pool)] = found
+    return found
 
 
 def _base_question(
@@ -303,24 +321,16 @@ def _mc_precedents(
     from the question's fixed conditions); [] if too few."""
     best = max(r.utility for r in options)
     ceiling = min(_median([r.utility for r in options]), best)
-    taken = {id(r) for r in options}
-    found: dict[int, list[ObservedRow]] = {}
-    for bucket, rows in ctx.rows_by_table_distance():
-        for r in rows:
-            if id(r) in taken or r.utility >= best or r.utility > ceiling:
-                continue
-            extra = sum(1 for k, v in fixed.items() if r.conditions[k] != v)
-            found.setdefault(bucket + extra, []).append(r)
-        # Every row not yet seen differs in more than `bucket` axes: stop once enough are closer.
-        if sum(len(v) for d, v in found.items() if d <= bucket) >= PRECEDENTS_MIN:
-            break
-    chosen: list[ObservedRow] = []
-    for distance in sorted(found):
-        chosen.extend(found[distance])
-        if len(chosen) >= PRECEDENTS_MIN:
-            break
-    if len(chosen) < PRECEDENTS_MIN:
+    reaction, table_distance = ctx.reaction()
+    eligible = (reaction.utility < best) & (reaction.utility <= ceiling)
+    eligible[[reaction.position[id(r)] for r in options if id(r) in reaction.position]] = False
+    distance = table_distance + reaction.distance(fixed) if fixed else table_distance
+    found = np.flatnonzero(eligible)
+    if len(found) < PRECEDENTS_MIN:
         return []
+    ranked = found[np.argsort(distance[found], kind="stable")]  # closest first, then row order
+    cutoff = distance[ranked[PRECEDENTS_MIN - 1]]  # the closest distance holding enough rows
+    chosen = [reaction.rows[i] for i in ranked if distance[i] <= cutoff]
     n = int(rng.integers(PRECEDENTS_MIN, min(PRECEDENTS_MAX, len(chosen)) + 1))
     return [chosen[i] for i in sorted(rng.choice(len(chosen), size=n, replace=False))]
 
