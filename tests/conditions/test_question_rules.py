@@ -396,3 +396,17 @@ def test_report_shows_per_dataset_bars_against_the_random_floor(tmp_path: Path) 
     html = section.html
     assert "agent score against the random floor" in html and "lig5" in html
     assert "MC_single score" in html and "width:" in html
+
+
+def test_python_api_compile_honours_and_checks_the_rules(data_dir: Path, tmp_path: Path) -> None:
+    from labreplay.errors import LabreplayError
+    from labreplay.suites.conditions.suite import SUITE
+
+    out = tmp_path / "q.jsonl"
+    with pytest.raises(LabreplayError, match="--max-options must be at least 2"):
+        SUITE.compile(data_dir, out=out, datasets=["currybo_cernak"], max_options=-5)
+    assert not out.exists()
+    SUITE.compile(data_dir, out=out, datasets=["currybo_cernak"], max_options=6)
+    rule = json.loads((tmp_path / "q.jsonl.spec.json").read_text())["spec"]["datasets"]
+    assert rule["currybo_cernak"]["max_options"] == 6
+    assert all(len(q["options"]) <= 6 for q in load_questions(out))
