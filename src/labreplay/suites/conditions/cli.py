@@ -79,7 +79,20 @@ def compile_cmd(
     ),
     condition_cols: str = typer.Option("", "--condition-cols", help="Condition-axis columns."),
     slice_cols: str = typer.Option(
-        "", "--slice-cols", help="Condition columns whose values define separate tables."
+        "",
+        "--slice-cols",
+        help="Condition columns whose values define separate tables (one table per value).",
+    ),
+    vary: list[str] = typer.Option(
+        None,
+        "--vary",
+        help="Condition column a table varies (repeatable; default: the axis with the most "
+        "levels, ties catalyst/ligand > base > reagent/additive > solvent > temperature/time).",
+    ),
+    name: str | None = typer.Option(
+        None,
+        "--name",
+        help="Dataset name (seeds and ids); default: derived from the table's content hash.",
     ),
     yield_col: str = typer.Option("", "--yield-col", help="Yield column (optional)."),
     ee_col: str | None = typer.Option(None, "--ee-col", help="ee (%) of the desired enantiomer."),
@@ -99,6 +112,16 @@ def compile_cmd(
         "selectivity when there is no yield column).",
     ),
     yield_scale: str = typer.Option("percent", "--yield-scale", help="percent | fraction."),
+    force_scale: bool = typer.Option(
+        False,
+        "--force-scale",
+        help="Keep --yield-scale although the values look like the other scale (QC warning).",
+    ),
+    merge_by: str = typer.Option(
+        "smiles",
+        "--merge-by",
+        help="smiles | name: option identity where --smiles-cols gives structures.",
+    ),
     allow_out_of_range: bool = typer.Option(
         False, "--allow-out-of-range", help="Keep yields > 100% / |ee| > 100 (clipped, flagged)."
     ),
@@ -118,6 +141,9 @@ def compile_cmd(
     max_tables: int = typer.Option(
         10, "--max-tables", help="At most this many sliced tables per reaction (seeded)."
     ),
+    min_options: int = typer.Option(
+        3, "--min-options", help="An MC question needs this many options (after precedents)."
+    ),
     fib_max_hit_floor: float = typer.Option(
         0.8, "--fib-max-hit-floor", help="Ask FIB only where its Hit floor is at most this."
     ),
@@ -131,11 +157,53 @@ def compile_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Compile questions from built-in datasets or from your own table."""
-    from labreplay.suites.conditions.report import qc_lines, write_compiled
+    from labreplay.suites.conditions.report import (
+        profile_lines,
+        qc_lines,
+        varied_lines,
+        write_compiled,
+    )
 
     chosen = sum([bool(dataset), all_datasets, table is not None])
     if chosen != 1:
         raise LabreplayError("give exactly one of --dataset NAME, --all, --table FILE")
+    check_compile_options(
+        max_options=max_options,
+        min_options=min_options,
+        max_tables=max_tables,
+        fib_max_hit_floor=fib_max_hit_floor,
+        temperature_k=temperature_k,
+        yield_scale=yield_scale,
+        objective=objective,
+        merge_by=merge_by,
+    )
+    if table is None:
+        given = [
+            flag
+            for flag, value in (
+                ("--reaction-cols", reaction_cols),
+                ("--condition-cols", condition_cols),
+                ("--slice-cols", slice_cols),
+                ("--vary", vary),
+                ("--name", name),
+                ("--yield-col", yield_col),
+                ("--smiles-cols", smiles_cols),
+                ("--product-col", product_col),
+                ("--constant", constant),
+                ("--role", role),
+                ("--ddg-col", ddg_col),
+                ("--ee-col", ee_col),
+                ("--er-col", er_col),
+                ("--dr-col", dr_col),
+                ("--rr-col", rr_col),
+            )
+            if value
+        ]
+        if given:
+            raise LabreplayError(
+                f"{given[0]} describes your own table: use it with --table FILE "
+                "(built-in datasets declare their columns)"
+            )
     if table is not None:
         from labreplay.suites.conditions.importer import ImportOptions, import_table
 
@@ -158,8 +226,13 @@ def compile_cmd(
                 constants=_pairs(constant, "--constant"),
                 roles=_pairs(role, "--role"),
                 slice_cols=_csv_list(slice_cols),
+                vary_cols=[c for raw in vary or [] for c in _csv_list(raw)],
                 max_options=max_options,
                 max_tables=max_tables,
+                min_options=min_options,
+                merge_by=merge_by,
+                force_scale=force_scale,
+                dataset=name,
                 fib_max_hit_floor=fib_max_hit_floor,
                 allow_out_of_range=allow_out_of_range,
                 seed=seed,
@@ -171,7 +244,13 @@ def compile_cmd(
         from labreplay.suites.conditions.datasets import dataset_names
 
         names = dataset_names() if all_datasets else list(dataset)
-        compiled = compile_datasets(names, resolve_data_dir(data_dir), seed=seed)
+        overrides = {
+            "max_options": max_options,
+            "min_options": min_options,
+            "max_tables": max_tables,
+            "fib_max_hit_floor": fib_max_hit_floor,
+        }
+        compiled = compile_datasets(names, resolve_data_dir(data_dir), seed, overrides)
     if not compiled.questions:
         raise LabreplayError(
             "no question could be compiled: "
@@ -183,7 +262,7 @@ def compile_cmd(
     if json_out:
         print_json({"out": str(out), **info})
         return
-    for line in qc_lines(info):
+    for line in [*qc_lines(info), *varied_lines(compiled.tables), *profile_lines(info["profile"])]:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"wrote {info['n_questions']} questions to {out} (spec {info['spec_hash'][:12]})")
     table_view = Table(title="questions per dataset")
@@ -192,6 +271,46 @@ def compile_cmd(
     for ds, counts in info["counts"].items():
         table_view.add_row(ds, ", ".join(f"{k} {v}" for k, v in counts.items()))
     console.print(table_view)
+
+
+def check_compile_options(
+    *,
+    max_options: int,
+    min_options: int,
+    max_tables: int,
+    fib_max_hit_floor: float,
+    temperature_k: float | None,
+    yield_scale: str,
+    objective: str | None,
+    merge_by: str,
+) -> None:
+    """Every compile option checked before any file is read or written (one line, exit 2)."""
+    import math
+
+    from labreplay.suites.conditions.outcomes import OBJECTIVES
+
+    if max_options < 2:
+        raise LabreplayError(f"--max-options must be at least 2, got {max_options}")
+    if not 2 <= min_options <= max_options:
+        raise LabreplayError(
+            f"--min-options must be between 2 and --max-options ({max_options}), got {min_options}"
+        )
+    if max_tables < 1:
+        raise LabreplayError(f"--max-tables must be at least 1, got {max_tables}")
+    if not (math.isfinite(fib_max_hit_floor) and 0 < fib_max_hit_floor <= 1):
+        raise LabreplayError(f"--fib-max-hit-floor must be in (0, 1], got {fib_max_hit_floor}")
+    if temperature_k is not None and not (math.isfinite(temperature_k) and temperature_k > 0):
+        raise LabreplayError(
+            f"--temperature-k must be a finite kelvin value > 0, got {temperature_k}"
+        )
+    if yield_scale not in {"percent", "fraction"}:
+        raise LabreplayError(f"--yield-scale must be percent or fraction, got {yield_scale!r}")
+    if objective is not None and objective not in OBJECTIVES:
+        raise LabreplayError(
+            f"--objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}"
+        )
+    if merge_by not in {"smiles", "name"}:
+        raise LabreplayError(f"--merge-by must be smiles or name, got {merge_by!r}")
 
 
 @app.command("run")

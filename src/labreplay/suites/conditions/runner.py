@@ -32,15 +32,16 @@ BATCH = 500
 
 
 def question_spec(questions_path: Path, questions: Sequence[Mapping[str, Any]]) -> EnvironmentSpec:
-    """The run spec of a question file: its sha256, size and the compile specs behind it."""
+    """The run spec of a question file: its sha256, size and the compile specs behind it --
+    never its name, so byte-identical files under any name are one spec (one board row)."""
+    sha256 = sha256_file(questions_path)
     body = {
         "kind": "conditions-question-file",
-        "file": questions_path.name,
-        "sha256": sha256_file(questions_path),
+        "sha256": sha256,
         "n_questions": len(questions),
         "compile_spec_hashes": sorted({str(q["meta"].get("spec_hash", "")) for q in questions}),
     }
-    return EnvironmentSpec(SUITE, PROTOCOL, PROTOCOL_VERSION, questions_path.name, body)
+    return EnvironmentSpec(SUITE, PROTOCOL, PROTOCOL_VERSION, f"questions-{sha256[:16]}", body)
 
 
 def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
