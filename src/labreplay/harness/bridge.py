@@ -16,6 +16,7 @@ stopped.
 
 from __future__ import annotations
 
+import json
 import threading
 import traceback
 from collections.abc import Callable, Mapping
@@ -176,10 +177,13 @@ class BridgeAgent:
             hit = self.cache.cached_response(key)
             if hit is not None:
                 self.calls_cached += 1
-                return hit["reply"]
+                return json.loads(hit["reply_json"])
         reply = self.channel.ask(kind, payload)
         if self.cache is not None:
-            self.cache.cache_response(key, f"harness:{self.name}", {"reply": reply})
+            # as JSON text: the store's canonical JSON rounds floats, a replayed reply must not
+            self.cache.cache_response(
+                key, f"harness:{self.name}", {"reply_json": json.dumps(reply, allow_nan=True)}
+            )
         return reply
 
     # The protocols of the suites: whatever the harness sent is passed on unchanged, so a
