@@ -34,6 +34,9 @@ def _add_suite_groups() -> None:
         return  # already mounted (main() may be called more than once in one process)
     for suite in load_suites():
         app.add_typer(suite.cli(), name=suite.name)
+    from labreplay.suites.inspect_tasks.cli import app as import_app  # `labreplay import ...`
+
+    app.add_typer(import_app, name="import")
     report_cli.register(app)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from labreplay.cli._common import choice, int_range, seed_check
+from labreplay.sdk.cli import choice, int_range, seed_check
 
 
 def serve_cmd(

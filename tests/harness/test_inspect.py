@@ -1,0 +1,121 @@
+"""inspect_ai integration: `labreplay/conditions` runs under inspect with our prompt, parser and
+relative-score scorer, and `labreplay import inspect-log` stores the log as a conditions run
+whose per-question scores are the log's."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labreplay.store.sqlite import Store
+
+pytest.importorskip("inspect_ai")
+
+from inspect_ai import eval as inspect_eval  # noqa: E402
+from inspect_ai.log import read_eval_log  # noqa: E402
+from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
+
+from labreplay.suites.inspect_tasks.conditions import conditions  # noqa: E402
+from labreplay.suites.inspect_tasks.importer import import_inspect_log  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def question_file(data_dir: Path, tmp_path_factory: Any) -> Path:
+    from labreplay.suites.conditions.compiler import compile_datasets
+    from labreplay.suites.conditions.report import write_compiled
+
+    path = tmp_path_factory.mktemp("inspect") / "mitsunobu.jsonl"
+    write_compiled(compile_datasets(["edbo_mitsunobu"], data_dir, seed=0), path)
+    return path
+
+
+def _outputs() -> Iterator[ModelOutput]:
+    """mockllm replies that vary (options 1, 2, 3, ...; every 4th one unreadable); usage is
+    set so that mockllm needs no tokenizer download."""
+    k = 0
+    while True:
+        k += 1
+        text = "no idea" if k % 4 == 0 else f"Looking at the table.\nAnswer: {k % 3 + 1}"
+        out = ModelOutput.from_content(model="mockllm", content=text)
+        out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+        yield out
+
+
+def test_inspect_conditions_log_imports_with_its_scores(question_file: Path, tmp_path: Path) -> None:
+    model = get_model("mockllm/model", custom_outputs=_outputs())
+    (log,) = inspect_eval(
+        conditions(questions=str(question_file)),
+        model=model,
+        limit=10,
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    assert log.status == "success" and log.location
+    logged = {str(s.id): s.scores["relative_score"] for s in read_eval_log(log.location).samples}
+    assert len(logged) == 10
+    assert len({s.value for s in logged.values()}) > 1  # the scores discriminate
+    store = tmp_path / "store.sqlite"
+    result = import_inspect_log(log.location, store)
+    assert result["samples"] == 10 and not result["cached"]
+    with Store(store, readonly=True) as db:
+        (run,) = db.runs(suite="conditions")
+        events = db.events(run.run_id)
+        assert run.status == "complete" and run.agent == "inspect:mockllm/model"
+        assert run.agent_params["interface"] == "inspect"
+        assert db.scores(run.run_id)["invalid_answers"] >= 1
+    assert len(events) == 10
+    for e in events:
+        ours = e["payload"]["result"].get("score")
+        assert (ours or 0.0) == pytest.approx(logged[e["payload"]["question_id"]].value)
+        assert e["payload"]["raw"]["text"] == logged[e["payload"]["question_id"]].answer
+    again = import_inspect_log(log.location, store)  # importing twice changes nothing
+    assert again["cached"] is True and again["run_id"] == run.run_id
+
+
+def test_import_refuses_a_missing_log(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    out = subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", "import", "inspect-log", "nope.eval"]
+        + ["--store", str(tmp_path / "s.sqlite")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 2 and "inspect log not found" in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "s.sqlite").exists()
+
+
+def _registered() -> bool:
+    eps = importlib.metadata.entry_points(group="inspect_ai")
+    return any(ep.name == "labreplay" for ep in eps)
+
+
+def _tokenizer_available() -> bool:
+    """mockllm's default outputs count tokens with tiktoken's o200k_base (a download)."""
+    try:
+        import tiktoken
+
+        tiktoken.get_encoding("o200k_base")
+    except Exception:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _registered(), reason="labreplay is not installed with its entry points")
+@pytest.mark.skipif(not _tokenizer_available(), reason="offline: mockllm needs o200k_base")
+def test_inspect_cli_runs_the_registered_task(question_file: Path, tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    cmd = [sys.executable, "-m", "inspect_ai", "eval", "labreplay/conditions"]
+    cmd += ["-T", f"questions={question_file}", "--model", "mockllm/model", "--limit", "10"]
+    subprocess.run([*cmd, "--log-dir", str(logs)], check=True, capture_output=True)
+    (log,) = list(logs.glob("*.eval"))
+    result = import_inspect_log(log, tmp_path / "store.sqlite")
+    assert result["samples"] == 10
