@@ -144,6 +144,7 @@ class CampaignSession:
         self.interface = interface
         self.channel = Channel()
         self.played: list[dict[str, Any]] = []
+        self.started: list[dict[str, str]] = []  # (assignment, branch) in the order run
         self._lock = threading.Lock()  # a harness's parallel tool calls are served in turn
         self._thread = start_worker(self.channel, self._work)
 
@@ -159,6 +160,7 @@ class CampaignSession:
                 def make(spec: EnvironmentSpec = spec, assignment: str = assignment) -> Any:
                     # run_assignment builds one fresh agent per branch, in branch order
                     branch = next(labels)
+                    self.started.append({"assignment": assignment, "branch": branch})
                     session = {
                         "assignment": assignment,
                         "spec_hash": spec.spec_hash,
