@@ -79,7 +79,11 @@ def run(quick: bool) -> list[dict[str, Any]]:
     local_per_call, mcp_calls, sessions = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         spec_dir = Path(tmp) / "specs"
-        write_specs(spec_dir, {"assignments": [{"file": "short-1.json", "spec_hash": spec.spec_hash}]}, [spec])
+        write_specs(
+            spec_dir,
+            {"assignments": [{"file": "short-1.json", "spec_hash": spec.spec_hash}]},
+            [spec],
+        )
         for i in range(repeats):
             with Store(Path(tmp) / f"local{i}.sqlite") as db:
                 t0 = time.perf_counter()

@@ -19,12 +19,14 @@ from labreplay.store.sqlite import Store
 
 pytest.importorskip("inspect_ai")
 
-from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_ai.log import read_eval_log  # noqa: E402
-from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-from labreplay.suites.inspect_tasks.conditions import conditions  # noqa: E402
-from labreplay.suites.inspect_tasks.importer import import_inspect_log  # noqa: E402
+from labreplay.suites.inspect_tasks.conditions import conditions
+from labreplay.suites.inspect_tasks.importer import import_inspect_log
+
+CLI = [sys.executable, "-m", "labreplay.cli.main"]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +51,9 @@ def _outputs() -> Iterator[ModelOutput]:
         yield out
 
 
-def test_inspect_conditions_log_imports_with_its_scores(question_file: Path, tmp_path: Path) -> None:
+def test_inspect_conditions_log_imports_with_its_scores(
+    question_file: Path, tmp_path: Path
+) -> None:
     model = get_model("mockllm/model", custom_outputs=_outputs())
     (log,) = inspect_eval(
         conditions(questions=str(question_file)),
@@ -83,8 +87,7 @@ def test_inspect_conditions_log_imports_with_its_scores(question_file: Path, tmp
 def test_import_refuses_a_missing_log(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     out = subprocess.run(
-        [sys.executable, "-m", "labreplay.cli.main", "import", "inspect-log", "nope.eval"]
-        + ["--store", str(tmp_path / "s.sqlite")],
+        [*CLI, "import", "inspect-log", "nope.eval", "--store", str(tmp_path / "s.sqlite")],
         capture_output=True,
         text=True,
         env=env,
@@ -142,7 +145,9 @@ def _first_offered_model() -> Any:
     return get_model("mockllm/model", custom_outputs=reply)
 
 
-def test_inspect_campaign_plays_every_branch_like_in_process(tmp_path: Path, spec_dir: Path) -> None:
+def test_inspect_campaign_plays_every_branch_like_in_process(
+    tmp_path: Path, spec_dir: Path
+) -> None:
     from labreplay.suites.campaign.api import load_specs, select_specs
     from labreplay.suites.campaign.runner import run_assignment
     from labreplay.suites.inspect_tasks.campaign import campaign

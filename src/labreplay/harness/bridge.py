@@ -83,13 +83,17 @@ class Channel:
     def current(self, timeout: float | None = None) -> Request | None:
         """The pending request (waiting for one), or None once the run is finished."""
         with self._cond:
-            self._cond.wait_for(lambda: self._pending is not None or self.finished is not None, timeout)
+            self._cond.wait_for(
+                lambda: self._pending is not None or self.finished is not None, timeout
+            )
             return self._pending
 
     def reply(self, value: Any, timeout: float | None = None) -> Request | None:
         """Deliver the harness's reply to the pending request and wait for the next one."""
         with self._cond:
-            self._cond.wait_for(lambda: self._pending is not None or self.finished is not None, timeout)
+            self._cond.wait_for(
+                lambda: self._pending is not None or self.finished is not None, timeout
+            )
             answered = self._pending
             if answered is None:
                 return None

@@ -23,8 +23,8 @@ says what was expected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 import threading
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +157,11 @@ class CampaignSession:
                 labels = iter(("adaptive", *self.controls))
                 assignment = str(spec.body["assignment"]["id"])
 
-                def make(spec: EnvironmentSpec = spec, assignment: str = assignment) -> Any:
+                def make(
+                    spec: EnvironmentSpec = spec,
+                    assignment: str = assignment,
+                    labels: Iterator[str] = labels,
+                ) -> Any:
                     # run_assignment builds one fresh agent per branch, in branch order
                     branch = next(labels)
                     self.started.append({"assignment": assignment, "branch": branch})

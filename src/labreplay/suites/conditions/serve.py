@@ -32,7 +32,7 @@ INSTRUCTIONS = (
     "key), then act(reply) or a typed answer tool, until observe() returns done."
 )
 
-TYPED = {
+TYPED: dict[str, tuple[str, dict[str, Any]]] = {
     "answer_option": (
         "Answer a multiple-choice question with the 0-based index of the chosen option.",
         {"option": {"type": "integer", "minimum": 0}},

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, get_model
+from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, get_model
 from inspect_ai.scorer import Score, Target, mean, scorer
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.tool import ToolInfo, ToolParams
@@ -38,7 +38,14 @@ WAIT_TURN_S = 3600.0
 
 
 def _session(specs: str, store: str, only: str | None, controls: str, seed: int, model: str) -> Any:
-    key = (str(Path(specs).resolve()), str(Path(store).resolve()), only or "", controls, str(seed), model)
+    key = (
+        str(Path(specs).resolve()),
+        str(Path(store).resolve()),
+        only or "",
+        controls,
+        str(seed),
+        model,
+    )
     with _LOCK:
         if key not in _SESSIONS:
             chosen = select_specs(load_specs(specs), only)
@@ -56,7 +63,11 @@ def _session(specs: str, store: str, only: str | None, controls: str, seed: int,
 
 def tool_infos() -> list[ToolInfo]:
     return [
-        ToolInfo(name=t.name, description=t.description, parameters=ToolParams.model_validate(t.input_schema))
+        ToolInfo(
+            name=t.name,
+            description=t.description,
+            parameters=ToolParams.model_validate(t.input_schema),
+        )
         for t in tool_defs()
         if t.name != "observe"
     ]
@@ -85,9 +96,13 @@ def drive_campaign(
                 if waited > WAIT_TURN_S:
                     break
                 continue
-            messages = [
+            messages: list[ChatMessage] = [
                 ChatMessageSystem(content=INSTRUCTIONS),
-                ChatMessageUser(content=json.dumps({k: v for k, v in view.items() if k != "rules"}) + "\n\nRules: " + str(view.get("rules", ""))),
+                ChatMessageUser(
+                    content=json.dumps({k: v for k, v in view.items() if k != "rules"})
+                    + "\n\nRules: "
+                    + str(view.get("rules", ""))
+                ),
             ]
             output = await model.generate(messages, tools=tools)
             calls = output.message.tool_calls or []

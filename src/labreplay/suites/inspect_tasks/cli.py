@@ -8,7 +8,9 @@ import typer
 
 from labreplay.sdk.cli import JsonOption, console, print_json
 
-app = typer.Typer(help="Bring results of other evaluation tools into a store.", no_args_is_help=True)
+app = typer.Typer(
+    help="Bring results of other evaluation tools into a store.", no_args_is_help=True
+)
 
 
 @app.command("inspect-log")

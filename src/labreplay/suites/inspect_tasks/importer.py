@@ -48,7 +48,9 @@ def _read_log(path: Path) -> Any:
     try:
         return read_eval_log(str(path))
     except Exception as exc:  # inspect raises many kinds on a bad file
-        raise DataError(f"not a readable inspect log ({type(exc).__name__})", file=str(path)) from exc
+        raise DataError(
+            f"not a readable inspect log ({type(exc).__name__})", file=str(path)
+        ) from exc
 
 
 def import_inspect_log(log_path: str | Path, store_path: str | Path) -> dict[str, Any]:
@@ -87,9 +89,7 @@ def _import_conditions(path: Path, log: Any, store_path: Path) -> dict[str, Any]
     chosen = [q for q in _selected(str(questions_path), precedents) if q["id"] in completions]
     unknown = sorted(set(completions) - {q["id"] for q in chosen})
     if unknown:
-        raise DataError(
-            "sample id is not a question of the file", file=str(path), value=unknown[0]
-        )
+        raise DataError("sample id is not a question of the file", file=str(path), value=unknown[0])
     model = str(log.eval.model)
     params = {
         "interface": "inspect",
