@@ -23,47 +23,66 @@ async def drive(
     seed: int = 0,
     override: Callable[[dict[str, Any]], tuple[str, dict[str, Any]] | None] | None = None,
 ) -> dict[str, Any]:
-    """Play a served campaign with a Python policy through observe/act; `junk` tool calls are
-    sent first and `override(seen)` may replace a reply (their replies kept); stop after `max_calls` acts (a disconnect). Returns every
-    tool result text, the junk replies and the final observe() (or None)."""
+    """Play a served campaign over stdio with a Python policy through observe/act (see `play`)."""
     server = StdioServerParameters(command=sys.executable, args=list(args), env=dict(env))
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as mcp:
+        return await play(mcp, make_policy, junk, max_calls, seed, override)
+
+
+async def drive_http(
+    url: str, make_policy: Callable[[], Any], max_calls: int | None = None
+) -> dict[str, Any]:
+    """The same over streamable HTTP (the server keeps the session between connections)."""
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as mcp:
+        return await play(mcp, make_policy, max_calls=max_calls)
+
+
+async def play(
+    mcp: ClientSession,
+    make_policy: Callable[[], Any],
+    junk: Sequence[tuple[str, dict[str, Any]]] = (),
+    max_calls: int | None = None,
+    seed: int = 0,
+    override: Callable[[dict[str, Any]], tuple[str, dict[str, Any]] | None] | None = None,
+) -> dict[str, Any]:
+    """`junk` tool calls are sent first and `override(seen)` may replace a reply (their replies
+    kept); stop after `max_calls` acts (a disconnect). Returns every tool result text, the junk
+    replies and the final observe() (or None)."""
     texts: list[str] = []
     replies: list[dict[str, Any]] = []
-    async with stdio_client(server) as (read, write), ClientSession(read, write) as mcp:
-        await mcp.initialize()
-        tools = await mcp.list_tools()
-        texts.append(json.dumps([t.model_dump(mode="json") for t in tools.tools]))
+    await mcp.initialize()
+    tools = await mcp.list_tools()
+    texts.append(json.dumps([t.model_dump(mode="json") for t in tools.tools]))
 
-        async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            result = await mcp.call_tool(name, arguments)
-            text = result.content[0].text  # type: ignore[union-attr]
-            texts.append(text)
-            value: dict[str, Any] = json.loads(text)
-            return value
+    async def call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        result = await mcp.call_tool(name, arguments)
+        text = result.content[0].text  # type: ignore[union-attr]
+        texts.append(text)
+        value: dict[str, Any] = json.loads(text)
+        return value
 
-        for name, arguments in junk:
-            replies.append(await call(name, arguments))
-        session, policy, acts = None, make_policy(), 0
-        while True:
-            seen = await call("observe", {})
-            if seen.get("done"):
-                return {"texts": texts, "junk": replies, "final": seen}
-            if max_calls is not None and acts >= max_calls:
-                return {"texts": texts, "junk": replies, "final": None}
-            if seen["session"] != session:
-                session, policy = seen["session"], make_policy()
-                policy.reset(seed)
-            instead = override(seen) if override is not None else None
-            if instead is not None:  # a scripted misbehaviour in place of the policy's reply
-                replies.append(await call(*instead))
-                acts += 1
-                continue
-            if seen["kind"] == "panel_checkpoint":
-                reply = policy.forecast(seen)
-            else:
-                reply = policy.act(seen)
-            await call("act", {"reply": reply})
+    for name, arguments in junk:
+        replies.append(await call(name, arguments))
+    session, policy, acts = None, make_policy(), 0
+    while True:
+        seen = await call("observe", {})
+        if seen.get("done"):
+            return {"texts": texts, "junk": replies, "final": seen}
+        if max_calls is not None and acts >= max_calls:
+            return {"texts": texts, "junk": replies, "final": None}
+        if seen["session"] != session:
+            session, policy = seen["session"], make_policy()
+            policy.reset(seed)
+        instead = override(seen) if override is not None else None
+        if instead is not None:  # a scripted misbehaviour in place of the policy's reply
+            replies.append(await call(*instead))
             acts += 1
+            continue
+        respond = policy.forecast if seen["kind"] == "panel_checkpoint" else policy.act
+        await call("act", {"reply": respond(seen)})
+        acts += 1
 
 
 class FirstOffered:

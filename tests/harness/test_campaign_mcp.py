@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +20,7 @@ from labreplay.suites.campaign.agents import BayesAgent, RandomAgent
 from labreplay.suites.campaign.canaries import leaked, paid_canaries
 from labreplay.suites.campaign.runner import run_assignment
 
-from .clients import FirstOffered, drive, serve_args
+from .clients import FirstOffered, drive, drive_http, serve_args
 
 pytest.importorskip("mcp")
 
@@ -141,3 +145,40 @@ def test_bad_calls_are_recorded_and_no_canary_leaks(
     assert paid, "the policy bought evidence, so paid canaries must appear"
     assert any(tag in shown for tag in paid)
     json.loads(out["texts"][0])  # the tool list itself is JSON
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_http_session_survives_a_reconnect(
+    campaign_specs: list[Any], spec_dir: Path, served_env: dict[str, str], tmp_path: Path
+) -> None:
+    store, port = tmp_path / "mcp.sqlite", _free_port()
+    args = serve_args("campaign", "--specs", str(spec_dir), "--store", str(store), "--only")
+    args += ["short-1", "--agent-name", "first-offered", "--transport", "http"]
+    server = subprocess.Popen(
+        [sys.executable, *args, "--port", str(port)],
+        env=served_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        url = f"http://127.0.0.1:{port}/mcp"
+        first = asyncio.run(drive_http(url, FirstOffered, max_calls=12))
+        assert first["final"] is None
+        again = asyncio.run(drive_http(url, FirstOffered))  # a new connection, same session
+        assert again["final"]["played"][0]["status"] == "complete"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    local = _in_process(campaign_specs[:1], FirstOffered, tmp_path / "local.sqlite")
+    _same_trajectories(_stored(store), local)
