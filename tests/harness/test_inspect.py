@@ -145,3 +145,60 @@ def test_inspect_cli_runs_the_registered_task(question_file: Path, tmp_path: Pat
     with Store(store, readonly=True) as db:
         (run,) = db.runs(suite="conditions")
         assert run.status == "complete" and len(db.events(run.run_id)) == 10
+
+
+def _first_offered_model() -> Any:
+    """A mock model that plays `FirstOffered` through the typed tools (usage set: offline)."""
+    from .clients import FirstOffered
+
+    policy = FirstOffered()
+
+    def reply(messages: list[Any], tools: list[Any], tool_choice: Any, config: Any) -> Any:
+        view = json.loads(str(messages[-1].text).split("\n\nRules: ")[0])
+        if view["kind"] == "panel_checkpoint":
+            name, args = "submit_panel_forecast", policy.forecast(view)
+        else:
+            action = policy.act(view)
+            name, args = action.pop("type"), action
+        out = ModelOutput.for_tool_call("mockllm", name, args)
+        out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+        return out
+
+    return get_model("mockllm/model", custom_outputs=reply)
+
+
+def test_inspect_campaign_plays_every_branch_like_in_process(
+    tmp_path: Path, spec_dir: Path
+) -> None:
+    from labreplay.suites.campaign.api import load_specs, select_specs
+    from labreplay.suites.campaign.runner import run_assignment
+    from labreplay.suites.inspect_tasks.campaign import campaign
+
+    from .clients import FirstOffered
+
+    store = tmp_path / "inspect.sqlite"
+    task = campaign(specs=str(spec_dir), store=str(store), only="short-1")
+    (log,) = inspect_eval(
+        task, model=_first_offered_model(), log_dir=str(tmp_path / "logs"), display="none"
+    )
+    assert log.status == "success"
+    samples = read_eval_log(log.location).samples
+    assert sorted(str(s.id) for s in samples) == [
+        "short-1/adaptive",
+        "short-1/no-evidence",
+        "short-1/random",
+    ]
+    local = tmp_path / "local.sqlite"
+    spec = select_specs(load_specs(spec_dir), "short-1")[0]
+    with Store(local) as db:
+        reference = run_assignment(spec, FirstOffered, db, 0)
+    with Store(store, readonly=True) as db:
+        runs = {r.branch: r for r in db.runs(suite="campaign")}
+        assert {r.agent for r in runs.values()} == {"inspect:mockllm/model"}
+        assert {r.provenance["agent_isolation"] for r in runs.values()} == {"inspect"}
+        for branch, row in reference["branches"].items():
+            assert runs[branch].status == "complete"
+            assert db.events(runs[branch].run_id)[-1]["hash"] == row["head_hash"], branch
+    by_id = {str(s.id): s.scores["branch_auc"].value for s in samples}
+    for branch, row in reference["branches"].items():
+        assert by_id[f"short-1/{branch}"] == pytest.approx(row["adaptive_auc"])
