@@ -25,14 +25,19 @@ pytest.importorskip("mcp")
 
 @pytest.fixture(scope="module")
 def question_file(data_dir: Path, tmp_path_factory: Any) -> Path:
-    """A slice of the edbo_mitsunobu questions, compiled from the real table."""
+    """A slice of the edbo_mitsunobu questions, compiled from the real table, with a canary
+    planted in each question's evaluator-side metadata."""
     from labreplay.suites.conditions.compiler import compile_datasets
     from labreplay.suites.conditions.report import write_compiled
 
     root = tmp_path_factory.mktemp("conditions")
     write_compiled(compile_datasets(["edbo_mitsunobu"], data_dir, seed=0), root / "all.jsonl")
     path = root / "mitsunobu60.jsonl"
-    write_questions(path, load_questions(root / "all.jsonl")[:60])
+    questions = load_questions(root / "all.jsonl")[:60]
+    for q in questions:  # a canary in the evaluator-side metadata of every question
+        q["meta"]["canary"] = f"CANARY-META-{q['id']}"
+    write_questions(path, questions)
+    assert all(q["meta"]["canary"].startswith("CANARY-") for q in load_questions(path))
     return path
 
 
@@ -83,7 +88,7 @@ def test_conditions_serve_records_what_in_process_records(
     assert mcp["run"].agent_params["interface"] == "mcp"
     # nothing evaluator-side in any tool result: no scores, no answer keys
     shown = "\n".join(out["texts"])
-    for secret in ("effective_scores", "relative_score", "answer_key", "mc_all_score"):
+    for secret in ("CANARY-", "effective_scores", "relative_score", "answer_key", "mc_all_score"):
         assert secret not in shown
 
 
