@@ -144,7 +144,8 @@ class BridgeAgent:
         isolation: str = ISOLATION,
     ) -> None:
         self.channel = channel
-        self.model = model  # declared by the harness; recorded in provenance
+        self.model = model  # declared by the harness; recorded on the run row
+        self.endpoint: str | None = None  # a harness has no endpoint of ours
         self.isolation = isolation
         self.name = name
         self._params = dict(params)

@@ -24,13 +24,14 @@ says what was expected.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.harness.bridge import BridgeAgent, Channel, Request, start_worker
 from labreplay.harness.mcp_server import ToolDef
+from labreplay.store.sqlite import Store, run_key
 from labreplay.suites.campaign.actions import PHASE_ACTIONS, action_schema, forecast_properties
 from labreplay.suites.campaign.runner import BRANCHES, run_assignment
 
@@ -150,21 +151,16 @@ class CampaignSession:
 
     # ------------------------------------------------------------------ worker
     def _work(self) -> dict[str, Any]:
-        from labreplay.store.sqlite import Store
-
         with Store(self.store_path) as db:
             for spec in self.specs:
-                labels = iter(("adaptive", *self.controls))
                 assignment = str(spec.body["assignment"]["id"])
 
-                def make(
-                    spec: EnvironmentSpec = spec,
-                    assignment: str = assignment,
-                    labels: Iterator[str] = labels,
-                ) -> Any:
-                    # run_assignment builds one fresh agent per branch, in branch order
-                    branch = next(labels)
-                    self.started.append({"assignment": assignment, "branch": branch})
+                def make(spec: EnvironmentSpec = spec, assignment: str = assignment) -> Any:
+                    branch = self._next_branch(db, spec)
+                    if branch is not None and self.started[-1:] != [
+                        {"assignment": assignment, "branch": branch}
+                    ]:
+                        self.started.append({"assignment": assignment, "branch": branch})
                     session = {
                         "assignment": assignment,
                         "spec_hash": spec.spec_hash,
@@ -189,6 +185,18 @@ class CampaignSession:
                     }
                 )
         return {"played": self.played}
+
+    def _next_branch(self, db: Store, spec: EnvironmentSpec) -> str | None:
+        """The branch a fresh agent is built for: the runner plays the branches in order
+        (adaptive, then each control) and a branch's run is complete before the next one's
+        agent is built, so it is the first whose run is not complete (None: all are; such an
+        agent only reads back, as does the probe the driver builds for name and params)."""
+        status = {r.run_id: r.status for r in db.runs(suite="campaign")}
+        for branch in ("adaptive", *self.controls):
+            run_id = run_key(spec.spec_hash, self.agent_name, self.params, self.seed, branch)
+            if status.get(run_id) != "complete":
+                return branch
+        return None
 
     # ------------------------------------------------------------------ tools
     def done_reply(self) -> dict[str, Any]:
