@@ -296,3 +296,8 @@ def leaderboard_cmd(
         for r in table["rows"]:
             if r.get("failed_call_share"):
                 console.print(f"{r['system']}: {r['failed_call_share']:.1%} of model calls failed")
+
+
+from labreplay.suites.campaign.serve_cli import serve_cmd  # noqa: E402
+
+app.command("serve")(serve_cmd)

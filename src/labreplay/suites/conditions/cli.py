@@ -417,3 +417,8 @@ def leaderboard_cmd(
     console.print(view)
     if not board["runs"]:
         raise typer.Exit(1)
+
+
+from labreplay.suites.conditions.serve_cli import serve_cmd  # noqa: E402
+
+app.command("serve")(serve_cmd)

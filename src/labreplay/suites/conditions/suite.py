@@ -25,6 +25,12 @@ class ConditionsSuite:
 
         return app
 
+    def import_cli(self) -> typer.Typer:
+        """Commands of `labreplay import ...` this suite adds (`inspect-log`)."""
+        from labreplay.suites.inspect_tasks.cli import app
+
+        return app
+
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
         from labreplay.sdk.report import generic_section
         from labreplay.suites.conditions.report_html import dataset_bars
