@@ -32,6 +32,15 @@ class CallRecord(TypedDict, total=False):
     retries: int
     error: str | None
     cached: bool
+    # What the call was for ("policy", "checkpoint", "answer"), the provider's own accounting
+    # and why its reply could not be used (None when it could).
+    purpose: str | None
+    cached_tokens: int | None
+    resolved_model: str | None
+    parse_error: str | None
+    max_tokens: int | None
+    prompt_chars: int | None
+    reply_chars: int | None
 
 
 @runtime_checkable
@@ -66,7 +75,9 @@ def call_failures(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     the endpoint answers starts it afresh. A run with some failed calls is complete, and boards
     show its failed-call share.
     """
-    failed = [c for c in calls if c.get("error")]
+    # A call whose reply was not usable JSON (garbage content, cut off at the token limit) failed
+    # as surely as one that never came back: an endpoint answering only that measured nothing.
+    failed = [c for c in calls if c.get("error") or c.get("parse_error")]
     share = len(failed) / len(calls) if calls else 0.0
     return {
         "llm_calls": len(calls),
@@ -75,10 +86,14 @@ def call_failures(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "all_failed": bool(calls) and len(failed) == len(calls),
         # The first real failure, not a call skipped because of it ("not sent: ...").
         "cause": next(
-            (str(c["error"]) for c in failed if not str(c["error"]).startswith("not sent")),
-            str(failed[0]["error"]) if failed else None,
+            (_why(c) for c in failed if not _why(c).startswith("not sent")),
+            _why(failed[0]) if failed else None,
         ),
     }
+
+
+def _why(call: Mapping[str, Any]) -> str:
+    return str(call.get("error") or f"unusable reply: {call.get('parse_error')}")
 
 
 @runtime_checkable

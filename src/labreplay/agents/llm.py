@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from labreplay.agents.base import CallRecord, ResponseCache
+from labreplay.agents.llm_caps import CapMeter, CapReached, RunCaps
 from labreplay.agents.llm_client import JsonReply, LLMClient
 from labreplay.agents.llm_config import (
     STRUCTURED_FALLBACKS,
@@ -48,9 +49,21 @@ class CallLog:
         self._next = 0
 
     def add(self, reply: JsonReply) -> None:
-        for call in reply.calls:
-            self._pending.append(CallRecord(call_index=self._next, **call))
-            self._next += 1
+        """Log the reply's calls; raise `CapReached` if a run cap stopped it."""
+        self.add_all([reply])
+
+    def add_all(self, replies: list[JsonReply]) -> None:
+        """Log every reply's calls, then raise `CapReached` if a cap stopped any of them (so
+        the calls made before the cap are all accounted)."""
+        capped = None
+        for reply in replies:
+            for call in reply.calls:
+                self._pending.append(CallRecord(call_index=self._next, **call))
+                self._next += 1
+            capped = capped or reply.cap_reached
+        if capped is not None:
+            cap, _, detail = capped.removeprefix("cap reached: ").partition(" (")
+            raise CapReached(cap, detail.rstrip(")"))
 
     def drain(self) -> list[CallRecord]:
         out, self._pending = self._pending, []
@@ -129,6 +142,7 @@ def client_options(
     max_repairs: int,
     structured: str,
     store: ResponseCache | None,
+    caps: RunCaps | None = None,
 ) -> dict[str, Any]:
     if structured not in STRUCTURED_FALLBACKS:
         raise AgentError(
@@ -143,6 +157,7 @@ def client_options(
         "structured": structured,
         "max_repairs": max_repairs,
         "cache": store,
+        "meter": CapMeter(caps),
     }
 
 
@@ -154,18 +169,21 @@ def make_agent(
     temperature: float | None = 0.0,
     top_p: float | None = None,
     seed: int | None = None,
-    max_tokens: int | None = 512,
+    max_tokens: int | None = None,
     timeout_s: float = 60.0,
     max_retries: int = 4,
     max_repairs: int = 2,
     structured: StructuredMode = "auto",
     store: ResponseCache | None = None,
+    caps: RunCaps | None = None,
 ) -> LLMCampaignAgent:
     """Build an LLM campaign agent from `openai:MODEL` (used by the CLI's --agent).
 
     `base_url`/`api_key` default to OPENAI_BASE_URL / OPENAI_API_KEY. `seed` is the sampling
     seed sent to the server (default: derived from the run seed). `store` enables the
-    persistent response cache. Question agents for the conditions suite are built by
+    persistent response cache. `max_tokens=None` derives each call's response budget from its
+    schema (`llm_budget`); `caps` bound what each run may spend (`llm_caps`). Question agents
+    for the conditions suite are built by
     `labreplay.suites.conditions.llm_agent.make_question_agent`.
     """
     model = parse_agent_spec(agent)
@@ -180,5 +198,6 @@ def make_agent(
         max_repairs,
         structured,
         store,
+        caps,
     )
     return LLMCampaignAgent(LLMClient(model, api_key=api_key, **options))

@@ -30,6 +30,10 @@ class Completion:
     finish_reason: str | None
     prompt_tokens: int | None
     completion_tokens: int | None
+    # Prompt tokens the provider served from its prefix cache, and the model id it answered
+    # with (a dated snapshot behind an alias): None where the provider does not say.
+    cached_tokens: int | None = None
+    resolved_model: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -37,6 +41,8 @@ class Completion:
             "finish_reason": self.finish_reason,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "resolved_model": self.resolved_model,
         }
 
     @classmethod
@@ -46,6 +52,8 @@ class Completion:
             finish_reason=data.get("finish_reason"),
             prompt_tokens=data.get("prompt_tokens"),
             completion_tokens=data.get("completion_tokens"),
+            cached_tokens=data.get("cached_tokens"),
+            resolved_model=data.get("resolved_model"),
         )
 
 
@@ -57,6 +65,8 @@ class JsonReply:
     text: str | None
     error: str | None
     calls: list[CallRecord] = field(default_factory=list)
+    # Set when a run cap stopped the reply from being asked for (see `llm_caps`).
+    cap_reached: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -110,6 +120,8 @@ def cache_key(model: str, request: Mapping[str, Any]) -> str:
 def parse_completion(response: Any) -> Completion | str:
     """A Completion from an SDK response object, or a description of why it is not one."""
     choices = getattr(response, "choices", None)
+    if isinstance(choices, list) and not choices:
+        return "malformed response: a chat completion with no choices"
     if not choices:
         shown = str(response)[:80].replace("\n", " ")
         return f"malformed response: body is not a chat completion ({shown!r})"
@@ -117,11 +129,15 @@ def parse_completion(response: Any) -> Completion | str:
     message = getattr(choice, "message", None)
     content = getattr(message, "content", None)
     usage = getattr(response, "usage", None)
+    details = getattr(usage, "prompt_tokens_details", None)
+    resolved = getattr(response, "model", None)
     return Completion(
         text=content if isinstance(content, str) else "",
         finish_reason=getattr(choice, "finish_reason", None),
         prompt_tokens=_int_or_none(getattr(usage, "prompt_tokens", None)),
         completion_tokens=_int_or_none(getattr(usage, "completion_tokens", None)),
+        cached_tokens=_int_or_none(getattr(details, "cached_tokens", None)),
+        resolved_model=resolved if isinstance(resolved, str) and resolved else None,
     )
 
 

@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labreplay.agents.base import Agent, call_failures, drain_calls
+from labreplay.agents.llm_caps import CapReached
+from labreplay.agents.llm_usage import usage_summary
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import SpecError, StoreError
 from labreplay.runtime.recorder import Recorder
 from labreplay.scoring.curves import acceleration_factor, first_passage, sustained_passage
 from labreplay.store.sqlite import Store
+from labreplay.suites.campaign.caps import TurnCounter, agent_caps, policy_turn_caps
 from labreplay.suites.campaign.controls import (
     CallMatchedNoEvidence,
     ScheduleMatchedRandom,
@@ -40,6 +43,9 @@ class BranchResult:
     # Model-call records of the branch, so a result computed without a store (on a worker)
     # can still be persisted by the driver with its call log.
     calls: list[Any] = field(default_factory=list)
+    # The cap that ended the branch early ("--max-calls 50", ...), None when none did.
+    cap: str | None = None
+    caps: dict[str, Any] = field(default_factory=dict)
 
 
 def _isolation(agent: object) -> str:
@@ -114,9 +120,9 @@ def run_branch(
         status = store.run(run_id).status if existed else "running"
         if status == "complete":
             events = store.events(run_id)
-            return BranchResult(
-                run_id, branch, events, branch_metrics(events, spec.body), events[-1]["hash"]
-            )
+            metrics = branch_metrics(events, spec.body)
+            stored_calls = store.llm_calls(run_id)  # its accounting, for the run output
+            return BranchResult(run_id, branch, events, metrics, events[-1]["hash"], stored_calls)
         if status == "failed":  # its endpoint never answered: start it afresh
             store.reset_run(run_id)
     env = CampaignEnv(spec)
@@ -135,9 +141,51 @@ def run_branch(
         recorder.sync()
         return dict(payload["forecasts"])
 
+    caps = {**policy_turn_caps(spec.body), **agent_caps(agent)}
+    turns = TurnCounter(caps)
+    cap: str | None = None
+    try:
+        _drive(
+            env,
+            agent,
+            turns,
+            checkpoint,
+            initial_forecast,
+            max_invalid_streak,
+            calls,
+            recorder.sync,
+        )
+    except CapReached as reached:
+        # Spent calls are accounted; the run ends failed with the cap named (resumable).
+        calls.extend(drain_calls(agent))
+        cap = f"{reached.cap} ({reached.detail})"
+        env.trajectory.append("harness", {"cap_reached": cap})
+        env.stopped = True
+        env.phase = "done"
+    env.end("stopped" if env.stopped else "budget")
+    recorder.sync()
+    events = env.trajectory.events
+    metrics = branch_metrics(events, spec.body)
+    if store is not None:
+        _finish(recorder, metrics, events, env.n_invalid, calls, cap, caps)
+    return BranchResult(run_id, branch, events, metrics, env.trajectory.head, calls, cap, caps)
+
+
+def _drive(
+    env: CampaignEnv,
+    agent: Agent,
+    turns: TurnCounter,
+    checkpoint: Callable[..., dict[str, Any]],
+    initial_forecast: Mapping[str, Any] | None,
+    max_invalid_streak: int,
+    calls: list[Any],
+    sync: Callable[[], None] = lambda: None,
+) -> None:
+    """The branch's turns until its budget is spent or it stops (a cap raises CapReached)."""
     last = checkpoint(0, None, initial_forecast)
     streak = 0
     while not env.done:
+        turns.turn(env.open_id)
         action = agent.act(env.observation())
         calls.extend(drain_calls(agent))
         result = env.step(action)
@@ -146,7 +194,7 @@ def run_branch(
             # A matched control could not follow its adaptive schedule here: declared, counted.
             env.trajectory.append("control", {"departure": departure})
         streak = 0 if result.accepted else streak + 1
-        recorder.sync()
+        sync()
         if result.checkpoint_due:
             last = checkpoint(len(env.closed_order), last)
         if streak >= max_invalid_streak and not env.done:
@@ -154,13 +202,6 @@ def run_branch(
             env.trajectory.append("harness", {"forced_stop": f"{streak} invalid actions in a row"})
             env.stopped = True
             env.phase = "done"
-    env.end("stopped" if env.stopped else "budget")
-    recorder.sync()
-    events = env.trajectory.events
-    metrics = branch_metrics(events, spec.body)
-    if store is not None:
-        _finish(recorder, metrics, events, env.n_invalid, calls)
-    return BranchResult(run_id, branch, events, metrics, env.trajectory.head, calls)
 
 
 def _finish(
@@ -169,8 +210,11 @@ def _finish(
     events: Sequence[Mapping[str, Any]],
     n_invalid: int,
     calls: Sequence[Any],
+    cap: str | None = None,
+    caps: Mapping[str, Any] | None = None,
 ) -> None:
-    """Scores, call log and the `complete` mark of a finished branch."""
+    """Scores, call log and the `complete` mark of a finished branch (`failed` when every model
+    call failed or a cap ended it)."""
     assert recorder.store is not None
     recorder.log_calls(calls)
     scalar = {
@@ -184,11 +228,20 @@ def _finish(
     recorder.flush()
     recorder.store.put_forecasts(recorder.run_id, forecast_rows(events))
     health = call_failures(calls)
-    summary: dict[str, Any] = {"head_hash": events[-1]["hash"], "invalid_actions": n_invalid}
+    summary: dict[str, Any] = {
+        "head_hash": events[-1]["hash"],
+        "invalid_actions": n_invalid,
+        "checkpoint_fallbacks": int(metrics.get("checkpoint_fallbacks") or 0),
+        "caps": dict(caps or {}),
+    }
     if calls:
         summary.update({k: v for k, v in health.items() if k != "all_failed"})
+        summary["usage"] = usage_summary(calls)
+    if cap is not None:
+        summary["cap_reached"] = cap
+        summary["cause"] = f"cap reached: {cap}"
     recorder.finish(
-        "failed" if health["all_failed"] else "complete",
+        "failed" if health["all_failed"] or cap is not None else "complete",
         summary,
         scalar,
         {"curve": metrics["curve"], "movements": metrics["movements"], "closed": closed},
@@ -265,9 +318,18 @@ def persist_branch(
         result.events,
         int(end.get("invalid_actions", result.metrics["invalid_actions"])),
         result.calls,
+        result.cap,
+        result.caps,
     )
     return BranchResult(
-        run_id, result.branch, result.events, result.metrics, result.head_hash, result.calls
+        run_id,
+        result.branch,
+        result.events,
+        result.metrics,
+        result.head_hash,
+        result.calls,
+        result.cap,
+        result.caps,
     )
 
 
@@ -294,13 +356,19 @@ def assignment_summary(
     spec: EnvironmentSpec, results: Mapping[str, BranchResult]
 ) -> dict[str, Any]:
     health = call_failures(results["adaptive"].calls)
+    capped = next((r for r in results.values() if r.cap is not None), None)
+    failed = health["all_failed"] or capped is not None
+    cause = health["cause"] if health["all_failed"] else None
+    if capped is not None:
+        cause = f"{capped.branch} branch: cap reached: {capped.cap}"
     return {
         "spec_id": spec.spec_id,
         "spec_hash": spec.spec_hash,
         "assignment": spec.body["assignment"],
-        "status": "failed" if health["all_failed"] else "complete",
+        "status": "failed" if failed else "complete",
         "failed_call_share": health["failed_call_share"],
-        "cause": health["cause"] if health["all_failed"] else None,
+        "cause": cause,
+        "usage": {b: usage_summary(r.calls) for b, r in results.items() if r.calls},
         **assignment_metrics(spec, results),
     }
 
@@ -319,8 +387,10 @@ def run_assignment_branches(
         raise SpecError(f"unknown control {unknown[0]!r} (known: {', '.join(BRANCHES[1:])})")
     adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
     results = {"adaptive": adaptive}
-    if call_failures(adaptive.calls)["all_failed"]:
-        return results  # the endpoint never answered: controls would measure nothing either
+    if call_failures(adaptive.calls)["all_failed"] or adaptive.cap is not None:
+        # The endpoint never answered, or a cap ended the branch: its controls would measure
+        # nothing (and a cap would stop them too).
+        return results
     initial = pre_campaign_forecast(adaptive.events)
     slots, stopped = extract_schedule(adaptive.events)
     if "random" in controls:

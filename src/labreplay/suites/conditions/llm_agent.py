@@ -12,6 +12,7 @@ from typing import Any
 
 from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
+from labreplay.agents.llm_caps import RunCaps
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
 from labreplay.agents.llm_config import StructuredMode, public_endpoint
 from labreplay.agents.llm_prompts import (
@@ -81,11 +82,8 @@ class LLMQuestionAgent:
         if self.concurrent is None:
             return [self.answer(v) for v in views]
         replies = self.concurrent.run_many([self._job(v) for v in views], "answer")
-        out = []
-        for view, reply in zip(views, replies, strict=True):
-            self._log.add(reply)
-            out.append(question_answer(view, reply))
-        return out
+        self._log.add_all(replies)  # every call accounted before a cap ends the run
+        return [question_answer(view, reply) for view, reply in zip(views, replies, strict=True)]
 
     def drain_calls(self) -> list[CallRecord]:
         return self._log.drain()
@@ -99,7 +97,7 @@ def make_question_agent(
     temperature: float | None = 0.0,
     top_p: float | None = None,
     seed: int | None = None,
-    max_tokens: int | None = 512,
+    max_tokens: int | None = None,
     max_concurrency: int = 4,
     timeout_s: float = 60.0,
     max_retries: int = 4,
@@ -107,6 +105,7 @@ def make_question_agent(
     structured: StructuredMode = "auto",
     store: ResponseCache | None = None,
     render: QuestionRenderer | None = None,
+    caps: RunCaps | None = None,
 ) -> LLMQuestionAgent:
     """Build a question agent from `openai:MODEL` (`render` defaults to the suite's prompt)."""
     model = parse_agent_spec(agent)
@@ -121,7 +120,9 @@ def make_question_agent(
         max_repairs,
         structured,
         store,
+        caps,
     )
+    # One meter for both clients: the run's caps count every call, sync or concurrent.
     concurrent = AsyncLLMClient(model, api_key=api_key, max_concurrency=max_concurrency, **options)
     client = LLMClient(model, api_key=api_key, **options)
     return LLMQuestionAgent(client, render or render_prompt, concurrent)
