@@ -13,6 +13,7 @@ the runtime fills with its declared fallback.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -166,6 +167,7 @@ def make_agent(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
+    api_key_env: str | None = None,
     temperature: float | None = 0.0,
     top_p: float | None = None,
     seed: int | None = None,
@@ -187,6 +189,8 @@ def make_agent(
     `labreplay.suites.conditions.llm_agent.make_question_agent`.
     """
     model = parse_agent_spec(agent)
+    if api_key is None and api_key_env:
+        api_key = os.environ.get(api_key_env)  # read now, held by the SDK client only
     options = client_options(
         base_url,
         temperature,

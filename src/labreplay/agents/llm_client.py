@@ -121,8 +121,8 @@ class _ClientCore:
     # Spending caps of the current run (reset by the agent at each run start); shared by the
     # sync and async clients of one agent.
     meter: CapMeter = field(default_factory=CapMeter)
-    # Called after every call record (the CLI's progress line on a slow endpoint).
-    on_call: Any = None
+    # The run's progress line (`llm_progress.CallProgress`), told of every call and retry.
+    progress: Any = None
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -285,8 +285,8 @@ class _ClientCore:
         )
         self._note(attempt, record.get("error"), cached)
         self.meter.charge(record)
-        if self.on_call is not None:
-            self.on_call(record)
+        if self.progress is not None:
+            self.progress.call(record)
         return record
 
     def _after_failure(self, attempt: _Attempt, exc: BaseException) -> float | str:
@@ -323,6 +323,8 @@ class _ClientCore:
                 f"time {self.retry.total_time_s:g}s would be exceeded)"
             )
         attempt.retries += 1
+        if self.progress is not None:
+            self.progress.retry(describe_failure(exc))
         return delay
 
     def _start(
@@ -375,6 +377,8 @@ class LLMClient(_ClientCore):
                 return hit, self._record(attempt, hit, None, cached=True)
             if self._circuit_open():
                 return None, self._skipped(attempt)
+            if self.progress is not None:
+                self.progress.started()
             try:
                 response = self._sdk.chat.completions.create(
                     **attempt.request, timeout=self._timeout_for(attempt)
@@ -464,6 +468,8 @@ class AsyncLLMClient(_ClientCore):
                     return hit, self._record(attempt, hit, None, cached=True)
                 if self._circuit_open():
                     return None, self._skipped(attempt)
+                if self.progress is not None:
+                    self.progress.started()
                 try:
                     response = await self._sdk.chat.completions.create(
                         **attempt.request, timeout=self._timeout_for(attempt)

@@ -183,3 +183,34 @@ def _common_prefix(a: str, b: str) -> int:
 
 def schema_responder(prefer: Sequence[str] = FINISHING) -> Responder:
     return SchemaAnswerer(prefer)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m labreplay.testing.schema_server [--port N] [--mode MODE]`: serve until
+    interrupted and print the base URL. Modes: finishing (default), looping, garbage (HTTP 200
+    whose body is not JSON)."""
+    import argparse
+    import time
+
+    from labreplay.testing.fault_server import StubServer, constant, garbage_body
+
+    parser = argparse.ArgumentParser(prog="python -m labreplay.testing.schema_server")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--mode", choices=("finishing", "looping", "garbage"), default="finishing")
+    args = parser.parse_args(argv)
+    responder: Responder
+    if args.mode == "garbage":
+        responder = constant(garbage_body())
+    else:
+        responder = SchemaAnswerer(FINISHING if args.mode == "finishing" else LOOPING)
+    with StubServer(responder, port=args.port) as server:
+        print(server.base_url, flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            return
+
+
+if __name__ == "__main__":
+    main()

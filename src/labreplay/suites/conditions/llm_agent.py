@@ -7,6 +7,7 @@ imports a suite.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -94,6 +95,7 @@ def make_question_agent(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
+    api_key_env: str | None = None,
     temperature: float | None = 0.0,
     top_p: float | None = None,
     seed: int | None = None,
@@ -109,6 +111,8 @@ def make_question_agent(
 ) -> LLMQuestionAgent:
     """Build a question agent from `openai:MODEL` (`render` defaults to the suite's prompt)."""
     model = parse_agent_spec(agent)
+    if api_key is None and api_key_env:
+        api_key = os.environ.get(api_key_env)  # read now, held by the SDK client only
     options = client_options(
         base_url,
         temperature,
