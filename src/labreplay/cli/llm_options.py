@@ -46,7 +46,10 @@ MaxTokensOption = typer.Option(
     callback=int_range("--max-tokens", 1),
 )
 TimeoutOption = typer.Option(
-    None, "--timeout", help="Per-request timeout in s (default 60).", callback=positive_float("--timeout")
+    None,
+    "--timeout",
+    help="Per-request timeout in s (default 60).",
+    callback=positive_float("--timeout"),
 )
 MaxRetriesOption = typer.Option(
     None,

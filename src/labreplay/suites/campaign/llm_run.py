@@ -64,7 +64,9 @@ def print_dry_run(
     from labreplay.suites.campaign.dry_run import dry_run
 
     if not agent.startswith("openai:"):
-        raise AgentError(f"--dry-run estimates LLM runs (--agent openai:MODEL); {agent!r} is not one")
+        raise AgentError(
+            f"--dry-run estimates LLM runs (--agent openai:MODEL); {agent!r} is not one"
+        )
     params = make().params()  # builds the client: the endpoint is checked, nothing is sent
     estimate = dry_run(specs, agent, params, seed, controls)
     estimate["cost"] = cost(estimate["total"], price)

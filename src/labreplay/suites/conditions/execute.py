@@ -16,6 +16,7 @@ from typing import Any
 
 from labreplay._hashing import sha256_file
 from labreplay.agents.base import ResponseCache, drain_calls
+from labreplay.agents.llm_caps import CapReached
 from labreplay.errors import DataError
 from labreplay.execute.base import Executor
 from labreplay.execute.driver import Unit, run_units
@@ -53,12 +54,14 @@ def build_agent(
     seed: int,
     model: str | None = None,
     cache: ResponseCache | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> QuestionAgent:
-    """`random`, `ranker` or `llm` (with `model`), LLM agents answering from `cache`."""
+    """`random`, `ranker` or `llm` (with `model` and the LLM `options` of
+    `make_question_agent`), LLM agents answering from `cache`."""
     if name == "llm":
         from labreplay.suites.conditions.llm_agent import conditions_agent
 
-        agent = conditions_agent(model=model, seed=seed)
+        agent = conditions_agent(model=model, seed=seed, **dict(options or {}))
         agent.bind_store(cache)
         return agent
     return reference_agent(name, questions, seed)
@@ -72,16 +75,26 @@ def answer_batch(
     seed: int,
     ids: Sequence[str],
     cache: ResponseCache | None = None,
+    *,
+    options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The work unit: answer events (payloads) of `ids`, in order, and the model calls made."""
+    """The work unit: answer events (payloads) of `ids`, in order, and the model calls made
+    (and, when a run cap stopped it, the cap: no payloads then, every call accounted)."""
     questions = _questions(path, sha256)
     if name == "llm":
-        agent = build_agent(name, questions, seed, model, cache)
+        agent = build_agent(name, questions, seed, model, cache, options)
     else:
         agent = _reference(path, sha256, name, seed)
     by_id = {q["id"]: q for q in questions}
     chosen = [by_id[i] for i in ids]
-    raws = _answers(agent, [agent_view(q) for q in chosen])
+    try:
+        raws = list(_answers(agent, [agent_view(q) for q in chosen]))
+    except CapReached as reached:
+        return {
+            "payloads": [],
+            "calls": drain_calls(agent),
+            "cap": f"{reached.cap} ({reached.detail})",
+        }
     payloads = [answer_payload(q, answer_key(q), raw) for q, raw in zip(chosen, raws, strict=True)]
     return {"payloads": payloads, "calls": drain_calls(agent)}
 
@@ -89,9 +102,12 @@ def answer_batch(
 def _record(
     recorder: Recorder,
     progress: Callable[[int], None] | None,
+    capped: dict[str, str],
     store: Store,
     value: Mapping[str, Any],
 ) -> int:
+    if value.get("cap"):
+        capped.setdefault("cap", str(value["cap"]))
     for payload in value["payloads"]:
         recorder.append("answer", payload)
     recorder.log_calls(value["calls"])
@@ -110,35 +126,48 @@ def run_questions(
     executor: Executor | None = None,
     progress: Callable[[int], None] | None = None,
     batch: int = BATCH,
+    options: Mapping[str, Any] | None = None,
+    ids: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Answer a question file with agent `name` on `executor` (default in-process), `batch`
-    questions per unit; resumes."""
+    """Answer a question file (or the questions `ids` of it: a `--limit` subset, its own run)
+    with agent `name` on `executor` (default in-process), `batch` questions per unit; resumes.
+
+    With run caps (`options["caps"]`) the run is one unit, so one meter sees every call."""
     questions = load_questions(questions_path)
+    if ids is not None:
+        wanted = set(ids)
+        questions = [q for q in questions if q["id"] in wanted]
     sha256 = sha256_file(questions_path)
     path = str(questions_path.resolve())
     probe = (
-        build_agent(name, questions, seed, model)
+        build_agent(name, questions, seed, model, None, options)
         if name == "llm"
         else _reference(path, sha256, name, seed)
     )
-    recorder, finished = open_question_run(store, questions_path, questions, probe, seed)
+    recorder, finished = open_question_run(
+        store, questions_path, questions, probe, seed, subset=ids is not None
+    )
     if finished is not None:
         return finished
     done = answered(recorder)
     todo = [q["id"] for q in questions if q["id"] not in done]
     if progress and done:
         progress(len(done))
+    if options and options.get("caps") is not None:
+        batch = max(1, len(todo))
+    capped: dict[str, str] = {}
+    work = partial(answer_batch, options=dict(options or {})) if name == "llm" else answer_batch
     units = [
         Unit(
             f"{recorder.run_id}:{todo[i]}:{len(todo[i : i + batch])}",
-            partial(answer_batch, path, sha256, name, model, seed, todo[i : i + batch]),
-            partial(_record, recorder, progress),
+            partial(work, path, sha256, name, model, seed, todo[i : i + batch]),
+            partial(_record, recorder, progress, capped),
             uses_llm=name == "llm",
         )
         for i in range(0, len(todo), batch)
     ]
     run_units("conditions", units, store, executor)
-    return finish_question_run(recorder, questions, seed)
+    return finish_question_run(recorder, questions, seed, capped.get("cap"))
 
 
 __all__ = ["answer_batch", "build_agent", "run_questions"]

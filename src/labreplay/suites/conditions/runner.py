@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from labreplay._hashing import sha256_file
+from labreplay._hashing import sha256_file, sha256_json
 from labreplay.agents.base import call_failures, drain_calls
+from labreplay.agents.llm_usage import usage_summary
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import AgentError, RunFailedError
 from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
@@ -30,15 +31,20 @@ PROTOCOL_VERSION = "1"
 BATCH = 500
 
 
-def question_spec(questions_path: Path, questions: Sequence[Mapping[str, Any]]) -> EnvironmentSpec:
-    """The run spec of a question file: its sha256, size and the compile specs behind it."""
-    body = {
+def question_spec(
+    questions_path: Path, questions: Sequence[Mapping[str, Any]], subset: bool = False
+) -> EnvironmentSpec:
+    """The run spec of a question file: its sha256, size and the compile specs behind it (and,
+    for a `--limit` subset, the sha256 of its question ids: each subset is its own run)."""
+    body: dict[str, Any] = {
         "kind": "conditions-question-file",
         "file": questions_path.name,
         "sha256": sha256_file(questions_path),
         "n_questions": len(questions),
         "compile_spec_hashes": sorted({str(q["meta"].get("spec_hash", "")) for q in questions}),
     }
+    if subset:
+        body["question_ids_sha256"] = sha256_json(sorted(str(q["id"]) for q in questions))
     return EnvironmentSpec(SUITE, PROTOCOL, PROTOCOL_VERSION, questions_path.name, body)
 
 
@@ -95,10 +101,11 @@ def open_question_run(
     questions: Sequence[Mapping[str, Any]],
     agent: QuestionAgent,
     seed: int,
+    subset: bool = False,
 ) -> tuple[Recorder, dict[str, Any] | None]:
     """The run's recorder (resumed onto its verified stored answers) and, if the run is
     already complete, its stored summary."""
-    spec = question_spec(questions_path, questions)
+    spec = question_spec(questions_path, questions, subset)
     params = agent.params()
     header = RunHeader(
         spec,
@@ -134,9 +141,24 @@ def answered(recorder: Recorder) -> dict[str, dict[str, Any]]:
 
 
 def finish_question_run(
-    recorder: Recorder, questions: Sequence[Mapping[str, Any]], seed: int
+    recorder: Recorder, questions: Sequence[Mapping[str, Any]], seed: int, cap: str | None = None
 ) -> dict[str, Any]:
-    """Score every recorded answer, store the scores and mark the run complete."""
+    """Score every recorded answer, store the scores and mark the run complete (`failed` when
+    every model call failed or a run cap stopped it: never ranked, resumable)."""
+    assert recorder.store is not None
+    if cap is not None:
+        recorder.flush()
+        calls = recorder.store.llm_calls(recorder.run_id)
+        summary = {
+            "cap_reached": cap,
+            "cause": f"cap reached: {cap}",
+            "usage": usage_summary(calls),
+        }
+        recorder.finish("failed", summary)
+        raise RunFailedError(
+            f"run {recorder.run_id}: cap reached: {cap}; {len(calls)} calls accounted (stored as "
+            "failed, not ranked; rerun with a higher cap to resume)"
+        )
     results_by_id = answered(recorder)
     results = [results_by_id[q["id"]] for q in questions]
     summary = summarise([answer_key(q) for q in questions], results, seed)
@@ -145,17 +167,31 @@ def finish_question_run(
     # of a value-less "summary" row, so reports can read it from the store alone.
     assert recorder.store is not None
     recorder.flush()  # the call log complete in the store, including earlier sessions'
-    health = call_failures(recorder.store.llm_calls(recorder.run_id))
+    calls = recorder.store.llm_calls(recorder.run_id)
+    health = call_failures(calls)
+    extra: dict[str, Any] = {}
     if health["llm_calls"]:
         flat = {**flat, "failed_call_share": health["failed_call_share"]}
+        extra = {"usage": usage_summary(calls), "invalid_answers": _invalid(recorder)}
     status = "failed" if health["all_failed"] else "complete"
-    recorder.finish(status, flat, {**flat, "summary": None}, {"summary": summary})
+    recorder.finish(status, {**flat, **extra}, {**flat, "summary": None}, {"summary": summary})
     if health["all_failed"]:
         raise RunFailedError(
             f"run {recorder.run_id}: every model call failed (stored as failed, not ranked; "
             f"rerun the same command to resume): {health['cause']}"
         )
-    return {"run_id": recorder.run_id, "resumed": recorder.existed, "cached": False, **flat}
+    return {
+        "run_id": recorder.run_id,
+        "resumed": recorder.existed,
+        "cached": False,
+        **flat,
+        **extra,
+    }
+
+
+def _invalid(recorder: Recorder) -> int:
+    """Answers recorded invalid (no usable reply: the suite scored them wrong)."""
+    return sum(1 for e in recorder.events if "invalid" in (e["payload"].get("answer") or {}))
 
 
 def run_agent(
