@@ -8,19 +8,6 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from labreplay.cli._common import (
-    DataDirOption,
-    ExecutorOption,
-    JsonOption,
-    SchedulerOption,
-    choice,
-    console,
-    int_range,
-    out_dir_check,
-    print_json,
-    progress_bar,
-    seed_check,
-)
 from labreplay.cli.llm_options import (
     ApiKeyEnvOption,
     BaseUrlOption,
@@ -37,6 +24,19 @@ from labreplay.cli.llm_options import (
     TimeoutOption,
     agent_options,
     first_in_seeded_order,
+)
+from labreplay.sdk.cli import (
+    DataDirOption,
+    ExecutorOption,
+    JsonOption,
+    SchedulerOption,
+    choice,
+    console,
+    int_range,
+    out_dir_check,
+    print_json,
+    progress_bar,
+    seed_check,
 )
 
 app = typer.Typer(

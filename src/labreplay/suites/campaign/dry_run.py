@@ -56,7 +56,7 @@ class DryRunAgent:
     """Renders what the LLM agent would send and answers with a valid stand-in reply."""
 
     def __init__(self, name: str, params: Mapping[str, Any], tally: Tally) -> None:
-        from labreplay.agents.llm_prompts import StateLayout
+        from labreplay.suites.campaign.llm_prompts import StateLayout
 
         self.name, self._params, self.tally = name, dict(params), tally
         self._layout = StateLayout()
@@ -68,7 +68,7 @@ class DryRunAgent:
         self._layout.reset()
 
     def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
-        from labreplay.agents.llm_prompts import campaign_messages
+        from labreplay.suites.campaign.llm_prompts import campaign_messages
 
         schema = observation.get("action_schema", {})
         reply = instance(schema, FINISHING)
@@ -77,7 +77,7 @@ class DryRunAgent:
         return dict(reply)
 
     def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
-        from labreplay.agents.llm_prompts import checkpoint_messages
+        from labreplay.suites.campaign.llm_prompts import checkpoint_messages
 
         schema = snapshot.get("response_schema", {})
         reply = instance(schema, FINISHING)

@@ -59,8 +59,8 @@ def print_dry_run(
     price: tuple[float, float] | None,
     json_out: bool,
 ) -> None:
-    from labreplay.cli._common import console, print_json
     from labreplay.errors import AgentError
+    from labreplay.sdk.cli import console, print_json
     from labreplay.suites.campaign.dry_run import dry_run
 
     if not agent.startswith("openai:"):
@@ -102,7 +102,7 @@ def print_run_costs(
     console: Any, results: Sequence[Mapping[str, Any]], price: tuple[float, float] | None
 ) -> None:
     """Per assignment: the adaptive branch's and the controls' accounting, then the total."""
-    everything = []
+    everything: list[Mapping[str, Any]] = []
     for r in results:
         usage = r.get("usage") or {}
         if not usage:

@@ -8,18 +8,6 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from labreplay.cli._common import (
-    DataDirOption,
-    ExecutorOption,
-    JsonOption,
-    SchedulerOption,
-    WorkersOption,
-    console,
-    int_range,
-    print_json,
-    progress_bar,
-    seed_check,
-)
 from labreplay.cli.llm_options import (
     ApiKeyEnvOption,
     BaseUrlOption,
@@ -38,6 +26,18 @@ from labreplay.cli.llm_options import (
     first_in_seeded_order,
 )
 from labreplay.errors import LabreplayError
+from labreplay.sdk.cli import (
+    DataDirOption,
+    ExecutorOption,
+    JsonOption,
+    SchedulerOption,
+    WorkersOption,
+    console,
+    int_range,
+    print_json,
+    progress_bar,
+    seed_check,
+)
 
 app = typer.Typer(
     help="Reaction-condition questions (RxnOptBench): compile screening tables, run agents, score.",

@@ -16,7 +16,7 @@ CHARS_PER_TOKEN = 3.2
 
 
 def _schema(view: Mapping[str, Any]) -> dict[str, Any]:
-    from labreplay.agents.llm_prompts import question_schema
+    from labreplay.suites.conditions.llm_prompts import question_schema
 
     return question_schema(view)
 
@@ -32,7 +32,7 @@ def check_answer_budget(questions: Sequence[Mapping[str, Any]], max_tokens: int 
 def estimate(agent: Any, questions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Calls and tokens of answering `questions` with `agent` (one call per question when every
     reply is valid; repairs add calls), from the real rendered prompts; nothing is sent."""
-    from labreplay.agents.llm_prompts import question_messages
+    from labreplay.suites.conditions.llm_prompts import question_messages
 
     prompt_chars = 0
     completion = 0
@@ -68,8 +68,8 @@ def print_conditions_dry_run(
     price: tuple[float, float] | None,
     json_out: bool,
 ) -> None:
-    from labreplay.cli._common import console, print_json
     from labreplay.errors import AgentError
+    from labreplay.sdk.cli import console, print_json
 
     if not hasattr(agent, "render"):
         raise AgentError(
