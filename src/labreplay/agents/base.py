@@ -21,9 +21,10 @@ def call_failures(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     the endpoint answers starts it afresh. A run with some failed calls is complete, and boards
     show its failed-call share.
     """
-    # A call whose reply was not usable JSON (garbage content, cut off at the token limit) failed
-    # as surely as one that never came back: an endpoint answering only that measured nothing.
-    failed = [c for c in calls if c.get("error") or c.get("parse_error")]
+    # A call whose reply held no JSON at all (garbage content, cut off at the token limit)
+    # failed as surely as one that never came back: an endpoint answering only that measured
+    # nothing. A JSON reply that breaks the schema is the model's answer (scored invalid).
+    failed = [c for c in calls if c.get("error") or _no_json(c)]
     share = len(failed) / len(calls) if calls else 0.0
     return {
         "llm_calls": len(calls),
@@ -36,6 +37,14 @@ def call_failures(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             _why(failed[0]) if failed else None,
         ),
     }
+
+
+# The start of `parse_error` for a reply with no JSON object in it (see llm_wire).
+NO_JSON_REPLY = "the reply contains no JSON object"
+
+
+def _no_json(call: Mapping[str, Any]) -> bool:
+    return str(call.get("parse_error") or "").startswith(NO_JSON_REPLY)
 
 
 def _why(call: Mapping[str, Any]) -> str:

@@ -4,7 +4,8 @@ visibly slow instead of silent.
 `CallProgress` is handed to the clients of a run (`client.progress`); the client reports every
 finished call and every retry. A daemon thread writes one line to stderr every `every_s`
 seconds while the run goes on (never on stdout, so `--json` output stays clean), and at most
-that often: a fast run prints nothing.
+that often: a fast run prints nothing. `every_s` defaults to 10 s on a terminal and 30 s in a
+log (a failed short run then still ends in its one error line).
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ from typing import Any, TextIO
 
 
 class CallProgress:
-    def __init__(self, label: str, every_s: float = 5.0, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, label: str, every_s: float | None = None, stream: TextIO | None = None
+    ) -> None:
         self.label = label
+        if every_s is None:
+            every_s = 10.0 if (stream or sys.stderr).isatty() else 30.0
         self.every_s = every_s
         self.stream = stream
         self.calls = 0

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labreplay._hashing import sha256_json
-from labreplay.agents.base import CallRecord
+from labreplay.agents.base import NO_JSON_REPLY, CallRecord
 from labreplay.agents.llm_config import Sampling
 from labreplay.agents.llm_faults import clip as _clip
 from labreplay.errors import AgentError
@@ -198,7 +198,7 @@ def validate_reply(
     """(object, "") when `text` holds a schema-valid JSON object, else (None, reason)."""
     value = extract_json_object(text)
     if value is None:
-        reason = "the reply contains no JSON object"
+        reason = NO_JSON_REPLY
         if finish_reason == "length":
             reason += " (the reply was cut off at the token limit)"
         return None, reason
