@@ -298,6 +298,7 @@ def leaderboard_cmd(
     difference: float = typer.Option(
         0.01, "--difference", help="AUC difference for the power line's 'assignments needed'."
     ),
+    price_per_mtok: str | None = PriceOption,
     json_out: bool = JsonOption,
 ) -> None:
     """The paper's board (long assignments) and the short board, with paired bootstrap 95%
@@ -320,10 +321,16 @@ def leaderboard_cmd(
             raise StoreError(f"store {store} holds no campaign runs{held}")
         board = leaderboard(db, spec_hashes=hashes, difference=difference)
     add_call_health(board, runs)
+    from labreplay.agents.llm_usage import parse_price
+    from labreplay.suites.campaign.costs import add_costs, cost_lines
+
+    add_costs(board, runs, parse_price(price_per_mtok))
     if json_out:
         print_json(board)
         return
     print_board(console, board)
+    for line in cost_lines(board):
+        console.print(line)
     if board.get("failed"):
         console.print(
             f"not ranked (runs failed: every model call failed): {', '.join(board['failed'])}"

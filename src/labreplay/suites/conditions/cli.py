@@ -370,13 +370,20 @@ def leaderboard_cmd(
         "fib_strict",
         "fib_score_given_hit",
         "delta_axis",
+        "prompt_tokens",
+        "completion_tokens",
     )
     view = Table(title="conditions leaderboard")
     for c in cols:
         view.add_column(c)
     for r in board["runs"]:
         view.add_row(
-            *(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c)) for c in cols)
+            *(
+                f"{r[c]:.3f}"
+                if isinstance(r.get(c), float)
+                else ("-" if r.get(c) is None else str(r.get(c)))
+                for c in cols
+            )
         )
     console.print(view)
     if not board["runs"]:

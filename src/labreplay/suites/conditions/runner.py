@@ -210,6 +210,21 @@ def run_agent(
     return finish_question_run(recorder, questions, seed)
 
 
+def _usage_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's model accounting on its board row (LLM runs only)."""
+    usage = summary.get("usage")
+    if not usage:
+        return {}
+    return {
+        "llm_calls": usage.get("calls"),
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "completion_tokens": usage.get("completion_tokens"),
+        "cached_tokens": usage.get("cached_tokens"),
+        "invalid_replies": usage.get("invalid_replies"),
+        "resolved_models": usage.get("resolved_models"),
+    }
+
+
 def leaderboard(store: Store) -> dict[str, Any]:
     """Every finished conditions run, with its headline metrics, plus the over-agent audit."""
     rows: list[dict[str, Any]] = []
@@ -223,6 +238,7 @@ def leaderboard(store: Store) -> dict[str, Any]:
                 "question_file": run.spec_id,
                 "spec_hash": run.spec_hash[:12],
                 **scores,
+                **_usage_columns(run.summary or {}),
             }
         )
     rows.sort(
