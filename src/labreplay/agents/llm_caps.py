@@ -87,9 +87,18 @@ class CapMeter:
         self.started = time.monotonic()
 
     def charge(self, call: Mapping[str, Any]) -> None:
+        """Count a finished call's tokens (its call was counted when admitted)."""
         prompt, completion, _ = call_tokens(call)
-        self.calls += 1
         self.tokens += prompt + completion
+
+    def admit(self) -> CapReached | None:
+        """Count one more call, or say which cap forbids it. Calls are counted when they are
+        admitted, so concurrent requests never overshoot `max_calls`; tokens are known only
+        when a reply arrives, so up to the requests in flight may overshoot the token cap."""
+        over = self.exceeded()
+        if over is None:
+            self.calls += 1
+        return over
 
     def exceeded(self) -> CapReached | None:
         """The cap the next request would break, or None."""

@@ -23,7 +23,7 @@ from labreplay._provenance import register_secret, scrub_text
 from labreplay._rng import derive_seed, make_rng
 from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm_budget import response_budget
-from labreplay.agents.llm_caps import CapMeter
+from labreplay.agents.llm_caps import CapMeter, CapReached
 from labreplay.agents.llm_config import (
     STRUCTURED_FALLBACKS,
     RetryPolicy,
@@ -410,7 +410,7 @@ class LLMClient(_ClientCore):
         text: str | None = None
         problem = "no reply"
         for _turn in range(1 + self.max_repairs):
-            over = self.meter.exceeded()
+            over = self.meter.admit()
             if over is not None:
                 return JsonReply(None, text, str(over), calls, cap_reached=str(over))
             completion, record = self.chat(conversation, schema, name)
@@ -458,9 +458,15 @@ class AsyncLLMClient(_ClientCore):
         return self._gate
 
     async def chat(
-        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str = "reply"
+        self,
+        messages: Sequence[Mapping[str, str]],
+        schema: Mapping[str, Any],
+        name: str = "reply",
+        admit: bool = False,
     ) -> tuple[Completion | None, CallRecord]:
         async with self._semaphore():
+            if admit and (over := self.meter.admit()) is not None:
+                raise over
             attempt = self._start(messages, schema, name)
             while True:
                 hit = self._cached(attempt.request)
@@ -500,10 +506,10 @@ class AsyncLLMClient(_ClientCore):
         text: str | None = None
         problem = "no reply"
         for _turn in range(1 + self.max_repairs):
-            over = self.meter.exceeded()
-            if over is not None:
+            try:
+                completion, record = await self.chat(conversation, schema, name, admit=True)
+            except CapReached as over:  # checked once this request's turn to be sent came
                 return JsonReply(None, text, str(over), calls, cap_reached=str(over))
-            completion, record = await self.chat(conversation, schema, name)
             calls.append(record)
             if completion is None:
                 return JsonReply(None, text, record.get("error") or "call failed", calls)

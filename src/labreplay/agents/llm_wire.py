@@ -197,11 +197,15 @@ def validate_reply(
 ) -> tuple[dict[str, Any] | None, str]:
     """(object, "") when `text` holds a schema-valid JSON object, else (None, reason)."""
     value = extract_json_object(text)
+    cut = " (the reply was cut off at the token limit)"
     if value is None:
-        reason = NO_JSON_REPLY
-        if finish_reason == "length":
-            reason += " (the reply was cut off at the token limit)"
-        return None, reason
+        return None, NO_JSON_REPLY + (cut if finish_reason == "length" else "")
+    if finish_reason == "length":
+        # A cut-off reply may still hold a complete inner object (one forecast of a panel):
+        # valid only if that is a whole valid answer, else the cut is the reason.
+        validator_ok = _is_valid(validator, value)
+        if validator_ok is not True:
+            return None, NO_JSON_REPLY + " as a whole" + cut
     import jsonschema
 
     try:
@@ -225,6 +229,13 @@ def validate_reply(
         return value, ""
     where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
     return None, f"schema violation at {where}: {_clip(error.message)}"
+
+
+def _is_valid(validator: Any, value: Any) -> bool | None:
+    try:
+        return bool(validator.is_valid(value))
+    except Exception:
+        return None  # a broken schema: reported by the full check below
 
 
 def repair_messages(

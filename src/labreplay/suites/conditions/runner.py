@@ -14,6 +14,7 @@ from typing import Any
 
 from labreplay.agents.base import call_failures, drain_calls
 from labreplay.agents.contracts import AnswersInBatches
+from labreplay.agents.llm_caps import CapReached
 from labreplay.agents.llm_usage import usage_summary
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import AgentError, RunFailedError
@@ -59,14 +60,14 @@ def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[
             try:
                 yield from agent.answer_many(chunk)
                 continue
-            except AgentError:
+            except (AgentError, CapReached):  # a cap ends the run: never a wrong answer
                 raise
             except Exception:  # fall back to one at a time to find the failing question
                 pass
         for view in chunk:
             try:
                 yield agent.answer(view)
-            except AgentError:
+            except (AgentError, CapReached):
                 raise
             except Exception as exc:
                 yield {"error": f"{type(exc).__name__}: {exc}"}
