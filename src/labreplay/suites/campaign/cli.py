@@ -34,6 +34,7 @@ from labreplay.sdk.cli import (
     console,
     int_range,
     out_dir_check,
+    positive_float,
     print_json,
     progress_bar,
     seed_check,
@@ -136,7 +137,11 @@ def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -
 @app.command("run")
 def run_cmd(
     specs: Path = typer.Option(..., "--specs", help="Directory written by `campaign compile`."),
-    agent: str = typer.Option("bayes", help="random | bayes | no-evidence | openai:MODEL"),
+    agent: str = typer.Option(
+        "bayes",
+        help="random | bayes | no-evidence | openai:MODEL | a registered agent | MODULE:ATTR "
+        "(your class or factory, importable from PYTHONPATH or the working directory).",
+    ),
     store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
     controls: str = typer.Option("random,no-evidence", help="Comma list of control branches."),
     seed: int = typer.Option(
@@ -174,18 +179,25 @@ def run_cmd(
         "--isolate",
         help="Run the (Python) agent in a child process that receives only observations.",
     ),
+    agent_timeout: float | None = typer.Option(
+        None,
+        "--agent-timeout",
+        help="With --isolate: seconds the agent has per call before the run is failed (60).",
+        callback=positive_float("--agent-timeout"),
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""
     from labreplay.agents.llm_usage import parse_price
+    from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
     from labreplay.suites.campaign.api import (
-        agent_factory,
         load_specs,
         parse_controls,
-        run_assignment,
+        resolve_campaign_agent,
         select_specs,
     )
+    from labreplay.suites.campaign.execute import run_assignments
 
     price = parse_price(price_per_mtok)
     options = agent_options(
@@ -207,9 +219,10 @@ def run_cmd(
 
         raise LabreplayError("--isolate runs with --executor in-process (one child per agent)")
     control_list = parse_controls(controls)
-    make = agent_factory(agent, isolate=isolate, **options)
     chosen = first_in_seeded_order(select_specs(load_specs(specs), only), limit, seed, "campaign")
-    is_llm = agent.startswith("openai:")
+    # Every agent problem is one line, exit 2, before the store exists.
+    resolved = resolve_campaign_agent(agent, isolate, agent_timeout, **options)
+    is_llm = isinstance(agent, str) and agent.startswith("openai:")
     if is_llm:
         from labreplay.suites.campaign.llm_run import check_max_tokens
 
@@ -217,29 +230,26 @@ def run_cmd(
     if dry_run:
         from labreplay.suites.campaign.llm_run import print_dry_run
 
-        print_dry_run(chosen, agent, make, seed, control_list, price, json_out)
+        print_dry_run(chosen, agent, resolved.make, seed, control_list, price, json_out)
         return
     if executor == "in-process" and max_concurrency > 1:
         executor = "threads"  # the older spelling of a threaded run
-    if executor != "in-process":
-        from labreplay.execute.driver import open_executor
-        from labreplay.suites.campaign.execute import run_assignments
+    workers = max_concurrency if max_concurrency > 1 else None
+    from labreplay.suites.campaign.llm_run import with_progress
 
-        workers = max_concurrency if max_concurrency > 1 else None
-        with Store(store) as db, open_executor(executor, scheduler, workers) as ex:
-            results = run_assignments(chosen, agent, db, seed, control_list, ex, options)
-    else:
-        from labreplay.suites.campaign.llm_run import with_progress
+    with (
+        Store(store) as db,
+        open_executor(executor, scheduler, workers) as ex,
+        progress_bar("campaigns", len(chosen), executor == "in-process") as bar,
+        with_progress(resolved.make, agent) as watched,
+    ):
+        if is_llm and executor == "in-process":
+            import dataclasses
 
-        results = []
-        with (
-            Store(store) as db,
-            progress_bar("campaigns", len(chosen)) as bar,
-            with_progress(make, agent) as watched,
-        ):
-            for spec in chosen:
-                results.append(run_assignment(spec, watched, db, seed, control_list))
-                bar.advance()
+            resolved = dataclasses.replace(resolved, make=watched)  # the slow-endpoint line
+        results = run_assignments(
+            chosen, resolved, db, seed, control_list, ex, options, bar.advance
+        )
     if json_out:
         print_json(results)
     else:

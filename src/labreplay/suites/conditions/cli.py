@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.table import Table
@@ -213,31 +212,17 @@ def compile_cmd(
     console.print(table_view)
 
 
-def _agent(
-    name: str,
-    questions: list[dict[str, Any]],
-    seed: int,
-    model: str | None,
-    options: dict[str, Any] | None = None,
-) -> Any:
-    from labreplay.suites.conditions.agents import reference_agent
-
-    if name == "llm":
-        try:
-            from labreplay.suites.conditions.llm_agent import conditions_agent
-        except ImportError as exc:
-            raise LabreplayError("the LLM agent is not available in this install") from exc
-        return conditions_agent(model=model, seed=seed, **(options or {}))
-    return reference_agent(name, questions, seed)
-
-
 @app.command("run")
 def run_cmd(
     questions: Path = typer.Option(
         ..., "--questions", help="Question file (ours or the official)."
     ),
     agent: str = typer.Option(
-        ..., "--agent", help="random | ranker | openai:MODEL (or llm with --model MODEL)"
+        ...,
+        "--agent",
+        help="random | ranker | openai:MODEL (or llm with --model MODEL) | a registered agent | "
+        "MODULE:ATTR (your QuestionAgent class or factory, importable from PYTHONPATH or the "
+        "working directory).",
     ),
     store: Path = typer.Option(..., "--store", help="Results store (SQLite)."),
     seed: int = typer.Option(0, "--seed", callback=seed_check()),
@@ -270,7 +255,7 @@ def run_cmd(
     from labreplay.agents.llm_usage import parse_price
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
-    from labreplay.suites.conditions.execute import run_questions
+    from labreplay.suites.conditions.execute import resolve_question_agent, run_questions
     from labreplay.suites.conditions.llm_run import (
         check_answer_budget,
         print_conditions_dry_run,
@@ -298,11 +283,14 @@ def run_cmd(
     qs = load_questions(questions)
     chosen = first_in_seeded_order(qs, limit, seed, "conditions")
     ids = [str(q["id"]) for q in chosen] if limit is not None else None
-    built = _agent(agent, chosen, seed, model, options)  # checks the agent before anything runs
+    try:  # every agent problem is one line, exit 2, before the store exists
+        built = resolve_question_agent(agent, chosen, seed, model, options)
+    except ImportError as exc:
+        raise LabreplayError("the LLM agent is not available in this install") from exc
     if agent == "llm":
         check_answer_budget(chosen, max_tokens)
     if dry_run:
-        print_conditions_dry_run(built, chosen, price, json_out)
+        print_conditions_dry_run(built.probe or built.make(), chosen, price, json_out)
         return
     with (
         Store(store) as db,
@@ -310,7 +298,7 @@ def run_cmd(
         progress_bar("answering", len(chosen), enabled=not json_out) as bar,
     ):
         result = run_questions(
-            db, questions, agent, seed, model, ex, progress=bar.advance, options=options, ids=ids
+            db, questions, built, seed, model, ex, progress=bar.advance, options=options, ids=ids
         )
     if json_out:
         print_json(result)

@@ -16,6 +16,7 @@ from typing import Any
 
 from labreplay.agents.base import ResponseCache, drain_calls
 from labreplay.agents.llm_caps import CapReached
+from labreplay.agents.resolve import ResolvedAgent, resolve_agent
 from labreplay.errors import DataError
 from labreplay.execute.base import Executor
 from labreplay.execute.driver import Unit, run_units
@@ -67,10 +68,51 @@ def build_agent(
     return reference_agent(name, questions, seed)
 
 
+BUILTIN_AGENTS = ("random", "ranker", "llm")
+
+
+def resolve_question_agent(
+    agent: Any,
+    questions: Sequence[Mapping[str, Any]],
+    seed: int,
+    model: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> ResolvedAgent:
+    """Any conditions agent: `random`, `ranker`, `llm` (with `model`), an object or factory
+    implementing `QuestionAgent`, a registered name or `MODULE:ATTR`; checked against the
+    contract before anything runs (one AgentError line otherwise)."""
+    if isinstance(agent, str) and agent in BUILTIN_AGENTS:
+        built = build_agent(agent, questions, seed, model, None, options)
+        return ResolvedAgent(agent, lambda: built, built.name, built.params(), None, agent, built)
+    return resolve_agent(agent, QuestionAgent, also_known=BUILTIN_AGENTS)
+
+
+def _same(agent: Any) -> Any:
+    return agent
+
+
+def _agent_for_batch(
+    source: str | Callable[[], Any],
+    path: str,
+    sha256: str,
+    model: str | None,
+    seed: int,
+    cache: ResponseCache | None,
+    options: Mapping[str, Any] | None = None,
+) -> Any:
+    if isinstance(source, str) and source == "llm":
+        return build_agent(source, _questions(path, sha256), seed, model, cache, options)
+    if isinstance(source, str) and source in BUILTIN_AGENTS:
+        return _reference(path, sha256, source, seed)
+    if isinstance(source, str):  # MODULE:ATTR or a registered name, rebuilt where it runs
+        return resolve_agent(source, QuestionAgent).make()
+    return source()
+
+
 def answer_batch(
     path: str,
     sha256: str,
-    name: str,
+    name: str | Callable[[], Any],
     model: str | None,
     seed: int,
     ids: Sequence[str],
@@ -81,20 +123,14 @@ def answer_batch(
     """The work unit: answer events (payloads) of `ids`, in order, and the model calls made
     (and, when a run cap stopped it, the cap: no payloads then, every call accounted)."""
     questions = _questions(path, sha256)
-    if name == "llm":
-        agent = build_agent(name, questions, seed, model, cache, options)
-    else:
-        agent = _reference(path, sha256, name, seed)
+    agent = _agent_for_batch(name, path, sha256, model, seed, cache, options)
     by_id = {q["id"]: q for q in questions}
     chosen = [by_id[i] for i in ids]
     try:
         raws = list(_answers(agent, [agent_view(q) for q in chosen]))
     except CapReached as reached:
-        return {
-            "payloads": [],
-            "calls": drain_calls(agent),
-            "cap": f"{reached.cap} ({reached.detail})",
-        }
+        cap = f"{reached.cap} ({reached.detail})"
+        return {"payloads": [], "calls": drain_calls(agent), "cap": cap}
     payloads = [answer_payload(q, answer_key(q), raw) for q, raw in zip(chosen, raws, strict=True)]
     return {"payloads": payloads, "calls": drain_calls(agent)}
 
@@ -120,7 +156,7 @@ def _record(
 def run_questions(
     store: Store,
     questions_path: Path,
-    name: str,
+    name: Any,
     seed: int,
     model: str | None = None,
     executor: Executor | None = None,
@@ -130,20 +166,26 @@ def run_questions(
     ids: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Answer a question file (or the questions `ids` of it: a `--limit` subset, its own run)
-    with agent `name` on `executor` (default in-process), `batch` questions per unit; resumes.
-
-    With run caps (`options["caps"]`) the run is one unit, so one meter sees every call."""
+    with agent `name` (anything `resolve_question_agent` takes, or its result) on `executor`
+    (default in-process), `batch` questions per unit; resumes. With run caps
+    (`options["caps"]`) the run is one unit, so one meter sees every call."""
     questions = load_questions(questions_path)
     if ids is not None:
         wanted = set(ids)
         questions = [q for q in questions if q["id"] in wanted]
     sha256 = sha256_file(questions_path)
     path = str(questions_path.resolve())
-    probe = (
-        build_agent(name, questions, seed, model, None, options)
-        if name == "llm"
-        else _reference(path, sha256, name, seed)
+    resolved = (
+        name
+        if isinstance(name, ResolvedAgent)
+        else resolve_question_agent(name, questions, seed, model, options)
     )
+    probe = resolved.probe if resolved.probe is not None else resolved.make()
+    # One agent answers the whole run: in-process and on threads the checked probe itself,
+    # on other executors a rebuild from its name or reference (or a pickled copy).
+    source: str | Callable[[], Any] = resolved.builtin or resolved.ref or partial(_same, probe)
+    if resolved.builtin is not None and source != "llm":
+        probe = _reference(path, sha256, resolved.builtin, seed)  # the one its batches use
     recorder, finished = open_question_run(
         store, questions_path, questions, probe, seed, subset=ids is not None
     )
@@ -156,13 +198,13 @@ def run_questions(
     if options and options.get("caps") is not None:
         batch = max(1, len(todo))
     capped: dict[str, str] = {}
-    work = partial(answer_batch, options=dict(options or {})) if name == "llm" else answer_batch
+    work = partial(answer_batch, options=dict(options or {})) if source == "llm" else answer_batch
     units = [
         Unit(
             f"{recorder.run_id}:{todo[i]}:{len(todo[i : i + batch])}",
-            partial(work, path, sha256, name, model, seed, todo[i : i + batch]),
+            partial(work, path, sha256, source, model, seed, todo[i : i + batch]),
             partial(_record, recorder, progress, capped),
-            uses_llm=name == "llm",
+            uses_llm=source == "llm",
         )
         for i in range(0, len(todo), batch)
     ]
@@ -170,4 +212,10 @@ def run_questions(
     return finish_question_run(recorder, questions, seed, capped.get("cap"))
 
 
-__all__ = ["answer_batch", "build_agent", "run_questions"]
+__all__ = [
+    "BUILTIN_AGENTS",
+    "answer_batch",
+    "build_agent",
+    "resolve_question_agent",
+    "run_questions",
+]
