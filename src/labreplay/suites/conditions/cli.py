@@ -7,6 +7,23 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from labreplay.cli.llm_options import (
+    ApiKeyEnvOption,
+    BaseUrlOption,
+    DryRunOption,
+    LimitOption,
+    LlmSeedOption,
+    MaxCallsOption,
+    MaxRetriesOption,
+    MaxTimeOption,
+    MaxTokensOption,
+    MaxTokensTotalOption,
+    PriceOption,
+    TemperatureOption,
+    TimeoutOption,
+    agent_options,
+    first_in_seeded_order,
+)
 from labreplay.errors import LabreplayError
 from labreplay.sdk.cli import (
     DataDirOption,
@@ -15,6 +32,7 @@ from labreplay.sdk.cli import (
     SchedulerOption,
     WorkersOption,
     console,
+    int_range,
     print_json,
     progress_bar,
     seed_check,
@@ -321,34 +339,86 @@ def run_cmd(
     agent: str = typer.Option(
         ...,
         "--agent",
-        help="random | ranker | llm | a registered agent | MODULE:ATTR (your QuestionAgent "
-        "class or factory, importable from PYTHONPATH or the working directory).",
+        help="random | ranker | openai:MODEL (or llm with --model MODEL) | a registered agent | "
+        "MODULE:ATTR (your QuestionAgent class or factory, importable from PYTHONPATH or the "
+        "working directory).",
     ),
     store: Path = typer.Option(..., "--store", help="Results store (SQLite)."),
     seed: int = typer.Option(0, "--seed", callback=seed_check()),
     model: str | None = typer.Option(None, "--model", help="Model name for --agent llm."),
+    base_url: str | None = BaseUrlOption,
+    api_key_env: str | None = ApiKeyEnvOption,
+    temperature: float | None = TemperatureOption,
+    llm_seed: int | None = LlmSeedOption,
+    max_tokens: int | None = MaxTokensOption,
+    timeout: float | None = TimeoutOption,
+    max_retries: int | None = MaxRetriesOption,
+    max_concurrency: int | None = typer.Option(
+        None,
+        "--max-concurrency",
+        help="LLM questions in flight at once (default 4).",
+        callback=int_range("--max-concurrency", 1, 256),
+    ),
+    max_calls: int | None = MaxCallsOption,
+    max_tokens_total: int | None = MaxTokensTotalOption,
+    max_time: float | None = MaxTimeOption,
+    price_per_mtok: str | None = PriceOption,
+    dry_run: bool = DryRunOption,
+    limit: int | None = LimitOption,
     executor: str = ExecutorOption,
     scheduler: str | None = SchedulerOption,
     workers: int | None = WorkersOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Answer every question with one agent, score, and store the run (resumes if interrupted)."""
+    from labreplay.agents.llm_usage import parse_price
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
     from labreplay.suites.conditions.execute import resolve_question_agent, run_questions
+    from labreplay.suites.conditions.llm_run import (
+        check_answer_budget,
+        print_conditions_dry_run,
+        print_usage,
+    )
     from labreplay.suites.conditions.questions import load_questions
 
+    if agent.startswith("openai:"):
+        agent, model = "llm", agent
+    price = parse_price(price_per_mtok)
+    options = agent_options(
+        base_url=base_url,
+        api_key_env=api_key_env,
+        temperature=temperature,
+        llm_seed=llm_seed,
+        max_tokens=max_tokens,
+        timeout=timeout,
+        max_retries=max_retries,
+        max_calls=max_calls,
+        max_tokens_total=max_tokens_total,
+        max_time=max_time,
+    )
+    if max_concurrency is not None:
+        options["max_concurrency"] = max_concurrency
     qs = load_questions(questions)
+    chosen = first_in_seeded_order(qs, limit, seed, "conditions")
+    ids = [str(q["id"]) for q in chosen] if limit is not None else None
     try:  # every agent problem is one line, exit 2, before the store exists
-        built = resolve_question_agent(agent, qs, seed, model)
+        built = resolve_question_agent(agent, chosen, seed, model, options)
     except ImportError as exc:
         raise LabreplayError("the LLM agent is not available in this install") from exc
+    if agent == "llm":
+        check_answer_budget(chosen, max_tokens)
+    if dry_run:
+        print_conditions_dry_run(built.probe or built.make(), chosen, price, json_out)
+        return
     with (
         Store(store) as db,
         open_executor(executor, scheduler, workers) as ex,
-        progress_bar("answering", len(qs), enabled=not json_out) as bar,
+        progress_bar("answering", len(chosen), enabled=not json_out) as bar,
     ):
-        result = run_questions(db, questions, built, seed, model, ex, progress=bar.advance)
+        result = run_questions(
+            db, questions, built, seed, model, ex, progress=bar.advance, options=options, ids=ids
+        )
     if json_out:
         print_json(result)
         return
@@ -359,6 +429,7 @@ def run_cmd(
         if isinstance(v, float):
             view.add_row(k, f"{v:.4f}")
     console.print(view)
+    print_usage(console, result, price)
 
 
 @app.command("score")
@@ -406,13 +477,20 @@ def leaderboard_cmd(
         "fib_strict",
         "fib_score_given_hit",
         "delta_axis",
+        "prompt_tokens",
+        "completion_tokens",
     )
     view = Table(title="conditions leaderboard")
     for c in cols:
         view.add_column(c)
     for r in board["runs"]:
         view.add_row(
-            *(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c)) for c in cols)
+            *(
+                f"{r[c]:.3f}"
+                if isinstance(r.get(c), float)
+                else ("-" if r.get(c) is None else str(r.get(c)))
+                for c in cols
+            )
         )
     console.print(view)
     if not board["runs"]:
