@@ -90,7 +90,7 @@ def test_compile_writes_visible_specs_and_a_bound_sealed_evaluator(tmp_path: Pat
     # A sealed file from another spec, or a missing one, is refused in one line.
     original = other.read_bytes()
     other.write_bytes(sealed.read_bytes())
-    with pytest.raises(SpecError, match="sha256 differs|differs from that file.s sha256"):
+    with pytest.raises(SpecError, match=r"sha256 differs|differs from that file.s sha256"):
         load_spec(first)
     other.unlink()
     with pytest.raises(SpecError, match=r"sealed evaluator file .* is missing"):

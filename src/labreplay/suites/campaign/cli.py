@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +129,13 @@ def run_cmd(
         0, help="Run seed (agent and control randomness).", callback=seed_check()
     ),
     only: str | None = typer.Option(None, help="Comma list of assignment ids (default: all)."),
+    random_replicates: int | None = typer.Option(
+        None,
+        "--random-replicates",
+        help="Schedule-matched random replicates per assignment (default 3; 1 for LLM agents, "
+        "whose every replicate costs a full campaign of calls).",
+        callback=int_range("--random-replicates", 1, 50),
+    ),
     base_url: str | None = typer.Option(
         None, "--base-url", help="OpenAI-compatible endpoint.", callback=url_check("--base-url")
     ),
@@ -170,6 +178,7 @@ def run_cmd(
         run_assignment,
         select_specs,
     )
+    from labreplay.suites.campaign.runner import default_replicates, with_replicates
 
     options: dict[str, Any] = {
         k: v
@@ -187,7 +196,10 @@ def run_cmd(
         from labreplay.errors import LabreplayError
 
         raise LabreplayError("--isolate runs with --executor in-process (one child per agent)")
-    control_list = parse_controls(controls)
+    control_list = with_replicates(
+        parse_controls(controls),
+        random_replicates if random_replicates is not None else default_replicates(agent),
+    )
     make = agent_factory(agent, isolate=isolate, **options)
     chosen = select_specs(load_specs(specs), only)
     if executor == "in-process" and max_concurrency > 1:
@@ -221,13 +233,14 @@ def run_cmd(
 
 def print_results(agent: str, results: list[dict[str, Any]]) -> None:
     table = Table(title=f"{agent}: {len(results)} assignments")
-    columns = ("assignment", "status", "adaptive AUC", "held-out gain", "selection lift")
+    columns = ("assignment", "seed", "status", "adaptive AUC", "held-out gain", "selection lift")
     for col in (*columns, "evidence lift", "failed calls"):
         table.add_column(col)
     for r in results:
         share = r.get("failed_call_share")
         table.add_row(
             r["assignment"]["id"],
+            str(r.get("partition_seed", "-")),
             str(r.get("status", "complete")),
             f"{r['adaptive_auc']:.3f}",
             f"{r['held_out_gain']:+.3f}",
@@ -254,10 +267,17 @@ def leaderboard_cmd(
     difference: float = typer.Option(
         0.01, "--difference", help="AUC difference for the power line's 'assignments needed'."
     ),
+    fmt: str | None = typer.Option(
+        None,
+        "--format",
+        help="Print the paper's board as markdown | latex | csv (with intervals and the power "
+        "range) instead of the terminal tables.",
+        callback=choice("--format", ("markdown", "latex", "csv")),
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """The paper's board (long assignments) and the short board, with paired bootstrap 95%
-    intervals, evidence ceilings, headroom and a power line; read only from the store."""
+    intervals, selection value, headroom and a power line; read only from the store."""
     from labreplay.errors import SpecError, StoreError
     from labreplay.store.sqlite import Store
     from labreplay.suites.campaign.api import load_specs
@@ -278,6 +298,11 @@ def leaderboard_cmd(
     add_call_health(board, runs)
     if json_out:
         print_json(board)
+        return
+    if fmt is not None:
+        from labreplay.suites.campaign.board_export import render
+
+        sys.stdout.write(render(board, fmt))
         return
     print_board(console, board)
     if board.get("failed"):

@@ -233,9 +233,7 @@ def write_specs(
             {k: v for k, v in a.items() if k not in SEALED_INDEX_KEYS} for a in index["assignments"]
         ],
     }
-    sealed = {
-        a["id"]: {k: a[k] for k in SEALED_INDEX_KEYS if k in a} for a in index["assignments"]
-    }
+    sealed = {a["id"]: {k: a[k] for k in SEALED_INDEX_KEYS if k in a} for a in index["assignments"]}
     atomic_write_text(out_dir / "index.json", json.dumps(visible, indent=2, sort_keys=True) + "\n")
     (out_dir / "sealed").mkdir(exist_ok=True)
     atomic_write_text(

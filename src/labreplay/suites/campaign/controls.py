@@ -208,15 +208,23 @@ class ScheduleMatchedRandom(_Wrapper):
         stopped: bool,
         evaluator: Mapping[str, Any],
         seed: int,
+        replicate: int = 1,
     ) -> None:
         super().__init__(inner, slots)
         self.stopped = stopped
         self.evaluator = evaluator
         self.seed = seed
+        self.replicate = replicate
 
     def reset(self, seed: int) -> None:
         self._start(seed)
-        self.rng = make_rng(self.seed, "schedule-matched-random")
+        # Replicate 1 draws exactly as the single random branch always did (old stores stay
+        # comparable); replicate k >= 2 has its own recorded stream.
+        self.rng = (
+            make_rng(self.seed, "schedule-matched-random")
+            if self.replicate == 1
+            else make_rng(self.seed, "schedule-matched-random", f"replicate-{self.replicate}")
+        )
         self.taken: dict[str, int] = {}
 
     def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:

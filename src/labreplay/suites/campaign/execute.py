@@ -82,7 +82,8 @@ def run_assignments(
     from labreplay.suites.campaign.api import agent_factory
 
     options = dict(agent_options or {})
-    controls = tuple(c for c in BRANCHES[1:] if c in controls)
+    controls = tuple(c for c in (*BRANCHES[1:], *sorted(controls)) if c in controls)
+    controls = tuple(dict.fromkeys(controls))  # known order first, replicates after, no repeats
     make = agent_factory(agent_name, **options)
     probe = make()  # name, params, model and endpoint as the runs will record them
     name, params = probe.name, probe.params()

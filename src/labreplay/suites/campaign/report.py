@@ -232,11 +232,12 @@ def campaign_section(store: Store, run_id: str | None = None) -> dict[str, Any] 
     paper = "long" if board["tables"]["long"]["assignments"] else "short"
     notes = [f"Board shown: the {paper} assignments (the paper's board is the long ones)."]
     for r in board["rows"]:
-        ceiling, share = r["evidence_ceiling"], r["headroom_captured"]
+        share = r["headroom_captured"]
         notes.append(
-            f"{r['system']}: held-out gain {r['held_out_gain']:+.4f} nats; evidence ceiling (a) "
-            f"{ceiling['selected']:+.4f}, (b) {ceiling['best']:+.4f}; headroom captured "
-            + ("-" if share is None else f"{100 * share:.0f}%")
+            f"{r['system']}: held-out gain {r['held_out_gain']:+.4f} nats; selection value "
+            f"{r['selection_value']:+.4f} (the reference learner's gain from the outcomes it "
+            f"chose; not an upper bound); reference model's ceiling {r['reference_ceiling']:+.4f}; "
+            "headroom captured " + ("-" if share is None else f"{100 * share:.0f}%")
         )
     notes.append(power_text(board["tables"][paper]["power"]))
     if board["unverified_data"]:
