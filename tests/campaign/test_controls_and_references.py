@@ -48,6 +48,9 @@ def test_every_control_closes_as_many_experiments_as_its_adaptive_branch(pg_spec
         closed = adaptive.metrics["experiments_closed"]
         assert rnd.metrics["experiments_closed"] == closed, spec.spec_id
         assert ne.metrics["experiments_closed"] == closed, spec.spec_id
+        t0 = [next(e for e in b.events if e["kind"] == "checkpoint") for b in results.values()]
+        # The pre-campaign forecast is shared exactly (bit for bit), not renormalised again.
+        assert all(c["payload"]["forecasts"] == t0[0]["payload"]["forecasts"] for c in t0)
         for branch in results.values():
             assert branch.metrics["checkpoints"] == closed + 1
             assert branch.metrics["invalid_actions"] == 0

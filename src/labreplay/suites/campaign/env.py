@@ -395,6 +395,7 @@ class CampaignEnv:
         the same query's forecast at the previous checkpoint, else uniform. `recorded`: another
         branch's already-checked checkpoint forecasts, taken verbatim (a control shares its
         adaptive branch's pre-campaign forecast exactly, not renormalised a second time)."""
+        errors: list[str]
         if recorded is not None:
             forecasts, fallbacks, errors = dict(recorded), 0, []
         else:

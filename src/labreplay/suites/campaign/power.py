@@ -38,12 +38,15 @@ def power_line(
 ) -> dict[str, Any]:
     """`pairs`: (a, b, paired per-assignment AUC differences a - b) for every comparison."""
     z = _z_sum()
-    listed = []
+    listed: list[dict[str, Any]] = []
+    values: list[float] = []
     for a, b, diffs in pairs:
         sd = float(np.std(diffs, ddof=1)) if len(diffs) >= 2 else None
         listed.append({"a": a, "b": b, "n": len(diffs), "sd": sd})
-    # Two identical curves have no variance and say nothing about the board's noise.
-    sds = sorted(p["sd"] for p in listed if p["sd"] is not None and p["sd"] > 1e-18)
+        # Two identical curves have no variance and say nothing about the board's noise.
+        if sd is not None and sd > 1e-18:
+            values.append(sd)
+    sds = sorted(values)
     base: dict[str, Any] = {
         "alpha": ALPHA,
         "power": POWER,
