@@ -262,3 +262,11 @@ def test_resolution_names_the_agent_and_the_method() -> None:
 
     with pytest.raises(AgentError, match=r"attribute name must be a non-empty string"):
         resolve_agent(Nameless, CampaignAgent)
+
+
+def test_oracle_is_a_cli_reference_agent_run_as_a_ceiling(workdir: Path) -> None:
+    (result,) = _run(workdir, "oracle.sqlite", "--agent", "oracle")
+    assert set(result["branches"]) == {"adaptive"}  # the ceiling: no controls, never ranked
+    with Store(workdir / "oracle.sqlite", readonly=True) as db:
+        (run,) = db.runs()
+        assert run.agent == "oracle" and run.agent_params["ceiling"] is True
