@@ -350,7 +350,11 @@ class OracleAgent(BayesAgent):
         self.evaluator = evaluator
 
     def params(self) -> dict[str, Any]:
-        return {"told": "every candidate's recorded outcome", "weight": LEARN_WEIGHT}
+        return {
+            "ceiling": True,
+            "told": "every candidate's recorded outcome",
+            "weight": LEARN_WEIGHT,
+        }
 
     def _model(self, state: Mapping[str, Any]) -> AffinityModel:
         if self.model is None:
