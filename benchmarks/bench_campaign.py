@@ -2,12 +2,17 @@
 
 Targets (issue 3): median step() under 1 ms; compiling all records under 2 s; the full protocol
 (12 assignments x adaptive + both control branches x checkpoints) with the reference agents
-under 60 s on 2 cores.
+under 60 s on 2 cores. Issue 20: three schedule-matched random replicates cost bayes on seeds
+0-4 no more than 1.8x the single-replicate protocol of before; set LABREPLAY_BENCH_BASE to a
+checkout of the old code (e.g. `git worktree add BASE 115f20e`) to time both side by side.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -109,4 +114,52 @@ def run(quick: bool) -> list[dict[str, Any]]:
             "target": "< 60 s (12 assignments)",
         }
     )
+    figures.extend(_replicates_vs_base(quick))
     return figures
+
+
+def _cli_seconds(src: str, args: list[str]) -> float:
+    """Wall time of one `labreplay` CLI call with `src` first on PYTHONPATH."""
+    env = {**os.environ, "PYTHONPATH": src}
+    t0 = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", *args],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return time.perf_counter() - t0
+
+
+def _replicates_vs_base(quick: bool) -> list[dict[str, Any]]:
+    """bayes + controls on seeds 0-4: 3 random replicates here vs 1 in the old code (if given).
+    Each side compiles with its own code first (untimed); the run is timed."""
+    here = str(Path(__file__).resolve().parents[1] / "src")
+    base = os.environ.get("LABREPLAY_BENCH_BASE")
+    seeds = "0" if quick else "0-4"
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, src, extra in (
+            ("new", here, ["--random-replicates", "3"]),
+            ("base", str(Path(base) / "src") if base else None, []),
+        ):
+            if src is None:
+                continue
+            specs, store = Path(tmp) / f"{label}-specs", Path(tmp) / f"{label}.sqlite"
+            _cli_seconds(src, ["campaign", "compile", "--seeds", seeds, "--out", str(specs)])
+            run = ["campaign", "run", "--specs", str(specs), "--store", str(store), "--agent"]
+            out[label] = _cli_seconds(src, [*run, "bayes", "--json", *extra])
+    ratio = out["new"] / out["base"] if "base" in out else None
+    return [
+        {
+            "name": f"campaign: bayes + controls, seeds {seeds}, 3 random replicates "
+            f"({out['new']:.1f} s; single replicate before: "
+            + (
+                f"{out['base']:.1f} s)" if "base" in out else "not timed, set LABREPLAY_BENCH_BASE)"
+            ),
+            "median": out["new"],
+            "unit": "s",
+            "ratio": ratio,
+            "target": "<= 1.8x the single-replicate protocol",
+        }
+    ]

@@ -75,7 +75,11 @@ def test_cli_compile_run_leaderboard_export(tmp_path: Path):
     export = _cli("export", "--store", str(store), "--out", str(tmp_path / "export"))
     assert export.returncode == 0, export.stderr
     runs = (tmp_path / "export" / "runs.jsonl").read_text().splitlines()
-    assert len(runs) == 12  # 2 agents x 2 assignments x 3 branches, resumed not duplicated
+    # 2 agents x 2 assignments x (adaptive + 3 random replicates by default + no-evidence),
+    # resumed not duplicated
+    assert len(runs) == 20
+    branches = sorted({json.loads(r)["branch"] for r in runs})
+    assert branches == ["adaptive", "no-evidence", "random", "random-2", "random-3"]
     # Forecasts are exported in the events: panel checkpoints and accepted local forecasts.
     events = [
         json.loads(x) for x in (tmp_path / "export" / "events.jsonl").read_text().splitlines()

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from labreplay.store.sqlite import Store
+
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     import os
@@ -37,8 +39,13 @@ def test_seeds_pool_on_one_board_and_bad_values_exit_2(tmp_path: Path):
         assert proc.returncode == 2
         assert value.split(",")[1] in proc.stderr and "Traceback" not in proc.stderr
         assert not store.exists()  # nothing was run or written
-    proc = _run(specs, store, "--only", "long-1", "--controls", "random")
+    proc = _run(
+        specs, store, "--only", "long-1", "--controls", "random", "--random-replicates", "3"
+    )
     assert proc.returncode == 0, proc.stderr
+    with Store(store) as db:  # three random branches per assignment
+        branches = sorted(r.branch for r in db.runs(suite="campaign"))
+    assert branches == sorted(["adaptive", "random", "random-2", "random-3"] * 2)
     assert [r["spec_id"] for r in json.loads(proc.stdout)] == [
         "precursor-genome/sdl1/seed0/long-1",
         "precursor-genome/sdl1/seed1/long-1",
@@ -51,8 +58,8 @@ def test_seeds_pool_on_one_board_and_bad_values_exit_2(tmp_path: Path):
     assert data["tables"]["short"]["rows"] == []
     (row,) = long["rows"]
     assert set(row["seed_means"]) == {"0", "1"} and row["between_seed_sd"] is not None
-    assert "evidence_ceiling" in row and "headroom_captured" in row
-    assert long["power"]["min_separable"] is not None
+    assert "selection_value" in row and "headroom_captured" in row
+    assert long["power"]["min_detectable"] is not None
     text = _cli("campaign", "leaderboard", "--store", str(store))
     assert text.returncode == 0
     assert "smallest separable AUC difference" in " ".join(text.stdout.split())

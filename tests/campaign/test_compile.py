@@ -87,6 +87,7 @@ def test_cli_compile_twice_gives_identical_files(tmp_path: Path):
         files = sorted(p for p in out.rglob("*") if p.is_file())
         outs.append({str(p.relative_to(out)): p.read_bytes() for p in files})
     assert outs[0] == outs[1]
-    assert len(outs[0]) == 25  # 12 agent-visible specs + 12 sealed evaluators + index.json
+    # 12 agent-visible specs + 12 sealed evaluators + index.json + its sealed hashes
+    assert len(outs[0]) == 26
     spec = load_spec(tmp_path / "one" / "long-1.json")
     assert spec.body["assignment"]["id"] == "long-1"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -46,15 +48,32 @@ def test_every_control_closes_as_many_experiments_as_its_adaptive_branch(pg_spec
         closed = adaptive.metrics["experiments_closed"]
         assert rnd.metrics["experiments_closed"] == closed, spec.spec_id
         assert ne.metrics["experiments_closed"] == closed, spec.spec_id
+        t0 = [next(e for e in b.events if e["kind"] == "checkpoint") for b in results.values()]
+        # The pre-campaign forecast is shared exactly (bit for bit), not renormalised again.
+        assert all(c["payload"]["forecasts"] == t0[0]["payload"]["forecasts"] for c in t0)
         for branch in results.values():
             assert branch.metrics["checkpoints"] == closed + 1
             assert branch.metrics["invalid_actions"] == 0
-        # no-evidence: the adaptive selections in order, the same forecast calls per
-        # experiment, and nothing bought.
+        # no-evidence: the adaptive selections in order, the same number of policy-action
+        # calls (SDL-1) per experiment and in all -- each purchase or review became one
+        # forecast revision with nothing revealed -- the same checkpoints, and nothing bought.
         chosen = [a["experiment_id"] for a in _accepted(adaptive.events, "select_experiment")]
         assert [a["experiment_id"] for a in _accepted(ne.events, "select_experiment")] == chosen
-        assert _per_experiment(ne.events, "submit_forecast") == _per_experiment(
-            adaptive.events, "submit_forecast"
+        adaptive_calls = [
+            sum(c)
+            for c in zip(
+                *(
+                    _per_experiment(adaptive.events, k)
+                    for k in ("submit_forecast", "inspect_evidence", "request_review")
+                ),
+                strict=True,
+            )
+        ]
+        assert _per_experiment(ne.events, "submit_forecast") == adaptive_calls
+        for key in ("policy_calls", "forecast_calls"):
+            assert ne.metrics[key] == adaptive.metrics[key], (spec.spec_id, key)
+        assert ne.metrics["local_forecasts"] == (
+            adaptive.metrics["local_forecasts"] + adaptive.metrics["evidence_actions"]
         )
         assert not _accepted(ne.events, "inspect_evidence")
         assert not _accepted(ne.events, "request_review")
@@ -106,7 +125,8 @@ def test_no_evidence_replays_an_abandoned_experiment(pg_specs):
         ids[4],
         ids[2],
     ]
-    assert _per_experiment(result.events, "submit_forecast") == [2, 1]
+    # the inspection became a third, evidence-free forecast call
+    assert _per_experiment(result.events, "submit_forecast") == [3, 1]
     assert result.metrics["experiments_closed"] == 1
     assert result.metrics["stopped_early"]
 
@@ -122,12 +142,17 @@ def test_bayes_reference_beats_random_on_held_out_curve(pg_specs):
     assert any(abs(r["held_out_gain"]) > 1e-6 for r in bayes)
 
 
-def test_oracle_is_the_ceiling(pg_specs):
+def test_oracle_is_the_context_model_told_every_candidate_outcome(pg_specs):
+    from labreplay.suites.campaign.bayes_rules import LEARN_WEIGHT
+    from labreplay.suites.campaign.ceiling import context_score, gain_with_outcomes
+
     spec = pg_specs[0]
     oracle = run_branch(spec, OracleAgent(spec.body["evaluator"]), 0, "adaptive").metrics
-    bayes = run_branch(spec, BayesAgent(), 0, "adaptive").metrics
-    assert oracle["adaptive_auc"] > bayes["adaptive_auc"]
-    assert oracle["adaptive_auc"] > -0.2
+    every = [c["experiment_id"] for c in spec.body["candidates"]]
+    told = context_score(spec.body) + gain_with_outcomes(spec.body, every, LEARN_WEIGHT)
+    # Its pre-campaign forecast is exactly that model's: informative, not a parameter.
+    assert oracle["curve"][0] == pytest.approx(told, abs=1e-12)
+    assert oracle["curve"][0] != pytest.approx(math.log(0.98), abs=1e-3)
 
 
 def test_review_and_local_measures_follow_the_trajectory(pg_specs):

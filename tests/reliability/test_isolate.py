@@ -76,25 +76,27 @@ def test_compile_writes_visible_specs_and_a_bound_sealed_evaluator(tmp_path: Pat
     specs = tmp_path / "specs"
     assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
     index = json.loads((specs / "index.json").read_text(encoding="utf-8"))
+    hashes = json.loads((specs / "sealed" / "index.sealed.json").read_text(encoding="utf-8"))
     for entry in index["assignments"]:
         visible = json.loads((specs / entry["file"]).read_text(encoding="utf-8"))
         assert "evaluator" not in visible["body"]  # no recorded outcome in the visible spec
         assert not ({"outcome", "valid"} & _all_keys(visible["body"]))
         spec = load_spec(specs / entry["file"])  # rejoined and verified
-        assert spec.spec_hash == entry["spec_hash"] and "evaluator" in spec.body
+        assert spec.spec_hash == hashes[entry["id"]]["spec_hash"] and "evaluator" in spec.body
+        assert "spec_hash" not in entry and "spec_hash" not in visible  # evaluator-side
     first = specs / index["assignments"][0]["file"]
     sealed = specs / visible["sealed"]["file"]
     other = specs / "sealed" / (first.stem + ".sealed.json")
     # A sealed file from another spec, or a missing one, is refused in one line.
     original = other.read_bytes()
     other.write_bytes(sealed.read_bytes())
-    with pytest.raises(SpecError, match="sha256 differs"):
+    with pytest.raises(SpecError, match=r"sha256 differs|differs from that file.s sha256"):
         load_spec(first)
     other.unlink()
     with pytest.raises(SpecError, match=r"sealed evaluator file .* is missing"):
         load_spec(first)
     other.write_bytes(original)
-    assert load_spec(first).spec_hash == index["assignments"][0]["spec_hash"]
+    assert load_spec(first).spec_hash == hashes[index["assignments"][0]["id"]]["spec_hash"]
 
 
 def _all_keys(value: object) -> set[str]:

@@ -181,4 +181,5 @@ def test_two_identical_campaign_runs_at_once_both_succeed(tmp_path: Path) -> Non
     assert [p.returncode for p in procs] == [0, 0], errors
     with Store(store, readonly=True) as db:
         runs = db.runs()
-        assert len(runs) == 3 and {r.status for r in runs} == {"complete"}
+        # adaptive + three random replicates (the CLI default) + no-evidence, never duplicated
+        assert len(runs) == 5 and {r.status for r in runs} == {"complete"}

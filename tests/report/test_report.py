@@ -34,18 +34,19 @@ def test_report_shows_leaderboard_curves_and_trajectory(tmp_path, campaign_store
     ranked = [r for r in board_rows if r[0].isdigit()]
     assert [r[2] for r in ranked] == [r["system"] for r in board["rows"]]
     assert [r[3] for r in ranked] == [f"{r['adaptive_auc']:.3f}" for r in board["rows"]]
+    # Reference agents (no-evidence, random policy) are reference rows, never ranked.
     assert {r[2] for r in board_rows if r[0] == "ref"} == {
         "random",
+        "no-evidence",
         "base-rate forecaster",
         "context-trained model",
     }
-    assert all(r[9] == "0" and r[10] == "3" and r[11] == "4 / 4 / 4" for r in ranked)
-    pair = page.tables["campaign-pairwise"]
-    assert len(pair) == 1 and pair[0][4] in ("yes", "no (tie)")
-    separable = board["pairwise"][0]["separable"]
-    assert len({r[1] for r in ranked}) == (2 if separable else 1)  # tie groups
+    assert [r[2] for r in ranked] == ["bayes"]
+    assert all(r[9] == "0" and r[10] == "3" for r in ranked)
+    assert ranked[0][11].split(" / ")[0] == "4"
+    assert board["pairwise"] == [] and not page.tables.get("campaign-pairwise")
     loao = page.tables["campaign-loao"]
-    assert len(loao) == 2 and all(len(r) == 1 + 3 + 1 for r in loao)
+    assert len(loao) == 1 and all(len(r) == 1 + 3 + 1 for r in loao)
     # The viewer shows the best system's adaptive run, every event of it, in order.
     assert run.branch == "adaptive" and run.agent == board["rows"][0]["system"].split("#")[0]
     steps = page.tables["belief-trajectory-table"]
@@ -54,7 +55,7 @@ def test_report_shows_leaderboard_curves_and_trajectory(tmp_path, campaign_store
     assert any(r[3].startswith("refinement:") for r in steps) or run.agent == "random"
     assert any(r[7] for r in steps[2:])  # a panel score after a later checkpoint
     ids = {img.get("id") for img in page.images}
-    assert {"campaign-lifts", "trajectory-plot"} <= ids
+    assert {"campaign-lifts", "campaign-lift-per-assignment", "trajectory-plot"} <= ids
     assert sum(1 for i in ids if i and i.startswith("curve-")) == 3  # one per agent
     for img in page.images:
         assert img["src"].startswith("data:image/png;base64,")

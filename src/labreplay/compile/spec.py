@@ -113,11 +113,13 @@ def spec_from_stored(text: str, spec_hash: str, origin: str = "store") -> Enviro
 
 
 # Sealed spec files. `write_spec(..., seal=("evaluator",))` writes the body fields named in
-# `seal` (a suite's recorded outcomes) to their own file, `sealed/<name>.sealed.json`, and the
-# spec file keeps everything else: the agent-visible part, which holds no outcome. The two are
-# bound both ways: the spec file records the sha256 of the sealed file's bytes, and the sealed
-# file records the spec_hash, which is the hash of the WHOLE spec (so ids, runs and stores are
-# the same as for a single-file spec). `load_spec` rejoins and verifies them.
+# `seal` (a suite's recorded outcomes and anything computed from them) to their own file,
+# `sealed/<name>.sealed.json`, and the spec file keeps everything else: the agent-visible part.
+# The visible file holds nothing computed from the sealed fields, not even a hash of them (a
+# changed held-out outcome leaves it byte-identical). The binding lives on the sealed side: the
+# sealed file records the sha256 of the visible file's bytes and the spec_hash, which is the
+# hash of the WHOLE spec (so ids, runs and stores are the same as for a single-file spec).
+# `load_spec` rejoins and verifies them.
 SEALED_DIR = "sealed"
 ENV_SEALED_DIR = "LABREPLAY_SEALED_DIR"  # where to look instead of <spec dir>/sealed
 
@@ -131,25 +133,23 @@ def write_spec(spec: EnvironmentSpec, path: str | Path, seal: Sequence[str] = ()
     if missing:
         raise SpecError(f"spec {spec.spec_id}: cannot seal missing body field(s) {missing}")
     sealed_name = f"{SEALED_DIR}/{path.stem}.sealed.json"
+    visible_text = canonical_json(
+        {
+            **spec.header(),
+            "body": {k: v for k, v in spec.body.items() if k not in seal},
+            "sealed": {"fields": sorted(seal), "file": sealed_name},
+        }
+    )
     sealed_text = canonical_json(
         {
             "spec_hash": spec.spec_hash,
             "spec_id": spec.spec_id,
+            "visible_sha256": sha256_bytes(visible_text.encode("utf-8")),
             "sealed": {name: spec.body[name] for name in seal},
         }
     )
-    visible = {
-        **spec.header(),
-        "body": {k: v for k, v in spec.body.items() if k not in seal},
-        "spec_hash": spec.spec_hash,
-        "sealed": {
-            "fields": sorted(seal),
-            "file": sealed_name,
-            "sha256": sha256_bytes(sealed_text.encode("utf-8")),
-        },
-    }
     atomic_write_text(path.parent / sealed_name, sealed_text + "\n")
-    atomic_write_text(path, canonical_json(visible) + "\n")
+    atomic_write_text(path, visible_text + "\n")
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -167,10 +167,9 @@ def _unseal(data: dict[str, Any], text: str, path: Path) -> str:
     if not (
         isinstance(seal, dict)
         and isinstance(seal.get("file"), str)
-        and isinstance(seal.get("sha256"), str)
         and isinstance(seal.get("fields"), list)
     ):
-        raise SpecError(f"spec {path}: field 'sealed' needs file, sha256 and fields")
+        raise SpecError(f"spec {path}: field 'sealed' needs file and fields")
     if canonical_json(data) != text.strip():
         raise SpecError(f"spec {path}: bytes are not in canonical form (file modified?)")
     rel = Path(seal["file"])
@@ -184,23 +183,24 @@ def _unseal(data: dict[str, Any], text: str, path: Path) -> str:
             f"spec alone cannot be scored; set {ENV_SEALED_DIR} if it is kept elsewhere)"
         )
     sealed_text = _read_text(sealed_path, "sealed file")
-    if sha256_bytes(sealed_text.strip().encode("utf-8")) != seal["sha256"]:
-        raise SpecError(
-            f"sealed file {sealed_path}: its sha256 differs from the one recorded in {path} "
-            "(file modified or from another compile); refusing to run"
-        )
     try:
         sealed = json.loads(sealed_text)
     except json.JSONDecodeError as exc:
         raise SpecError(f"sealed file {sealed_path}: not valid JSON ({exc.msg})") from exc
-    if not isinstance(sealed, dict) or sealed.get("spec_hash") != data.get("spec_hash"):
-        raise SpecError(f"sealed file {sealed_path}: bound to another spec_hash")
+    if not isinstance(sealed, dict) or not isinstance(sealed.get("spec_hash"), str):
+        raise SpecError(f"sealed file {sealed_path}: field 'spec_hash' is missing")
+    if sealed.get("visible_sha256") != sha256_bytes(text.strip().encode("utf-8")):
+        raise SpecError(
+            f"sealed file {sealed_path}: the sha256 it records for {path} differs from that "
+            "file's sha256 (file modified or from another compile); refusing to run"
+        )
     fields = sealed.get("sealed")
     body = data.get("body")
     if not isinstance(fields, dict) or not isinstance(body, dict):
         raise SpecError(f"sealed file {sealed_path}: field 'sealed' must be a JSON object")
     whole = {k: v for k, v in data.items() if k != "sealed"}
     whole["body"] = {**body, **fields}
+    whole["spec_hash"] = sealed["spec_hash"]  # checked against the rejoined content next
     return canonical_json(whole)
 
 

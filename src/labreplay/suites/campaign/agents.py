@@ -335,38 +335,42 @@ class NoEvidenceAgent(BayesAgent):
 
 
 class OracleAgent(BayesAgent):
-    """CEILING, NOT A COMPETITOR: reads the evaluator record to show the best achievable score.
-    Excluded from leaderboards."""
+    """REFERENCE, NOT A COMPETITOR: the context-trained model told, before the campaign, the
+    true recorded outcome of every candidate of its assignment (each counted as LEARN_WEIGHT
+    context experiments), then run as `bayes`. It reads the evaluator record on purpose and is
+    a reference row, never ranked. Its score says what the reference learner reaches knowing
+    every outcome it could buy (the held-out queries stay unknown to it); it replaces an oracle
+    whose score was set by a confidence parameter (ln 0.98) and said nothing about the board.
+    """
 
     name = ORACLE_NAME
 
-    def __init__(self, evaluator: Mapping[str, Any], confidence: float = 0.98) -> None:
+    def __init__(self, evaluator: Mapping[str, Any]) -> None:
         super().__init__()
         self.evaluator = evaluator
-        self.confidence = confidence
 
     def params(self) -> dict[str, Any]:
-        return {"confidence": self.confidence, "ceiling": True}
+        return {
+            "ceiling": True,
+            "told": "every candidate's recorded outcome",
+            "weight": LEARN_WEIGHT,
+        }
 
-    def _truth(self, eid: str) -> dict[str, Any] | None:
-        label = label_of(self.evaluator[eid]["outcome"]) if eid in self.evaluator else None
-        if label is None:
-            return None
-        c = self.confidence
-        rest = (1.0 - c) / (len(CLASSES) - 1)
-        return to_forecast({k: (c if k == label else rest) for k in CLASSES})
-
-    def _local(self, state: Mapping[str, Any], eid: str) -> dict[str, float]:
-        truth = self._truth(eid)
-        return from_forecast(truth) if truth else super()._local(state, eid)
-
-    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
-        base = super().forecast(snapshot)["forecasts"]
-        out = []
-        for entry in base:
-            truth = self._truth(entry["experiment_id"])
-            out.append({"experiment_id": entry["experiment_id"], **truth} if truth else entry)
-        return {"forecasts": out}
+    def _model(self, state: Mapping[str, Any]) -> AffinityModel:
+        if self.model is None:
+            model = _context_model(state)
+            for c in state["candidates"]:
+                eid = c["experiment_id"]
+                label = label_of(self.evaluator[eid]["outcome"]) if eid in self.evaluator else None
+                if label is None:
+                    continue  # an unknown outcome teaches nothing
+                desc = c["descriptors"]
+                model.add(
+                    precursors_of(desc), desc.get("temperature_c"), {label: 1.0}, LEARN_WEIGHT
+                )
+                self.learned.add(eid)  # never learned twice from its own closures
+            self.model = model
+        return super()._model(state)
 
 
 REFERENCE_AGENTS = {"random": RandomAgent, "bayes": BayesAgent, "no-evidence": NoEvidenceAgent}

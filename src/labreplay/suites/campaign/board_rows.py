@@ -3,6 +3,7 @@ closures and stops, evidence ceilings and headroom, lifts, acceleration and seed
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -12,7 +13,7 @@ import numpy as np
 from labreplay.scoring.curves import acceleration_factor, first_passage, sustained_passage
 from labreplay.scoring.stats import paired_bootstrap_ci, sign_test
 from labreplay.suites.campaign.ceiling import ceiling_best, ceiling_selected, context_score
-from labreplay.suites.campaign.runner import target_tau
+from labreplay.suites.campaign.runner import random_replicate, target_tau
 
 REQUIRED = ("adaptive", "random")
 
@@ -34,29 +35,26 @@ def entry_problems(branches: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _branch_summary(by_spec: Mapping[str, Any], specs: Sequence[str]) -> dict[str, Any]:
+def _branch_summary(
+    runs_by_spec: Mapping[str, Mapping[int, Mapping[str, Any]]], specs: Sequence[str]
+) -> dict[str, Any]:
+    """Per branch (random replicates together): runs, closures, early stops, unused budget,
+    departures (events and experiments), fallbacks and invalid actions, summed."""
+    keys = (
+        "experiments_closed", "unused_experiments", "unused_evidence", "control_departures",
+        "departure_experiments", "checkpoint_fallbacks", "invalid_actions",
+    )  # fmt: skip
     out: dict[str, dict[str, float]] = {}
     for s in specs:
-        for b, entry in by_spec.get(s, {}).items():
-            scores = entry.get("scores") or {}
-            acc = out.setdefault(
-                b,
-                dict.fromkeys(
-                    (
-                        "assignments", "experiments_closed", "early_stops",
-                        "unused_experiments", "unused_evidence", "control_departures",
-                        "checkpoint_fallbacks", "invalid_actions",
-                    ),
-                    0.0,
-                ),
-            )  # fmt: skip
-            acc["assignments"] += 1
-            acc["early_stops"] += float(scores.get("stopped_early") or 0)
-            for key in (
-                "experiments_closed", "unused_experiments", "unused_evidence",
-                "control_departures", "checkpoint_fallbacks", "invalid_actions",
-            ):  # fmt: skip
-                acc[key] += float(scores.get(key) or 0)
+        for branches in runs_by_spec.get(s, {}).values():
+            for b, entry in branches.items():
+                scores = entry.get("scores") or {}
+                name = "random" if random_replicate(b) is not None else b
+                acc = out.setdefault(name, dict.fromkeys(("runs", "early_stops", *keys), 0.0))
+                acc["runs"] += 1
+                acc["early_stops"] += float(scores.get("stopped_early") or 0)
+                for key in keys:
+                    acc[key] += float(scores.get(key) or 0)
     return {b: {k: int(v) for k, v in acc.items()} for b, acc in sorted(out.items())}
 
 
@@ -91,99 +89,193 @@ def _ratio(num: Sequence[float], den: Sequence[float]) -> float | None:
     return float(np.sum(num)) / total if total > 1e-12 else None
 
 
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if len(values) else None
+
+
+def _complete(entry: Mapping[str, Any] | None) -> bool:
+    return bool(entry) and entry.get("status") == "complete"  # type: ignore[union-attr]
+
+
+def pooled_assignment(
+    runs: Mapping[int, Mapping[str, Any]], body: Mapping[str, Any], ceilings: Ceilings, spec: str
+) -> dict[str, Any] | None:
+    """One system on one assignment, its run seeds pooled: the adaptive values are averaged
+    over run seeds, every schedule-matched random branch of every run seed is one replicate
+    (averaged before the lift is taken), acceleration only where the target was not met at
+    t = 0 (the branches share that forecast). None when no adaptive branch is complete."""
+    adaptive = {k: b["adaptive"] for k, b in runs.items() if _complete(b.get("adaptive"))}
+    adaptive = {k: e for k, e in adaptive.items() if e["scores"].get("adaptive_auc") is not None}
+    if not adaptive:
+        return None
+    seeds = sorted(adaptive)
+    replicates = [
+        e
+        for k in seeds
+        for name, e in sorted(runs[k].items())
+        if random_replicate(name) is not None and _complete(e)
+    ]
+    no_evidence = [runs[k]["no-evidence"] for k in seeds if _complete(runs[k].get("no-evidence"))]
+    auc = _mean([adaptive[k]["scores"]["adaptive_auc"] for k in seeds])
+    random_aucs = [float(e["scores"]["adaptive_auc"]) for e in replicates]
+    random_auc = _mean(random_aucs)
+    ne_auc = _mean([float(e["scores"]["adaptive_auc"]) for e in no_evidence])
+    tau = target_tau(body)
+    first: list[float] = []
+    sustained: list[float] = []
+    met_t0 = 0
+    for k in seeds:
+        curve = adaptive[k]["curve"] or []
+        if tau is None or not curve:
+            continue
+        if curve[0] >= tau:
+            met_t0 += 1  # a trivial pass: never an acceleration factor
+            continue
+        for name, e in runs[k].items():
+            cr = e.get("curve") if random_replicate(name) is not None and _complete(e) else None
+            if not cr:
+                continue
+            f = acceleration_factor(first_passage(cr, tau), first_passage(curve, tau))
+            u = acceleration_factor(sustained_passage(cr, tau), sustained_passage(curve, tau))
+            first.extend([f] if f is not None else [])
+            sustained.extend([u] if u is not None else [])
+
+    def calls(entries: Sequence[Mapping[str, Any]], key: str) -> float | None:
+        values = [e["scores"].get(key) for e in entries]
+        return _mean([float(v) for v in values if v is not None])
+
+    return {
+        "assignment": None,  # filled by the caller (spec id)
+        "partition_seed": int(body["seed"]),
+        "run_seeds": seeds,
+        "adaptive_auc": auc,
+        "held_out_gain": _mean([adaptive[k]["scores"]["held_out_gain"] for k in seeds]),
+        "random_auc": random_auc,
+        "random_aucs": random_aucs,
+        "random_replicates": len(random_aucs),
+        "no_evidence_auc": ne_auc,
+        "selection_lift": None if random_auc is None or auc is None else auc - random_auc,
+        "evidence_lift": None if ne_auc is None or auc is None else auc - ne_auc,
+        "selection_value": _mean([ceiling_selected(body, adaptive[k]["closed"]) for k in seeds]),
+        "reference_ceiling": ceilings.of_best(spec),
+        "context_model_auc": ceilings.context_score(spec),
+        "policy_calls": {
+            "adaptive": calls(list(adaptive.values()), "policy_calls"),
+            "no-evidence": calls(no_evidence, "policy_calls"),
+        },
+        "forecast_calls": {
+            "adaptive": calls(list(adaptive.values()), "forecast_calls"),
+            "no-evidence": calls(no_evidence, "forecast_calls"),
+        },
+        "target_met_at_t0": met_t0,
+        "acceleration_first": _mean(first),
+        "acceleration_sustained": _mean(sustained),
+        "acceleration_estimable": {"first": len(first), "sustained": len(sustained)},
+        "overclaim_rate": _mean(
+            [
+                float(adaptive[k]["scores"]["overclaim_rate"])
+                for k in seeds
+                if adaptive[k]["scores"].get("overclaim_rate") is not None
+            ]
+        ),
+        "invalid_actions": float(
+            sum(float(adaptive[k]["scores"].get("invalid_actions") or 0) for k in seeds)
+        ),
+        "movements": [adaptive[k].get("movements") or {} for k in seeds],
+    }
+
+
+def _noise_sd(per: Sequence[Mapping[str, Any]]) -> float | None:
+    """The random-branch noise SD: within-assignment SD of replicate AUCs, pooled (root mean of
+    the within-assignment variances) over assignments with at least two replicates."""
+    variances = [float(np.var(p["random_aucs"], ddof=1)) for p in per if len(p["random_aucs"]) > 1]
+    return math.sqrt(float(np.mean(variances))) if variances else None
+
+
 def system_row(
     system: str,
-    by_spec: Mapping[str, Any],
+    runs_by_spec: Mapping[str, Mapping[int, Mapping[str, Any]]],
     specs: Sequence[str],
     data: Mapping[str, Any],
     ceilings: Ceilings,
     seed: int,
 ) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """One system's row. The per-system columns are all built here (one place to add more)."""
     bodies = data["bodies"]
-    aucs, sel, evid, gains, ceil_a, ceil_b, overclaim, invalid = ([] for _ in range(8))
-    first_af: list[float] = []
-    sustained_af: list[float] = []
-    estimable = {"first": 0, "sustained": 0}
-    met_t0 = 0
-    moves = {"same": 0, "opposite": 0, "zero": 0}
+    problems: dict[str, list[str]] = {}
+    per_assignment: list[dict[str, Any]] = []
+    for s in specs:
+        runs = runs_by_spec.get(s, {})
+        found = [
+            (f"run seed {k}: " if len(runs) > 1 else "") + problem
+            for k, branches in sorted(runs.items())
+            for problem in entry_problems(branches)
+        ] or ([] if runs else [f"{b} branch not complete" for b in REQUIRED])
+        if found:
+            problems[data["spec_ids"][s]] = found
+        pooled = pooled_assignment(runs, bodies[s], ceilings, s)
+        if pooled is not None:
+            pooled["assignment"] = data["spec_ids"][s]
+            per_assignment.append(pooled)
+    per = per_assignment
+
+    def col(key: str) -> list[float]:
+        return [float(p[key]) for p in per if p[key] is not None]
+
+    sel, evid = col("selection_lift"), col("evidence_lift")
+    gains, values, ceil_b = col("held_out_gain"), col("selection_value"), col("reference_ceiling")
     by_seed: dict[int, list[float]] = defaultdict(list)
     sel_by_seed: dict[int, list[float]] = defaultdict(list)
-    problems: dict[str, list[str]] = {}
-    per: dict[str, list[float]] = {"auc": [], "selection": []}
-    for s in specs:
-        branches = by_spec.get(s, {})
-        if found := entry_problems(branches):
-            problems[data["spec_ids"][s]] = found
-        if branches.get("adaptive", {}).get("status") != "complete":
-            continue
-        a = branches["adaptive"]["scores"]
-        if a.get("adaptive_auc") is None:
-            continue  # no scorable held-out query in this assignment (declared in index)
-        body = bodies[s]
-        aucs.append(a["adaptive_auc"])
-        per["auc"].append(a["adaptive_auc"])
-        by_seed[int(body["seed"])].append(a["adaptive_auc"])
-        gains.append(a["held_out_gain"])
-        ceil_a.append(ceiling_selected(body, branches["adaptive"]["closed"]))
-        ceil_b.append(ceilings.of_best(s))
-        invalid.append(a.get("invalid_actions") or 0.0)
-        if a.get("overclaim_rate") is not None:
-            overclaim.append(a["overclaim_rate"])
-        for k, v in (branches["adaptive"].get("movements") or {}).items():
-            moves[k] += int(v)
-        tau = target_tau(body)
-        curve = branches["adaptive"]["curve"] or []
-        if tau is not None and curve and curve[0] >= tau:
-            met_t0 += 1
-        rnd = branches.get("random", {})
-        if rnd.get("status") == "complete":
-            sel.append(a["adaptive_auc"] - rnd["scores"]["adaptive_auc"])
-            per["selection"].append(sel[-1])
-            sel_by_seed[int(body["seed"])].append(sel[-1])
-            cr = rnd.get("curve")
-            if tau is not None and curve and cr:
-                f = acceleration_factor(first_passage(cr, tau), first_passage(curve, tau))
-                u = acceleration_factor(sustained_passage(cr, tau), sustained_passage(curve, tau))
-                if f is not None:
-                    first_af.append(f)
-                    estimable["first"] += 1
-                if u is not None:
-                    sustained_af.append(u)
-                    estimable["sustained"] += 1
-        ne = branches.get("no-evidence", {})
-        if ne.get("status") == "complete":
-            evid.append(a["adaptive_auc"] - ne["scores"]["adaptive_auc"])
+    moves = {"same": 0, "opposite": 0, "zero": 0}
+    for p in per:
+        by_seed[p["partition_seed"]].append(p["adaptive_auc"])
+        if p["selection_lift"] is not None:
+            sel_by_seed[p["partition_seed"]].append(p["selection_lift"])
+        for m in p["movements"]:
+            for k, v in m.items():
+                moves[k] += int(v)
     seed_means = {k: float(np.mean(v)) for k, v in sorted(by_seed.items())}
     sel_seed_means = {k: float(np.mean(v)) for k, v in sorted(sel_by_seed.items())}
     fallbacks = sum(
         int((e.get("scores") or {}).get("checkpoint_fallbacks") or 0)
         for s in specs
-        for e in by_spec.get(s, {}).values()
+        for branches in runs_by_spec.get(s, {}).values()
+        for e in branches.values()
     )
+    reps = [p["random_replicates"] for p in per]
+    first, sustained = col("acceleration_first"), col("acceleration_sustained")
     row = {
         "system": system,
-        "assignments": len(aucs),
-        "adaptive_auc": float(np.mean(aucs)) if aucs else None,
-        "held_out_gain": float(np.mean(gains)) if gains else None,
-        "evidence_ceiling": {
-            "selected": float(np.mean(ceil_a)) if ceil_a else None,
-            "best": float(np.mean(ceil_b)) if ceil_b else None,
-        },
-        "headroom_captured": _ratio(gains, ceil_a),
-        "ceiling_nonpositive": sum(1 for c in ceil_a if c <= 1e-12),
-        "headroom_captured_best": _ratio(gains, ceil_b),
+        "assignments": len(per),
+        "run_seeds": sorted({k for p in per for k in p["run_seeds"]}),
+        "random_replicates": {"min": min(reps), "max": max(reps)} if reps else None,
+        "random_noise_sd": _noise_sd(per),
+        "adaptive_auc": _mean(col("adaptive_auc")),
+        "held_out_gain": _mean(gains),
+        # Selection value (formerly "ceiling (a)", not an upper bound) and the reference
+        # model's ceiling (formerly "ceiling (b)"); headroom is measured against the latter.
+        "selection_value": _mean(values),
+        "selection_value_range": [min(values), max(values)] if values else None,
+        "selection_value_nonpositive": sum(1 for v in values if v <= 1e-12),
+        "gain_above_selection_value": sum(
+            1
+            for p in per
+            if p["selection_value"] is not None and p["held_out_gain"] > p["selection_value"]
+        ),
+        "reference_ceiling": _mean(ceil_b),
+        "headroom_captured": _ratio(gains, ceil_b),
         "selection_lift": ci(sel, seed, "selection-lift", system),
         "evidence_lift": ci(evid, seed, "evidence-lift", system),
         "evidence_lift_assignments": len(evid),
         "selection_lift_sign": sign_test(sel)[:2] if sel else None,
-        "overclaim_rate": float(np.mean(overclaim)) if overclaim else None,
-        "invalid_actions": float(np.sum(invalid)),
-        "acceleration_first": float(np.mean(first_af)) if first_af else None,
-        "acceleration_sustained": float(np.mean(sustained_af)) if sustained_af else None,
-        "acceleration_estimable": estimable,
-        "target_met_at_t0": met_t0,
+        "overclaim_rate": _mean(col("overclaim_rate")),
+        "invalid_actions": float(sum(col("invalid_actions"))),
+        "acceleration_first": _mean(first),
+        "acceleration_sustained": _mean(sustained),
+        "acceleration_estimable": {"first": len(first), "sustained": len(sustained)},
+        "target_met_at_t0": sum(1 for p in per if p["target_met_at_t0"]),
         "movements": moves,
-        "branches": _branch_summary(by_spec, specs),
+        "branches": _branch_summary(runs_by_spec, specs),
         "checkpoint_fallbacks": fallbacks,
         "seed_means": seed_means,
         "between_seed_sd": (
@@ -195,10 +287,16 @@ def system_row(
             if len(sel_seed_means) > 1
             else None
         ),
+        "per_assignment": [{k: v for k, v in p.items() if k != "movements"} for p in per],
         "complete": not problems,
         "problems": problems,
     }
-    return row, per
+    paired = {
+        "auc": [p["adaptive_auc"] for p in per],
+        "context": [p["context_model_auc"] for p in per],
+        "spec": [p["assignment"] for p in per],
+    }
+    return row, paired
 
 
 def ci(values: list[float], seed: int, what: str, system: str) -> dict[str, float] | None:

@@ -54,9 +54,10 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
     for col in (
         "#",
         "system",
+        "assignments",
         "adaptive AUC",
         "held-out gain",
-        "ceiling (a)",
+        "selection value",
         "headroom",
         "selection lift [95% CI]",
         "evidence lift [95% CI]",
@@ -64,77 +65,69 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         "invalid",
     ):
         rich_table.add_column(col, no_wrap=col != "system")
-    for r in table["rows"]:
+    n = len(table["assignments"])
+    for r in [*table["rows"], *table["references"]]:
+        ranked = "rank" in r
         rich_table.add_row(
-            str(r["rank"]),
+            str(r["rank"]) if ranked else "ref",
             r["system"],
+            f"{r['assignments']}/{n}",
             _num(r["adaptive_auc"]),
             _num(r["held_out_gain"], "{:+.4f}"),
-            _num(r["evidence_ceiling"]["selected"], "{:+.4f}"),
-            _share(r["headroom_captured"]),
-            _ci(r["selection_lift"]),
-            _ci(r["evidence_lift"]),
-            _num(r["between_seed_sd"], "{:.4f}"),
-            f"{r['invalid_actions']:.0f}",
-        )
-    for ref in table["references"]:
-        rich_table.add_row(
-            "ref",
-            ref["system"],
-            _num(ref["adaptive_auc"]),
-            _num(ref["held_out_gain"], "{:+.4f}"),
-            _num(ref["evidence_ceiling"]["selected"], "{:+.4f}"),
-            _share(ref["headroom_captured"]),
-            _ci(ref.get("selection_lift")),
-            _ci(ref.get("evidence_lift")),
-            _num(ref.get("between_seed_sd"), "{:.4f}"),
-            _num(ref.get("invalid_actions"), "{:.0f}"),
-        )
-    for c in table["ceiling"]:
-        rich_table.add_row(
-            "ceil",
-            c["system"] + " (sees outcomes)",
-            _num(c["adaptive_auc"]),
-            _num(c["held_out_gain"], "{:+.4f}"),
-            "-",
-            "-",
-            "-",
-            "-",
-            "-",
-            "-",
+            _num(r.get("selection_value"), "{:+.4f}"),
+            _share(r.get("headroom_captured")),
+            _ci(r.get("selection_lift")),
+            _ci(r.get("evidence_lift")),
+            _num(r.get("between_seed_sd"), "{:.4f}"),
+            _num(r.get("invalid_actions"), "{:.0f}"),
         )
     console.print(rich_table)
     console.print(
-        "ceiling (a): held-out gain of the context-trained model told the true outcomes of the "
-        "experiments the system closed; headroom = held-out gain / ceiling (a), pooled over "
-        "assignments; seed SD = spread of the per-seed mean AUC",
+        "reference rows (ref) are never ranked; assignments = how many of the board's "
+        "assignments a row covers. selection value: held-out gain of the context-trained "
+        "model told the true outcomes of the experiments the system chose (not an upper bound: "
+        "it may be above or below the system's gain). headroom = held-out gain / the reference "
+        "model's ceiling (best T candidates, greedy), pooled over assignments; seed SD = "
+        "spread of the per-seed mean AUC",
         soft_wrap=True,
     )
     console.print(
-        f"evidence ceiling (b), best {len(table['assignments']) and 'T'} candidates for the "
-        f"context-trained model: {_num(table['evidence_ceiling_best'], '{:+.4f}')} nats "
-        "(mean over assignments)",
+        f"reference model's ceiling, best T candidates for the context-trained model: "
+        f"{_num(table.get('reference_ceiling'), '{:+.4f}')} nats (mean over assignments)",
         soft_wrap=True,
     )
     for r in table["rows"]:
         est = r["acceleration_estimable"]
         b = r["branches"]
+        reps = r.get("random_replicates") or {}
         stops = ", ".join(
-            f"{name} closed {v['experiments_closed']} / early stops {v['early_stops']} / unused "
-            f"exp {v['unused_experiments']}"
-            + (f" / departures {v['control_departures']}" if v["control_departures"] else "")
+            f"{name} runs {v['runs']}: closed {v['experiments_closed']} / early stops "
+            f"{v['early_stops']} / unused exp {v['unused_experiments']}"
+            + (
+                f" / departures in {v['departure_experiments']} experiment(s)"
+                if v["departure_experiments"]
+                else ""
+            )
             for name, v in b.items()
         )
         console.print(
-            f"{r['system']}: headroom of ceiling (b) {_share(r['headroom_captured_best'])}; "
-            f"selection lift per seed "
+            f"{r['system']}: run seeds {', '.join(str(k) for k in r['run_seeds'])} pooled; "
+            f"random replicates per assignment {reps.get('min', 0)}-{reps.get('max', 0)} "
+            f"(noise SD {_num(r['random_noise_sd'], '{:.4f}')}); selection value range "
+            + (
+                "{:+.4f}..{:+.4f}".format(*r["selection_value_range"])
+                if r["selection_value_range"]
+                else "-"
+            )
+            + f" (gain above it in {r['gain_above_selection_value']}, <= 0 in "
+            f"{r['selection_value_nonpositive']}); selection lift per seed "
             f"{', '.join(f'{v:+.3f}' for v in r['selection_lift_seed_means'].values()) or '-'} "
             f"(between-seed SD {_num(r['selection_lift_between_seed_sd'], '{:.4f}')}); "
             f"acceleration (tau = context model t=0 + 0.05) first passage "
-            f"{_num(r['acceleration_first'], '{:.2f}x')} ({est['first']} of {r['assignments']} "
-            f"estimable), sustained {_num(r['acceleration_sustained'], '{:.2f}x')}; target met "
-            f"at t=0 in {r['target_met_at_t0']}; over-claim rate "
-            f"{_num(r['overclaim_rate'], '{:.2f}')}; {stops}",
+            f"{_num(r['acceleration_first'], '{:.2f}x')} ({est['first']} estimable, "
+            f"target already met at t=0 in {r['target_met_at_t0']} of {r['assignments']}, "
+            f"excluded), sustained {_num(r['acceleration_sustained'], '{:.2f}x')}; over-claim "
+            f"rate {_num(r['overclaim_rate'], '{:.2f}')}; {stops}",
             soft_wrap=True,
         )
     for system in table["incomplete"]:

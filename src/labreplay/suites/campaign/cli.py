@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,13 @@ def run_cmd(
         0, help="Run seed (agent and control randomness).", callback=seed_check()
     ),
     only: str | None = typer.Option(None, help="Comma list of assignment ids (default: all)."),
+    random_replicates: int | None = typer.Option(
+        None,
+        "--random-replicates",
+        help="Schedule-matched random replicates per assignment (default 3; 1 for LLM agents, "
+        "whose every replicate costs a full campaign of calls).",
+        callback=int_range("--random-replicates", 1, 50),
+    ),
     base_url: str | None = BaseUrlOption,
     api_key_env: str | None = ApiKeyEnvOption,
     temperature: float | None = TemperatureOption,
@@ -198,6 +206,7 @@ def run_cmd(
         select_specs,
     )
     from labreplay.suites.campaign.execute import run_assignments
+    from labreplay.suites.campaign.runner import default_replicates, with_replicates
 
     price = parse_price(price_per_mtok)
     options = agent_options(
@@ -218,7 +227,10 @@ def run_cmd(
         from labreplay.errors import LabreplayError
 
         raise LabreplayError("--isolate runs with --executor in-process (one child per agent)")
-    control_list = parse_controls(controls)
+    control_list = with_replicates(
+        parse_controls(controls),
+        random_replicates if random_replicates is not None else default_replicates(agent),
+    )
     chosen = first_in_seeded_order(select_specs(load_specs(specs), only), limit, seed, "campaign")
     # Every agent problem is one line, exit 2, before the store exists.
     resolved = resolve_campaign_agent(agent, isolate, agent_timeout, **options)
@@ -270,7 +282,7 @@ def run_cmd(
 
 def print_results(agent: str, results: list[dict[str, Any]]) -> None:
     table = Table(title=f"{agent}: {len(results)} assignments")
-    columns = ("assignment", "status", "adaptive AUC", "held-out gain", "selection lift")
+    columns = ("assignment", "seed", "status", "adaptive AUC", "held-out gain", "selection lift")
     for col in (*columns, "evidence lift", "failed calls", "fallbacks", "invalid replies"):
         table.add_column(col)
     for r in results:
@@ -280,6 +292,7 @@ def print_results(agent: str, results: list[dict[str, Any]]) -> None:
         invalid = sum(int(u.get("invalid_replies") or 0) for u in r.get("usage", {}).values())
         table.add_row(
             r["assignment"]["id"],
+            str(r.get("partition_seed", "-")),
             str(r.get("status", "complete")),
             f"{r['adaptive_auc']:.3f}",
             f"{r['held_out_gain']:+.3f}",
@@ -309,10 +322,17 @@ def leaderboard_cmd(
         0.01, "--difference", help="AUC difference for the power line's 'assignments needed'."
     ),
     price_per_mtok: str | None = PriceOption,
+    fmt: str | None = typer.Option(
+        None,
+        "--format",
+        help="Print the paper's board as markdown | latex | csv (with intervals and the power "
+        "range) instead of the terminal tables.",
+        callback=choice("--format", ("markdown", "latex", "csv")),
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """The paper's board (long assignments) and the short board, with paired bootstrap 95%
-    intervals, evidence ceilings, headroom and a power line; read only from the store."""
+    intervals, selection value, headroom and a power line; read only from the store."""
     from labreplay.errors import SpecError, StoreError
     from labreplay.store.sqlite import Store
     from labreplay.suites.campaign.api import load_specs
@@ -337,6 +357,11 @@ def leaderboard_cmd(
     add_costs(board, runs, parse_price(price_per_mtok))
     if json_out:
         print_json(board)
+        return
+    if fmt is not None:
+        from labreplay.suites.campaign.board_export import render
+
+        sys.stdout.write(render(board, fmt))
         return
     print_board(console, board)
     for line in cost_lines(board):

@@ -209,13 +209,34 @@ def index_of(
     }
 
 
+# Body fields an agent must not see: the recorded outcomes and evidence, and everything the
+# compiler computed from them (the acceleration target is the context model's score on the
+# held-out panel). They live in the sealed evaluator file.
+SEALED_FIELDS = ("evaluator", "acceleration_target")
+# Index entries computed from held-out outcomes (the spec hash covers them; the count of
+# scorable queries reads them): kept in sealed/index.sealed.json, not in index.json.
+SEALED_INDEX_KEYS = ("spec_hash", "scorable_queries")
+
+
 def write_specs(
     out_dir: str | Path, index: dict[str, Any], specs: Sequence[EnvironmentSpec]
 ) -> None:
+    """Agent-visible specs and index.json (byte-identical whatever the held-out outcomes), and
+    the sealed evaluator part under sealed/ (outcomes, targets, spec hashes)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for spec in specs:
-        # The recorded outcomes go to sealed/<id>.sealed.json: the spec file an agent or its
-        # harness may read holds no outcome.
-        write_spec(spec, out_dir / f"{spec.body['assignment']['id']}.json", seal=("evaluator",))
-    atomic_write_text(out_dir / "index.json", json.dumps(index, indent=2, sort_keys=True) + "\n")
+        write_spec(spec, out_dir / f"{spec.body['assignment']['id']}.json", seal=SEALED_FIELDS)
+    visible = {
+        **index,
+        "assignments": [
+            {k: v for k, v in a.items() if k not in SEALED_INDEX_KEYS} for a in index["assignments"]
+        ],
+    }
+    sealed = {a["id"]: {k: a[k] for k in SEALED_INDEX_KEYS if k in a} for a in index["assignments"]}
+    atomic_write_text(out_dir / "index.json", json.dumps(visible, indent=2, sort_keys=True) + "\n")
+    (out_dir / "sealed").mkdir(exist_ok=True)
+    atomic_write_text(
+        out_dir / "sealed" / "index.sealed.json",
+        json.dumps(sealed, indent=2, sort_keys=True) + "\n",
+    )

@@ -10,8 +10,9 @@ Both controls start from the adaptive branch's frozen assignment and exact pre-c
   anyway and records a *departure* (counted in the trajectory, never silent); an inspection the
   chosen candidate cannot take is skipped and recorded the same way.
 - Call-matched no-evidence: the adaptive branch's own selections and closures, in order, with the
-  same number of forecast calls per experiment and every evidence purchase or review replaced by
-  nothing; an experiment the adaptive branch abandoned with a stop is abandoned here too.
+  same number of policy-action calls (SDL-1): each forecast of the adaptive branch is a forecast
+  here, and each evidence purchase or review becomes one forecast revision with nothing revealed;
+  an experiment the adaptive branch abandoned with a stop is abandoned here too.
 
 The agent under test (a fresh instance of the same system) still writes every forecast, review
 expectation and closure claim itself. The wrappers are the environment side: a disallowed action
@@ -207,15 +208,23 @@ class ScheduleMatchedRandom(ControlWrapper):
         stopped: bool,
         evaluator: Mapping[str, Any],
         seed: int,
+        replicate: int = 1,
     ) -> None:
         super().__init__(inner, slots)
         self.stopped = stopped
         self.evaluator = evaluator
         self.seed = seed
+        self.replicate = replicate
 
     def reset(self, seed: int) -> None:
         self._start(seed)
-        self.rng = make_rng(self.seed, "schedule-matched-random")
+        # Replicate 1 draws exactly as the single random branch always did (old stores stay
+        # comparable); replicate k >= 2 has its own recorded stream.
+        self.rng = (
+            make_rng(self.seed, "schedule-matched-random")
+            if self.replicate == 1
+            else make_rng(self.seed, "schedule-matched-random", f"replicate-{self.replicate}")
+        )
         self.taken: dict[str, int] = {}
 
     def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
@@ -279,7 +288,9 @@ class CallMatchedNoEvidence(ControlWrapper):
                 return {"type": "stop"}
             self.slot_index += 1
             slot = self.slots[self.slot_index]
-            self.forecasts_left = sum(1 for op, _ in slot.ops if op == "forecast")
+            # One policy call per adaptive call (SDL-1): each forecast stays a forecast, and
+            # each evidence purchase or review becomes a revision call with nothing revealed.
+            self.forecasts_left = len(slot.ops)
             return {"type": "select_experiment", "experiment_id": slot.experiment_id}
         if self.forecasts_left > 0 or phase in ("prior_forecast", "update_required"):
             self.forecasts_left -= 1  # one call each, answered or not

@@ -387,11 +387,22 @@ class CampaignEnv:
 
     # ------------------------------------------------------------------ checkpoints
     def submit_checkpoint(
-        self, response: Any, t: int, carried_from: Mapping[str, Any] | None, state_hash: str
+        self,
+        response: Any,
+        t: int,
+        carried_from: Mapping[str, Any] | None,
+        state_hash: str,
+        recorded: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Record a panel forecast; entries that are missing or malformed fall back (declared):
-        the same query's forecast at the previous checkpoint, else uniform."""
-        forecasts, fallbacks, errors = normalise_panel(response, self.query_ids, carried_from)
+        the same query's forecast at the previous checkpoint, else uniform. `recorded`: another
+        branch's already-checked checkpoint forecasts, taken verbatim (a control shares its
+        adaptive branch's pre-campaign forecast exactly, not renormalised a second time)."""
+        errors: list[str]
+        if recorded is not None:
+            forecasts, fallbacks, errors = dict(recorded), 0, []
+        else:
+            forecasts, fallbacks, errors = normalise_panel(response, self.query_ids, carried_from)
         payload = {
             "t": t,
             "state_hash": state_hash,

@@ -22,7 +22,12 @@ from labreplay.execute.driver import Unit, run_units
 from labreplay.sdk import sha256_json
 from labreplay.store.sqlite import Store, run_key
 from labreplay.suites.campaign.agents import ORACLE_NAME, OracleAgent
-from labreplay.suites.campaign.runner import BRANCHES, AgentFactory, BranchResult
+from labreplay.suites.campaign.runner import (
+    BRANCHES,
+    AgentFactory,
+    BranchResult,
+    random_replicate,
+)
 
 
 def compute_assignment(
@@ -93,10 +98,11 @@ def run_assignments(
     from labreplay.suites.campaign.api import resolve_campaign_agent
 
     options = dict(agent_options or {})
-    unknown = [c for c in controls if c not in BRANCHES[1:]]
+    unknown = [c for c in controls if c not in BRANCHES[1:] and random_replicate(c) is None]
     if unknown:
         raise SpecError(f"unknown control {unknown[0]!r} (known: {', '.join(BRANCHES[1:])})")
-    controls = tuple(c for c in BRANCHES[1:] if c in controls)
+    controls = tuple(c for c in (*BRANCHES[1:], *sorted(controls)) if c in controls)
+    controls = tuple(dict.fromkeys(controls))  # known order first, replicates after, no repeats
     resolved = (
         agent
         if isinstance(agent, ResolvedAgent)

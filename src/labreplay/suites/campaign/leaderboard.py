@@ -9,8 +9,9 @@ count). Intervals: paired bootstrap 95% over assignments (10,000 resamples, seed
 leave-one-assignment-out ranks. Under every board: evidence ceilings and headroom captured
 (`ceiling`), the power line (`power`) and the acceleration target count.
 
-Not ranked, shown apart: the oracle (a ceiling that sees outcomes), the random-policy agent and
-the flat references (base-rate forecaster and context-trained model at t = 0).
+Never ranked, shown as reference rows with the number of assignments each covers: the reference
+agents (random policy, no-evidence, the oracle, which reads outcomes) and the flat references
+(base-rate forecaster and context-trained model at t = 0).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from labreplay.suites.campaign.power import power_line
 
 BOARDS = ("long", "short")
 RANDOM_POLICY = "random"
+NO_EVIDENCE = "no-evidence"
 DEFAULT_DIFFERENCE = 0.01
 
 
@@ -70,9 +72,14 @@ def collect(store: Store, spec_hashes: Sequence[str] | None = None) -> dict[str,
     _check_protocols(runs)
     names = _system_keys(runs)
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
+    # Every run seed of a system on a spec: system -> spec -> run seed -> branch -> entry. The
+    # board pools them (replicates, counted); `table` keeps the smallest seed for readers of
+    # the single-seed layout (report curves, system names).
+    pooled: dict[str, dict[str, dict[int, dict[str, Any]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(dict))
+    )
     spec_ids: dict[str, str] = {}
     bodies: dict[str, dict[str, Any]] = {}
-    # Several run seeds of one system on one spec: the smallest seed is the one shown.
     for r in sorted(runs, key=lambda r: (-r.seed, r.run_id)):
         spec_ids[r.spec_hash] = r.spec_id
         if r.spec_hash not in bodies:
@@ -83,7 +90,7 @@ def collect(store: Store, spec_hashes: Sequence[str] | None = None) -> dict[str,
         if closed is None and r.status == "complete":
             events = store.events(r.run_id)
             closed = events[-1]["payload"].get("closed", []) if events else []
-        table[system][r.spec_hash][r.branch] = {
+        entry = {
             "status": r.status,
             "seed": r.seed,
             "run_id": r.run_id,
@@ -92,8 +99,16 @@ def collect(store: Store, spec_hashes: Sequence[str] | None = None) -> dict[str,
             "movements": details.get("movements"),
             "closed": closed or [],
         }
+        table[system][r.spec_hash][r.branch] = entry
+        pooled[system][r.spec_hash][r.seed][r.branch] = entry
     specs = sorted(spec_ids, key=lambda h: spec_ids[h])
-    return {"specs": specs, "spec_ids": spec_ids, "table": table, "bodies": bodies}
+    return {
+        "specs": specs,
+        "spec_ids": spec_ids,
+        "table": table,
+        "pooled": pooled,
+        "bodies": bodies,
+    }
 
 
 def leaderboard(
@@ -119,10 +134,20 @@ def leaderboard(
         "unverified_data": unverified,
         "bootstrap": {"resamples": 10_000, "seed": seed, "level": 0.95},
         # The paper's board, also at the top level for readers of the single-board layout.
-        **{k: paper[k] for k in ("assignments", "rows", "ceiling", "incomplete", "pairwise")},
+        **{
+            k: paper[k]
+            for k in ("assignments", "rows", "ceiling", "incomplete", "pairwise", "power")
+        },
         "loao_ranks": paper["loao_ranks"],
         "references": paper["references"],
     }
+
+
+REFERENCE_AGENTS = {
+    RANDOM_POLICY: "random policy (samples the permitted actions; base-rate forecasts)",
+    NO_EVIDENCE: "no-evidence agent (the context-trained model, never buys evidence)",
+    ORACLE_NAME: "oracle: the context-trained model told every candidate's outcome (reads them)",
+}
 
 
 def _board(
@@ -130,61 +155,60 @@ def _board(
 ) -> dict[str, Any]:
     bodies = data["bodies"]
     ceilings = Ceilings(bodies)
-    rows, references, oracle, incomplete = [], [], [], []
+    rows, references, incomplete = [], [], []
     reasons: dict[str, dict[str, list[str]]] = {}
-    per_system: dict[str, dict[str, list[float]]] = {}
-    selection_diffs: dict[str, list[list[float]]] = {"ranked": [], "other": []}
-    for system, by_spec in sorted(data["table"].items()):
-        if not any(s in by_spec for s in specs):
+    paired: dict[str, dict[str, list[Any]]] = {}
+    for system, runs_by_spec in sorted(data["pooled"].items()):
+        if not any(s in runs_by_spec for s in specs):
             continue
-        row, per = system_row(system, by_spec, specs, data, ceilings, seed)
+        row, per = system_row(system, runs_by_spec, specs, data, ceilings, seed)
         name = system.split("#")[0]
-        if name == ORACLE_NAME:
-            oracle.append(row)
-        elif name == RANDOM_POLICY:
-            references.append({**row, "reference": "random policy (samples the permitted actions)"})
+        if name in REFERENCE_AGENTS:
+            # A reference agent is a reference row, never ranked, and says what it covers.
+            references.append(
+                {
+                    **row,
+                    "reference": REFERENCE_AGENTS[name],
+                    "covers": f"{row['assignments']} of {len(specs)} assignments",
+                }
+            )
         elif row["complete"]:
             rows.append(row)
-            per_system[system] = per
+            paired[system] = per
         else:
             incomplete.append(system)
             reasons[system] = row["problems"]
-        if name not in (ORACLE_NAME, RANDOM_POLICY) and len(per["selection"]) >= 2:
-            selection_diffs["ranked" if row["complete"] else "other"].append(per["selection"])
     rows.sort(key=lambda r: -(r["adaptive_auc"] if r["adaptive_auc"] is not None else -1e9))
     for rank, row in enumerate(rows, 1):
         row["rank"] = rank
-    aucs = {s: p["auc"] for s, p in per_system.items()}
+    aucs = {s: p["auc"] for s, p in paired.items()}
     pairwise = _pairwise(aucs, seed)
-    pair_diffs = [
-        [x - y for x, y in zip(aucs[p["a"]], aucs[p["b"]], strict=True)] for p in pairwise
+    comparisons: list[tuple[str, str, list[float]]] = [
+        (p["a"], p["b"], [x - y for x, y in zip(aucs[p["a"]], aucs[p["b"]], strict=True)])
+        for p in pairwise
     ]
+    for system, p in sorted(paired.items()):
+        diffs = [x - y for x, y in zip(p["auc"], p["context"], strict=True)]
+        comparisons.append((system, "context-trained model", diffs))
     n_seeds = len({int(bodies[s]["seed"]) for s in specs})
-    source = (
-        "pairs of ranked systems" if pair_diffs else "adaptive vs schedule-matched random branches"
-    )
     power = power_line(
-        pair_diffs or selection_diffs["ranked"] or selection_diffs["other"],
-        len(specs),
-        difference,
-        max(1, len(specs) // max(n_seeds, 1)),
-        source,
+        comparisons, len(specs), difference, max(1, len(specs) // max(n_seeds, 1)), len(rows)
     )
     references.extend(_flat_references(specs, bodies, ceilings))
+    best = [ceilings.of_best(s) for s in specs]
     return {
         "assignments": [data["spec_ids"][s] for s in specs],
         "seeds": sorted({int(bodies[s]["seed"]) for s in specs}),
         "rows": rows,
         "references": references,
-        "ceiling": oracle,
+        "ceiling": [],  # kept for older readers: the oracle is a reference row now
         "incomplete": incomplete,
         "incomplete_reasons": reasons,
         "pairwise": pairwise,
         "loao_ranks": _loao(aucs),
         "power": power,
-        "evidence_ceiling_best": (
-            float(np.mean([ceilings.of_best(s) for s in specs])) if specs else None
-        ),
+        "reference_ceiling": float(np.mean(best)) if specs else None,
+        "evidence_ceiling_best": float(np.mean(best)) if specs else None,
         "acceleration_target": "context-trained model score at t = 0 + 0.05 nats (per spec)",
     }
 
@@ -213,10 +237,16 @@ def _flat_references(
                 "system": label,
                 "reference": "flat: its t = 0 panel score at every t",
                 "assignments": len(values),
+                "covers": f"{len(values)} of {len(specs)} assignments",
                 "adaptive_auc": float(np.mean(values)) if values else None,
                 "held_out_gain": 0.0,
-                "evidence_ceiling": {"selected": 0.0, "best": None},
+                "selection_value": None,
+                "reference_ceiling": None,
                 "headroom_captured": 0.0 if values else None,
+                "per_assignment": [
+                    {"assignment": bodies[s]["assignment"]["id"], "adaptive_auc": v}
+                    for s, v in zip(specs, values, strict=True)
+                ],
             }
         )
     return out

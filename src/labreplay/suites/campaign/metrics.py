@@ -234,7 +234,24 @@ def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any])
         "unused_evidence": int(end.get("budgets_left", {}).get("evidence", 0)),
         "actions": len(actions),
         "invalid_actions": sum(1 for a in actions if not a["accepted"]),
+        # SDL-1 matches the no-evidence control on policy-action calls: every action the
+        # branch submitted (accepted or not); `forecast_calls` are the evaluator's panel
+        # checkpoints (t = 0..closures), `local_forecasts` the submitted local forecasts.
         "policy_calls": len(actions),
-        "forecast_calls": sum(1 for a in actions if a["action"].get("type") == "submit_forecast"),
+        "forecast_calls": len(checkpoints),
+        "local_forecasts": sum(1 for a in actions if a["action"].get("type") == "submit_forecast"),
+        "evidence_actions": sum(
+            1
+            for a in actions
+            if a["accepted"] and a["action"].get("type") in ("inspect_evidence", "request_review")
+        ),
         "control_departures": sum(1 for e in events if e["kind"] == "control"),
+        # Departures counted in experiments (a slot with several departures counts once).
+        "departure_experiments": len(
+            {
+                e["payload"].get("departure", {}).get("slot")
+                for e in events
+                if e["kind"] == "control"
+            }
+        ),
     }

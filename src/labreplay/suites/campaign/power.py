@@ -4,6 +4,12 @@ For paired per-assignment differences with standard deviation `sd` over `n` assi
 two-sided test at level alpha = 0.05 has power 1 - beta = 0.80 against a true mean difference d
 when d >= (z_{1-alpha/2} + z_{1-beta}) * sd / sqrt(n). Conversely, separating a difference d
 needs n >= ((z_{1-alpha/2} + z_{1-beta}) * sd / d)^2 assignments.
+
+The SD comes from every pair of distinct ranked systems on the board and from each ranked system
+against the context-trained reference (its flat t = 0 score), never from a reference agent or a
+system against itself. Pairs differ a lot (two systems sharing one model and selection rule
+have a far smaller paired SD than dissimilar ones), so the result is a range over the pairs:
+the smallest and the largest SD, never one pooled, optimistic number.
 """
 
 from __future__ import annotations
@@ -24,48 +30,91 @@ def _z_sum() -> float:
 
 
 def power_line(
-    differences: Sequence[Sequence[float]],
+    pairs: Sequence[tuple[str, str, Sequence[float]]],
     n_assignments: int,
     difference: float,
     assignments_per_seed: int,
-    source: str,
+    ranked: int,
 ) -> dict[str, Any]:
-    """`differences`: one list of paired per-assignment AUC differences per comparison; their
-    variances are pooled (mean of the sample variances; zero-variance comparisons left out)."""
-    # A comparison of two identical curves (e.g. two flat references) has no variance and says
-    # nothing about the board's noise: left out (declared).
-    variances = [v for d in differences if len(d) >= 2 if (v := float(np.var(d, ddof=1))) > 1e-18]
+    """`pairs`: (a, b, paired per-assignment AUC differences a - b) for every comparison."""
+    z = _z_sum()
+    listed: list[dict[str, Any]] = []
+    values: list[float] = []
+    for a, b, diffs in pairs:
+        sd = float(np.std(diffs, ddof=1)) if len(diffs) >= 2 else None
+        listed.append({"a": a, "b": b, "n": len(diffs), "sd": sd})
+        # Two identical curves have no variance and say nothing about the board's noise.
+        if sd is not None and sd > 1e-18:
+            values.append(sd)
+    sds = sorted(values)
     base: dict[str, Any] = {
         "alpha": ALPHA,
         "power": POWER,
         "method": "normal approximation on paired per-assignment AUC differences",
-        "source": source,
         "n_assignments": n_assignments,
         "difference": difference,
+        "ranked_systems": ranked,
+        "pairs": listed,
+        "source": (
+            "no ranked system"
+            if ranked == 0
+            else "one ranked system: system vs the context-trained reference only"
+            if ranked == 1
+            else "every pair of distinct ranked systems and each system vs the context-trained "
+            "reference"
+        ),
     }
-    if not variances or n_assignments < 2:
-        return {**base, "sd": None, "min_separable": None, "assignments_needed": None}
-    sd = math.sqrt(float(np.mean(variances)))
-    z = _z_sum()
-    needed = math.ceil((z * sd / difference) ** 2) if difference > 0 else None
+    if not sds or n_assignments < 2:
+        return {**base, "sd_range": None, "min_detectable": None, "assignments_needed": None}
+
+    def needed(sd: float) -> int | None:
+        return math.ceil((z * sd / difference) ** 2) if difference > 0 else None
+
+    lo, hi = sds[0], sds[-1]
+    need = [needed(lo), needed(hi)]
     return {
         **base,
-        "sd": sd,
-        "min_separable": z * sd / math.sqrt(n_assignments),
-        "assignments_needed": needed,
+        "sd_range": [lo, hi],
+        "min_detectable": [z * lo / math.sqrt(n_assignments), z * hi / math.sqrt(n_assignments)],
+        "assignments_needed": need if None not in need else None,
         "seeds_needed": (
-            math.ceil(needed / assignments_per_seed) if needed and assignments_per_seed else None
+            [math.ceil(n / assignments_per_seed) for n in need if n is not None]
+            if assignments_per_seed and None not in need
+            else None
         ),
     }
 
 
-def power_text(p: dict[str, Any]) -> str:
-    if p.get("min_separable") is None:
-        return "power: not estimable (fewer than two assignments or no paired differences)"
+def pairs_text(p: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{q['a']} vs {q['b']} (SD {q['sd']:.4f})"
+        if q["sd"] is not None
+        else f"{q['a']} vs {q['b']}"
+        for q in p["pairs"]
+    )
+
+
+def _range(values: Sequence[float], fmt: str) -> str:
+    lo, hi = values
     return (
-        f"power (normal approx., two-sided {1 - p['alpha']:.0%}, {p['power']:.0%} power, "
-        f"paired SD {p['sd']:.4f} from {p['source']}): with {p['n_assignments']} assignments "
-        f"the smallest separable AUC difference is {p['min_separable']:.4f}; separating "
-        f"{p['difference']:.4f} needs {p['assignments_needed']} assignments "
-        f"(~{p['seeds_needed']} partition seeds)"
+        fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)}-{fmt.format(hi)}"
+    )
+
+
+def power_text(p: dict[str, Any]) -> str:
+    if p.get("min_detectable") is None:
+        return (
+            "power: not estimable (no ranked system, fewer than two assignments or no paired "
+            "differences)"
+        )
+    seeds = p.get("seeds_needed")
+    needed = p.get("assignments_needed")
+    return (
+        f"power (normal approx., two-sided {1 - p['alpha']:.0%}, {p['power']:.0%} power; "
+        f"{p['source']}: {pairs_text(p)}): with {p['n_assignments']} assignments the smallest "
+        f"separable AUC difference is {_range(p['min_detectable'], '{:.4f}')} (smallest-largest "
+        f"pair SD); separating {p['difference']:.4f} needs "
+        + (_range(needed, "{}") if needed else "-")
+        + " assignments"
+        + (f" (~{_range(seeds, '{}')} partition seeds)" if seeds else "")
     )

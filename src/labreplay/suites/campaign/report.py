@@ -90,6 +90,7 @@ def mean_curves(store: Store) -> dict[str, dict[int, dict[str, dict[str, Any]]]]
     horizon (long and short assignments separately), equal weight per assignment."""
     from labreplay.suites.campaign.leaderboard import collect
     from labreplay.suites.campaign.metrics import branch_metrics
+    from labreplay.suites.campaign.runner import random_replicate
 
     data = collect(store)
     acc: dict[str, dict[int, dict[str, list[list[float]]]]] = defaultdict(
@@ -109,12 +110,19 @@ def mean_curves(store: Store) -> dict[str, dict[int, dict[str, dict[str, Any]]]]
                         specs[spec_hash] = stored_spec(store, spec_hash)
                     events = store.events(entry["run_id"])
                     curve = branch_metrics(events, specs[spec_hash].body)["curve"]
-                acc[system][len(curve) - 1][branch].append([float(x) for x in curve])
+                # random replicates share one band: they are draws of one control
+                name = "random" if random_replicate(branch) is not None else branch
+                acc[system][len(curve) - 1][name].append([float(x) for x in curve])
     out: dict[str, dict[int, dict[str, dict[str, Any]]]] = {}
     for system, by_t in sorted(acc.items()):
         out[system] = {
             t: {
-                b: {"mean": np.mean(np.asarray(c), axis=0).tolist(), "n": len(c)}
+                b: {
+                    "mean": np.mean(np.asarray(c), axis=0).tolist(),
+                    # band: +-1 SD over assignments (and replicates), declared in the plot
+                    "sd": np.std(np.asarray(c), axis=0).tolist(),
+                    "n": len(c),
+                }
                 for b, c in sorted(by_branch.items())
             }
             for t, by_branch in sorted(by_t.items())
@@ -235,11 +243,12 @@ def campaign_section(store: Store, run_id: str | None = None) -> dict[str, Any] 
     paper = "long" if board["tables"]["long"]["assignments"] else "short"
     notes = [f"Board shown: the {paper} assignments (the paper's board is the long ones)."]
     for r in board["rows"]:
-        ceiling, share = r["evidence_ceiling"], r["headroom_captured"]
+        share = r["headroom_captured"]
         notes.append(
-            f"{r['system']}: held-out gain {r['held_out_gain']:+.4f} nats; evidence ceiling (a) "
-            f"{ceiling['selected']:+.4f}, (b) {ceiling['best']:+.4f}; headroom captured "
-            + ("-" if share is None else f"{100 * share:.0f}%")
+            f"{r['system']}: held-out gain {r['held_out_gain']:+.4f} nats; selection value "
+            f"{r['selection_value']:+.4f} (the reference learner's gain from the outcomes it "
+            f"chose; not an upper bound); reference model's ceiling {r['reference_ceiling']:+.4f}; "
+            "headroom captured " + ("-" if share is None else f"{100 * share:.0f}%")
         )
     notes.append(power_text(board["tables"][paper]["power"]))
     if board["unverified_data"]:

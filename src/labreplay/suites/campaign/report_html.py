@@ -43,8 +43,13 @@ def campaign_html(section: Mapping[str, Any]) -> str:
             ]
         )
     for ref in board.get("references", []):
-        rows.append(["ref", "-", ref["system"], num(ref["adaptive_auc"]), "0 (flat)"] + ["-"] * 7)
-    for c in board["ceiling"]:
+        rows.append(
+            ["ref", "-", ref["system"], num(ref["adaptive_auc"]), num(ref["held_out_gain"], "+.3f")]
+            + [ci_text(ref.get("selection_lift")), ci_text(ref.get("evidence_lift"))]
+            + ["-"] * 3
+            + [ref.get("covers", ref["assignments"]), "-"]
+        )
+    for c in board.get("ceiling", []):  # older boards: the oracle is a reference row now
         rows.append(
             ["ceiling", "-", f"{c['system']} (sees outcomes)", num(c["adaptive_auc"])]
             + [num(c["held_out_gain"], "+.3f")]
@@ -86,6 +91,13 @@ def campaign_html(section: Mapping[str, Any]) -> str:
             )
     if board["rows"]:
         parts.append(image(plots.lift_intervals(board["rows"]), "lift intervals", "campaign-lifts"))
+        parts.append(
+            image(
+                plots.per_assignment_lifts(board["rows"]),
+                "selection lift per assignment",
+                "campaign-lift-per-assignment",
+            )
+        )
     parts.append("<h3>Pairwise adaptive-AUC differences (a - b)</h3>")
     if len(board["rows"]) < 2:
         parts.append('<p class="note">Fewer than two ranked systems: nothing to compare.</p>')

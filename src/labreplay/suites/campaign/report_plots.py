@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from labreplay.sdk.report import png_bytes
@@ -23,7 +24,7 @@ def learning_curves(
     system: str, by_horizon: Mapping[int, Mapping[str, Mapping[str, Any]]]
 ) -> bytes:
     """Held-out score s_t against experiments t, adaptive vs its two controls, one panel per
-    horizon T (mean over the assignments of that length)."""
+    horizon T (mean over the assignments of that length; band: +-1 SD over assignments)."""
     horizons = sorted(by_horizon)
     fig = Figure(figsize=(4.2 * max(1, len(horizons)), 3.2))
     # Fixed margins: constrained layout costs more than drawing these small figures.
@@ -41,6 +42,11 @@ def learning_curves(
                 markersize=3,
                 label=f"{branch} (n={entry['n']})",
             )
+            if entry.get("sd") is not None and entry["n"] > 1:
+                mean, sd = np.asarray(entry["mean"]), np.asarray(entry["sd"])
+                ax.fill_between(
+                    range(len(mean)), mean - sd, mean + sd, color=color, alpha=0.15, linewidth=0
+                )
         ax.set_title(f"T = {horizon}", fontsize=9)
         ax.set_xlabel("experiments closed t")
         ax.set_ylabel("held-out score s_t (-panel loss)")
@@ -76,6 +82,34 @@ def lift_intervals(rows: Sequence[Mapping[str, Any]]) -> bytes:
         ax.grid(alpha=0.3)
     axes[0].set_yticks(range(len(labels)), labels, fontsize=8)
     axes[0].set_ylim(-0.7, len(labels) - 0.3)
+    return png_bytes(fig)
+
+
+def per_assignment_lifts(rows: Sequence[Mapping[str, Any]]) -> bytes:
+    """Selection lift of every ranked system on every assignment of the board (the random
+    replicates averaged first), so a reader sees how often the sign flips."""
+    fig = Figure(figsize=(9.0, 3.2))
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.3, top=0.88)
+    ax = fig.subplots()
+    labels: list[str] = []
+    for i, row in enumerate(rows):
+        per = [p for p in row.get("per_assignment", []) if p.get("selection_lift") is not None]
+        labels = labels or [str(p["assignment"]).rsplit("/", 2)[-2:][-1] for p in per]
+        ax.plot(
+            range(len(per)),
+            [p["selection_lift"] for p in per],
+            "o",
+            markersize=4,
+            color=f"C{i}",
+            label=str(row["system"]),
+        )
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(labels)), labels, rotation=60, fontsize=7)
+    ax.set_ylabel("selection lift (AUC)")
+    ax.set_title("selection lift per assignment", fontsize=9)
+    ax.grid(alpha=0.3)
+    if rows:
+        ax.legend(fontsize=7)
     return png_bytes(fig)
 
 

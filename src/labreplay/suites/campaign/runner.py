@@ -36,6 +36,34 @@ AgentFactory = Callable[[], Agent]
 BRANCHES = ("adaptive", "random", "no-evidence")
 
 
+def random_branches(replicates: int) -> tuple[str, ...]:
+    """Branch names of K schedule-matched random replicates: `random` (replicate 1, the branch
+    older stores hold), then `random-2` ... `random-K`."""
+    return ("random", *(f"random-{k}" for k in range(2, replicates + 1)))
+
+
+def default_replicates(agent: str) -> int:
+    """3 schedule-matched random replicates for Python agents; 1 for LLM agents (`openai:`),
+    where each replicate is a full campaign of model calls."""
+    return 1 if agent.startswith("openai:") else 3
+
+
+def with_replicates(controls: Sequence[str], replicates: int) -> tuple[str, ...]:
+    """The control list with `random` expanded into its K replicate branches."""
+    out: list[str] = []
+    for c in controls:
+        out.extend(random_branches(replicates) if c == "random" else (c,))
+    return tuple(out)
+
+
+def random_replicate(branch: str) -> int | None:
+    """1 for `random`, k for `random-k` (k >= 2), None for any other branch."""
+    if branch == "random":
+        return 1
+    head, _, k = branch.partition("-")
+    return int(k) if head == "random" and k.isdigit() and int(k) >= 2 else None
+
+
 @dataclass
 class BranchResult:
     run_id: str
@@ -166,7 +194,8 @@ def run_branch(
     ) -> dict[str, Any]:
         snapshot = env.checkpoint_snapshot()
         response = given if given is not None else guarded_forecast(agent, snapshot)
-        payload = env.submit_checkpoint(response, t, previous, snapshot["state_hash"])
+        recorded = given.get("recorded") if given is not None else None
+        payload = env.submit_checkpoint(response, t, previous, snapshot["state_hash"], recorded)
         calls.extend(drain_calls(agent))
         recorder.sync()
         return dict(payload["forecasts"])
@@ -319,8 +348,10 @@ def persist_branch(
 
 def pre_campaign_forecast(events: list[dict[str, Any]]) -> dict[str, Any]:
     first = next(e for e in events if e["kind"] == "checkpoint")
+    forecasts = first["payload"]["forecasts"]
     return {
-        "forecasts": [{"experiment_id": k, **v} for k, v in first["payload"]["forecasts"].items()]
+        "forecasts": [{"experiment_id": k, **v} for k, v in forecasts.items()],
+        "recorded": forecasts,  # recorded verbatim by the controls: shared exactly
     }
 
 
@@ -353,6 +384,7 @@ def assignment_summary(
         "spec_id": spec.spec_id,
         "spec_hash": spec.spec_hash,
         "assignment": spec.body["assignment"],
+        "partition_seed": spec.body["seed"],
         "status": "failed" if failed else "complete",
         "failed_call_share": health["failed_call_share"],
         "cause": (health["cause"] if health["all_failed"] else failure) if failed else None,
@@ -370,7 +402,7 @@ def run_assignment_branches(
 ) -> dict[str, BranchResult]:
     """The three branches of one assignment; with `store=None` nothing is written (the work
     unit of `labreplay.execute`)."""
-    unknown = [c for c in controls if c not in BRANCHES[1:]]
+    unknown = [c for c in controls if c not in BRANCHES[1:] and random_replicate(c) is None]
     if unknown:
         raise SpecError(f"unknown control {unknown[0]!r} (known: {', '.join(BRANCHES[1:])})")
     adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
@@ -380,11 +412,14 @@ def run_assignment_branches(
         return results
     initial = pre_campaign_forecast(adaptive.events)
     slots, stopped = extract_schedule(adaptive.events)
-    if "random" in controls:
-        wrapper = ScheduleMatchedRandom(make_agent(), slots, stopped, spec.body["evaluator"], seed)
-        results["random"] = run_branch(
-            spec, wrapper, seed, "random", store, initial, adaptive.run_id
+    for control in controls:
+        replicate = random_replicate(control)
+        if replicate is None:
+            continue
+        wrapper = ScheduleMatchedRandom(
+            make_agent(), slots, stopped, spec.body["evaluator"], seed, replicate
         )
+        results[control] = run_branch(spec, wrapper, seed, control, store, initial, adaptive.run_id)
     if "no-evidence" in controls:
         wrapper_ne = CallMatchedNoEvidence(make_agent(), slots)
         results["no-evidence"] = run_branch(
@@ -414,8 +449,11 @@ def assignment_metrics(
                         "unused_experiments",
                         "unused_evidence",
                         "control_departures",
+                        "departure_experiments",
                         "checkpoint_fallbacks",
                         "invalid_actions",
+                        "policy_calls",
+                        "forecast_calls",
                     )
                 },
             }
@@ -424,19 +462,37 @@ def assignment_metrics(
         "adaptive_auc": adaptive["adaptive_auc"],
         "held_out_gain": adaptive["held_out_gain"],
     }
-    rnd = results["random"].metrics if "random" in results else None
-    if rnd is not None:
-        out["selection_lift"] = adaptive["adaptive_auc"] - rnd["adaptive_auc"]
-    if rnd is not None and tau is not None:
-        fa, fr = first_passage(adaptive["curve"], tau), first_passage(rnd["curve"], tau)
-        sa, sr = sustained_passage(adaptive["curve"], tau), sustained_passage(rnd["curve"], tau)
-        out["acceleration_first"] = acceleration_factor(fr, fa)
-        out["acceleration_sustained"] = acceleration_factor(sr, sa)
+    replicates = [r.metrics for b, r in results.items() if random_replicate(b) is not None]
+    if replicates:
+        # K replicates are averaged before the lift is taken (METRICS.md).
+        random_auc = sum(m["adaptive_auc"] for m in replicates) / len(replicates)
+        out["random_replicates"] = len(replicates)
+        out["selection_lift"] = adaptive["adaptive_auc"] - random_auc
+    curve = adaptive["curve"]
+    if replicates and tau is not None and curve and curve[0] < tau:
+        # Estimable only where neither branch met tau at t = 0 (they share that forecast).
+        first = [
+            acceleration_factor(first_passage(m["curve"], tau), first_passage(curve, tau))
+            for m in replicates
+        ]
+        sust = [
+            acceleration_factor(sustained_passage(m["curve"], tau), sustained_passage(curve, tau))
+            for m in replicates
+        ]
+        out["acceleration_first"] = _mean_or_none(first)
+        out["acceleration_sustained"] = _mean_or_none(sust)
+    elif tau is not None and curve:
+        out["target_met_at_t0"] = True
     if "no-evidence" in results:
         out["evidence_lift"] = (
             adaptive["adaptive_auc"] - results["no-evidence"].metrics["adaptive_auc"]
         )
     return out
+
+
+def _mean_or_none(values: Sequence[float | None]) -> float | None:
+    kept = [v for v in values if v is not None]
+    return sum(kept) / len(kept) if kept else None
 
 
 def target_tau(body: Mapping[str, Any]) -> float | None:

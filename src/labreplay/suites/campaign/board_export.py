@@ -1,0 +1,107 @@
+"""The paper's campaign board as a file: Markdown, LaTeX or CSV (`campaign leaderboard
+--format`). Ranked rows and reference rows (marked, never ranked) with the assignments each
+covers, paired bootstrap 95% intervals and the power range under the table."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+from typing import Any
+
+from labreplay.suites.campaign.power import power_text
+
+FORMATS = ("markdown", "latex", "csv")
+HEADERS = (
+    "rank",
+    "system",
+    "assignments",
+    "adaptive AUC",
+    "held-out gain",
+    "selection value",
+    "headroom",
+    "selection lift [95% CI]",
+    "evidence lift [95% CI]",
+)
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _ci(v: Mapping[str, float] | None) -> str:
+    return "-" if v is None else f"{v['mean']:+.3f} [{v['lo']:+.3f}, {v['hi']:+.3f}]"
+
+
+def board_cells(table: Mapping[str, Any]) -> list[list[str]]:
+    n = len(table["assignments"])
+    out = []
+    for r in [*table["rows"], *table["references"]]:
+        share = r.get("headroom_captured")
+        out.append(
+            [
+                str(r["rank"]) if "rank" in r else "ref",
+                r["system"],
+                f"{r['assignments']}/{n}",
+                _num(r["adaptive_auc"], ".3f"),
+                _num(r.get("held_out_gain"), "+.4f"),
+                _num(r.get("selection_value"), "+.4f"),
+                "-" if share is None else f"{100 * share:.0f}%",
+                _ci(r.get("selection_lift")),
+                _ci(r.get("evidence_lift")),
+            ]
+        )
+    return out
+
+
+def _latex_escape(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("#", r"\#"),
+                 ("_", r"\_"), ("$", r"\$")):  # fmt: skip
+        text = text.replace(a, b)
+    return text
+
+
+def render(board: Mapping[str, Any], fmt: str, kind: str = "long") -> str:
+    """One board (`long` = the paper's board; falls back to `short` when it is empty)."""
+    table = board["tables"][kind]
+    if not table["assignments"] and kind == "long":
+        table = board["tables"]["short"]
+    cells = board_cells(table)
+    caption = (
+        f"{len(table['assignments'])} assignments, partition seed(s) "
+        f"{', '.join(str(s) for s in table['seeds'])}, equal weight; paired bootstrap 95% "
+        f"intervals ({board['bootstrap']['resamples']} resamples, seed {board['bootstrap']['seed']}); "
+        "ref = reference row, never ranked."
+    )
+    power = power_text(table["power"])
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(HEADERS)
+        writer.writerows(cells)
+        return buf.getvalue()
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
+        return "\n".join([*lines, "", caption, "", power]) + "\n"
+    if fmt == "latex":
+        body = [" & ".join(_latex_escape(c) for c in row) + r" \\" for row in cells]
+        return (
+            "\n".join(
+                [
+                    r"\begin{table}",
+                    r"\centering",
+                    r"\begin{tabular}{ll" + "r" * (len(HEADERS) - 2) + "}",
+                    r"\hline",
+                    " & ".join(_latex_escape(h) for h in HEADERS) + r" \\",
+                    r"\hline",
+                    *body,
+                    r"\hline",
+                    r"\end{tabular}",
+                    r"\caption{" + _latex_escape(caption + " " + power) + "}",
+                    r"\end{table}",
+                ]
+            )
+            + "\n"
+        )
+    raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
