@@ -54,6 +54,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
     for col in (
         "#",
         "system",
+        "isolation",
         "adaptive AUC",
         "held-out gain",
         "ceiling (a)",
@@ -68,6 +69,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         rich_table.add_row(
             str(r["rank"]),
             r["system"],
+            str(r.get("isolation", "-")),
             _num(r["adaptive_auc"]),
             _num(r["held_out_gain"], "{:+.4f}"),
             _num(r["evidence_ceiling"]["selected"], "{:+.4f}"),
@@ -81,6 +83,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         rich_table.add_row(
             "ref",
             ref["system"],
+            str(ref.get("isolation", "-")),
             _num(ref["adaptive_auc"]),
             _num(ref["held_out_gain"], "{:+.4f}"),
             _num(ref["evidence_ceiling"]["selected"], "{:+.4f}"),
@@ -94,6 +97,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         rich_table.add_row(
             "ceil",
             c["system"] + " (sees outcomes)",
+            "-",
             _num(c["adaptive_auc"]),
             _num(c["held_out_gain"], "{:+.4f}"),
             "-",

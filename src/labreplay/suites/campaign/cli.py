@@ -254,6 +254,12 @@ def leaderboard_cmd(
     difference: float = typer.Option(
         0.01, "--difference", help="AUC difference for the power line's 'assignments needed'."
     ),
+    require_isolated: bool = typer.Option(
+        False,
+        "--require-isolated",
+        help="Rank only agents kept from the evaluator (--isolate runs, LLM agents); in-process "
+        "runs are left out and listed.",
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """The paper's board (long assignments) and the short board, with paired bootstrap 95%
@@ -274,12 +280,18 @@ def leaderboard_cmd(
             suites = sorted({r.suite for r in db.runs()})
             held = f" (it holds {', '.join(suites)} runs)" if suites else ""
             raise StoreError(f"store {store} holds no campaign runs{held}")
-        board = leaderboard(db, spec_hashes=hashes, difference=difference)
+        board = leaderboard(
+            db, spec_hashes=hashes, difference=difference, require_isolated=require_isolated
+        )
     add_call_health(board, runs)
     if json_out:
         print_json(board)
         return
     print_board(console, board)
+    if board.get("not_isolated"):
+        console.print(
+            "not ranked (--require-isolated; ran in-process): " + ", ".join(board["not_isolated"])
+        )
     if board.get("failed"):
         console.print(
             f"not ranked (runs failed: every model call failed): {', '.join(board['failed'])}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +70,20 @@ class CampaignSuite:
         from labreplay.suites.campaign.agents import REFERENCE_AGENTS
 
         return sorted(REFERENCE_AGENTS)
+
+    def rescore(
+        self, spec: EnvironmentSpec, events: Sequence[Mapping[str, Any]], run: object
+    ) -> dict[str, float | None]:
+        """The scalar scores of a stored branch, recomputed from its events and the stored
+        evaluator (`store verify` compares them with the `scores` rows)."""
+        from labreplay.suites.campaign.metrics import branch_metrics
+
+        metrics = branch_metrics(events, spec.body)
+        return {
+            k: (float(v) if v is not None else None)
+            for k, v in metrics.items()
+            if isinstance(v, int | float) or v is None
+        }
 
     def agent_problems(
         self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
