@@ -51,7 +51,9 @@ _MIN_SECRET_LEN = 6  # shorter values would blank ordinary words
 # `?api-key=...`, `&key=...`, `;token=...`, `access_token=...` in any URL-like text.
 _SECRET_QUERY = re.compile(
     r"(?i)(?<![A-Za-z0-9])((?:[A-Za-z0-9_-]*[-_])?(?:api[-_]?key|key|token|secret|password|sig)=)"
-    r"[^&#\s\"'<>,;)]+"
+    # (a backslash ends the value too: inside JSON text it starts the escape of a quote, and
+    # eating it would leave broken JSON behind)
+    r"[^&#\s\"'<>,;)\\]+"
 )
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
 REDACTED = "***"
