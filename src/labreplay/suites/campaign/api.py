@@ -210,7 +210,7 @@ def agent_factory(name: str, isolate: bool = False, **options: Any) -> AgentFact
         return lambda: cls()
     if name.startswith("openai:"):
         try:
-            from labreplay.agents.llm import make_agent
+            from labreplay.suites.campaign.llm_agent import make_agent
         except ImportError as exc:
             raise AgentError(f"LLM agents are unavailable: {exc}") from exc
 

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from labreplay.cli._common import (
+from labreplay.sdk.cli import (
     DataDirOption,
     ExecutorOption,
     JsonOption,

@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labreplay._rng import make_rng
 from labreplay.agents.base import Agent, drain_calls
-from labreplay.records._types import MISSING_TAG
+from labreplay.agents.contracts import isolation_of
+from labreplay.sdk import MISSING_TAG, make_rng
 from labreplay.suites.campaign.protocol import REVIEW_KIND
 
 Op = tuple[str, str | None]  # ("inspect", kind) | ("review", None) | ("forecast", None)
@@ -145,6 +145,11 @@ class _Wrapper:
 
     def params(self) -> dict[str, Any]:
         return self.inner.params()
+
+    @property
+    def isolation(self) -> str:
+        """Where the wrapped agent's code runs (a control reports the agent it wraps)."""
+        return isolation_of(self.inner)
 
     def drain_calls(self) -> list[Any]:
         return list(drain_calls(self.inner))

@@ -27,7 +27,7 @@ SEEDS = (0, 1, 2, 3, 4)
 def run_demo(
     data_dir: Path, store_path: Path, out_dir: Path, seeds: tuple[int, ...] = SEEDS
 ) -> dict[str, Any]:
-    from labreplay.cli._common import console
+    from labreplay.sdk.cli import console
     from labreplay.suites.campaign.board_text import print_board
 
     started = time.perf_counter()
@@ -83,8 +83,8 @@ def _refuse_other_protocols(store: Store, specs: list[Any]) -> None:
 
 def _write_curves(store: Store, out_dir: Path) -> list[Path]:
     """One PNG per system: held-out score vs experiments, adaptive against both controls."""
-    from labreplay.report.plots import learning_curves
     from labreplay.suites.campaign.report import mean_curves
+    from labreplay.suites.campaign.report_plots import learning_curves
 
     paths = []
     for system, by_horizon in sorted(mean_curves(store).items()):

@@ -17,12 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from labreplay._hashing import canonical_json, sha256_json
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import SpecError
-from labreplay.records._types import MISSING_TAG
 from labreplay.runtime.trajectory import Trajectory
 from labreplay.scoring.proper import CATEGORIES
+from labreplay.sdk import MISSING_TAG, canonical_json, sha256_json
 from labreplay.suites.campaign.actions import (
     PHASE_ACTIONS,
     action_schema,

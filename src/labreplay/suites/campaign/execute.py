@@ -13,11 +13,12 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from labreplay._hashing import sha256_json
 from labreplay.agents.base import Agent, ResponseCache
+from labreplay.agents.contracts import bind_response_cache
 from labreplay.compile.spec import EnvironmentSpec, spec_from_text
 from labreplay.execute.base import Executor
 from labreplay.execute.driver import Unit, run_units
+from labreplay.sdk import sha256_json
 from labreplay.store.sqlite import Store, run_key
 from labreplay.suites.campaign.runner import BRANCHES, AgentFactory, BranchResult
 
@@ -41,9 +42,8 @@ def compute_assignment(
 
     def make_cached() -> Agent:
         agent = make()
-        bind = getattr(agent, "bind_store", None)
-        if cache is not None and callable(bind):
-            bind(cache)
+        if cache is not None:
+            bind_response_cache(agent, cache)
         return agent
 
     return run_assignment_branches(spec, make_cached, None, seed, controls)

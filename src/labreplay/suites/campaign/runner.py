@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labreplay.agents.base import Agent, call_failures, drain_calls
+from labreplay.agents.contracts import bind_response_cache, isolation_of, model_of
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import SpecError, StoreError
 from labreplay.runtime.recorder import Recorder
@@ -40,13 +41,6 @@ class BranchResult:
     # Model-call records of the branch, so a result computed without a store (on a worker)
     # can still be persisted by the driver with its call log.
     calls: list[Any] = field(default_factory=list)
-
-
-def _isolation(agent: object) -> str:
-    """How the agent ran: "subprocess" (--isolate: it held only observations) or "in-process"
-    (a control wrapper reports the agent it wraps)."""
-    inner = getattr(agent, "inner", agent)
-    return str(getattr(inner, "isolation", "in-process"))
 
 
 def _open_run(
@@ -103,14 +97,13 @@ def run_branch(
             agent.name,
             agent.params(),
             seed,
-            getattr(agent, "model", None),
-            getattr(agent, "endpoint", None),
+            *model_of(agent),
             parent_run_id,
-            {**(extra_provenance or {}), "agent_isolation": _isolation(agent)},
+            # "subprocess" (--isolate: it held only observations) or "in-process"
+            {**(extra_provenance or {}), "agent_isolation": isolation_of(agent)},
         )
-        bind = getattr(agent, "bind_store", None)
-        if callable(bind):  # LLM agents answer completed calls from the store's response cache
-            bind(store)
+        # LLM agents answer completed calls from the store's response cache
+        bind_response_cache(agent, store)
         status = store.run(run_id).status if existed else "running"
         if status == "complete":
             events = store.events(run_id)
@@ -182,7 +175,6 @@ def _finish(
         (e["payload"].get("closed", []) for e in events if e["kind"] == "end"), []
     )
     recorder.flush()
-    recorder.store.put_forecasts(recorder.run_id, forecast_rows(events))
     health = call_failures(calls)
     summary: dict[str, Any] = {"head_hash": events[-1]["hash"], "invalid_actions": n_invalid}
     if calls:
@@ -193,25 +185,6 @@ def _finish(
         scalar,
         {"curve": metrics["curve"], "movements": metrics["movements"], "closed": closed},
     )
-
-
-def forecast_rows(events: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, int | None, Any]]:
-    """The forecasts table: every panel checkpoint (scope "panel", step t) and every accepted
-    local forecast (scope "local"), keyed by the event that carried it."""
-    rows: list[tuple[int, str, int | None, Any]] = []
-    for e in events:
-        payload = e["payload"]
-        if e["kind"] == "checkpoint":
-            rows.append((e["seq"], "panel", payload["t"], payload["forecasts"]))
-        elif (
-            e["kind"] == "action"
-            and payload["accepted"]
-            and payload["action"]["type"] == "submit_forecast"
-        ):
-            action = payload["action"]
-            local = {k: action[k] for k in ("experiment_id", "p_valid", "categories")}
-            rows.append((e["seq"], "local", None, local))
-    return rows
 
 
 def persist_branch(

@@ -25,8 +25,8 @@ class CampaignSuite:
         return app
 
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
-        from labreplay.report.html import campaign_html
         from labreplay.suites.campaign.report import campaign_section
+        from labreplay.suites.campaign.report_html import campaign_html
 
         section = campaign_section(store, run_id)
         if section is None:

@@ -8,7 +8,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from labreplay.cli._common import (
+from labreplay.errors import LabreplayError
+from labreplay.sdk.cli import (
     DataDirOption,
     ExecutorOption,
     JsonOption,
@@ -19,7 +20,6 @@ from labreplay.cli._common import (
     progress_bar,
     seed_check,
 )
-from labreplay.errors import LabreplayError
 
 app = typer.Typer(
     help="Reaction-condition questions (RxnOptBench): compile screening tables, run agents, score.",

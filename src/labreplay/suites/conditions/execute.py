@@ -14,12 +14,12 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-from labreplay._hashing import sha256_file
 from labreplay.agents.base import ResponseCache, drain_calls
 from labreplay.errors import DataError
 from labreplay.execute.base import Executor
 from labreplay.execute.driver import Unit, run_units
 from labreplay.runtime.recorder import Recorder
+from labreplay.sdk import sha256_file
 from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import QuestionAgent, reference_agent
 from labreplay.suites.conditions.questions import agent_view, load_questions

@@ -12,11 +12,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from labreplay._hashing import sha256_file
 from labreplay.agents.base import call_failures, drain_calls
+from labreplay.agents.contracts import AnswersInBatches
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import AgentError, RunFailedError
 from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
+from labreplay.sdk import sha256_file
 from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import QuestionAgent
 from labreplay.suites.conditions.prompts import normalise_answer
@@ -42,25 +43,15 @@ def question_spec(questions_path: Path, questions: Sequence[Mapping[str, Any]]) 
     return EnvironmentSpec(SUITE, PROTOCOL, PROTOCOL_VERSION, questions_path.name, body)
 
 
-def register_questions(
-    store: Store, questions_path: Path, questions: Sequence[Mapping[str, Any]]
-) -> str:
-    """Store the question file's spec; returns its spec hash."""
-    spec = question_spec(questions_path, questions)
-    store.put_spec(SUITE, PROTOCOL, spec.spec_id, spec.spec_hash, spec.to_file_text())
-    return spec.spec_hash
-
-
 def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Raw answers in question order. Agents that can answer many at once (LLM agents with a
     concurrency bound) get a batch at a time; an agent's own failure on a question is recorded
     as that question's (wrong) answer."""
-    many = getattr(agent, "answer_many", None)
     for start in range(0, len(views), BATCH):
         chunk = views[start : start + BATCH]
-        if callable(many):
+        if isinstance(agent, AnswersInBatches):
             try:
-                yield from many(chunk)
+                yield from agent.answer_many(chunk)
                 continue
             except AgentError:
                 raise

@@ -26,7 +26,7 @@ class ConditionsSuite:
         return app
 
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
-        from labreplay.report.suites import generic_section
+        from labreplay.sdk.report import generic_section
 
         return generic_section(store, self.name)
 

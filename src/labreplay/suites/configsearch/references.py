@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labreplay._atomic import atomic_write_bytes
-from labreplay._hashing import canonical_json
 from labreplay.errors import DataError
 from labreplay.scoring.stats import paired_bootstrap_ci
+from labreplay.sdk import atomic_write_bytes, canonical_json
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.search import COST_ALPHA, landscape, search
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace

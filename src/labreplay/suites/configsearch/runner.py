@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._hashing import sha256_json
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import SpecError, StoreError
 from labreplay.execute.base import Executor
 from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
+from labreplay.sdk import sha256_json
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.cache import CacheStats
 from labreplay.suites.configsearch.models import PropertyModel, build_model

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._rng import derive_seed, make_rng
 from labreplay.errors import SpecError
+from labreplay.sdk import derive_seed, make_rng
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
 from labreplay.suites.configsearch.targets import Landscape
 
