@@ -42,7 +42,20 @@ def run(
 ) -> list[dict[str, Any]]:
     """Run agent `agent` (by name) on `specs`, storing everything in `store` (a path or an
     open `Store`); returns one summary per unit of work, in order."""
+    from labreplay.validate import OptionError
+    from labreplay.validate import seed as check_seed
+
     target = get_suite(suite)
+    # Every argument is checked before a store file is created (a suite may add its own
+    # checks: `check_options`).
+    check_seed("seed", seed)
+    if isinstance(specs, str | bytes) or not isinstance(specs, Sequence) or not specs:
+        raise OptionError(f"specs: value {specs!r} must be a non-empty list of specs")
+    if not all(isinstance(s, EnvironmentSpec) for s in specs):
+        raise OptionError("specs: every item must be an EnvironmentSpec (see labreplay.compile)")
+    check = getattr(target, "check_options", None)
+    if callable(check):
+        check(**options)
     if isinstance(store, Store):
         return target.run(specs, agent, store, seed=seed, executor=executor, **options)
     with Store(store) as db:

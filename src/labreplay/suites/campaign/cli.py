@@ -15,6 +15,7 @@ from labreplay.sdk.cli import (
     SchedulerOption,
     choice,
     console,
+    finite_float_check,
     int_range,
     out_dir_check,
     positive_float,
@@ -55,36 +56,44 @@ def compile_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Compile a record into frozen, hashed assignment specs and print the partition."""
+    import contextlib
+
+    from labreplay.sdk import atomic_directory
     from labreplay.suites.campaign.api import compile_specs, load_records, parse_seeds
     from labreplay.suites.campaign.compiler import write_specs
 
     seed_list = parse_seeds(seeds) if seeds is not None else [seed]
-    compiled = []
+    # Seeds are compiled one at a time and written as they come (memory stays that of one
+    # seed), into a temporary sibling of --out that is renamed into place only when every
+    # seed has compiled and been written: a failure (bad data, a full disk) leaves --out as
+    # it was, with no partial spec set.
+    indexes: list[dict[str, Any]] = []
     records = None
-    for s in seed_list:
-        # Every seed is compiled (and its data checked) before anything is written.
-        _, specs, index = compile_specs(
-            record=record,
-            protocol=protocol,
-            seed=s,
-            data_dir=data_dir,
-            records=records,
-            context_detail=context_detail,
-            allow_modified_data=allow_modified_data,
-        )
-        if records is None and len(seed_list) > 1:
-            records = load_records(record, data_dir)
-        compiled.append((s, specs, index))
-    if out is not None:
-        for s, specs, index in compiled:
-            write_specs(out / f"seed{s}" if seeds is not None else out, index, specs)
+    with contextlib.ExitStack() as stack:
+        building = stack.enter_context(atomic_directory(out)) if out is not None else None
+        for s in seed_list:
+            _, specs, index = compile_specs(
+                record=record,
+                protocol=protocol,
+                seed=s,
+                data_dir=data_dir,
+                records=records,
+                context_detail=context_detail,
+                allow_modified_data=allow_modified_data,
+            )
+            if records is None and len(seed_list) > 1:
+                records = load_records(record, data_dir)
+            if building is not None:
+                write_specs(building / f"seed{s}" if seeds is not None else building, index, specs)
+            indexes.append(index)
+            if not json_out:
+                _print_index(record, protocol, s, index)
+            del specs
     if json_out:
-        print_json([c[2] for c in compiled] if seeds is not None else compiled[0][2])
+        print_json(indexes if seeds is not None else indexes[0])
         return
-    for s, _, index in compiled:
-        _print_index(record, protocol, s, index)
     if out is not None:
-        total = sum(len(c[1]) for c in compiled)
+        total = sum(len(i["assignments"]) for i in indexes)
         where = f"{out}/seed<N>/" if seeds is not None else str(out)
         console.print(f"wrote {total} specs and index.json to {where}")
 
@@ -131,7 +140,11 @@ def run_cmd(
     base_url: str | None = typer.Option(
         None, "--base-url", help="OpenAI-compatible endpoint.", callback=url_check("--base-url")
     ),
-    temperature: float | None = typer.Option(None, help="LLM sampling temperature."),
+    temperature: float | None = typer.Option(
+        None,
+        help="LLM sampling temperature (0-2).",
+        callback=finite_float_check("--temperature", 0.0, 2.0),
+    ),
     llm_seed: int | None = typer.Option(
         None, "--llm-seed", help="LLM sampling seed.", callback=seed_check("--llm-seed")
     ),
@@ -197,7 +210,8 @@ def run_cmd(
         from labreplay.suites.campaign.execute import run_assignments
 
         workers = max_concurrency if max_concurrency > 1 else None
-        with Store(store) as db, open_executor(executor, scheduler, workers) as ex:
+        # The executor first: an unreachable scheduler is refused before a store is created.
+        with open_executor(executor, scheduler, workers) as ex, Store(store) as db:
             results = run_assignments(chosen, agent, db, seed, control_list, ex, options)
     else:
         results = []

@@ -61,10 +61,19 @@ class CampaignSuite:
         **options: Any,
     ) -> list[dict[str, Any]]:
         """Options: controls (default random, no-evidence); the rest go to the agent."""
+        from labreplay.suites.campaign.api import parse_controls
         from labreplay.suites.campaign.execute import run_assignments
 
-        controls = tuple(options.pop("controls", ("random", "no-evidence")))
+        # A bare string ("random") or an unknown name is read/refused as `--controls` is.
+        controls = parse_controls(options.pop("controls", ("random", "no-evidence")))
         return run_assignments(list(specs), agent, store, seed, controls, executor, options)
+
+    def check_options(self, **options: Any) -> None:
+        """Refuse bad run options before any store is opened (`labreplay.run`)."""
+        from labreplay.suites.campaign.api import parse_controls
+
+        if "controls" in options:
+            parse_controls(options["controls"])
 
     def reference_agents(self) -> list[str]:
         from labreplay.suites.campaign.agents import REFERENCE_AGENTS
