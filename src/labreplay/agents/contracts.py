@@ -109,7 +109,7 @@ class Observation(TypedDict):
     rules: str
     action_schema: dict[str, Any]
     state: dict[str, Any]
-    last_result: ActionResult | None
+    last_result: dict[str, Any] | None  # an ActionResult, or None on the first turn
     step: int
 
 
@@ -127,7 +127,7 @@ class Snapshot(TypedDict):
     response_schema: dict[str, Any]
     state: dict[str, Any]
     state_hash: str
-    panel: list[PanelEntry]
+    panel: list[dict[str, Any]]  # PanelEntry objects
 
 
 @runtime_checkable

@@ -53,7 +53,7 @@ from labreplay.records._types import (
     to_json,
     value_or,
 )
-from labreplay.runtime.recorder import DEFAULT_BATCH, Recorder, RunHeader, open_recorder
+from labreplay.runtime.recorder import DEFAULT_BATCH, Recorder, RunHeader, open_recorder, open_run
 
 __all__ = [
     "DEFAULT_BATCH",
@@ -83,6 +83,7 @@ __all__ = [
     "is_missing",
     "make_rng",
     "open_recorder",
+    "open_run",
     "sha256_bytes",
     "sha256_file",
     "sha256_json",

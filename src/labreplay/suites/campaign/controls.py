@@ -133,7 +133,7 @@ def _invalid(action: Any, why: str) -> dict[str, Any]:
     return {"type": "invalid", "raw": str(action)[:2000], "error": why}
 
 
-class _Wrapper:
+class ControlWrapper:
     """Shared plumbing: name/params of the inner agent, call log, declared departures."""
 
     def __init__(self, inner: Agent, slots: list[Slot]) -> None:
@@ -199,7 +199,7 @@ class _Wrapper:
         return ops[self.op_index] if self.op_index < len(ops) else None
 
 
-class ScheduleMatchedRandom(_Wrapper):
+class ScheduleMatchedRandom(ControlWrapper):
     def __init__(
         self,
         inner: Agent,
@@ -267,7 +267,7 @@ class ScheduleMatchedRandom(_Wrapper):
         return {"type": "select_experiment", "experiment_id": str(self.rng.choice(fitting))}
 
 
-class CallMatchedNoEvidence(_Wrapper):
+class CallMatchedNoEvidence(ControlWrapper):
     def reset(self, seed: int) -> None:
         self._start(seed)
         self.forecasts_left = 0
@@ -287,3 +287,6 @@ class CallMatchedNoEvidence(_Wrapper):
         if not self.slots[self.slot_index].closed:
             return {"type": "stop"}
         return self._ask(observation, ["close_experiment"])
+
+
+_Wrapper = ControlWrapper  # the older name

@@ -50,10 +50,19 @@ class CampaignSuite:
         _, specs, _ = compile_specs(data_dir=data_dir, **options)
         return specs
 
+    def resolve_agent(self, agent: Any, **options: Any) -> Any:
+        """Options: isolate, agent_timeout_s, and the LLM options of `openai:MODEL`."""
+        from labreplay.suites.campaign.api import resolve_campaign_agent
+
+        options = {k: v for k, v in options.items() if k not in ("controls", "seed")}
+        isolate = bool(options.pop("isolate", False))
+        timeout_s = options.pop("agent_timeout_s", None)
+        return resolve_campaign_agent(agent, isolate, timeout_s, **options)
+
     def run(
         self,
         specs: Sequence[EnvironmentSpec],
-        agent: str,
+        agent: Any,
         store: Store,
         *,
         seed: int = 0,
@@ -66,6 +75,11 @@ class CampaignSuite:
 
         # A bare string ("random") or an unknown name is read/refused as `--controls` is.
         controls = parse_controls(options.pop("controls", ("random", "no-evidence")))
+        from labreplay.agents.resolve import ResolvedAgent
+
+        if not isinstance(agent, ResolvedAgent):
+            agent = self.resolve_agent(agent, **options)
+        options = {k: v for k, v in options.items() if k not in ("isolate", "agent_timeout_s")}
         return run_assignments(list(specs), agent, store, seed, controls, executor, options)
 
     def check_options(self, **options: Any) -> None:

@@ -265,18 +265,13 @@ class ConfigSearch:
         gt: str = "reference",
         cost_alpha: float = COST_ALPHA,
     ) -> tuple[str, SearchResult, dict[str, Any]]:
-        models = list(models)
-        chain, finished = self.open_search(
-            models, problem, method, budget, init, seed, gt, cost_alpha
+        """One search, stored; through the shared driver like every other run path."""
+        from labreplay.suites.configsearch.execute import run_searches
+
+        (done,) = run_searches(
+            self, models, problem, method, budget, init, [seed], gt, None, cost_alpha
         )
-        if finished is not None:
-            return finished
-        truth, gt_cost = self.ground_truth(models, gt) if problem == "closest" else ({}, 0)
-        events, result = self.search_events(
-            models, problem, method, budget, init, seed, gt, truth, gt_cost, cost_alpha
-        )
-        chain.take(events)
-        return self.finish_search(chain, result, models, truth)
+        return done
 
     def open_search(
         self,

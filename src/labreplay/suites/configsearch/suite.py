@@ -81,10 +81,21 @@ class ConfigsearchSuite:
         """Options: task, n_total, n_ood (or settings), space, cache_dir."""
         return [self._campaign(data_dir, None, options).environment]
 
+    def resolve_agent(self, agent: Any, **options: Any) -> Any:
+        """A search method name (bo | random | exhaustive), or any `Optimizer` (object,
+        factory, registered name, MODULE:ATTR) checked against the contract."""
+        from labreplay.agents.contracts import Optimizer
+        from labreplay.agents.resolve import resolve_agent
+        from labreplay.suites.configsearch.search import METHODS
+
+        if isinstance(agent, str) and agent in METHODS:
+            return agent
+        return resolve_agent(agent, Optimizer, also_known=tuple(METHODS))
+
     def run(
         self,
         specs: Sequence[EnvironmentSpec],
-        agent: str,
+        agent: Any,
         store: Store,
         *,
         seed: int = 0,
