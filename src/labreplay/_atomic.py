@@ -13,6 +13,7 @@ through here, so the rules hold everywhere at once:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -89,10 +90,12 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 def atomic_directory(path: str | Path) -> Iterator[Path]:
     """Build a directory's files in a temporary sibling; on clean exit move them into `path`.
 
-    Yields the temporary directory. Files already in `path` that the build does not produce are
-    kept; produced files replace their namesakes one rename each, after the whole build has
-    succeeded, so a failed build leaves `path` exactly as it was. `path` must be a directory or
-    not exist (an existing file there is refused before anything is written).
+    Yields the temporary directory. A new `path` is the temporary directory renamed. In an
+    existing `path`, files the build does not produce are kept, and each produced entry (file
+    or directory) replaces its namesake: the namesakes are first moved aside, and if any move
+    fails (a namesake of another kind, a full disk) every move is undone, so a failed build
+    leaves `path` exactly as it was. `path` must be a directory or not exist (an existing file
+    there is refused before anything is written).
     """
     target = Path(path)
     if target.exists() and not target.is_dir():
@@ -113,9 +116,36 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
         if created:
             os.replace(tmp, target)
             return
-        for item in sorted(tmp.iterdir()):
-            os.replace(item, target / item.name)
+        _swap_into(tmp, target)
     except OSError as exc:
         raise LabreplayError(f"cannot write {describe_os_error(exc, target)}") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _swap_into(built: Path, target: Path) -> None:
+    """Move every entry of `built` into `target`, all or none (namesakes moved aside first)."""
+    produced = sorted(p for p in built.iterdir())
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+    moved_aside: list[tuple[Path, Path]] = []  # (original place, where it waits)
+    placed: list[tuple[Path, Path]] = []  # (new place, where it came from)
+    try:
+        for item in produced:
+            dest = target / item.name
+            if dest.exists() or dest.is_symlink():
+                os.replace(dest, aside / item.name)
+                moved_aside.append((dest, aside / item.name))
+        for item in produced:
+            os.replace(item, target / item.name)
+            placed.append((target / item.name, item))
+    except OSError:
+        for new, origin in reversed(placed):
+            with contextlib.suppress(OSError):
+                os.replace(new, origin)
+        for original, waiting in reversed(moved_aside):
+            with contextlib.suppress(OSError):
+                os.replace(waiting, original)
+        with contextlib.suppress(OSError):
+            aside.rmdir()  # only when every namesake went back (never delete the user's files)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)  # the replaced namesakes

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from labreplay._secret_forms import scrub_decoded as _scrub_decoded
+from labreplay._secret_forms import scrub_forms
 from labreplay._version import __version__
 
 # Parameter names that must never be persisted, whatever an agent puts in its params. Matched
@@ -63,11 +65,16 @@ def register_secret(value: str | None) -> None:
 
 def scrub_text(text: str) -> str:
     """`text` without any registered secret value, secret query parameter or bearer token."""
-    for secret in sorted(_SECRET_VALUES, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, REDACTED)
+    # Literal, `\u`-escaped and base64 spellings of each registered value (`_secret_forms`).
+    text = scrub_forms(text, _SECRET_VALUES, REDACTED)
     text = _SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, text)
     return _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
+
+
+def scrub_json_value(value: Any) -> Any:
+    """A decoded JSON value with every string in it scrubbed (`scrub_text`): the key is
+    removed after decoding as well as from the raw text."""
+    return _scrub_decoded(value, scrub_text)
 
 
 def utc_now() -> str:

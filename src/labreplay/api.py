@@ -47,8 +47,20 @@ def run(
     """Run `agent` (object, factory, registered name or MODULE:ATTR) on `specs`, storing
     everything in `store` (a path or an open `Store`); returns one summary per unit of work,
     in order. The agent is checked against the suite's contract before the store is opened
-    (AgentError naming the agent, the method and what is wrong)."""
+    (AgentError naming the agent, the method and what is wrong); so are the seed, the specs
+    and the suite's own options (`check_options`)."""
+    from labreplay.validate import OptionError
+    from labreplay.validate import seed as check_seed
+
     target = get_suite(suite)
+    check_seed("seed", seed)
+    if isinstance(specs, str | bytes) or not isinstance(specs, Sequence) or not specs:
+        raise OptionError(f"specs: value {specs!r} must be a non-empty list of specs")
+    if not all(isinstance(s, EnvironmentSpec) for s in specs):
+        raise OptionError("specs: every item must be an EnvironmentSpec (see labreplay.compile)")
+    check = getattr(target, "check_options", None)
+    if callable(check):
+        check(**options)
     resolved = target.resolve_agent(agent, seed=seed, **options)
     if isinstance(store, Store):
         return target.run(specs, resolved, store, seed=seed, executor=executor, **options)

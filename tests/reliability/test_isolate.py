@@ -105,3 +105,45 @@ def _all_keys(value: object) -> set[str]:
     if isinstance(value, list):
         return {k for v in value for k in _all_keys(v)}
     return set()
+
+
+def test_isolate_after_in_process_records_a_new_isolated_run(tmp_path: Path) -> None:
+    """Defect: running in-process, then `--isolate` on the same store, kept the in-process runs
+    (provenance `in-process`), so an untrusted agent's in-process result passed for isolated."""
+    specs = tmp_path / "specs"
+    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
+    first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]["id"]
+    store = tmp_path / "s.sqlite"
+    base = ["campaign", "run", "--specs", str(specs), "--store", str(store), "--only", first]
+    base += ["--agent", "no-evidence", "--controls", "random"]
+    assert run_cli(*base).returncode == 0
+    with Store(store, readonly=True) as db:
+        in_process = {r.run_id for r in db.runs()}
+    done = run_cli(*base, "--isolate")
+    assert done.returncode == 0, done.stderr
+    with Store(store, readonly=True) as db:
+        runs = db.runs()
+    isolated = {r.run_id for r in runs if r.provenance["agent_isolation"] == "subprocess"}
+    assert len(isolated) == 2 and not isolated & in_process  # new rows, not the old ones
+    assert {r.run_id for r in runs} == in_process | isolated
+    # The reverse: in-process after isolated finds the in-process rows, not the isolated ones.
+    assert run_cli(*base).returncode == 0
+    with Store(store, readonly=True) as db:
+        assert len(db.runs()) == 4
+    board = run_cli("campaign", "leaderboard", "--store", str(store), "--json")
+    assert board.returncode == 0, board.stderr
+    rows = json.loads(board.stdout)["rows"]
+    assert {(r["system"], r["isolation"]) for r in rows} == {
+        ("no-evidence", "in-process"),
+        ("no-evidence#isolated", "subprocess"),
+    }
+    strict = run_cli(
+        "campaign", "leaderboard", "--store", str(store), "--json", "--require-isolated"
+    )
+    assert strict.returncode == 0, strict.stderr
+    strict_board = json.loads(strict.stdout)
+    assert [r["system"] for r in strict_board["rows"]] == ["no-evidence#isolated"]
+    assert strict_board["not_isolated"] == ["no-evidence"]
+    text = run_cli("campaign", "leaderboard", "--store", str(store))
+    assert "subprocess" in text.stdout and "in-process" in text.stdout
+    assert run_cli("store", "verify", "--store", str(store)).returncode == 0

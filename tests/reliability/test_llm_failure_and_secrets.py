@@ -279,3 +279,60 @@ def test_conditions_run_against_a_dead_endpoint_fails_and_resumes(tmp_path: Path
     assert back.returncode == 0, back.stderr
     with Store(store, readonly=True) as db:
         assert {r.status for r in db.runs()} == {"complete"}
+
+
+def _escaped(key: str) -> str:
+    """The key as JSON text may spell it: every other character a `\\uXXXX` escape."""
+    return "".join(f"\\u{ord(c):04x}" if i % 2 == 0 else c for i, c in enumerate(key))
+
+
+def test_escaped_and_base64_echoed_key_is_stored_nowhere(
+    specs_dir: Path, first_assignment: str, tmp_path: Path
+) -> None:
+    """Defect: scrubbing ran before JSON decoding, so a key echoed as `\\u0073k-...` inside the
+    reply's JSON text was decoded into events, the response cache and exports."""
+    import base64
+
+    b64 = base64.b64encode(f"user:{KEY}".encode()).decode()
+    # Raw JSON text (not json.dumps'd): the agent's decoder turns the escapes into the key.
+    answer = '{"type": "stop", "note": "' + _escaped(KEY) + " and " + b64 + '"}'
+    store = tmp_path / "s.sqlite"
+    with StubServer(lambda _r, _n: ok(answer), model="stub") as stub:
+        code, err = _run(specs_dir, store, first_assignment, stub.base_url)
+    assert code in (0, 1), err
+    out = tmp_path / "export"
+    proc = run_cli("export", "--store", str(store), "--out", str(out), "--formats", "jsonl,csv")
+    assert proc.returncode == 0, proc.stderr
+    conn = sqlite3.connect(store)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    for path in [store, *out.iterdir()]:
+        data = path.read_bytes()
+        decoded = data.decode("utf-8", errors="replace")
+        assert KEY not in decoded and KEY.encode() not in data, path
+        assert _escaped(KEY)[:30] not in decoded, path
+        assert b64[8:30] not in decoded, path
+    with Store(store, readonly=True) as db:
+        texts = [json.dumps(e["payload"]) for r in db.runs() for e in db.events(r.run_id)]
+    assert any("***" in t for t in texts)
+    proc = run_cli("store", "verify", "--store", str(store))
+    assert proc.returncode == 0, proc.stderr  # scrubbed before hashing: the chain verifies
+
+
+def test_scrub_matches_every_spelling_of_a_key() -> None:
+    from labreplay._provenance import register_secret, scrub_json_value, scrub_text
+
+    register_secret(KEY)
+    doubled = json.dumps(json.dumps({"note": KEY}), ensure_ascii=True)
+    upper = "".join(f"\\u{ord(c):04X}" for c in KEY)
+    for text in (KEY, _escaped(KEY), doubled, upper, base64_of(KEY), "x" + base64_of("ab" + KEY)):
+        assert "***" in scrub_text(text), text
+        assert KEY not in scrub_text(text)
+    assert scrub_json_value({"a": [KEY], KEY: 1}) == {"a": ["***"], "***": 1}
+    assert scrub_text("max_tokens=12, plain words") == "max_tokens=12, plain words"
+
+
+def base64_of(text: str) -> str:
+    import base64
+
+    return base64.b64encode(text.encode()).decode()

@@ -183,3 +183,99 @@ def test_two_identical_campaign_runs_at_once_both_succeed(tmp_path: Path) -> Non
         runs = db.runs()
         # adaptive + three random replicates (the CLI default) + no-evidence, never duplicated
         assert len(runs) == 5 and {r.status for r in runs} == {"complete"}
+
+
+def _foreign_wal(path: Path) -> Path:
+    """Another application's WAL-mode database, closed cleanly (no side files left)."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.executescript("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);")
+    conn.execute("INSERT INTO notes VALUES (1, 'keep me')")
+    conn.commit()
+    conn.close()
+    assert not Path(f"{path}-wal").exists()
+    return path
+
+
+@pytest.fixture(scope="module")
+def compiled_specs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    specs = tmp_path_factory.mktemp("safety") / "specs"
+    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
+    return specs
+
+
+WRITE_COMMANDS = (
+    ("campaign", "run", "--specs", "{specs}", "--store", "{store}", "--agent", "random"),
+)
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS + WRITE_COMMANDS, ids=lambda c: c[0] + "-" + c[1])
+def test_foreign_wal_database_gets_no_side_files(
+    tmp_path: Path, command: tuple[str, ...], compiled_specs: Path
+) -> None:
+    """Defect: leaderboard/export/report/verify left -wal/-shm files beside a foreign WAL-mode
+    file (they opened it for real before asking whose it was)."""
+    store = _foreign_wal(tmp_path / "other.db")
+    before, names = digest(store), sibling_names(store)
+    argv = [a.replace("{specs}", str(compiled_specs)) for a in command]
+    proc = run_cli(*_argv(tuple(argv), store, tmp_path / "out"))
+    assert "Traceback" not in proc.stderr and proc.returncode == 2, proc.stderr
+    assert "not a labreplay SQLite store" in proc.stderr, proc.stderr
+    assert digest(store) == before
+    assert sibling_names(store) == names, sibling_names(store) - names
+
+
+def test_a_file_holding_only_a_view_is_not_made_a_store(
+    tmp_path: Path, compiled_specs: Path
+) -> None:
+    """Defect: an SQLite file holding only a view (user_version 77) was switched to WAL and
+    given labreplay tables by `campaign run --store`."""
+    path = tmp_path / "views.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version=77")
+    conn.execute("CREATE VIEW answer AS SELECT 42 AS value")
+    conn.commit()
+    conn.close()
+    before, names = digest(path), sibling_names(path)
+    for readonly in (False, True):
+        with pytest.raises(StoreError, match=r"not a labreplay SQLite store.*view"):
+            Store(path, readonly=readonly)
+    line = assert_one_line_error(
+        run_cli("campaign", "run", "--specs", str(compiled_specs), "--store", str(path))
+    )
+    assert str(path) in line
+    assert digest(path) == before and sibling_names(path) == names
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_writer_in_a_read_only_directory_is_told_so(tmp_path: Path) -> None:
+    """Defect: a writer on a labreplay store in a read-only directory said the file 'is not a
+    labreplay SQLite store'."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "s.sqlite"
+    with Store(path):
+        pass
+    folder.chmod(0o555)
+    try:
+        with pytest.raises(StoreError, match="is a labreplay store but its directory"):
+            Store(path)
+    finally:
+        folder.chmod(0o755)
+
+
+def test_damaged_json_row_names_store_table_run_and_field(tmp_path: Path) -> None:
+    """Defect: damaged JSON in a store row said 'invalid JSON at line 1 column 2' only."""
+    path = tmp_path / "s.sqlite"
+    with Store(path) as store:
+        run_id, _ = store.open_run(
+            suite="campaign", spec_hash="h" * 64, spec_id="x", branch="adaptive",
+            agent="random", agent_params={}, seed=0,
+        )  # fmt: skip
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE runs SET provenance='{x' WHERE run_id=?", (run_id,))
+    conn.commit()
+    conn.close()
+    line = assert_one_line_error(run_cli("campaign", "leaderboard", "--store", str(path)))
+    for part in (str(path), "table runs", run_id, "field provenance"):
+        assert part in line, line

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Iterator, Sequence
@@ -28,7 +27,10 @@ JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON ins
 
 
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    """Strict JSON on stdout: never NaN/Infinity (a non-finite float is written as null)."""
+    from labreplay.safe_json import dumps_strict
+
+    sys.stdout.write(dumps_strict(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 @contextmanager
@@ -99,6 +101,34 @@ def positive_float(option: str) -> Any:
     return check
 
 
+def finite_float_check(
+    option: str,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> Any:
+    """Callback refusing NaN, +/-inf and values outside the bounds (`labreplay.validate`)."""
+    from labreplay.validate import finite_float
+
+    def check(value: float | None) -> float | None:
+        if value is None:
+            return value
+        return finite_float(option, value, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open)
+
+    return check
+
+
+def scheduler_check(option: str = "--scheduler") -> Any:
+    from labreplay.validate import scheduler_address
+
+    def check(value: str | None) -> str | None:
+        return None if value is None else scheduler_address(option, value)
+
+    return check
+
+
 def choice(option: str, choices: Sequence[str]) -> Any:
     def check(value: str | None) -> str | None:
         if value is not None and value not in choices:
@@ -152,7 +182,10 @@ ExecutorOption = typer.Option(
     callback=choice("--executor", EXECUTORS),
 )
 SchedulerOption = typer.Option(
-    None, "--scheduler", help="Dask scheduler address (default: a LocalCluster on this machine)."
+    None,
+    "--scheduler",
+    help="Dask scheduler address (default: a LocalCluster on this machine).",
+    callback=scheduler_check(),
 )
 WorkersOption = typer.Option(
     None,

@@ -15,7 +15,13 @@ from typing import Any
 import typer
 
 from labreplay.agents.llm_caps import RunCaps
-from labreplay.cli._common import int_range, positive_float, seed_check, url_check
+from labreplay.cli._common import (
+    finite_float_check,
+    int_range,
+    positive_float,
+    seed_check,
+    url_check,
+)
 from labreplay.errors import AgentError
 
 BaseUrlOption = typer.Option(
@@ -31,7 +37,12 @@ ApiKeyEnvOption = typer.Option(
     help="Environment variable holding the API key (default OPENAI_API_KEY; its value is "
     "never stored).",
 )
-TemperatureOption = typer.Option(None, "--temperature", help="Sampling temperature (default 0).")
+TemperatureOption = typer.Option(
+    None,
+    "--temperature",
+    help="Sampling temperature, 0-2 (default 0).",
+    callback=finite_float_check("--temperature", 0.0, 2.0),
+)
 LlmSeedOption = typer.Option(
     None,
     "--llm-seed",

@@ -81,21 +81,42 @@ class RunInfo:
     started: str
     finished: str | None
     summary: dict[str, Any] | None
+    # The chain as it stood when the run finished (`events`, `head_hash`); None for a run
+    # not finished, or finished by a version that did not record it.
+    chain: dict[str, Any] | None = None
+
+
+IN_PROCESS = "in-process"
 
 
 def run_key(
-    spec_hash: str, agent: str, agent_params: Mapping[str, Any], seed: int, branch: str
+    spec_hash: str,
+    agent: str,
+    agent_params: Mapping[str, Any],
+    seed: int,
+    branch: str,
+    isolation: str = IN_PROCESS,
 ) -> str:
-    """Deterministic run id: the same work always lands on the same row (resume, no dupes)."""
-    return sha256_json(
-        {
-            "spec": spec_hash,
-            "agent": agent,
-            "params": scrub_secrets(dict(agent_params)),
-            "seed": seed,
-            "branch": branch,
-        }
-    )[:24]
+    """Deterministic run id: the same work always lands on the same row (resume, no dupes).
+
+    How the agent ran is part of the identity: an isolated (`subprocess`) run never finds,
+    resumes or passes for an in-process one, nor the reverse. (In-process ids are unchanged
+    from earlier versions, so existing stores resume.)"""
+    identity: dict[str, Any] = {
+        "spec": spec_hash,
+        "agent": agent,
+        "params": scrub_secrets(dict(agent_params)),
+        "seed": seed,
+        "branch": branch,
+    }
+    if isolation != IN_PROCESS:
+        identity["isolation"] = isolation
+    return sha256_json(identity)[:24]
+
+
+def run_isolation(provenance: Mapping[str, Any]) -> str:
+    """The isolation a run recorded (runs from before it was recorded ran in-process)."""
+    return str(provenance.get("agent_isolation", IN_PROCESS))
 
 
 def _required_columns() -> dict[str, list[str]]:
@@ -160,6 +181,10 @@ class Store:
             if fresh:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 return sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            # Whose file is it? Asked through an immutable, read-only handle first: SQLite then
+            # takes no lock and creates no -wal/-shm file, so a foreign file we refuse (even a
+            # WAL-mode one) is left exactly as it was, side files included.
+            self._probe_ownership()
             uri = self.path.resolve().as_uri() + ("?mode=ro" if self.readonly else "?mode=rw")
             conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
             if self.readonly and not os.access(self.path.parent, os.W_OK):
@@ -175,6 +200,32 @@ class Store:
             return conn
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"store {self.path} cannot be opened: {exc}") from exc
+
+    def _probe_ownership(self) -> None:
+        """Refuse a file that is not ours before opening it for real (see `_check_ours`).
+
+        With a `-wal` file beside it the main file may lack committed pages (a writer is at
+        work): that probe opens normally, read-only; the side files exist already."""
+        wal_present = Path(f"{self.path}-wal").exists()
+        uri = self.path.resolve().as_uri() + ("?mode=ro" if wal_present else "?mode=ro&immutable=1")
+        probe = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+        try:
+            self._conn = probe
+            self._check_ours(probe_only=True)
+        finally:
+            probe.close()
+        if self.readonly:
+            return
+        # Ours: a writer also needs to write the file and its directory (SQLite keeps its
+        # journal beside the file). Said as such, not as "not a labreplay store".
+        if not os.access(self.path, os.W_OK):
+            raise StoreError(f"store {self.path} is a labreplay store but the file is read-only")
+        if not os.access(self.path.parent, os.W_OK):
+            raise StoreError(
+                f"store {self.path} is a labreplay store but its directory "
+                f"{self.path.parent} is read-only (SQLite writes its journal beside the file); "
+                "read commands still work, or copy the store elsewhere to add runs"
+            )
 
     def _create(self) -> None:
         """A new store: schema and version stamp in one transaction (WAL first: it cannot be
@@ -192,22 +243,36 @@ class Store:
                 self._conn.execute("ROLLBACK")
             raise
 
-    def _check_ours(self) -> None:
-        """Refuse, without writing, a file that is not a labreplay store of this version."""
+    def _check_ours(self, probe_only: bool = False) -> None:
+        """Refuse, without writing, a file that is not a labreplay store of this version.
+
+        Only a file with nothing in it (no table, view, index or trigger, user_version and
+        application_id 0) is made a store; one holding only a view is someone else's."""
         where = f"store {self.path}"
         try:
-            tables = {
-                r[0]
-                for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            }
+            entries = self._conn.execute("SELECT type, name FROM sqlite_master").fetchall()
+            stamps = [
+                int(self._conn.execute(f"PRAGMA {p}").fetchone()[0])
+                for p in ("user_version", "application_id")
+            ]
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"{where} is not a labreplay SQLite store (not SQLite: {exc})"
             ) from exc
-        if not tables and not self.readonly:
-            # An SQLite file with no tables at all holds nothing to protect: make it a store.
-            self._create()
+        tables = {name for kind, name in entries if kind == "table"}
+        if not entries and not any(stamps):
+            if self.readonly:
+                raise StoreError(f"{where} is not a labreplay SQLite store (an empty database)")
+            if not probe_only:
+                # An SQLite file with nothing at all holds nothing to protect: make it a store.
+                self._create()
             return
+        if not tables:
+            kinds = sorted({kind for kind, _ in entries})
+            detail = f"it holds only {', '.join(kinds)} entries" if kinds else "no tables"
+            raise StoreError(
+                f"{where} is not a labreplay SQLite store ({detail}; user_version {stamps[0]})"
+            )
         if "meta" not in tables or "runs" not in tables:
             raise StoreError(
                 f"{where} is not a labreplay SQLite store (no labreplay meta/runs tables)"
@@ -316,8 +381,8 @@ class Store:
     ) -> tuple[str, bool]:
         """Create the run row, or find the existing one. Returns (run_id, already_existed)."""
         params = scrub_secrets(dict(agent_params))
-        run_id = run_key(spec_hash, agent, params, seed, branch)
         provenance = {**base_provenance(), **scrub_secrets(dict(extra_provenance or {}))}
+        run_id = run_key(spec_hash, agent, params, seed, branch, run_isolation(provenance))
         with self.transaction() as conn:
             row = conn.execute("SELECT status FROM runs WHERE run_id=?", (run_id,)).fetchone()
             if row is not None:
@@ -346,10 +411,19 @@ class Store:
         return run_id, False
 
     def finish_run(self, run_id: str, status: str, summary: Mapping[str, Any]) -> None:
+        """Mark a run finished. The summary also records the chain as it stands (event count
+        and head hash), so `store verify` sees a truncated or re-hashed chain."""
         with self.transaction() as conn:
+            (count,) = conn.execute(
+                "SELECT COUNT(*) FROM events WHERE run_id=?", (run_id,)
+            ).fetchone()
+            head = conn.execute(
+                "SELECT hash FROM events WHERE run_id=? ORDER BY seq DESC LIMIT 1", (run_id,)
+            ).fetchone()
+            chain = {"events": int(count), "head_hash": head[0] if head else None}
             conn.execute(
                 "UPDATE runs SET status=?, finished=?, summary=? WHERE run_id=?",
-                (status, utc_now(), _text(dict(summary)), run_id),
+                (status, utc_now(), _text({**dict(summary), "chain": chain}), run_id),
             )
 
     def reset_run(self, run_id: str) -> None:
@@ -395,6 +469,8 @@ class Store:
         )
         out = []
         for r in cursor.fetchall():
+            summary = self._json(r[15], "runs", r[0], "summary") if r[15] else None
+            chain = summary.pop("chain", None) if isinstance(summary, dict) else None
             out.append(
                 RunInfo(
                     run_id=r[0],
@@ -404,18 +480,31 @@ class Store:
                     branch=r[4],
                     parent_run_id=r[5],
                     agent=r[6],
-                    agent_params=json.loads(r[7]),
+                    agent_params=self._json(r[7], "runs", r[0], "agent_params"),
                     model=r[8],
                     endpoint=r[9],
                     seed=r[10],
                     status=r[11],
-                    provenance=json.loads(r[12]),
+                    provenance=self._json(r[12], "runs", r[0], "provenance"),
                     started=r[13],
                     finished=r[14],
-                    summary=json.loads(r[15]) if r[15] else None,
+                    summary=summary,
+                    chain=chain if isinstance(chain, dict) else None,
                 )
             )
         return out
+
+    def _json(self, text: Any, table: str, key: object, field: str) -> Any:
+        """A stored JSON column, or one line naming store, table, row and field if damaged."""
+        from labreplay.safe_json import JsonLimitError, loads_strict
+
+        try:
+            return loads_strict(str(text))
+        except (JsonLimitError, ValueError) as exc:
+            raise StoreError(
+                f"store {self.path}: table {table}, run {key}, field {field}: damaged JSON "
+                f"({' '.join(str(exc).split())})"
+            ) from exc
 
     # ------------------------------------------------------------------ events
     def append_events(
@@ -464,7 +553,13 @@ class Store:
             (run_id,),
         )
         return [
-            {"seq": s, "kind": k, "payload": json.loads(p), "prev_hash": ph, "hash": h}
+            {
+                "seq": s,
+                "kind": k,
+                "payload": self._json(p, "events", f"{run_id} seq {s}", "payload"),
+                "prev_hash": ph,
+                "hash": h,
+            }
             for s, k, p, ph, h in cursor.fetchall()
         ]
 
@@ -518,7 +613,7 @@ class Store:
         cursor = self._conn.execute(
             "SELECT metric, detail FROM scores WHERE run_id=? AND detail IS NOT NULL", (run_id,)
         )
-        return {m: json.loads(d) for m, d in cursor.fetchall()}
+        return {m: self._json(d, "scores", f"{run_id} metric {m}", "detail") for m, d in cursor}
 
     # ------------------------------------------------------------------ LLM bookkeeping
     def cached_response(self, key: str) -> dict[str, Any] | None:

@@ -62,20 +62,22 @@ def compile_specs(
 
 
 def parse_seeds(text: str) -> list[int]:
-    """`0-4`, `0,2,5` or `3` -> the partition seeds; anything else names the value."""
-    seeds: list[int] = []
-    try:
-        for part in text.split(","):
-            lo, sep, hi = part.strip().partition("-")
-            first, last = int(lo), int(hi) if sep else int(lo)
-            if first < 0 or last < first:
-                raise ValueError
-            seeds.extend(range(first, last + 1))
-    except ValueError:
-        raise SpecError(f"--seeds: expected e.g. 0-4 or 0,1,2, got {text!r}") from None
-    if len(set(seeds)) != len(seeds):
+    """`0-4`, `0,2,5` or `3` -> the partition seeds; anything else names the value. At most
+    `MAX_SEED_COUNT` (1,000) seeds, checked from the text before any seed is expanded."""
+    from labreplay.validate import seed_range
+
+    seeds = seed_range("--seeds", text)
+    if len(seeds) != sum(1 for _ in _seed_parts(text)):
         raise SpecError(f"--seeds: a seed is repeated in {text!r}")
     return seeds
+
+
+def _seed_parts(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        lo, dash, hi = part.strip().partition("-")
+        out.extend(range(int(lo), int(hi) + 1) if dash else [int(lo)])
+    return out
 
 
 def compile_to_dir(out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
@@ -121,6 +123,9 @@ def check_campaign_spec(spec: EnvironmentSpec, origin: str) -> None:
         for key in keys:
             if key not in body[name]:
                 raise SpecError(f"spec {origin}: body field '{name}.{key}' is missing")
+    from labreplay.suites.campaign.spec_schema import check_body_schema
+
+    check_body_schema(body, origin)
 
 
 def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
@@ -149,6 +154,8 @@ def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
     entries = index.get("assignments") if isinstance(index, dict) else None
     if not isinstance(entries, list):
         raise SpecError(f"{index_path}: field 'assignments' is missing or not a list")
+    if not entries:
+        raise SpecError(f"{index_path}: field 'assignments' is empty (no spec to run)")
     specs = []
     for n, entry in enumerate(entries):
         if not (
@@ -172,25 +179,23 @@ def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
 CONTROLS = ("random", "no-evidence")
 
 
-def parse_controls(text: str) -> tuple[str, ...]:
-    """`random,no-evidence` -> the control branches; an unknown name is named (exit 2)."""
-    chosen = tuple(c.strip() for c in text.split(",") if c.strip())
-    for name in chosen:
-        if name not in CONTROLS:
-            raise SpecError(f"--controls: unknown control {name!r} (known: {', '.join(CONTROLS)})")
-    return chosen
+def parse_controls(text: Any) -> tuple[str, ...]:
+    """`random,no-evidence` (or a list of names, from Python) -> the control branches; an
+    unknown name is named (exit 2). Empty means: the adaptive branch alone."""
+    from labreplay.validate import name_list
+
+    return name_list("--controls", text, CONTROLS, allow_empty=True)
 
 
 def select_specs(specs: Sequence[EnvironmentSpec], only: str | None) -> list[EnvironmentSpec]:
-    """The specs whose assignment id (e.g. `long-1`) or full spec id is listed in `only`."""
-    if not only:
+    """The specs whose assignment id (e.g. `long-1`) or full spec id is listed in `only`
+    (None: all of them; an empty list is refused, not read as "all")."""
+    from labreplay.validate import id_set
+
+    if only is None:
         return list(specs)
-    wanted = [w.strip() for w in only.split(",") if w.strip()]
-    known = {s.body["assignment"]["id"] for s in specs} | {s.spec_id for s in specs}
-    for w in wanted:
-        if w not in known:
-            ids = sorted({s.body["assignment"]["id"] for s in specs})
-            raise SpecError(f"--only: unknown assignment id {w!r} (known: {', '.join(ids)})")
+    ids = sorted({s.body["assignment"]["id"] for s in specs})
+    wanted = id_set("--only", only, [*ids, *sorted({s.spec_id for s in specs})])
     return [s for s in specs if s.body["assignment"]["id"] in wanted or s.spec_id in wanted]
 
 

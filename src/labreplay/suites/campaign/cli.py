@@ -72,36 +72,44 @@ def compile_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Compile a record into frozen, hashed assignment specs and print the partition."""
+    import contextlib
+
+    from labreplay.sdk import atomic_directory
     from labreplay.suites.campaign.api import compile_specs, load_records, parse_seeds
     from labreplay.suites.campaign.compiler import write_specs
 
     seed_list = parse_seeds(seeds) if seeds is not None else [seed]
-    compiled = []
+    # Seeds are compiled one at a time and written as they come (memory stays that of one
+    # seed), into a temporary sibling of --out that is renamed into place only when every
+    # seed has compiled and been written: a failure (bad data, a full disk) leaves --out as
+    # it was, with no partial spec set.
+    indexes: list[dict[str, Any]] = []
     records = None
-    for s in seed_list:
-        # Every seed is compiled (and its data checked) before anything is written.
-        _, specs, index = compile_specs(
-            record=record,
-            protocol=protocol,
-            seed=s,
-            data_dir=data_dir,
-            records=records,
-            context_detail=context_detail,
-            allow_modified_data=allow_modified_data,
-        )
-        if records is None and len(seed_list) > 1:
-            records = load_records(record, data_dir)
-        compiled.append((s, specs, index))
-    if out is not None:
-        for s, specs, index in compiled:
-            write_specs(out / f"seed{s}" if seeds is not None else out, index, specs)
+    with contextlib.ExitStack() as stack:
+        building = stack.enter_context(atomic_directory(out)) if out is not None else None
+        for s in seed_list:
+            _, specs, index = compile_specs(
+                record=record,
+                protocol=protocol,
+                seed=s,
+                data_dir=data_dir,
+                records=records,
+                context_detail=context_detail,
+                allow_modified_data=allow_modified_data,
+            )
+            if records is None and len(seed_list) > 1:
+                records = load_records(record, data_dir)
+            if building is not None:
+                write_specs(building / f"seed{s}" if seeds is not None else building, index, specs)
+            indexes.append(index)
+            if not json_out:
+                _print_index(record, protocol, s, index)
+            del specs
     if json_out:
-        print_json([c[2] for c in compiled] if seeds is not None else compiled[0][2])
+        print_json(indexes if seeds is not None else indexes[0])
         return
-    for s, _, index in compiled:
-        _print_index(record, protocol, s, index)
     if out is not None:
-        total = sum(len(c[1]) for c in compiled)
+        total = sum(len(i["assignments"]) for i in indexes)
         where = f"{out}/seed<N>/" if seeds is not None else str(out)
         console.print(f"wrote {total} specs and index.json to {where}")
 
@@ -247,11 +255,12 @@ def run_cmd(
     if executor == "in-process" and max_concurrency > 1:
         executor = "threads"  # the older spelling of a threaded run
     workers = max_concurrency if max_concurrency > 1 else None
+    # The executor first: an unreachable scheduler is refused before a store is created.
     from labreplay.suites.campaign.llm_run import with_progress
 
     with (
-        Store(store) as db,
         open_executor(executor, scheduler, workers) as ex,
+        Store(store) as db,
         progress_bar("campaigns", len(chosen), executor == "in-process") as bar,
         with_progress(resolved.make, agent) as watched,
     ):
@@ -329,6 +338,12 @@ def leaderboard_cmd(
         "range) instead of the terminal tables.",
         callback=choice("--format", ("markdown", "latex", "csv")),
     ),
+    require_isolated: bool = typer.Option(
+        False,
+        "--require-isolated",
+        help="Rank only agents kept from the evaluator (--isolate runs, LLM agents); in-process "
+        "runs are left out and listed.",
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """The paper's board (long assignments) and the short board, with paired bootstrap 95%
@@ -349,7 +364,9 @@ def leaderboard_cmd(
             suites = sorted({r.suite for r in db.runs()})
             held = f" (it holds {', '.join(suites)} runs)" if suites else ""
             raise StoreError(f"store {store} holds no campaign runs{held}")
-        board = leaderboard(db, spec_hashes=hashes, difference=difference)
+        board = leaderboard(
+            db, spec_hashes=hashes, difference=difference, require_isolated=require_isolated
+        )
     add_call_health(board, runs)
     from labreplay.agents.llm_usage import parse_price
     from labreplay.suites.campaign.costs import add_costs, cost_lines
@@ -366,6 +383,10 @@ def leaderboard_cmd(
     print_board(console, board)
     for line in cost_lines(board):
         console.print(line)
+    if board.get("not_isolated"):
+        console.print(
+            "not ranked (--require-isolated; ran in-process): " + ", ".join(board["not_isolated"])
+        )
     if board.get("failed"):
         console.print(
             f"not ranked (runs failed: every model call failed): {', '.join(board['failed'])}"

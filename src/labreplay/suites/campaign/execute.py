@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any
 
 from labreplay.agents.base import Agent, ResponseCache
-from labreplay.agents.contracts import bind_response_cache, model_of
+from labreplay.agents.contracts import bind_response_cache, isolation_of, model_of
 from labreplay.compile.spec import EnvironmentSpec, spec_from_text
 from labreplay.errors import SpecError
 from labreplay.execute.base import Executor
@@ -118,6 +118,13 @@ def run_assignments(
     source: str | AgentFactory = resolved.builtin or resolved.ref or make
     if resolved.ref is not None and resolved.probe is None:
         source = make  # an isolated agent: each worker starts its own child
+    # How the agent runs is part of each run's id (an isolated run never reuses an in-process
+    # one): a probe reports it; an isolated agent has no probe in this process.
+    isolation = (
+        isolation_of(resolved.probe)
+        if resolved.probe is not None
+        else ("subprocess" if resolved.ref is not None else "in-process")
+    )
     oracle = resolved.builtin == ORACLE_NAME
     if oracle:
         controls = ()  # the ceiling: adaptive branch only, never ranked
@@ -132,8 +139,8 @@ def run_assignments(
         units[key] = Unit(
             key,
             partial(compute_assignment, spec.to_file_text(), source, options, seed, controls),
-            partial(_persist, spec, controls, name, params, seed, model, endpoint),
-            partial(_stored, spec, make, controls, name, params, seed),
+            partial(_persist, spec, controls, name, params, seed, model, endpoint, isolation),
+            partial(_stored, spec, make, controls, name, params, seed, isolation),
             uses_llm=model is not None,
             in_place=partial(_in_place, spec, make, controls, seed),
         )
@@ -160,12 +167,15 @@ def _stored(
     name: str,
     params: Mapping[str, Any],
     seed: int,
+    isolation: str,
     store: Store,
 ) -> dict[str, Any] | None:
     """A finished assignment read back from the store (no recomputation), else None."""
     from labreplay.suites.campaign.runner import assignment_summary, run_assignment_branches
 
-    run_ids = [run_key(spec.spec_hash, name, params, seed, b) for b in ("adaptive", *controls)]
+    run_ids = [
+        run_key(spec.spec_hash, name, params, seed, b, isolation) for b in ("adaptive", *controls)
+    ]
     if not _complete(store, run_ids):
         return None
     # run_branch returns stored complete runs as they are
@@ -180,12 +190,13 @@ def _persist(
     seed: int,
     model: str | None,
     endpoint: str | None,
+    isolation: str,
     store: Store,
     computed: Mapping[str, BranchResult],
 ) -> dict[str, Any]:
     from labreplay.suites.campaign.runner import assignment_summary, persist_branch
 
-    adaptive_id = run_key(spec.spec_hash, name, params, seed, "adaptive")
+    adaptive_id = run_key(spec.spec_hash, name, params, seed, "adaptive", isolation)
     written: dict[str, BranchResult] = {}
     # An adaptive branch whose endpoint never answered comes back alone (no controls).
     for branch in [b for b in ("adaptive", *controls) if b in computed]:
@@ -199,5 +210,6 @@ def _persist(
             parent_run_id=None if branch == "adaptive" else adaptive_id,
             model=model,
             endpoint=endpoint,
+            extra_provenance={"agent_isolation": isolation},
         )
     return assignment_summary(spec, written)

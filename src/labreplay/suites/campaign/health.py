@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from labreplay.sdk import canonical_json
 from labreplay.store.sqlite import RunInfo
-from labreplay.suites.campaign.leaderboard import _system_keys
+from labreplay.suites.campaign.leaderboard import _system_keys, system_of
 
 
 def add_call_health(board: dict[str, Any], runs: Sequence[RunInfo]) -> None:
@@ -22,7 +21,7 @@ def add_call_health(board: dict[str, Any], runs: Sequence[RunInfo]) -> None:
     calls: dict[str, list[int]] = {}
     failed_systems = set()
     for r in runs:
-        system = names[(r.agent, canonical_json(r.agent_params))]
+        system = system_of(names, r)
         summary = r.summary or {}
         if r.status == "failed":
             failed_systems.add(system)

@@ -26,7 +26,7 @@ import numpy as np
 from labreplay.errors import SpecError
 from labreplay.scoring.stats import BOOTSTRAP_SEED, paired_bootstrap_ci
 from labreplay.sdk import canonical_json, sha256_json
-from labreplay.store.sqlite import Store
+from labreplay.store.sqlite import Store, run_isolation
 from labreplay.suites.campaign.agents import ORACLE_NAME
 from labreplay.suites.campaign.board_rows import Ceilings, system_row
 from labreplay.suites.campaign.power import power_line
@@ -37,17 +37,38 @@ NO_EVIDENCE = "no-evidence"
 DEFAULT_DIFFERENCE = 0.01
 
 
-def _system_keys(runs: Sequence[Any]) -> dict[tuple[str, str], str]:
-    """Display name per (agent, params): the agent name, plus a short parameter hash only when
-    one agent name appears with several parameter sets."""
+ISOLATED_MODES = ("subprocess", "model-endpoint")
+
+
+def isolation_mode(run: Any) -> str:
+    """How a run's agent was kept from the evaluator: "subprocess" (`--isolate`),
+    "model-endpoint" (an LLM agent: only the rendered state reaches the model) or
+    "in-process" (shares memory with the environment: trusted reference agents only)."""
+    mode = run_isolation(run.provenance)
+    if mode == "in-process" and run.model is not None:
+        return "model-endpoint"
+    return mode
+
+
+def _system_keys(runs: Sequence[Any]) -> dict[tuple[str, str, str], str]:
+    """Display name per (agent, params, isolation): the agent name, plus a short parameter hash
+    only when one agent name appears with several parameter sets, plus `#isolated` for a
+    `--isolate` run (an isolated run and an in-process one are different systems)."""
     params_by_agent: dict[str, set[str]] = defaultdict(set)
     for r in runs:
         params_by_agent[r.agent].add(canonical_json(r.agent_params))
     keys = {}
-    for agent, variants in params_by_agent.items():
-        for v in variants:
-            keys[(agent, v)] = agent if len(variants) == 1 else f"{agent}#{sha256_json(v)[:6]}"
+    for r in runs:
+        v, mode = canonical_json(r.agent_params), run_isolation(r.provenance)
+        variants = params_by_agent[r.agent]
+        name = r.agent if len(variants) == 1 else f"{r.agent}#{sha256_json(v)[:6]}"
+        keys[(r.agent, v, mode)] = name + ("#isolated" if mode == "subprocess" else "")
     return keys
+
+
+def system_of(names: Mapping[tuple[str, str, str], str], run: Any) -> str:
+    """A run's system name on the board (`names` from `_system_keys`)."""
+    return names[(run.agent, canonical_json(run.agent_params), run_isolation(run.provenance))]
 
 
 def _check_protocols(runs: Sequence[Any]) -> None:
@@ -62,15 +83,26 @@ def _check_protocols(runs: Sequence[Any]) -> None:
             )
 
 
-def collect(store: Store, spec_hashes: Sequence[str] | None = None) -> dict[str, Any]:
+def collect(
+    store: Store, spec_hashes: Sequence[str] | None = None, require_isolated: bool = False
+) -> dict[str, Any]:
     """Per system and spec: the branches' stored scores, curves and closed experiments. Refuses
-    (SpecError) a store where one spec id has several spec hashes, unless `spec_hashes` picks."""
+    (SpecError) a store where one spec id has several spec hashes, unless `spec_hashes` picks.
+    `require_isolated` leaves out every run whose agent ran in-process (listed apart)."""
     runs = store.runs(suite="campaign")
     if spec_hashes is not None:
         wanted = set(spec_hashes)
         runs = [r for r in runs if r.spec_hash in wanted]
+    left_out = sorted(
+        {r.agent for r in runs if isolation_mode(r) not in ISOLATED_MODES}
+        if require_isolated
+        else set()
+    )
+    if require_isolated:
+        runs = [r for r in runs if isolation_mode(r) in ISOLATED_MODES]
     _check_protocols(runs)
     names = _system_keys(runs)
+    modes: dict[str, str] = {}
     table: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
     # Every run seed of a system on a spec: system -> spec -> run seed -> branch -> entry. The
     # board pools them (replicates, counted); `table` keeps the smallest seed for readers of
@@ -84,7 +116,8 @@ def collect(store: Store, spec_hashes: Sequence[str] | None = None) -> dict[str,
         spec_ids[r.spec_hash] = r.spec_id
         if r.spec_hash not in bodies:
             bodies[r.spec_hash] = json.loads(store.get_spec(r.spec_hash))["body"]
-        system = names[(r.agent, canonical_json(r.agent_params))]
+        system = system_of(names, r)
+        modes[system] = isolation_mode(r) if r.branch == "adaptive" else modes.get(system, "")
         details = store.score_details(r.run_id)
         closed = details.get("closed")
         if closed is None and r.status == "complete":
@@ -108,6 +141,8 @@ def collect(store: Store, spec_hashes: Sequence[str] | None = None) -> dict[str,
         "table": table,
         "pooled": pooled,
         "bodies": bodies,
+        "isolation": modes,
+        "not_isolated": left_out,
     }
 
 
@@ -116,8 +151,9 @@ def leaderboard(
     seed: int = BOOTSTRAP_SEED,
     spec_hashes: Sequence[str] | None = None,
     difference: float = DEFAULT_DIFFERENCE,
+    require_isolated: bool = False,
 ) -> dict[str, Any]:
-    data = collect(store, spec_hashes)
+    data = collect(store, spec_hashes, require_isolated)
     bodies = data["bodies"]
     tables = {}
     for kind in BOARDS:
@@ -133,6 +169,8 @@ def leaderboard(
         "tables": tables,
         "unverified_data": unverified,
         "bootstrap": {"resamples": 10_000, "seed": seed, "level": 0.95},
+        # `--require-isolated`: agents left out because they ran in-process.
+        "not_isolated": data["not_isolated"],
         # The paper's board, also at the top level for readers of the single-board layout.
         **{
             k: paper[k]
@@ -162,6 +200,7 @@ def _board(
         if not any(s in runs_by_spec for s in specs):
             continue
         row, per = system_row(system, runs_by_spec, specs, data, ceilings, seed)
+        row["isolation"] = data["isolation"].get(system) or "in-process"
         name = system.split("#")[0]
         if name in REFERENCE_AGENTS:
             # A reference agent is a reference row, never ranked, and says what it covers.

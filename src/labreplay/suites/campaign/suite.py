@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,9 +70,11 @@ class CampaignSuite:
         **options: Any,
     ) -> list[dict[str, Any]]:
         """Options: controls (default random, no-evidence); the rest go to the agent."""
+        from labreplay.suites.campaign.api import parse_controls
         from labreplay.suites.campaign.execute import run_assignments
 
-        controls = tuple(options.pop("controls", ("random", "no-evidence")))
+        # A bare string ("random") or an unknown name is read/refused as `--controls` is.
+        controls = parse_controls(options.pop("controls", ("random", "no-evidence")))
         from labreplay.agents.resolve import ResolvedAgent
 
         if not isinstance(agent, ResolvedAgent):
@@ -80,10 +82,31 @@ class CampaignSuite:
         options = {k: v for k, v in options.items() if k not in ("isolate", "agent_timeout_s")}
         return run_assignments(list(specs), agent, store, seed, controls, executor, options)
 
+    def check_options(self, **options: Any) -> None:
+        """Refuse bad run options before any store is opened (`labreplay.run`)."""
+        from labreplay.suites.campaign.api import parse_controls
+
+        if "controls" in options:
+            parse_controls(options["controls"])
+
     def reference_agents(self) -> list[str]:
         from labreplay.suites.campaign.agents import REFERENCE_AGENTS
 
         return sorted(REFERENCE_AGENTS)
+
+    def rescore(
+        self, spec: EnvironmentSpec, events: Sequence[Mapping[str, Any]], run: object
+    ) -> dict[str, float | None]:
+        """The scalar scores of a stored branch, recomputed from its events and the stored
+        evaluator (`store verify` compares them with the `scores` rows)."""
+        from labreplay.suites.campaign.metrics import branch_metrics
+
+        metrics = branch_metrics(events, spec.body)
+        return {
+            k: (float(v) if v is not None else None)
+            for k, v in metrics.items()
+            if isinstance(v, int | float) or v is None
+        }
 
     def agent_problems(
         self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any

@@ -419,7 +419,7 @@ def run_cmd(
     if seed + seeds - 1 > 2**63 - 1:
         raise LabreplayError(f"--seeds: value {seeds} runs past the largest seed")
     out = []
-    with Store(store) as db, open_executor(executor, scheduler, workers) as ex:
+    with open_executor(executor, scheduler, workers) as ex, Store(store) as db:
         campaign = _campaign(
             data_dir,
             db,

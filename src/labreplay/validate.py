@@ -1,0 +1,210 @@
+"""One validator per kind of option value, shared by every command and the Python API.
+
+Each check runs before any work starts and before any file or store is created, and refuses a
+bad value in one line naming the option and the value (a `LabreplayError`: exit 2). The CLI
+uses them as typer callbacks (`labreplay.cli._common`); the Python entry points call them on
+their arguments, so `labreplay.run(..., controls="random")` is refused exactly as the CLI
+refuses `--controls bogus`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from typing import Any
+
+from labreplay.errors import LabreplayError
+
+MAX_SEED = 2**63 - 1  # what a SQLite INTEGER column holds
+MAX_SEED_COUNT = 1_000  # seeds one command may expand to (each one is a compiled set or a run)
+
+
+class OptionError(LabreplayError):
+    """A bad option or argument value (exit 2)."""
+
+
+def bad(option: str, value: object, why: str) -> OptionError:
+    return OptionError(f"{option}: value {value!r} {why}")
+
+
+def finite_float(
+    option: str,
+    value: Any,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> float:
+    """`value` as a finite float within the bounds (open or closed), else OptionError."""
+    if isinstance(value, bool):
+        raise bad(option, value, "is not a number")
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise bad(option, value, "is not a number") from None
+    if not math.isfinite(number):
+        raise bad(option, value, "must be a finite number")
+    below = lo is not None and (number <= lo if lo_open else number < lo)
+    above = hi is not None and (number >= hi if hi_open else number > hi)
+    if below or above:
+        left = ("(" if lo_open else "[") + (f"{lo:g}" if lo is not None else "-inf")
+        right = (f"{hi:g}" if hi is not None else "inf") + (")" if hi_open else "]")
+        raise bad(option, value, f"is out of range {left}, {right}")
+    return number
+
+
+def int_in(option: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
+    """`value` as an int within [lo, hi] (a float or bool is not an int), else OptionError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+                value = int(value.strip())
+            else:
+                raise ValueError
+        except ValueError:
+            raise bad(option, value, "is not an integer") from None
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        bounds = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
+        raise bad(option, value, f"is out of range {bounds}")
+    return int(value)
+
+
+def seed(option: str, value: Any) -> int:
+    return int_in(option, value, 0, MAX_SEED)
+
+
+def choice(option: str, value: Any, choices: Collection[str]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise bad(option, value, f"is not one of {', '.join(sorted(choices))}")
+    return value
+
+
+def name_list(
+    option: str,
+    value: Any,
+    choices: Collection[str] | None = None,
+    *,
+    allow_empty: bool = False,
+) -> tuple[str, ...]:
+    """A comma list (CLI text) or a list/tuple of names (Python API): non-empty unless allowed,
+    each name among `choices` when given, duplicates dropped in order. A bare string in the
+    Python API is read as the CLI reads it (comma separated)."""
+    if isinstance(value, str):
+        names = [v.strip() for v in value.split(",")]
+        if any(not n for n in names) and value.strip():
+            raise bad(option, value, "has an empty name in it")
+        names = [n for n in names if n]
+    elif isinstance(value, Iterable) and not isinstance(value, bytes | dict):
+        names = list(value)
+        if not all(isinstance(n, str) and n.strip() for n in names):
+            raise bad(option, value, "must be a list of non-empty names")
+    else:
+        raise bad(option, value, "must be a comma list or a list of names")
+    if not names and not allow_empty:
+        raise bad(option, value, "is empty; give at least one name")
+    if choices is not None:
+        unknown = [n for n in names if n not in choices]
+        if unknown:
+            raise bad(
+                option, value, f"names unknown {unknown}; known: {', '.join(sorted(choices))}"
+            )
+    return tuple(dict.fromkeys(names))
+
+
+def id_set(option: str, value: Any, known: Sequence[str]) -> tuple[str, ...]:
+    """A non-empty set of ids that must all exist among `known`."""
+    names = name_list(option, value)
+    missing = [n for n in names if n not in set(known)]
+    if missing:
+        shown = ", ".join(list(known)[:5]) + (", ..." if len(known) > 5 else "")
+        raise bad(option, value, f"names unknown id(s) {missing}; known: {shown}")
+    return names
+
+
+def number_list(
+    option: str,
+    value: Any,
+    *,
+    integer: bool = False,
+    lo: float | None = None,
+    hi: float | None = None,
+) -> tuple[float, ...] | tuple[int, ...]:
+    """A non-empty comma list of finite numbers (ints when `integer`) within [lo, hi]."""
+    parts = [p.strip() for p in str(value).split(",")] if isinstance(value, str) else value
+    if not isinstance(parts, list | tuple) or not parts or any(p in ("", None) for p in parts):
+        raise bad(option, value, "is not a non-empty comma list of numbers")
+    numbers: list[Any] = []
+    for part in parts:
+        try:
+            if integer:
+                numbers.append(int_in(option, part, int(lo) if lo is not None else None))
+                if hi is not None and numbers[-1] > hi:
+                    raise bad(option, value, f"has {numbers[-1]}, above the maximum {hi:g}")
+            else:
+                numbers.append(finite_float(option, part, lo=lo, hi=hi))
+        except OptionError as exc:
+            raise bad(option, value, f"is refused: {exc}") from None
+    return tuple(sorted(set(numbers)))
+
+
+def seed_range(option: str, value: Any, max_count: int = MAX_SEED_COUNT) -> list[int]:
+    """`A-B` (inclusive), `A,B,C` or one seed: each in [0, 2^63-1], at most `max_count` of
+    them. Checked from the text, before any seed is expanded (a range of 10^5 seeds was
+    accepted and compiled into memory)."""
+    text = str(value).strip()
+    if not text:
+        raise bad(option, value, "is empty; give e.g. 0, 0-4 or 0,3,7")
+    pieces: list[tuple[int, int]] = []
+    count = 0
+    for part in text.split(","):
+        part = part.strip()
+        lo_text, dash, hi_text = part.partition("-")
+        lo = seed(option, lo_text)
+        hi = seed(option, hi_text) if dash else lo
+        if hi < lo:
+            raise bad(option, value, f"has the empty range {part}")
+        count += hi - lo + 1
+        if count > max_count:
+            raise bad(option, value, f"expands to more than {max_count} seeds (the maximum)")
+        pieces.append((lo, hi))
+    return list(dict.fromkeys(_expand(pieces)))
+
+
+def _expand(pieces: Sequence[tuple[int, int]]) -> Iterator[int]:
+    for lo, hi in pieces:
+        yield from range(lo, hi + 1)
+
+
+def scheduler_address(option: str, value: Any) -> str:
+    """A Dask scheduler address: `tcp://host:port` (or `host:port`), port in 1..65535."""
+    from urllib.parse import urlsplit
+
+    text = str(value).strip()
+    spelled = text if "://" in text else f"tcp://{text}"
+    try:
+        parts = urlsplit(spelled)
+        port = parts.port
+    except ValueError:
+        raise bad(option, value, "is not a scheduler address like tcp://127.0.0.1:8786") from None
+    ok = parts.scheme in ("tcp", "tls", "ucx", "inproc") and parts.hostname and port
+    if not ok or parts.path not in ("", "/") or any(c.isspace() for c in text):
+        raise bad(option, value, "is not a scheduler address like tcp://127.0.0.1:8786")
+    return text
+
+
+__all__ = [
+    "MAX_SEED",
+    "MAX_SEED_COUNT",
+    "OptionError",
+    "bad",
+    "choice",
+    "finite_float",
+    "id_set",
+    "int_in",
+    "name_list",
+    "number_list",
+    "scheduler_address",
+    "seed",
+    "seed_range",
+]
