@@ -25,11 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from labreplay.agents.llm import LLMCampaignAgent
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
-from labreplay.agents.llm_prompts import campaign_messages
 from labreplay.agents.llm_protocol import RetryPolicy
 from labreplay.store.sqlite import Store
+from labreplay.suites.campaign.llm_agent import LLMCampaignAgent
+from labreplay.suites.campaign.llm_prompts import campaign_messages
 from labreplay.testing import fault_server as stub
 
 SERVER_DELAY_S = 0.02

@@ -1,6 +1,15 @@
 """labreplay: recorded experiments -> frozen, budgeted evaluation environments for AI agents."""
 
 from labreplay._version import __version__
+from labreplay.agents.contracts import (
+    CampaignAgent,
+    Observation,
+    Optimizer,
+    OptimizerHistory,
+    QuestionAgent,
+    Snapshot,
+    Trial,
+)
 from labreplay.api import compile, run
 from labreplay.errors import (
     AgentError,
@@ -9,16 +18,21 @@ from labreplay.errors import (
     SpecError,
     StoreError,
 )
-from labreplay.runtime.trajectory import Event
 from labreplay.suite import list_suites
 
 __all__ = [
     "AgentError",
+    "CampaignAgent",
     "DataError",
-    "Event",
     "LabreplayError",
+    "Observation",
+    "Optimizer",
+    "OptimizerHistory",
+    "QuestionAgent",
+    "Snapshot",
     "SpecError",
     "StoreError",
+    "Trial",
     "__version__",
     "compile",
     "list_suites",

@@ -3,7 +3,11 @@
     import labreplay
     labreplay.list_suites()                       # ['campaign', 'conditions', 'configsearch']
     specs = labreplay.compile("campaign", record="precursor-genome", seed=0)
-    results = labreplay.run("campaign", specs, "bayes", "results.sqlite", seed=0)
+    results = labreplay.run("campaign", specs, agent="bayes", store="results.sqlite", seed=0)
+
+The agent may be a reference agent's name, a registered name, `MODULE:ATTR`, an object that
+implements the suite's contract (`labreplay.CampaignAgent`, `QuestionAgent`, `Optimizer`) or a
+factory of such objects: `labreplay.run("campaign", specs, agent=MyAgent, store=...)`.
 
 `run` goes through the shared driver (`labreplay.execute.driver.run_units`): finished work is
 read back from the store, any executor may compute (in-process by default; see
@@ -33,20 +37,23 @@ def compile(
 def run(
     suite: str,
     specs: Sequence[EnvironmentSpec],
-    agent: str,
+    agent: Any,
     store: str | Path | Store,
     *,
     seed: int = 0,
     executor: Executor | None = None,
     **options: Any,
 ) -> list[dict[str, Any]]:
-    """Run agent `agent` (by name) on `specs`, storing everything in `store` (a path or an
-    open `Store`); returns one summary per unit of work, in order."""
+    """Run `agent` (object, factory, registered name or MODULE:ATTR) on `specs`, storing
+    everything in `store` (a path or an open `Store`); returns one summary per unit of work,
+    in order. The agent is checked against the suite's contract before the store is opened
+    (AgentError naming the agent, the method and what is wrong)."""
     target = get_suite(suite)
+    resolved = target.resolve_agent(agent, seed=seed, **options)
     if isinstance(store, Store):
-        return target.run(specs, agent, store, seed=seed, executor=executor, **options)
+        return target.run(specs, resolved, store, seed=seed, executor=executor, **options)
     with Store(store) as db:
-        return target.run(specs, agent, db, seed=seed, executor=executor, **options)
+        return target.run(specs, resolved, db, seed=seed, executor=executor, **options)
 
 
 __all__ = ["compile", "run"]

@@ -65,17 +65,25 @@ class Suite(Protocol):
         """Records -> frozen, hashed specs (suite-specific options: record, datasets, task...)."""
         ...
 
+    def resolve_agent(self, agent: Any, **options: Any) -> Any:
+        """Check `agent` -- an object, a factory, a registered name (entry points
+        `labreplay.agents`) or `MODULE:ATTR` -- against the suite's agent contract, before any
+        store exists; one `AgentError` line naming the agent, the method and what is wrong
+        otherwise. Returns what `run` takes (`run` also resolves whatever it is given)."""
+        ...
+
     def run(
         self,
         specs: Sequence[EnvironmentSpec],
-        agent: str,
+        agent: Any,
         store: Store,
         *,
         seed: int = 0,
         executor: Executor | None = None,
         **options: Any,
     ) -> list[dict[str, Any]]:
-        """Run agent `agent` (by name) on `specs` through the shared driver; resumable."""
+        """Run `agent` (anything `resolve_agent` takes, or its result) on `specs` through the
+        shared driver (`labreplay.execute.driver.run_units`); resumable."""
         ...
 
     def reference_agents(self) -> list[str]:

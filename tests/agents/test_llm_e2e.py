@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from labreplay.agents.llm import LLMCampaignAgent, make_agent
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.runtime.trajectory import Trajectory
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.canaries import leaked, paid_canaries, plant_canaries
+from labreplay.suites.campaign.llm_agent import LLMCampaignAgent, make_agent
 from labreplay.suites.conditions.llm_agent import LLMQuestionAgent, make_question_agent
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]

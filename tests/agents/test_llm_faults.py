@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from labreplay.agents.base import drain_calls
-from labreplay.agents.llm import LLMCampaignAgent, make_agent
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
-from labreplay.agents.llm_prompts import StateLayout, campaign_messages
 from labreplay.agents.llm_protocol import RetryPolicy
 from labreplay.errors import AgentError
 from labreplay.store.sqlite import Store
+from labreplay.suites.campaign.llm_agent import LLMCampaignAgent, make_agent
+from labreplay.suites.campaign.llm_prompts import StateLayout, campaign_messages
 from labreplay.testing import fault_server as stub
 
 ACTION_SCHEMA: dict[str, Any] = {

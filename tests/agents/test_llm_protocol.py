@@ -9,8 +9,6 @@ from typing import Any
 import pytest
 
 from labreplay._provenance import scrub_secrets
-from labreplay.agents.llm import make_agent
-from labreplay.agents.llm_prompts import question_schema
 from labreplay.agents.llm_protocol import (
     extract_json_object,
     public_endpoint,
@@ -18,11 +16,13 @@ from labreplay.agents.llm_protocol import (
     validator_for_schema,
 )
 from labreplay.errors import AgentError
+from labreplay.suites.campaign.llm_agent import make_agent
 from labreplay.suites.conditions.llm_agent import (
     LLMQuestionAgent,
     conditions_agent,
     make_question_agent,
 )
+from labreplay.suites.conditions.llm_prompts import question_schema
 from labreplay.testing import fault_server as stub
 
 

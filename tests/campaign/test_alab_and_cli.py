@@ -76,12 +76,19 @@ def test_cli_compile_run_leaderboard_export(tmp_path: Path):
     assert export.returncode == 0, export.stderr
     runs = (tmp_path / "export" / "runs.jsonl").read_text().splitlines()
     assert len(runs) == 12  # 2 agents x 2 assignments x 3 branches, resumed not duplicated
-    forecasts = [
-        json.loads(x) for x in (tmp_path / "export" / "forecasts.jsonl").read_text().splitlines()
+    # Forecasts are exported in the events: panel checkpoints and accepted local forecasts.
+    events = [
+        json.loads(x) for x in (tmp_path / "export" / "events.jsonl").read_text().splitlines()
     ]
-    assert {f["scope"] for f in forecasts} == {"panel", "local"}
-    panel = [f for f in forecasts if f["scope"] == "panel"]
-    assert all(len(json.loads(f["payload"])) in (10, 11, 32) for f in panel)
+    payloads = [(e["kind"], json.loads(e["payload"])) for e in events]
+    panel = [p["forecasts"] for kind, p in payloads if kind == "checkpoint"]
+    local = [
+        p["action"]
+        for kind, p in payloads
+        if kind == "action" and p["accepted"] and p["action"]["type"] == "submit_forecast"
+    ]
+    assert panel and local and all("p_valid" in a for a in local)
+    assert all(len(f) in (10, 11, 32) for f in panel)
     provenance = json.loads(json.loads(runs[0])["provenance"])
     for field in ("labreplay_version", "git_commit", "git_dirty", "dataset_hashes", "spec_hash"):
         assert field in provenance

@@ -10,11 +10,11 @@ from labreplay.suites.configsearch.space import Config, ConfigSpace
 from labreplay.suites.configsearch.targets import (
     Landscape,
     chance_of_target,
+    costs,
+    fits_of,
     in_reference_block,
     reliable,
     standard_error,
-    costs,
-    fits_of,
     sweep_summary,
     target_metrics,
 )

@@ -24,7 +24,7 @@ from labreplay.testing import fault_server as stub
 def _crash_before_persist(path: Path) -> None:
     """The state of a run killed after its model calls, before its runs were written."""
     conn = sqlite3.connect(path)
-    for table in ("events", "scores", "forecasts", "llm_calls"):
+    for table in ("events", "scores", "llm_calls"):
         conn.execute(f"DELETE FROM {table}")
     conn.execute("UPDATE runs SET status='running', finished=NULL, summary=NULL")
     conn.commit()

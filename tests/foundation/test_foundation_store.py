@@ -206,7 +206,6 @@ def _filled_store(path: Path, data_dir: Path) -> Store:
                 [{"seq": seq, "kind": "row", "payload": row, "prev_hash": prev, "hash": digest}],
             )
             prev = digest
-        store.put_forecasts(run_id, [(i, "panel", i, {"p": 0.5}) for i in range(5)])
         store.put_scores(run_id, {"accuracy": 0.5, "missing": None}, {"accuracy": {"n": 4}})
         store.finish_run(run_id, "done", {"events": len(rows)})
     return store

@@ -1,4 +1,5 @@
-"""The suite registry and the layering rule: the core never imports a suite."""
+"""The suite registry and the layering rules: the core (CLI and demo included) never imports a
+suite, and a suite reaches the core only through public modules (`labreplay.sdk`, ...)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from labreplay.errors import LabreplayError
 from labreplay.suite import Suite, get_suite, load_suites
 
 SRC = Path(labreplay.__file__).resolve().parent
-# Where importing a suite is allowed: the suites themselves, the CLI layer, the top-level demo.
-ALLOWED = ("suites", "cli", "demo.py")
+# Where importing a suite is allowed: the suites themselves. The CLI and the top-level demo find
+# suites through the registry, like the rest of the core.
+ALLOWED = ("suites",)
 
 
 def _suite_imports(path: Path, root: Path = SRC) -> list[str]:
@@ -38,6 +40,55 @@ def test_core_never_imports_a_suite() -> None:
     assert len(core) > 30  # the scan really covers the core
     offenders = [hit for p in core for hit in _suite_imports(p)]
     assert offenders == []
+
+
+def _private_core_imports(path: Path, root: Path = SRC) -> list[str]:
+    """Imports of a private core module (a `_name` part below `labreplay`, outside suites)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        private = [
+            n
+            for n in names
+            if n.split(".")[0] == "labreplay"
+            and n.split(".")[1:2] != ["suites"]
+            and any(p.startswith("_") and p != "__version__" for p in n.split(".")[1:])
+        ]
+        if private:  # one hit per import statement
+            found.append(f"{path.relative_to(root)}:{node.lineno}: {private[0]}")
+    return sorted(set(found))
+
+
+def test_cli_and_demo_never_import_a_suite() -> None:
+    outer = [SRC / "demo.py", *sorted((SRC / "cli").rglob("*.py"))]
+    assert len(outer) > 5
+    assert [hit for p in outer for hit in _suite_imports(p)] == []
+
+
+def test_suites_reach_the_core_through_public_modules_only() -> None:
+    suites = sorted((SRC / "suites").rglob("*.py"))
+    assert len(suites) > 60  # the scan really covers the three suites
+    offenders = [hit for p in suites for hit in _private_core_imports(p)]
+    assert offenders == []
+
+
+def test_the_private_scan_catches_private_imports(tmp_path: Path) -> None:
+    bad = tmp_path / "probe.py"
+    bad.write_text(
+        "from labreplay._hashing import sha256_json\n"
+        "import labreplay._rng\n"
+        "def f():\n    from labreplay.records._types import MISSING_TAG\n"
+        "from labreplay.cli._common import console\n"
+        "from labreplay.sdk import sha256_json\n"
+        "from labreplay import __version__\n",
+        encoding="utf-8",
+    )
+    assert len(_private_core_imports(bad, tmp_path)) == 4
 
 
 def test_the_scan_catches_a_suite_import(tmp_path: Path) -> None:

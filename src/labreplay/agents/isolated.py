@@ -1,18 +1,25 @@
-"""Run a Python agent in its own process, so that it receives observations and nothing else.
+"""Run any Python agent in its own process, so that it receives observations and nothing else.
 
 In-process, an agent shares memory with its environment: Python has no private attributes, and
 `gc.get_objects()` reaches the environment's evaluator (its recorded outcomes) from any agent
-code. `IsolatedAgent` is the same Agent protocol, served by a child process that builds the
-agent by name and talks JSON lines over stdin/stdout: the child only ever holds what was sent
-to it (observations and checkpoint snapshots), so no outcome can leak by reference.
+code. `IsolatedAgent` serves the same contract from a child process that builds the agent from
+an importable reference and talks JSON lines over stdin/stdout: the child only ever holds what
+was sent to it (observations, checkpoint snapshots, questions), so no outcome can leak by
+reference. The agent's module is imported in the child only, never in the parent, so it cannot
+patch the environment either.
 
 This isolates memory, not the file system: the child runs as the same user. A published result
 from untrusted agent code should come from `--isolate` with the sealed evaluator file kept
 out of the agent's reach (README, "Reliability").
 
-The child is started as `python -m labreplay.agents.isolated FACTORY NAME`, FACTORY being
-"module:attribute" of a mapping name -> agent class (e.g. the campaign suite's reference
-agents); the core imports it by that string at run time, never by an import statement.
+Failure is data. Every call has a timeout: an agent that does not answer in time is stopped
+and `AgentUnavailable` is raised (the run is recorded `failed` with that cause), as when the
+child dies. An exception inside the agent comes back as `AgentRaised` (the suite records it
+like the same exception raised in-process), and a reply that is not JSON as `AgentNonJSON`.
+
+The child is started as `python -m labreplay.agents.isolated REF CONTRACT`, REF as in
+`labreplay.agents.resolve.build_from_ref` (`MODULE:ATTR`, or `MODULE:ATTR[NAME]` for a suite's
+reference agents) and CONTRACT the `MODULE:ATTR` of the contract protocol it must satisfy.
 """
 
 from __future__ import annotations
@@ -20,73 +27,189 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 from typing import IO, Any
 
 from labreplay.errors import AgentError
 
-_PROTOCOL = 1
+_PROTOCOL = 2
+DEFAULT_TIMEOUT_S = 60.0
+CAMPAIGN_CONTRACT = "labreplay.agents.contracts:CampaignAgent"
+
+
+class AgentUnavailable(AgentError):
+    """The isolated agent stopped answering (timeout, or its process exited): the run fails."""
+
+
+class AgentRaised(Exception):
+    """The agent raised inside a call; `kind` is the exception's class name."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+class AgentNonJSON(Exception):
+    """The agent returned a value that is not JSON; `raw` is its repr (truncated)."""
+
+    def __init__(self, message: str, raw: str) -> None:
+        super().__init__(message)
+        self.message, self.raw = message, raw
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (at most 300 characters)."""
+    text = " ".join(str(exc).split())
+    return text[:300] if text else type(exc).__name__
+
+
+def raised_message(method: str, exc: BaseException) -> str:
+    """How an exception inside `method` is recorded, the same in-process and isolated."""
+    if isinstance(exc, AgentRaised):
+        return f"{method}() raised {exc.kind}: {exc.message}"
+    return f"{method}() raised {type(exc).__name__}: {one_line(exc)}"
+
+
+def json_problem(method: str, value: Any) -> str | None:
+    """Why `value` (returned by `method`) cannot cross the contract as JSON, or None."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return f"{method}() returned a non-JSON value ({type(value).__name__})"
+    return None
 
 
 class IsolatedAgent:
-    """An agent served by a child process (the Agent protocol: name, params, reset, act,
-    forecast)."""
+    """An agent served by a child process: `name` and `params()` as the child reports them,
+    and the contract's methods (campaign `reset`/`act`/`forecast`, conditions `answer`,
+    configsearch `suggest`/`observe`) forwarded as JSON."""
 
     isolation = "subprocess"
 
-    def __init__(self, factory: str, name: str) -> None:
+    def __init__(
+        self,
+        ref: str,
+        contract: str = CAMPAIGN_CONTRACT,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        label: str | None = None,
+    ) -> None:
+        if timeout_s <= 0:
+            raise AgentError(f"the isolated agent's timeout must be > 0 s, got {timeout_s}")
+        self.timeout_s = timeout_s
+        self.label = label or ref
         self._workdir = tempfile.TemporaryDirectory(prefix="labreplay-agent-")
+        env = dict(os.environ)
+        # The user's module is importable from where they ran the command, as in-process.
+        paths = [os.getcwd(), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "labreplay.agents.isolated", factory, name],
+                [sys.executable, "-m", "labreplay.agents.isolated", ref, contract],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=None,  # the agent's own messages reach the user's terminal
                 text=True,
                 encoding="utf-8",
                 cwd=self._workdir.name,  # not the spec directory
+                env=env,
             )
         except OSError as exc:
             self._workdir.cleanup()
-            raise AgentError(f"cannot start the isolated agent {name!r}: {exc}") from exc
-        hello = self._call({"op": "hello", "protocol": _PROTOCOL})
+            raise AgentError(f"agent {self.label!r}: cannot start its process: {exc}") from exc
+        self._replies: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        hello = self._call({"op": "hello", "protocol": _PROTOCOL}, "hello")
+        if "refused" in hello:  # the child could not build or check the agent
+            self.close()
+            raise AgentError(str(hello["refused"]))
         self.name: str = str(hello["name"])
         self._params: dict[str, Any] = dict(hello["params"])
 
-    # ------------------------------------------------------------------ protocol
+    # ------------------------------------------------------------------ contract
     def params(self) -> dict[str, Any]:
         return dict(self._params)
 
     def reset(self, seed: int) -> None:
-        self._call({"op": "reset", "seed": seed})
+        self.call("reset", seed)
 
-    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(self._call({"op": "act", "observation": observation})["value"])
+    def act(self, observation: Mapping[str, Any]) -> Any:
+        return self.call("act", observation)
 
-    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
-        return dict(self._call({"op": "forecast", "snapshot": snapshot})["value"])
+    def forecast(self, snapshot: Mapping[str, Any]) -> Any:
+        return self.call("forecast", snapshot)
+
+    def answer(self, question_view: dict[str, Any]) -> Any:
+        return self.call("answer", question_view)
+
+    def suggest(self, history: Mapping[str, Any]) -> Any:
+        return self.call("suggest", history)
+
+    def observe(self, result: Mapping[str, Any]) -> None:
+        self.call("observe", result)
+
+    def call(self, method: str, *args: Any) -> Any:
+        """`method(*args)` in the child; its JSON return value."""
+        reply = self._call({"op": "call", "method": method, "args": list(args)}, method)
+        if "raised" in reply:
+            raise AgentRaised(str(reply["raised"]), str(reply.get("message", "")))
+        if "nonjson" in reply:
+            raise AgentNonJSON(str(reply["nonjson"]), str(reply.get("raw", "")))
+        return reply.get("value")
 
     # ------------------------------------------------------------------ plumbing
-    def _call(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        stdin, stdout = self._proc.stdin, self._proc.stdout
-        if stdin is None or stdout is None or self._proc.poll() is not None:
-            raise AgentError(f"isolated agent process exited (code {self._proc.returncode})")
+    def _read(self) -> None:
+        stdout = self._proc.stdout
+        assert stdout is not None
+        for line in stdout:
+            self._replies.put(line)
+        self._replies.put("")  # end of stream: the child exited
+
+    def _call(self, message: Mapping[str, Any], method: str) -> dict[str, Any]:
+        stdin = self._proc.stdin
+        if stdin is None or self._proc.poll() is not None:
+            raise AgentUnavailable(
+                f"agent {self.label!r}: its process exited (code {self._proc.returncode})"
+            )
         try:
             stdin.write(json.dumps(message, allow_nan=False) + "\n")
             stdin.flush()
-            line = stdout.readline()
         except (OSError, ValueError) as exc:
-            raise AgentError(f"isolated agent: cannot talk to the child: {exc}") from exc
+            raise AgentUnavailable(f"agent {self.label!r}: cannot send {method}(): {exc}") from exc
+        try:
+            line = self._replies.get(timeout=self.timeout_s)
+        except queue.Empty:
+            self._kill()
+            raise AgentUnavailable(
+                f"agent {self.label!r}: {method}() did not answer within {self.timeout_s:g} s "
+                "(its process was stopped)"
+            ) from None
         if not line:
             self._proc.wait(timeout=5)
-            raise AgentError(f"isolated agent process exited (code {self._proc.returncode})")
-        reply: dict[str, Any] = json.loads(line)
+            raise AgentUnavailable(
+                f"agent {self.label!r}: its process exited during {method}() "
+                f"(code {self._proc.returncode})"
+            )
+        try:
+            reply: dict[str, Any] = json.loads(line)
+        except json.JSONDecodeError:
+            raise AgentUnavailable(
+                f"agent {self.label!r}: its process wrote a line that is not the protocol"
+            ) from None
         if "error" in reply:
-            raise AgentError(f"isolated agent failed: {reply['error']}")
+            raise AgentUnavailable(f"agent {self.label!r}: {reply['error']}")
         return reply
+
+    def _kill(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
 
     def close(self) -> None:
         if self._proc.poll() is None:
@@ -95,11 +218,7 @@ class IsolatedAgent:
                     self._proc.stdin.close()
                 self._proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
-                self._proc.kill()
-                self._proc.wait()
-        for stream in (self._proc.stdout,):
-            if stream is not None:
-                stream.close()
+                self._kill()
         self._workdir.cleanup()
 
     def __del__(self) -> None:
@@ -107,45 +226,59 @@ class IsolatedAgent:
             self.close()
 
 
-def _build(factory: str, name: str) -> Any:
-    import importlib
+# ---------------------------------------------------------------------- the child
+def _hello(ref: str, contract_ref: str) -> tuple[Any, dict[str, Any]]:
+    from labreplay.agents.resolve import build_from_ref, check_agent_object, import_attribute
 
-    module_name, _, attribute = factory.partition(":")
-    registry = getattr(importlib.import_module(module_name), attribute)
-    if name not in registry:
-        raise AgentError(f"unknown agent {name!r}; choose from {sorted(registry)}")
-    return registry[name]()
+    try:
+        agent = build_from_ref(ref)
+        contract = import_attribute(contract_ref)
+        name, params = check_agent_object(agent, contract, ref)
+    except AgentError as exc:
+        return None, {"refused": str(exc)}
+    except Exception as exc:
+        return None, {
+            "refused": f"agent {ref!r}: building it raised {type(exc).__name__}: {one_line(exc)}"
+        }
+    from labreplay.agents.resolve import contract_members
+
+    return agent, {"name": name, "params": params, "methods": contract_members(contract)[1]}
 
 
-def _serve(factory: str, name: str, out: IO[str]) -> None:
-    agent = _build(factory, name)
+def _serve(ref: str, contract_ref: str, out: IO[str]) -> None:
+    agent: Any = None
+    methods: list[str] = []
     for line in sys.stdin:
         message = json.loads(line)
         op = message.get("op")
-        try:
-            if op == "hello":
-                reply: dict[str, Any] = {"name": agent.name, "params": agent.params()}
-            elif op == "reset":
-                agent.reset(int(message["seed"]))
-                reply = {}
-            elif op == "act":
-                reply = {"value": agent.act(message["observation"])}
-            elif op == "forecast":
-                reply = {"value": agent.forecast(message["snapshot"])}
+        if op == "hello":
+            agent, reply = _hello(ref, contract_ref)
+            methods = list(reply.get("methods", []))
+        elif op == "call" and agent is not None and message.get("method") in methods:
+            method = str(message["method"])
+            try:
+                value = getattr(agent, method)(*message.get("args", []))
+            except Exception as exc:
+                reply = {"raised": type(exc).__name__, "message": one_line(exc)}
             else:
-                reply = {"error": f"unknown op {op!r}"}
-        except Exception as exc:
-            reply = {"error": f"{type(exc).__name__}: {exc}"}
+                problem = json_problem(method, value)
+                reply = (
+                    {"value": value}
+                    if problem is None
+                    else {"nonjson": problem, "raw": repr(value)[:2000]}
+                )
+        else:
+            reply = {"error": f"unknown request {op!r} {message.get('method')!r}"}
         out.write(json.dumps(reply, allow_nan=False) + "\n")
         out.flush()
 
 
 def main() -> None:
-    factory, name = sys.argv[1], sys.argv[2]
+    ref, contract_ref = sys.argv[1], sys.argv[2]
     # The protocol owns the real stdout; anything the agent prints goes to stderr instead.
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     sys.stdout = sys.stderr
-    _serve(factory, name, out)
+    _serve(ref, contract_ref, out)
 
 
 if __name__ == "__main__":

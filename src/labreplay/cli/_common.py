@@ -144,19 +144,6 @@ def out_dir_check(option: str = "--out") -> Any:
     return check
 
 
-def existing_file_check(option: str) -> Any:
-    def check(value: Path | None) -> Path | None:
-        if value is None:
-            return value
-        if not value.exists():
-            raise _bad(option, str(value), "does not exist")
-        if not value.is_file():
-            raise _bad(option, str(value), "is not a regular file")
-        return value
-
-    return check
-
-
 EXECUTORS = ("in-process", "threads", "dask")
 ExecutorOption = typer.Option(
     "in-process",

@@ -5,6 +5,12 @@ already holds, sends the rest to any executor (in-process, threads, Dask), and w
 result with the unit's own `persist` in submission order, so the store is written by the driver
 alone and in the same order whatever the executor.
 
+Every run path goes through `run_units`: the CLI (in-process or on an executor), the Python
+API (`labreplay.run`), the demos and the suites' own APIs. In-process, a unit with `in_place`
+runs it against the store directly, so a long unit's progress is written as it happens (and a
+killed run resumes from its last written event); on other executors `compute` runs without the
+store and the driver writes the result with `persist`.
+
 The LLM response cache is consulted in every mode: in-process the store itself is the cache
 (new responses are kept the moment they arrive); on threads and Dask workers a unit gets an
 in-memory snapshot of the store's cache, and the responses it adds come back with its result
@@ -56,7 +62,9 @@ class Unit:
     `compute(cache)` runs anywhere the package is installed and never sees the store (it must
     be picklable for Dask: a top-level function or a functools.partial of one); `persist(store,
     value)` runs in the driver and returns the unit's result; `stored(store)` returns the result
-    of a unit already finished in the store, or None.
+    of a unit already finished in the store, or None. `in_place(store)`, when given, is what
+    the in-process executor runs instead of compute + persist: the same rows, written while the
+    unit runs.
     """
 
     key: str
@@ -64,6 +72,7 @@ class Unit:
     persist: Callable[[Store, Any], Any]
     stored: Callable[[Store], Any] = _nothing_stored
     uses_llm: bool = False
+    in_place: Callable[[Store], Any] | None = None
 
 
 def _compute_with_snapshot(
@@ -86,9 +95,10 @@ def run_units(
     units: Sequence[Unit],
     store: Store,
     executor: Executor | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> list[Any]:
     """Run `units` of `suite` and return their results in unit order (finished units are read
-    back with `stored`, not recomputed)."""
+    back with `stored`, not recomputed). `progress()` is called once per unit done."""
     check_unique([WorkUnit(u.key, _nothing_stored) for u in units])
     runner = executor if executor is not None else InProcessExecutor()
     results: dict[str, Any] = {}
@@ -97,9 +107,19 @@ def run_units(
         found = unit.stored(store)
         if found is not None:
             results[unit.key] = found
+            if progress is not None:
+                progress()
         else:
             todo.append(unit)
     in_process = isinstance(runner, InProcessExecutor)
+    if in_process:
+        here = [u for u in todo if u.in_place is not None]
+        for unit in here:
+            assert unit.in_place is not None
+            results[unit.key] = unit.in_place(store)
+            if progress is not None:
+                progress()
+        todo = [u for u in todo if u.in_place is None]
     snapshot = store.cached_responses() if any(u.uses_llm for u in todo) else None
     work = [
         WorkUnit(u.key, _compute_with_store, (u.compute, store))
@@ -112,6 +132,8 @@ def run_units(
         for cache_key, (model, response) in added.items():
             store.cache_response(cache_key, model, response)
         results[key] = by_key[key].persist(store, value)
+        if progress is not None:
+            progress()
     missing = [u.key for u in units if u.key not in results]
     if missing:
         raise LabreplayError(f"{suite}: executor returned no result for unit(s) {missing[:3]}")

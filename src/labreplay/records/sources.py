@@ -105,15 +105,6 @@ def verify(
     return results
 
 
-def source_dataset_hashes(names: list[str]) -> dict[str, str]:
-    """A single hash per source (over its manifest entries), for run provenance."""
-    from labreplay._hashing import sha256_json
-
-    return {
-        name: sha256_json([[f.path, f.sha256] for f in get_source(name).files]) for name in names
-    }
-
-
 # --------------------------------------------------------------------------- download
 
 

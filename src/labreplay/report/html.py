@@ -66,193 +66,12 @@ def image(png: bytes, alt: str, image_id: str) -> str:
     return f'<img id="{esc(image_id)}" alt="{esc(alt)}" src="data:image/png;base64,{data}">'
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
+    """An HTML id fragment made of `text` (lower case, alphanumerics and dashes)."""
     return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")[:60]
 
 
-def campaign_html(section: Mapping[str, Any]) -> str:
-    board = section["board"]
-    boot = board["bootstrap"]
-    reps = section["replicates"]
-    parts = [
-        '<h2 id="campaign">Campaign suite (SDL-1)</h2>',
-        f'<p class="note">{len(board["assignments"])} assignments, equal weight: '
-        f"{esc(', '.join(board['assignments']))}. Intervals: paired bootstrap over assignments, "
-        f"{boot['resamples']} resamples, seed {boot['seed']}, level {boot['level']}. Tie group: "
-        "systems whose adaptive-AUC difference from the group's best is not separable at 95%."
-        "</p>",
-        "<h3>Leaderboard</h3>",
-    ]
-    rows = []
-    for r in board["rows"]:
-        rep = reps.get(r["system"], {})
-        rows.append(
-            [
-                r["rank"],
-                r.get("tie_group", "-"),
-                r["system"],
-                num(r["adaptive_auc"]),
-                num(r["held_out_gain"], "+.3f"),
-                ci_text(r["selection_lift"]),
-                ci_text(r["evidence_lift"]),
-                num(r["overclaim_rate"], ".2f"),
-                num(r["invalid_actions"], ".0f"),
-                ", ".join(str(s) for s in rep.get("seeds", [])),
-                r["assignments"],
-                " / ".join(str(rep.get("complete", {}).get(b, 0)) for b in plots.BRANCH_STYLE),
-            ]
-        )
-    for ref in board.get("references", []):
-        rows.append(["ref", "-", ref["system"], num(ref["adaptive_auc"]), "0 (flat)"] + ["-"] * 7)
-    for c in board["ceiling"]:
-        rows.append(
-            ["ceiling", "-", f"{c['system']} (sees outcomes)", num(c["adaptive_auc"])]
-            + [num(c["held_out_gain"], "+.3f")]
-            + ["-"] * 7
-        )
-    headers = [
-        "rank",
-        "tie group",
-        "system",
-        "adaptive AUC",
-        "held-out gain",
-        "selection lift [95% CI]",
-        "evidence lift [95% CI]",
-        "over-claim",
-        "invalid actions",
-        "seeds",
-        "assignments",
-        "complete runs (adaptive / random / no-evidence)",
-    ]
-    parts.append(table("campaign-leaderboard", headers, rows, lambda j: j in (3, 4, 7, 8, 10)))
-    parts.extend(f'<p class="note">{esc(str(note))}</p>' for note in board.get("notes", []))
-    if board["incomplete"]:
-        parts.append(
-            f'<p class="note">Not ranked (incomplete branches): {esc(", ".join(board["incomplete"]))}</p>'
-        )
-    if board.get("failed"):
-        parts.append(
-            '<p class="note" id="campaign-failed">Not ranked (runs failed: every model call '
-            f"failed): {esc(', '.join(board['failed']))}</p>"
-        )
-    for r in board["rows"]:
-        if r.get("failed_call_share"):
-            parts.append(
-                f'<p class="note">{esc(r["system"])}: {r["failed_call_share"]:.1%} of model calls '
-                "failed</p>"
-            )
-    if board["rows"]:
-        parts.append(image(plots.lift_intervals(board["rows"]), "lift intervals", "campaign-lifts"))
-    parts.append("<h3>Pairwise adaptive-AUC differences (a - b)</h3>")
-    if len(board["rows"]) < 2:
-        parts.append('<p class="note">Fewer than two ranked systems: nothing to compare.</p>')
-    parts.append(
-        table(
-            "campaign-pairwise",
-            ["a", "b", "AUC difference", "95% CI", "separable"],
-            [
-                [
-                    p["a"],
-                    p["b"],
-                    num(p["auc_diff"], "+.4f"),
-                    f"[{p['lo']:+.4f}, {p['hi']:+.4f}]",
-                    "yes" if p["separable"] else "no (tie)",
-                ]
-                for p in board["pairwise"]
-            ],
-            lambda j: j == 2,
-        )
-    )
-    parts.append("<h3>Leave-one-assignment-out ranks</h3>")
-    assignments = board["assignments"]
-    parts.append(
-        table(
-            "campaign-loao",
-            ["system", *[f"without {a.rsplit('/', 1)[-1]}" for a in assignments], "rank range"],
-            [
-                [s, *ranks, f"{min(ranks)}-{max(ranks)}"]
-                for s, ranks in sorted(board["loao_ranks"].items())
-            ],
-            lambda j: 0 < j <= len(assignments),
-        )
-    )
-    parts.append('<h3 id="learning-curves">Learning curves</h3>')
-    parts.append(
-        '<p class="note">Held-out score s_t against experiments closed, mean over assignments of '
-        "the same length; adaptive branch against the schedule-matched random and call-matched "
-        "no-evidence controls.</p>"
-    )
-    for system, by_horizon in section["curves"].items():
-        parts.append(
-            image(
-                plots.learning_curves(system, by_horizon),
-                f"learning curves {system}",
-                f"curve-{_slug(system)}",
-            )
-        )
-    if section["trajectory"]:
-        parts.append(trajectory_html(section["trajectory"]))
-    return "\n".join(parts)
-
-
-def trajectory_html(traj: Mapping[str, Any]) -> str:
-    steps = traj["steps"]
-    title = f"{traj['agent']} / {traj['assignment']} / {traj['branch']} / seed {traj['seed']}"
-    parts = [
-        '<h3 id="belief-trajectory">Belief-trajectory viewer</h3>',
-        f'<p class="note">Run {esc(traj["run_id"])}: {esc(title)}; trajectory head '
-        f"{esc(traj['head_hash'])}. Local loss: joint log loss of the forecast for the open "
-        "experiment against its recorded outcome (change = against the previous forecast for "
-        "that experiment; negative is better). Panel score: minus the mean joint loss over the "
-        "held-out panel after each checkpoint.</p>",
-        image(plots.trajectory(steps, title), "belief trajectory", "trajectory-plot"),
-    ]
-    budget_names = sorted({k for s in steps for k in s.get("budgets_left", {})})
-    rows, classes = [], []
-    for s in steps:
-        rows.append(
-            [
-                s["seq"],
-                s.get("action", s["kind"]),
-                s.get("experiment") or "",
-                s.get("evidence", ""),
-                s.get("forecast", ""),
-                num(s.get("local_loss")) if "local_loss" in s else "",
-                num(s.get("local_change"), "+.3f") if "local_change" in s else "",
-                num(s.get("panel_score")) if "panel_score" in s else "",
-                num(s.get("panel_change"), "+.4f") if "panel_change" in s else "",
-                *[s["budgets_left"].get(b, "") for b in budget_names],
-                s.get("note", ""),
-            ]
-        )
-        classes.append(
-            "checkpoint"
-            if s["kind"] == "checkpoint"
-            else ("rejected" if s.get("accepted") is False else "")
-        )
-    headers = [
-        "event",
-        "action",
-        "experiment",
-        "evidence bought",
-        "forecast",
-        "local loss",
-        "local change",
-        "panel score",
-        "panel change",
-        *[f"{b} left" for b in budget_names],
-        "note",
-    ]
-    parts.append(
-        table(
-            "belief-trajectory-table",
-            headers,
-            rows,
-            lambda j: 5 <= j <= 8 + len(budget_names),
-            classes,
-        )
-    )
-    return "\n".join(parts)
+_slug = slug
 
 
 def suite_html(section: Mapping[str, Any]) -> str:
@@ -323,7 +142,11 @@ def suite_html(section: Mapping[str, Any]) -> str:
     if section["points"]:
         parts.append("<h3>Evaluated configurations</h3>")
         parts.append(
-            image(plots.scatter3d(section["points"]), "configurations", f"{slug}-scatter3d")
+            image(
+                plots.scatter3d(section["points"], section.get("axes", ("x", "y", "z"))),
+                "configurations",
+                f"{slug}-scatter3d",
+            )
         )
     parts.append("<h3>Runs</h3>")
     parts.append(

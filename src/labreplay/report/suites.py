@@ -7,16 +7,16 @@ What is recognised, by shape rather than by suite:
   and a `result` mapping with a numeric `score` (None counts as 0: an invalid answer scores 0);
   systems are compared on the units they share with paired bootstrap intervals;
 - per-key accuracy: any mapping named `per_key_accuracy*` inside a run's score details;
-- search traces: numeric lists named `trace`, `best_so_far` or `curve` in score details; and
-  evaluated configurations: event payloads holding numeric `r`, `n`, `s` (directly or under
-  `config`) with an objective (`mae`, `objective` or `value`), drawn as a 3-D scatter.
+- search traces: numeric lists named `trace`, `best_so_far` or `curve` in score details.
+A suite that evaluates points (configsearch's configurations) passes its own `point_of`, which
+reads an event payload as (three coordinates, objective); they are drawn as a 3-D scatter.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from labreplay.scoring.stats import BOOTSTRAP_SEED, paired_bootstrap_ci
@@ -26,6 +26,10 @@ from labreplay.suite import ReportSection
 UNIT_KEYS = ("question_id", "unit_id", "config_id")
 OBJECTIVE_KEYS = ("mae", "objective", "value")
 TRACE_KEYS = ("trace", "best_so_far", "curve")
+
+
+# A suite's reading of one event payload as a point (three coordinates, objective), or None.
+PointOf = Callable[[Mapping[str, Any]], tuple[float, float, float, float] | None]
 
 
 def system_of(run: RunInfo) -> str:
@@ -48,20 +52,14 @@ def _number(x: Any) -> float | None:
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
 
 
-def _config_point(payload: Mapping[str, Any]) -> tuple[float, float, float, float] | None:
-    config = payload.get("config") if isinstance(payload.get("config"), Mapping) else payload
-    assert isinstance(config, Mapping)
-    rns = [_number(config.get(k)) for k in ("r", "n", "s")]
-    objective = next(
-        (v for v in (_number(payload.get(k)) for k in OBJECTIVE_KEYS) if v is not None), None
-    )
-    if objective is None or any(v is None for v in rns):
-        return None
-    r, n, s = (float(v) for v in rns if v is not None)
-    return r, n, s, objective
-
-
-def suite_section(store: Store, suite: str) -> dict[str, Any]:
+def suite_section(
+    store: Store,
+    suite: str,
+    point_of: PointOf | None = None,
+    axes: tuple[str, str, str] = ("x", "y", "z"),
+) -> dict[str, Any]:
+    """The generic section's data. `point_of` (the suite's) reads an event payload as a point
+    of the "evaluated points" figure, whose coordinates are named by `axes`."""
     runs = store.runs(suite=suite)
     rows: list[dict[str, Any]] = []
     units: dict[str, dict[str, float]] = defaultdict(dict)
@@ -101,7 +99,7 @@ def suite_section(store: Store, suite: str) -> dict[str, Any]:
             if unit is not None and isinstance(result, Mapping) and "score" in result:
                 value = _number(result["score"])
                 units[system][f"{run.spec_hash}:{unit}"] = value if value is not None else 0.0
-            point = _config_point(payload)
+            point = point_of(payload) if point_of is not None else None
             if point is not None:
                 points[system].append(point)
     return {
@@ -113,6 +111,7 @@ def suite_section(store: Store, suite: str) -> dict[str, Any]:
         "per_key": per_key,
         "traces": traces,
         "points": dict(points),
+        "axes": axes,
     }
 
 
@@ -161,10 +160,16 @@ def _pairwise(units: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
     return out
 
 
-def generic_section(store: Store, suite: str) -> ReportSection | None:
-    """The generic report section of `suite` (None if the store holds none of its runs)."""
+def generic_section(
+    store: Store,
+    suite: str,
+    point_of: PointOf | None = None,
+    axes: tuple[str, str, str] = ("x", "y", "z"),
+) -> ReportSection | None:
+    """The generic report section of `suite` (None if the store holds none of its runs);
+    `point_of` and `axes` as in `suite_section`."""
     from labreplay.report.html import suite_html
 
     if not store.runs(suite=suite):
         return None
-    return ReportSection(suite, suite_html(suite_section(store, suite)))
+    return ReportSection(suite, suite_html(suite_section(store, suite, point_of, axes)))

@@ -54,6 +54,11 @@ class Recorder:
         self._next_call = 0
         self.existed = False
 
+    def attach(self, trajectory: Trajectory) -> None:
+        """Record `trajectory` (an environment's own, appended to by it) from its start."""
+        self.trajectory = trajectory
+        self._synced = 0
+
     # ------------------------------------------------------------------ appending
     def resume(self) -> list[dict[str, Any]]:
         """Continue mode: later appends chain onto the verified stored prefix, and model calls
@@ -184,4 +189,23 @@ def open_recorder(store: Store, header: RunHeader, *, batch: int = DEFAULT_BATCH
     return recorder
 
 
-__all__ = ["DEFAULT_BATCH", "Recorder", "RunHeader", "open_recorder"]
+def open_run(
+    store: Store, header: RunHeader, *, batch: int = DEFAULT_BATCH
+) -> tuple[Recorder, str]:
+    """Open a run for recording, the one place every suite's resume rules live.
+
+    Returns (recorder, status). "complete": the run finished earlier; read it back from the
+    store, do not record it again. "running": record it; a run found partial resumes (replay
+    or `resume()`), and a run found `failed` (e.g. every model call failed, or its agent
+    stopped answering) was reset first, so it starts afresh with a fresh recorder.
+    """
+    recorder = open_recorder(store, header, batch=batch)
+    status = store.run(recorder.run_id).status if recorder.existed else "running"
+    if status == "failed":
+        store.reset_run(recorder.run_id)
+        recorder = Recorder(header.spec.spec_hash, store, recorder.run_id, batch=batch)
+        status = "running"
+    return recorder, "complete" if status == "complete" else "running"
+
+
+__all__ = ["DEFAULT_BATCH", "Recorder", "RunHeader", "open_recorder", "open_run"]

@@ -5,7 +5,6 @@ Schema (one file per table, `<table>.parquet` | `.csv` | `.jsonl`):
   model, endpoint, seed, status, provenance (JSON), started, finished, summary (JSON)
 - specs: spec_hash, suite, protocol, spec_id, body (canonical JSON), created
 - events: run_id, seq, kind, payload (JSON), prev_hash, hash
-- forecasts: run_id, seq, scope, step, payload (JSON)
 - scores: run_id, metric, value, detail (JSON)
 - llm_calls: run_id, call_index, request_hash, model, prompt_tokens, completion_tokens,
   latency_s, finish_reason, retries, error, cached (1 = answered from the response cache)
@@ -21,7 +20,7 @@ from labreplay._atomic import atomic_directory
 from labreplay.errors import StoreError
 from labreplay.store.sqlite import Store
 
-TABLES = ("runs", "specs", "events", "forecasts", "scores", "llm_calls")
+TABLES = ("runs", "specs", "events", "scores", "llm_calls")
 FORMATS = ("parquet", "csv", "jsonl")
 
 

@@ -39,9 +39,6 @@ CREATE INDEX IF NOT EXISTS runs_by_spec ON runs(spec_hash);
 CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
     prev_hash TEXT NOT NULL, hash TEXT NOT NULL, PRIMARY KEY (run_id, seq));
-CREATE TABLE IF NOT EXISTS forecasts (
-    run_id TEXT NOT NULL, seq INTEGER NOT NULL, scope TEXT NOT NULL, step INTEGER,
-    payload TEXT NOT NULL, PRIMARY KEY (run_id, seq, scope));
 CREATE TABLE IF NOT EXISTS scores (
     run_id TEXT NOT NULL, metric TEXT NOT NULL, value REAL, detail TEXT,
     PRIMARY KEY (run_id, metric));
@@ -53,6 +50,10 @@ CREATE TABLE IF NOT EXISTS llm_calls (
 CREATE TABLE IF NOT EXISTS response_cache (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created TEXT NOT NULL);
 """
+
+
+# Per-run tables older schema versions created and this one does not (see `_legacy_tables`).
+LEGACY_RUN_TABLES = ("forecasts",)
 
 
 def _text(value: Any) -> str:
@@ -334,7 +335,7 @@ class Store:
     def reset_run(self, run_id: str) -> None:
         """Forget a run's events and scores (used when its stored prefix cannot be replayed)."""
         with self.transaction() as conn:
-            for table in ("events", "forecasts", "scores", "llm_calls"):
+            for table in ("events", "scores", "llm_calls", *self._legacy_tables(conn)):
                 conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
             conn.execute(
                 "UPDATE runs SET status='running', finished=NULL, summary=NULL WHERE run_id=?",
@@ -456,24 +457,15 @@ class Store:
             ]
         )
 
-    # ------------------------------------------------------------------ forecasts & scores
-    def put_forecasts(self, run_id: str, rows: Iterable[tuple[int, str, int | None, Any]]) -> None:
-        with self.transaction() as conn:
-            conn.executemany(
-                "INSERT OR REPLACE INTO forecasts VALUES (?,?,?,?,?)",
-                [(run_id, seq, scope, step, _text(p)) for seq, scope, step, p in rows],
-            )
+    @staticmethod
+    def _legacy_tables(conn: sqlite3.Connection) -> list[str]:
+        """Per-run tables of older stores that the current schema no longer has (the campaign's
+        `forecasts` table: its rows are in the checkpoint and forecast events): kept readable,
+        and cleared with the run they belong to."""
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        return [t for t in LEGACY_RUN_TABLES if t in names]
 
-    def forecasts(self, run_id: str) -> list[dict[str, Any]]:
-        cursor = self._conn.execute(
-            "SELECT seq, scope, step, payload FROM forecasts WHERE run_id=? ORDER BY seq, scope",
-            (run_id,),
-        )
-        return [
-            {"seq": s, "scope": sc, "step": st, "payload": json.loads(p)}
-            for s, sc, st, p in cursor.fetchall()
-        ]
-
+    # ------------------------------------------------------------------ scores
     def put_scores(
         self,
         run_id: str,
@@ -569,6 +561,6 @@ class Store:
 
     @staticmethod
     def _exportable(name: str) -> str:
-        if name not in {"runs", "specs", "events", "forecasts", "scores", "llm_calls"}:
+        if name not in {"runs", "specs", "events", "scores", "llm_calls"}:
             raise StoreError(f"unknown table {name!r}")
         return name

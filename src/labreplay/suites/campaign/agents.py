@@ -7,13 +7,12 @@ leaderboards. All randomness comes from a Generator seeded in `reset`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from labreplay._rng import make_rng
+from labreplay.sdk import make_rng
 from labreplay.suites.campaign.actions import CLAIMS
 from labreplay.suites.campaign.bayes_rules import (
     LEARN_WEIGHT,
@@ -38,10 +37,6 @@ ORACLE_NAME = "oracle"
 
 def allowed_types(observation: Mapping[str, Any]) -> list[str]:
     return [v["properties"]["type"]["const"] for v in observation["action_schema"]["oneOf"]]
-
-
-def _entropy(dist: Mapping[str, float]) -> float:
-    return -sum(p * math.log(p) for p in dist.values() if p > 0)
 
 
 def _context_model(state: Mapping[str, Any]) -> AffinityModel:

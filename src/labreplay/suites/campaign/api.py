@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay.agents.base import Agent
 from labreplay.compile.spec import EnvironmentSpec, load_spec
 from labreplay.errors import AgentError, DataError, SpecError
 from labreplay.records import Record
 from labreplay.records.sources import resolve_data_dir
-from labreplay.suites.campaign.agents import REFERENCE_AGENTS
+from labreplay.suites.campaign.agents import ORACLE_NAME, REFERENCE_AGENTS
 from labreplay.suites.campaign.compiler import build_specs, index_of, write_specs
 from labreplay.suites.campaign.protocol import Partition, protocol_for
 from labreplay.suites.campaign.runner import AgentFactory, run_assignment
+
+if TYPE_CHECKING:
+    from labreplay.agents.resolve import ResolvedAgent
 
 RECORDS = ("precursor-genome", "alab-pipeline")
 # Where an isolated child process finds the reference agents (module:attribute).
@@ -190,38 +193,104 @@ def select_specs(specs: Sequence[EnvironmentSpec], only: str | None) -> list[Env
     return [s for s in specs if s.body["assignment"]["id"] in wanted or s.spec_id in wanted]
 
 
-def agent_factory(name: str, isolate: bool = False, **options: Any) -> AgentFactory:
-    """`random`, `bayes`, `no-evidence`, or `openai:MODEL` (needs the `llm` extra).
+def _llm_factory(name: str, **options: Any) -> AgentFactory:
+    try:
+        from labreplay.suites.campaign.llm_agent import make_agent
+    except ImportError as exc:
+        raise AgentError(f"LLM agents are unavailable: {exc}") from exc
+
+    def build() -> Agent:
+        agent = make_agent(name, **options)
+        if not isinstance(agent, Agent):
+            raise AgentError(f"{name} did not build a campaign agent")
+        return agent
+
+    return build
+
+
+def _isolated_ref(agent: Any) -> str:
+    """The reference a child process builds `agent` from, without importing it here."""
+    from labreplay.agents.resolve import is_module_attr, registered_ref
+
+    if not isinstance(agent, str):
+        raise AgentError(
+            f"agent {agent!r}: --isolate needs an importable agent (a reference agent, a "
+            "registered name or MODULE:ATTR), not an object of this process"
+        )
+    if agent in REFERENCE_AGENTS:
+        return f"{ISOLATED_FACTORY}[{agent}]"
+    if agent.startswith("openai:"):
+        raise AgentError(
+            f"agent {agent!r}: --isolate runs Python agents; an LLM agent already sends the "
+            "model only the visible state"
+        )
+    registered = registered_ref(agent)
+    if registered is not None:
+        return registered
+    if is_module_attr(agent):
+        return agent
+    raise AgentError(
+        f"agent {agent!r}: unknown; give a reference agent ({', '.join(REFERENCE_AGENTS)}), "
+        "a registered name (entry point group labreplay.agents) or MODULE:ATTR"
+    )
+
+
+def resolve_campaign_agent(
+    agent: Any,
+    isolate: bool = False,
+    agent_timeout_s: float | None = None,
+    **options: Any,
+) -> ResolvedAgent:
+    """Any campaign agent (object, factory, reference or registered name, `MODULE:ATTR`,
+    `openai:MODEL`, or `oracle`: the labelled ceiling that reads each spec's evaluator record,
+    run on the adaptive branch only and never ranked), checked against `CampaignAgent` before
+    anything runs.
 
     `isolate=True` serves a Python agent from a child process that receives only observations
-    (`labreplay.agents.isolated`); the LLM path already sends the model only the visible state.
+    (`labreplay.agents.isolated`; its module is imported there, never here), each call
+    answered within `agent_timeout_s` (default 60 s) or the run is recorded failed.
     """
+    from labreplay.agents.contracts import CampaignAgent
+    from labreplay.agents.resolve import ResolvedAgent, resolve_agent
+
     if isolate:
-        if name not in REFERENCE_AGENTS:
+        from labreplay.agents.isolated import DEFAULT_TIMEOUT_S, IsolatedAgent
+
+        ref = _isolated_ref(agent)
+        wait = agent_timeout_s or DEFAULT_TIMEOUT_S
+
+        def make_isolated() -> IsolatedAgent:
+            return IsolatedAgent(ref, timeout_s=wait, label=str(agent))
+
+        probe = make_isolated()  # the child builds and checks the agent: refused here, exit 2
+        name, params = probe.name, probe.params()
+        probe.close()
+        return ResolvedAgent(str(agent), make_isolated, name, params, ref, None, None)
+    if agent == ORACLE_NAME:
+        from labreplay.suites.campaign.agents import OracleAgent
+
+        def per_spec_only() -> Agent:
             raise AgentError(
-                f"--isolate runs Python agents ({', '.join(REFERENCE_AGENTS)}); {name!r} is not "
-                "one (an LLM agent already sees only the visible state)"
+                "agent 'oracle' reads each spec's evaluator record: run it with "
+                "run_assignments (or `campaign run --agent oracle`), which builds one per spec"
             )
-        from labreplay.agents.isolated import IsolatedAgent
 
-        return lambda: IsolatedAgent(ISOLATED_FACTORY, name)
-    if name in REFERENCE_AGENTS:
-        cls = REFERENCE_AGENTS[name]
-        return lambda: cls()
-    if name.startswith("openai:"):
-        try:
-            from labreplay.agents.llm import make_agent
-        except ImportError as exc:
-            raise AgentError(f"LLM agents are unavailable: {exc}") from exc
+        ceiling = OracleAgent({})
+        return ResolvedAgent(
+            agent, per_spec_only, ceiling.name, ceiling.params(), None, ORACLE_NAME, None
+        )
+    if isinstance(agent, str) and agent.startswith("openai:"):
+        make = _llm_factory(agent, **options)
+        llm = make()
+        return ResolvedAgent(agent, make, llm.name, llm.params(), None, agent, llm)
+    builtins = {name: cls for name, cls in REFERENCE_AGENTS.items()}
+    return resolve_agent(agent, CampaignAgent, builtins=builtins, builtin_ref=ISOLATED_FACTORY)
 
-        def build() -> Agent:
-            agent = make_agent(name, **options)
-            if not isinstance(agent, Agent):
-                raise AgentError(f"{name} did not build a campaign agent")
-            return agent
 
-        return build
-    raise AgentError(f"unknown agent {name!r}; choose random, bayes, no-evidence or openai:MODEL")
+def agent_factory(name: Any, isolate: bool = False, **options: Any) -> AgentFactory:
+    """A factory for any campaign agent (see `resolve_campaign_agent`)."""
+    timeout_s = options.pop("agent_timeout_s", None)
+    return resolve_campaign_agent(name, isolate, timeout_s, **options).make
 
 
 __all__ = [
@@ -233,6 +302,7 @@ __all__ = [
     "load_specs",
     "parse_controls",
     "parse_seeds",
+    "resolve_campaign_agent",
     "run_assignment",
     "select_specs",
 ]

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from labreplay.compile.spec import EnvironmentSpec
-from labreplay.records._types import MISSING_TAG
+from labreplay.sdk import MISSING_TAG
 from labreplay.testing.checks import CANARY
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from labreplay.cli._common import (
+from labreplay.sdk.cli import (
     DataDirOption,
     ExecutorOption,
     JsonOption,
@@ -121,7 +121,11 @@ def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -
 @app.command("run")
 def run_cmd(
     specs: Path = typer.Option(..., "--specs", help="Directory written by `campaign compile`."),
-    agent: str = typer.Option("bayes", help="random | bayes | no-evidence | openai:MODEL"),
+    agent: str = typer.Option(
+        "bayes",
+        help="random | bayes | no-evidence | openai:MODEL | a registered agent | MODULE:ATTR "
+        "(your class or factory, importable from PYTHONPATH or the working directory).",
+    ),
     store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
     controls: str = typer.Option("random,no-evidence", help="Comma list of control branches."),
     seed: int = typer.Option(
@@ -159,17 +163,24 @@ def run_cmd(
         "--isolate",
         help="Run the (Python) agent in a child process that receives only observations.",
     ),
+    agent_timeout: float | None = typer.Option(
+        None,
+        "--agent-timeout",
+        help="With --isolate: seconds the agent has per call before the run is failed (60).",
+        callback=positive_float("--agent-timeout"),
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""
+    from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
     from labreplay.suites.campaign.api import (
-        agent_factory,
         load_specs,
         parse_controls,
-        run_assignment,
+        resolve_campaign_agent,
         select_specs,
     )
+    from labreplay.suites.campaign.execute import run_assignments
 
     options: dict[str, Any] = {
         k: v
@@ -188,23 +199,20 @@ def run_cmd(
 
         raise LabreplayError("--isolate runs with --executor in-process (one child per agent)")
     control_list = parse_controls(controls)
-    make = agent_factory(agent, isolate=isolate, **options)
     chosen = select_specs(load_specs(specs), only)
+    # Every agent problem is one line, exit 2, before the store exists.
+    resolved = resolve_campaign_agent(agent, isolate, agent_timeout, **options)
     if executor == "in-process" and max_concurrency > 1:
         executor = "threads"  # the older spelling of a threaded run
-    if executor != "in-process":
-        from labreplay.execute.driver import open_executor
-        from labreplay.suites.campaign.execute import run_assignments
-
-        workers = max_concurrency if max_concurrency > 1 else None
-        with Store(store) as db, open_executor(executor, scheduler, workers) as ex:
-            results = run_assignments(chosen, agent, db, seed, control_list, ex, options)
-    else:
-        results = []
-        with Store(store) as db, progress_bar("campaigns", len(chosen)) as bar:
-            for spec in chosen:
-                results.append(run_assignment(spec, make, db, seed, control_list))
-                bar.advance()
+    workers = max_concurrency if max_concurrency > 1 else None
+    with (
+        Store(store) as db,
+        open_executor(executor, scheduler, workers) as ex,
+        progress_bar("campaigns", len(chosen), executor == "in-process") as bar,
+    ):
+        results = run_assignments(
+            chosen, resolved, db, seed, control_list, ex, options, bar.advance
+        )
     if json_out:
         print_json(results)
     else:

@@ -14,12 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from labreplay._atomic import atomic_write_text
-from labreplay._hashing import sha256_json
 from labreplay.compile.spec import EnvironmentSpec, write_spec
 from labreplay.records import Record
-from labreplay.records._types import to_json
 from labreplay.scoring.proper import CATEGORIES
+from labreplay.sdk import atomic_write_text, sha256_json, to_json
 from labreplay.suites.campaign.model import label_of
 from labreplay.suites.campaign.protocol import (
     EVIDENCE_KINDS,

@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labreplay._rng import make_rng
 from labreplay.agents.base import Agent, drain_calls
-from labreplay.records._types import MISSING_TAG
+from labreplay.agents.contracts import isolation_of
+from labreplay.sdk import MISSING_TAG, make_rng
 from labreplay.suites.campaign.protocol import REVIEW_KIND
 
 Op = tuple[str, str | None]  # ("inspect", kind) | ("review", None) | ("forecast", None)
@@ -133,7 +133,7 @@ def _invalid(action: Any, why: str) -> dict[str, Any]:
     return {"type": "invalid", "raw": str(action)[:2000], "error": why}
 
 
-class _Wrapper:
+class ControlWrapper:
     """Shared plumbing: name/params of the inner agent, call log, declared departures."""
 
     def __init__(self, inner: Agent, slots: list[Slot]) -> None:
@@ -145,6 +145,11 @@ class _Wrapper:
 
     def params(self) -> dict[str, Any]:
         return self.inner.params()
+
+    @property
+    def isolation(self) -> str:
+        """Where the wrapped agent's code runs (a control reports the agent it wraps)."""
+        return isolation_of(self.inner)
 
     def drain_calls(self) -> list[Any]:
         return list(drain_calls(self.inner))
@@ -194,7 +199,7 @@ class _Wrapper:
         return ops[self.op_index] if self.op_index < len(ops) else None
 
 
-class ScheduleMatchedRandom(_Wrapper):
+class ScheduleMatchedRandom(ControlWrapper):
     def __init__(
         self,
         inner: Agent,
@@ -262,7 +267,7 @@ class ScheduleMatchedRandom(_Wrapper):
         return {"type": "select_experiment", "experiment_id": str(self.rng.choice(fitting))}
 
 
-class CallMatchedNoEvidence(_Wrapper):
+class CallMatchedNoEvidence(ControlWrapper):
     def reset(self, seed: int) -> None:
         self._start(seed)
         self.forecasts_left = 0
@@ -282,3 +287,6 @@ class CallMatchedNoEvidence(_Wrapper):
         if not self.slots[self.slot_index].closed:
             return {"type": "stop"}
         return self._ask(observation, ["close_experiment"])
+
+
+_Wrapper = ControlWrapper  # the older name

@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from labreplay._hashing import sha256_file, sha256_json
 from labreplay.errors import DataError
 from labreplay.records.manifest import sources
 from labreplay.records.sources import data_file
+from labreplay.sdk import sha256_file, sha256_json
 
 PG_FILE = "precursor_genome/pg_samples.jsonl"
 

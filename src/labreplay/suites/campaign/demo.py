@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.store.sqlite import Store
-from labreplay.suites.campaign.agents import OracleAgent
-from labreplay.suites.campaign.api import agent_factory, compile_specs, load_records
+from labreplay.suites.campaign.api import compile_specs, load_records
 from labreplay.suites.campaign.compiler import write_specs
+from labreplay.suites.campaign.execute import run_assignments
 from labreplay.suites.campaign.leaderboard import leaderboard
-from labreplay.suites.campaign.runner import run_assignment, run_branch
 
 REFERENCE = ("bayes", "no-evidence", "random")
 SEEDS = (0, 1, 2, 3, 4)
@@ -27,7 +26,7 @@ SEEDS = (0, 1, 2, 3, 4)
 def run_demo(
     data_dir: Path, store_path: Path, out_dir: Path, seeds: tuple[int, ...] = SEEDS
 ) -> dict[str, Any]:
-    from labreplay.cli._common import console
+    from labreplay.sdk.cli import console
     from labreplay.suites.campaign.board_text import print_board
 
     started = time.perf_counter()
@@ -49,11 +48,8 @@ def run_demo(
     with Store(store_path) as store:
         _refuse_other_protocols(store, chosen)
         for name in REFERENCE:
-            make = agent_factory(name)
-            for spec in chosen:
-                run_assignment(spec, make, store, 0)
-        for spec in chosen:  # the ceiling: adaptive branch only, never ranked
-            run_branch(spec, OracleAgent(spec.body["evaluator"]), 0, "adaptive", store)
+            run_assignments(chosen, name, store, 0)
+        run_assignments(chosen, "oracle", store, 0)  # the ceiling: adaptive only, never ranked
         ran = time.perf_counter()
         board = leaderboard(store)
         curves = _write_curves(store, out_dir)
@@ -83,8 +79,8 @@ def _refuse_other_protocols(store: Store, specs: list[Any]) -> None:
 
 def _write_curves(store: Store, out_dir: Path) -> list[Path]:
     """One PNG per system: held-out score vs experiments, adaptive against both controls."""
-    from labreplay.report.plots import learning_curves
     from labreplay.suites.campaign.report import mean_curves
+    from labreplay.suites.campaign.report_plots import learning_curves
 
     paths = []
     for system, by_horizon in sorted(mean_curves(store).items()):

@@ -17,12 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from labreplay._hashing import canonical_json, sha256_json
+from labreplay.agents.contracts import Observation, Snapshot
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import SpecError
-from labreplay.records._types import MISSING_TAG
 from labreplay.runtime.trajectory import Trajectory
 from labreplay.scoring.proper import CATEGORIES
+from labreplay.sdk import MISSING_TAG, canonical_json, sha256_json
 from labreplay.suites.campaign.actions import (
     PHASE_ACTIONS,
     action_schema,
@@ -127,7 +127,8 @@ class CampaignEnv:
             "closed": list(self.closed_order),
         }
 
-    def observation(self) -> dict[str, Any]:
+    def observation(self) -> Observation:
+        """What the agent sees before its next action (`labreplay.Observation`)."""
         available = [i for i in self.candidate_ids if self.status[i] == "available"]
         return {
             "phase": self.phase,
@@ -171,7 +172,8 @@ class CampaignEnv:
             and self.experiments[eid]["review"] is None
         )
 
-    def checkpoint_snapshot(self) -> dict[str, Any]:
+    def checkpoint_snapshot(self) -> Snapshot:
+        """An evaluator panel checkpoint (`labreplay.Snapshot`)."""
         state = self.visible_state()
         return {
             "kind": "panel_checkpoint",
@@ -404,7 +406,21 @@ class CampaignEnv:
             self.phase = "done"
         return payload
 
-    def end(self, reason: str) -> None:
+    # ------------------------------------------------------------------ the harness's part
+    def stop_by_harness(self, **why: Any) -> None:
+        """End the campaign from outside the agent (too many invalid actions, a cap, an agent
+        that stopped answering): a `harness` event recording `why`, then no more actions."""
+        self.trajectory.append("harness", dict(why))
+        self.stopped = True
+        self.phase = "done"
+
+    def record_departure(self, departure: Mapping[str, Any]) -> None:
+        """A matched control that could not follow its adaptive schedule here (declared)."""
+        self.trajectory.append("control", {"departure": dict(departure)})
+
+    def end(self, reason: str | None = None) -> None:
+        """The closing `end` event (reason: "stopped" or "budget" unless given)."""
+        reason = reason or ("stopped" if self.stopped else "budget")
         self.trajectory.append(
             "end",
             {

@@ -24,10 +24,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from labreplay._atomic import atomic_write_text
-from labreplay._hashing import canonical_json, sha256_file, sha256_json
 from labreplay.errors import DataError, LabreplayError
 from labreplay.records.sources import ENV_CACHE_DIR
+from labreplay.sdk import atomic_write_text, canonical_json, sha256_file, sha256_json
 
 # Bump when the content of any summary changes, so stale cache files are never reused.
 SUMMARY_SCHEMA_VERSION = "campaign-evidence-1"

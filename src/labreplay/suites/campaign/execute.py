@@ -9,41 +9,49 @@ ids, events, trajectory hashes and scores.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from labreplay._hashing import sha256_json
 from labreplay.agents.base import Agent, ResponseCache
+from labreplay.agents.contracts import bind_response_cache, model_of
 from labreplay.compile.spec import EnvironmentSpec, spec_from_text
+from labreplay.errors import SpecError
 from labreplay.execute.base import Executor
 from labreplay.execute.driver import Unit, run_units
+from labreplay.sdk import sha256_json
 from labreplay.store.sqlite import Store, run_key
+from labreplay.suites.campaign.agents import ORACLE_NAME, OracleAgent
 from labreplay.suites.campaign.runner import BRANCHES, AgentFactory, BranchResult
 
 
 def compute_assignment(
     spec_text: str,
-    agent_name: str,
+    agent_source: str | AgentFactory,
     agent_options: Mapping[str, Any],
     seed: int,
     controls: tuple[str, ...],
     cache: ResponseCache | None = None,
 ) -> dict[str, BranchResult]:
     """The work unit. Runs anywhere the package is installed: the spec travels as its hashed
-    file text (verified on arrival) and the agent is rebuilt from its name and options. LLM
-    agents answer completed calls from `cache` (the driver's snapshot of the store's cache)."""
+    file text (verified on arrival) and the agent is rebuilt from its name (a reference or
+    registered name, `MODULE:ATTR`, `openai:MODEL`) and options, or comes as a factory (which
+    Dask pickles). LLM agents answer completed calls from `cache` (the driver's snapshot of
+    the store's cache)."""
     from labreplay.suites.campaign.api import agent_factory
     from labreplay.suites.campaign.runner import run_assignment_branches
 
     spec = spec_from_text(spec_text, origin="work unit")
-    make = agent_factory(agent_name, **agent_options)
+    make = (
+        agent_factory(agent_source, **agent_options)
+        if isinstance(agent_source, str)
+        else agent_source
+    )
 
     def make_cached() -> Agent:
         agent = make()
-        bind = getattr(agent, "bind_store", None)
-        if cache is not None and callable(bind):
-            bind(cache)
+        if cache is not None:
+            bind_response_cache(agent, cache)
         return agent
 
     return run_assignment_branches(spec, make_cached, None, seed, controls)
@@ -69,37 +77,74 @@ def _complete(store: Store, run_ids: Sequence[str]) -> bool:
 
 def run_assignments(
     specs: Sequence[EnvironmentSpec],
-    agent_name: str,
+    agent: Any,
     store: Store,
     seed: int = 0,
     controls: tuple[str, ...] = ("random", "no-evidence"),
     executor: Executor | None = None,
     agent_options: Mapping[str, Any] | None = None,
+    progress: Callable[[], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run `agent_name` with its matched controls on every spec; returns the per-assignment
-    summaries of `run_assignment`, in spec order. Resumable: finished assignments are read
-    back from the store, not recomputed."""
-    from labreplay.suites.campaign.api import agent_factory
+    """Run `agent` (anything `resolve_campaign_agent` takes, or its result) with its matched
+    controls on every spec through the driver; returns the per-assignment summaries of
+    `run_assignment`, in spec order. Resumable: finished assignments are read back from the
+    store, not recomputed; in-process, each branch's events are written as they happen."""
+    from labreplay.agents.resolve import ResolvedAgent
+    from labreplay.suites.campaign.api import resolve_campaign_agent
 
     options = dict(agent_options or {})
+    unknown = [c for c in controls if c not in BRANCHES[1:]]
+    if unknown:
+        raise SpecError(f"unknown control {unknown[0]!r} (known: {', '.join(BRANCHES[1:])})")
     controls = tuple(c for c in BRANCHES[1:] if c in controls)
-    make = agent_factory(agent_name, **options)
-    probe = make()  # name, params, model and endpoint as the runs will record them
-    name, params = probe.name, probe.params()
-    model, endpoint = getattr(probe, "model", None), getattr(probe, "endpoint", None)
+    resolved = (
+        agent
+        if isinstance(agent, ResolvedAgent)
+        else resolve_campaign_agent(
+            agent, agent_timeout_s=options.pop("agent_timeout_s", None), **options
+        )
+    )
+    make = resolved.make
+    # name, params, model and endpoint as the runs will record them
+    name, params = resolved.name, resolved.params
+    model, endpoint = model_of(resolved.probe) if resolved.probe is not None else (None, None)
+    # What a worker rebuilds the agent from: its name or reference, else the factory itself.
+    source: str | AgentFactory = resolved.builtin or resolved.ref or make
+    if resolved.ref is not None and resolved.probe is None:
+        source = make  # an isolated agent: each worker starts its own child
+    oracle = resolved.builtin == ORACLE_NAME
+    if oracle:
+        controls = ()  # the ceiling: adaptive branch only, never ranked
     units: dict[str, Unit] = {}
     for spec in specs:
+        if oracle:
+            make = partial(OracleAgent, spec.body["evaluator"])
+            source = make
         key = unit_key(spec, name, params, seed, controls)
         if key in units:
             continue  # the same spec twice: one unit
         units[key] = Unit(
             key,
-            partial(compute_assignment, spec.to_file_text(), agent_name, options, seed, controls),
+            partial(compute_assignment, spec.to_file_text(), source, options, seed, controls),
             partial(_persist, spec, controls, name, params, seed, model, endpoint),
             partial(_stored, spec, make, controls, name, params, seed),
             uses_llm=model is not None,
+            in_place=partial(_in_place, spec, make, controls, seed),
         )
-    return run_units("campaign", list(units.values()), store, executor)
+    return run_units("campaign", list(units.values()), store, executor, progress)
+
+
+def _in_place(
+    spec: EnvironmentSpec,
+    make: AgentFactory,
+    controls: tuple[str, ...],
+    seed: int,
+    store: Store,
+) -> dict[str, Any]:
+    """The in-process unit: the three branches written to the store as they run."""
+    from labreplay.suites.campaign.runner import assignment_summary, run_assignment_branches
+
+    return assignment_summary(spec, run_assignment_branches(spec, make, store, seed, controls))
 
 
 def _stored(

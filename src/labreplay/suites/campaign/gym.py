@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import string
+from collections.abc import Mapping
 from functools import cache
 from typing import Any, ClassVar
 
@@ -80,7 +81,7 @@ def _env_class() -> type:
             self.action_space = spaces.Text(
                 max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET
             )
-            self._pending: dict[str, Any] | None = None
+            self._pending: Mapping[str, Any] | None = None
             self._last_forecasts: dict[str, Any] | None = None
             self._last_score: float | None = None
             self._streak = 0
@@ -116,15 +117,11 @@ def _env_class() -> type:
                     self._pending = self.runtime.checkpoint_snapshot()
             truncated = False
             if self._pending is None and self._streak >= self.max_invalid_streak:
-                self.runtime.trajectory.append(
-                    "harness", {"forced_stop": f"{self._streak} invalid actions in a row"}
-                )
-                self.runtime.stopped = True
-                self.runtime.phase = "done"
+                self.runtime.stop_by_harness(forced_stop=f"{self._streak} invalid actions in a row")
                 truncated = True
             terminated = self._pending is None and self.runtime.done and not truncated
             if terminated or truncated:
-                self.runtime.end("stopped" if self.runtime.stopped else "budget")
+                self.runtime.end()
                 self._ended = True
             return self._observation(), reward, terminated, truncated, self._info(accepted, reason)
 

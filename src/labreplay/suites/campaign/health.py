@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from labreplay._hashing import canonical_json
+from labreplay.sdk import canonical_json
 from labreplay.store.sqlite import RunInfo
 from labreplay.suites.campaign.leaderboard import _system_keys
 

@@ -26,9 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from labreplay._rng import make_rng
 from labreplay.errors import SpecError
 from labreplay.records import Record
+from labreplay.sdk import make_rng
 
 EVIDENCE_KINDS: tuple[str, ...] = (
     "execution_record",

@@ -22,7 +22,7 @@ import numpy as np
 
 from labreplay.errors import DataError
 from labreplay.records import Missing, Record
-from labreplay.records._types import from_json, to_json
+from labreplay.sdk import from_json, to_json
 from labreplay.suites.campaign import evidence as ev
 from labreplay.suites.campaign.alab_outcome import derive_outcome
 from labreplay.suites.campaign.alab_tables import (
@@ -45,7 +45,7 @@ __all__ = ["SOURCE", "TABLE_COLUMNS", "derive_outcome", "load_alab_pipeline", "l
 def _fingerprint(data_dir: Path) -> str:
     """Input files (manifest-style entries) plus the summarising code itself, so that a changed
     rule never reuses an old cache."""
-    from labreplay._hashing import sha256_file, sha256_json
+    from labreplay.sdk import sha256_file, sha256_json
 
     here = Path(__file__).parent
     modules = ("evidence.py", "records_alab.py", "alab_tables.py", "alab_outcome.py")

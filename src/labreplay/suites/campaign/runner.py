@@ -13,13 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labreplay.agents.base import Agent, call_failures, drain_calls
+from labreplay.agents.contracts import bind_response_cache, isolation_of, model_of
+from labreplay.agents.isolated import AgentNonJSON, AgentUnavailable, json_problem, raised_message
 from labreplay.compile.spec import EnvironmentSpec
-from labreplay.errors import SpecError, StoreError
-from labreplay.runtime.recorder import Recorder
+from labreplay.errors import LabreplayError, SpecError, StoreError
+from labreplay.runtime.recorder import Recorder, RunHeader, open_run
 from labreplay.scoring.curves import acceleration_factor, first_passage, sustained_passage
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.controls import (
     CallMatchedNoEvidence,
+    ControlWrapper,
     ScheduleMatchedRandom,
     extract_schedule,
 )
@@ -40,17 +43,11 @@ class BranchResult:
     # Model-call records of the branch, so a result computed without a store (on a worker)
     # can still be persisted by the driver with its call log.
     calls: list[Any] = field(default_factory=list)
+    # Why the branch failed although its calls did not (its agent stopped answering), or None.
+    failure: str | None = None
 
 
-def _isolation(agent: object) -> str:
-    """How the agent ran: "subprocess" (--isolate: it held only observations) or "in-process"
-    (a control wrapper reports the agent it wraps)."""
-    inner = getattr(agent, "inner", agent)
-    return str(getattr(inner, "isolation", "in-process"))
-
-
-def _open_run(
-    store: Store,
+def _header(
     spec: EnvironmentSpec,
     branch: str,
     agent_name: str,
@@ -60,27 +57,63 @@ def _open_run(
     endpoint: str | None,
     parent_run_id: str | None,
     extra_provenance: Mapping[str, Any] | None,
-) -> tuple[str, bool]:
-    """Store the spec and open (or find) the branch's run row with its provenance."""
-    store.put_spec("campaign", spec.protocol, spec.spec_id, spec.spec_hash, spec.to_file_text())
-    return store.open_run(
-        suite="campaign",
-        spec_hash=spec.spec_hash,
-        spec_id=spec.spec_id,
-        branch=branch,
-        agent=agent_name,
-        agent_params=agent_params,
-        seed=seed,
+) -> RunHeader:
+    """The branch's run row: its key and provenance."""
+    return RunHeader(
+        spec,
+        branch,
+        agent_name,
+        agent_params,
+        seed,
         model=model,
         endpoint=endpoint,
         parent_run_id=parent_run_id,
         extra_provenance={
             "dataset_hashes": spec.body["record"]["dataset_hashes"],
             "data_verified": spec.body["record"].get("data_verified", True),
-            "spec_hash": spec.spec_hash,
             **(extra_provenance or {}),
         },
     )
+
+
+def _stored_branch(store: Store, spec: EnvironmentSpec, run_id: str, branch: str) -> BranchResult:
+    events = store.events(run_id)
+    return BranchResult(
+        run_id, branch, events, branch_metrics(events, spec.body), events[-1]["hash"]
+    )
+
+
+def guarded_act(agent: Agent, observation: Mapping[str, Any]) -> Any:
+    """The agent's action; an exception inside `act` or a non-JSON return becomes an invalid
+    action naming it (recorded and scored, never a crash). Harness errors (LabreplayError:
+    an agent that stopped answering, a cap) propagate."""
+    try:
+        action = agent.act(observation)
+    except LabreplayError:
+        raise
+    except AgentNonJSON as exc:
+        return {"type": "invalid", "raw": exc.raw, "error": exc.message}
+    except Exception as exc:
+        return {"type": "invalid", "raw": "", "error": raised_message("act", exc)}
+    problem = json_problem("act", action)
+    if problem is not None:
+        return {"type": "invalid", "raw": repr(action)[:2000], "error": problem}
+    return action
+
+
+def guarded_forecast(agent: Agent, snapshot: Mapping[str, Any]) -> Any:
+    """The agent's panel forecast; a failure becomes an empty one naming it (every entry then
+    gets the declared fallback)."""
+    try:
+        response = agent.forecast(snapshot)
+    except LabreplayError:
+        raise
+    except AgentNonJSON as exc:
+        return {"forecasts": [], "error": exc.message}
+    except Exception as exc:
+        return {"forecasts": [], "error": raised_message("forecast", exc)}
+    problem = json_problem("forecast", response)
+    return response if problem is None else {"forecasts": [], "error": problem}
 
 
 def run_branch(
@@ -94,73 +127,73 @@ def run_branch(
     max_invalid_streak: int = 8,
     extra_provenance: Mapping[str, Any] | None = None,
 ) -> BranchResult:
-    run_id = ""
+    """One branch. With a store its events are written as they happen (a branch found
+    complete is read back; resume rules: `labreplay.runtime.recorder.open_run`)."""
+    recorder = Recorder(spec.spec_hash, None, "")
     if store is not None:
-        run_id, existed = _open_run(
-            store,
+        header = _header(
             spec,
             branch,
             agent.name,
             agent.params(),
             seed,
-            getattr(agent, "model", None),
-            getattr(agent, "endpoint", None),
+            *model_of(agent),
             parent_run_id,
-            {**(extra_provenance or {}), "agent_isolation": _isolation(agent)},
+            # "subprocess" (--isolate: it held only observations) or "in-process"
+            {**(extra_provenance or {}), "agent_isolation": isolation_of(agent)},
         )
-        bind = getattr(agent, "bind_store", None)
-        if callable(bind):  # LLM agents answer completed calls from the store's response cache
-            bind(store)
-        status = store.run(run_id).status if existed else "running"
+        recorder, status = open_run(store, header, batch=64)
         if status == "complete":
-            events = store.events(run_id)
-            return BranchResult(
-                run_id, branch, events, branch_metrics(events, spec.body), events[-1]["hash"]
-            )
-        if status == "failed":  # its endpoint never answered: start it afresh
-            store.reset_run(run_id)
+            return _stored_branch(store, spec, recorder.run_id, branch)
+        # LLM agents answer completed calls from the store's response cache
+        bind_response_cache(agent, store)
     env = CampaignEnv(spec)
     env.reset(seed)
-    agent.reset(seed)
-    recorder = Recorder(spec.spec_hash, store, run_id, batch=64, trajectory=env.trajectory)
+    recorder.attach(env.trajectory)
     calls: list[Any] = []
+    failure: str | None = None
 
     def checkpoint(
         t: int, previous: Mapping[str, Any] | None, given: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         snapshot = env.checkpoint_snapshot()
-        response = given if given is not None else agent.forecast(snapshot)
+        response = given if given is not None else guarded_forecast(agent, snapshot)
         payload = env.submit_checkpoint(response, t, previous, snapshot["state_hash"])
         calls.extend(drain_calls(agent))
         recorder.sync()
         return dict(payload["forecasts"])
 
-    last = checkpoint(0, None, initial_forecast)
-    streak = 0
-    while not env.done:
-        action = agent.act(env.observation())
+    try:
+        agent.reset(seed)
+        last = checkpoint(0, None, initial_forecast)
+        streak = 0
+        while not env.done:
+            action = guarded_act(agent, env.observation())
+            calls.extend(drain_calls(agent))
+            result = env.step(action)
+            for departure in agent.drain_departures() if isinstance(agent, ControlWrapper) else []:
+                env.record_departure(departure)  # a matched control departed: declared, counted
+            streak = 0 if result.accepted else streak + 1
+            recorder.sync()
+            if result.checkpoint_due:
+                last = checkpoint(len(env.closed_order), last)
+            if streak >= max_invalid_streak and not env.done:
+                # The harness, not the agent, ends a campaign stuck on invalid actions.
+                env.stop_by_harness(forced_stop=f"{streak} invalid actions in a row")
+    except AgentUnavailable as exc:
+        # The agent stopped answering (timeout, its process died): the run is failed, with
+        # the cause, and a rerun starts it afresh.
+        failure = str(exc)
         calls.extend(drain_calls(agent))
-        result = env.step(action)
-        drain = getattr(agent, "drain_departures", None)
-        for departure in drain() if callable(drain) else []:
-            # A matched control could not follow its adaptive schedule here: declared, counted.
-            env.trajectory.append("control", {"departure": departure})
-        streak = 0 if result.accepted else streak + 1
-        recorder.sync()
-        if result.checkpoint_due:
-            last = checkpoint(len(env.closed_order), last)
-        if streak >= max_invalid_streak and not env.done:
-            # The harness, not the agent, ends a campaign stuck on invalid actions.
-            env.trajectory.append("harness", {"forced_stop": f"{streak} invalid actions in a row"})
-            env.stopped = True
-            env.phase = "done"
-    env.end("stopped" if env.stopped else "budget")
+        env.stop_by_harness(agent_failed=failure)
+    env.end()
     recorder.sync()
     events = env.trajectory.events
     metrics = branch_metrics(events, spec.body)
     if store is not None:
-        _finish(recorder, metrics, events, env.n_invalid, calls)
-    return BranchResult(run_id, branch, events, metrics, env.trajectory.head, calls)
+        _finish(recorder, metrics, events, env.n_invalid, calls, failure)
+    head = env.trajectory.head
+    return BranchResult(recorder.run_id, branch, events, metrics, head, calls, failure)
 
 
 def _finish(
@@ -169,8 +202,10 @@ def _finish(
     events: Sequence[Mapping[str, Any]],
     n_invalid: int,
     calls: Sequence[Any],
+    failure: str | None = None,
 ) -> None:
-    """Scores, call log and the `complete` mark of a finished branch."""
+    """Scores, call log and the final mark of a finished branch: `failed` when every model
+    call failed or the agent stopped answering (`failure`), else `complete`."""
     assert recorder.store is not None
     recorder.log_calls(calls)
     scalar = {
@@ -182,36 +217,18 @@ def _finish(
         (e["payload"].get("closed", []) for e in events if e["kind"] == "end"), []
     )
     recorder.flush()
-    recorder.store.put_forecasts(recorder.run_id, forecast_rows(events))
     health = call_failures(calls)
     summary: dict[str, Any] = {"head_hash": events[-1]["hash"], "invalid_actions": n_invalid}
     if calls:
         summary.update({k: v for k, v in health.items() if k != "all_failed"})
+    if failure is not None:
+        summary["cause"] = failure
     recorder.finish(
-        "failed" if health["all_failed"] else "complete",
+        "failed" if health["all_failed"] or failure is not None else "complete",
         summary,
         scalar,
         {"curve": metrics["curve"], "movements": metrics["movements"], "closed": closed},
     )
-
-
-def forecast_rows(events: Sequence[Mapping[str, Any]]) -> list[tuple[int, str, int | None, Any]]:
-    """The forecasts table: every panel checkpoint (scope "panel", step t) and every accepted
-    local forecast (scope "local"), keyed by the event that carried it."""
-    rows: list[tuple[int, str, int | None, Any]] = []
-    for e in events:
-        payload = e["payload"]
-        if e["kind"] == "checkpoint":
-            rows.append((e["seq"], "panel", payload["t"], payload["forecasts"]))
-        elif (
-            e["kind"] == "action"
-            and payload["accepted"]
-            and payload["action"]["type"] == "submit_forecast"
-        ):
-            action = payload["action"]
-            local = {k: action[k] for k in ("experiment_id", "p_valid", "categories")}
-            rows.append((e["seq"], "local", None, local))
-    return rows
 
 
 def persist_branch(
@@ -233,8 +250,7 @@ def persist_branch(
     (its stored head hash must equal the result's); a partial run keeps its verified prefix and
     gets only the missing events.
     """
-    run_id, existed = _open_run(
-        store,
+    header = _header(
         spec,
         result.branch,
         agent_name,
@@ -245,9 +261,8 @@ def persist_branch(
         parent_run_id,
         extra_provenance,
     )
-    status = store.run(run_id).status if existed else "running"
-    if status == "failed":
-        store.reset_run(run_id)
+    recorder, status = open_run(store, header, batch=len(result.events) + 1)
+    run_id = recorder.run_id
     if status == "complete":
         stored = store.events(run_id)
         if not stored or stored[-1]["hash"] != result.head_hash:
@@ -256,7 +271,6 @@ def persist_branch(
                 "(non-deterministic agent or changed code); rerun with --restart"
             )
         return BranchResult(run_id, result.branch, stored, result.metrics, result.head_hash)
-    recorder = Recorder(spec.spec_hash, store, run_id, batch=len(result.events) + 1)
     recorder.take(result.events)
     end = result.events[-1]["payload"] if result.events else {}
     _finish(
@@ -265,9 +279,16 @@ def persist_branch(
         result.events,
         int(end.get("invalid_actions", result.metrics["invalid_actions"])),
         result.calls,
+        result.failure,
     )
     return BranchResult(
-        run_id, result.branch, result.events, result.metrics, result.head_hash, result.calls
+        run_id,
+        result.branch,
+        result.events,
+        result.metrics,
+        result.head_hash,
+        result.calls,
+        result.failure,
     )
 
 
@@ -285,7 +306,14 @@ def run_assignment(
     seed: int,
     controls: tuple[str, ...] = ("random", "no-evidence"),
 ) -> dict[str, Any]:
-    """Adaptive branch, then each requested control from the same pre-campaign forecast."""
+    """Adaptive branch, then each requested control from the same pre-campaign forecast.
+    With a store this goes through the shared driver (`execute.run_assignments`), like every
+    other run path; without one it only computes."""
+    if store is not None:
+        from labreplay.suites.campaign.execute import run_assignments
+
+        (summary,) = run_assignments([spec], make_agent, store, seed, controls)
+        return summary
     results = run_assignment_branches(spec, make_agent, store, seed, controls)
     return assignment_summary(spec, results)
 
@@ -294,13 +322,15 @@ def assignment_summary(
     spec: EnvironmentSpec, results: Mapping[str, BranchResult]
 ) -> dict[str, Any]:
     health = call_failures(results["adaptive"].calls)
+    failure = next((r.failure for r in results.values() if r.failure is not None), None)
+    failed = health["all_failed"] or failure is not None
     return {
         "spec_id": spec.spec_id,
         "spec_hash": spec.spec_hash,
         "assignment": spec.body["assignment"],
-        "status": "failed" if health["all_failed"] else "complete",
+        "status": "failed" if failed else "complete",
         "failed_call_share": health["failed_call_share"],
-        "cause": health["cause"] if health["all_failed"] else None,
+        "cause": (health["cause"] if health["all_failed"] else failure) if failed else None,
         **assignment_metrics(spec, results),
     }
 
@@ -319,8 +349,9 @@ def run_assignment_branches(
         raise SpecError(f"unknown control {unknown[0]!r} (known: {', '.join(BRANCHES[1:])})")
     adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
     results = {"adaptive": adaptive}
-    if call_failures(adaptive.calls)["all_failed"]:
-        return results  # the endpoint never answered: controls would measure nothing either
+    if call_failures(adaptive.calls)["all_failed"] or adaptive.failure is not None:
+        # The endpoint or the agent never answered: controls would measure nothing either.
+        return results
     initial = pre_campaign_forecast(adaptive.events)
     slots, stopped = extract_schedule(adaptive.events)
     if "random" in controls:

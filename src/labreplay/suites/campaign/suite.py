@@ -25,8 +25,8 @@ class CampaignSuite:
         return app
 
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
-        from labreplay.report.html import campaign_html
         from labreplay.suites.campaign.report import campaign_section
+        from labreplay.suites.campaign.report_html import campaign_html
 
         section = campaign_section(store, run_id)
         if section is None:
@@ -50,10 +50,19 @@ class CampaignSuite:
         _, specs, _ = compile_specs(data_dir=data_dir, **options)
         return specs
 
+    def resolve_agent(self, agent: Any, **options: Any) -> Any:
+        """Options: isolate, agent_timeout_s, and the LLM options of `openai:MODEL`."""
+        from labreplay.suites.campaign.api import resolve_campaign_agent
+
+        options = {k: v for k, v in options.items() if k not in ("controls", "seed")}
+        isolate = bool(options.pop("isolate", False))
+        timeout_s = options.pop("agent_timeout_s", None)
+        return resolve_campaign_agent(agent, isolate, timeout_s, **options)
+
     def run(
         self,
         specs: Sequence[EnvironmentSpec],
-        agent: str,
+        agent: Any,
         store: Store,
         *,
         seed: int = 0,
@@ -64,6 +73,11 @@ class CampaignSuite:
         from labreplay.suites.campaign.execute import run_assignments
 
         controls = tuple(options.pop("controls", ("random", "no-evidence")))
+        from labreplay.agents.resolve import ResolvedAgent
+
+        if not isinstance(agent, ResolvedAgent):
+            agent = self.resolve_agent(agent, **options)
+        options = {k: v for k, v in options.items() if k not in ("isolate", "agent_timeout_s")}
         return run_assignments(list(specs), agent, store, seed, controls, executor, options)
 
     def reference_agents(self) -> list[str]:

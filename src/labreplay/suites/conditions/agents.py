@@ -1,4 +1,5 @@
-"""Question agents: the protocol an LLM agent plugs into, and the non-LLM references.
+"""Question agents: the non-LLM references of the `QuestionAgent` contract (defined in
+`labreplay.agents.contracts`, importable from here too).
 
 `QuestionAgent.answer(view)` returns a raw answer: ``{"option": i}`` / ``{"choices": {k: i}}``
 (0-based) or ``{"text": reply}`` for free text, which `prompts.parse_answer` reads.
@@ -7,21 +8,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from labreplay._hashing import sha256_json
-from labreplay._rng import make_rng
+from labreplay.agents.contracts import QuestionAgent
 from labreplay.errors import AgentError
+from labreplay.sdk import make_rng, sha256_json
 from labreplay.suites.conditions.questions import value_label
-
-
-@runtime_checkable
-class QuestionAgent(Protocol):
-    name: str
-
-    def params(self) -> dict[str, Any]: ...
-
-    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]: ...
 
 
 class RandomAgent:
@@ -142,3 +134,6 @@ def reference_agent(name: str, questions: Sequence[Mapping[str, Any]], seed: int
     if name in {"ranker", LeaveTableOutRanker.name}:
         return LeaveTableOutRanker(questions)
     raise AgentError(f"unknown conditions agent {name!r} (known: random, ranker, llm)")
+
+
+__all__ = ["LeaveTableOutRanker", "QuestionAgent", "RandomAgent", "reference_agent"]

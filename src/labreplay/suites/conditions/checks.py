@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from labreplay._hashing import canonical_json
+from labreplay.sdk import canonical_json
 from labreplay.suites.conditions.questions import agent_view
 from labreplay.testing.checks import CANARY
 

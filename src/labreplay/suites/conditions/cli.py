@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.table import Table
 
-from labreplay.cli._common import (
+from labreplay.errors import LabreplayError
+from labreplay.sdk.cli import (
     DataDirOption,
     ExecutorOption,
     JsonOption,
@@ -19,7 +19,6 @@ from labreplay.cli._common import (
     progress_bar,
     seed_check,
 )
-from labreplay.errors import LabreplayError
 
 app = typer.Typer(
     help="Reaction-condition questions (RxnOptBench): compile screening tables, run agents, score.",
@@ -195,24 +194,17 @@ def compile_cmd(
     console.print(table_view)
 
 
-def _agent(name: str, questions: list[dict[str, Any]], seed: int, model: str | None) -> Any:
-    from labreplay.suites.conditions.agents import reference_agent
-
-    if name == "llm":
-        try:
-            from labreplay.suites.conditions.llm_agent import conditions_agent
-        except ImportError as exc:
-            raise LabreplayError("the LLM agent is not available in this install") from exc
-        return conditions_agent(model=model, seed=seed)
-    return reference_agent(name, questions, seed)
-
-
 @app.command("run")
 def run_cmd(
     questions: Path = typer.Option(
         ..., "--questions", help="Question file (ours or the official)."
     ),
-    agent: str = typer.Option(..., "--agent", help="random | ranker | llm"),
+    agent: str = typer.Option(
+        ...,
+        "--agent",
+        help="random | ranker | llm | a registered agent | MODULE:ATTR (your QuestionAgent "
+        "class or factory, importable from PYTHONPATH or the working directory).",
+    ),
     store: Path = typer.Option(..., "--store", help="Results store (SQLite)."),
     seed: int = typer.Option(0, "--seed", callback=seed_check()),
     model: str | None = typer.Option(None, "--model", help="Model name for --agent llm."),
@@ -224,17 +216,20 @@ def run_cmd(
     """Answer every question with one agent, score, and store the run (resumes if interrupted)."""
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
-    from labreplay.suites.conditions.execute import run_questions
+    from labreplay.suites.conditions.execute import resolve_question_agent, run_questions
     from labreplay.suites.conditions.questions import load_questions
 
     qs = load_questions(questions)
-    built = _agent(agent, qs, seed, model)  # checks the agent name before anything runs
+    try:  # every agent problem is one line, exit 2, before the store exists
+        built = resolve_question_agent(agent, qs, seed, model)
+    except ImportError as exc:
+        raise LabreplayError("the LLM agent is not available in this install") from exc
     with (
         Store(store) as db,
         open_executor(executor, scheduler, workers) as ex,
         progress_bar("answering", len(qs), enabled=not json_out) as bar,
     ):
-        result = run_questions(db, questions, agent, seed, model, ex, progress=bar.advance)
+        result = run_questions(db, questions, built, seed, model, ex, progress=bar.advance)
     if json_out:
         print_json(result)
         return

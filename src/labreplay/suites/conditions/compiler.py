@@ -26,8 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._hashing import HASH_SCHEME_VERSION, sha256_file, sha256_json
-from labreplay._rng import make_rng
+from labreplay.sdk import HASH_SCHEME_VERSION, make_rng, sha256_file, sha256_json
 from labreplay.suites.conditions.tables import (
     ObservedRow,
     ScreeningTable,

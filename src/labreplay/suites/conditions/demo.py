@@ -10,9 +10,9 @@ from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import LeaveTableOutRanker, RandomAgent
 from labreplay.suites.conditions.compiler import compile_datasets
 from labreplay.suites.conditions.datasets import dataset_names
+from labreplay.suites.conditions.execute import run_questions
 from labreplay.suites.conditions.questions import load_questions
 from labreplay.suites.conditions.report import write_compiled
-from labreplay.suites.conditions.runner import run_agent
 
 TYPES = ("mc_single", "mc_all", "fib_all")
 SHOWN = (
@@ -68,8 +68,9 @@ def run_demo(data_dir: Path, store: Path, out_dir: Path) -> dict[str, Any]:
     questions = load_questions(questions_path)
     runs: dict[str, dict[str, Any]] = {}
     with Store(store) as db:
-        for agent in (RandomAgent(seed=0), LeaveTableOutRanker(questions)):
-            runs[agent.name] = run_agent(db, questions_path, questions, agent, seed=0)
+        for name in ("random", "ranker"):  # through the shared driver, like the CLI
+            result = run_questions(db, questions_path, name, 0)
+            runs[str(db.run(result["run_id"]).agent)] = result
     _print_tables(info["counts"], runs)
     ranker, floor = runs[LeaveTableOutRanker.name], runs[RandomAgent.name]
     beats = {

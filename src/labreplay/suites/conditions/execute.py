@@ -14,12 +14,13 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-from labreplay._hashing import sha256_file
 from labreplay.agents.base import ResponseCache, drain_calls
+from labreplay.agents.resolve import ResolvedAgent, resolve_agent
 from labreplay.errors import DataError
 from labreplay.execute.base import Executor
 from labreplay.execute.driver import Unit, run_units
 from labreplay.runtime.recorder import Recorder
+from labreplay.sdk import sha256_file
 from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import QuestionAgent, reference_agent
 from labreplay.suites.conditions.questions import agent_view, load_questions
@@ -64,10 +65,46 @@ def build_agent(
     return reference_agent(name, questions, seed)
 
 
+BUILTIN_AGENTS = ("random", "ranker", "llm")
+
+
+def resolve_question_agent(
+    agent: Any, questions: Sequence[Mapping[str, Any]], seed: int, model: str | None = None
+) -> ResolvedAgent:
+    """Any conditions agent: `random`, `ranker`, `llm` (with `model`), an object or factory
+    implementing `QuestionAgent`, a registered name or `MODULE:ATTR`; checked against the
+    contract before anything runs (one AgentError line otherwise)."""
+    if isinstance(agent, str) and agent in BUILTIN_AGENTS:
+        built = build_agent(agent, questions, seed, model)
+        return ResolvedAgent(agent, lambda: built, built.name, built.params(), None, agent, built)
+    return resolve_agent(agent, QuestionAgent, also_known=BUILTIN_AGENTS)
+
+
+def _same(agent: Any) -> Any:
+    return agent
+
+
+def _agent_for_batch(
+    source: str | Callable[[], Any],
+    path: str,
+    sha256: str,
+    model: str | None,
+    seed: int,
+    cache: ResponseCache | None,
+) -> Any:
+    if isinstance(source, str) and source == "llm":
+        return build_agent(source, _questions(path, sha256), seed, model, cache)
+    if isinstance(source, str) and source in BUILTIN_AGENTS:
+        return _reference(path, sha256, source, seed)
+    if isinstance(source, str):  # MODULE:ATTR or a registered name, rebuilt where it runs
+        return resolve_agent(source, QuestionAgent).make()
+    return source()
+
+
 def answer_batch(
     path: str,
     sha256: str,
-    name: str,
+    name: str | Callable[[], Any],
     model: str | None,
     seed: int,
     ids: Sequence[str],
@@ -75,10 +112,7 @@ def answer_batch(
 ) -> dict[str, Any]:
     """The work unit: answer events (payloads) of `ids`, in order, and the model calls made."""
     questions = _questions(path, sha256)
-    if name == "llm":
-        agent = build_agent(name, questions, seed, model, cache)
-    else:
-        agent = _reference(path, sha256, name, seed)
+    agent = _agent_for_batch(name, path, sha256, model, seed, cache)
     by_id = {q["id"]: q for q in questions}
     chosen = [by_id[i] for i in ids]
     raws = _answers(agent, [agent_view(q) for q in chosen])
@@ -104,23 +138,29 @@ def _record(
 def run_questions(
     store: Store,
     questions_path: Path,
-    name: str,
+    name: Any,
     seed: int,
     model: str | None = None,
     executor: Executor | None = None,
     progress: Callable[[int], None] | None = None,
     batch: int = BATCH,
 ) -> dict[str, Any]:
-    """Answer a question file with agent `name` on `executor` (default in-process), `batch`
-    questions per unit; resumes."""
+    """Answer a question file with agent `name` (anything `resolve_question_agent` takes, or
+    its result) on `executor` (default in-process), `batch` questions per unit; resumes."""
     questions = load_questions(questions_path)
     sha256 = sha256_file(questions_path)
     path = str(questions_path.resolve())
-    probe = (
-        build_agent(name, questions, seed, model)
-        if name == "llm"
-        else _reference(path, sha256, name, seed)
+    resolved = (
+        name
+        if isinstance(name, ResolvedAgent)
+        else resolve_question_agent(name, questions, seed, model)
     )
+    probe = resolved.probe if resolved.probe is not None else resolved.make()
+    # One agent answers the whole run: in-process and on threads the checked probe itself,
+    # on other executors a rebuild from its name or reference (or a pickled copy).
+    source: str | Callable[[], Any] = resolved.builtin or resolved.ref or partial(_same, probe)
+    if resolved.builtin is not None and source != "llm":
+        probe = _reference(path, sha256, resolved.builtin, seed)  # the one its batches use
     recorder, finished = open_question_run(store, questions_path, questions, probe, seed)
     if finished is not None:
         return finished
@@ -131,9 +171,9 @@ def run_questions(
     units = [
         Unit(
             f"{recorder.run_id}:{todo[i]}:{len(todo[i : i + batch])}",
-            partial(answer_batch, path, sha256, name, model, seed, todo[i : i + batch]),
+            partial(answer_batch, path, sha256, source, model, seed, todo[i : i + batch]),
             partial(_record, recorder, progress),
-            uses_llm=name == "llm",
+            uses_llm=source == "llm",
         )
         for i in range(0, len(todo), batch)
     ]
@@ -141,4 +181,10 @@ def run_questions(
     return finish_question_run(recorder, questions, seed)
 
 
-__all__ = ["answer_batch", "build_agent", "run_questions"]
+__all__ = [
+    "BUILTIN_AGENTS",
+    "answer_batch",
+    "build_agent",
+    "resolve_question_agent",
+    "run_questions",
+]

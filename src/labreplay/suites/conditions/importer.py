@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labreplay._hashing import sha256_file
 from labreplay.errors import DataError
+from labreplay.sdk import sha256_file
 from labreplay.suites.conditions.chem import ROLES, Component, canonical_smiles, clean_text
 from labreplay.suites.conditions.compiler import CompiledSet, compile_tables
 from labreplay.suites.conditions.outcomes import OBJECTIVES

@@ -14,13 +14,13 @@ from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
 from labreplay.agents.llm_config import StructuredMode, public_endpoint
-from labreplay.agents.llm_prompts import (
+from labreplay.errors import AgentError
+from labreplay.suites.conditions.llm_prompts import (
     PROMPT_VERSION,
     question_answer,
     question_messages,
     question_schema,
 )
-from labreplay.errors import AgentError
 from labreplay.suites.conditions.prompts import render_prompt
 
 QuestionRenderer = Callable[[Mapping[str, Any]], str]

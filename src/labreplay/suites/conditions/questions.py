@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from labreplay._atomic import atomic_write_text
 from labreplay.errors import DataError
+from labreplay.sdk import atomic_write_text
 
 TYPE_ALIASES = {
     "mc_single": "mc_single",

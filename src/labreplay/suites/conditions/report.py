@@ -6,8 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from labreplay._atomic import atomic_write_text
-from labreplay._hashing import canonical_json
+from labreplay.sdk import atomic_write_text, canonical_json
 from labreplay.suites.conditions.compiler import CompiledSet
 from labreplay.suites.conditions.questions import write_questions
 from labreplay.suites.conditions.scoring import answer_key

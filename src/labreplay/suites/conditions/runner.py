@@ -12,11 +12,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from labreplay._hashing import sha256_file
-from labreplay.agents.base import call_failures, drain_calls
+from labreplay.agents.base import call_failures
+from labreplay.agents.contracts import AnswersInBatches
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import AgentError, RunFailedError
-from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
+from labreplay.runtime.recorder import Recorder, RunHeader, open_run
+from labreplay.sdk import sha256_file
 from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import QuestionAgent
 from labreplay.suites.conditions.prompts import normalise_answer
@@ -42,25 +43,15 @@ def question_spec(questions_path: Path, questions: Sequence[Mapping[str, Any]]) 
     return EnvironmentSpec(SUITE, PROTOCOL, PROTOCOL_VERSION, questions_path.name, body)
 
 
-def register_questions(
-    store: Store, questions_path: Path, questions: Sequence[Mapping[str, Any]]
-) -> str:
-    """Store the question file's spec; returns its spec hash."""
-    spec = question_spec(questions_path, questions)
-    store.put_spec(SUITE, PROTOCOL, spec.spec_id, spec.spec_hash, spec.to_file_text())
-    return spec.spec_hash
-
-
 def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Raw answers in question order. Agents that can answer many at once (LLM agents with a
     concurrency bound) get a batch at a time; an agent's own failure on a question is recorded
     as that question's (wrong) answer."""
-    many = getattr(agent, "answer_many", None)
     for start in range(0, len(views), BATCH):
         chunk = views[start : start + BATCH]
-        if callable(many):
+        if isinstance(agent, AnswersInBatches):
             try:
-                yield from many(chunk)
+                yield from agent.answer_many(chunk)
                 continue
             except AgentError:
                 raise
@@ -110,20 +101,16 @@ def open_question_run(
         endpoint=params.get("endpoint") or params.get("base_url"),
         extra_provenance={"question_file_sha256": spec.body["sha256"]},
     )
-    recorder = open_recorder(store, header, batch=BATCH)
-    info = store.run(recorder.run_id)
-    if recorder.existed and info.status == "complete":
+    # resume rules (complete: read back; failed: reset, afresh) live in the recorder module
+    recorder, status = open_run(store, header, batch=BATCH)
+    if status == "complete":
+        info = store.run(recorder.run_id)
         return recorder, {
             "run_id": recorder.run_id,
             "resumed": False,
             "cached": True,
             **(info.summary or {}),
         }
-    if recorder.existed and info.status == "failed":
-        # Every model call of it failed (its endpoint never answered): start it afresh.
-        store.reset_run(recorder.run_id)
-        recorder = open_recorder(store, header, batch=BATCH)
-        recorder.existed = False
     recorder.resume()
     return recorder, None
 
@@ -166,21 +153,12 @@ def run_agent(
     seed: int,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """Answer every question (resuming a partial run), score, store; return the summary."""
-    recorder, finished = open_question_run(store, questions_path, questions, agent, seed)
-    if finished is not None:
-        return finished
-    done = answered(recorder)
-    todo = [q for q in questions if q["id"] not in done]
-    raws = _answers(agent, [agent_view(q) for q in todo])
-    for i, (q, raw) in enumerate(zip(todo, raws, strict=True)):
-        recorder.append("answer", answer_payload(q, answer_key(q), raw))
-        if (i + 1) % BATCH == 0 or i + 1 == len(todo):
-            recorder.log_calls(drain_calls(agent))
-            recorder.flush()
-            if progress:
-                progress((i % BATCH) + 1)
-    return finish_question_run(recorder, questions, seed)
+    """Answer every question with the agent object `agent` (resuming a partial run), score,
+    store; return the summary. Runs through the shared driver, in-process
+    (`labreplay.suites.conditions.execute.run_questions`)."""
+    from labreplay.suites.conditions.execute import run_questions
+
+    return run_questions(store, questions_path, agent, seed, progress=progress)
 
 
 def leaderboard(store: Store) -> dict[str, Any]:

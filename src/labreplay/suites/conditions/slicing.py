@@ -27,7 +27,7 @@ from itertools import combinations
 from math import prod
 from typing import Protocol
 
-from labreplay._rng import make_rng
+from labreplay.sdk import make_rng
 
 MAX_SUBSET_SIZE = 4  # V never varies more axes than this (literature tables: median 3)
 

@@ -26,7 +26,7 @@ class ConditionsSuite:
         return app
 
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
-        from labreplay.report.suites import generic_section
+        from labreplay.sdk.report import generic_section
 
         return generic_section(store, self.name)
 
@@ -53,10 +53,21 @@ class ConditionsSuite:
         write_compiled(compiled, Path(out))
         return [question_spec(Path(out), compiled.questions)]
 
+    def resolve_agent(self, agent: Any, **options: Any) -> Any:
+        """Options: questions (the compiled question file, needed by `ranker`), model, seed."""
+        from labreplay.suites.conditions.execute import resolve_question_agent
+        from labreplay.suites.conditions.questions import load_questions
+
+        path = options.get("questions")
+        questions = load_questions(Path(path)) if path is not None else []
+        return resolve_question_agent(
+            agent, questions, int(options.get("seed", 0)), options.get("model")
+        )
+
     def run(
         self,
         specs: Sequence[EnvironmentSpec],
-        agent: str,
+        agent: Any,
         store: Store,
         *,
         seed: int = 0,

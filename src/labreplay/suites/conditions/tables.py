@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labreplay._hashing import short_hash
 from labreplay.errors import DataError
+from labreplay.sdk import short_hash
 from labreplay.suites.conditions.chem import Component, canonical_smiles, clean_text, component
 from labreplay.suites.conditions.outcomes import (
     FRACTION_FIELDS,

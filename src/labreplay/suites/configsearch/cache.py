@@ -8,7 +8,6 @@ CLI and benchmarks can print the cache hit ratio.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -16,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._atomic import atomic_write_bytes
 from labreplay.records.sources import ENV_CACHE_DIR
+from labreplay.sdk import atomic_write_bytes
 
 # Bump when a stage's computation changes, so stale entries are never reused.
 PIPELINE_VERSION = "cs-2"
@@ -79,17 +78,4 @@ def load_npz(path: Path) -> dict[str, np.ndarray] | None:
         with np.load(path, allow_pickle=False) as data:
             return {name: data[name] for name in data.files}
     except (OSError, ValueError, EOFError):
-        return None
-
-
-def save_json(path: Path, value: Any) -> None:
-    atomic_write_bytes(path, json.dumps(value, sort_keys=True).encode("utf-8"))
-
-
-def load_json(path: Path) -> Any | None:
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
         return None

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from labreplay.cli._common import (
+from labreplay.sdk.cli import (
     DataDirOption,
     ExecutorOption,
     JsonOption,

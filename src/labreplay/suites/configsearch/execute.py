@@ -171,7 +171,16 @@ def run_searches(
             return campaign.finish_search(chain, result, models, truth)
 
         args = (models, problem, method, budget, init, seed, gt, truth, gt_cost, cost_alpha)
-        units.append(Unit(chain.run_id, partial(search_unit, setup, args), persist, stored))
+
+        def here(store: Store, chain: Recorder = chain, args: tuple[Any, ...] = args) -> Any:
+            # in-process: this campaign's own evaluator and caches, no worker copy
+            events, result = campaign.search_events(*args)
+            chain.take(events)
+            return campaign.finish_search(chain, result, models, truth)
+
+        units.append(
+            Unit(chain.run_id, partial(search_unit, setup, args), persist, stored, in_place=here)
+        )
     return run_units("configsearch", units, campaign._db, executor)
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._hashing import sha256_json
 from labreplay.errors import DataError
+from labreplay.sdk import sha256_json
 from labreplay.suites.configsearch.cache import PIPELINE_VERSION, CacheStats, load_npz, save_npz
 from labreplay.suites.configsearch.data import Material
 

@@ -26,8 +26,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from labreplay._rng import derive_seed, make_rng
 from labreplay.errors import SpecError
+from labreplay.sdk import derive_seed, make_rng
 
 SURROGATES = ("botorch", "sklearn-gp")
 

@@ -42,9 +42,8 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._hashing import sha256_json
-from labreplay._rng import derive_seed, make_rng
 from labreplay.errors import DataError, SpecError
+from labreplay.sdk import derive_seed, make_rng, sha256_json
 from labreplay.suites.configsearch.cache import (
     PIPELINE_VERSION,
     CacheStats,

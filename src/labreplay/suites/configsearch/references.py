@@ -21,10 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._atomic import atomic_write_bytes
-from labreplay._hashing import canonical_json
 from labreplay.errors import DataError
 from labreplay.scoring.stats import paired_bootstrap_ci
+from labreplay.sdk import atomic_write_bytes, canonical_json
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.optimizers import (
     OptimizerFactory,

@@ -11,9 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._atomic import atomic_write_bytes
-from labreplay._hashing import sha256_json
 from labreplay.scoring.stats import paired_bootstrap_ci
+from labreplay.sdk import atomic_write_bytes, sha256_json
 from labreplay.store.sqlite import RunInfo, Store
 from labreplay.suites.configsearch.data import BUILTIN_TASKS
 from labreplay.suites.configsearch.search import (

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._hashing import sha256_json
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import SpecError, StoreError
 from labreplay.execute.base import Executor
 from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
+from labreplay.sdk import sha256_json
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.cache import CacheStats
 from labreplay.suites.configsearch.models import PropertyModel, build_model
@@ -274,18 +274,13 @@ class ConfigSearch:
         gt: str = "reference",
         cost_alpha: float = COST_ALPHA,
     ) -> tuple[str, SearchResult, dict[str, Any]]:
-        models = list(models)
-        chain, finished = self.open_search(
-            models, problem, method, budget, init, seed, gt, cost_alpha
+        """One search, stored; through the shared driver like every other run path."""
+        from labreplay.suites.configsearch.execute import run_searches
+
+        (done,) = run_searches(
+            self, models, problem, method, budget, init, [seed], gt, None, cost_alpha
         )
-        if finished is not None:
-            return finished
-        truth, gt_cost = self.ground_truth(models, gt) if problem == "closest" else ({}, 0)
-        events, result = self.search_events(
-            models, problem, method, budget, init, seed, gt, truth, gt_cost, cost_alpha
-        )
-        chain.take(events)
-        return self.finish_search(chain, result, models, truth)
+        return done
 
     def open_search(
         self,

@@ -41,8 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from labreplay._rng import make_rng
 from labreplay.errors import SpecError
+from labreplay.sdk import make_rng
 from labreplay.suites.configsearch.optimizers import (
     History,
     Observation,

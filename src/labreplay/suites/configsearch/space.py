@@ -23,9 +23,6 @@ class Config:
     n: int
     s: int
 
-    def as_tuple(self) -> tuple[float, int, int]:
-        return (self.r, self.n, self.s)
-
     def label(self) -> str:
         return f"({self.r:g}, {self.n}, {self.s})"
 

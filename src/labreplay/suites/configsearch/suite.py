@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,31 @@ if TYPE_CHECKING:
     from labreplay.store.sqlite import Store
 
 
+def config_point(payload: Mapping[str, Any]) -> tuple[float, float, float, float] | None:
+    """An event payload as an evaluated configuration (r, n, s, objective) for the report's
+    scatter: numeric `r`, `n`, `s` directly or under `config`, and an objective (`mae`,
+    `objective` or `value`); None for any other payload."""
+
+    def number(x: Any) -> float | None:
+        return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+    config = payload.get("config")
+    where = config if isinstance(config, Mapping) else payload
+    rns = [number(where.get(k)) for k in ("r", "n", "s")]
+    objective = next(
+        (
+            v
+            for v in (number(payload.get(k)) for k in ("mae", "objective", "value"))
+            if v is not None
+        ),
+        None,
+    )
+    if objective is None or any(v is None for v in rns):
+        return None
+    r, n, s = (float(v) for v in rns if v is not None)
+    return r, n, s, objective
+
+
 class ConfigsearchSuite:
     name = "configsearch"
 
@@ -26,9 +51,9 @@ class ConfigsearchSuite:
         return app
 
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
-        from labreplay.report.suites import generic_section
+        from labreplay.sdk.report import generic_section
 
-        return generic_section(store, self.name)
+        return generic_section(store, self.name, config_point, ("r", "n", "s"))
 
     def demo(self, data_dir: Path, store: Path, out_dir: Path, *, full: bool = False) -> None:
         from labreplay.suites.configsearch.demo import run_demo
@@ -56,10 +81,21 @@ class ConfigsearchSuite:
         """Options: task, n_total, n_ood (or settings), space, cache_dir."""
         return [self._campaign(data_dir, None, options).environment]
 
+    def resolve_agent(self, agent: Any, **options: Any) -> Any:
+        """A search method name (bo | random | exhaustive), or any `Optimizer` (object,
+        factory, registered name, MODULE:ATTR) checked against the contract."""
+        from labreplay.agents.contracts import Optimizer
+        from labreplay.agents.resolve import resolve_agent
+        from labreplay.suites.configsearch.search import METHODS
+
+        if isinstance(agent, str) and agent in METHODS:
+            return agent
+        return resolve_agent(agent, Optimizer, also_known=tuple(METHODS))
+
     def run(
         self,
         specs: Sequence[EnvironmentSpec],
-        agent: str,
+        agent: Any,
         store: Store,
         *,
         seed: int = 0,

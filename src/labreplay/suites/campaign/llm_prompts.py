@@ -1,5 +1,5 @@
-"""What the LLM agents send: our policy prompts and the deterministic rendering of observations,
-checkpoint snapshots and conditions questions into chat messages.
+"""What the LLM campaign agent sends: our policy prompt and the deterministic rendering of
+observations and checkpoint snapshots into chat messages.
 
 Observations are rendered as canonical JSON (sorted keys, no whitespace: compact and
 byte-stable), with one twist for long campaigns: top-level state keys that have not changed
@@ -16,8 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from labreplay._hashing import canonical_json
-from labreplay.agents.llm_wire import JsonReply
+from labreplay.sdk import canonical_json
 
 PROMPT_VERSION = "lr-llm-prompts-2"
 
@@ -31,12 +30,6 @@ CAMPAIGN_POLICY = (
     "assume nothing about results you have not been shown. Answer with exactly one JSON object "
     "that satisfies the JSON Schema given with the task: no explanations, no markdown, no "
     "second object."
-)
-
-QUESTION_POLICY = (
-    "You are a chemist choosing reaction conditions from recorded screening results. Read the "
-    "question, use only the information it gives, and answer with exactly one JSON object that "
-    "satisfies the response schema, and nothing else."
 )
 
 
@@ -126,50 +119,3 @@ def checkpoint_messages(
         ]
     )
     return [{"role": "system", "content": CAMPAIGN_POLICY}, {"role": "user", "content": user}]
-
-
-def question_messages(prompt: str, response_schema: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The chat messages for one question already rendered to text by its suite."""
-    user = "\n".join(
-        [
-            prompt,
-            "",
-            "ANSWER FORMAT (this replaces any answer format asked for above): one JSON object "
-            "matching this JSON Schema, numbers as in the lists above:",
-            _json(response_schema),
-        ]
-    )
-    return [{"role": "system", "content": QUESTION_POLICY}, {"role": "user", "content": user}]
-
-
-def question_schema(view: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON answer schema of a conditions question view (1-based numbers, as prompted)."""
-    if view.get("question_type") == "fib_all":
-        candidates = view.get("candidates", {})
-        keys = list(view.get("varying_keys", []))
-        props = {
-            k: {"type": "integer", "minimum": 1, "maximum": max(1, len(candidates.get(k, [])))}
-            for k in keys
-        }
-        return {
-            "type": "object",
-            "properties": props,
-            "required": keys,
-            "additionalProperties": False,
-        }
-    n_options = max(1, len(view.get("options", [])))
-    return {
-        "type": "object",
-        "properties": {"answer": {"type": "integer", "minimum": 1, "maximum": n_options}},
-        "required": ["answer"],
-        "additionalProperties": False,
-    }
-
-
-def question_answer(view: Mapping[str, Any], reply: JsonReply) -> dict[str, Any]:
-    """A validated reply in the suite's 0-based answer form, or {"error", "raw"} on failure."""
-    if reply.value is None:
-        return {"error": reply.error or "no reply", "raw": reply.text or ""}
-    if view.get("question_type") == "fib_all":
-        return {"choices": {k: int(v) - 1 for k, v in reply.value.items()}}
-    return {"option": int(reply.value["answer"]) - 1}

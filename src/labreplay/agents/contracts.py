@@ -1,0 +1,314 @@
+"""The public agent contracts: one per suite, plus the optional capabilities an agent declares.
+
+Every agent, whatever its suite, has a `name` (a short, stable label that goes into run
+provenance and onto the boards) and `params()` (a JSON object describing its configuration;
+recorded with every run, so it must never hold a secret such as an API key).
+
+- campaign: `CampaignAgent` -- `reset(seed)`, `act(observation) -> action`,
+  `forecast(snapshot) -> panel forecast`;
+- conditions: `QuestionAgent` -- `answer(question) -> answer`;
+- configsearch: `Optimizer` -- ask/tell: `suggest(history) -> configuration`,
+  `observe(result)`; BO, random and exhaustive search are three implementations.
+
+Everything that crosses a contract is plain JSON (dicts, lists, str, int, float, bool, None),
+so the same agent runs in-process, in a child process (`--isolate`) or on a Dask worker.
+
+Optional capabilities are declared by implementing a small protocol (and may be declared
+explicitly by subclassing it), never discovered by probing attribute names:
+
+- `RecordsCalls`: `drain_calls()` returns the model calls made since the last drain
+  (`CallRecord`s, stored in the `llm_calls` table; a run whose every call failed is `failed`);
+- `UsesResponseCache`: `bind_store(cache)` lets a model-backed agent answer calls it already
+  completed from the results store, so a resumed run does not pay for them twice;
+- `AnswersInBatches`: `answer_many(questions)` (conditions) answers several questions at once;
+- `ModelBacked`: `model` and `endpoint` are recorded on the run row;
+- `Isolated`: `isolation` says where the agent's code ran ("in-process" or "subprocess").
+
+Runnable example (campaign; the README's "Bring your own agent" has one per suite):
+
+    class FirstLegalAction:
+        name = "first-legal"
+
+        def params(self):
+            return {}
+
+        def reset(self, seed):
+            pass
+
+        def act(self, observation):
+            # the first permitted action type, with its schema's required fields
+            ...
+
+        def forecast(self, snapshot):
+            return {"forecasts": [{"experiment_id": e["experiment_id"], "p_valid": 0.5}
+                                  for e in snapshot["panel"]]}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+
+# A JSON value as agents send and receive it.
+JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
+JSONObject = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- shared
+class CallRecord(TypedDict, total=False):
+    """One model call, as stored in the `llm_calls` table."""
+
+    call_index: int
+    request_hash: str
+    model: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_s: float
+    finish_reason: str | None
+    retries: int
+    error: str | None
+    cached: bool
+
+
+@runtime_checkable
+class ResponseCache(Protocol):
+    """Where LLM clients look up and keep completed responses: the results store itself (in
+    the driver process) or an in-memory snapshot of it (`labreplay.execute.driver.MemoryCache`)
+    on a worker, whose new entries the driver writes back."""
+
+    def cached_response(self, key: str) -> dict[str, Any] | None: ...
+
+    def cache_response(self, key: str, model: str, response: Mapping[str, Any]) -> None: ...
+
+
+@runtime_checkable
+class Described(Protocol):
+    """What every agent has: a provenance name and its JSON parameters (never secrets)."""
+
+    name: str
+
+    def params(self) -> dict[str, Any]: ...
+
+
+# --------------------------------------------------------------------------- campaign
+class ActionResult(TypedDict, total=False):
+    """How the environment took the previous action (`observation["last_result"]`)."""
+
+    accepted: bool
+    reason: str
+
+
+class Observation(TypedDict):
+    """What a campaign agent sees before each action.
+
+    `action_schema` is the JSON Schema of the actions permitted now (a `oneOf` over action
+    types, each with a `type` const); `state` is the agent-visible campaign state.
+    """
+
+    phase: str
+    rules: str
+    action_schema: dict[str, Any]
+    state: dict[str, Any]
+    last_result: dict[str, Any] | None  # an ActionResult, or None on the first turn
+    step: int
+
+
+class PanelEntry(TypedDict):
+    experiment_id: str
+    descriptors: dict[str, Any]
+
+
+class Snapshot(TypedDict):
+    """An evaluator panel checkpoint: forecast every listed experiment (no budget, no state
+    change). `state` is a hash-bound copy of the agent-visible state (`state_hash`)."""
+
+    kind: str
+    instructions: str
+    response_schema: dict[str, Any]
+    state: dict[str, Any]
+    state_hash: str
+    panel: list[dict[str, Any]]  # PanelEntry objects
+
+
+@runtime_checkable
+class CampaignAgent(Protocol):
+    """A campaign policy (suite `campaign`).
+
+    `act` returns one JSON object meant to satisfy `observation["action_schema"]`; the
+    environment validates it and records a bad one (or an exception raised by `act`) as an
+    invalid action, scored, never a crash. `forecast` answers a panel checkpoint with
+    `{"forecasts": [{"experiment_id": ..., "p_valid": ..., ...}, ...]}`; a missing or bad
+    forecast gets the declared fallback. `reset(seed)` starts a new campaign: an agent that is
+    deterministic given its seed gives byte-identical trajectories.
+    """
+
+    name: str
+
+    def params(self) -> dict[str, Any]: ...
+
+    def reset(self, seed: int) -> None: ...
+
+    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]: ...
+
+    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+# --------------------------------------------------------------------------- conditions
+@runtime_checkable
+class QuestionAgent(Protocol):
+    """A conditions agent (suite `conditions`): answers one question view at a time.
+
+    `answer(question)` returns `{"option": i}` (multiple choice, 0-based),
+    `{"choices": {slot: i}}` (fill in the blanks, 0-based per slot) or `{"text": reply}` (free
+    text the suite parses). An exception or an unreadable answer is recorded as that
+    question's wrong answer.
+    """
+
+    name: str
+
+    def params(self) -> dict[str, Any]: ...
+
+    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]: ...
+
+
+# --------------------------------------------------------------------------- configsearch
+class Trial(TypedDict, total=False):
+    """One evaluated suggestion, as `observe` receives it and `history["trials"]` lists it.
+
+    `configuration` is the suggestion as evaluated; `objective` is the problem's value at it
+    (the search minimises it; see `OptimizerHistory["direction"]`); `maes` the per-model
+    errors behind it; `step` its index in the search (the initial design comes first)."""
+
+    step: int
+    phase: str
+    configuration: dict[str, Any]
+    objective: float
+    maes: dict[str, float]
+
+
+class OptimizerHistory(TypedDict, total=False):
+    """Everything an optimiser needs to propose the next configuration.
+
+    `candidates` are the legal configurations not yet evaluated (infeasible ones are removed
+    before any cost is spent); `trials` every evaluation so far, initial design included;
+    `budget_left` the number of suggestions still to make; `problem` the search problem
+    (e.g. "best-model", "discriminate", "closest")."""
+
+    problem: str
+    direction: Literal["minimize", "maximize"]
+    candidates: list[dict[str, Any]]
+    trials: list[Trial]
+    budget_left: int
+    seed: int
+
+
+@runtime_checkable
+class Optimizer(Protocol):
+    """A configsearch optimiser (suite `configsearch`): ask/tell.
+
+    The search asks `suggest(history)` for the next configuration (one of
+    `history["candidates"]`), evaluates it on the recorded references, and tells the result
+    through `observe(result)`. Budget, initial design and scoring are the suite's, identical
+    for every optimiser; a suggestion that is not a legal candidate is recorded as invalid.
+    """
+
+    name: str
+
+    def params(self) -> dict[str, Any]: ...
+
+    def suggest(self, history: OptimizerHistory) -> dict[str, Any]: ...
+
+    def observe(self, result: Trial) -> None: ...
+
+
+# --------------------------------------------------------------------------- capabilities
+@runtime_checkable
+class RecordsCalls(Protocol):
+    """An agent that makes model calls and hands their records over (`llm_calls`)."""
+
+    def drain_calls(self) -> list[CallRecord]: ...
+
+
+@runtime_checkable
+class UsesResponseCache(Protocol):
+    """A model-backed agent that can answer completed calls from the results store."""
+
+    def bind_store(self, store: ResponseCache | None) -> None: ...
+
+
+@runtime_checkable
+class AnswersInBatches(Protocol):
+    """A question agent that answers several questions at once (e.g. concurrent LLM calls)."""
+
+    def answer_many(self, views: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]: ...
+
+
+@runtime_checkable
+class ModelBacked(Protocol):
+    """An agent backed by a model server: `model` and `endpoint` go onto the run row."""
+
+    model: str
+    endpoint: str | None
+
+
+@runtime_checkable
+class Isolated(Protocol):
+    """An agent that says where its code runs: "in-process" or "subprocess" (--isolate)."""
+
+    isolation: str
+
+
+def model_of(agent: object) -> tuple[str | None, str | None]:
+    """(model, endpoint) of a model-backed agent, (None, None) otherwise."""
+    if isinstance(agent, ModelBacked):
+        return agent.model, agent.endpoint
+    return None, None
+
+
+def isolation_of(agent: object) -> str:
+    """Where the agent's code ran ("in-process" unless it declares otherwise)."""
+    return str(agent.isolation) if isinstance(agent, Isolated) else "in-process"
+
+
+def bind_response_cache(agent: object, cache: ResponseCache | None) -> None:
+    """Give a model-backed agent the response cache (a no-op for any other agent)."""
+    if isinstance(agent, UsesResponseCache):
+        agent.bind_store(cache)
+
+
+def drain_calls(agent: object) -> list[CallRecord]:
+    """Model-call records an agent collected since the last drain ([] for non-LLM agents)."""
+    if isinstance(agent, RecordsCalls):
+        return agent.drain_calls()
+    return []
+
+
+# The campaign contract's historical name.
+Agent = CampaignAgent
+
+__all__ = [
+    "ActionResult",
+    "Agent",
+    "AnswersInBatches",
+    "CallRecord",
+    "CampaignAgent",
+    "Described",
+    "Isolated",
+    "JSONObject",
+    "JSONValue",
+    "ModelBacked",
+    "Observation",
+    "Optimizer",
+    "OptimizerHistory",
+    "PanelEntry",
+    "QuestionAgent",
+    "RecordsCalls",
+    "ResponseCache",
+    "Snapshot",
+    "Trial",
+    "UsesResponseCache",
+    "bind_response_cache",
+    "drain_calls",
+    "isolation_of",
+    "model_of",
+]

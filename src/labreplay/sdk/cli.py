@@ -1,0 +1,50 @@
+"""CLI helpers for a suite's command group (typer options, validators, JSON and progress).
+
+    from labreplay.sdk.cli import DataDirOption, JsonOption, console, print_json, seed_check
+
+Validators raise `LabreplayError` with one line naming the option and the value; the CLI's
+entry point prints it and exits 2 (see `report_failure`).
+"""
+
+from labreplay.cli._common import (
+    EXECUTORS,
+    DataDirOption,
+    ExecutorOption,
+    JsonOption,
+    SchedulerOption,
+    WorkersOption,
+    choice,
+    console,
+    err_console,
+    int_range,
+    out_dir_check,
+    positive_float,
+    print_json,
+    progress_bar,
+    seed_check,
+    url_check,
+    validate_url,
+)
+from labreplay.cli._errors import expected_failure, report_failure
+
+__all__ = [
+    "EXECUTORS",
+    "DataDirOption",
+    "ExecutorOption",
+    "JsonOption",
+    "SchedulerOption",
+    "WorkersOption",
+    "choice",
+    "console",
+    "err_console",
+    "expected_failure",
+    "int_range",
+    "out_dir_check",
+    "positive_float",
+    "print_json",
+    "progress_bar",
+    "report_failure",
+    "seed_check",
+    "url_check",
+    "validate_url",
+]

@@ -1,0 +1,117 @@
+"""The campaign suite's LLM agent: a campaign policy backed by any OpenAI-compatible endpoint.
+
+`LLMCampaignAgent` is a campaign policy: each turn it shows the model our policy prompt, the
+phase and its rules, the exact JSON schema of the actions permitted now, and the agent-visible
+state as canonical JSON (rendering in `llm_prompts`). It sees nothing but the observation it is
+handed, so the runtime's firewall is the only gate on what reaches the model.
+
+A reply that still fails validation after the client's repair turns becomes
+`{"type": "invalid", "raw": <text>, "error": <reason>}`, which the runtime records and scores as
+an invalid action; a failed panel forecast becomes `{"forecasts": [], "error": <reason>}`, which
+the runtime fills with its declared fallback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from labreplay.agents.base import CallRecord, ResponseCache
+from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
+from labreplay.agents.llm_client import LLMClient
+from labreplay.agents.llm_config import StructuredMode, public_endpoint
+from labreplay.suites.campaign.llm_prompts import (
+    PROMPT_VERSION,
+    StateLayout,
+    campaign_messages,
+    checkpoint_messages,
+)
+
+
+class LLMCampaignAgent:
+    """A campaign policy backed by a chat model (name `openai:MODEL`)."""
+
+    def __init__(self, client: LLMClient) -> None:
+        self.client = client
+        self.name = f"{AGENT_PREFIX}{client.model}"
+        # The campaign runner records these two on the run row.
+        self.model = client.model
+        self.endpoint = public_endpoint(client.base_url)
+        self._log = CallLog()
+        self._layout = StateLayout()
+
+    def params(self) -> dict[str, Any]:
+        return {**self.client.params(), "prompt_version": PROMPT_VERSION}
+
+    def bind_store(self, store: ResponseCache | None) -> None:
+        """Use `store`'s response cache, so a resumed run does not repeat completed calls."""
+        self.client.cache = store
+
+    def reset(self, seed: int) -> None:
+        self._log.reset()
+        self._layout.reset()
+        self.client.reseed(seed)
+
+    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+        schema = observation.get("action_schema")
+        if not isinstance(schema, Mapping):
+            return {"type": "invalid", "raw": "", "error": "observation has no action_schema"}
+        reply = self.client.complete_json(
+            campaign_messages(observation, self._layout), schema, "action"
+        )
+        self._log.add(reply)
+        if reply.value is not None:
+            return reply.value
+        return {"type": "invalid", "raw": reply.text or "", "error": reply.error or "no reply"}
+
+    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+        schema = snapshot.get("response_schema")
+        if not isinstance(schema, Mapping):
+            return {"forecasts": [], "error": "snapshot has no response_schema"}
+        messages = checkpoint_messages(snapshot, self._layout)
+        reply = self.client.complete_json(messages, schema, "panel_forecast")
+        self._log.add(reply)
+        if reply.value is not None:
+            return reply.value
+        return {"forecasts": [], "error": reply.error or "no reply"}
+
+    def drain_calls(self) -> list[CallRecord]:
+        return self._log.drain()
+
+
+def make_agent(
+    agent: str,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    temperature: float | None = 0.0,
+    top_p: float | None = None,
+    seed: int | None = None,
+    max_tokens: int | None = 512,
+    timeout_s: float = 60.0,
+    max_retries: int = 4,
+    max_repairs: int = 2,
+    structured: StructuredMode = "auto",
+    store: ResponseCache | None = None,
+) -> LLMCampaignAgent:
+    """Build an LLM campaign agent from `openai:MODEL` (used by the CLI's --agent).
+
+    `base_url`/`api_key` default to OPENAI_BASE_URL / OPENAI_API_KEY. `seed` is the sampling
+    seed sent to the server (default: derived from the run seed). `store` enables the
+    persistent response cache. Question agents for the conditions suite are built by
+    `labreplay.suites.conditions.llm_agent.make_question_agent`.
+    """
+    model = parse_agent_spec(agent)
+    options = client_options(
+        base_url,
+        temperature,
+        top_p,
+        seed,
+        max_tokens,
+        timeout_s,
+        max_retries,
+        max_repairs,
+        structured,
+        store,
+    )
+    return LLMCampaignAgent(LLMClient(model, api_key=api_key, **options))
