@@ -158,7 +158,7 @@ def log_expected_improvement(
     """log EI (maximisation of y) of each candidate under the declared surrogate."""
     if surrogate == "sklearn-gp":
         ei = _sklearn_ei(x_obs, y_obs, x_cand, seed)
-        return np.log(np.maximum(ei, 1e-300))
+        return np.asarray(np.log(np.maximum(ei, 1e-300)), dtype=float)
     import torch
     from botorch.acquisition.analytic import LogExpectedImprovement
     from botorch.fit import fit_gpytorch_mll

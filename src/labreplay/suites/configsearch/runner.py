@@ -409,7 +409,7 @@ class ConfigSearch:
         self, result: SearchResult, models: list[str], truth: dict[str, float]
     ) -> dict[str, Any]:
         cands = candidates(result.problem, self.feasible, models, self.min_test_points)
-        used = [(m, s.candidate.config) for s in result.valid_steps for m in s.maes]
+        used = [(m, s.candidate.config) for s in result.valid_steps if s.candidate for m in s.maes]
         if result.problem == "closest" and result.gt_evaluations:
             used += [(m, Config(*REFERENCE_CONFIG)) for m in models]
         exhaustive = [

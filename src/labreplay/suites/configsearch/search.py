@@ -79,7 +79,7 @@ class Candidate:
         return candidate_key(self.config.to_json(), self.model)
 
     def to_json(self) -> dict[str, Any]:
-        out = self.config.to_json()
+        out: dict[str, Any] = dict(self.config.to_json())
         if self.model is not None:
             out["model"] = self.model
         return out
@@ -445,7 +445,8 @@ def landscape(
         floor = se.get((str(best_cand.model), best_cand.config))
     elif problem == "closest" and gt_se is not None:
         values = [gt_se.get(m) for m in models]
-        floor = None if any(v is None for v in values) else float(np.mean(values))
+        known = [v for v in values if v is not None]
+        floor = float(np.mean(known)) if known and len(known) == len(values) else None
     notes: dict[str, Any] = {
         "min_test_points": min_test_points,
         "below_min_test_points": sum(1 for c in feasible if not reliable(c, min_test_points)),
