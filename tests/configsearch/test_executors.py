@@ -91,7 +91,12 @@ def test_check_agent_configsearch_references(data_dir: Path, cache_dir: Path) ->
     import labreplay
     from labreplay.testing import check_agent
 
-    options = {"settings": SMALL_SETTINGS, "space": SMALL_SPACE, "cache_dir": cache_dir}
+    options = {
+        "settings": SMALL_SETTINGS,
+        "space": SMALL_SPACE,
+        "cache_dir": cache_dir,
+        "min_test_points": 1,  # the 12-configuration test space has n*s <= 18
+    }
     (spec,) = labreplay.compile("configsearch", data_dir, task="band_gap", **options)
     for method in labreplay.suite.get_suite("configsearch").reference_agents():
         check_agent(

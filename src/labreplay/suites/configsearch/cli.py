@@ -119,6 +119,7 @@ def _campaign(
     n_ood: int,
     n_jobs: int,
     space: Any = None,
+    min_test_points: int = 30,
 ) -> Any:
     from labreplay.suites.configsearch.api import open_campaign
 
@@ -133,6 +134,7 @@ def _campaign(
         n_ood=n_ood,
         n_jobs=n_jobs,
         space=space,
+        min_test_points=min_test_points,
     )
 
 
@@ -457,6 +459,12 @@ def run_cmd(
     executor: str = ExecutorOption,
     scheduler: str | None = SchedulerOption,
     workers: int | None = WorkersOption,
+    min_test_points: int = typer.Option(
+        30,
+        "--min-test-points",
+        help="C_min: search configurations with n*s >= this only.",
+        callback=int_range("--min-test-points", 1),
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """A budgeted search (Algorithm 1, 2 or 3) with BO or random search; one work unit per
@@ -494,6 +502,7 @@ def run_cmd(
             n_ood,
             n_jobs,
             _space(r_values, n_values, s_values),
+            min_test_points,
         )
         chosen = [seed + k for k in range(seeds)]
         done = run_searches(
