@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS ?= dev,materials,chem,bo,llm,dist,gym
+EXTRAS ?= dev,materials,chem,bo,llm,dist,gym,mcp,inspect
 export LABREPLAY_DATA_DIR ?= $(abspath ../shared/data)
 OUT ?= out
 

@@ -49,7 +49,7 @@ _MIN_SECRET_LEN = 6  # shorter values would blank ordinary words
 # `?api-key=...`, `&key=...`, `;token=...`, `access_token=...` in any URL-like text.
 _SECRET_QUERY = re.compile(
     r"(?i)(?<![A-Za-z0-9])((?:[A-Za-z0-9_-]*[-_])?(?:api[-_]?key|key|token|secret|password|sig)=)"
-    r"[^&#\s\"'<>,;)]+"
+    r"[^&#\s\"'<>,;)\\]+"  # stops at a backslash too: never eats the escape of a JSON quote
 )
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
 REDACTED = "***"

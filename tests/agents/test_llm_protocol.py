@@ -64,7 +64,7 @@ def test_params_carry_no_secret_and_survive_scrubbing() -> None:
     params = agent.params()
     assert scrub_secrets(params) == params  # nothing in them even looks like a credential
     assert "sk-abcdefgh1234" not in json.dumps(params)
-    assert params["max_tokens"] == 512 and params["sampling_seed"] == "derived-from-run-seed"
+    assert params["max_tokens"] == "derived" and params["sampling_seed"] == "derived-from-run-seed"
 
 
 @pytest.fixture(scope="module")

@@ -40,7 +40,11 @@ def test_importer_compiles_a_lab_table(lab_table: Path) -> None:
     compiled = import_table(
         lab_table,
         ImportOptions(
-            ["campaign"], ["Ligand", "Additive", "Ni source", "Solvent"], "yield", ee_col="ee"
+            ["campaign"],
+            ["Ligand", "Additive", "Ni source", "Solvent"],
+            "yield",
+            ee_col="ee",
+            dataset="my_screen",
         ),
     )
     assert compiled.questions

@@ -42,6 +42,10 @@ def test_ranker_leaves_the_table_out(compiled_all: Any) -> None:
     assert [r1.answer(agent_view(q)) for q in own] == [r2.answer(agent_view(q)) for q in own]
 
 
+def _is_base_fib(q: dict[str, Any]) -> bool:
+    return bool(q["question_type"] == "fib_all" and q["meta"]["variant"] == "no_precedents")
+
+
 def test_ranker_beats_random_floor_and_store_keeps_everything(
     questions_file: Path, tmp_path: Path
 ) -> None:
@@ -59,8 +63,13 @@ def test_ranker_beats_random_floor_and_store_keeps_everything(
             ("fib_score_given_hit", "fib_floor_score_given_hit"),
         ):
             assert rank[metric] > rank[floor] + 0.05, metric
-            # random sits near its exact floor
-            assert abs(rnd[metric] - rnd[floor]) < 0.05, metric
+            # random sits near its exact floor; Score | Hit is a mean over the random agent's
+            # few Hits (FIB is asked only off full grids), so its tolerance is 3 SE of that mean
+            tolerance = 0.05
+            if metric == "fib_score_given_hit":
+                hits = round(rnd["fib_hit"] * sum(1 for q in questions if _is_base_fib(q)))
+                tolerance = max(tolerance, 3 * 0.5 / max(hits, 1) ** 0.5)
+            assert abs(rnd[metric] - rnd[floor]) < tolerance, metric
         events = store.events(rank["run_id"])
         assert len(events) == len(questions)
         assert all(e["prev_hash"] == p["hash"] for p, e in itertools.pairwise(events))

@@ -21,7 +21,10 @@ def call_failures(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     the endpoint answers starts it afresh. A run with some failed calls is complete, and boards
     show its failed-call share.
     """
-    failed = [c for c in calls if c.get("error")]
+    # A call whose reply held no JSON at all (garbage content, cut off at the token limit)
+    # failed as surely as one that never came back: an endpoint answering only that measured
+    # nothing. A JSON reply that breaks the schema is the model's answer (scored invalid).
+    failed = [c for c in calls if c.get("error") or _no_json(c)]
     share = len(failed) / len(calls) if calls else 0.0
     return {
         "llm_calls": len(calls),
@@ -30,10 +33,22 @@ def call_failures(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "all_failed": bool(calls) and len(failed) == len(calls),
         # The first real failure, not a call skipped because of it ("not sent: ...").
         "cause": next(
-            (str(c["error"]) for c in failed if not str(c["error"]).startswith("not sent")),
-            str(failed[0]["error"]) if failed else None,
+            (_why(c) for c in failed if not _why(c).startswith("not sent")),
+            _why(failed[0]) if failed else None,
         ),
     }
+
+
+# The start of `parse_error` for a reply with no JSON object in it (see llm_wire).
+NO_JSON_REPLY = "the reply contains no JSON object"
+
+
+def _no_json(call: Mapping[str, Any]) -> bool:
+    return str(call.get("parse_error") or "").startswith(NO_JSON_REPLY)
+
+
+def _why(call: Mapping[str, Any]) -> str:
+    return str(call.get("error") or f"unusable reply: {call.get('parse_error')}")
 
 
 __all__ = ["Agent", "CallRecord", "ResponseCache", "call_failures", "drain_calls"]

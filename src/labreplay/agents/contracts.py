@@ -68,6 +68,15 @@ class CallRecord(TypedDict, total=False):
     retries: int
     error: str | None
     cached: bool
+    # What the call was for ("policy", "checkpoint", "answer"), the provider's own accounting
+    # and why its reply could not be used (None when it could).
+    purpose: str | None
+    cached_tokens: int | None
+    resolved_model: str | None
+    parse_error: str | None
+    max_tokens: int | None
+    prompt_chars: int | None
+    reply_chars: int | None
 
 
 @runtime_checkable

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from labreplay.agents.base import CallRecord, ResponseCache
+from labreplay.agents.llm_caps import CapMeter, CapReached, RunCaps
 from labreplay.agents.llm_client import JsonReply
 from labreplay.agents.llm_config import (
     STRUCTURED_FALLBACKS,
@@ -34,9 +35,21 @@ class CallLog:
         self._next = 0
 
     def add(self, reply: JsonReply) -> None:
-        for call in reply.calls:
-            self._pending.append(CallRecord(call_index=self._next, **call))
-            self._next += 1
+        """Log the reply's calls; raise `CapReached` if a run cap stopped it."""
+        self.add_all([reply])
+
+    def add_all(self, replies: list[JsonReply]) -> None:
+        """Log every reply's calls, then raise `CapReached` if a cap stopped any of them (so
+        the calls made before the cap are all accounted)."""
+        capped = None
+        for reply in replies:
+            for call in reply.calls:
+                self._pending.append(CallRecord(call_index=self._next, **call))
+                self._next += 1
+            capped = capped or reply.cap_reached
+        if capped is not None:
+            cap, _, detail = capped.removeprefix("cap reached: ").partition(" (")
+            raise CapReached(cap, detail.rstrip(")"))
 
     def drain(self) -> list[CallRecord]:
         out, self._pending = self._pending, []
@@ -64,6 +77,7 @@ def client_options(
     max_repairs: int,
     structured: str,
     store: ResponseCache | None,
+    caps: RunCaps | None = None,
 ) -> dict[str, Any]:
     if structured not in STRUCTURED_FALLBACKS:
         raise AgentError(
@@ -78,4 +92,5 @@ def client_options(
         "structured": structured,
         "max_repairs": max_repairs,
         "cache": store,
+        "meter": CapMeter(caps),
     }

@@ -22,6 +22,8 @@ from typing import Any
 from labreplay._provenance import register_secret, scrub_text
 from labreplay._rng import derive_seed, make_rng
 from labreplay.agents.base import CallRecord, ResponseCache
+from labreplay.agents.llm_budget import response_budget
+from labreplay.agents.llm_caps import CapMeter, CapReached
 from labreplay.agents.llm_config import (
     STRUCTURED_FALLBACKS,
     RetryPolicy,
@@ -70,6 +72,9 @@ NOT_SENT = "not sent"
 # Calls failed in a row after which an endpoint that has answered before is given up on.
 CIRCUIT_LIMIT = 4
 
+# What each reply name is for, on the call records (`purpose`).
+PURPOSES = {"action": "policy", "panel_forecast": "checkpoint", "answer": "answer"}
+
 # Local servers (llama.cpp, vLLM, Ollama) accept any key, but the openai package insists on one.
 _PLACEHOLDER_KEY = "no-key-needed"
 
@@ -113,6 +118,11 @@ class _ClientCore:
     max_repairs: int = 2
     cache: ResponseCache | None = None
     jitter_seed: int = 0
+    # Spending caps of the current run (reset by the agent at each run start); shared by the
+    # sync and async clients of one agent.
+    meter: CapMeter = field(default_factory=CapMeter)
+    # The run's progress line (`llm_progress.CallProgress`), told of every call and retry.
+    progress: Any = None
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -153,6 +163,10 @@ class _ClientCore:
             "jitter_seed": self.jitter_seed,
         }
 
+    @property
+    def endpoint(self) -> str:
+        return public_endpoint(self.base_url)
+
     def _adopt_detected(self) -> None:
         known = _DETECTED_FORMATS.get(self._detection_key())
         if self.structured == "auto" and not self._format_confirmed and known is not None:
@@ -170,10 +184,11 @@ class _ClientCore:
         return self._formats[0] if self._formats else "none"
 
     def reseed(self, seed: int) -> None:
-        """Restart the backoff jitter stream (called by agents on reset)."""
+        """Restart the backoff jitter stream and the cap meter (called by agents on reset)."""
         self.jitter_seed = seed
         self._jitter = make_rng(seed, "llm-client", "backoff-jitter", self.model)
         self._derived_sampling_seed = derive_seed(seed, "llm-client", "sampling", self.model)
+        self.meter.reset()  # a new run: its caps count from zero
 
     # ------------------------------------------------------------------ shared steps
     def _make_client_kwargs(self, api_key: str | None) -> dict[str, Any]:
@@ -196,6 +211,9 @@ class _ClientCore:
         sampling = self.sampling
         if sampling.seed is None and self._derived_sampling_seed is not None:
             sampling = replace(sampling, seed=self._derived_sampling_seed)
+        if sampling.max_tokens is None:
+            # The response budget is what the reply must hold (llm_budget), not a constant.
+            sampling = replace(sampling, max_tokens=response_budget(schema))
         fmt = self._formats[0] if self._formats else None
         return build_request(self.model, messages, sampling, schema, name, fmt)
 
@@ -245,6 +263,8 @@ class _ClientCore:
         error: str | None,
         cached: bool = False,
     ) -> CallRecord:
+        if error is not None and not error.startswith(NOT_SENT):
+            error = f"{error} (endpoint {self.endpoint})"  # which endpoint failed, always
         record = CallRecord(
             request_hash=cache_key(self.model, attempt.request).split(":", 1)[1],
             model=self.model,
@@ -255,8 +275,18 @@ class _ClientCore:
             retries=attempt.retries,
             error=self._scrub(error),
             cached=cached,
+            purpose=PURPOSES.get(attempt.name, attempt.name),
+            cached_tokens=completion.cached_tokens if completion else None,
+            resolved_model=completion.resolved_model if completion else None,
+            parse_error=None,
+            max_tokens=attempt.request.get("max_tokens"),
+            prompt_chars=sum(len(m["content"]) for m in attempt.messages),
+            reply_chars=len(completion.text) if completion else None,
         )
         self._note(attempt, record.get("error"), cached)
+        self.meter.charge(record)
+        if self.progress is not None:
+            self.progress.call(record)
         return record
 
     def _after_failure(self, attempt: _Attempt, exc: BaseException) -> float | str:
@@ -293,6 +323,8 @@ class _ClientCore:
                 f"time {self.retry.total_time_s:g}s would be exceeded)"
             )
         attempt.retries += 1
+        if self.progress is not None:
+            self.progress.retry(describe_failure(exc))
         return delay
 
     def _start(
@@ -345,6 +377,8 @@ class LLMClient(_ClientCore):
                 return hit, self._record(attempt, hit, None, cached=True)
             if self._circuit_open():
                 return None, self._skipped(attempt)
+            if self.progress is not None:
+                self.progress.started()
             try:
                 response = self._sdk.chat.completions.create(
                     **attempt.request, timeout=self._timeout_for(attempt)
@@ -376,6 +410,9 @@ class LLMClient(_ClientCore):
         text: str | None = None
         problem = "no reply"
         for _turn in range(1 + self.max_repairs):
+            over = self.meter.admit()
+            if over is not None:
+                return JsonReply(None, text, str(over), calls, cap_reached=str(over))
             completion, record = self.chat(conversation, schema, name)
             calls.append(record)
             if completion is None:
@@ -384,6 +421,7 @@ class LLMClient(_ClientCore):
             value, problem = validate_reply(text, validator, completion.finish_reason)
             if value is not None:
                 return JsonReply(value, text, None, calls)
+            record["parse_error"] = problem
             if problem.startswith(SCHEMA_FAULT):
                 return JsonReply(None, text, problem, calls)
             conversation = repair_messages(conversation, text, problem)
@@ -420,9 +458,15 @@ class AsyncLLMClient(_ClientCore):
         return self._gate
 
     async def chat(
-        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str = "reply"
+        self,
+        messages: Sequence[Mapping[str, str]],
+        schema: Mapping[str, Any],
+        name: str = "reply",
+        admit: bool = False,
     ) -> tuple[Completion | None, CallRecord]:
         async with self._semaphore():
+            if admit and (over := self.meter.admit()) is not None:
+                raise over
             attempt = self._start(messages, schema, name)
             while True:
                 hit = self._cached(attempt.request)
@@ -430,6 +474,8 @@ class AsyncLLMClient(_ClientCore):
                     return hit, self._record(attempt, hit, None, cached=True)
                 if self._circuit_open():
                     return None, self._skipped(attempt)
+                if self.progress is not None:
+                    self.progress.started()
                 try:
                     response = await self._sdk.chat.completions.create(
                         **attempt.request, timeout=self._timeout_for(attempt)
@@ -460,7 +506,10 @@ class AsyncLLMClient(_ClientCore):
         text: str | None = None
         problem = "no reply"
         for _turn in range(1 + self.max_repairs):
-            completion, record = await self.chat(conversation, schema, name)
+            try:
+                completion, record = await self.chat(conversation, schema, name, admit=True)
+            except CapReached as over:  # checked once this request's turn to be sent came
+                return JsonReply(None, text, str(over), calls, cap_reached=str(over))
             calls.append(record)
             if completion is None:
                 return JsonReply(None, text, record.get("error") or "call failed", calls)
@@ -468,6 +517,7 @@ class AsyncLLMClient(_ClientCore):
             value, problem = validate_reply(text, validator, completion.finish_reason)
             if value is not None:
                 return JsonReply(value, text, None, calls)
+            record["parse_error"] = problem
             if problem.startswith(SCHEMA_FAULT):
                 return JsonReply(None, text, problem, calls)
             conversation = repair_messages(conversation, text, problem)

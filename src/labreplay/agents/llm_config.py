@@ -29,12 +29,13 @@ DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 
 @dataclass(frozen=True)
 class Sampling:
-    """Decoding controls sent with every request (None = leave the server's default)."""
+    """Decoding controls sent with every request (None = leave the server's default; for
+    `max_tokens`, None = derived per call from the reply's schema, see `llm_budget`)."""
 
     temperature: float | None = 0.0
     top_p: float | None = None
     seed: int | None = None
-    max_tokens: int | None = 512
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
@@ -60,7 +61,7 @@ class Sampling:
             "temperature": self.temperature,
             "top_p": self.top_p,
             "sampling_seed": self.seed,
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.max_tokens if self.max_tokens is not None else "derived",
         }
 
 

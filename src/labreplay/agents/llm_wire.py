@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labreplay._hashing import sha256_json
-from labreplay.agents.base import CallRecord
+from labreplay.agents.base import NO_JSON_REPLY, CallRecord
 from labreplay.agents.llm_config import Sampling
 from labreplay.agents.llm_faults import clip as _clip
 from labreplay.errors import AgentError
@@ -30,6 +30,10 @@ class Completion:
     finish_reason: str | None
     prompt_tokens: int | None
     completion_tokens: int | None
+    # Prompt tokens the provider served from its prefix cache, and the model id it answered
+    # with (a dated snapshot behind an alias): None where the provider does not say.
+    cached_tokens: int | None = None
+    resolved_model: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -37,6 +41,8 @@ class Completion:
             "finish_reason": self.finish_reason,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "resolved_model": self.resolved_model,
         }
 
     @classmethod
@@ -46,6 +52,8 @@ class Completion:
             finish_reason=data.get("finish_reason"),
             prompt_tokens=data.get("prompt_tokens"),
             completion_tokens=data.get("completion_tokens"),
+            cached_tokens=data.get("cached_tokens"),
+            resolved_model=data.get("resolved_model"),
         )
 
 
@@ -57,6 +65,8 @@ class JsonReply:
     text: str | None
     error: str | None
     calls: list[CallRecord] = field(default_factory=list)
+    # Set when a run cap stopped the reply from being asked for (see `llm_caps`).
+    cap_reached: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -110,6 +120,8 @@ def cache_key(model: str, request: Mapping[str, Any]) -> str:
 def parse_completion(response: Any) -> Completion | str:
     """A Completion from an SDK response object, or a description of why it is not one."""
     choices = getattr(response, "choices", None)
+    if isinstance(choices, list) and not choices:
+        return "malformed response: a chat completion with no choices"
     if not choices:
         shown = str(response)[:80].replace("\n", " ")
         return f"malformed response: body is not a chat completion ({shown!r})"
@@ -117,11 +129,15 @@ def parse_completion(response: Any) -> Completion | str:
     message = getattr(choice, "message", None)
     content = getattr(message, "content", None)
     usage = getattr(response, "usage", None)
+    details = getattr(usage, "prompt_tokens_details", None)
+    resolved = getattr(response, "model", None)
     return Completion(
         text=content if isinstance(content, str) else "",
         finish_reason=getattr(choice, "finish_reason", None),
         prompt_tokens=_int_or_none(getattr(usage, "prompt_tokens", None)),
         completion_tokens=_int_or_none(getattr(usage, "completion_tokens", None)),
+        cached_tokens=_int_or_none(getattr(details, "cached_tokens", None)),
+        resolved_model=resolved if isinstance(resolved, str) and resolved else None,
     )
 
 
@@ -181,11 +197,15 @@ def validate_reply(
 ) -> tuple[dict[str, Any] | None, str]:
     """(object, "") when `text` holds a schema-valid JSON object, else (None, reason)."""
     value = extract_json_object(text)
+    cut = " (the reply was cut off at the token limit)"
     if value is None:
-        reason = "the reply contains no JSON object"
-        if finish_reason == "length":
-            reason += " (the reply was cut off at the token limit)"
-        return None, reason
+        return None, NO_JSON_REPLY + (cut if finish_reason == "length" else "")
+    if finish_reason == "length":
+        # A cut-off reply may still hold a complete inner object (one forecast of a panel):
+        # valid only if that is a whole valid answer, else the cut is the reason.
+        validator_ok = _is_valid(validator, value)
+        if validator_ok is not True:
+            return None, NO_JSON_REPLY + " as a whole" + cut
     import jsonschema
 
     try:
@@ -209,6 +229,13 @@ def validate_reply(
         return value, ""
     where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
     return None, f"schema violation at {where}: {_clip(error.message)}"
+
+
+def _is_valid(validator: Any, value: Any) -> bool | None:
+    try:
+        return bool(validator.is_valid(value))
+    except Exception:
+        return None  # a broken schema: reported by the full check below
 
 
 def repair_messages(

@@ -34,6 +34,14 @@ def _add_suite_groups() -> None:
         return  # already mounted (main() may be called more than once in one process)
     for suite in load_suites():
         app.add_typer(suite.cli(), name=suite.name)
+    # `labreplay import ...`: the importers suites offer (optional `import_cli()`), one group
+    imports = typer.Typer(help="Bring results of other tools into a store.", no_args_is_help=True)
+    for suite in load_suites():
+        offered = getattr(suite, "import_cli", None)
+        if callable(offered):
+            imports.registered_commands.extend(offered().registered_commands)
+    if imports.registered_commands:
+        app.add_typer(imports, name="import")
     report_cli.register(app)
 
 

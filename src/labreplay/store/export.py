@@ -7,7 +7,10 @@ Schema (one file per table, `<table>.parquet` | `.csv` | `.jsonl`):
 - events: run_id, seq, kind, payload (JSON), prev_hash, hash
 - scores: run_id, metric, value, detail (JSON)
 - llm_calls: run_id, call_index, request_hash, model, prompt_tokens, completion_tokens,
-  latency_s, finish_reason, retries, error, cached (1 = answered from the response cache)
+  latency_s, finish_reason, retries, error, cached (1 = answered from the response cache),
+  purpose (policy | checkpoint | answer), cached_tokens (provider prefix cache), resolved_model
+  (the model id the provider answered with), parse_error (why the reply was unusable),
+  max_tokens (the response budget sent), prompt_chars, reply_chars
 JSON columns hold canonical JSON text.
 """
 

@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     run_id TEXT NOT NULL, call_index INTEGER NOT NULL, request_hash TEXT NOT NULL,
     model TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL,
     finish_reason TEXT, retries INTEGER, error TEXT, cached INTEGER,
+    purpose TEXT, cached_tokens INTEGER, resolved_model TEXT, parse_error TEXT,
+    max_tokens INTEGER, prompt_chars INTEGER, reply_chars INTEGER,
     PRIMARY KEY (run_id, call_index));
 CREATE TABLE IF NOT EXISTS response_cache (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created TEXT NOT NULL);
@@ -108,6 +110,10 @@ def _required_columns() -> dict[str, list[str]]:
 
 
 _COLUMNS = _required_columns()
+# Tables whose newer columns are appended at the end (with their SQL type), so a store written
+# before them is upgraded in place instead of refused as damaged. The llm_calls accounting
+# columns are nullable: older calls simply have no value for them.
+_GROWN = frozenset({"llm_calls"})
 
 
 class Store:
@@ -222,12 +228,26 @@ class Store:
             raise StoreError(
                 f"{where} has schema version {found[0]!r}, this labreplay reads {SCHEMA_VERSION}"
             )
+        grown: list[tuple[str, list[str]]] = []
         for table in sorted(tables & set(_COLUMNS)):
             have = [r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")]
+            if table in _GROWN and have == _COLUMNS[table][: len(have)]:
+                grown.append((table, have))
+                continue
             if have != _COLUMNS[table]:
                 missing = sorted(set(_COLUMNS[table]) - set(have))
                 detail = f"missing column(s) {missing}" if missing else f"columns {have}"
                 raise StoreError(f"{where}: table {table!r} is damaged ({detail})")
+        for table, have in grown:  # only once every table has passed
+            self._grow(table, have)
+
+    def _grow(self, table: str, have: list[str]) -> None:
+        """A store written before columns were appended to `table`: add them (writable), or
+        read it as it is (read-only: the missing columns read as absent)."""
+        if self.readonly:
+            return
+        for column in _COLUMNS[table][len(have) :]:
+            self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
 
     # ------------------------------------------------------------------ plumbing
     def close(self) -> None:
@@ -522,7 +542,7 @@ class Store:
     def record_llm_calls(self, run_id: str, calls: Iterable[Mapping[str, Any]]) -> None:
         with self.transaction() as conn:
             conn.executemany(
-                "INSERT OR REPLACE INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         run_id,
@@ -536,6 +556,13 @@ class Store:
                         c.get("retries", 0),
                         scrub_text(str(c["error"])) if c.get("error") else None,
                         int(bool(c.get("cached", False))),
+                        c.get("purpose"),
+                        c.get("cached_tokens"),
+                        c.get("resolved_model"),
+                        scrub_text(str(c["parse_error"])) if c.get("parse_error") else None,
+                        c.get("max_tokens"),
+                        c.get("prompt_chars"),
+                        c.get("reply_chars"),
                     )
                     for c in calls
                 ],

@@ -8,6 +8,23 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from labreplay.cli.llm_options import (
+    ApiKeyEnvOption,
+    BaseUrlOption,
+    DryRunOption,
+    LimitOption,
+    LlmSeedOption,
+    MaxCallsOption,
+    MaxRetriesOption,
+    MaxTimeOption,
+    MaxTokensOption,
+    MaxTokensTotalOption,
+    PriceOption,
+    TemperatureOption,
+    TimeoutOption,
+    agent_options,
+    first_in_seeded_order,
+)
 from labreplay.sdk.cli import (
     DataDirOption,
     ExecutorOption,
@@ -21,7 +38,6 @@ from labreplay.sdk.cli import (
     print_json,
     progress_bar,
     seed_check,
-    url_check,
 )
 
 app = typer.Typer(
@@ -132,19 +148,19 @@ def run_cmd(
         0, help="Run seed (agent and control randomness).", callback=seed_check()
     ),
     only: str | None = typer.Option(None, help="Comma list of assignment ids (default: all)."),
-    base_url: str | None = typer.Option(
-        None, "--base-url", help="OpenAI-compatible endpoint.", callback=url_check("--base-url")
-    ),
-    temperature: float | None = typer.Option(None, help="LLM sampling temperature."),
-    llm_seed: int | None = typer.Option(
-        None, "--llm-seed", help="LLM sampling seed.", callback=seed_check("--llm-seed")
-    ),
-    max_tokens: int | None = typer.Option(
-        None, help="LLM max tokens per call.", callback=int_range("--max-tokens", 1)
-    ),
-    timeout: float | None = typer.Option(
-        None, help="LLM per-request timeout (s).", callback=positive_float("--timeout")
-    ),
+    base_url: str | None = BaseUrlOption,
+    api_key_env: str | None = ApiKeyEnvOption,
+    temperature: float | None = TemperatureOption,
+    llm_seed: int | None = LlmSeedOption,
+    max_tokens: int | None = MaxTokensOption,
+    timeout: float | None = TimeoutOption,
+    max_retries: int | None = MaxRetriesOption,
+    max_calls: int | None = MaxCallsOption,
+    max_tokens_total: int | None = MaxTokensTotalOption,
+    max_time: float | None = MaxTimeOption,
+    price_per_mtok: str | None = PriceOption,
+    dry_run: bool = DryRunOption,
+    limit: int | None = LimitOption,
     structured: str | None = typer.Option(
         None,
         help="LLM structured output: auto | json_schema | json_object | off.",
@@ -172,6 +188,7 @@ def run_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""
+    from labreplay.agents.llm_usage import parse_price
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
     from labreplay.suites.campaign.api import (
@@ -182,34 +199,54 @@ def run_cmd(
     )
     from labreplay.suites.campaign.execute import run_assignments
 
-    options: dict[str, Any] = {
-        k: v
-        for k, v in (
-            ("base_url", base_url),
-            ("temperature", temperature),
-            ("seed", llm_seed),
-            ("max_tokens", max_tokens),
-            ("timeout_s", timeout),
-            ("structured", structured),
-        )
-        if v is not None
-    }
+    price = parse_price(price_per_mtok)
+    options = agent_options(
+        base_url=base_url,
+        api_key_env=api_key_env,
+        temperature=temperature,
+        llm_seed=llm_seed,
+        max_tokens=max_tokens,
+        timeout=timeout,
+        max_retries=max_retries,
+        max_calls=max_calls,
+        max_tokens_total=max_tokens_total,
+        max_time=max_time,
+    )
+    if structured is not None:
+        options["structured"] = structured
     if isolate and (executor != "in-process" or max_concurrency > 1):
         from labreplay.errors import LabreplayError
 
         raise LabreplayError("--isolate runs with --executor in-process (one child per agent)")
     control_list = parse_controls(controls)
-    chosen = select_specs(load_specs(specs), only)
+    chosen = first_in_seeded_order(select_specs(load_specs(specs), only), limit, seed, "campaign")
     # Every agent problem is one line, exit 2, before the store exists.
     resolved = resolve_campaign_agent(agent, isolate, agent_timeout, **options)
+    is_llm = isinstance(agent, str) and agent.startswith("openai:")
+    if is_llm:
+        from labreplay.suites.campaign.llm_run import check_max_tokens
+
+        check_max_tokens(chosen, max_tokens)  # a budget too small is refused before any call
+    if dry_run:
+        from labreplay.suites.campaign.llm_run import print_dry_run
+
+        print_dry_run(chosen, agent, resolved.make, seed, control_list, price, json_out)
+        return
     if executor == "in-process" and max_concurrency > 1:
         executor = "threads"  # the older spelling of a threaded run
     workers = max_concurrency if max_concurrency > 1 else None
+    from labreplay.suites.campaign.llm_run import with_progress
+
     with (
         Store(store) as db,
         open_executor(executor, scheduler, workers) as ex,
         progress_bar("campaigns", len(chosen), executor == "in-process") as bar,
+        with_progress(resolved.make, agent) as watched,
     ):
+        if is_llm and executor == "in-process":
+            import dataclasses
+
+            resolved = dataclasses.replace(resolved, make=watched)  # the slow-endpoint line
         results = run_assignments(
             chosen, resolved, db, seed, control_list, ex, options, bar.advance
         )
@@ -217,6 +254,10 @@ def run_cmd(
         print_json(results)
     else:
         print_results(agent, results)
+        if is_llm:
+            from labreplay.suites.campaign.llm_run import print_run_costs
+
+            print_run_costs(console, results, price)
     failed = [r for r in results if r.get("status") == "failed"]
     if failed:
         from labreplay.errors import RunFailedError
@@ -230,10 +271,13 @@ def run_cmd(
 def print_results(agent: str, results: list[dict[str, Any]]) -> None:
     table = Table(title=f"{agent}: {len(results)} assignments")
     columns = ("assignment", "status", "adaptive AUC", "held-out gain", "selection lift")
-    for col in (*columns, "evidence lift", "failed calls"):
+    for col in (*columns, "evidence lift", "failed calls", "fallbacks", "invalid replies"):
         table.add_column(col)
     for r in results:
         share = r.get("failed_call_share")
+        branches = r.get("branches", {}).values()
+        fallbacks = sum(int(b.get("checkpoint_fallbacks") or 0) for b in branches)
+        invalid = sum(int(u.get("invalid_replies") or 0) for u in r.get("usage", {}).values())
         table.add_row(
             r["assignment"]["id"],
             str(r.get("status", "complete")),
@@ -242,6 +286,8 @@ def print_results(agent: str, results: list[dict[str, Any]]) -> None:
             _fmt(r.get("selection_lift")),
             _fmt(r.get("evidence_lift")),
             "-" if not share else f"{share:.0%}",
+            str(fallbacks),
+            str(invalid),
         )
     console.print(table)
 
@@ -262,6 +308,7 @@ def leaderboard_cmd(
     difference: float = typer.Option(
         0.01, "--difference", help="AUC difference for the power line's 'assignments needed'."
     ),
+    price_per_mtok: str | None = PriceOption,
     json_out: bool = JsonOption,
 ) -> None:
     """The paper's board (long assignments) and the short board, with paired bootstrap 95%
@@ -284,10 +331,16 @@ def leaderboard_cmd(
             raise StoreError(f"store {store} holds no campaign runs{held}")
         board = leaderboard(db, spec_hashes=hashes, difference=difference)
     add_call_health(board, runs)
+    from labreplay.agents.llm_usage import parse_price
+    from labreplay.suites.campaign.costs import add_costs, cost_lines
+
+    add_costs(board, runs, parse_price(price_per_mtok))
     if json_out:
         print_json(board)
         return
     print_board(console, board)
+    for line in cost_lines(board):
+        console.print(line)
     if board.get("failed"):
         console.print(
             f"not ranked (runs failed: every model call failed): {', '.join(board['failed'])}"
@@ -296,3 +349,8 @@ def leaderboard_cmd(
         for r in table["rows"]:
             if r.get("failed_call_share"):
                 console.print(f"{r['system']}: {r['failed_call_share']:.1%} of model calls failed")
+
+
+from labreplay.suites.campaign.serve_cli import serve_cmd  # noqa: E402
+
+app.command("serve")(serve_cmd)

@@ -13,11 +13,13 @@ the runtime fills with its declared fallback.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
+from labreplay.agents.llm_caps import RunCaps
 from labreplay.agents.llm_client import LLMClient
 from labreplay.agents.llm_config import StructuredMode, public_endpoint
 from labreplay.suites.campaign.llm_prompts import (
@@ -84,24 +86,29 @@ def make_agent(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
+    api_key_env: str | None = None,
     temperature: float | None = 0.0,
     top_p: float | None = None,
     seed: int | None = None,
-    max_tokens: int | None = 512,
+    max_tokens: int | None = None,
     timeout_s: float = 60.0,
     max_retries: int = 4,
     max_repairs: int = 2,
     structured: StructuredMode = "auto",
     store: ResponseCache | None = None,
+    caps: RunCaps | None = None,
 ) -> LLMCampaignAgent:
     """Build an LLM campaign agent from `openai:MODEL` (used by the CLI's --agent).
 
     `base_url`/`api_key` default to OPENAI_BASE_URL / OPENAI_API_KEY. `seed` is the sampling
     seed sent to the server (default: derived from the run seed). `store` enables the
-    persistent response cache. Question agents for the conditions suite are built by
-    `labreplay.suites.conditions.llm_agent.make_question_agent`.
+    persistent response cache. `max_tokens=None` derives each call's response budget from its
+    schema (`labreplay.agents.llm_budget`); `caps` bound what each run may spend
+    (`labreplay.agents.llm_caps`); `api_key_env` names the variable holding the key.
     """
     model = parse_agent_spec(agent)
+    if api_key is None and api_key_env:
+        api_key = os.environ.get(api_key_env)  # read now, held by the SDK client only
     options = client_options(
         base_url,
         temperature,
@@ -113,5 +120,6 @@ def make_agent(
         max_repairs,
         structured,
         store,
+        caps,
     )
     return LLMCampaignAgent(LLMClient(model, api_key=api_key, **options))

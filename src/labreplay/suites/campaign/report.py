@@ -228,6 +228,9 @@ def campaign_section(store: Store, run_id: str | None = None) -> dict[str, Any] 
 
     board = leaderboard(store)
     add_call_health(board, store.runs(suite="campaign"))
+    from labreplay.suites.campaign.costs import add_costs
+
+    add_costs(board, store.runs(suite="campaign"))
     tie_groups(board["rows"], board["pairwise"])
     paper = "long" if board["tables"]["long"]["assignments"] else "short"
     notes = [f"Board shown: the {paper} assignments (the paper's board is the long ones)."]

@@ -65,6 +65,9 @@ def campaign_html(section: Mapping[str, Any]) -> str:
         "complete runs (adaptive / random / no-evidence)",
     ]
     parts.append(table("campaign-leaderboard", headers, rows, lambda j: j in (3, 4, 7, 8, 10)))
+    from labreplay.suites.campaign.costs import cost_panel_html
+
+    parts.append(cost_panel_html(board))
     parts.extend(f'<p class="note">{esc(str(note))}</p>' for note in board.get("notes", []))
     if board["incomplete"]:
         parts.append(

@@ -15,11 +15,14 @@ from typing import Any
 from labreplay.agents.base import Agent, call_failures, drain_calls
 from labreplay.agents.contracts import bind_response_cache, isolation_of, model_of
 from labreplay.agents.isolated import AgentNonJSON, AgentUnavailable, json_problem, raised_message
+from labreplay.agents.llm_caps import CapReached
+from labreplay.agents.llm_usage import usage_summary
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import LabreplayError, SpecError, StoreError
 from labreplay.runtime.recorder import Recorder, RunHeader, open_run
 from labreplay.scoring.curves import acceleration_factor, first_passage, sustained_passage
 from labreplay.store.sqlite import Store
+from labreplay.suites.campaign.caps import TurnCounter, agent_caps, policy_turn_caps
 from labreplay.suites.campaign.controls import (
     CallMatchedNoEvidence,
     ControlWrapper,
@@ -43,8 +46,11 @@ class BranchResult:
     # Model-call records of the branch, so a result computed without a store (on a worker)
     # can still be persisted by the driver with its call log.
     calls: list[Any] = field(default_factory=list)
-    # Why the branch failed although its calls did not (its agent stopped answering), or None.
+    # Why the branch failed although its calls did not (its agent stopped answering, a cap
+    # ended it: "cap reached: --max-calls 50 (...)"), or None.
     failure: str | None = None
+    # The caps the branch ran under (policy turns, model spending), recorded in its summary.
+    caps: dict[str, Any] = field(default_factory=dict)
 
 
 def _header(
@@ -78,9 +84,9 @@ def _header(
 
 def _stored_branch(store: Store, spec: EnvironmentSpec, run_id: str, branch: str) -> BranchResult:
     events = store.events(run_id)
-    return BranchResult(
-        run_id, branch, events, branch_metrics(events, spec.body), events[-1]["hash"]
-    )
+    metrics = branch_metrics(events, spec.body)
+    calls = store.llm_calls(run_id)  # its accounting, for the run output
+    return BranchResult(run_id, branch, events, metrics, events[-1]["hash"], calls)
 
 
 def guarded_act(agent: Agent, observation: Mapping[str, Any]) -> Any:
@@ -152,6 +158,8 @@ def run_branch(
     recorder.attach(env.trajectory)
     calls: list[Any] = []
     failure: str | None = None
+    caps = {**policy_turn_caps(spec.body), **agent_caps(agent)}
+    turns = TurnCounter(caps)
 
     def checkpoint(
         t: int, previous: Mapping[str, Any] | None, given: Mapping[str, Any] | None = None
@@ -168,6 +176,7 @@ def run_branch(
         last = checkpoint(0, None, initial_forecast)
         streak = 0
         while not env.done:
+            turns.turn(env.open_id)  # raises CapReached past a policy-turn cap
             action = guarded_act(agent, env.observation())
             calls.extend(drain_calls(agent))
             result = env.step(action)
@@ -186,14 +195,19 @@ def run_branch(
         failure = str(exc)
         calls.extend(drain_calls(agent))
         env.stop_by_harness(agent_failed=failure)
+    except CapReached as reached:
+        # Spent calls are accounted; the run ends failed with the cap named (resumable).
+        failure = str(reached)
+        calls.extend(drain_calls(agent))
+        env.stop_by_harness(cap_reached=f"{reached.cap} ({reached.detail})")
     env.end()
     recorder.sync()
     events = env.trajectory.events
     metrics = branch_metrics(events, spec.body)
     if store is not None:
-        _finish(recorder, metrics, events, env.n_invalid, calls, failure)
+        _finish(recorder, metrics, events, env.n_invalid, calls, failure, caps)
     head = env.trajectory.head
-    return BranchResult(recorder.run_id, branch, events, metrics, head, calls, failure)
+    return BranchResult(recorder.run_id, branch, events, metrics, head, calls, failure, caps)
 
 
 def _finish(
@@ -203,6 +217,7 @@ def _finish(
     n_invalid: int,
     calls: Sequence[Any],
     failure: str | None = None,
+    caps: Mapping[str, Any] | None = None,
 ) -> None:
     """Scores, call log and the final mark of a finished branch: `failed` when every model
     call failed or the agent stopped answering (`failure`), else `complete`."""
@@ -218,11 +233,19 @@ def _finish(
     )
     recorder.flush()
     health = call_failures(calls)
-    summary: dict[str, Any] = {"head_hash": events[-1]["hash"], "invalid_actions": n_invalid}
+    summary: dict[str, Any] = {
+        "head_hash": events[-1]["hash"],
+        "invalid_actions": n_invalid,
+        "checkpoint_fallbacks": int(metrics.get("checkpoint_fallbacks") or 0),
+        "caps": dict(caps or {}),
+    }
     if calls:
         summary.update({k: v for k, v in health.items() if k != "all_failed"})
+        summary["usage"] = usage_summary(calls)
     if failure is not None:
         summary["cause"] = failure
+        if failure.startswith("cap reached: "):
+            summary["cap_reached"] = failure.removeprefix("cap reached: ")
     recorder.finish(
         "failed" if health["all_failed"] or failure is not None else "complete",
         summary,
@@ -280,6 +303,7 @@ def persist_branch(
         int(end.get("invalid_actions", result.metrics["invalid_actions"])),
         result.calls,
         result.failure,
+        result.caps,
     )
     return BranchResult(
         run_id,
@@ -289,6 +313,7 @@ def persist_branch(
         result.head_hash,
         result.calls,
         result.failure,
+        result.caps,
     )
 
 
@@ -331,6 +356,7 @@ def assignment_summary(
         "status": "failed" if failed else "complete",
         "failed_call_share": health["failed_call_share"],
         "cause": (health["cause"] if health["all_failed"] else failure) if failed else None,
+        "usage": {b: usage_summary(r.calls) for b, r in results.items() if r.calls},
         **assignment_metrics(spec, results),
     }
 

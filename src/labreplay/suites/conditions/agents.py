@@ -13,7 +13,7 @@ from typing import Any
 from labreplay.agents.contracts import QuestionAgent
 from labreplay.errors import AgentError
 from labreplay.sdk import make_rng, sha256_json
-from labreplay.suites.conditions.questions import value_label
+from labreplay.suites.conditions.questions import table_id_of, value_label
 
 
 class RandomAgent:
@@ -64,7 +64,7 @@ class LeaveTableOutRanker:
             meta = q["meta"]
             if "effective_scores" not in meta:  # every type: single-axis tables ask MC_single only
                 continue
-            rows = tables.setdefault((meta.get("dataset", ""), meta["parent_table_id"]), {})
+            rows = tables.setdefault((meta.get("dataset", ""), table_id_of(q)), {})
             for opt, u in zip(q["options"], meta["effective_scores"], strict=True):
                 rows[tuple(sorted(_full_conditions(q, opt).items()))] = float(u or 0.0)
         # Totals and per-table parts of (sum of relative utility, count), per value and per key,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 # Condition roles a table's columns can be mapped onto (``--role COL=ROLE``): the condition
 # field names RxnOptBench questions use (the paper's worked examples and prompt templates name
@@ -40,6 +41,31 @@ ROLES = (
 )
 
 
+# The order in which a chemist would rather vary an axis when two axes have as many levels
+# (issue: catalyst/ligand > base > reagent/additive > solvent > temperature/time). An axis is
+# placed by words in its name (or its --role); amounts (loading, equivalents, concentration)
+# are not the species they measure, and every other axis comes last, in declared order.
+ROLE_FAMILIES = (
+    ("catalyst", "ligand", "cat", "lig"),
+    ("base", "acid"),
+    ("reagent", "additive", "oxidant", "reductant", "electrolyte"),
+    ("solvent",),
+    ("temperature", "temp", "time", "t_res", "residence"),
+)
+_AMOUNT_WORDS = ("loading", "equiv", "conc", "ratio", "mol", "pressure", "scale", "amount")
+
+
+def role_rank(key: str) -> int:
+    """0 (catalyst/ligand) .. 4 (temperature/time), 5 for any other axis (see ROLE_FAMILIES)."""
+    name = key.lower()
+    if any(word in name for word in _AMOUNT_WORDS):
+        return len(ROLE_FAMILIES)
+    for rank, words in enumerate(ROLE_FAMILIES):
+        if any(word in name for word in words):
+            return rank
+    return len(ROLE_FAMILIES)
+
+
 @dataclass(frozen=True)
 class Component:
     """A named chemical (or a plain condition value) with its SMILES when the source gives one."""
@@ -47,9 +73,19 @@ class Component:
     content: str
     smiles: str = ""
     smiles_valid: bool | None = None  # None: no SMILES given; False: given but rdkit rejects it
+    aliases: tuple[str, ...] = ()  # other names the table gives this structure
 
-    def to_json(self) -> dict[str, str]:
-        return {"content": self.content, "SMILES": self.smiles}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"content": self.content, "SMILES": self.smiles}
+        if self.aliases:
+            out["aliases"] = list(self.aliases)
+        return out
+
+    @property
+    def identity(self) -> str:
+        """What makes two values the same option: the canonical SMILES when valid, else the
+        name."""
+        return self.smiles if self.smiles and self.smiles_valid else self.content
 
 
 @lru_cache(maxsize=65536)

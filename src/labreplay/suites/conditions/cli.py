@@ -7,6 +7,23 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from labreplay.cli.llm_options import (
+    ApiKeyEnvOption,
+    BaseUrlOption,
+    DryRunOption,
+    LimitOption,
+    LlmSeedOption,
+    MaxCallsOption,
+    MaxRetriesOption,
+    MaxTimeOption,
+    MaxTokensOption,
+    MaxTokensTotalOption,
+    PriceOption,
+    TemperatureOption,
+    TimeoutOption,
+    agent_options,
+    first_in_seeded_order,
+)
 from labreplay.errors import LabreplayError
 from labreplay.sdk.cli import (
     DataDirOption,
@@ -15,6 +32,7 @@ from labreplay.sdk.cli import (
     SchedulerOption,
     WorkersOption,
     console,
+    int_range,
     print_json,
     progress_bar,
     seed_check,
@@ -79,7 +97,20 @@ def compile_cmd(
     ),
     condition_cols: str = typer.Option("", "--condition-cols", help="Condition-axis columns."),
     slice_cols: str = typer.Option(
-        "", "--slice-cols", help="Condition columns whose values define separate tables."
+        "",
+        "--slice-cols",
+        help="Condition columns whose values define separate tables (one table per value).",
+    ),
+    vary: list[str] = typer.Option(
+        None,
+        "--vary",
+        help="Condition column a table varies (repeatable; default: the axis with the most "
+        "levels, ties catalyst/ligand > base > reagent/additive > solvent > temperature/time).",
+    ),
+    name: str | None = typer.Option(
+        None,
+        "--name",
+        help="Dataset name (seeds and ids); default: derived from the table's content hash.",
     ),
     yield_col: str = typer.Option("", "--yield-col", help="Yield column (optional)."),
     ee_col: str | None = typer.Option(None, "--ee-col", help="ee (%) of the desired enantiomer."),
@@ -99,6 +130,16 @@ def compile_cmd(
         "selectivity when there is no yield column).",
     ),
     yield_scale: str = typer.Option("percent", "--yield-scale", help="percent | fraction."),
+    force_scale: bool = typer.Option(
+        False,
+        "--force-scale",
+        help="Keep --yield-scale although the values look like the other scale (QC warning).",
+    ),
+    merge_by: str = typer.Option(
+        "smiles",
+        "--merge-by",
+        help="smiles | name: option identity where --smiles-cols gives structures.",
+    ),
     allow_out_of_range: bool = typer.Option(
         False, "--allow-out-of-range", help="Keep yields > 100% / |ee| > 100 (clipped, flagged)."
     ),
@@ -118,6 +159,9 @@ def compile_cmd(
     max_tables: int = typer.Option(
         10, "--max-tables", help="At most this many sliced tables per reaction (seeded)."
     ),
+    min_options: int = typer.Option(
+        3, "--min-options", help="An MC question needs this many options (after precedents)."
+    ),
     fib_max_hit_floor: float = typer.Option(
         0.8, "--fib-max-hit-floor", help="Ask FIB only where its Hit floor is at most this."
     ),
@@ -131,11 +175,53 @@ def compile_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Compile questions from built-in datasets or from your own table."""
-    from labreplay.suites.conditions.report import qc_lines, write_compiled
+    from labreplay.suites.conditions.report import (
+        profile_lines,
+        qc_lines,
+        varied_lines,
+        write_compiled,
+    )
 
     chosen = sum([bool(dataset), all_datasets, table is not None])
     if chosen != 1:
         raise LabreplayError("give exactly one of --dataset NAME, --all, --table FILE")
+    check_compile_options(
+        max_options=max_options,
+        min_options=min_options,
+        max_tables=max_tables,
+        fib_max_hit_floor=fib_max_hit_floor,
+        temperature_k=temperature_k,
+        yield_scale=yield_scale,
+        objective=objective,
+        merge_by=merge_by,
+    )
+    if table is None:
+        given = [
+            flag
+            for flag, value in (
+                ("--reaction-cols", reaction_cols),
+                ("--condition-cols", condition_cols),
+                ("--slice-cols", slice_cols),
+                ("--vary", vary),
+                ("--name", name),
+                ("--yield-col", yield_col),
+                ("--smiles-cols", smiles_cols),
+                ("--product-col", product_col),
+                ("--constant", constant),
+                ("--role", role),
+                ("--ddg-col", ddg_col),
+                ("--ee-col", ee_col),
+                ("--er-col", er_col),
+                ("--dr-col", dr_col),
+                ("--rr-col", rr_col),
+            )
+            if value
+        ]
+        if given:
+            raise LabreplayError(
+                f"{given[0]} describes your own table: use it with --table FILE "
+                "(built-in datasets declare their columns)"
+            )
     if table is not None:
         from labreplay.suites.conditions.importer import ImportOptions, import_table
 
@@ -158,8 +244,13 @@ def compile_cmd(
                 constants=_pairs(constant, "--constant"),
                 roles=_pairs(role, "--role"),
                 slice_cols=_csv_list(slice_cols),
+                vary_cols=[c for raw in vary or [] for c in _csv_list(raw)],
                 max_options=max_options,
                 max_tables=max_tables,
+                min_options=min_options,
+                merge_by=merge_by,
+                force_scale=force_scale,
+                dataset=name,
                 fib_max_hit_floor=fib_max_hit_floor,
                 allow_out_of_range=allow_out_of_range,
                 seed=seed,
@@ -171,7 +262,13 @@ def compile_cmd(
         from labreplay.suites.conditions.datasets import dataset_names
 
         names = dataset_names() if all_datasets else list(dataset)
-        compiled = compile_datasets(names, resolve_data_dir(data_dir), seed=seed)
+        overrides = {
+            "max_options": max_options,
+            "min_options": min_options,
+            "max_tables": max_tables,
+            "fib_max_hit_floor": fib_max_hit_floor,
+        }
+        compiled = compile_datasets(names, resolve_data_dir(data_dir), seed, overrides)
     if not compiled.questions:
         raise LabreplayError(
             "no question could be compiled: "
@@ -183,7 +280,7 @@ def compile_cmd(
     if json_out:
         print_json({"out": str(out), **info})
         return
-    for line in qc_lines(info):
+    for line in [*qc_lines(info), *varied_lines(compiled.tables), *profile_lines(info["profile"])]:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"wrote {info['n_questions']} questions to {out} (spec {info['spec_hash'][:12]})")
     table_view = Table(title="questions per dataset")
@@ -194,6 +291,46 @@ def compile_cmd(
     console.print(table_view)
 
 
+def check_compile_options(
+    *,
+    max_options: int,
+    min_options: int,
+    max_tables: int,
+    fib_max_hit_floor: float,
+    temperature_k: float | None,
+    yield_scale: str,
+    objective: str | None,
+    merge_by: str,
+) -> None:
+    """Every compile option checked before any file is read or written (one line, exit 2)."""
+    import math
+
+    from labreplay.suites.conditions.outcomes import OBJECTIVES
+
+    if max_options < 2:
+        raise LabreplayError(f"--max-options must be at least 2, got {max_options}")
+    if not 2 <= min_options <= max_options:
+        raise LabreplayError(
+            f"--min-options must be between 2 and --max-options ({max_options}), got {min_options}"
+        )
+    if max_tables < 1:
+        raise LabreplayError(f"--max-tables must be at least 1, got {max_tables}")
+    if not (math.isfinite(fib_max_hit_floor) and 0 < fib_max_hit_floor <= 1):
+        raise LabreplayError(f"--fib-max-hit-floor must be in (0, 1], got {fib_max_hit_floor}")
+    if temperature_k is not None and not (math.isfinite(temperature_k) and temperature_k > 0):
+        raise LabreplayError(
+            f"--temperature-k must be a finite kelvin value > 0, got {temperature_k}"
+        )
+    if yield_scale not in {"percent", "fraction"}:
+        raise LabreplayError(f"--yield-scale must be percent or fraction, got {yield_scale!r}")
+    if objective is not None and objective not in OBJECTIVES:
+        raise LabreplayError(
+            f"--objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}"
+        )
+    if merge_by not in {"smiles", "name"}:
+        raise LabreplayError(f"--merge-by must be smiles or name, got {merge_by!r}")
+
+
 @app.command("run")
 def run_cmd(
     questions: Path = typer.Option(
@@ -202,34 +339,86 @@ def run_cmd(
     agent: str = typer.Option(
         ...,
         "--agent",
-        help="random | ranker | llm | a registered agent | MODULE:ATTR (your QuestionAgent "
-        "class or factory, importable from PYTHONPATH or the working directory).",
+        help="random | ranker | openai:MODEL (or llm with --model MODEL) | a registered agent | "
+        "MODULE:ATTR (your QuestionAgent class or factory, importable from PYTHONPATH or the "
+        "working directory).",
     ),
     store: Path = typer.Option(..., "--store", help="Results store (SQLite)."),
     seed: int = typer.Option(0, "--seed", callback=seed_check()),
     model: str | None = typer.Option(None, "--model", help="Model name for --agent llm."),
+    base_url: str | None = BaseUrlOption,
+    api_key_env: str | None = ApiKeyEnvOption,
+    temperature: float | None = TemperatureOption,
+    llm_seed: int | None = LlmSeedOption,
+    max_tokens: int | None = MaxTokensOption,
+    timeout: float | None = TimeoutOption,
+    max_retries: int | None = MaxRetriesOption,
+    max_concurrency: int | None = typer.Option(
+        None,
+        "--max-concurrency",
+        help="LLM questions in flight at once (default 4).",
+        callback=int_range("--max-concurrency", 1, 256),
+    ),
+    max_calls: int | None = MaxCallsOption,
+    max_tokens_total: int | None = MaxTokensTotalOption,
+    max_time: float | None = MaxTimeOption,
+    price_per_mtok: str | None = PriceOption,
+    dry_run: bool = DryRunOption,
+    limit: int | None = LimitOption,
     executor: str = ExecutorOption,
     scheduler: str | None = SchedulerOption,
     workers: int | None = WorkersOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Answer every question with one agent, score, and store the run (resumes if interrupted)."""
+    from labreplay.agents.llm_usage import parse_price
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
     from labreplay.suites.conditions.execute import resolve_question_agent, run_questions
+    from labreplay.suites.conditions.llm_run import (
+        check_answer_budget,
+        print_conditions_dry_run,
+        print_usage,
+    )
     from labreplay.suites.conditions.questions import load_questions
 
+    if agent.startswith("openai:"):
+        agent, model = "llm", agent
+    price = parse_price(price_per_mtok)
+    options = agent_options(
+        base_url=base_url,
+        api_key_env=api_key_env,
+        temperature=temperature,
+        llm_seed=llm_seed,
+        max_tokens=max_tokens,
+        timeout=timeout,
+        max_retries=max_retries,
+        max_calls=max_calls,
+        max_tokens_total=max_tokens_total,
+        max_time=max_time,
+    )
+    if max_concurrency is not None:
+        options["max_concurrency"] = max_concurrency
     qs = load_questions(questions)
+    chosen = first_in_seeded_order(qs, limit, seed, "conditions")
+    ids = [str(q["id"]) for q in chosen] if limit is not None else None
     try:  # every agent problem is one line, exit 2, before the store exists
-        built = resolve_question_agent(agent, qs, seed, model)
+        built = resolve_question_agent(agent, chosen, seed, model, options)
     except ImportError as exc:
         raise LabreplayError("the LLM agent is not available in this install") from exc
+    if agent == "llm":
+        check_answer_budget(chosen, max_tokens)
+    if dry_run:
+        print_conditions_dry_run(built.probe or built.make(), chosen, price, json_out)
+        return
     with (
         Store(store) as db,
         open_executor(executor, scheduler, workers) as ex,
-        progress_bar("answering", len(qs), enabled=not json_out) as bar,
+        progress_bar("answering", len(chosen), enabled=not json_out) as bar,
     ):
-        result = run_questions(db, questions, built, seed, model, ex, progress=bar.advance)
+        result = run_questions(
+            db, questions, built, seed, model, ex, progress=bar.advance, options=options, ids=ids
+        )
     if json_out:
         print_json(result)
         return
@@ -240,6 +429,7 @@ def run_cmd(
         if isinstance(v, float):
             view.add_row(k, f"{v:.4f}")
     console.print(view)
+    print_usage(console, result, price)
 
 
 @app.command("score")
@@ -287,14 +477,26 @@ def leaderboard_cmd(
         "fib_strict",
         "fib_score_given_hit",
         "delta_axis",
+        "prompt_tokens",
+        "completion_tokens",
     )
     view = Table(title="conditions leaderboard")
     for c in cols:
         view.add_column(c)
     for r in board["runs"]:
         view.add_row(
-            *(f"{r[c]:.3f}" if isinstance(r.get(c), float) else str(r.get(c)) for c in cols)
+            *(
+                f"{r[c]:.3f}"
+                if isinstance(r.get(c), float)
+                else ("-" if r.get(c) is None else str(r.get(c)))
+                for c in cols
+            )
         )
     console.print(view)
     if not board["runs"]:
         raise typer.Exit(1)
+
+
+from labreplay.suites.conditions.serve_cli import serve_cmd  # noqa: E402
+
+app.command("serve")(serve_cmd)

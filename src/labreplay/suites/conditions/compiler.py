@@ -1,26 +1,37 @@
 """The question compiler: screening tables -> RxnOptBench-layout questions, under a hashed spec.
 
-Per table (needs >= 2 distinct observed rows with a positive best utility):
+Per table (the rows of one fixed context, `slicing`):
   * ``mc_single`` per varying key k: the rows sharing the most-covered observed context of the
     other varying keys (seeded tie-break); options are the distinct values of k there.
   * ``mc_all``: options are the distinct observed rows projected on all varying keys.
   * ``fib_all``: per-key candidate lists (every observed value); the legal answers ("options")
     are the observed rows, so a Hit requires the recombined tuple to be one of them.
-Only informative questions are kept: one question per distinct (table, option set) -- on a
-single-axis table MC_all and FIB would repeat MC_single, so only MC_single is asked -- and FIB only
-where its Hit floor (legal rows / candidate combinations) is at most the declared
-``fib_max_hit_floor`` (0.8): on a full grid every combination was measured and Hit says nothing.
-Every question records its random floors in ``meta.random_floor``; every dropped question is
-counted per dataset with its reason.
-Each base question also yields a precedent pair sharing options, answer and scoring: 2-5
-lower-to-mid utility rows (never the optimum) shown in one twin only, and removed from both
-twins' legal answers. Option and candidate order are shuffled with the recorded seed.
+
+Which questions are asked (each rule counted per dataset when it drops a question):
+  * FIB only where Hit means something: its Hit floor on the table's observed rows *before*
+    precedent removal (observed / candidate combinations) is at most ``fib_max_hit_floor``
+    (0.8). On a fully measured grid every combination was run, so every non-Hit would be a
+    hidden measured row. A non-Hit is a recombined tuple that is not a legal answer: a
+    combination the table never ran in this context, or one of the precedent rows (excluded
+    from both twins' legal answers, as in the paper).
+  * Precedent pairs: each question has a twin sharing options, answer and scoring, which also
+    shows 2-5 lower-to-mid utility rows with their outcomes. For MC they come from rows outside
+    the question's options -- other contexts of the table, sibling tables of the same reaction,
+    its rows outside every table -- the closest contexts first, and every one is below the
+    question's best option (the prompt says none of them is the best one, and it is true).
+    For FIB they are rows of the table itself (never its optimum), removed from the legal
+    answers of both twins.
+  * At least ``min_options`` (3) options after precedent removal; one question per (table,
+    option set) -- MC_single first, then MC_all; on a single-axis table MC_all and FIB would
+    repeat MC_single, so only MC_single is asked; no question whose best utility is 0.
+Every question records its random floors in ``meta.random_floor``. Option and candidate order
+are shuffled with the recorded seed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,35 +46,41 @@ from labreplay.suites.conditions.tables import (
 )
 
 PROTOCOL = "rxnoptbench-compile"
-VERSION = 2
+VERSION = 3
 QUESTION_TYPES = ("mc_single", "mc_all", "fib_all")
 PRECEDENTS_MIN, PRECEDENTS_MAX = 2, 5
 
 QUESTION_RULES = {
     "min_distinct_rows": 2,
-    "min_options": 2,
+    "min_options": "the dataset rule's min_options (default 3), counted after precedent removal",
     "mc_single_context": "most-covered observed context of the other varying keys; seeded tie-break",
     "mc_all_options": "distinct observed rows projected on all varying keys",
-    "fib_legal_answers": "observed rows (minus precedent rows in a precedent pair)",
+    "fib_legal_answers": "observed rows minus the precedent rows (both twins)",
+    "fib_hit_floor": "FIB only where observed rows / candidate combinations, before precedent "
+    "removal, <= fib_max_hit_floor; a non-Hit is an unrun combination or a precedent row",
     "precedents": {
         "count": [PRECEDENTS_MIN, PRECEDENTS_MAX],
-        "pool": "rows with utility below the table best and at most the table's median utility",
-        "removed_from": "both twins' options / legal answers",
+        "mc_pool": "rows of the same reaction outside the question's options (other contexts of "
+        "the table, sibling tables, rows outside every table), utility below the best option "
+        "and at most the options' median; the closest contexts first (fewest differing axes)",
+        "fib_pool": "rows of the table below its best and at most its median, removed from both "
+        "twins' legal answers, leaving at least min_options",
     },
     "uninformative": "questions whose best option utility is 0 are not emitted (counted)",
-    "table_slicing": "groups above max_options rows: vary the axis set putting the most rows "
-    "into tables of 2..max_options rows (ties: more axes, smaller level product, declared order; "
-    "on a full grid the fewest-level axes whose product fits), fix the others at each observed "
-    "value; at most max_tables_per_reaction tables, a seeded choice; no random chunks",
-    "distinct_option_sets": "one question per (table, option set); MC_single first, then MC_all",
-    "fib_hit_floor": "FIB only where legal rows / candidate combinations <= fib_max_hit_floor",
+    "table_slicing": "groups above max_options rows: vary the declared --vary axes, else the "
+    "axis with the most levels that some context varies (ties: catalyst/ligand > base > "
+    "reagent/additive > solvent > temperature/time > other, then declared order), joined by "
+    "further axes while every context fits and no row is lost; scattered rows: the axis set "
+    "keeping the most rows; oversized contexts split into seeded near-equal level subsets "
+    "(the context's best level in exactly one); at most max_tables_per_reaction tables, seeded",
+    "distinct_option_sets": "one MC question per (table, option set); MC_single first, then MC_all",
     "utility": "objective per dataset: utility = yield x signed selectivity, yield, or "
     "selectivity (METRICS.md)",
 }
 SKIP_REASONS = (
     "too_few_rows",
     "uninformative",
-    "single_option",
+    "too_few_options",
     "duplicate_option_set",
     "single_axis_table",
     "fib_hit_floor_too_high",
@@ -103,20 +120,81 @@ class _Ctx:
     table: ScreeningTable
     seed: int
     source_file: str
+    min_options: int = 3
 
     def __post_init__(self) -> None:
         # JSON form of every value once; questions share these (read-only) lists.
-        self._json: dict[tuple[str, str], list[dict[str, str]]] = {
-            (k, label): [c.to_json()]
-            for k, vals in self.table.values.items()
-            for label, c in vals.items()
-        }
+        self._json: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        values = self.table.all_values or self.table.values
+        self._values = values
+        self._reaction: tuple[_Reaction, np.ndarray] | None = None
 
-    def comp(self, key: str, label: str) -> list[dict[str, str]]:
-        return self._json[(key, label)]
+    def reaction(self) -> tuple[_Reaction, np.ndarray]:
+        """The reaction's rows and how many of this table's fixed axes each differs on (0: this
+        table's rows and its split siblings), computed once per table."""
+        if self._reaction is None:
+            table = self.table
+            found = _reaction(
+                table.reaction_rows or table.rows,
+                table.condition_keys or tuple(table.varying_keys),
+            )
+            self._reaction = (found, found.distance(table.fixed_labels))
+        return self._reaction
 
-    def conds(self, row: ObservedRow, keys: Sequence[str]) -> dict[str, list[dict[str, str]]]:
+    def comp(self, key: str, label: str) -> list[dict[str, Any]]:
+        found = self._json.get((key, label))
+        if found is None:
+            values = self._values.get(key) or self.table.values[key]
+            found = self._json[(key, label)] = [values[label].to_json()]
+        return found
+
+    def conds(self, row: ObservedRow, keys: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         return {k: self.comp(k, row.conditions[k]) for k in keys}
+
+
+@dataclass
+class _Reaction:
+    """A reaction's rows as arrays (condition codes, utilities, positions), shared by sibling
+    tables: the precedent search is a few vector operations per question."""
+
+    rows: list[ObservedRow]
+    matrix: np.ndarray  # rows x condition keys, integer codes
+    index: dict[str, dict[str, int]]  # key -> label -> code
+    columns: dict[str, int]  # key -> column
+    utility: np.ndarray
+    position: dict[int, int]  # id(row) -> row index
+
+    def distance(self, context: Mapping[str, str]) -> np.ndarray:
+        out = np.zeros(len(self.rows), dtype=np.int64)
+        for k, v in context.items():
+            out += self.matrix[:, self.columns[k]] != self.index[k].get(v, -1)
+        return out
+
+
+_REACTIONS: dict[int, _Reaction] = {}
+
+
+def _reaction(pool: list[ObservedRow], keys: Sequence[str]) -> _Reaction:
+    cached = _REACTIONS.get(id(pool))
+    if cached is not None and cached.rows is pool and len(cached.utility) == len(pool):
+        return cached
+    index: dict[str, dict[str, int]] = {k: {} for k in keys}
+    matrix = np.array(
+        [[index[k].setdefault(r.conditions[k], len(index[k])) for k in keys] for r in pool],
+        dtype=np.int64,
+    ).reshape(len(pool), len(keys))
+    found = _Reaction(
+        pool,
+        matrix,
+        index,
+        {k: j for j, k in enumerate(keys)},
+        np.array([r.utility for r in pool], dtype=float),
+        {id(r): i for i, r in enumerate(pool)},
+    )
+    if len(_REACTIONS) > 64:  # only sibling tables compiled one after another share an entry
+        _REACTIONS.clear()
+    _REACTIONS[id(pool)] = found
+    return found
 
 
 def _base_question(
@@ -230,22 +308,57 @@ def _mc_single_rows(
     return fixed, sorted(contexts[chosen], key=lambda r: r.conditions[key])
 
 
-def _pick_precedents(
-    ctx: _Ctx, rng: np.random.Generator, option_rows: list[ObservedRow]
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def _mc_precedents(
+    ctx: _Ctx, rng: np.random.Generator, options: list[ObservedRow], fixed: dict[str, str]
 ) -> list[ObservedRow]:
-    """2-5 lower-to-mid utility rows (never the optimum), preferring rows outside the options
-    (an MC_single question can then keep all its options); [] if the table has too few."""
-    table = ctx.table
-    utilities = sorted(r.utility for r in table.rows)
-    median = utilities[(len(utilities) - 1) // 2]
-    pool = [r for r in table.rows if r.utility < utilities[-1] and r.utility <= median]
-    option_ids = {id(r) for r in option_rows}
-    outside = [r for r in pool if id(r) not in option_ids]
-    chosen_pool = outside if len(outside) >= PRECEDENTS_MIN else pool
-    if len(chosen_pool) < PRECEDENTS_MIN:
+    """2-5 rows of the same reaction outside the options, each below the question's best
+    option and at most its median option, from the closest contexts (fewest axes differing
+    from the question's fixed conditions); [] if too few."""
+    best = max(r.utility for r in options)
+    ceiling = min(_median([r.utility for r in options]), best)
+    reaction, table_distance = ctx.reaction()
+    eligible = (reaction.utility < best) & (reaction.utility <= ceiling)
+    eligible[[reaction.position[id(r)] for r in options if id(r) in reaction.position]] = False
+    distance = table_distance + reaction.distance(fixed) if fixed else table_distance
+    found = np.flatnonzero(eligible)
+    if len(found) < PRECEDENTS_MIN:
         return []
-    n = int(rng.integers(PRECEDENTS_MIN, min(PRECEDENTS_MAX, len(chosen_pool)) + 1))
-    return [chosen_pool[i] for i in sorted(rng.choice(len(chosen_pool), size=n, replace=False))]
+    ranked = found[np.argsort(distance[found], kind="stable")]  # closest first, then row order
+    cutoff = distance[ranked[PRECEDENTS_MIN - 1]]  # the closest distance holding enough rows
+    chosen = [reaction.rows[i] for i in ranked if distance[i] <= cutoff]
+    n = int(rng.integers(PRECEDENTS_MIN, min(PRECEDENTS_MAX, len(chosen)) + 1))
+    return [chosen[i] for i in sorted(rng.choice(len(chosen), size=n, replace=False))]
+
+
+def _fib_precedents(ctx: _Ctx, rng: np.random.Generator) -> list[ObservedRow]:
+    """2-5 lower-to-mid rows of the table (never its optimum), leaving at least min_options
+    legal answers; [] if the table is too small."""
+    rows = ctx.table.rows
+    utilities = [r.utility for r in rows]
+    best, median = max(utilities), _median(utilities)
+    pool = [r for r in rows if r.utility < best and r.utility <= median]
+    most = min(PRECEDENTS_MAX, len(pool), len(rows) - ctx.min_options)
+    if most < PRECEDENTS_MIN:
+        return []
+    n = int(rng.integers(PRECEDENTS_MIN, most + 1))
+    return [pool[i] for i in sorted(rng.choice(len(pool), size=n, replace=False))]
+
+
+def _shown_keys(ctx: _Ctx, row: ObservedRow) -> list[str]:
+    """A precedent's conditions as shown: the table's varying keys plus every axis on which it
+    differs from the table's fixed context (a sibling table's row says where it differs)."""
+    table = ctx.table
+    keys = table.condition_keys or tuple(table.varying_keys)
+    return [
+        k
+        for k in keys
+        if k in table.varying_keys or row.conditions.get(k) != table.fixed_labels.get(k)
+    ]
 
 
 def _twin_with_precedents(
@@ -254,7 +367,7 @@ def _twin_with_precedents(
     """The precedent twin: the base question's options, answer and scoring, plus a block of
     reference rows with their outcomes. Nested lists are shared with the base (never mutated)."""
     references = [
-        {"conditions": ctx.conds(r, ctx.table.varying_keys), "outcome": _outcome_json(r)}
+        {"conditions": ctx.conds(r, _shown_keys(ctx, r)), "outcome": _outcome_json(r)}
         for r in precedents
     ]
     return {
@@ -265,8 +378,20 @@ def _twin_with_precedents(
     }
 
 
+def _entry(table: ScreeningTable, row: ObservedRow) -> int | str:
+    """A precedent's entry: its index in the table, or `reaction:N` for a sibling's row."""
+    for i, r in enumerate(table.rows):
+        if r is row:
+            return i
+    return f"reaction:{next(i for i, r in enumerate(table.reaction_rows) if r is row)}"
+
+
 def compile_table(
-    table: ScreeningTable, seed: int, source_file: str, fib_max_hit_floor: float = 0.8
+    table: ScreeningTable,
+    seed: int,
+    source_file: str,
+    fib_max_hit_floor: float = 0.8,
+    min_options: int = 3,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """All informative questions of one table, and counts of what was dropped and why."""
     skipped = _no_skips()
@@ -276,7 +401,7 @@ def compile_table(
     if table.best_utility <= 0:
         skipped["uninformative"] += 1
         return [], skipped
-    ctx = _Ctx(table, seed, source_file)
+    ctx = _Ctx(table, seed, source_file, min_options)
     out: list[dict[str, Any]] = []
     planned: list[tuple[str, str, list[str], list[ObservedRow], dict[str, str]]] = []
     for key in table.varying_keys:
@@ -291,31 +416,43 @@ def compile_table(
         planned.append((f"{table.table_id}_fib_all", "fib_all", keys, list(table.rows), {}))
     seen_option_sets: set[frozenset[int]] = set()
     for qid, qtype, qkeys, rows, fixed in planned:
-        if qtype != "fib_all":
+        rng = make_rng(seed, "question", qid)  # one recorded stream per question
+        if qtype == "fib_all":
+            # The gate reads the observed rows before any precedent is taken out.
+            if fib_hit_floor(table, len(rows)) > fib_max_hit_floor:
+                skipped["fib_hit_floor_too_high"] += 1
+                continue
+            if len(rows) < min_options:
+                skipped["too_few_options"] += 1
+                continue
+            precedents = _fib_precedents(ctx, rng)
+            shown = {id(r) for r in precedents}
+            legal = [r for r in rows if id(r) not in shown]  # a precedent is never an answer
+        else:
+            if len(rows) < min_options:
+                skipped["too_few_options"] += 1
+                continue
+            if max(r.utility for r in rows) <= 0:
+                skipped["uninformative"] += 1
+                continue
             option_set = frozenset(id(r) for r in rows)
             if option_set in seen_option_sets:
                 skipped["duplicate_option_set"] += 1
                 continue
             seen_option_sets.add(option_set)
-        rng = make_rng(seed, "question", qid)  # one recorded stream per question
-        precedents = _pick_precedents(ctx, rng, rows)
-        shown = {id(r) for r in precedents}
-        legal = [r for r in rows if id(r) not in shown]  # a precedent row is never an answer
-        if len(legal) < 2 <= len(rows):  # a small table: ask it without a precedent twin
-            precedents, legal = [], list(rows)
-        if qtype == "fib_all" and fib_hit_floor(table, len(legal)) > fib_max_hit_floor:
-            skipped["fib_hit_floor_too_high"] += 1
-            continue
+            precedents = _mc_precedents(ctx, rng, rows, fixed)
+            legal = rows
         base = _base_question(ctx, rng, qid, qtype, qkeys, legal)
         if base is None:
-            skipped["single_option" if len(legal) < 2 else "uninformative"] += 1
+            skipped["uninformative"] += 1
             continue
         if fixed:
             base["input"]["fixed_conditions"] = {k: ctx.comp(k, v) for k, v in fixed.items()}
         out.append(base)
         if precedents:
             base["meta"]["twin_id"] = qid
-            base["meta"]["precedent_entries"] = [table.rows.index(r) for r in precedents]
+            base["meta"]["precedent_entries"] = [_entry(table, r) for r in precedents]
+            base["meta"]["precedent_utilities"] = [_exact(r.utility) for r in precedents]
             out.append(_twin_with_precedents(ctx, base, precedents))
         else:
             skipped["no_precedent_twin"] += 1
@@ -331,26 +468,43 @@ class CompiledSet:
     skipped: dict[str, int]
     skipped_by_dataset: dict[str, dict[str, int]] = field(default_factory=dict)
     qc: dict[str, dict[str, Any]] = field(default_factory=dict)  # dataset -> QC summary
+    sources: dict[str, str] = field(default_factory=dict)  # file read -> sha256 (not hashed)
 
 
-def build_spec(rules: Sequence[TableRule], files: dict[str, str], seed: int) -> dict[str, Any]:
-    return {
+def build_spec(
+    rules: Sequence[TableRule],
+    files: dict[str, str],
+    seed: int,
+    rows_sha256: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The hashed compile spec. Built-in datasets are tied to their files' sha256; a user's
+    table to the sha256 of its rows as read (`importer.rows_sha256`), so the same rows in any
+    file format under any file name give the same spec."""
+    spec: dict[str, Any] = {
         "protocol": PROTOCOL,
         "version": VERSION,
         "hash_scheme": HASH_SCHEME_VERSION,
         "seed": seed,
         "datasets": {r.dataset: r.to_json() for r in rules},
-        "input_files_sha256": dict(sorted(files.items())),
         "question_rules": QUESTION_RULES,
     }
+    if files:
+        spec["input_files_sha256"] = dict(sorted(files.items()))
+    if rows_sha256:
+        spec["input_rows_sha256"] = dict(sorted(rows_sha256.items()))
+    return spec
 
 
 def compile_tables(
     tables_by_rule: Sequence[tuple[TableRule, list[ScreeningTable]]],
     files: dict[str, str],
     seed: int,
+    rows_sha256: dict[str, str] | None = None,
+    sources: dict[str, str] | None = None,
 ) -> CompiledSet:
-    spec = build_spec([r for r, _ in tables_by_rule], files, seed)
+    """Questions of every table. With `rows_sha256` (a user's table) the questions name the
+    rows' hash as their source, never the file they were read from."""
+    spec = build_spec([r for r, _ in tables_by_rule], files, seed, rows_sha256)
     spec_hash = sha256_json(spec)
     questions: list[dict[str, Any]] = []
     summaries: list[dict[str, Any]] = []
@@ -361,9 +515,13 @@ def compile_tables(
         mine = by_dataset.setdefault(rule.dataset, _no_skips())
         if isinstance(tables, TableSet):
             qc[rule.dataset] = tables.qc
+        label = (rows_sha256 or {}).get(rule.dataset)
         for table in tables:
-            provenance_files = sorted({p["file"] for r in table.rows for p in r.provenance})
-            qs, sk = compile_table(table, seed, ";".join(provenance_files), rule.fib_max_hit_floor)
+            if label is not None:
+                source = f"rows sha256:{label}"
+            else:
+                source = ";".join(sorted({p["file"] for r in table.rows for p in r.provenance}))
+            qs, sk = compile_table(table, seed, source, rule.fib_max_hit_floor, rule.min_options)
             for q in qs:
                 q["meta"]["spec_hash"] = spec_hash
             questions.extend(qs)
@@ -373,19 +531,29 @@ def compile_tables(
             summary = table.summary()
             summary["questions"] = len(qs)
             summaries.append(summary)
-    return CompiledSet(spec, spec_hash, questions, summaries, skipped, by_dataset, qc)
+    return CompiledSet(
+        spec, spec_hash, questions, summaries, skipped, by_dataset, qc, dict(sources or files)
+    )
 
 
-def compile_datasets(names: Sequence[str], data_dir: Path, seed: int = 0) -> CompiledSet:
-    """Load and compile the named real datasets (see `datasets.ADAPTERS`)."""
+def compile_datasets(
+    names: Sequence[str],
+    data_dir: Path,
+    seed: int = 0,
+    overrides: Mapping[str, Any] | None = None,
+) -> CompiledSet:
+    """Load and compile the named real datasets (see `datasets.ADAPTERS`); `overrides` replaces
+    fields of every dataset's `TableRule` (e.g. max_options, min_options, fib_max_hit_floor)."""
     from labreplay.suites.conditions.datasets import ADAPTERS, load_tables
 
     tables_by_rule = []
     files: dict[str, str] = {}
     for name in names:
-        tables = load_tables(name, data_dir, seed)
-        adapter = ADAPTERS[name]
-        tables_by_rule.append((adapter.rule, tables))
+        adapter = ADAPTERS.get(name)
+        rule = replace(adapter.rule, **(overrides or {})) if adapter else None
+        tables = load_tables(name, data_dir, seed, rule)
+        assert adapter is not None and rule is not None  # load_tables refuses unknown names
+        tables_by_rule.append((rule, tables))
         for rel in adapter.files:
             files[rel] = sha256_file(data_dir / rel)
     return compile_tables(tables_by_rule, files, seed)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from labreplay.suites.conditions.adapters import ADAPTERS, NOT_COMPILED, Adapter
-from labreplay.suites.conditions.tables import ScreeningTable, build_tables
+from labreplay.suites.conditions.tables import ScreeningTable, TableRule, build_tables
 
 __all__ = ["ADAPTERS", "NOT_COMPILED", "Adapter", "dataset_names", "load_tables"]
 
@@ -19,13 +19,16 @@ def dataset_names() -> list[str]:
     return list(ADAPTERS)
 
 
-def load_tables(name: str, data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
+def load_tables(
+    name: str, data_dir: Path, seed: int = 0, rule: TableRule | None = None
+) -> list[ScreeningTable]:
     from labreplay.errors import DataError
 
     if name not in ADAPTERS:
         raise DataError(f"unknown conditions dataset (known: {', '.join(ADAPTERS)})", value=name)
     adapter = ADAPTERS[name]
-    return build_tables(adapter.read(data_dir, adapter.rule), adapter.rule, seed)
+    rule = rule or adapter.rule
+    return build_tables(adapter.read(data_dir, rule), rule, seed)
 
 
 def _source_tables(source: str, data_dir: Path, seed: int) -> list[ScreeningTable]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.agents.base import ResponseCache, drain_calls
+from labreplay.agents.llm_caps import CapReached
 from labreplay.agents.resolve import ResolvedAgent, resolve_agent
 from labreplay.errors import DataError
 from labreplay.execute.base import Executor
@@ -54,12 +55,14 @@ def build_agent(
     seed: int,
     model: str | None = None,
     cache: ResponseCache | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> QuestionAgent:
-    """`random`, `ranker` or `llm` (with `model`), LLM agents answering from `cache`."""
+    """`random`, `ranker` or `llm` (with `model` and the LLM `options` of
+    `make_question_agent`), LLM agents answering from `cache`."""
     if name == "llm":
         from labreplay.suites.conditions.llm_agent import conditions_agent
 
-        agent = conditions_agent(model=model, seed=seed)
+        agent = conditions_agent(model=model, seed=seed, **dict(options or {}))
         agent.bind_store(cache)
         return agent
     return reference_agent(name, questions, seed)
@@ -69,13 +72,17 @@ BUILTIN_AGENTS = ("random", "ranker", "llm")
 
 
 def resolve_question_agent(
-    agent: Any, questions: Sequence[Mapping[str, Any]], seed: int, model: str | None = None
+    agent: Any,
+    questions: Sequence[Mapping[str, Any]],
+    seed: int,
+    model: str | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> ResolvedAgent:
     """Any conditions agent: `random`, `ranker`, `llm` (with `model`), an object or factory
     implementing `QuestionAgent`, a registered name or `MODULE:ATTR`; checked against the
     contract before anything runs (one AgentError line otherwise)."""
     if isinstance(agent, str) and agent in BUILTIN_AGENTS:
-        built = build_agent(agent, questions, seed, model)
+        built = build_agent(agent, questions, seed, model, None, options)
         return ResolvedAgent(agent, lambda: built, built.name, built.params(), None, agent, built)
     return resolve_agent(agent, QuestionAgent, also_known=BUILTIN_AGENTS)
 
@@ -91,9 +98,10 @@ def _agent_for_batch(
     model: str | None,
     seed: int,
     cache: ResponseCache | None,
+    options: Mapping[str, Any] | None = None,
 ) -> Any:
     if isinstance(source, str) and source == "llm":
-        return build_agent(source, _questions(path, sha256), seed, model, cache)
+        return build_agent(source, _questions(path, sha256), seed, model, cache, options)
     if isinstance(source, str) and source in BUILTIN_AGENTS:
         return _reference(path, sha256, source, seed)
     if isinstance(source, str):  # MODULE:ATTR or a registered name, rebuilt where it runs
@@ -109,13 +117,20 @@ def answer_batch(
     seed: int,
     ids: Sequence[str],
     cache: ResponseCache | None = None,
+    *,
+    options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The work unit: answer events (payloads) of `ids`, in order, and the model calls made."""
+    """The work unit: answer events (payloads) of `ids`, in order, and the model calls made
+    (and, when a run cap stopped it, the cap: no payloads then, every call accounted)."""
     questions = _questions(path, sha256)
-    agent = _agent_for_batch(name, path, sha256, model, seed, cache)
+    agent = _agent_for_batch(name, path, sha256, model, seed, cache, options)
     by_id = {q["id"]: q for q in questions}
     chosen = [by_id[i] for i in ids]
-    raws = _answers(agent, [agent_view(q) for q in chosen])
+    try:
+        raws = list(_answers(agent, [agent_view(q) for q in chosen]))
+    except CapReached as reached:
+        cap = f"{reached.cap} ({reached.detail})"
+        return {"payloads": [], "calls": drain_calls(agent), "cap": cap}
     payloads = [answer_payload(q, answer_key(q), raw) for q, raw in zip(chosen, raws, strict=True)]
     return {"payloads": payloads, "calls": drain_calls(agent)}
 
@@ -123,9 +138,12 @@ def answer_batch(
 def _record(
     recorder: Recorder,
     progress: Callable[[int], None] | None,
+    capped: dict[str, str],
     store: Store,
     value: Mapping[str, Any],
 ) -> int:
+    if value.get("cap"):
+        capped.setdefault("cap", str(value["cap"]))
     for payload in value["payloads"]:
         recorder.append("answer", payload)
     recorder.log_calls(value["calls"])
@@ -144,16 +162,23 @@ def run_questions(
     executor: Executor | None = None,
     progress: Callable[[int], None] | None = None,
     batch: int = BATCH,
+    options: Mapping[str, Any] | None = None,
+    ids: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Answer a question file with agent `name` (anything `resolve_question_agent` takes, or
-    its result) on `executor` (default in-process), `batch` questions per unit; resumes."""
+    """Answer a question file (or the questions `ids` of it: a `--limit` subset, its own run)
+    with agent `name` (anything `resolve_question_agent` takes, or its result) on `executor`
+    (default in-process), `batch` questions per unit; resumes. With run caps
+    (`options["caps"]`) the run is one unit, so one meter sees every call."""
     questions = load_questions(questions_path)
+    if ids is not None:
+        wanted = set(ids)
+        questions = [q for q in questions if q["id"] in wanted]
     sha256 = sha256_file(questions_path)
     path = str(questions_path.resolve())
     resolved = (
         name
         if isinstance(name, ResolvedAgent)
-        else resolve_question_agent(name, questions, seed, model)
+        else resolve_question_agent(name, questions, seed, model, options)
     )
     probe = resolved.probe if resolved.probe is not None else resolved.make()
     # One agent answers the whole run: in-process and on threads the checked probe itself,
@@ -161,24 +186,30 @@ def run_questions(
     source: str | Callable[[], Any] = resolved.builtin or resolved.ref or partial(_same, probe)
     if resolved.builtin is not None and source != "llm":
         probe = _reference(path, sha256, resolved.builtin, seed)  # the one its batches use
-    recorder, finished = open_question_run(store, questions_path, questions, probe, seed)
+    recorder, finished = open_question_run(
+        store, questions_path, questions, probe, seed, subset=ids is not None
+    )
     if finished is not None:
         return finished
     done = answered(recorder)
     todo = [q["id"] for q in questions if q["id"] not in done]
     if progress and done:
         progress(len(done))
+    if options and options.get("caps") is not None:
+        batch = max(1, len(todo))
+    capped: dict[str, str] = {}
+    work = partial(answer_batch, options=dict(options or {})) if source == "llm" else answer_batch
     units = [
         Unit(
             f"{recorder.run_id}:{todo[i]}:{len(todo[i : i + batch])}",
-            partial(answer_batch, path, sha256, source, model, seed, todo[i : i + batch]),
-            partial(_record, recorder, progress),
+            partial(work, path, sha256, source, model, seed, todo[i : i + batch]),
+            partial(_record, recorder, progress, capped),
             uses_llm=source == "llm",
         )
         for i in range(0, len(todo), batch)
     ]
     run_units("conditions", units, store, executor)
-    return finish_question_run(recorder, questions, seed)
+    return finish_question_run(recorder, questions, seed, capped.get("cap"))
 
 
 __all__ = [

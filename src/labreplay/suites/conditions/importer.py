@@ -9,13 +9,14 @@ into literature-sized tables by the declared rule in `slicing`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
-from labreplay.sdk import sha256_file
+from labreplay.sdk import sha256_file, sha256_json
 from labreplay.suites.conditions.chem import ROLES, Component, canonical_smiles, clean_text
 from labreplay.suites.conditions.compiler import CompiledSet, compile_tables
 from labreplay.suites.conditions.outcomes import OBJECTIVES
@@ -66,10 +67,14 @@ class ImportOptions:
     replicate_policy: str = "mean"
     max_options: int | None = 12
     max_tables: int | None = 10
+    min_options: int = 3
+    vary_cols: Sequence[str] = ()  # condition columns to vary (default: the screened axis)
+    merge_by: str = "smiles"  # smiles | name: option identity where SMILES are given
+    force_scale: bool = False
     fib_max_hit_floor: float = 0.8
     allow_out_of_range: bool = False
     seed: int = 0
-    dataset: str | None = None
+    dataset: str | None = None  # --name; default: derived from the rows' content hash
 
 
 def _fail(message: str, path: Path, field_name: str | None = None, value: object = None) -> None:
@@ -127,6 +132,13 @@ def _check(path: Path, columns: Sequence[str], o: ImportOptions) -> tuple[str, d
     for col in o.slice_cols:
         if col not in o.condition_cols:
             _fail("a --slice-cols column must also be a condition column", path, col)
+    for col in o.vary_cols:
+        if col not in o.condition_cols:
+            _fail("a --vary column must be a condition column", path, col)
+        if col in o.slice_cols:
+            _fail("a --vary column cannot also be a --slice-cols column", path, col)
+    if o.merge_by not in {"smiles", "name"}:
+        _fail("--merge-by must be 'smiles' or 'name'", path, "--merge-by", o.merge_by)
     keys: dict[str, str] = {}
     for col in o.condition_cols:
         role = o.roles.get(col, col)
@@ -150,16 +162,21 @@ def import_table(path: Path, options: ImportOptions) -> CompiledSet:
     frame = _read_frame(path)
     o = options
     objective, keys = _check(path, list(frame.columns), o)
-    name = o.dataset or path.stem
+    content = rows_sha256(frame, o)
+    name = o.dataset or f"table_{content[:12]}"
     rule = TableRule(
         dataset=name,
-        citation=f"user table {path.name}",
+        citation="user table",
         doi="",
         condition_keys=tuple(keys[c] for c in o.condition_cols),
         yield_scale=o.yield_scale,
         replicate_policy=o.replicate_policy,
         max_options=o.max_options,
         max_tables=o.max_tables,
+        min_options=o.min_options,
+        vary_keys=tuple(keys[c] for c in o.vary_cols),
+        merge_by=o.merge_by,
+        force_scale=o.force_scale,
         slice_keys=tuple(keys[c] for c in o.slice_cols),
         objective=objective,
         temperature_k=o.temperature_k if o.ddg_col else None,
@@ -214,4 +231,38 @@ def import_table(path: Path, options: ImportOptions) -> CompiledSet:
             )
 
     tables = build_tables(rows(), rule, o.seed)
-    return compile_tables([(rule, tables)], {path.name: sha256_file(path)}, o.seed)
+    return compile_tables(
+        [(rule, tables)], {}, o.seed, {name: content}, {path.name: sha256_file(path)}
+    )
+
+
+def _cell_text(value: object) -> str:
+    """A cell as hashed: text with whitespace collapsed, and a number written one way whether
+    it came from a CSV string or an XLSX number (12.50, 12.5 and 12.5e0 are the same)."""
+    text = clean_text(value)
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if not math.isfinite(number):
+        return text
+    return str(int(number)) if number.is_integer() and abs(number) < 2**53 else repr(number)
+
+
+def rows_sha256(frame: Any, o: ImportOptions) -> str:
+    """sha256 of the declared columns' cells, row by row, as the compiler reads them: the
+    identity of a user's table, the same for its CSV, TSV and XLSX copies under any name."""
+    cols = list(
+        dict.fromkeys(
+            [
+                *o.reaction_cols,
+                *o.condition_cols,
+                *o.smiles_cols,
+                *o.smiles_cols.values(),
+                *(c for c in (o.yield_col, o.ee_col, o.dr_col, o.er_col, o.rr_col, o.ddg_col) if c),
+                *([o.product_col] if o.product_col else []),
+            ]
+        )
+    )
+    body = [cols] + [[_cell_text(rec[c]) for c in cols] for rec in frame.to_dict("records")]
+    return sha256_json(body)

@@ -7,11 +7,13 @@ imports a suite.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
+from labreplay.agents.llm_caps import RunCaps
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
 from labreplay.agents.llm_config import StructuredMode, public_endpoint
 from labreplay.errors import AgentError
@@ -81,11 +83,8 @@ class LLMQuestionAgent:
         if self.concurrent is None:
             return [self.answer(v) for v in views]
         replies = self.concurrent.run_many([self._job(v) for v in views], "answer")
-        out = []
-        for view, reply in zip(views, replies, strict=True):
-            self._log.add(reply)
-            out.append(question_answer(view, reply))
-        return out
+        self._log.add_all(replies)  # every call accounted before a cap ends the run
+        return [question_answer(view, reply) for view, reply in zip(views, replies, strict=True)]
 
     def drain_calls(self) -> list[CallRecord]:
         return self._log.drain()
@@ -96,10 +95,11 @@ def make_question_agent(
     *,
     base_url: str | None = None,
     api_key: str | None = None,
+    api_key_env: str | None = None,
     temperature: float | None = 0.0,
     top_p: float | None = None,
     seed: int | None = None,
-    max_tokens: int | None = 512,
+    max_tokens: int | None = None,
     max_concurrency: int = 4,
     timeout_s: float = 60.0,
     max_retries: int = 4,
@@ -107,9 +107,12 @@ def make_question_agent(
     structured: StructuredMode = "auto",
     store: ResponseCache | None = None,
     render: QuestionRenderer | None = None,
+    caps: RunCaps | None = None,
 ) -> LLMQuestionAgent:
     """Build a question agent from `openai:MODEL` (`render` defaults to the suite's prompt)."""
     model = parse_agent_spec(agent)
+    if api_key is None and api_key_env:
+        api_key = os.environ.get(api_key_env)  # read now, held by the SDK client only
     options = client_options(
         base_url,
         temperature,
@@ -121,7 +124,9 @@ def make_question_agent(
         max_repairs,
         structured,
         store,
+        caps,
     )
+    # One meter for both clients: the run's caps count every call, sync or concurrent.
     concurrent = AsyncLLMClient(model, api_key=api_key, max_concurrency=max_concurrency, **options)
     client = LLMClient(model, api_key=api_key, **options)
     return LLMQuestionAgent(client, render or render_prompt, concurrent)

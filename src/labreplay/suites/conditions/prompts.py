@@ -21,6 +21,9 @@ def _value(components: Any) -> str:
     for c in comps:
         if isinstance(c, Mapping):
             name, smi = str(c.get("content") or ""), str(c.get("SMILES") or "")
+            aliases = c.get("aliases")
+            if name and isinstance(aliases, list) and aliases:  # one structure, several names
+                name = f"{name} (also {', '.join(map(str, aliases))})"
             parts.append(f"{name} [{smi}]" if smi and smi != name else (name or smi))
         else:
             parts.append(str(c))

@@ -50,6 +50,24 @@ OFFICIAL_TYPE_NAMES = {
 TYPE_ALIASES.update({v: k for k, v in OFFICIAL_TYPE_NAMES.items()})
 
 
+# Markers a loaded record carries in memory only: the source line when it was not written in
+# our canonical form (written back verbatim while the record is unchanged, so an official file
+# round-trips byte for byte), and whether `candidates` was resolved rather than read top-level.
+SOURCE_LINE = "source_line"
+CANDIDATES_RESOLVED = "candidates_resolved"
+_PRIVATE = ("question_type_official", SOURCE_LINE, CANDIDATES_RESOLVED)
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
+def table_id_of(q: Mapping[str, Any]) -> str:
+    """The question's table: ``meta.parent_table_id``, or the question itself when an official
+    record does not name one (each such question is then its own table)."""
+    meta = q.get("meta") or {}
+    return str(meta.get("parent_table_id") or q["id"])
+
+
 def normalise_type(raw: object) -> str | None:
     return TYPE_ALIASES.get(str(raw).strip().lower().replace("-", "_"))
 
@@ -121,6 +139,8 @@ def validate_question(q: Any, path: Path, line: int) -> dict[str, Any]:
     out["question_type_official"] = str(q["question_type"])
     if qtype == "fib_all":
         out["candidates"] = _candidates(q, keys, path, line, qid)
+        if "candidates" not in q:  # resolved for scoring, never written back (round trip)
+            out[CANDIDATES_RESOLVED] = True
     return out
 
 
@@ -172,6 +192,8 @@ def load_questions(path: str | Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError as exc:
             raise _fail(path, line_no, None, "$", line[:60], f"invalid JSON: {exc.msg}") from exc
         q = validate_question(raw, path, line_no)
+        if _ENCODER.encode(raw) != line:
+            q[SOURCE_LINE] = line
         if q["id"] in seen:
             raise _fail(path, line_no, q["id"], "id", q["id"], "duplicate question id")
         seen.add(q["id"])
@@ -185,15 +207,23 @@ def write_questions(path: Path, questions: Iterable[Mapping[str, Any]]) -> None:
     """Sorted-key compact JSON per line: same questions -> same bytes. (The compiler rounds
     every float to 6 decimals, so plain json.dumps is already stable; canonical_json would
     cost seconds on a 10k-question file.)"""
-    encoder = json.JSONEncoder(
-        sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-    atomic_write_text(path, "".join(encoder.encode(_as_written(q)) + "\n" for q in questions))
+    atomic_write_text(path, "".join(_line(q) + "\n" for q in questions))
+
+
+def _line(q: Mapping[str, Any]) -> str:
+    record = _as_written(q)
+    source = q.get(SOURCE_LINE)
+    if isinstance(source, str) and json.loads(source) == record:
+        return source  # unchanged since it was read: the same bytes
+    return _ENCODER.encode(record)
 
 
 def _as_written(q: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The record with its official type name (the one it was read with, if any)."""
-    out = {k: v for k, v in q.items() if k != "question_type_official"}
+    """The record with its official type name (the one it was read with, if any), without the
+    in-memory markers (and without candidates the file did not hold at the top level)."""
+    out = {k: v for k, v in q.items() if k not in _PRIVATE}
+    if q.get(CANDIDATES_RESOLVED):
+        out.pop("candidates", None)
     qtype = str(q["question_type"])
     out["question_type"] = q.get("question_type_official") or OFFICIAL_TYPE_NAMES.get(qtype, qtype)
     return out
@@ -208,7 +238,7 @@ def agent_view(q: Mapping[str, Any]) -> dict[str, Any]:
         "id": q["id"],
         "question_type": q["question_type"],
         "dataset": meta.get("dataset", ""),
-        "table_id": meta.get("parent_table_id", ""),
+        "table_id": table_id_of(q),
         "varying_keys": list(q["varying_keys"]),
         "reactants": inp.get("reactants", []),
         "products": inp.get("products", []),

@@ -29,6 +29,102 @@ def question_counts(questions: list[dict[str, Any]]) -> dict[str, dict[str, int]
     return {ds: dict(sorted(c.items())) for ds, c in sorted(counts.items())}
 
 
+# The RxnOptBench composition the profile is read against (paper, appendix C and section 3.4).
+PAPER_MEDIAN_ROWS, PAPER_MEDIAN_AXES, PAPER_MC_ALL_FLOOR = 7, 3, (0.54, 0.67)
+PAPER_REFERENCE: dict[str, Any] = {
+    "median_rows_per_table": PAPER_MEDIAN_ROWS,
+    "median_axes_per_table": PAPER_MEDIAN_AXES,
+    "mc_all_floor_score": list(PAPER_MC_ALL_FLOOR),
+}
+
+
+def _median(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def difficulty_profile(
+    questions: list[dict[str, Any]], tables: list[dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Per dataset: tables, observed rows and axes varied per table, and per question type the
+    count, options per question and mean random floors -- beside the paper's reference values."""
+    out: dict[str, dict[str, Any]] = {}
+    for t in tables:
+        ds = out.setdefault(
+            str(t["dataset"]), {"tables": 0, "rows": [], "axes": [], "axes_varied": Counter()}
+        )
+        ds["tables"] += 1
+        ds["rows"].append(t["rows"])
+        ds["axes"].append(len(t["varying_keys"]))
+        ds["axes_varied"].update(t["varying_keys"])
+    per_type: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for q in questions:
+        if q["meta"].get("variant") == "with_precedents":
+            continue
+        per_type.setdefault((str(q["meta"].get("dataset", "")), q["question_type"]), []).append(q)
+    profile: dict[str, dict[str, Any]] = {}
+    for name in sorted(set(out) | {ds for ds, _ in per_type}):
+        ds = out.get(name, {"tables": 0, "rows": [], "axes": [], "axes_varied": Counter()})
+        entry: dict[str, Any] = {
+            "tables": ds["tables"],
+            "median_rows_per_table": _median(ds["rows"]),
+            "median_axes_per_table": _median(ds["axes"]),
+            "axes_varied": dict(ds["axes_varied"].most_common()),
+            "reference": PAPER_REFERENCE,
+        }
+        for qtype in ("mc_single", "mc_all", "fib_all"):
+            qs = per_type.get((name, qtype), [])
+            options = [len(q["options"]) for q in qs]
+            floors = [q["meta"].get("random_floor", {}) for q in qs]
+            row: dict[str, Any] = {
+                "n": len(qs),
+                "median_options": _median([float(n) for n in options]),
+                "min_options": min(options, default=None),
+                "max_options": max(options, default=None),
+            }
+            for metric in ("score", "accuracy", "hit", "strict", "score_given_hit"):
+                vals = [float(f[metric]) for f in floors if metric in f]
+                if vals:
+                    row[f"floor_{metric}"] = round(sum(vals) / len(vals), 4)
+            entry[qtype] = row
+        profile[name] = entry
+    return profile
+
+
+def profile_lines(profile: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per dataset: the difficulty profile against the paper's reference values."""
+    lines = []
+    for name, p in profile.items():
+        ref = p["reference"]
+        axes = ", ".join(f"{k} x{n}" for k, n in list(p["axes_varied"].items())[:4])
+        parts = []
+        for qtype, label, metric in (
+            ("mc_single", "MC_single", "score"),
+            ("mc_all", "MC_all", "score"),
+            ("fib_all", "FIB", "hit"),
+        ):
+            row = p[qtype]
+            if row["n"]:
+                parts.append(
+                    f"{label} {row['n']} (options {row['median_options']:g}, "
+                    f"floor {metric} {row[f'floor_{metric}']:.3f})"
+                )
+            else:
+                parts.append(f"{label} 0")
+        lo, hi = ref["mc_all_floor_score"]
+        lines.append(
+            f"profile {name}: {p['tables']} tables, rows/table {p['median_rows_per_table']} "
+            f"(paper {ref['median_rows_per_table']}), axes/table {p['median_axes_per_table']} "
+            f"(paper {ref['median_axes_per_table']}); varied {axes or '-'}; "
+            + "; ".join(parts)
+            + f" (paper MC_all floor {lo}-{hi})"
+        )
+    return lines
+
+
 def write_compiled(compiled: CompiledSet, out: Path) -> dict[str, Any]:
     """Questions to `out` (release layout), spec + QC + audit to `out.spec.json`. Both atomic."""
     write_questions(out, compiled.questions)
@@ -42,6 +138,8 @@ def write_compiled(compiled: CompiledSet, out: Path) -> dict[str, Any]:
         "skipped_by_dataset": compiled.skipped_by_dataset,
         "qc": compiled.qc,
         "gold_position_audit": gold_position_audit(keys, int(compiled.spec["seed"])),
+        "profile": difficulty_profile(compiled.questions, compiled.tables),
+        "sources": compiled.sources,
         "tables": compiled.tables,
     }
     atomic_write_text(spec_path(out), canonical_json(info) + "\n")
@@ -55,16 +153,53 @@ def qc_lines(info: dict[str, Any]) -> list[str]:
     for ds, qc in info.get("qc", {}).items():
         excluded = qc.get("rows_excluded", {})
         why = "; ".join(f"{n} {reason}" for reason, n in excluded.items())
+        outside = qc.get("rows_outside_by_reason", {})
+        where = "; ".join(f"{n} {reason}" for reason, n in outside.items() if n)
+        merged = qc.get("options_merged_by_structure", 0)
         lines.append(
             f"QC {ds}: {qc['rows_read']} rows read, {sum(excluded.values())} excluded"
             + (f" ({why})" if why else "")
             + f", {qc['clipped_negative']} negative values clipped to 0"
             + f", {qc['out_of_range_flagged']} out-of-range rows flagged"
             + f", {qc['replicate_rows_merged']} replicate rows merged"
-            + f", {qc['rows_outside_tables']} rows outside every table (1-row contexts or capped)"
+            + (f", {merged} options named more than one way merged by structure" if merged else "")
+            + f", {qc['rows_outside_tables']} rows outside every table"
+            + (f" ({where})" if where else "")
             + f", {qc['tables']} tables ({qc['tables_capped']} more left out by the cap)"
         )
+        for warning in qc.get("warnings", []):
+            lines.append(f"QC warning {ds}: {warning}")
     for ds, skipped in info.get("skipped_by_dataset", {}).items():
         dropped = ", ".join(f"{n} {reason}" for reason, n in skipped.items() if n)
         lines.append(f"dropped {ds}: {dropped or 'nothing'}")
+    return lines
+
+
+PER_TABLE_LINES = 20  # a dataset with more tables gets one summary line of its axes
+
+
+def varied_lines(tables: list[dict[str, Any]]) -> list[str]:
+    """Which axes each table varies (one line per table; one summary line per dataset with
+    more than PER_TABLE_LINES tables)."""
+    by_dataset: dict[str, list[dict[str, Any]]] = {}
+    for t in tables:
+        by_dataset.setdefault(str(t["dataset"]), []).append(t)
+    lines = []
+    for ds, group in by_dataset.items():
+        if len(group) <= PER_TABLE_LINES:
+            for t in group:
+                fixed = ", ".join(f"{k}={v}" for k, v in t.get("fixed", {}).items())
+                subset = t["qc"].get("option_subset")
+                part = (
+                    f", {subset['axis']} part {subset['part'] + 1}/{subset['of']}" if subset else ""
+                )
+                lines.append(
+                    f"table {t['table_id']}: varies {', '.join(t['varying_keys']) or '-'} "
+                    f"over {t['rows']} rows; fixed {fixed or '(nothing)'}{part}"
+                )
+            continue
+        counter = Counter(", ".join(t["varying_keys"]) or "-" for t in group)
+        shown = "; ".join(f"{axes} in {n}" for axes, n in counter.most_common(4))
+        more = f"; {len(counter) - 4} other axis sets" if len(counter) > 4 else ""
+        lines.append(f"axes {ds}: {len(group)} tables vary {shown}{more}")
     return lines

@@ -202,6 +202,10 @@ def aggregate(keys: Sequence[AnswerKey], results: Sequence[Mapping[str, Any]]) -
     if not pairs:
         return out
     floors = [random_floor(k) for k, _ in pairs]
+    sizes = sorted(len(k.rel) for k, _ in pairs)  # the difficulty profile: options per question
+    out["median_options"] = sizes[len(sizes) // 2]
+    axes = sorted(len(k.keys) for k, _ in pairs)
+    out["median_varying_keys"] = axes[len(axes) // 2]
     if pairs[0][0].qtype != "fib_all":
         out["accuracy"] = _mean([r["correct"] for _, r in pairs])
         out["score"] = _mean([r["score"] for _, r in pairs])
@@ -229,6 +233,11 @@ def aggregate(keys: Sequence[AnswerKey], results: Sequence[Mapping[str, Any]]) -
     out["per_key_accuracy"] = {k: _mean(v) for k, v in sorted(by_key.items())}
     out["floor_hit"] = _mean([f["hit"] for f in floors])
     out["floor_strict"] = _mean([f["strict"] for f in floors])
-    out["floor_score_given_hit"] = _mean([f["score_given_hit"] for f in floors])
+    # Score | Hit pools the Hits of all questions, so a uniform agent's expected value weighs
+    # each question by its Hit floor (questions it hits more often count more).
+    hit_mass = sum(f["hit"] for f in floors)
+    out["floor_score_given_hit"] = (
+        sum(f["hit"] * f["score_given_hit"] for f in floors) / hit_mass if hit_mass else None
+    )
     out["floor_per_key_accuracy"] = _mean([f["per_key_accuracy"] for f in floors])
     return out

@@ -25,10 +25,20 @@ class ConditionsSuite:
 
         return app
 
+    def import_cli(self) -> typer.Typer:
+        """Commands of `labreplay import ...` this suite adds (`inspect-log`)."""
+        from labreplay.suites.inspect_tasks.cli import app
+
+        return app
+
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
         from labreplay.sdk.report import generic_section
+        from labreplay.suites.conditions.report_html import dataset_bars
 
-        return generic_section(store, self.name)
+        section = generic_section(store, self.name)
+        if section is None:
+            return None
+        return ReportSection(section.suite, section.html + dataset_bars(store), section.info)
 
     def demo(self, data_dir: Path, store: Path, out_dir: Path, *, full: bool = False) -> None:
         from labreplay.suites.conditions.demo import run_demo
@@ -36,7 +46,9 @@ class ConditionsSuite:
         run_demo(data_dir, store, out_dir / self.name)
 
     def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
-        """Options: out (question file to write, required), datasets (default all), seed."""
+        """Options: out (question file to write, required), datasets (default all), seed, and
+        the compile rules max_options, min_options, max_tables, fib_max_hit_floor (checked as
+        the CLI checks them)."""
         from labreplay.records.sources import resolve_data_dir
         from labreplay.suites.conditions.compiler import compile_datasets
         from labreplay.suites.conditions.datasets import dataset_names
@@ -46,9 +58,20 @@ class ConditionsSuite:
         out = options.get("out")
         if out is None:
             raise SpecError("conditions compile needs out=PATH (the question file to write)")
+        from labreplay.suites.conditions.cli import check_compile_options
+
         datasets = options.get("datasets") or dataset_names()
+        rules = {"max_options": 12, "min_options": 3, "max_tables": 10, "fib_max_hit_floor": 0.8}
+        given = {k: options[k] for k in rules if k in options}
+        check_compile_options(
+            **{**rules, **given},
+            temperature_k=None,
+            yield_scale="percent",
+            objective=None,
+            merge_by="smiles",
+        )
         compiled = compile_datasets(
-            datasets, resolve_data_dir(data_dir), int(options.get("seed", 0))
+            datasets, resolve_data_dir(data_dir), int(options.get("seed", 0)), given
         )
         write_compiled(compiled, Path(out))
         return [question_spec(Path(out), compiled.questions)]

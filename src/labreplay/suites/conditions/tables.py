@@ -23,6 +23,7 @@ from labreplay.suites.conditions.outcomes import (
     OBJECTIVES,
     OUTCOME_FIELDS,
     ParsedOutcome,
+    ee_from_ddg,
     parse_amount,
     parse_outcome,
     parse_ratio,
@@ -52,6 +53,7 @@ __all__ = [
 
 _clean_text = clean_text  # the readers' historical name
 REPLICATE_POLICIES = ("mean", "max", "first")
+MERGE_BY = ("smiles", "name")
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,13 @@ class ScreeningTable:
     rows: list[ObservedRow]
     qc: dict[str, Any]
     objective: str = "utility"
+    # Every distinct row of the same reaction (this table's, sibling tables', rows outside every
+    # table), shared between sibling tables: where precedents outside a question's options come
+    # from. `all_values` resolves any of their labels; `fixed_labels` is this table's context.
+    reaction_rows: list[ObservedRow] = field(default_factory=list)
+    all_values: dict[str, dict[str, Component]] = field(default_factory=dict)
+    fixed_labels: dict[str, str] = field(default_factory=dict)
+    condition_keys: tuple[str, ...] = ()
 
     @property
     def best_utility(self) -> float:
@@ -102,6 +111,7 @@ class ScreeningTable:
             "dataset": self.dataset,
             "rows": len(self.rows),
             "varying_keys": list(self.varying_keys),
+            "fixed": dict(self.fixed_labels),
             "best_utility": round(self.best_utility, 6),
             "qc": self.qc,
         }
@@ -126,6 +136,10 @@ class TableRule:
     replicate_policy: str = "mean"
     max_options: int | None = 12  # larger groups are sliced (see `slicing`)
     max_tables: int | None = 10  # per reaction group, seeded choice when more
+    min_options: int = 3  # an MC question needs this many options (after precedent removal)
+    vary_keys: tuple[str, ...] = ()  # declared varied axes (default: the screened axis)
+    merge_by: str = "smiles"  # option identity: canonical SMILES where given, or the name
+    force_scale: bool = False  # keep the declared yield scale against the values (QC warning)
     slice_keys: tuple[str, ...] = ()  # condition keys held fixed within one table (declared)
     objective: str = "utility"  # utility | yield | selectivity
     temperature_k: float | None = None  # for a ΔΔG‡ outcome
@@ -144,6 +158,10 @@ class TableRule:
             "replicate_policy": self.replicate_policy,
             "max_options": self.max_options,
             "max_tables_per_reaction": self.max_tables,
+            "min_options": self.min_options,
+            "vary_keys": list(self.vary_keys),
+            "merge_by": self.merge_by,
+            "force_scale": self.force_scale,
             "slice_keys": list(self.slice_keys),
             "objective": self.objective,
             "temperature_k": self.temperature_k,
@@ -155,10 +173,13 @@ class TableRule:
 
 
 def _merge(
-    rows: Sequence[tuple[RawRow, ParsedOutcome]], policy: str, objective: str
+    rows: Sequence[tuple[RawRow, ParsedOutcome]],
+    policy: str,
+    objective: str,
+    labels: dict[str, str],
+    temperature_k: float | None = None,
 ) -> ObservedRow:
-    first_raw = rows[0][0]
-    conditions = {k: first_raw.conditions[k].content for k in first_raw.conditions}
+    conditions = dict(labels)
     provenance = [{"file": r.file, "row": r.row} for r, _ in rows]
     flags = [f for _, p in rows for f in p.flags]
     outcomes = [p.outcome for _, p in rows]
@@ -181,6 +202,10 @@ def _merge(
                 vals = [o[name] for o in outcomes if name in o]
                 if vals:
                     merged[name] = sum(vals) / len(vals)
+            if "ddg" in merged and temperature_k is not None:
+                # ΔΔG‡ replicates average in ΔΔG‡ (the measured quantity), then convert: the
+                # mean of two ee values is not the ee of the mean barrier difference.
+                merged["ee"] = ee_from_ddg(merged["ddg"], temperature_k)
             for name in ("er", "dr", "rr"):
                 ratios = [o[name] for o in outcomes if name in o]
                 if ratios:  # average the desired fraction, keep a:b form summing to 100
@@ -204,6 +229,7 @@ def _check_rule(rule: TableRule) -> None:
         ("replicate_policy", rule.replicate_policy, REPLICATE_POLICIES),
         ("objective", rule.objective, OBJECTIVES),
         ("yield_scale", rule.yield_scale, ("percent", "fraction")),
+        ("merge_by", rule.merge_by, MERGE_BY),
     )
     for name, value, known in checks:
         if value not in known:
@@ -216,7 +242,7 @@ def _check_rule(rule: TableRule) -> None:
 
 
 def _parse_all(
-    raw_rows: Iterable[RawRow], rule: TableRule
+    raw_rows: Iterable[RawRow], rule: TableRule, warnings: list[str]
 ) -> tuple[list[tuple[RawRow, ParsedOutcome]], int]:
     """Parse every row, then refuse the file on a scale mismatch or an out-of-range value."""
     parsed: list[tuple[RawRow, ParsedOutcome]] = []
@@ -249,8 +275,14 @@ def _parse_all(
         why = scale_mismatch(samples.get(name, []), rule.yield_scale)
         if why:
             column = rule.yield_column if name in {"yield", rule.yield_basis} else name
+            if rule.force_scale:
+                warnings.append(
+                    f"{name} column {column!r} {why}; kept as {rule.yield_scale} (--force-scale)"
+                )
+                continue
             raise DataError(
-                f"{name} column {why}; rerun with --yield-scale {fix}",
+                f"{name} column {why}; rerun with --yield-scale {fix} (or add --force-scale "
+                "if the values really are on the declared scale)",
                 file=parsed[0][0].file if parsed else None,
                 field=column,
             )
@@ -265,14 +297,79 @@ def _parse_all(
     return parsed, n_problems
 
 
+def _identities(
+    parsed: Sequence[tuple[RawRow, ParsedOutcome]], rule: TableRule
+) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, Component]]]:
+    """Option identity per condition key: name -> identity, identity -> display component.
+
+    With ``merge_by='smiles'`` a value with a valid SMILES is identified by its canonical
+    SMILES: two names for one structure are one option (the most frequent name shown, the
+    others as aliases), a name without SMILES in some rows joins the one structure that name
+    has elsewhere, and one name given two structures is refused naming both rows. With
+    ``merge_by='name'`` the name is the identity, as written.
+    """
+    by_name: dict[str, dict[str, str]] = {}
+    first_row: dict[tuple[str, str, str], RawRow] = {}
+    for raw, _ in parsed:
+        for key, comp in raw.conditions.items():
+            if rule.merge_by != "smiles" or not (comp.smiles and comp.smiles_valid):
+                continue
+            known = by_name.setdefault(key, {})
+            seen = known.setdefault(comp.content, comp.smiles)
+            first_row.setdefault((key, comp.content, comp.smiles), raw)
+            if seen != comp.smiles:
+                other = first_row[(key, comp.content, seen)]
+                raise DataError(
+                    f"name {comp.content!r} is given two structures: row {other.row} "
+                    f"{seen!r} and row {raw.row} {comp.smiles!r}; name each structure "
+                    "apart, or pass --merge-by name to identify options by name",
+                    file=raw.file,
+                    record=f"rows {other.row} and {raw.row}",
+                    field=key,
+                )
+    names: dict[str, dict[str, Counter[str]]] = {}
+    picked: dict[str, dict[str, Component]] = {}
+    for raw, _ in parsed:
+        for key, comp in raw.conditions.items():
+            ident = _identity(comp, by_name.get(key, {}))
+            names.setdefault(key, {}).setdefault(ident, Counter())[comp.content] += 1
+            chosen = picked.setdefault(key, {})
+            if ident not in chosen or (comp.smiles and not chosen[ident].smiles):
+                chosen[ident] = comp
+    display: dict[str, dict[str, Component]] = {}
+    for key, idents in names.items():
+        for ident, counts in idents.items():
+            ranked = sorted(counts, key=lambda n: (-counts[n], n))
+            comp = picked[key][ident]
+            display.setdefault(key, {})[ident] = Component(
+                ranked[0], comp.smiles, comp.smiles_valid, tuple(sorted(ranked[1:]))
+            )
+    return by_name, display
+
+
+def _identity(comp: Component, smiles_of_name: Mapping[str, str]) -> str:
+    if comp.smiles and comp.smiles_valid and smiles_of_name:
+        return comp.smiles
+    return smiles_of_name.get(comp.content, comp.content)
+
+
 def build_tables(raw_rows: Iterable[RawRow], rule: TableRule, seed: int) -> TableSet:
     """Parse, QC, group, merge replicates, slice. Every raw row ends up in the dataset QC:
-    used, merged as a replicate, excluded (with its reason) or outside every table."""
+    used, merged as a replicate, excluded (with its reason) or outside every table (with its
+    reason)."""
     _check_rule(rule)
-    parsed, n_out_of_range = _parse_all(raw_rows, rule)
-    groups: dict[tuple[str, ...], list[tuple[RawRow, ParsedOutcome]]] = {}
+    warnings: list[str] = []
+    parsed, n_out_of_range = _parse_all(raw_rows, rule, warnings)
+    by_name, display = _identities(parsed, rule)
+
+    def labels(raw: RawRow) -> dict[str, str]:
+        return {k: _identity(c, by_name.get(k, {})) for k, c in raw.conditions.items()}
+
+    groups: dict[tuple[str, ...], list[tuple[RawRow, ParsedOutcome, dict[str, str]]]] = {}
     for raw, p in parsed:
-        groups.setdefault((*raw.reaction, *raw.slice_labels), []).append((raw, p))
+        lab = labels(raw)
+        key = (*raw.reaction, *(lab[k] for k in rule.slice_keys))
+        groups.setdefault(key, []).append((raw, p, lab))
     tables = TableSet()
     qc: dict[str, Any] = {
         "rows_read": len(parsed),
@@ -281,37 +378,56 @@ def build_tables(raw_rows: Iterable[RawRow], rule: TableRule, seed: int) -> Tabl
         "out_of_range_flagged": n_out_of_range,
         "replicate_rows_merged": 0,
         "rows_outside_tables": 0,
+        "rows_outside_by_reason": Counter[str](),
         "groups": len(groups),
         "tables": 0,
         "tables_capped": 0,
         "invalid_smiles": 0,
+        "options_merged_by_structure": sum(
+            1 for vals in display.values() for c in vals.values() if c.aliases
+        ),
+        "warnings": warnings,
     }
+    by_reaction: dict[tuple[str, ...], list[ObservedRow]] = {}
     for group_key in sorted(groups):
-        tables.extend(_tables_of_group(group_key, groups[group_key], rule, seed, qc))
+        items = groups[group_key]
+        shared = by_reaction.setdefault(tuple(items[0][0].reaction), [])
+        tables.extend(_tables_of_group(group_key, items, rule, seed, qc, display, shared))
     qc["tables"] = len(tables)
     qc["rows_excluded"] = dict(sorted(qc["rows_excluded"].items()))
+    qc["rows_outside_by_reason"] = dict(sorted(qc["rows_outside_by_reason"].items()))
     tables.qc = qc
     return tables
 
 
 def _tables_of_group(
     group_key: tuple[str, ...],
-    items: list[tuple[RawRow, ParsedOutcome]],
+    items: list[tuple[RawRow, ParsedOutcome, dict[str, str]]],
     rule: TableRule,
     seed: int,
     qc: dict[str, Any],
+    display: dict[str, dict[str, Component]],
+    reaction_rows: list[ObservedRow],
 ) -> list[ScreeningTable]:
     excluded: list[dict[str, Any]] = []
     by_tuple: dict[tuple[str, ...], list[tuple[RawRow, ParsedOutcome]]] = {}
-    for raw, p in items:
+    tuple_labels: dict[tuple[str, ...], dict[str, str]] = {}
+    for raw, p, lab in items:
         if utility(p.outcome, rule.objective) is None:
             reason = _exclusion_reason(p.flags, rule.objective)
             excluded.append({"file": raw.file, "row": raw.row, "reason": reason})
             qc["rows_excluded"][reason] += 1
             continue
-        label = tuple(raw.conditions[k].content for k in rule.condition_keys)
+        label = tuple(lab[k] for k in rule.condition_keys)
         by_tuple.setdefault(label, []).append((raw, p))
-    merged = [_merge(by_tuple[t], rule.replicate_policy, rule.objective) for t in sorted(by_tuple)]
+        tuple_labels.setdefault(label, lab)
+    merged = [
+        _merge(
+            by_tuple[t], rule.replicate_policy, rule.objective, tuple_labels[t], rule.temperature_k
+        )
+        for t in sorted(by_tuple)
+    ]
+    reaction_rows.extend(merged)
     qc["replicate_rows_merged"] += sum(len(r.provenance) - 1 for r in merged)
     cut = slice_group(
         merged,
@@ -321,15 +437,18 @@ def _tables_of_group(
         seed,
         rule.dataset,
         *group_key,
+        min_rows=rule.min_options,
+        vary=rule.vary_keys,
     )
-    used = sum(len(merged[i].provenance) for piece in cut.slices for i in piece.rows)
-    qc["rows_outside_tables"] += sum(len(r.provenance) for r in merged) - used
+    in_table = {i for piece in cut.slices for i in piece.rows}
+    qc["rows_outside_tables"] += sum(
+        len(r.provenance) for i, r in enumerate(merged) if i not in in_table
+    )
+    for reason, members in cut.outside_rows.items():  # source rows, replicates included
+        qc["rows_outside_by_reason"][reason] += sum(len(merged[i].provenance) for i in members)
     qc["tables_capped"] += cut.tables_capped
     first = items[0][0]
-    values: dict[str, dict[str, Component]] = {}
-    for raw, _ in items:
-        for key, comp in raw.conditions.items():
-            values.setdefault(key, {}).setdefault(comp.content, comp)
+    values = display
     declared = {k: component(v) for k, v in rule.constant_conditions}
     group_id = short_hash([rule.dataset, *group_key], 10)
     out = []
@@ -341,10 +460,9 @@ def _tables_of_group(
             key=lambda r: tuple(r.conditions[k] for k in rule.condition_keys),
         )
         varying = [k for k in rule.condition_keys if len({r.conditions[k] for r in rows}) > 1]
+        fixed_labels = {k: rows[0].conditions[k] for k in rule.condition_keys if k not in varying}
         constant = {**declared}
-        constant.update(
-            {k: values[k][rows[0].conditions[k]] for k in rule.condition_keys if k not in varying}
-        )
+        constant.update({k: values[k][v] for k, v in fixed_labels.items()})
         invalid_smiles = sorted(
             {
                 c.smiles
@@ -371,7 +489,9 @@ def _tables_of_group(
             "excluded_rows": excluded if index == 0 else [],
             "invalid_smiles": invalid_smiles,
             "cut": cut.note,
+            "varied_by_cut": list(cut.varied),
             "fixed_by_slice": piece.fixed,
+            "option_subset": piece.subset,
             "zero_best_utility": max((r.utility for r in rows), default=0.0) <= 0.0,
         }
         out.append(
@@ -388,6 +508,10 @@ def _tables_of_group(
                 rows=rows,
                 qc=table_qc,
                 objective=rule.objective,
+                reaction_rows=reaction_rows,
+                all_values=values,
+                fixed_labels=fixed_labels,
+                condition_keys=tuple(rule.condition_keys),
             )
         )
     return out

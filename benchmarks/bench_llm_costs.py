@@ -1,0 +1,117 @@
+"""LLM run costs: calls and prompt size per long assignment, the provider-cached prefix share,
+and the dry run's speed and accuracy.
+
+The model side is `labreplay.testing.schema_server` on 127.0.0.1: it answers every schema
+correctly (finishing the campaign), so the calls and prompts are the harness's own, and its
+`cached_tokens` is the common prefix with the previous request (what a provider prefix cache can
+reuse). Figures:
+- long-1 adaptive branch: calls and prompt characters per assignment; the share of prompt
+  tokens inside the previous request's prefix (cached share) and characters that change
+  between consecutive calls (mean);
+- `--dry-run` of a five-seed protocol (60 assignments, every branch): seconds, and its error in
+  calls against the real run on `long-1` (the stand-in policy is the server's, so 0 is expected;
+  token error against a real model is quoted in the README from the SmolLM2 server).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from typing import Any
+
+from labreplay.suites.campaign.api import compile_specs
+from labreplay.suites.campaign.dry_run import dry_run
+from labreplay.suites.campaign.llm_agent import make_agent
+from labreplay.suites.campaign.runner import run_assignment_branches
+from labreplay.testing.fault_server import StubServer
+from labreplay.testing.schema_server import SchemaAnswerer, _common_prefix, _prompt_text
+
+
+def _specs(seed: int) -> list[Any]:
+    _, specs, _ = compile_specs(record="precursor-genome", protocol="sdl1", seed=seed)
+    return list(specs)
+
+
+def _long_run(spec: Any) -> dict[str, float]:
+    with StubServer(SchemaAnswerer()) as server:
+        make = lambda: make_agent("openai:bench", base_url=server.base_url)  # noqa: E731
+        results = run_assignment_branches(spec, make, None, 0, ())
+        prompts = [_prompt_text(r.body or {}) for r in server.chat_requests]
+    calls = results["adaptive"].calls
+    prompt = sum(int(c["prompt_tokens"] or 0) for c in calls)
+    cached = sum(int(c["cached_tokens"] or 0) for c in calls)
+    changed = [len(b) - _common_prefix(a, b) for a, b in itertools.pairwise(prompts)]
+    return {
+        "calls": len(calls),
+        "prompt_chars": sum(len(p) for p in prompts),
+        "cached_share": cached / prompt if prompt else 0.0,
+        "changed_chars": sum(changed) / max(1, len(changed)),
+    }
+
+
+def run(quick: bool) -> list[dict[str, Any]]:
+    seeds = [0] if quick else [0, 1, 2, 3, 4]
+    specs = [s for seed in seeds for s in _specs(seed)]
+    long1 = next(s for s in specs if s.body["assignment"]["id"] == "long-1")
+    real = _long_run(long1)
+    start = time.perf_counter()
+    estimate = dry_run(specs, "openai:bench", {}, 0, ("random", "no-evidence"))
+    dry_s = time.perf_counter() - start
+    one = dry_run([long1], "openai:bench", {}, 0, ())["total"]
+    return [
+        {
+            "name": "llm long-1 adaptive: calls per assignment (schema-answering server)",
+            "median": real["calls"],
+            "unit": "calls",
+            "ratio": None,
+            "target": "-",
+        },
+        {
+            "name": "llm long-1 adaptive: prompt characters per assignment",
+            "median": real["prompt_chars"],
+            "unit": "chars",
+            "ratio": None,
+            "target": "-",
+        },
+        {
+            "name": "llm long-1 adaptive: prompt tokens inside the previous call's prefix",
+            "median": round(100 * real["cached_share"], 1),
+            "unit": "%",
+            "ratio": None,
+            "target": "-",
+        },
+        {
+            "name": "llm long-1 adaptive: characters changed between consecutive calls (mean)",
+            "median": round(real["changed_chars"]),
+            "unit": "chars",
+            "ratio": None,
+            "target": "-",
+        },
+        {
+            "name": f"llm --dry-run of {len(seeds)} seed(s), {len(specs)} assignments, all branches",
+            "median": round(dry_s, 2),
+            "unit": "s",
+            "ratio": None,
+            "target": "< 30 s (five seeds)",
+        },
+        {
+            "name": "llm --dry-run calls error on long-1 adaptive vs the real run",
+            "median": round(100 * abs(one["calls"] - real["calls"]) / real["calls"], 1),
+            "unit": "%",
+            "ratio": None,
+            "target": "< 25 %",
+        },
+        {
+            "name": "llm --dry-run estimated calls, whole protocol",
+            "median": estimate["total"]["calls"],
+            "unit": "calls",
+            "ratio": None,
+            "target": "-",
+        },
+    ]
+
+
+if __name__ == "__main__":
+    for figure in run(quick="--quick" in sys.argv):
+        print(figure)

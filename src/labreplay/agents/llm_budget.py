@@ -1,0 +1,127 @@
+"""Response budgets: how many completion tokens a reply under a JSON schema may need.
+
+A reply cut off at `max_tokens` is not JSON, so a budget too small for the schema voids every
+answer (a 32-query panel forecast is ~5,000 characters; a fixed 512-token default truncated all
+of them). The budget of each call is therefore derived from the schema it must satisfy:
+
+    budget = ceil(MARGIN * reply_tokens(schema)) + FLOOR
+
+`reply_tokens` walks the schema and prices the largest reply a careful model writes, in a
+declared worst-case tokeniser (numbers priced as NUMBER_TOKENS tokens, i.e. up to ~6 digits
+written one token per digit, as small models' tokenisers do; keys and strings at
+CHARS_PER_TOKEN characters per token; whitespace of pretty-printed JSON included). An array's
+length is its `maxItems`; without one, the size of the largest `enum` among its items'
+properties (a panel schema lists each experiment id once: one forecast per id); else its
+`minItems` or 1. A `oneOf` costs its most expensive variant.
+
+`reply_tokens(schema)` is also the minimum a user-given `--max-tokens` must reach: a smaller
+value is refused before the first call (`check_user_budget`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from labreplay.errors import AgentError
+
+MARGIN = 1.5  # declared head room over the priced reply (spacing, digits, a second line)
+FLOOR = 32  # tokens added to every budget (a short preamble some servers emit)
+NUMBER_TOKENS = 9  # sign, "0", ".", six digits
+INTEGER_TOKENS = 3
+CHARS_PER_TOKEN = 2.0  # identifiers and keys: conservative for digit-heavy ids ("PG_0145")
+_SYNTAX = 2  # braces / brackets of a container
+_PER_MEMBER = 3  # quotes, colon or comma, newline + indentation of a pretty-printed member
+
+
+def _text_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN) + 2  # + the two quotes
+
+
+def reply_tokens(schema: Mapping[str, Any]) -> int:
+    """Tokens of the largest reply valid under `schema` (see the module docstring)."""
+    return _cost(schema, depth=0)
+
+
+def _cost(schema: Any, depth: int) -> int:
+    if not isinstance(schema, Mapping) or depth > 32:
+        return NUMBER_TOKENS
+    if "const" in schema:
+        return _value_tokens(schema["const"])
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return max(_value_tokens(v) for v in schema["enum"])
+    variants = schema.get("oneOf") or schema.get("anyOf")
+    if isinstance(variants, list) and variants:
+        return max(_cost(v, depth + 1) for v in variants)
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema.get("properties") or {}
+        members = sum(_text_tokens(str(k)) + _cost(p, depth + 1) for k, p in props.items())
+        return _SYNTAX + members + _PER_MEMBER * len(props)
+    if kind == "array":
+        items = schema.get("items") or {}
+        n = array_length(schema)
+        return _SYNTAX + n * (_cost(items, depth + 1) + _PER_MEMBER)
+    if kind == "integer":
+        return INTEGER_TOKENS
+    if kind == "string":
+        return _text_tokens("x" * int(schema.get("maxLength", 16)))
+    if kind == "boolean":
+        return 1
+    return NUMBER_TOKENS
+
+
+def _value_tokens(value: Any) -> int:
+    if isinstance(value, str):
+        return _text_tokens(value)
+    if isinstance(value, bool):
+        return 1
+    if isinstance(value, int):
+        return INTEGER_TOKENS
+    return NUMBER_TOKENS
+
+
+def array_length(schema: Mapping[str, Any]) -> int:
+    """How many items a reply array holds at most (see the module docstring)."""
+    if isinstance(schema.get("maxItems"), int):
+        return int(schema["maxItems"])
+    items = schema.get("items") or {}
+    props = items.get("properties") if isinstance(items, Mapping) else None
+    enums = [
+        len(p["enum"])
+        for p in (props or {}).values()
+        if isinstance(p, Mapping) and isinstance(p.get("enum"), list)
+    ]
+    if enums:
+        return max(enums)
+    return int(schema.get("minItems", 1))
+
+
+def response_budget(schema: Mapping[str, Any]) -> int:
+    """The `max_tokens` sent with a call whose reply must satisfy `schema`."""
+    return math.ceil(MARGIN * reply_tokens(schema)) + FLOOR
+
+
+def check_user_budget(max_tokens: int | None, schema: Mapping[str, Any], what: str) -> None:
+    """Refuse a user-given `max_tokens` too small for a reply under `schema` (before any call)."""
+    if max_tokens is None:
+        return
+    needed = reply_tokens(schema)
+    if max_tokens < needed:
+        raise AgentError(
+            f"--max-tokens {max_tokens} is too small for {what}: a valid reply needs at least "
+            f"{needed} tokens (the derived default is {response_budget(schema)}; omit "
+            "--max-tokens to use it)"
+        )
+
+
+def budget_params() -> dict[str, Any]:
+    """The declared derivation, for run provenance."""
+    return {
+        "rule": "ceil(margin * reply_tokens(schema)) + floor",
+        "margin": MARGIN,
+        "floor": FLOOR,
+        "number_tokens": NUMBER_TOKENS,
+        "chars_per_token": CHARS_PER_TOKEN,
+    }

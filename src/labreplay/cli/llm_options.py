@@ -1,0 +1,149 @@
+"""The one LLM option set of every LLM run command (`campaign run`, `conditions run`, the
+configsearch optimiser): endpoint, sampling, budgets, retries, caps, price, dry run.
+
+Each command lists these typer options and hands their values to `agent_options`, which
+returns the keyword arguments of the suites' LLM agent builders (`make_agent`,
+`make_question_agent`). The API key is read from the variable `--api-key-env` names, at build
+time, and never stored.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import typer
+
+from labreplay.agents.llm_caps import RunCaps
+from labreplay.cli._common import int_range, positive_float, seed_check, url_check
+from labreplay.errors import AgentError
+
+BaseUrlOption = typer.Option(
+    None,
+    "--base-url",
+    help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (default: OPENAI_BASE_URL, "
+    "else the OpenAI API).",
+    callback=url_check("--base-url"),
+)
+ApiKeyEnvOption = typer.Option(
+    None,
+    "--api-key-env",
+    help="Environment variable holding the API key (default OPENAI_API_KEY; its value is "
+    "never stored).",
+)
+TemperatureOption = typer.Option(None, "--temperature", help="Sampling temperature (default 0).")
+LlmSeedOption = typer.Option(
+    None,
+    "--llm-seed",
+    help="Sampling seed sent to the server (default: derived from the run seed).",
+    callback=seed_check("--llm-seed"),
+)
+MaxTokensOption = typer.Option(
+    None,
+    "--max-tokens",
+    help="Response budget per call. Default: derived from each reply's schema (e.g. panel "
+    "size x forecast size, x1.5 margin); a value too small for the panel is refused.",
+    callback=int_range("--max-tokens", 1),
+)
+TimeoutOption = typer.Option(
+    None,
+    "--timeout",
+    help="Per-request timeout in s (default 60).",
+    callback=positive_float("--timeout"),
+)
+MaxRetriesOption = typer.Option(
+    None,
+    "--max-retries",
+    help="Retries of a transient failure per call (default 4; seeded backoff).",
+    callback=int_range("--max-retries", 0, 50),
+)
+MaxCallsOption = typer.Option(
+    None,
+    "--max-calls",
+    help="Cap: model calls per run (a campaign branch, a conditions run). Reaching it ends the "
+    "run failed, the cap named; rerun with a higher cap to resume.",
+    callback=int_range("--max-calls", 1),
+)
+MaxTokensTotalOption = typer.Option(
+    None,
+    "--max-tokens-total",
+    help="Cap: prompt + completion tokens per run.",
+    callback=int_range("--max-tokens-total", 1),
+)
+MaxTimeOption = typer.Option(
+    None,
+    "--max-time",
+    help="Cap: wall time per run in seconds.",
+    callback=positive_float("--max-time"),
+)
+PriceOption = typer.Option(
+    None,
+    "--price-per-mtok",
+    help="IN,OUT: price per million prompt / completion tokens, to show costs (e.g. 2.5,10).",
+)
+DryRunOption = typer.Option(
+    False,
+    "--dry-run",
+    help="Render the prompts and estimate calls and tokens without calling the model; exit 0.",
+)
+LimitOption = typer.Option(
+    None,
+    "--limit",
+    help="Run only the first N units (assignments, questions) in an order seeded by --seed.",
+    callback=int_range("--limit", 1),
+)
+
+
+def agent_options(
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    temperature: float | None = None,
+    llm_seed: int | None = None,
+    max_tokens: int | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    max_calls: int | None = None,
+    max_tokens_total: int | None = None,
+    max_time: float | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for the LLM agent builders (only what the user set)."""
+    if temperature is not None and not 0.0 <= temperature <= 2.0:
+        raise AgentError(f"--temperature must be in [0, 2], got {temperature}")
+    options: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("base_url", base_url),
+            ("temperature", temperature),
+            ("seed", llm_seed),
+            ("max_tokens", max_tokens),
+            ("timeout_s", timeout),
+            ("max_retries", max_retries),
+        )
+        if v is not None
+    }
+    if api_key_env is not None:
+        if not api_key_env or api_key_env not in os.environ:
+            raise AgentError(f"--api-key-env {api_key_env!r}: no such environment variable is set")
+        options["api_key_env"] = api_key_env
+    caps = RunCaps(max_calls=max_calls, max_tokens_total=max_tokens_total, max_time_s=max_time)
+    if caps != RunCaps():
+        options["caps"] = caps
+    return options
+
+
+def resolve_api_key(api_key_env: str | None) -> str | None:
+    """The key in `api_key_env` (None: the builders fall back to OPENAI_API_KEY)."""
+    return os.environ.get(api_key_env) if api_key_env else None
+
+
+def first_in_seeded_order(items: list[Any], limit: int | None, seed: int, what: str) -> list[Any]:
+    """`--limit N`: the first N of `items` in an order drawn from `seed` (kept in their
+    original order, so a larger N adds units and never reshuffles the smaller subset's)."""
+    if limit is None or limit >= len(items):
+        return list(items)
+    from labreplay._rng import make_rng
+
+    order = make_rng(seed, "cli-limit", what).permutation(len(items))
+    keep = sorted(int(i) for i in order[:limit])
+    return [items[i] for i in keep]

@@ -1,0 +1,1 @@
+"""Serving our environments to harnesses that live outside this process (MCP, inspect_ai)."""

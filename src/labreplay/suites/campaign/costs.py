@@ -1,0 +1,163 @@
+"""What each system on the campaign boards cost: model calls, tokens, latency, money.
+
+Read only from the run summaries in the store (`summary["usage"]`, written by the runner from
+the `llm_calls` rows). Every row of every board table gets the system's totals over all its
+runs, with the matched controls' share separately (the controls call the model too: the
+schedule-matched random branch for its checkpoint forecasts, the no-evidence branch for every
+turn), plus its checkpoint fallbacks. `board["costs"]` holds the per-system detail (per
+branch), `cost_lines` the text board's lines, `cost_panel_html` the HTML report's panel.
+Money needs a price (`--price-per-mtok IN,OUT`); without one only tokens are shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labreplay.agents.llm_usage import add_usage, cost
+from labreplay.sdk import canonical_json
+from labreplay.store.sqlite import RunInfo
+from labreplay.suites.campaign.leaderboard import _system_keys
+
+ROW_KEYS = (
+    "llm_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "controls_token_share",
+    "checkpoint_fallbacks",
+    "cost",
+)
+
+
+def system_costs(
+    runs: Sequence[RunInfo], price: tuple[float, float] | None = None
+) -> dict[str, dict[str, Any]]:
+    names = _system_keys(runs)
+    by_branch: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
+    fallbacks: dict[str, int] = {}
+    for r in runs:
+        system = names[(r.agent, canonical_json(r.agent_params))]
+        summary = r.summary or {}
+        fallbacks[system] = fallbacks.get(system, 0) + int(summary.get("checkpoint_fallbacks") or 0)
+        if summary.get("usage"):
+            by_branch.setdefault(system, {}).setdefault(r.branch, []).append(summary["usage"])
+    out: dict[str, dict[str, Any]] = {}
+    for system in sorted(set(names.values())):
+        branches = {b: add_usage(parts) for b, parts in by_branch.get(system, {}).items()}
+        total = add_usage(branches.values())
+        controls = add_usage(u for b, u in branches.items() if b != "adaptive")
+        tokens = total["prompt_tokens"] + total["completion_tokens"]
+        control_tokens = controls["prompt_tokens"] + controls["completion_tokens"]
+        out[system] = {
+            "total": total,
+            "controls": controls,
+            "branches": branches,
+            "controls_token_share": control_tokens / tokens if tokens else None,
+            "checkpoint_fallbacks": fallbacks.get(system, 0),
+            "cost": cost(total, price),
+            "controls_cost": cost(controls, price),
+            "price_per_mtok": list(price) if price else None,
+        }
+    return out
+
+
+def add_costs(
+    board: dict[str, Any], runs: Sequence[RunInfo], price: tuple[float, float] | None = None
+) -> None:
+    """Token / call / fallback columns on every row of every table, and `board["costs"]`."""
+    costs = system_costs(runs, price)
+    board["costs"] = costs
+    tables = board.get("tables") or {"board": {"rows": board.get("rows", [])}}
+    rows = [row for t in tables.values() for row in t.get("rows", [])]
+    if tables.get("board", {}).get("rows") is not board.get("rows"):
+        rows += list(board.get("rows", []))
+    for row in rows:
+        c = costs.get(str(row.get("system")))
+        if c is None:
+            continue
+        total = c["total"]
+        row.update(
+            {
+                "llm_calls": total["calls"],
+                "prompt_tokens": total["prompt_tokens"],
+                "completion_tokens": total["completion_tokens"],
+                "cached_tokens": total["cached_tokens"],
+                "controls_token_share": c["controls_token_share"],
+                "checkpoint_fallbacks": c["checkpoint_fallbacks"],
+                "cost": c["cost"],
+            }
+        )
+
+
+def cost_lines(board: Mapping[str, Any]) -> list[str]:
+    """One line per system that called a model (text board)."""
+    lines = []
+    for system, c in (board.get("costs") or {}).items():
+        total, controls = c["total"], c["controls"]
+        if not total["calls"] and not c["checkpoint_fallbacks"]:
+            continue
+        share = c["controls_token_share"]
+        money = f"; cost {c['cost']:.2f} (controls {c['controls_cost']:.2f})" if c["cost"] else ""
+        cached = total["cached_tokens"] / total["prompt_tokens"] if total["prompt_tokens"] else 0
+        models = ", ".join(total["resolved_models"]) or "-"
+        lines.append(
+            f"{system}: {total['calls']:,} model calls ({controls['calls']:,} by the controls), "
+            f"{total['prompt_tokens']:,} prompt + {total['completion_tokens']:,} completion tokens"
+            f" ({cached:.0%} provider-cached; controls "
+            f"{'-' if share is None else f'{share:.0%}'} of tokens), latency "
+            f"{total['latency_s']:.0f} s, {total['retries']} retries, "
+            f"{total['truncated_replies']} cut off, {c['checkpoint_fallbacks']} checkpoint "
+            f"fallbacks; model {models}{money}"
+        )
+    return lines
+
+
+def cost_panel_html(board: Mapping[str, Any]) -> str:
+    """The report's cost panel: per system, adaptive and controls side by side."""
+    from labreplay.sdk.report import esc, table
+
+    rows = []
+    for system, c in (board.get("costs") or {}).items():
+        total, controls = c["total"], c["controls"]
+        if not total["calls"]:
+            continue
+        share = c["controls_token_share"]
+        rows.append(
+            [
+                system,
+                f"{total['calls']:,}",
+                f"{controls['calls']:,}",
+                f"{total['prompt_tokens']:,}",
+                f"{total['completion_tokens']:,}",
+                f"{total['cached_tokens']:,}",
+                "-" if share is None else f"{share:.0%}",
+                f"{total['latency_s']:.0f}",
+                str(total["retries"]),
+                str(c["checkpoint_fallbacks"]),
+                ", ".join(total["resolved_models"]) or "-",
+                "-" if c["cost"] is None else f"{c['cost']:.2f}",
+            ]
+        )
+    if not rows:
+        return ""
+    headers = [
+        "system",
+        "calls",
+        "by controls",
+        "prompt tokens",
+        "completion tokens",
+        "provider-cached",
+        "controls' token share",
+        "latency (s)",
+        "retries",
+        "checkpoint fallbacks",
+        "resolved model",
+        "cost",
+    ]
+    return (
+        '<h3 id="campaign-costs">Model cost</h3><p class="note">'
+        + esc("Totals over every run of the system (adaptive branch and its matched controls).")
+        + "</p>"
+        + table("campaign-costs-table", headers, rows, lambda j: 0 < j < 10)
+    )

@@ -1,0 +1,152 @@
+"""`campaign run --agent openai:MODEL --dry-run`: what a run would send, without calling a model.
+
+Every branch (adaptive and each control) is played out by a stand-in policy that answers
+each schema with a valid reply (`labreplay.testing.schema_server.instance`: finish the open
+experiment, select the next, forecast when required) while the real prompt renderer of the LLM
+agent turns every observation and checkpoint into the exact messages the model would receive.
+So calls and prompt sizes are the real prompts of a plausible campaign under the same budgets
+and caps, not a formula; a real model that inspects more evidence or repairs replies makes
+more calls (measured against real runs in `make bench`; see the README).
+
+Tokens are characters / `CHARS_PER_TOKEN` (declared), completion tokens the stand-in replies'
+size on the same scale; the response budget of every call is derived as in a real run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from labreplay.agents.llm_budget import response_budget
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.suites.campaign.runner import run_assignment_branches
+from labreplay.testing.schema_server import FINISHING, instance
+
+# Characters per token of these prompts (canonical JSON state and English rules), measured on
+# the local SmolLM2 server's `usage` (see the README's cost section).
+CHARS_PER_TOKEN = 3.2
+
+
+@dataclass
+class Tally:
+    calls: int = 0
+    policy_calls: int = 0
+    checkpoint_calls: int = 0
+    prompt_chars: int = 0
+    reply_chars: int = 0
+    largest_prompt_chars: int = 0
+    largest_budget: int = 0
+    first_prompts: list[str] = field(default_factory=list)
+
+    def add(self, messages: Sequence[Mapping[str, str]], reply: Any, schema: Any) -> None:
+        chars = sum(len(m["content"]) for m in messages)
+        self.calls += 1
+        self.prompt_chars += chars
+        self.reply_chars += len(json.dumps(reply))
+        self.largest_prompt_chars = max(self.largest_prompt_chars, chars)
+        self.largest_budget = max(self.largest_budget, response_budget(schema))
+        if len(self.first_prompts) < 2:
+            self.first_prompts.append(messages[-1]["content"])
+
+
+class DryRunAgent:
+    """Renders what the LLM agent would send and answers with a valid stand-in reply."""
+
+    def __init__(self, name: str, params: Mapping[str, Any], tally: Tally) -> None:
+        from labreplay.suites.campaign.llm_prompts import StateLayout
+
+        self.name, self._params, self.tally = name, dict(params), tally
+        self._layout = StateLayout()
+
+    def params(self) -> dict[str, Any]:
+        return dict(self._params)
+
+    def reset(self, seed: int) -> None:
+        self._layout.reset()
+
+    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+        from labreplay.suites.campaign.llm_prompts import campaign_messages
+
+        schema = observation.get("action_schema", {})
+        reply = instance(schema, FINISHING)
+        self.tally.add(campaign_messages(observation, self._layout), reply, schema)
+        self.tally.policy_calls += 1
+        return dict(reply)
+
+    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+        from labreplay.suites.campaign.llm_prompts import checkpoint_messages
+
+        schema = snapshot.get("response_schema", {})
+        reply = instance(schema, FINISHING)
+        self.tally.add(checkpoint_messages(snapshot, self._layout), reply, schema)
+        self.tally.checkpoint_calls += 1
+        return dict(reply)
+
+
+def tokens(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def dry_run_assignment(
+    spec: EnvironmentSpec,
+    agent_name: str,
+    params: Mapping[str, Any],
+    seed: int,
+    controls: tuple[str, ...],
+) -> dict[str, Any]:
+    """Per branch: calls (policy / checkpoint), prompt and completion tokens, the largest
+    prompt and response budget, and the first prompt rendered."""
+    tallies: dict[str, Tally] = {}
+    order = ["adaptive", *controls]
+
+    def make() -> DryRunAgent:
+        branch = order[len(tallies)] if len(tallies) < len(order) else f"extra-{len(tallies)}"
+        tally = tallies.setdefault(branch, Tally())
+        return DryRunAgent(agent_name, params, tally)
+
+    run_assignment_branches(spec, make, None, seed, controls)
+    branches = {
+        b: {
+            "calls": t.calls,
+            "policy_calls": t.policy_calls,
+            "checkpoint_calls": t.checkpoint_calls,
+            "prompt_tokens": tokens(t.prompt_chars),
+            "completion_tokens": tokens(t.reply_chars),
+            "prompt_chars": t.prompt_chars,
+            "largest_prompt_tokens": tokens(t.largest_prompt_chars),
+            "largest_response_budget": t.largest_budget,
+            "first_prompt": t.first_prompts[0] if t.first_prompts else "",
+        }
+        for b, t in tallies.items()
+    }
+    return {"assignment": spec.body["assignment"]["id"], "branches": branches}
+
+
+def dry_run(
+    specs: Sequence[EnvironmentSpec],
+    agent_name: str,
+    params: Mapping[str, Any],
+    seed: int,
+    controls: tuple[str, ...],
+) -> dict[str, Any]:
+    """The whole command's estimate: per assignment, and totals with the controls' share."""
+    per = [dry_run_assignment(s, agent_name, params, seed, controls) for s in specs]
+    total = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    controls_total = dict(total)
+    for a in per:
+        for b, t in a["branches"].items():
+            for k in total:
+                total[k] += t[k]
+                if b != "adaptive":
+                    controls_total[k] += t[k]
+    return {
+        "dry_run": True,
+        "agent": agent_name,
+        "chars_per_token": CHARS_PER_TOKEN,
+        "assignments": per,
+        "total": total,
+        "controls": controls_total,
+    }

@@ -1,0 +1,119 @@
+"""The LLM parts of `campaign run`: the up-front budget check, the progress line, the dry run
+and the per-run cost lines. Kept apart from the CLI module so the command stays thin."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from labreplay.agents.base import Agent
+from labreplay.agents.llm_budget import check_user_budget, response_budget
+from labreplay.agents.llm_progress import CallProgress
+from labreplay.agents.llm_usage import add_usage, cost, usage_line
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.suites.campaign.env import CampaignEnv
+from labreplay.suites.campaign.runner import AgentFactory
+
+
+def panel_schema_of(spec: EnvironmentSpec) -> dict[str, Any]:
+    env = CampaignEnv(spec)
+    env.reset(0)
+    schema: dict[str, Any] = env.checkpoint_snapshot()["response_schema"]
+    return schema
+
+
+def check_max_tokens(specs: Sequence[EnvironmentSpec], max_tokens: int | None) -> None:
+    """Refuse a `--max-tokens` too small for the largest panel forecast of `specs`."""
+    if max_tokens is None or not specs:
+        return
+    largest = max((panel_schema_of(s) for s in specs), key=response_budget)
+    n = len(largest["properties"]["forecasts"]["items"]["properties"]["experiment_id"]["enum"])
+    check_user_budget(max_tokens, largest, f"a {n}-query panel forecast")
+
+
+@contextmanager
+def with_progress(make: AgentFactory, label: str) -> Iterator[AgentFactory]:
+    """`make`, with every LLM agent it builds reporting to one progress line on stderr."""
+    progress = CallProgress(label)
+
+    def build() -> Agent:
+        agent = make()
+        client = getattr(agent, "client", None)
+        if client is not None and hasattr(client, "progress"):
+            client.progress = progress
+        return agent
+
+    try:
+        yield build
+    finally:
+        progress.close()
+
+
+def print_dry_run(
+    specs: Sequence[EnvironmentSpec],
+    agent: str,
+    make: AgentFactory,
+    seed: int,
+    controls: tuple[str, ...],
+    price: tuple[float, float] | None,
+    json_out: bool,
+) -> None:
+    from labreplay.errors import AgentError
+    from labreplay.sdk.cli import console, print_json
+    from labreplay.suites.campaign.dry_run import dry_run
+
+    if not agent.startswith("openai:"):
+        raise AgentError(
+            f"--dry-run estimates LLM runs (--agent openai:MODEL); {agent!r} is not one"
+        )
+    params = make().params()  # builds the client: the endpoint is checked, nothing is sent
+    estimate = dry_run(specs, agent, params, seed, controls)
+    estimate["cost"] = cost(estimate["total"], price)
+    if json_out:
+        print_json(estimate)
+        return
+    for a in estimate["assignments"]:
+        parts = ", ".join(
+            f"{b} {t['calls']} calls / {t['prompt_tokens']:,} + {t['completion_tokens']:,} tok"
+            for b, t in a["branches"].items()
+        )
+        console.print(f"{a['assignment']}: {parts}")
+    first = estimate["assignments"][0]["branches"]["adaptive"] if specs else None
+    if first is not None:
+        console.print(
+            f"first adaptive prompt ({len(first['first_prompt']):,} characters; largest prompt "
+            f"~{first['largest_prompt_tokens']:,} tokens, largest response budget "
+            f"{first['largest_response_budget']:,}):"
+        )
+        console.print(first["first_prompt"][:600] + " ...", markup=False)
+    total, ctl = estimate["total"], estimate["controls"]
+    money = f"; cost {estimate['cost']:.2f}" if estimate["cost"] is not None else ""
+    console.print(
+        f"DRY RUN (no model called): {len(specs)} assignments, {total['calls']:,} calls, "
+        f"~{total['prompt_tokens']:,} prompt + ~{total['completion_tokens']:,} completion tokens"
+        f"{money}; controls {ctl['calls']:,} calls, ~{ctl['prompt_tokens']:,} prompt tokens "
+        f"({ctl['prompt_tokens'] / max(1, total['prompt_tokens']):.0%}). Estimated with a "
+        f"stand-in policy and {estimate['chars_per_token']} characters per token."
+    )
+
+
+def print_run_costs(
+    console: Any, results: Sequence[Mapping[str, Any]], price: tuple[float, float] | None
+) -> None:
+    """Per assignment: the adaptive branch's and the controls' accounting, then the total."""
+    everything: list[Mapping[str, Any]] = []
+    for r in results:
+        usage = r.get("usage") or {}
+        if not usage:
+            continue
+        adaptive = usage.get("adaptive", {})
+        controls = add_usage(u for b, u in usage.items() if b != "adaptive")
+        console.print(f"{r['assignment']['id']} adaptive: {usage_line(adaptive, price)}")
+        if controls["calls"]:
+            console.print(f"{r['assignment']['id']} controls: {usage_line(controls, price)}")
+        if r.get("status") == "failed" and r.get("cause"):
+            console.print(f"{r['assignment']['id']} failed: {r['cause']}")
+        everything.extend(usage.values())
+    if everything:
+        console.print(f"total: {usage_line(add_usage(everything), price)}")

@@ -1,0 +1,312 @@
+"""`labreplay campaign serve`: any harness plays the campaigns through MCP tools.
+
+The server runs the ordinary in-process path (`run_assignment`: the adaptive branch, then each
+matched control from the same pre-campaign forecast) in a worker thread, with a
+`BridgeAgent` as the policy: the harness's tool calls are the agent's `act` / `forecast`
+answers. Events, hash chain, checkpoints, controls, scores and provenance are therefore those
+of an in-process run; only the agent's name (the declared harness name) and
+`agent_isolation: "mcp"` differ. A deterministic policy played through the tools has the same
+trajectory hashes and adaptive AUC as in-process.
+
+Tools (every result is one JSON object; none ever holds an evaluator field):
+- `observe()`: the pending observation (`kind: "observation"`, the Python observation's keys),
+  the panel checkpoint snapshot (`kind: "panel_checkpoint"`) or `{"done": true, ...}`;
+  `session` names the assignment and branch (a new branch is a fresh session).
+- `act(reply)`: the action (or, at a checkpoint, the panel forecast) as the Python agent
+  would return it; returns the result and what comes next.
+- typed tools, one per action kind, plus `submit_panel_forecast`: the same as `act` with the
+  action built from the arguments (for LLM harnesses that call tools).
+Whatever a harness sends goes to the environment unchanged: malformed arguments and calls out
+of order are invalid actions (or checkpoint fallbacks), recorded and counted, and the reply
+says what was expected.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.harness.bridge import BridgeAgent, Channel, Request, start_worker
+from labreplay.harness.mcp_server import ToolDef
+from labreplay.store.sqlite import Store, run_key
+from labreplay.suites.campaign.actions import PHASE_ACTIONS, action_schema, forecast_properties
+from labreplay.suites.campaign.runner import BRANCHES, run_assignment
+
+WAIT_S = 600.0  # a run that does not answer a tool call within this is reported, not awaited
+INTERFACE = "mcp"
+
+INSTRUCTIONS = (
+    "labreplay campaign server. Loop: observe(), then act(reply) (or the typed tool of the "
+    "action you choose) until observe() returns done. An observation lists the legal actions "
+    "in action_schema; a panel_checkpoint asks for submit_panel_forecast (or act with "
+    '{"forecasts": [...]}). Each new session (assignment/branch) is a fresh start: carry no '
+    "memory from an earlier session."
+)
+
+
+def _action_variants() -> dict[str, dict[str, Any]]:
+    """Argument schema of each action kind (the action schema minus `type`)."""
+    out: dict[str, dict[str, Any]] = {}
+    for phase in PHASE_ACTIONS:
+        for variant in action_schema(phase, ["<experiment_id>"], "<experiment_id>")["oneOf"]:
+            props = dict(variant["properties"])
+            name = props.pop("type")["const"]
+            props = {
+                k: ({"type": "string"} if k == "experiment_id" else v) for k, v in props.items()
+            }
+            out[name] = {
+                "type": "object",
+                "properties": props,
+                "required": list(props),
+                "additionalProperties": False,
+            }
+    return out
+
+
+def panel_tool_schema() -> dict[str, Any]:
+    item = {
+        "type": "object",
+        "properties": {"experiment_id": {"type": "string"}, **forecast_properties()},
+        "required": ["experiment_id", "p_valid", "categories"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"forecasts": {"type": "array", "items": item}},
+        "required": ["forecasts"],
+        "additionalProperties": False,
+    }
+
+
+ACTION_TOOLS = _action_variants()
+_DESCRIPTIONS = {
+    "select_experiment": "Open an available candidate experiment (reveals nothing).",
+    "submit_forecast": "Forecast the open experiment: P(valid) and a category distribution.",
+    "inspect_evidence": "Buy one recorded evidence item of the open experiment (one kind).",
+    "request_review": "Buy the expert review of the open experiment, stating your expectation.",
+    "close_experiment": "Close the open experiment with per-claim support probabilities.",
+    "stop": "End the campaign.",
+}
+
+
+def tool_defs() -> list[ToolDef]:
+    reply_schema = {
+        "type": "object",
+        "properties": {
+            "reply": {
+                "description": "the action (an object satisfying the observation's "
+                'action_schema) or, at a panel checkpoint, {"forecasts": [...]}'
+            }
+        },
+        "required": ["reply"],
+    }
+    tools = [
+        ToolDef(
+            "observe",
+            "The current observation, panel checkpoint, or done.",
+            {"type": "object", "properties": {}},
+        ),
+        ToolDef("act", "Submit the reply to what observe() showed.", reply_schema),
+    ]
+    tools += [ToolDef(n, _DESCRIPTIONS[n], s) for n, s in ACTION_TOOLS.items()]
+    tools.append(
+        ToolDef(
+            "submit_panel_forecast",
+            "Answer a panel checkpoint: one forecast per held-out query.",
+            panel_tool_schema(),
+        )
+    )
+    return tools
+
+
+class CampaignSession:
+    """One harness session over a list of specs: the worker runs them; tools drive it."""
+
+    def __init__(
+        self,
+        specs: Sequence[EnvironmentSpec],
+        store_path: str | Path,
+        agent_name: str,
+        seed: int = 0,
+        controls: tuple[str, ...] = ("random", "no-evidence"),
+        model: str | None = None,
+        interface: str = INTERFACE,
+    ) -> None:
+        self.specs = list(specs)
+        self.store_path = Path(store_path)
+        self.agent_name = agent_name
+        self.seed = seed
+        self.controls = tuple(c for c in BRANCHES[1:] if c in controls)
+        self.model = model
+        self.params = {"interface": interface, **({"model": model} if model else {})}
+        self.interface = interface
+        self.channel = Channel()
+        self.played: list[dict[str, Any]] = []
+        self.started: list[dict[str, str]] = []  # (assignment, branch) in the order run
+        self._lock = threading.Lock()  # a harness's parallel tool calls are served in turn
+        self._thread = start_worker(self.channel, self._work)
+
+    # ------------------------------------------------------------------ worker
+    def _work(self) -> dict[str, Any]:
+        with Store(self.store_path) as db:
+            for spec in self.specs:
+                assignment = str(spec.body["assignment"]["id"])
+
+                def make(spec: EnvironmentSpec = spec, assignment: str = assignment) -> Any:
+                    branch = self._next_branch(db, spec)
+                    if branch is not None and self.started[-1:] != [
+                        {"assignment": assignment, "branch": branch}
+                    ]:
+                        self.started.append({"assignment": assignment, "branch": branch})
+                    session = {
+                        "assignment": assignment,
+                        "spec_hash": spec.spec_hash,
+                        "branch": branch,
+                    }
+                    return BridgeAgent(
+                        self.channel,
+                        self.agent_name,
+                        self.params,
+                        session,
+                        db,
+                        self.model,
+                        self.interface,
+                    )
+
+                summary = run_assignment(spec, make, db, self.seed, self.controls)
+                self.played.append(
+                    {
+                        "assignment": assignment,
+                        "status": summary["status"],
+                        "branches": list(summary["branches"]),
+                    }
+                )
+        return {"played": self.played}
+
+    def _next_branch(self, db: Store, spec: EnvironmentSpec) -> str | None:
+        """The branch a fresh agent is built for: the runner plays the branches in order
+        (adaptive, then each control) and a branch's run is complete before the next one's
+        agent is built, so it is the first whose run is not complete (None: all are; such an
+        agent only reads back, as does the probe the driver builds for name and params)."""
+        status = {r.run_id: r.status for r in db.runs(suite="campaign")}
+        for branch in ("adaptive", *self.controls):
+            run_id = run_key(spec.spec_hash, self.agent_name, self.params, self.seed, branch)
+            if status.get(run_id) != "complete":
+                return branch
+        return None
+
+    # ------------------------------------------------------------------ tools
+    def done_reply(self) -> dict[str, Any]:
+        reply: dict[str, Any] = {"done": True, "played": list(self.played)}
+        if self.channel.failure:
+            reply["error"] = f"the run stopped: {self.channel.failure}"
+        return reply
+
+    def _view(self, request: Request | None) -> dict[str, Any]:
+        if request is None:
+            if self.channel.finished is None:
+                return {"error": "the run did not answer in time", "expected": "observe()"}
+            return self.done_reply()
+        session = {k: request.context.get(k) for k in ("assignment", "branch")}
+        if request.kind == "forecast":
+            return {**request.payload, "session": session}
+        return {"kind": "observation", **request.payload, "session": session}
+
+    def observe(self) -> dict[str, Any]:
+        return self._view(self.channel.current(WAIT_S))
+
+    def act(self, reply: Any) -> dict[str, Any]:
+        answered = self.channel.current(WAIT_S)
+        if answered is None:
+            return {**self._view(None), "expected": "nothing: every session is over"}
+        nxt = self.channel.reply(reply, WAIT_S)
+        result = _result_of(answered, reply, nxt)
+        view = self._view(nxt)
+        result["next"] = "done" if view.get("done") else view.get("kind", "error")
+        if nxt is not None:
+            result["session"] = view["session"]
+            result["new_session"] = nxt.context.get("branch") != answered.context.get(
+                "branch"
+            ) or nxt.context.get("assignment") != answered.context.get("assignment")
+        elif "error" in view:
+            result["error"] = view["error"]
+        return result
+
+    def call(self, tool: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        with self._lock:
+            return self._call(tool, arguments)
+
+    def _call(self, tool: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        args = dict(arguments or {})
+        if tool == "observe":
+            return self.observe()
+        if tool == "act":
+            if "reply" not in args:
+                # recorded like any malformed action: the reply names what was expected
+                return self.act({"invalid_call": "act without 'reply'", **args})
+            return self.act(args["reply"])
+        if tool in ACTION_TOOLS:
+            return self.act({**args, "type": tool})
+        if tool == "submit_panel_forecast":
+            return self.act(args)
+        return {
+            "error": f"unknown tool {tool!r}",
+            "expected": ["observe", "act", *ACTION_TOOLS, "submit_panel_forecast"],
+        }
+
+
+def _result_of(answered: Request, reply: Any, nxt: Request | None) -> dict[str, Any]:
+    """What the harness learns about its reply: exactly what the next observation shows."""
+    same = nxt is not None and nxt.context == answered.context
+    if answered.kind == "forecast":
+        ok = isinstance(reply, Mapping) and isinstance(reply.get("forecasts"), list)
+        result: dict[str, Any] = {
+            "accepted": ok,
+            "reason": "checkpoint recorded" if ok else "a panel checkpoint was due",
+        }
+        if not ok:
+            result["expected"] = (
+                'submit_panel_forecast / act with {"forecasts": [{"experiment_id", "p_valid", '
+                '"categories"}, ...]}; every query fell back to its previous forecast'
+            )
+        return result
+    if same and nxt is not None and nxt.kind == "act":
+        last = nxt.payload.get("last_result") or {}
+        result = dict(last)
+        if last.get("accepted") is False:
+            result["expected"] = [
+                v["properties"]["type"]["const"] for v in nxt.payload["action_schema"]["oneOf"]
+            ]
+        return result
+    if same and nxt is not None and nxt.kind == "forecast":
+        # only an accepted close makes a panel checkpoint due
+        return {"accepted": True, "reason": "ok"}
+    return {"accepted": None, "reason": "the branch ended after this action"}
+
+
+def serve_campaign(
+    spec_dir: str | Path,
+    store_path: str | Path,
+    agent_name: str,
+    only: str | None = None,
+    seed: int = 0,
+    controls: tuple[str, ...] = ("random", "no-evidence"),
+    transport: str = "stdio",
+    port: int = 8765,
+    model: str | None = None,
+) -> None:
+    """Serve the specs of `spec_dir` over MCP until the harness disconnects."""
+    from labreplay.harness.mcp_server import build_server, require_mcp, serve
+    from labreplay.suites.campaign.api import load_specs, select_specs
+
+    require_mcp()
+    specs = select_specs(load_specs(spec_dir), only)
+    session = CampaignSession(specs, store_path, agent_name, seed, controls, model)
+    server = build_server("labreplay-campaign", INSTRUCTIONS, tool_defs(), session.call)
+    serve(server, transport, port=port)
+
+
+__all__ = ["ACTION_TOOLS", "CampaignSession", "serve_campaign", "tool_defs"]

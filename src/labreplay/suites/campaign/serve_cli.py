@@ -1,0 +1,37 @@
+"""`labreplay campaign serve`: the MCP server of the campaign suite (see `serve.py`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from labreplay.sdk.cli import choice, int_range, seed_check
+
+
+def serve_cmd(
+    specs: Path = typer.Option(..., "--specs", help="Directory written by `campaign compile`."),
+    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
+    only: str | None = typer.Option(None, help="Comma list of assignment ids (default: all)."),
+    agent_name: str = typer.Option(
+        "mcp-harness",
+        "--agent-name",
+        help="Declared name of the model-harness system (the run's agent; keep it to resume).",
+    ),
+    model: str | None = typer.Option(None, "--model", help="Declared model (provenance only)."),
+    controls: str = typer.Option("random,no-evidence", help="Comma list of control branches."),
+    seed: int = typer.Option(0, help="Run seed (control randomness).", callback=seed_check()),
+    transport: str = typer.Option(
+        "stdio", help="stdio | http", callback=choice("--transport", ("stdio", "http"))
+    ),
+    port: int = typer.Option(
+        8765, help="Port of the http transport (127.0.0.1).", callback=int_range("--port", 1, 65535)
+    ),
+) -> None:
+    """Serve the campaigns to any harness over MCP (tools observe/act and one per action)."""
+    from labreplay.suites.campaign.api import parse_controls
+    from labreplay.suites.campaign.serve import serve_campaign
+
+    serve_campaign(
+        specs, store, agent_name, only, seed, parse_controls(controls), transport, port, model
+    )

@@ -1,0 +1,100 @@
+"""The LLM parts of `conditions run`: the up-front budget check, the dry run and the usage
+line. Kept apart from the CLI module so the command stays thin."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labreplay.agents.llm_budget import check_user_budget, response_budget
+from labreplay.agents.llm_usage import cost, usage_line
+from labreplay.suites.conditions.questions import agent_view
+
+# Characters per token of the question prompts (English and numbered condition lists).
+CHARS_PER_TOKEN = 3.2
+
+
+def _schema(view: Mapping[str, Any]) -> dict[str, Any]:
+    from labreplay.suites.conditions.llm_prompts import question_schema
+
+    return question_schema(view)
+
+
+def check_answer_budget(questions: Sequence[Mapping[str, Any]], max_tokens: int | None) -> None:
+    """Refuse a `--max-tokens` too small for the largest answer schema of `questions`."""
+    if max_tokens is None or not questions:
+        return
+    largest = max((_schema(agent_view(q)) for q in questions), key=response_budget)
+    check_user_budget(max_tokens, largest, "the largest answer of these questions")
+
+
+def estimate(agent: Any, questions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Calls and tokens of answering `questions` with `agent` (one call per question when every
+    reply is valid; repairs add calls), from the real rendered prompts; nothing is sent."""
+    from labreplay.suites.conditions.llm_prompts import question_messages
+
+    prompt_chars = 0
+    completion = 0
+    largest = 0
+    first = ""
+    for q in questions:
+        view = agent_view(q)
+        schema = _schema(view)
+        messages = question_messages(agent.render(view), schema)
+        chars = sum(len(m["content"]) for m in messages)
+        prompt_chars += chars
+        largest = max(largest, chars)
+        completion += math.ceil(len('{"answer": 1}') / CHARS_PER_TOKEN) * max(
+            1, len(schema.get("properties", {}))
+        )
+        first = first or messages[-1]["content"]
+    return {
+        "dry_run": True,
+        "agent": agent.name,
+        "questions": len(questions),
+        "calls": len(questions),
+        "prompt_tokens": math.ceil(prompt_chars / CHARS_PER_TOKEN),
+        "completion_tokens": completion,
+        "largest_prompt_tokens": math.ceil(largest / CHARS_PER_TOKEN),
+        "chars_per_token": CHARS_PER_TOKEN,
+        "first_prompt": first,
+    }
+
+
+def print_conditions_dry_run(
+    agent: Any,
+    questions: Sequence[Mapping[str, Any]],
+    price: tuple[float, float] | None,
+    json_out: bool,
+) -> None:
+    from labreplay.errors import AgentError
+    from labreplay.sdk.cli import console, print_json
+
+    if not hasattr(agent, "render"):
+        raise AgentError(
+            f"--dry-run estimates LLM runs (--agent openai:MODEL); {agent.name!r} is not one"
+        )
+    found = estimate(agent, questions)
+    found["cost"] = cost(found, price)
+    if json_out:
+        print_json(found)
+        return
+    console.print(f"first prompt ({len(found['first_prompt']):,} characters):")
+    console.print(found["first_prompt"][:600] + " ...", markup=False)
+    money = f"; cost {found['cost']:.2f}" if found["cost"] is not None else ""
+    console.print(
+        f"DRY RUN (no model called): {found['questions']} questions, {found['calls']} calls, "
+        f"~{found['prompt_tokens']:,} prompt + ~{found['completion_tokens']:,} completion "
+        f"tokens{money} ({CHARS_PER_TOKEN} characters per token)"
+    )
+
+
+def print_usage(console: Any, result: Mapping[str, Any], price: tuple[float, float] | None) -> None:
+    usage = result.get("usage")
+    if not usage:
+        return
+    console.print(
+        f"invalid answers {result.get('invalid_answers', 0)} (no usable reply); "
+        f"{usage_line(usage, price)}"
+    )

@@ -1,0 +1,134 @@
+"""`labreplay import inspect-log LOG --store S`: an inspect_ai log's results into our store.
+
+A `labreplay/conditions` log becomes a conditions run: each sample's completion is recorded
+as that question's raw text answer and read and scored by our own parser and scorer (the
+recorder, hash chain and scores of `labreplay conditions run`), so boards, paired statistics
+and reports cover it. The agent is `inspect:<model>`; its params hold the interface, the model,
+the precedent option and a hash of the sample ids, because a `--limit`ed log answers a subset
+of the file: the run's spec is the question file restricted to the questions the log holds.
+Importing the same log again is a no-op (the run key is the same and the run is complete).
+
+A `labreplay/campaign` log needs no import: its task played our runner against the store it
+names (`-T store=...`); the import checks that every sample's runs are complete there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from labreplay.errors import DataError, LabreplayError
+from labreplay.sdk import sha256_json
+from labreplay.store.sqlite import Store
+
+
+class _LoggedAgent:
+    """The harness of an inspect log, as the conditions runner records it."""
+
+    def __init__(self, model: str, params: Mapping[str, Any]) -> None:
+        self.name = f"inspect:{model}"
+        self._params = dict(params)
+
+    def params(self) -> dict[str, Any]:
+        return dict(self._params)
+
+    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]:
+        raise LabreplayError("an imported inspect log answers from its samples only")
+
+
+def _read_log(path: Path) -> Any:
+    from labreplay.suites.inspect_tasks._require import require_inspect
+
+    require_inspect()
+    from inspect_ai.log import read_eval_log
+
+    if not path.is_file():
+        raise DataError("inspect log not found", file=str(path))
+    try:
+        return read_eval_log(str(path))
+    except Exception as exc:  # inspect raises many kinds on a bad file
+        raise DataError(
+            f"not a readable inspect log ({type(exc).__name__})", file=str(path)
+        ) from exc
+
+
+def import_inspect_log(log_path: str | Path, store_path: str | Path) -> dict[str, Any]:
+    path = Path(log_path)
+    log = _read_log(path)
+    task = str(log.eval.task)
+    if task.endswith("conditions"):
+        return _import_conditions(path, log, Path(store_path))
+    if task.endswith("campaign"):
+        return _check_campaign(path, log, Path(store_path))
+    raise DataError(f"task {task!r} is not a labreplay task", file=str(path), field="eval.task")
+
+
+def _import_conditions(path: Path, log: Any, store_path: Path) -> dict[str, Any]:
+    from labreplay.suites.conditions.runner import (
+        answer_payload,
+        answered,
+        finish_question_run,
+        open_question_run,
+    )
+    from labreplay.suites.conditions.scoring import answer_key
+    from labreplay.suites.inspect_tasks.conditions import _selected
+
+    args = dict(log.eval.task_args or {})
+    if "questions" not in args:
+        raise DataError("the log names no question file", file=str(path), field="task_args")
+    # the task records the file's absolute path in its metadata (task args keep what was typed)
+    meta = dict(getattr(log.eval, "task_metadata", None) or log.eval.metadata or {})
+    questions_path = Path(str(meta.get("questions") or args["questions"]))
+    if not questions_path.is_file():
+        raise DataError("the log's question file is not here", file=str(questions_path))
+    precedents = str(args.get("precedents", "both"))
+    if log.status != "success" or not log.samples:
+        raise DataError(f"log status {log.status!r} with no samples", file=str(path))
+    completions = {str(s.id): s.output.completion for s in log.samples}
+    chosen = [q for q in _selected(str(questions_path), precedents) if q["id"] in completions]
+    unknown = sorted(set(completions) - {q["id"] for q in chosen})
+    if unknown:
+        raise DataError("sample id is not a question of the file", file=str(path), value=unknown[0])
+    model = str(log.eval.model)
+    params = {
+        "interface": "inspect",
+        "model": model,
+        "precedents": precedents,
+        "samples": sha256_json(sorted(completions))[:16],
+    }
+    agent = _LoggedAgent(model, params)
+    with Store(store_path) as db:
+        recorder, finished = open_question_run(db, questions_path, chosen, agent, 0)
+        if finished is not None:
+            return {"suite": "conditions", "log": str(path), **finished}
+        done = answered(recorder)
+        for q in chosen:
+            if q["id"] not in done:
+                raw = {"text": completions[q["id"]]}
+                recorder.append("answer", answer_payload(q, answer_key(q), raw))
+        recorder.flush()
+        result = finish_question_run(recorder, chosen, 0)
+    return {"suite": "conditions", "log": str(path), "samples": len(chosen), **result}
+
+
+def _check_campaign(path: Path, log: Any, store_path: Path) -> dict[str, Any]:
+    args = dict(log.eval.task_args or {})
+    named = Path(str(args.get("store", "")))
+    if named.resolve() != store_path.resolve():
+        raise DataError(
+            f"the campaign task recorded into {named}, not into this store",
+            file=str(path),
+            field="task_args.store",
+        )
+    with Store(store_path, readonly=True) as db:
+        runs = [r for r in db.runs(suite="campaign") if r.agent == f"inspect:{log.eval.model}"]
+    return {
+        "suite": "campaign",
+        "log": str(path),
+        "runs": len(runs),
+        "complete": sum(r.status == "complete" for r in runs),
+    }
+
+
+__all__ = ["import_inspect_log"]

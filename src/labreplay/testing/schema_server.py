@@ -1,0 +1,216 @@
+"""A local OpenAI-compatible "model" that answers every JSON schema it is sent correctly.
+
+It stands in for a frontier model in the plumbing tests a real model is too slow or too weak
+for: every reply is built from the request's own schema (``response_format``) so it is valid by
+construction, and it behaves like a real server where the harness must cope with one:
+
+- ``max_tokens`` is honoured: a reply longer than the request allows is cut at that many
+  tokens and ends ``finish_reason="length"`` (the truncation the default budgets must avoid);
+- ``usage`` is reported with a declared tokeniser (`count_tokens`), and
+  ``prompt_tokens_details.cached_tokens`` is the common prefix with the previous request, the
+  way provider prefix caches report it;
+- the ``model`` it answers with is the requested name plus a dated suffix (a provider's resolved
+  model id).
+
+Which action of a ``oneOf`` it picks is a declared preference (`prefer`), so a test can script a
+policy that finishes a campaign or one that loops on a legal action forever.
+
+It is not a model: it never stands in for one in a test of an agent's quality.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from labreplay.testing.fault_server import Responder, SeenRequest, StubReply
+
+RESOLVED_SUFFIX = "-2026-01-01"
+_PIECE = re.compile(r"[A-Za-z_]+|\d|\s+|[^\w\s]")
+
+# Finish a campaign: close what is open, select the next, forecast when required.
+FINISHING = ("close_experiment", "select_experiment", "submit_forecast", "stop")
+# Loop forever on a legal action that spends no budget (the runaway policy of the caps test).
+LOOPING = ("submit_forecast", "select_experiment", "stop")
+
+
+def count_tokens(text: str) -> int:
+    """The server's tokeniser: one token per word, digit, run of spaces or punctuation mark.
+
+    Digits count one each, as in the small models' tokenisers, which makes numbers the costly
+    part of a forecast, as they are for real models."""
+    return len(_PIECE.findall(text))
+
+
+def instance(schema: Mapping[str, Any], prefer: Sequence[str] = FINISHING) -> Any:
+    """A value valid under `schema` (the subset the environments publish)."""
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return next(iter(schema["enum"]))
+    variants = schema.get("oneOf") or schema.get("anyOf")
+    if variants:
+        return instance(_preferred(variants, prefer), prefer)
+    kind = schema.get("type")
+    if kind == "object":
+        return _object(schema, prefer)
+    if kind == "array":
+        return _array(schema, prefer)
+    if kind in ("number", "integer"):
+        low = schema.get("minimum", 0)
+        high = schema.get("maximum", low + 1)
+        middle = (low + high) / 2
+        return int(low) if kind == "integer" else round(middle, 4)
+    if kind == "boolean":
+        return True
+    return "x"
+
+
+def _preferred(variants: Sequence[Mapping[str, Any]], prefer: Sequence[str]) -> Mapping[str, Any]:
+    def name(v: Mapping[str, Any]) -> str:
+        return str(v.get("properties", {}).get("type", {}).get("const", ""))
+
+    for wanted in prefer:
+        for variant in variants:
+            if name(variant) == wanted:
+                return variant
+    return variants[0]
+
+
+def _object(schema: Mapping[str, Any], prefer: Sequence[str]) -> dict[str, Any]:
+    props: Mapping[str, Any] = schema.get("properties", {})
+    probabilities = [
+        k
+        for k, p in props.items()
+        if p.get("type") == "number" and p.get("minimum") == 0 and p.get("maximum") == 1
+    ]
+    if props and len(probabilities) == len(props) and len(props) > 1:
+        # An object of probabilities only is a distribution here: it must sum to one.
+        share = round(1.0 / len(props), 6)
+        return dict.fromkeys(props, share)
+    return {k: instance(p, prefer) for k, p in props.items()}
+
+
+def _array(schema: Mapping[str, Any], prefer: Sequence[str]) -> list[Any]:
+    items: Mapping[str, Any] = schema.get("items", {})
+    props: Mapping[str, Any] = items.get("properties", {})
+    keyed = next((k for k, p in props.items() if isinstance(p.get("enum"), list)), None)
+    if keyed is None:
+        return [instance(items, prefer) for _ in range(int(schema.get("minItems", 1)))]
+    out = []
+    for value in props[keyed]["enum"]:  # one item per listed id: a forecast per experiment
+        item = instance(items, prefer)
+        item[keyed] = value
+        out.append(item)
+    return out
+
+
+def _schema_of(body: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        found = fmt.get("json_schema", {}).get("schema")
+    else:
+        found = fmt.get("schema")
+    return found if isinstance(found, Mapping) else None
+
+
+def _prompt_text(body: Mapping[str, Any]) -> str:
+    return "".join(f"<{m.get('role')}>{m.get('content')}" for m in body.get("messages", []))
+
+
+class SchemaAnswerer:
+    """The responder: ``StubServer(SchemaAnswerer())``. Thread-safe."""
+
+    def __init__(self, prefer: Sequence[str] = FINISHING, delay_s: float = 0.0) -> None:
+        self.prefer = tuple(prefer)
+        self.delay_s = delay_s
+        self.truncated = 0
+        self._last_prompt = ""
+        self._lock = threading.Lock()
+
+    def __call__(self, request: SeenRequest, _n: int) -> StubReply:
+        body = request.body or {}
+        schema = _schema_of(body)
+        text = json.dumps(instance(schema, self.prefer)) if schema is not None else "{}"
+        prompt = _prompt_text(body)
+        with self._lock:
+            shared = _common_prefix(self._last_prompt, prompt)
+            self._last_prompt = prompt
+        pieces = _PIECE.findall(text)
+        finish = "stop"
+        limit = body.get("max_tokens")
+        if isinstance(limit, int) and len(pieces) > limit:
+            text, finish = "".join(pieces[:limit]), "length"
+            with self._lock:
+                self.truncated += 1
+        prompt_tokens = count_tokens(prompt)
+        reply = {
+            "id": "chatcmpl-schema",
+            "object": "chat.completion",
+            "created": 0,
+            "model": f"{body.get('model', 'schema')}{RESOLVED_SUFFIX}",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": finish,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": count_tokens(text),
+                "total_tokens": prompt_tokens + count_tokens(text),
+                "prompt_tokens_details": {"cached_tokens": count_tokens(prompt[:shared])},
+            },
+        }
+        return StubReply(200, json.dumps(reply).encode("utf-8"), {}, self.delay_s)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix, by bisection on slices (prompts are tens of kB)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def schema_responder(prefer: Sequence[str] = FINISHING) -> Responder:
+    return SchemaAnswerer(prefer)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """`python -m labreplay.testing.schema_server [--port N] [--mode MODE]`: serve until
+    interrupted and print the base URL. Modes: finishing (default), looping, garbage (HTTP 200
+    whose body is not JSON)."""
+    import argparse
+    import time
+
+    from labreplay.testing.fault_server import StubServer, constant, garbage_body
+
+    parser = argparse.ArgumentParser(prog="python -m labreplay.testing.schema_server")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--mode", choices=("finishing", "looping", "garbage"), default="finishing")
+    args = parser.parse_args(argv)
+    responder: Responder
+    if args.mode == "garbage":
+        responder = constant(garbage_body())
+    else:
+        responder = SchemaAnswerer(FINISHING if args.mode == "finishing" else LOOPING)
+    with StubServer(responder, port=args.port) as server:
+        print(server.base_url, flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            return
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""The README's minimal stdio client runs as written and records, on every branch, the
+trajectory hashes and adaptive AUC of the same policy in-process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labreplay.store.sqlite import Store
+from labreplay.suites.campaign.agents import BayesAgent
+from labreplay.suites.campaign.runner import run_assignment
+
+pytest.importorskip("mcp")
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_client() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("<!-- harness-client -->")
+    body = text[start:].split("```python\n", 1)[1].split("```", 1)[0]
+    assert 25 <= len(body.splitlines()) <= 45  # "about 30 lines"
+    return body
+
+
+def test_readme_client_matches_in_process(
+    campaign_specs: list[Any], spec_dir: Path, served_env: dict[str, str], tmp_path: Path
+) -> None:
+    client = tmp_path / "client.py"
+    client.write_text(readme_client(), encoding="utf-8")
+    store = tmp_path / "mcp.sqlite"
+    out = subprocess.run(
+        [sys.executable, str(client), str(spec_dir), str(store), "short-1"],
+        capture_output=True,
+        text=True,
+        env=served_env,
+        timeout=300,
+        check=True,
+    )
+    done = json.loads(out.stdout.strip().splitlines()[-1])
+    assert done["done"] and done["played"][0]["branches"] == ["adaptive", "random", "no-evidence"]
+    with Store(tmp_path / "local.sqlite") as db:
+        reference = run_assignment(campaign_specs[0], BayesAgent, db, 0)
+    with Store(store, readonly=True) as db:
+        runs = {r.branch: r for r in db.runs(suite="campaign")}
+        for branch, row in reference["branches"].items():
+            assert db.events(runs[branch].run_id)[-1]["hash"] == row["head_hash"], branch
+            assert db.scores(runs[branch].run_id)["adaptive_auc"] == row["adaptive_auc"]
+            assert runs[branch].agent == "bayes-over-mcp"
