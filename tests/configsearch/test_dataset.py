@@ -53,7 +53,20 @@ def test_user_jsonl_sweeps_and_runs_with_the_normalised_score(
     body = json.loads(sweep.output)
     assert body["evaluated"] == 6 and body["short_folds"] == 0
     result = CliRunner().invoke(
-        app, ["run", *common, "--method", "bo", "--budget", "3", "--init", "2", "--json"]
+        app,
+        [
+            "run",
+            *common,
+            "--method",
+            "bo",
+            "--budget",
+            "3",
+            "--init",
+            "2",
+            "--json",
+            "--min-test-points",
+            "1",
+        ],
     )
     assert result.exit_code == 0, result.output
     (run,) = json.loads(result.output)

@@ -38,15 +38,21 @@ def test_sweep_on_dask_equals_in_process(data_dir: Path, cache_dir: Path, tmp_pa
 
     local, remote = tmp_path / "local.sqlite", tmp_path / "dask.sqlite"
     with Store(local) as store:
-        ConfigSearch(data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir).sweep(
-            "rf-scm"
-        )
+        ConfigSearch(
+            data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir, min_test_points=1
+        ).sweep("rf-scm")
     fresh_cache = tmp_path / "worker-cache"  # nothing cached: the workers fit everything
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
     try:
         with Store(remote) as store, DaskExecutor(cluster=cluster) as dask:
             campaign = ConfigSearch(
-                data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, fresh_cache
+                data_dir,
+                "band_gap",
+                store,
+                SMALL_SETTINGS,
+                SMALL_SPACE,
+                fresh_cache,
+                min_test_points=1,
             )
             campaign.sweep("rf-scm", None, dask)
     finally:
@@ -62,10 +68,14 @@ def test_searches_per_seed_on_threads_equal_run(
 ) -> None:
     one, many = tmp_path / "one.sqlite", tmp_path / "many.sqlite"
     with Store(one) as store:
-        campaign = ConfigSearch(data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir)
+        campaign = ConfigSearch(
+            data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir, min_test_points=1
+        )
         expected = [campaign.run(["rf-scm"], "best-model", "bo", 5, 3, s)[2] for s in (1, 2)]
     with Store(many) as store, ThreadedExecutor(2) as threads:
-        campaign = ConfigSearch(data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir)
+        campaign = ConfigSearch(
+            data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir, min_test_points=1
+        )
         got = run_searches(
             campaign, ["rf-scm"], "best-model", "bo", 5, 3, [1, 2], "reference", threads
         )
@@ -81,7 +91,12 @@ def test_check_agent_configsearch_references(data_dir: Path, cache_dir: Path) ->
     import labreplay
     from labreplay.testing import check_agent
 
-    options = {"settings": SMALL_SETTINGS, "space": SMALL_SPACE, "cache_dir": cache_dir}
+    options = {
+        "settings": SMALL_SETTINGS,
+        "space": SMALL_SPACE,
+        "cache_dir": cache_dir,
+        "min_test_points": 1,  # the 12-configuration test space has n*s <= 18
+    }
     (spec,) = labreplay.compile("configsearch", data_dir, task="band_gap", **options)
     for method in labreplay.suite.get_suite("configsearch").reference_agents():
         check_agent(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,9 @@ def test_export_round_trips_a_real_sweep_byte_stably(
 ) -> None:
     store_path = tmp_path / "s.sqlite"
     with Store(store_path) as store:
-        campaign = ConfigSearch(data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir)
+        campaign = ConfigSearch(
+            data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir, min_test_points=1
+        )
         run_id, _ = campaign.sweep("rf-scm")
     with Store(store_path, readonly=True) as store:
         stored = ConfigSearch._maes(store.events(run_id))  # the values as canonically stored
@@ -64,9 +67,13 @@ def test_replay_uses_the_shared_initial_design_and_counts_hits(tmp_path: Path) -
     row = compare(ref, [42, 43], budget=6, init=3, within=6)
     assert 0 <= row["bo_hits"] <= 2 and row["targets_in_space"] == targets_in_space(ref) >= 1
     assert 0 < row["random_chance_within"] < 1
-    closest = compare(ref, [42], budget=4, init=2, within=4, problem="closest")
-    # the reference configuration itself is never a candidate of the closest problem
-    assert closest["candidates"] == len(ref.maes) - 1
+    closest = compare(ref, [42, 43], budget=6, init=3, within=6, problem="closest")
+    # C_min only, and never the reference's own (r, n) block
+    cmin = [c for c in ref.maes if c.n * c.s >= 30]
+    assert closest["candidates"] == sum(1 for c in cmin if not (c.r == 0 and c.n == 48))
+    assert closest["closest_answers_in_reference_block"] == 0
+    assert isinstance(closest["argopt_in_reference_block"], bool)
+    assert row["bo"]["surrogate"] == "botorch" and row["bo"]["versions"]["botorch"]
 
 
 def test_chance_of_target_is_the_hypergeometric_floor() -> None:
@@ -82,6 +89,7 @@ def test_bo_beats_random_on_the_recorded_references() -> None:
     refs = load_references(RECORDED)
     if not refs:
         pytest.skip("no recorded reference files")
+    refs = [r for r in refs if r.se_known]  # the regenerated ones (kept short: 2 cores)
     rows = [compare(ref, range(42, 52), budget=8, init=3, within=8) for ref in refs]
     assert sum(r["steps_saved_mean"] for r in rows) / len(rows) > 0, rows
     assert sum(r["bo_hits"] for r in rows) > sum(r["random_hits"] for r in rows), rows
@@ -109,3 +117,53 @@ def test_replay_cli_and_its_errors(tmp_path: Path) -> None:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "bad.json.gz" in lines[0] and "Traceback" not in done.stderr
     assert bad.read_bytes() == before
+
+
+def test_regenerated_references_carry_n_test_and_abs_error_sd() -> None:
+    refs = load_references(RECORDED)
+    regenerated = [r for r in refs if r.se_known]
+    assert len(regenerated) >= 2, [r.label for r in refs]
+    for ref in regenerated:
+        assert all(ref.n_test[c] == c.n * c.s for c in ref.maes)
+        assert all(sd is not None and sd >= 0 for sd in ref.abs_error_sd.values())
+    for ref in refs:
+        if not ref.se_known:  # recorded before abs_error_sd: flagged, not invented
+            row = compare(ref, [42], budget=4, init=2, within=4)
+            assert not row["target_se_known"] and any("abs_error_sd" in w for w in row["warnings"])
+
+
+def test_which_model_on_refractive_index_is_tied_at_t12() -> None:
+    from labreplay.suites.configsearch.references import compare_which_model
+
+    pair = [r for r in load_references(RECORDED) if r.task == "refractive_index"]
+    assert len(pair) == 2
+    row = compare_which_model(pair[0], pair[1], range(42, 46), budget=12, init=4)
+    assert row["configurations"] > 100 and row["methods"]["random"]["tied"] >= 3
+    lo, hi = row["truth"]["paired_difference_ci95"]
+    assert (row["truth"]["verdict"] == "tied") == (lo <= 0 <= hi)
+
+
+README_EXAMPLE = re.compile(r"<!-- optimiser-example -->\n```python\n(.*?)```", re.S)
+
+
+def test_readme_optimiser_example_runs_through_replay(tmp_path: Path) -> None:
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    (code,) = README_EXAMPLE.findall(readme.read_text())
+    (tmp_path / "my_optimiser.py").write_text(code)
+    ref = RECORDED / "refractive_index__rf-scm.json.gz"
+    done = subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", "configsearch", "replay", "--references",
+         str(ref), "--seeds", "3", "--agent", "my_optimiser:ForestOptimizer", "--json"],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    assert row["agent"]["label"] == "my_optimiser:ForestOptimizer"
+    assert row["agent"]["invalid_steps"] == 0 and 0 <= row["agent"]["hits"] <= 3
+    bad = subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", "configsearch", "replay", "--references",
+         str(ref), "--agent", "my_optimiser:Nope"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "my_optimiser:Nope" in bad.stderr
+    assert "Traceback" not in bad.stderr

@@ -19,7 +19,9 @@ from .conftest import SMALL_SETTINGS, SMALL_SPACE
 
 
 def _campaign(data_dir: Path, cache_dir: Path, store: Store) -> ConfigSearch:
-    return ConfigSearch(data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir)
+    return ConfigSearch(
+        data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir, min_test_points=1
+    )
 
 
 class _StopAfter:

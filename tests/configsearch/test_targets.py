@@ -9,37 +9,51 @@ from labreplay.suites.configsearch.search import maximin_design
 from labreplay.suites.configsearch.space import Config, ConfigSpace
 from labreplay.suites.configsearch.targets import (
     Landscape,
+    chance_of_target,
     costs,
     fits_of,
+    in_reference_block,
+    reliable,
+    standard_error,
     sweep_summary,
     target_metrics,
 )
 
 
-def test_normalised_score_closes_the_gap_between_median_and_optimum() -> None:
-    # a band-gap-like landscape: optimum near 0, where "within 5% of the optimum" is a needle
+def test_normalised_score_and_the_top5_or_one_se_target() -> None:
+    # 100 candidates: the target is the 5th smallest value, widened to m* + SE(m*) when known
     values = tuple([0.0005] + [0.2 + 0.01 * i for i in range(99)])
     land = Landscape("min", values, "(0.7, 4, 1)")
     med = float(np.median(values))
     assert land.normalised(med) == pytest.approx(0.0)
     assert land.normalised(0.0005) == pytest.approx(1.0)
-    # 0.95 of the gap is reached well above the optimum: not a needle
-    threshold = med - 0.95 * (med - 0.0005)
-    assert threshold > 10 * 0.0005
-    metrics = target_metrics(land, [0.5, 0.3, threshold, threshold], [1, 2, 3, 4], init=2)
+    assert land.threshold == pytest.approx(0.23) and land.on_target == 5 and not land.se_known
+    metrics = target_metrics(land, [0.5, 0.3, 0.23, 0.23], [1, 2, 3, 4], init=2)
     assert metrics["steps_to_target"] == 3 and metrics["evaluations_to_target"] == 3
     assert metrics["reached_target"] and not metrics["target_in_initial_design"]
-    # top 1% of 100 candidates = the single best one
     assert land.top_threshold == 0.0005 and metrics["reached_top1pct"] is False
+    # the optimum's own SE is wider than the top-5% band: the band never gets narrower
+    wide = Landscape("min", values, "x", se_floor=0.25, se_known=True)
+    assert wide.threshold == pytest.approx(0.2505) and wide.on_target == 7
+    assert land.chance(8) == pytest.approx(chance_of_target(5, 100, 8))
 
 
-def test_maximised_and_degenerate_landscapes() -> None:
+def test_maximised_degenerate_and_needle_landscapes() -> None:
     land = Landscape("max", (0.0, 1.0, 2.0, 3.0, 10.0), "x")
     assert land.normalised(10.0) == pytest.approx(1.0) and land.normalised(2.0) == 0.0
     flat = Landscape("min", (1.0, 1.0, 1.0, 2.0), "x")
     assert flat.degenerate and flat.normalised(1.0) is None
     metrics = target_metrics(flat, [1.0], [1], init=1)
-    assert metrics["degenerate_objective"] and metrics["steps_to_target"] is None
+    # three of four candidates are on target: trivial, and said so
+    assert metrics["degenerate_objective"] and metrics["steps_to_target"] == 1
+    assert any(w.startswith("trivial") for w in flat.warnings(3))
+    assert any(w.startswith("needle") for w in land.warnings(1))
+
+
+def test_c_min_and_the_reference_block() -> None:
+    assert reliable(Config(0.0, 10, 3), 30) and not reliable(Config(0.0, 4, 7), 30)
+    assert in_reference_block(Config(0.0, 48, 1)) and not in_reference_block(Config(0.1, 48, 10))
+    assert standard_error(2.0, 16) == pytest.approx(0.5) and standard_error(None, 16) is None
 
 
 def test_costs_count_fits_per_training_set_and_name_the_protocols() -> None:

@@ -27,6 +27,7 @@ def open_campaign(
     n_ood: int = 480,
     n_jobs: int = 1,
     space: ConfigSpace | None = None,
+    min_test_points: int = 30,
 ) -> ConfigSearch:
     """Exactly one of `task` (a registered task) or `dataset` (+ `target`) must be given."""
     from labreplay.records.sources import resolve_data_dir
@@ -48,10 +49,12 @@ def open_campaign(
             settings=settings,
             space=dataset_space(dataset_b is not None, base),
             n_jobs=n_jobs,
+            min_test_points=min_test_points,
         )
     if dataset_b is not None or target is not None:
         raise SpecError("--dataset-b and --target go with --dataset, not with --task")
     assert task is not None
     return ConfigSearch(
-        resolve_data_dir(data_dir), task, store, settings=settings, space=space, n_jobs=n_jobs
-    )
+        resolve_data_dir(data_dir), task, store, settings=settings, space=space, n_jobs=n_jobs,
+        min_test_points=min_test_points,
+    )  # fmt: skip

@@ -119,6 +119,7 @@ def _campaign(
     n_ood: int,
     n_jobs: int,
     space: Any = None,
+    min_test_points: int = 30,
 ) -> Any:
     from labreplay.suites.configsearch.api import open_campaign
 
@@ -133,6 +134,7 @@ def _campaign(
         n_ood=n_ood,
         n_jobs=n_jobs,
         space=space,
+        min_test_points=min_test_points,
     )
 
 
@@ -288,17 +290,14 @@ def replay_cmd(
     seeds: int = typer.Option(
         20, "--seeds", help="Seeds 42..42+k-1.", callback=int_range("--seeds", 1)
     ),
-    budget: int = typer.Option(
-        8, "--budget", help="Search steps T.", callback=int_range("--budget", 1)
+    budget: int | None = typer.Option(
+        None, "--budget", help="Search steps T (best-model 8, closest and which-model 12)."
     ),
-    init: int = typer.Option(
-        3, "--init", help="Initial design T0.", callback=int_range("--init", 1)
+    init: int | None = typer.Option(
+        None, "--init", help="Initial design T0 (best-model 3, closest and which-model 4)."
     ),
-    within: int = typer.Option(
-        8,
-        "--within",
-        help="Count seeds reaching the target within this many evaluations.",
-        callback=int_range("--within", 1),
+    within: int | None = typer.Option(
+        None, "--within", help="Count seeds reaching the target within this many evaluations (T)."
     ),
     cost_alpha: float = typer.Option(
         COST_ALPHA_DEFAULT, "--cost-alpha", help="BO: weight of the fit cost (0 = plain EI)."
@@ -306,18 +305,52 @@ def replay_cmd(
     problem: str = typer.Option(
         "best-model",
         "--problem",
-        help="best-model | closest (nearest the MAE at (0, 48, 10)).",
-        callback=choice("--problem", ("best-model", "closest")),
+        help="best-model | closest (nearest the MAE at (0, 48, 10)) | which-model (paired).",
+        callback=choice("--problem", ("best-model", "closest", "which-model")),
+    ),
+    min_test_points: int = typer.Option(
+        30,
+        "--min-test-points",
+        help="C_min: search configurations with n*s >= this only.",
+        callback=int_range("--min-test-points", 1),
+    ),
+    surrogate: str = typer.Option(
+        "botorch",
+        "--surrogate",
+        help="BO surrogate: botorch (the bo extra) | sklearn-gp.",
+        callback=choice("--surrogate", ("botorch", "sklearn-gp")),
+    ),
+    agent: str | None = typer.Option(
+        None, "--agent", help="Your ask/tell optimiser as MODULE:ATTR, replayed beside BO/random."
     ),
     json_out: bool = JsonOption,
 ) -> None:
-    """BO vs random search replayed on exhaustive reference tables: every
+    """BO vs random search (and your optimiser) replayed on exhaustive reference tables: every
     evaluation is a lookup, so many seeds and every task take seconds, and no model is fitted."""
     from labreplay.errors import LabreplayError
-    from labreplay.suites.configsearch.references import compare, load_reference, load_references
+    from labreplay.suites.configsearch.optimizers import require_surrogate, resolve_optimizer
+    from labreplay.suites.configsearch.references import (
+        compare,
+        compare_which_model,
+        load_reference,
+        load_references,
+    )
 
+    default_budget, default_init = (8, 3) if problem == "best-model" else (12, 4)
+    budget = default_budget if budget is None else budget
+    init = default_init if init is None else init
+    within = budget if within is None else within
+    for name, value in (("--budget", budget), ("--init", init), ("--within", within)):
+        if value < 1:
+            raise LabreplayError(f"{name}: value {value} is below 1")
     if init > budget:
         raise LabreplayError(f"--init: value {init} exceeds --budget {budget}")
+    require_surrogate(surrogate)
+    factory = None
+    if agent is not None:
+        if problem == "which-model":
+            raise LabreplayError("--agent: which-model replays BO and paired random only")
+        factory, _ = resolve_optimizer(agent)
     if references.is_dir():
         refs = load_references(references)
     elif references.is_file():
@@ -326,28 +359,60 @@ def replay_cmd(
         raise LabreplayError(f"--references: {references} is neither a file nor a directory")
     if not refs:
         raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
+    chosen = range(42, 42 + seeds)
+    if problem == "which-model":
+        by_task: dict[str, list[Any]] = {}
+        for ref in refs:
+            by_task.setdefault(ref.task, []).append(ref)
+        pairs = [v for v in by_task.values() if len(v) == 2]
+        if not pairs:
+            raise LabreplayError(f"--references: no task in {references} has two models")
+        rows = [
+            compare_which_model(a, b, chosen, budget, init, min_test_points, surrogate)
+            for a, b in pairs
+        ]
+        if json_out:
+            print_json(rows)
+            return
+        for row in rows:
+            t = row["truth"]
+            lo, hi = t["paired_difference_ci95"]
+            console.print(
+                f"{row['task']} which-model over {row['configurations']} C_min configurations: "
+                f"{t['difference']} = {t['paired_difference']:.4g} [{lo:.4g}, {hi:.4g}] -> "
+                f"{t['verdict']}; T = {budget}: "
+                + "; ".join(f"{m} {v}" for m, v in row["methods"].items())
+            )
+        return
     rows = [
-        compare(ref, range(42, 42 + seeds), budget, init, within, cost_alpha, problem)
+        compare(
+            ref, chosen, budget, init, within, cost_alpha, problem, min_test_points, surrogate,
+            factory, agent,
+        )
         for ref in refs
-    ]
+    ]  # fmt: skip
     if json_out:
         print_json(rows)
         return
     for row in rows:
         lo, hi = row["steps_saved_ci95"]
-        band = row["target_band_relative"]
-        if band is not None:
-            console.print(
-                f"{row['reference']} closest: on target means within {band:.1%} of the MAE at "
-                "(0, 48, 10); a band narrower than the seed noise of an MAE makes a hit luck"
+        extra = ""
+        if "agent" in row:
+            a = row["agent"]
+            alo, ahi = a["vs_random"]["steps_saved_ci95"]
+            extra = (
+                f"; {a['label']} {a['hits']}/{seeds} (steps saved vs random "
+                f"{a['vs_random']['steps_saved_mean']:.2f} [{alo:.2f}, {ahi:.2f}], "
+                f"{a['invalid_steps']} invalid steps)"
             )
         console.print(
-            f"{row['reference']} {problem}: target in {row['targets_in_space']}/"
-            f"{row['candidates']} configurations (random search's chance within {within}: "
-            f"{row['random_chance_within']:.0%}); BO {row['bo_hits']}/{seeds} "
-            f"({row['bo_hits_in_initial_design']} in the initial design), random "
-            f"{row['random_hits']}/{seeds}; steps saved {row['steps_saved_mean']:.2f} "
-            f"[{lo:.2f}, {hi:.2f}]"
+            f"{row['reference']} {problem} (C_min n*s >= {min_test_points}, surrogate "
+            f"{row['bo']['surrogate']}): on target {row['configs_on_target']}/"
+            f"{row['candidates']} (chance of {within} uniform draws {row['random_chance_within']:.0%}"
+            f"); BO {row['bo_hits']}/{seeds} ({row['bo_hits_in_initial_design']} in the initial "
+            f"design), random {row['random_hits']}/{seeds}; steps saved "
+            f"{row['steps_saved_mean']:.2f} [{lo:.2f}, {hi:.2f}]{extra}"
+            + "".join(f"\n  warning: {w}" for w in row["warnings"])
         )
 
 
@@ -394,6 +459,12 @@ def run_cmd(
     executor: str = ExecutorOption,
     scheduler: str | None = SchedulerOption,
     workers: int | None = WorkersOption,
+    min_test_points: int = typer.Option(
+        30,
+        "--min-test-points",
+        help="C_min: search configurations with n*s >= this only.",
+        callback=int_range("--min-test-points", 1),
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """A budgeted search (Algorithm 1, 2 or 3) with BO or random search; one work unit per
@@ -431,6 +502,7 @@ def run_cmd(
             n_ood,
             n_jobs,
             _space(r_values, n_values, s_values),
+            min_test_points,
         )
         chosen = [seed + k for k in range(seeds)]
         done = run_searches(

@@ -24,27 +24,37 @@ from labreplay.suites.configsearch.pipeline import PipelineSettings
 from labreplay.suites.configsearch.runner import ConfigSearch
 from labreplay.suites.configsearch.search import COST_ALPHA, SearchResult
 from labreplay.suites.configsearch.space import Config, ConfigSpace
+from labreplay.suites.configsearch.targets import MIN_TEST_POINTS
 
 
 @lru_cache(maxsize=2)
 def _worker_copy(
-    data_dir: str, task: str, settings: PipelineSettings, space: ConfigSpace, cache_dir: str
+    data_dir: str,
+    task: str,
+    settings: PipelineSettings,
+    space: ConfigSpace,
+    cache_dir: str,
+    min_test_points: int = MIN_TEST_POINTS,
 ) -> ConfigSearch:
-    return ConfigSearch(Path(data_dir), task, None, settings, space, Path(cache_dir))
+    return ConfigSearch(
+        Path(data_dir), task, None, settings, space, Path(cache_dir),
+        min_test_points=min_test_points,
+    )  # fmt: skip
 
 
-def _setup(campaign: ConfigSearch) -> tuple[str, str, PipelineSettings, ConfigSpace, str]:
+def _setup(campaign: ConfigSearch) -> tuple[str, str, PipelineSettings, ConfigSpace, str, int]:
     return (
         str(campaign.data_dir),
         campaign.task,
         campaign.evaluator.settings,
         campaign.space,
         str(campaign.evaluator.root),
+        campaign.min_test_points,
     )
 
 
 def embed_unit(
-    setup: tuple[str, str, PipelineSettings, ConfigSpace, str],
+    setup: tuple[str, str, PipelineSettings, ConfigSpace, str, int],
     r: float,
     cache: ResponseCache | None = None,
 ) -> float:
@@ -53,7 +63,7 @@ def embed_unit(
 
 
 def sweep_unit(
-    setup: tuple[str, str, PipelineSettings, ConfigSpace, str],
+    setup: tuple[str, str, PipelineSettings, ConfigSpace, str, int],
     model: str,
     configs: Sequence[tuple[float, int, int]],
     cache: ResponseCache | None = None,
@@ -123,7 +133,7 @@ def sweep_on(
 
 
 def search_unit(
-    setup: tuple[str, str, PipelineSettings, ConfigSpace, str],
+    setup: tuple[str, str, PipelineSettings, ConfigSpace, str, int],
     args: tuple[Any, ...],
     cache: ResponseCache | None = None,
 ) -> tuple[list[dict[str, Any]], SearchResult]:

@@ -107,6 +107,8 @@ class Evaluation:
     n_test_distinct: int = 0
     degenerate_folds: int = 0
     mae_nondegenerate: float | None = None
+    # sample SD (ddof 1) of the pooled absolute errors: SE(c) = abs_error_sd / sqrt(n_test)
+    abs_error_sd: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -119,6 +121,7 @@ class Evaluation:
             "n_test_distinct": self.n_test_distinct,
             "degenerate_folds": self.degenerate_folds,
             "mae_nondegenerate": self.mae_nondegenerate,
+            "abs_error_sd": self.abs_error_sd,
             # the fold fits this evaluation needs; whether they came from the cache is run-time
             # bookkeeping (CacheStats), kept out of the hashed trajectory
             "fold_fits": self.config.n,
@@ -395,6 +398,7 @@ class Evaluator:
             kept = [e for e, d in zip(errors, degenerate, strict=True) if not d]
             pred = np.concatenate([p[:s] for p in predictions])
             truth = np.concatenate(truths)
+            pooled = np.concatenate(errors)
             accuracy = None
             if self.definition.classification:
                 accuracy = float(np.mean((pred >= 0.5) == (truth >= 0.5)))
@@ -402,7 +406,7 @@ class Evaluator:
                 Evaluation(
                     config=Config(r, n, s),
                     model=model.name,
-                    mae=float(np.mean(np.concatenate(errors))),
+                    mae=float(np.mean(pooled)),
                     accuracy=accuracy,
                     n_test=len(truth),
                     fits_trained=trained if i == 0 else 0,
@@ -412,6 +416,7 @@ class Evaluator:
                     n_test_distinct=len(np.unique(np.concatenate(tests))),
                     degenerate_folds=sum(degenerate),
                     mae_nondegenerate=float(np.mean(np.concatenate(kept))) if kept else None,
+                    abs_error_sd=float(np.std(pooled, ddof=1)) if len(pooled) > 1 else None,
                 )
             )
         return out

@@ -15,35 +15,63 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from labreplay.errors import DataError
 from labreplay.scoring.stats import paired_bootstrap_ci
 from labreplay.sdk import atomic_write_bytes, canonical_json
 from labreplay.store.sqlite import Store
+from labreplay.suites.configsearch.optimizers import (
+    OptimizerFactory,
+    require_surrogate,
+    surrogate_identity,
+)
 from labreplay.suites.configsearch.search import COST_ALPHA, landscape, search
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
-from labreplay.suites.configsearch.targets import TARGET_SCORE, Landscape, target_metrics
+from labreplay.suites.configsearch.targets import (
+    MIN_TEST_POINTS,
+    Landscape,
+    in_reference_block,
+    standard_error,
+    target_metrics,
+)
 
 FORMAT = "labreplay-configsearch-reference/1"
+COLUMNS = (
+    "r", "n", "s", "mae", "mae_nondegenerate", "degenerate_folds", "n_test", "abs_error_sd"
+)  # fmt: skip
 REGENERATE = "labreplay configsearch references --tasks {task} --models {model} --n-jobs 2"
 
 
 @dataclass(frozen=True)
 class Reference:
-    """m(o, c) of one model over every feasible configuration of one task."""
+    """m(o, c) of one model over every feasible configuration of one task, with each
+    configuration's pooled test-set size and the SD of its absolute errors (None in the files
+    recorded before abs_error_sd was stored: flagged as `se_known` False, never invented)."""
 
     task: str
     model: str
     protocol: dict[str, Any]
     space: ConfigSpace
     maes: dict[Config, float]
+    n_test: dict[Config, int] = field(default_factory=dict)
+    abs_error_sd: dict[Config, float | None] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
         return f"{self.task} x {self.model}"
+
+    @property
+    def se_known(self) -> bool:
+        return bool(self.abs_error_sd) and all(v is not None for v in self.abs_error_sd.values())
+
+    def se(self, config: Config) -> float | None:
+        n_test = self.n_test.get(config, config.n * config.s)
+        return standard_error(self.abs_error_sd.get(config), n_test)
 
 
 def _space(doc: dict[str, Any]) -> ConfigSpace:
@@ -70,7 +98,7 @@ def export_references(store: Store, out_dir: Path) -> list[Path]:
             c = p["config"]
             rows.append(
                 [c["r"], c["n"], c["s"], p["mae"], p.get("mae_nondegenerate"),
-                 p.get("degenerate_folds", 0), p["n_test"]]
+                 p.get("degenerate_folds", 0), p["n_test"], p.get("abs_error_sd")]
             )  # fmt: skip
         rows.sort(key=lambda row: (row[0], row[1], row[2]))
         doc = {
@@ -84,7 +112,7 @@ def export_references(store: Store, out_dir: Path) -> list[Path]:
             "space": spec["body"]["space"],
             "pipeline": spec["body"]["pipeline"],
             "regenerate": REGENERATE.format(task=params["task"], model=model),
-            "columns": ["r", "n", "s", "mae", "mae_nondegenerate", "degenerate_folds", "n_test"],
+            "columns": list(COLUMNS),
             "rows": rows,
         }
         path = out_dir / f"{params['task']}__{model}.json.gz"
@@ -101,12 +129,31 @@ def load_reference(path: Path) -> Reference:
         raise DataError(f"unreadable reference file ({exc})", file=str(path)) from exc
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise DataError("not a configsearch reference file", file=str(path), field="format")
-    maes = {Config(float(r), int(n), int(s)): float(mae) for r, n, s, mae, *_ in doc["rows"]}
-    return Reference(doc["task"], doc["model"], doc["protocol"], _space(doc["space"]), maes)
+    columns = list(doc.get("columns", COLUMNS[:7]))
+    missing = [c for c in ("r", "n", "s", "mae", "n_test") if c not in columns]
+    if missing:
+        raise DataError(f"reference rows lack {missing}", file=str(path), field="columns")
+    at = {name: i for i, name in enumerate(columns)}
+    maes: dict[Config, float] = {}
+    n_test: dict[Config, int] = {}
+    sds: dict[Config, float | None] = {}
+    for row in doc["rows"]:
+        c = Config(float(row[at["r"]]), int(row[at["n"]]), int(row[at["s"]]))
+        maes[c] = float(row[at["mae"]])
+        n_test[c] = int(row[at["n_test"]])
+        sd = row[at["abs_error_sd"]] if "abs_error_sd" in at else None
+        sds[c] = None if sd is None else float(sd)
+    return Reference(
+        doc["task"], doc["model"], doc["protocol"], _space(doc["space"]), maes, n_test, sds
+    )
 
 
 def load_references(directory: Path) -> list[Reference]:
     return [load_reference(p) for p in sorted(directory.glob("*.json.gz"))]
+
+
+def _searched(ref: Reference, problem: str, min_test_points: int) -> Landscape:
+    return replay_landscape(ref, problem, min_test_points)
 
 
 def replay(
@@ -117,13 +164,17 @@ def replay(
     init: int,
     cost_alpha: float = COST_ALPHA,
     problem: str = "best-model",
+    min_test_points: int = MIN_TEST_POINTS,
+    surrogate: str = "botorch",
+    agent: OptimizerFactory | None = None,
 ) -> list[dict[str, Any]]:
     """Target metrics of a search per seed, every evaluation a table lookup. Problems:
     best-model (lowest MAE) and closest (MAE nearest the model's MAE at (0, 48, 10), which must
-    be in the table; the reference itself is not a candidate)."""
+    be in the table; its own (r, n) block is not a candidate). `agent`: a factory of a user's
+    ask/tell optimiser, run through the same budget, initial design and scoring."""
     feasible = sorted(ref.maes)
     truth = _ground_truth(ref, problem)
-    land = replay_landscape(ref, problem)
+    land = replay_landscape(ref, problem, min_test_points)
     out = []
     for seed in seeds:
         result = search(
@@ -138,10 +189,38 @@ def replay(
             seed=seed,
             ground_truth=truth,
             cost_alpha=cost_alpha,
+            min_test_points=min_test_points,
+            surrogate=surrogate,
+            optimizer=agent() if agent is not None else None,
         )
         steps = list(range(1, len(result.steps) + 1))
-        out.append({"seed": seed, **target_metrics(land, result.trace(), steps, init)})
+        row = {"seed": seed, **target_metrics(land, result.trace(), steps, init)}
+        row["invalid_steps"] = result.invalid_steps
+        row["answer"] = result.answer()
+        out.append(row)
     return out
+
+
+def _steps(m: dict[str, Any], budget: int) -> int:
+    return int(m["steps_to_target"]) if m["reached_target"] else budget + 1
+
+
+def _paired(a: list[dict[str, Any]], b: list[dict[str, Any]], budget: int) -> dict[str, Any]:
+    """b vs a over the same seeds: steps saved (a miss counts as budget + 1) and the normalised
+    score after T, each as a mean with a paired bootstrap 95% interval."""
+    saved = [_steps(y, budget) - _steps(x, budget) for x, y in zip(a, b, strict=True)]
+    mean, lo, hi = paired_bootstrap_ci(saved, seed=0, purpose="configsearch-replay")
+    gain = [
+        float(x["final_normalised"] or 0.0) - float(y["final_normalised"] or 0.0)
+        for x, y in zip(a, b, strict=True)
+    ]
+    g_mean, g_lo, g_hi = paired_bootstrap_ci(gain, seed=0, purpose="configsearch-normalised")
+    return {
+        "steps_saved_mean": mean,
+        "steps_saved_ci95": [lo, hi],
+        "normalised_gain_mean": g_mean,
+        "normalised_gain_ci95": [g_lo, g_hi],
+    }
 
 
 def compare(
@@ -152,47 +231,88 @@ def compare(
     within: int,
     cost_alpha: float = COST_ALPHA,
     problem: str = "best-model",
+    min_test_points: int = MIN_TEST_POINTS,
+    surrogate: str = "botorch",
+    agent: OptimizerFactory | None = None,
+    agent_label: str | None = None,
 ) -> dict[str, Any]:
-    """BO vs random search on one reference: seeds reaching the target within `within`
-    evaluations, and the paired difference in steps to target (a miss counts as budget + 1)."""
-    runs = {m: replay(ref, m, seeds, budget, init, cost_alpha, problem) for m in ("bo", "random")}
-
-    def steps(m: dict[str, Any]) -> int:
-        return int(m["steps_to_target"]) if m["reached_target"] else budget + 1
+    """BO vs random search (and a user's optimiser) on one reference: seeds reaching the target
+    within `within` evaluations beside the configurations on target and the exact chance of
+    `within` uniform draws; the paired difference in steps to target and in the normalised
+    score after T (BO minus random)."""
+    require_surrogate(surrogate)
+    runs = {
+        m: replay(ref, m, seeds, budget, init, cost_alpha, problem, min_test_points, surrogate)
+        for m in ("bo", "random")
+    }
+    if agent is not None:
+        runs["agent"] = replay(
+            ref, "agent", seeds, budget, init, cost_alpha, problem, min_test_points, surrogate,
+            agent,
+        )  # fmt: skip
 
     def hits(rows: list[dict[str, Any]]) -> int:
         return sum(1 for m in rows if m["reached_target"] and m["steps_to_target"] <= within)
 
-    saved = [steps(r) - steps(b) for b, r in zip(runs["bo"], runs["random"], strict=True)]
-    mean, lo, hi = paired_bootstrap_ci(saved, seed=0, purpose="configsearch-replay")
-    first = runs["bo"][0]
-    land = replay_landscape(ref, problem)
-    return {
+    def mean_final(rows: list[dict[str, Any]]) -> float:
+        return float(np.mean([float(m["final_normalised"] or 0.0) for m in rows]))
+
+    land = replay_landscape(ref, problem, min_test_points)
+    bo_vs_random = _paired(runs["bo"], runs["random"], budget)
+    out: dict[str, Any] = {
         "reference": ref.label,
+        "task": ref.task,
+        "model": ref.model,
         "problem": problem,
-        "candidates": first["candidates"],
+        **land.summary(),
         "targets_in_space": land.on_target,
         "random_chance_within": land.chance(within),
-        # closest: how near the reference MAE a configuration must come, relative to it; below
-        # the seed noise of a configuration's MAE (RF-SCM: ~2-5%), reaching it is luck
-        "target_band_relative": (
-            (land.median - TARGET_SCORE * (land.median - land.optimum))
-            / ref.maes[Config(*REFERENCE_CONFIG)]
-            if problem == "closest" and ref.maes[Config(*REFERENCE_CONFIG)] > 0
-            else None
-        ),
+        "warnings": land.warnings(within)
+        + ([] if ref.se_known else ["reference has no abs_error_sd: SE term of the band unknown"]),
         "seeds": len(seeds),
         "budget": budget,
         "init": init,
         "within": within,
-        "cost_alpha": cost_alpha,
+        "bo": {**surrogate_identity(surrogate), "cost_alpha": cost_alpha},
         "bo_hits": hits(runs["bo"]),
         "random_hits": hits(runs["random"]),
         "bo_hits_in_initial_design": sum(1 for m in runs["bo"] if m["target_in_initial_design"]),
-        "steps_saved_mean": mean,
-        "steps_saved_ci95": [lo, hi],
-        "bo_better": bool(lo > 0),
+        "bo_mean_final_normalised": mean_final(runs["bo"]),
+        "random_mean_final_normalised": mean_final(runs["random"]),
+        **bo_vs_random,
+        "bo_better": bool(bo_vs_random["steps_saved_ci95"][0] > 0),
+        "bo_better_normalised": bool(bo_vs_random["normalised_gain_ci95"][0] > 0),
     }
+    if problem == "closest":
+        out["closest_answers_in_reference_block"] = sum(
+            1
+            for rows in runs.values()
+            for m in rows
+            if m["answer"].get("config") and _answer_in_block(m["answer"]["config"])
+        )
+    if agent is not None:
+        out["agent"] = {
+            "label": agent_label,
+            "hits": hits(runs["agent"]),
+            "hits_in_initial_design": sum(
+                1 for m in runs["agent"] if m["target_in_initial_design"]
+            ),
+            "mean_final_normalised": mean_final(runs["agent"]),
+            "invalid_steps": sum(int(m["invalid_steps"]) for m in runs["agent"]),
+            "vs_random": _paired(runs["agent"], runs["random"], budget),
+            "vs_bo": _paired(runs["agent"], runs["bo"], budget),
+        }
+        out["agent"]["name"] = _agent_name(agent)
+    return out
+
+
+def _agent_name(agent: OptimizerFactory) -> str:
+    made = agent()
+    return f"{made.name} {canonical_json(made.params())}"
+
+
+def _answer_in_block(config: dict[str, Any]) -> bool:
+    return in_reference_block(Config(float(config["r"]), int(config["n"]), int(config["s"])))
 
 
 def _ground_truth(ref: Reference, problem: str) -> dict[str, float] | None:
@@ -207,12 +327,80 @@ def _ground_truth(ref: Reference, problem: str) -> dict[str, float] | None:
     return {ref.model: ref.maes[reference]}
 
 
-def replay_landscape(ref: Reference, problem: str) -> Landscape:
+def replay_landscape(
+    ref: Reference, problem: str, min_test_points: int = MIN_TEST_POINTS
+) -> Landscape:
     table = {(ref.model, c): v for c, v in ref.maes.items()}
+    se = {(ref.model, c): ref.se(c) for c in ref.maes}
     truth = _ground_truth(ref, problem)
-    return landscape(problem, table, [ref.model], sorted(ref.maes), truth)
+    gt_se = {ref.model: ref.se(Config(*REFERENCE_CONFIG))} if truth else None
+    return landscape(
+        problem, table, [ref.model], sorted(ref.maes), truth, min_test_points, se, gt_se
+    )
 
 
-def targets_in_space(ref: Reference) -> int:
-    """How many configurations clear the normalised best-model target: 1 means one needle."""
-    return replay_landscape(ref, "best-model").on_target
+def targets_in_space(ref: Reference, min_test_points: int = MIN_TEST_POINTS) -> int:
+    """How many configurations are on the best-model target."""
+    return replay_landscape(ref, "best-model", min_test_points).on_target
+
+
+def compare_which_model(
+    first: Reference,
+    second: Reference,
+    seeds: Sequence[int],
+    budget: int,
+    init: int,
+    min_test_points: int = MIN_TEST_POINTS,
+    surrogate: str = "botorch",
+) -> dict[str, Any]:
+    """Formal Algorithm 1 on one task with two references: every step evaluates both models at
+    one configuration (paired). The truth is the paired difference over every C_min
+    configuration (95% t interval; "tied" when it contains 0); each search's verdict is the same
+    computation over the configurations it evaluated."""
+    from labreplay.suites.configsearch.search import Step, which_model_answer
+
+    require_surrogate(surrogate)
+    refs = {first.model: first, second.model: second}
+    models = sorted(refs)
+    common = sorted(set(first.maes) & set(second.maes))
+    cmin = [c for c in common if c.n * c.s >= min_test_points]
+    truth = which_model_answer(
+        [Step(i, "exhaustive", None, {m: refs[m].maes[c] for m in models}, 0.0, 0.0, None, 0.0)
+         for i, c in enumerate(cmin, 1)]
+    )  # fmt: skip
+    out: dict[str, Any] = {
+        "task": first.task,
+        "problem": "which-model",
+        "models": models,
+        "min_test_points": min_test_points,
+        "configurations": len(cmin),
+        "truth": truth,
+        "seeds": len(seeds),
+        "budget": budget,
+        "init": init,
+        "bo": surrogate_identity(surrogate),
+        "methods": {},
+    }
+    for method in ("bo", "random"):
+        verdicts = []
+        for seed in seeds:
+            result = search(
+                problem="which-model",
+                method=method,
+                space=first.space,
+                feasible=common,
+                models=models,
+                evaluate=lambda model, config: refs[model].maes[config],
+                budget=budget,
+                init=init,
+                seed=seed,
+                min_test_points=min_test_points,
+                surrogate=surrogate,
+            )
+            verdicts.append(result.answer()["verdict"])
+        out["methods"][method] = {
+            "tied": verdicts.count("tied"),
+            "named": {m: verdicts.count(m) for m in models},
+            "agrees_with_truth": verdicts.count(truth["verdict"]),
+        }
+    return out

@@ -32,7 +32,13 @@ from labreplay.suites.configsearch.search import (
     search,
 )
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace, paper_space
-from labreplay.suites.configsearch.targets import costs, sweep_summary, target_metrics
+from labreplay.suites.configsearch.targets import (
+    MIN_TEST_POINTS,
+    costs,
+    standard_error,
+    sweep_summary,
+    target_metrics,
+)
 
 SUITE = "configsearch"
 PROTOCOL = "automatbench-ood"
@@ -52,8 +58,11 @@ class ConfigSearch:
         cache_dir: Path | None = None,
         stats: CacheStats | None = None,
         n_jobs: int = 1,
+        min_test_points: int = MIN_TEST_POINTS,
     ) -> None:
         self.store = store
+        # C_min (targets.py): searches and targets use configurations with n*s >= this only
+        self.min_test_points = int(min_test_points)
         self.space = space or paper_space()
         self.n_jobs = n_jobs
         self.evaluator = Evaluator(data_dir, task, settings, cache_dir, stats, n_jobs)
@@ -293,6 +302,7 @@ class ConfigSearch:
             "gt": gt if problem == "closest" else None,
             "cost_alpha": cost_alpha if method == "bo" else None,
             "initial_design": "maximin",
+            "min_test_points": self.min_test_points,
         }
         chain = self._open(list(models), problem, method, seed, params)
         info = self._db.run(chain.run_id)
@@ -346,6 +356,7 @@ class ConfigSearch:
             ground_truth=truth,
             on_step=on_step,
             cost_alpha=cost_alpha if method == "bo" else 0.0,
+            min_test_points=self.min_test_points,
         )
         result.gt_evaluations = gt_cost
         return chain.events, result
@@ -374,18 +385,22 @@ class ConfigSearch:
             if e["kind"] == "ground_truth":
                 result.ground_truth = dict(p["values"])
             if e["kind"] == "step":
-                cfg = Config(float(p["config"]["r"]), int(p["config"]["n"]), int(p["config"]["s"]))
+                cand = None
+                if p["config"] is not None:
+                    c = p["config"]
+                    cand = Candidate(Config(float(c["r"]), int(c["n"]), int(c["s"])), p["model"])
                 result.steps.append(
                     Step(
                         p["step"],
                         p["phase"],
-                        Candidate(cfg, p["model"]),
+                        cand,
                         dict(p["maes"]),
                         p["objective"],
                         p["best_so_far"],
                         p["acquisition"],
                         p.get("overhead_s", 0.0),
                         int(p.get("new_fits", 0)),
+                        p.get("error"),
                     )
                 )
         return result
@@ -393,8 +408,8 @@ class ConfigSearch:
     def _summarise(
         self, result: SearchResult, models: list[str], truth: dict[str, float]
     ) -> dict[str, Any]:
-        cands = candidates(result.problem, self.feasible, models)
-        used = [(m, s.candidate.config) for s in result.steps for m in s.maes]
+        cands = candidates(result.problem, self.feasible, models, self.min_test_points)
+        used = [(m, s.candidate.config) for s in result.valid_steps if s.candidate for m in s.maes]
         if result.problem == "closest" and result.gt_evaluations:
             used += [(m, Config(*REFERENCE_CONFIG)) for m in models]
         exhaustive = [
@@ -414,8 +429,30 @@ class ConfigSearch:
             "bo_overhead_max_s": max(overheads) if overheads else None,
             "bo_overhead_mean_s": float(np.mean(overheads)) if overheads else None,
         }
+        summary["min_test_points"] = self.min_test_points
+        summary["invalid_steps"] = result.invalid_steps
         table = self.truth_table(models)
         if table is not None:
-            land = landscape(result.problem, table, models, self.feasible, truth)
+            se = self.truth_se(models)
+            ref = Config(*REFERENCE_CONFIG)
+            gt_se = {m: se.get((m, ref)) for m in models} if result.problem == "closest" else None
+            land = landscape(
+                result.problem, table, models, self.feasible, truth, self.min_test_points, se, gt_se
+            )
             summary.update(target_metrics(land, result.trace(), cumulative, init))
+            summary["chance_uniform"] = land.chance(len(result.steps))
+            summary["target_warnings"] = land.warnings(len(result.steps))
         return summary
+
+    def truth_se(self, models: Sequence[str]) -> dict[tuple[str, Config], float | None]:
+        """SE(c) = abs_error_sd / sqrt(n_test) of every stored sweep evaluation."""
+        out: dict[tuple[str, Config], float | None] = {}
+        runs = self._db.runs(
+            suite=SUITE, spec_hash=self.spec_hash, branch="sweep/exhaustive", status="complete"
+        )
+        for run in runs:
+            if run.agent_params.get("models", [None])[0] not in models:
+                continue
+            for key, p in self._payloads(self._db.events(run.run_id)).items():
+                out.setdefault(key, standard_error(p.get("abs_error_sd"), int(p["n_test"])))
+        return out

@@ -15,6 +15,12 @@ BO and random search share their first T0 points (same seed, same initial datase
 a seeded maximin design (of 256 seeded random T0-subsets, the one whose closest pair of encoded
 candidates is farthest apart), so the initial points cover r, n and s instead of clumping.
 
+Searches run over C_min only (n*s >= min_test_points, default 30; targets.py), and the closest
+problem never proposes the reference's own (r, n) block (it shares the reference's fits and most
+of its test points). Every method is an ask/tell optimiser (optimizers.py); `search` is the one
+driver: it spends the budget, evaluates the shared initial design, asks the optimiser for the
+rest and records an invalid suggestion as an invalid step.
+
 Cost-aware acquisition (optional, declared): a candidate whose (model, r, n) training set this
 run has already fitted costs no fits (only predictions), a new one costs n fits. BO maximises
 log EI - alpha * log(1 + new_fits / n_ref), n_ref = the median n of the space. The default is
@@ -36,11 +42,23 @@ from typing import Any
 import numpy as np
 
 from labreplay.errors import SpecError
-from labreplay.sdk import derive_seed, make_rng
+from labreplay.sdk import make_rng
+from labreplay.suites.configsearch.optimizers import (
+    History,
+    Observation,
+    Optimizer,
+    builtin_optimizer,
+    candidate_key,
+)
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
-from labreplay.suites.configsearch.targets import Landscape
+from labreplay.suites.configsearch.targets import (
+    MIN_TEST_POINTS,
+    Landscape,
+    in_reference_block,
+    reliable,
+)
 
-PROBLEMS = ("best-model", "discriminate", "closest")
+PROBLEMS = ("best-model", "discriminate", "closest", "which-model")
 METHODS = ("bo", "random", "exhaustive")
 COST_ALPHA = 0.0
 MAXIMIN_TRIES = 256
@@ -57,25 +75,36 @@ class Candidate:
     def label(self) -> str:
         return self.config.label() + (f" {self.model}" if self.model else "")
 
+    def key(self) -> tuple[float, int, int, str | None]:
+        return candidate_key(self.config.to_json(), self.model)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = dict(self.config.to_json())
+        if self.model is not None:
+            out["model"] = self.model
+        return out
+
 
 @dataclass
 class Step:
     index: int
-    phase: str  # init | bo | random | exhaustive
-    candidate: Candidate
+    phase: str  # init | bo | random | exhaustive | <agent method> | invalid
+    candidate: Candidate | None  # None: an invalid suggestion (nothing evaluated)
     maes: dict[str, float]
-    objective: float
+    objective: float | None
     best_so_far: float
     acquisition: float | None
     overhead_s: float
     new_fits: int = 0
+    error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "step": self.index,
             "phase": self.phase,
-            "config": self.candidate.config.to_json(),
-            "model": self.candidate.model,
+            "config": self.candidate.config.to_json() if self.candidate else None,
+            "model": self.candidate.model if self.candidate else None,
+            "error": self.error,
             "maes": self.maes,
             "objective": self.objective,
             "best_so_far": self.best_so_far,
@@ -101,17 +130,27 @@ class SearchResult:
     def trace(self) -> list[float]:
         return [s.best_so_far for s in self.steps]
 
+    @property
+    def valid_steps(self) -> list[Step]:
+        return [s for s in self.steps if s.candidate is not None and s.objective is not None]
+
+    @property
+    def invalid_steps(self) -> int:
+        return len(self.steps) - len(self.valid_steps)
+
     def answer(self) -> dict[str, Any]:
         """The algorithm's final estimate (line 8-9 of Algorithms 1-3)."""
-        if not self.steps:
+        steps = self.valid_steps
+        if not steps:
             return {}
         if self.problem == "best-model":
             per_model: dict[str, list[float]] = {}
-            for s in self.steps:
+            for s in steps:
                 for model, mae in s.maes.items():
                     per_model.setdefault(model, []).append(mae)
             means = {m: float(np.mean(v)) for m, v in sorted(per_model.items())}
-            best_step = min(self.steps, key=lambda s: (s.objective, s.index))
+            best_step = min(steps, key=lambda s: (float(s.objective or 0.0), s.index))
+            assert best_step.candidate is not None
             return {
                 "best_model": min(means, key=lambda m: (means[m], m)),
                 "mean_mae": means,
@@ -121,8 +160,11 @@ class SearchResult:
                     "mae": best_step.objective,
                 },
             }
+        if self.problem == "which-model":
+            return which_model_answer(steps)
         pick = max if self.problem == "discriminate" else min
-        chosen = pick(self.steps, key=lambda s: (s.objective, -s.index))
+        chosen = pick(steps, key=lambda s: (float(s.objective or 0.0), -s.index))
+        assert chosen.candidate is not None
         out = {
             "config": chosen.candidate.config.to_json(),
             "objective": chosen.objective,
@@ -133,11 +175,44 @@ class SearchResult:
         return out
 
 
+def which_model_answer(steps: Sequence[Step]) -> dict[str, Any]:
+    """Formal Algorithm 1: M(o) per model over the evaluated configurations, the paired
+    difference first - second with its 95% t interval, and "tied" when it contains 0."""
+    models = sorted(steps[0].maes)
+    per_model = {m: [s.maes[m] for s in steps] for m in models}
+    diffs = np.array(per_model[models[0]]) - np.array(per_model[models[1]])
+    mean = float(np.mean(diffs))
+    lo = hi = mean
+    if len(diffs) > 1:
+        from scipy.stats import t
+
+        half = float(t.ppf(0.975, len(diffs) - 1) * np.std(diffs, ddof=1) / np.sqrt(len(diffs)))
+        lo, hi = mean - half, mean + half
+    tied = len(diffs) < 2 or lo <= 0.0 <= hi
+    verdict = "tied" if tied else (models[0] if mean < 0 else models[1])
+    return {
+        "mean_mae": {m: float(np.mean(v)) for m, v in per_model.items()},
+        "difference": f"{models[0]} - {models[1]}",
+        "paired_difference": mean,
+        "paired_difference_ci95": [lo, hi],
+        "configurations": len(diffs),
+        "verdict": verdict,
+        "best_model": None if tied else verdict,
+    }
+
+
 def direction(problem: str) -> str:
+    """which-model searches where |difference| is largest is not its goal; its optimisers
+    minimise the paired difference (its GP still maps the difference surface; the answer is the
+    mean over every evaluated configuration, not the optimum)."""
     return "max" if problem == "discriminate" else "min"
 
 
 def objective(problem: str, maes: dict[str, float], gt: dict[str, float]) -> float:
+    if problem == "which-model":
+        # the paired difference of the first two models (sorted): what the search estimates
+        first, second = sorted(maes)[:2]
+        return maes[first] - maes[second]
     if problem == "best-model":
         (value,) = maes.values()
         return value
@@ -148,15 +223,24 @@ def objective(problem: str, maes: dict[str, float], gt: dict[str, float]) -> flo
     raise SpecError(f"unknown problem {problem!r}; known: {', '.join(PROBLEMS)}")
 
 
-def candidates(problem: str, feasible: Sequence[Config], models: Sequence[str]) -> list[Candidate]:
+def candidates(
+    problem: str,
+    feasible: Sequence[Config],
+    models: Sequence[str],
+    min_test_points: int = MIN_TEST_POINTS,
+) -> list[Candidate]:
+    """The searched candidates: C_min (n*s >= min_test_points) of the feasible configurations;
+    closest also leaves out the reference's own (r, n) block."""
     if problem not in PROBLEMS:
         raise SpecError(f"unknown problem {problem!r}; known: {', '.join(PROBLEMS)}")
-    if problem == "discriminate" and len(models) < 2:
-        raise SpecError("problem 'discriminate' needs at least two models (--models M1,M2)")
+    if problem in ("discriminate", "which-model") and len(models) < 2:
+        raise SpecError(f"problem {problem!r} needs at least two models (--models M1,M2)")
+    if problem == "which-model" and len(models) != 2:
+        raise SpecError("problem 'which-model' compares exactly two models (--models M1,M2)")
+    kept = [c for c in feasible if reliable(c, min_test_points)]
     if problem == "best-model":
-        return [Candidate(c, m) for m in models for c in feasible]
-    reference = Config(*REFERENCE_CONFIG)
-    return [Candidate(c, None) for c in feasible if problem != "closest" or c != reference]
+        return [Candidate(c, m) for m in models for c in kept]
+    return [Candidate(c, None) for c in kept if problem != "closest" or not in_reference_block(c)]
 
 
 def encode(space: ConfigSpace, cands: Sequence[Candidate], models: Sequence[str]) -> np.ndarray:
@@ -185,62 +269,28 @@ def maximin_design(x: np.ndarray, size: int, seed: int, problem: str) -> list[in
     return best
 
 
-# --------------------------------------------------------------------------- surrogate + EI
-
-
-def expected_improvement(
-    x_obs: np.ndarray, y_obs: np.ndarray, x_cand: np.ndarray, seed: int
-) -> tuple[np.ndarray, str]:
-    """log EI (maximisation of y) of each candidate under a GP fit to the observations. botorch
-    (log-EI, fitted SingleTaskGP) when installed, else scikit-learn's GP with closed-form EI."""
-    try:
-        import torch
-        from botorch.acquisition.analytic import LogExpectedImprovement
-        from botorch.fit import fit_gpytorch_mll
-        from botorch.models import SingleTaskGP
-        from botorch.models.transforms import Standardize
-        from gpytorch.mlls import ExactMarginalLogLikelihood
-    except ImportError:
-        ei = _sklearn_ei(x_obs, y_obs, x_cand, seed)
-        return np.log(np.maximum(ei, 1e-300)), "sklearn-gp"
-    torch.manual_seed(seed)
-    torch.set_num_threads(1)
-    train_x = torch.tensor(x_obs, dtype=torch.float64)
-    train_y = torch.tensor(y_obs, dtype=torch.float64).reshape(-1, 1)
-    gp = SingleTaskGP(train_x, train_y, outcome_transform=Standardize(m=1))
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
-        acquisition = LogExpectedImprovement(gp, best_f=train_y.max())
-        with torch.no_grad():
-            values = acquisition(torch.tensor(x_cand, dtype=torch.float64).unsqueeze(1))
-    return values.numpy().astype(float), "botorch-logEI"
-
-
-def _warm_imports() -> None:
-    try:
-        import botorch.fit
-        import botorch.models  # noqa: F401
-    except ImportError:
-        import sklearn.gaussian_process  # noqa: F401
-
-
-def _sklearn_ei(x_obs: np.ndarray, y_obs: np.ndarray, x_cand: np.ndarray, seed: int) -> np.ndarray:
-    from scipy.stats import norm
-    from sklearn.gaussian_process import GaussianProcessRegressor
-    from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
-
-    kernel = ConstantKernel() * Matern(nu=2.5) + WhiteKernel(1e-3)
-    gp = GaussianProcessRegressor(kernel, normalize_y=True, random_state=seed).fit(x_obs, y_obs)
-    mu, sigma = gp.predict(x_cand, return_std=True)
-    sigma = np.maximum(sigma, 1e-12)
-    z = (mu - y_obs.max()) / sigma
-    return np.asarray((mu - y_obs.max()) * norm.cdf(z) + sigma * norm.pdf(z))
-
-
 # --------------------------------------------------------------------------- the search loop
+
+
+def _history(
+    problem: str,
+    cands: Sequence[Candidate],
+    x_all: np.ndarray,
+    models: Sequence[str],
+    observations: Sequence[Observation],
+    budget: int,
+    seed: int,
+) -> History:
+    return History(
+        problem=problem,
+        direction=direction(problem),
+        models=tuple(models),
+        candidates=tuple(c.to_json() for c in cands),
+        features=x_all,
+        observations=tuple(observations),
+        budget=budget,
+        seed=seed,
+    )
 
 
 def search(
@@ -257,24 +307,32 @@ def search(
     ground_truth: dict[str, float] | None = None,
     on_step: Callable[[Step], None] | None = None,
     cost_alpha: float = COST_ALPHA,
+    min_test_points: int = MIN_TEST_POINTS,
+    surrogate: str = "botorch",
+    optimizer: Optimizer | None = None,
 ) -> SearchResult:
-    if method not in METHODS:
-        raise SpecError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+    """One budgeted search. `optimizer` (an ask/tell `Optimizer`) overrides `method`'s built-in
+    one; it then gets the same candidates, initial design, budget and scoring."""
+    if optimizer is None:
+        if method not in METHODS:
+            raise SpecError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+        optimizer = builtin_optimizer(method, surrogate, cost_alpha)
     if problem == "closest" and not ground_truth:
         raise SpecError("problem 'closest' needs ground-truth MAEs per model")
-    cands = candidates(problem, feasible, models)
+    cands = candidates(problem, feasible, models, min_test_points)
     if not cands:
-        raise SpecError(f"no feasible candidates for problem {problem}")
+        raise SpecError(
+            f"no candidates for problem {problem}: no feasible configuration has n*s >= "
+            f"{min_test_points} test points (lower --min-test-points to search this space)"
+        )
     if method != "exhaustive" and not 1 <= init <= budget:
         raise SpecError(f"need 1 <= init ({init}) <= budget ({budget})")
     budget = len(cands) if method == "exhaustive" else min(budget, len(cands))
     x_all = encode(space, cands, models)
-    sign = 1.0 if direction(problem) == "max" else -1.0  # the GP maximises sign * objective
-    # the maximin design is shared by BO and random search; random continues in a seeded order
+    maximise = direction(problem) == "max"
+    # the maximin design is shared by BO, random search and any user optimiser
     design = maximin_design(x_all, init, seed, problem) if method != "exhaustive" else []
-    rest = make_rng(seed, "configsearch", "search-order", problem).permutation(len(cands))
-    order = design + [int(i) for i in rest if int(i) not in set(design)]
-    n_ref = float(np.median(space.n_values))
+    index = {cand.key(): i for i, cand in enumerate(cands)}
     fitted: set[tuple[str, float, int]] = set()
 
     def new_fits(cand: Candidate) -> int:
@@ -282,46 +340,79 @@ def search(
         c = cand.config
         return sum(c.n for m in names if (m, c.r, c.n) not in fitted)
 
-    if method == "bo":
-        _warm_imports()  # import cost is paid once per process, not per step: keep it out of timing
     result = SearchResult(problem, method, ground_truth=dict(ground_truth or {}))
-    seen: list[int] = []
-    values: list[float] = []
+    observations: list[Observation] = []
+    seen: set[int] = set()
     best: float | None = None
-    for index in range(budget):
+    for step_index in range(budget):
         started = time.perf_counter()
         acquisition: float | None = None
-        if method == "exhaustive":
-            pick, phase = index, "exhaustive"
-        elif method == "random" or index < init:
-            pick, phase = int(order[index]), ("init" if index < init else "random")
+        error: str | None = None
+        pick: int | None
+        if step_index < len(design):
+            pick, phase = design[step_index], "init"
         else:
-            phase = "bo"
-            free = np.setdiff1d(np.arange(len(cands)), seen)
-            y = sign * np.array(values)
-            log_ei, _ = expected_improvement(
-                x_all[seen], y, x_all[free], derive_seed(seed, "configsearch", "gp", str(index))
-            )
-            if cost_alpha:
-                cost = np.array([new_fits(cands[int(f)]) for f in free], dtype=float)
-                log_ei = log_ei - cost_alpha * np.log1p(cost / n_ref)
-            j = int(np.argmax(log_ei))  # first maximum: ties go to the earlier candidate
-            pick, acquisition = int(free[j]), float(log_ei[j])
+            phase = method
+            history = _history(problem, cands, x_all, models, observations, budget, seed)
+            pick, error = _ask(optimizer, history, index, seen)
+            acquisition = getattr(optimizer, "last_acquisition", None) if error is None else None
         overhead = time.perf_counter() - started
+        if pick is None:
+            last = best if best is not None else float("nan")
+            step = Step(step_index + 1, "invalid", None, {}, None, last, None, overhead, 0, error)
+            result.steps.append(step)
+            if on_step is not None:
+                on_step(step)
+            continue
         cand = cands[pick]
         chosen_models = [cand.model] if cand.model else list(models)
         fits = new_fits(cand)
         fitted.update((m, cand.config.r, cand.config.n) for m in chosen_models)
         maes = {m: evaluate(m, cand.config) for m in chosen_models}
         value = objective(problem, maes, result.ground_truth)
-        best = value if best is None else (max(best, value) if sign > 0 else min(best, value))
-        step = Step(index + 1, phase, cand, maes, value, best, acquisition, overhead, fits)
+        best = value if best is None else (max(best, value) if maximise else min(best, value))
+        step = Step(step_index + 1, phase, cand, maes, value, best, acquisition, overhead, fits)
         result.steps.append(step)
-        seen.append(pick)
-        values.append(value)
+        seen.add(pick)
+        obs = Observation(step.index, cand.config.to_json(), cand.model, maes, value)
+        observations.append(obs)
+        try:
+            optimizer.observe(obs)
+        except Exception as exc:  # an agent's failure is data: recorded on the step
+            step.error = f"observe raised {type(exc).__name__}: {_one_line(exc)}"
         if on_step is not None:
             on_step(step)
     return result
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else ""
+
+
+def _ask(
+    optimizer: Optimizer,
+    history: History,
+    index: dict[tuple[float, int, int, str | None], int],
+    seen: set[int],
+) -> tuple[int | None, str | None]:
+    """The optimiser's suggestion as a candidate index, or None and why it is invalid."""
+    try:
+        suggestion = optimizer.suggest(history)
+        key = candidate_key(suggestion, _model_of(suggestion))
+    except Exception as exc:
+        return None, f"suggest raised {type(exc).__name__}: {_one_line(exc)}"
+    pick = index.get(key)
+    if pick is None:
+        return None, f"suggestion {dict(suggestion)!r} is not a candidate of this problem"
+    if pick in seen:
+        return None, f"suggestion {dict(suggestion)!r} was already evaluated"
+    return pick, None
+
+
+def _model_of(suggestion: Any) -> str | None:
+    model = suggestion.get("model")
+    return None if model is None else str(model)
 
 
 def landscape(
@@ -330,14 +421,52 @@ def landscape(
     models: Sequence[str],
     feasible: Sequence[Config],
     gt: dict[str, float] | None = None,
+    min_test_points: int = MIN_TEST_POINTS,
+    se: dict[tuple[str, Config], float | None] | None = None,
+    gt_se: dict[str, float | None] | None = None,
 ) -> Landscape:
-    """The objective of every candidate of `problem` from a full table of m(o, c)."""
+    """The objective of every searched candidate of `problem` from a full table of m(o, c), with
+    the SE term of the target band: SE(m*) for best-model, mean over models of SE(gt(o)) for
+    closest (None when any SE is unknown: the files recorded before abs_error_sd was stored)."""
     scored = []
-    for cand in candidates(problem, feasible, models):
+    for cand in candidates(problem, feasible, models, min_test_points):
         ms = [cand.model] if cand.model else list(models)
         maes = {m: table[(m, cand.config)] for m in ms}
-        scored.append((objective(problem, maes, gt or {}), cand.label()))
-    pick = max if direction(problem) == "max" else min
+        scored.append((objective(problem, maes, gt or {}), cand))
+    if not scored:
+        raise SpecError(
+            f"no candidates for problem {problem}: no configuration has n*s >= {min_test_points}"
+        )
+    maximise = direction(problem) == "max"
+    pick = max if maximise else min
+    best_value, best_cand = pick(scored, key=lambda t: t[0])
+    floor: float | None = None
+    if problem == "best-model" and se is not None:
+        floor = se.get((str(best_cand.model), best_cand.config))
+    elif problem == "closest" and gt_se is not None:
+        values = [gt_se.get(m) for m in models]
+        known = [v for v in values if v is not None]
+        floor = float(np.mean(known)) if known and len(known) == len(values) else None
+    notes: dict[str, Any] = {
+        "min_test_points": min_test_points,
+        "below_min_test_points": sum(1 for c in feasible if not reliable(c, min_test_points)),
+    }
+    if problem == "closest":
+        # would the optimum over all of C_min be a near-copy of the reference itself?
+        block = [
+            objective(problem, {m: table[(m, c)] for m in models}, gt or {})
+            for c in feasible
+            if reliable(c, min_test_points)
+            and in_reference_block(c)
+            and c != Config(*REFERENCE_CONFIG)
+        ]
+        notes["reference_block_excluded"] = len(block)
+        notes["argopt_in_reference_block"] = bool(block) and min(block) < best_value
     return Landscape(
-        direction(problem), tuple(v for v, _ in scored), pick(scored, key=lambda t: t[0])[1]
+        direction(problem),
+        tuple(v for v, _ in scored),
+        best_cand.label(),
+        se_floor=floor,
+        se_known=floor is not None,
+        notes=notes,
     )

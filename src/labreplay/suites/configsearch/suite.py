@@ -75,6 +75,8 @@ class ConfigsearchSuite:
             settings,
             options.get("space"),
             options.get("cache_dir"),
+            # C_min (targets.py): a declared option, default 30 test points
+            min_test_points=int(options.get("min_test_points", 30)),
         )
 
     def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:

@@ -1,10 +1,20 @@
-"""The search target on the normalised scale of METRICS.md, and the costs of a search.
+"""The search targets of METRICS.md (configsearch), and the costs of a search.
 
-Normalised score of a best-so-far value b: (med - b) / (med - opt) when minimising, (b - med) /
-(opt - med) when maximising; opt is the exhaustive optimum and med the median objective over the
-same candidates. Evaluations to target = evaluations until the score first reaches 0.95. A raw
-"within 5% of the optimum" is not used: it is a needle when the optimum is near 0 (band gap).
-Beside it, a rank-based success: the search found a top-1% candidate.
+Reliable configurations: `C_min` = configurations whose pooled test set has n_test = n*s >=
+`min_test_points` (default 30). Below it the lowest MAE is an extreme-value draw of a tiny test
+set; those configurations stay in the landscape and the report, flagged, but searches and targets
+use `C_min` only (like the infeasible r values, the set is known before any cost is spent).
+
+On target (best model): m(c) <= tau = max(m_(k), m* + SE(m*)), m* the minimum over C_min, m_(k)
+its k-th smallest value, k = ceil(5% of the candidates), SE = abs_error_sd / sqrt(n_test): a
+top-5% configuration, never a band narrower than the optimum's own standard error. On target
+(closest): |m(c) - gt| <= max(L_(k), SE(gt)) over C_min minus the reference's own (r, n) block.
+Where a reference carries no abs_error_sd (the files recorded before it was stored) the SE term
+is unknown: the band is m_(k) alone and `se_known` is False -- flagged, never invented.
+Evaluations to target = evaluations until the best-so-far is on target. Beside every hit rate:
+the configurations on target and the exact chance that T uniform draws hit (hypergeometric).
+Normalised score of a best-so-far b: (med - b) / (med - opt) over the same candidates (a trace;
+methods are compared by its mean after T evaluations, paired over seeds).
 
 Costs are counted three ways, each naming the compared protocol: evaluations (one model under one
 configuration), configurations, and model fits (one per fold of a (model, r, n) training set that
@@ -16,15 +26,36 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config
 
-TARGET_SCORE = 0.95
+MIN_TEST_POINTS = 30
+TARGET_FRACTION = 0.05
 TOP_FRACTION = 0.01
+# a target met by fewer configurations is a needle, by more a near-certainty: warned about
+NEEDLE_COUNT = 3
+TRIVIAL_CHANCE = 0.9
+
+
+def reliable(config: Config, min_test_points: int) -> bool:
+    """In C_min: every fold supplies s test points, so n_test = n * s is known in advance."""
+    return config.n * config.s >= min_test_points
+
+
+def in_reference_block(config: Config) -> bool:
+    """Shares the (0, 48, 10) reference's (r, n) training set: its fits and most test points."""
+    r, n, _ = REFERENCE_CONFIG
+    return abs(config.r - r) < 1e-9 and config.n == n
+
+
+def standard_error(abs_error_sd: float | None, n_test: int) -> float | None:
+    if abs_error_sd is None or n_test <= 0:
+        return None
+    return float(abs_error_sd) / math.sqrt(n_test)
 
 
 def chance_of_target(on_target: int, candidates: int, evaluations: int) -> float:
@@ -38,11 +69,18 @@ def chance_of_target(on_target: int, candidates: int, evaluations: int) -> float
 
 @dataclass(frozen=True)
 class Landscape:
-    """Objective values of every candidate of one problem (from the exhaustive sweeps)."""
+    """Objective values of every searched candidate of one problem (from the exhaustive sweeps).
+
+    `se_floor` is the standard-error term of the target band (SE(m*) or SE(gt)); None when the
+    data carry no abs_error_sd (then `se_known` is False and the band is the top-5% value alone).
+    `notes` carries what the landscape excluded (below C_min, the reference block) for reports."""
 
     direction: str  # "min" | "max"
     values: tuple[float, ...]
     argopt: str
+    se_floor: float | None = None
+    se_known: bool = False
+    notes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def optimum(self) -> float:
@@ -52,12 +90,24 @@ class Landscape:
     def median(self) -> float:
         return float(np.median(self.values))
 
+    def _kth(self, fraction: float) -> float:
+        k = max(1, math.ceil(fraction * len(self.values)))
+        return sorted(self.values, reverse=self.direction == "max")[k - 1]
+
     @property
     def top_threshold(self) -> float:
         """The objective of the k-th best candidate, k = ceil(1% of the candidates)."""
-        k = max(1, math.ceil(TOP_FRACTION * len(self.values)))
-        ordered = sorted(self.values, reverse=self.direction == "max")
-        return ordered[k - 1]
+        return self._kth(TOP_FRACTION)
+
+    @property
+    def threshold(self) -> float:
+        """tau: the k-th best value (k = ceil(5%)), widened to the optimum's SE when known."""
+        kth = self._kth(TARGET_FRACTION)
+        if self.se_floor is None:
+            return kth
+        if self.direction == "min":
+            return max(kth, self.optimum + self.se_floor)
+        return min(kth, self.optimum - self.se_floor)
 
     @property
     def degenerate(self) -> bool:
@@ -70,6 +120,11 @@ class Landscape:
         gap = self.median - self.optimum
         return float((self.median - best) / gap)
 
+    def hits(self, best: float) -> bool:
+        if self.direction == "min":
+            return best <= self.threshold + 1e-12
+        return best >= self.threshold - 1e-12
+
     def in_top(self, best: float) -> bool:
         if self.direction == "min":
             return best <= self.top_threshold + 1e-12
@@ -77,23 +132,40 @@ class Landscape:
 
     @property
     def on_target(self) -> int:
-        """Candidates whose own value clears the target: a handful means a needle."""
-        if self.degenerate:
-            return len(self.values)
-        return sum(1 for v in self.values if (self.normalised(v) or 0.0) >= TARGET_SCORE - 1e-12)
+        """Candidates whose own value is on target: a handful means a needle."""
+        return sum(1 for v in self.values if self.hits(v))
 
     def chance(self, evaluations: int) -> float:
         return chance_of_target(self.on_target, len(self.values), evaluations)
 
+    def warnings(self, evaluations: int) -> list[str]:
+        """A target no search can be measured on: a needle, or one random draws almost surely hit."""
+        out = []
+        if self.on_target <= NEEDLE_COUNT:
+            out.append(
+                f"needle: {self.on_target} of {len(self.values)} candidates on target; a hit is "
+                "luck, not search"
+            )
+        chance = self.chance(evaluations)
+        if chance >= TRIVIAL_CHANCE:
+            out.append(
+                f"trivial: {evaluations} uniform draws hit the target with chance {chance:.0%}"
+            )
+        return out
+
     def summary(self) -> dict[str, Any]:
         return {
             "configs_on_target": self.on_target,
+            "target_threshold": self.threshold,
+            "target_se_floor": self.se_floor,
+            "target_se_known": self.se_known,
             "exhaustive_optimum": self.optimum,
             "exhaustive_argopt": self.argopt,
             "exhaustive_median": self.median,
             "top1pct_threshold": self.top_threshold,
             "candidates": len(self.values),
             "degenerate_objective": self.degenerate,
+            **self.notes,
         }
 
 
@@ -103,9 +175,7 @@ def target_metrics(
     """Target metrics of one run: `trace` = best-so-far per step, `evaluations` = cumulative
     evaluations after each step."""
     scores = [land.normalised(b) for b in trace]
-    reached = next(
-        (i for i, v in enumerate(scores, 1) if v is not None and v >= TARGET_SCORE - 1e-12), None
-    )
+    reached = next((i for i, b in enumerate(trace, 1) if land.hits(b)), None)
     top = next((i for i, b in enumerate(trace, 1) if land.in_top(b)), None)
     return {
         **land.summary(),
