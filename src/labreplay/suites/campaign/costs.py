@@ -15,9 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from labreplay.agents.llm_usage import add_usage, cost
-from labreplay.sdk import canonical_json
 from labreplay.store.sqlite import RunInfo
-from labreplay.suites.campaign.leaderboard import _system_keys
+from labreplay.suites.campaign.leaderboard import _system_keys, system_of
 
 ROW_KEYS = (
     "llm_calls",
@@ -37,7 +36,7 @@ def system_costs(
     by_branch: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
     fallbacks: dict[str, int] = {}
     for r in runs:
-        system = names[(r.agent, canonical_json(r.agent_params))]
+        system = system_of(names, r)
         summary = r.summary or {}
         fallbacks[system] = fallbacks.get(system, 0) + int(summary.get("checkpoint_fallbacks") or 0)
         if summary.get("usage"):
