@@ -131,6 +131,8 @@ EPISODE_FUNCTIONS = {"run_branch", "run_assignment_branches", "search_events"}
 ALLOWED_CALLERS = {
     # store-less agent checks (labreplay.testing.check_agent): they write nothing
     "suites/campaign/checks.py",
+    # --dry-run renders the real prompts with a store-less, model-less agent: it writes nothing
+    "suites/campaign/dry_run.py",
     "suites/configsearch/suite.py",
     "suites/campaign/runner.py",
     "suites/campaign/execute.py",

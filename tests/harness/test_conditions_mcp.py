@@ -76,7 +76,7 @@ def test_conditions_serve_records_what_in_process_records(
     args = serve_args("conditions", "--questions", str(question_file), "--store", str(store))
     out = asyncio.run(_answer([*args, "--agent-name", "random-over-mcp"], served_env))
     n = len(load_questions(question_file))
-    assert out["final"]["done"] is True and out["final"]["questions"] == n > 20
+    assert out["final"]["done"] is True and out["final"]["questions"] == n >= 10
     assert all(r["recorded"] and "invalid" not in r["read_as"] for r in out["replies"])
     local = tmp_path / "local.sqlite"
     with Store(local) as db:
