@@ -17,7 +17,12 @@ def write_spec_dir(out: Path, specs: list[EnvironmentSpec]) -> Path:
 
     index = {
         "assignments": [
-            {"file": f"{s.body['assignment']['id']}.json", "spec_hash": s.spec_hash} for s in specs
+            {
+                "id": s.body["assignment"]["id"],
+                "file": f"{s.body['assignment']['id']}.json",
+                "spec_hash": s.spec_hash,
+            }
+            for s in specs
         ]
     }
     write_specs(out, index, specs)

@@ -181,7 +181,7 @@ def test_inspect_campaign_plays_every_branch_like_in_process(
     (log,) = inspect_eval(
         task, model=_first_offered_model(), log_dir=str(tmp_path / "logs"), display="none"
     )
-    assert log.status == "success"
+    assert log.status == "success", log.error
     samples = read_eval_log(log.location).samples
     assert sorted(str(s.id) for s in samples) == [
         "short-1/adaptive",

@@ -193,7 +193,9 @@ class CampaignSession:
         agent only reads back, as does the probe the driver builds for name and params)."""
         status = {r.run_id: r.status for r in db.runs(suite="campaign")}
         for branch in ("adaptive", *self.controls):
-            run_id = run_key(spec.spec_hash, self.agent_name, self.params, self.seed, branch)
+            run_id = run_key(
+                spec.spec_hash, self.agent_name, self.params, self.seed, branch, self.interface
+            )
             if status.get(run_id) != "complete":
                 return branch
         return None

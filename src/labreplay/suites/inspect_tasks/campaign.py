@@ -137,7 +137,12 @@ def branch_auc(specs: str, store: str, only: str | None, controls: str, seed: in
             s for s in session.specs if s.body["assignment"]["id"] == state.metadata["assignment"]
         )
         run_id = run_key(
-            spec.spec_hash, session.agent_name, session.params, seed, state.metadata["branch"]
+            spec.spec_hash,
+            session.agent_name,
+            session.params,
+            seed,
+            state.metadata["branch"],
+            INTERFACE,
         )
 
         def read() -> tuple[str, float | None]:
