@@ -303,6 +303,8 @@ class Store:
                 missing = sorted(set(_COLUMNS[table]) - set(have))
                 detail = f"missing column(s) {missing}" if missing else f"columns {have}"
                 raise StoreError(f"{where}: table {table!r} is damaged ({detail})")
+        if probe_only:
+            return  # the ownership probe only reads; the real (writable) open grows tables
         for table, have in grown:  # only once every table has passed
             self._grow(table, have)
 
