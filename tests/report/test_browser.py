@@ -59,15 +59,18 @@ def test_report_renders_in_headless_chromium(tmp_path, campaign_store):
     dom = parse_html(dumped.stdout)
     expected = {
         "campaign-leaderboard",
-        "campaign-pairwise",
         "campaign-loao",
         "belief-trajectory-table",
     }
     assert expected <= set(dom.tables)
-    assert len([r for r in dom.tables["campaign-leaderboard"] if r[0].isdigit()]) == 2
+    # bayes is the one ranked system; no-evidence, random and the models are reference rows
+    board = dom.tables["campaign-leaderboard"]
+    assert len([r for r in board if r[0].isdigit()]) == 1
+    refs = {r[2] for r in board if r[0] == "ref"}
+    assert {"no-evidence", "random", "context-trained model"} <= refs
     assert len(dom.tables["belief-trajectory-table"]) > 20
     ids = {img.get("id", "") for img in dom.images}
-    assert {"campaign-lifts", "trajectory-plot"} <= ids
+    assert {"campaign-lifts", "campaign-lift-per-assignment", "trajectory-plot"} <= ids
     assert sum(1 for i in ids if i.startswith("curve-")) == 3  # one per agent
     assert all(img["src"].startswith("data:image/png;base64,") for img in dom.images)
 
