@@ -92,7 +92,7 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
         assert {r.status for r in runs if r.agent == "openai:stub"} == {"failed"}
         failed = next(r for r in runs if r.status == "failed")
         assert failed.summary is not None and failed.summary["failed_call_share"] == 1.0
-    # A reference agent on the same store: the board ranks it, and not the failed run.
+    # A working agent on the same store: the board ranks it, and not the failed run.
     done = run_cli(
         "campaign",
         "run",
@@ -103,13 +103,15 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
         "--only",
         first_assignment,
         "--agent",
-        "no-evidence",
+        "bayes",
+        "--random-replicates",
+        "1",
     )
     assert done.returncode == 0, done.stderr
     board = _board(store)
-    # (`random` is a reference row, never ranked: a ranked reference agent stands in here.)
+    # (`random` and `no-evidence` are reference rows, never ranked: bayes stands in here.)
     systems = [row["system"] for row in board["rows"]]  # type: ignore[index]
-    assert systems == ["no-evidence"], board
+    assert systems == ["bayes"], board
     assert board["failed"] == ["openai:stub"]
     report = run_cli("report", "--store", str(store), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
