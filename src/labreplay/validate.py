@@ -129,23 +129,30 @@ def number_list(
     integer: bool = False,
     lo: float | None = None,
     hi: float | None = None,
-) -> tuple[float, ...] | tuple[int, ...]:
-    """A non-empty comma list of finite numbers (ints when `integer`) within [lo, hi]."""
-    parts = [p.strip() for p in str(value).split(",")] if isinstance(value, str) else value
+    why: str = "",
+) -> tuple[Any, ...]:
+    """A non-empty comma list of finite numbers (ints when `integer`) within [lo, hi], sorted
+    and without duplicates. A refusal names the option, the whole value and the bad item
+    (`why` says where a bound comes from, e.g. "the --n-ood OOD candidates")."""
+    parts = [p.strip() for p in value.split(",")] if isinstance(value, str) else value
     if not isinstance(parts, list | tuple) or not parts or any(p in ("", None) for p in parts):
         raise bad(option, value, "is not a non-empty comma list of numbers")
+    kind = "integer" if integer else "finite number"
     numbers: list[Any] = []
     for part in parts:
         try:
-            if integer:
-                numbers.append(int_in(option, part, int(lo) if lo is not None else None))
-                if hi is not None and numbers[-1] > hi:
-                    raise bad(option, value, f"has {numbers[-1]}, above the maximum {hi:g}")
-            else:
-                numbers.append(finite_float(option, part, lo=lo, hi=hi))
-        except OptionError as exc:
-            raise bad(option, value, f"is refused: {exc}") from None
+            number = int_in(option, part) if integer else finite_float(option, part)
+        except OptionError:
+            raise bad(option, value, f"has {part!r}, which is not a {kind}") from None
+        if (lo is not None and number < lo) or (hi is not None and number > hi):
+            bounds = f"[{_shown(lo, '-inf')}, {_shown(hi, 'inf')}]"
+            raise bad(option, value, f"has {part!r}, outside {bounds}{why and ' (' + why + ')'}")
+        numbers.append(number)
     return tuple(sorted(set(numbers)))
+
+
+def _shown(bound: float | None, missing: str) -> str:
+    return missing if bound is None else f"{bound:g}"
 
 
 def seed_range(option: str, value: Any, max_count: int = MAX_SEED_COUNT) -> list[int]:

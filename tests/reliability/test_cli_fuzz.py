@@ -18,6 +18,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -242,3 +243,127 @@ def test_cli_never_tracebacks_and_never_modifies_inputs(
         assert "Traceback" not in err, err
         assert all(line.startswith("labreplay:") for line in err.splitlines() if line.strip()), err
         assert _digests(inputs) == before, argv
+
+
+# ------------------------------------------------------------ every numeric option, every command
+# The options are read from the CLI itself, so a new numeric option is fuzzed without editing
+# this file; comma lists of numbers (typed as text) are named here.
+NUMBER_LISTS = ("--r-values", "--n-values", "--s-values", "--seeds", "--price-per-mtok")
+# Always wrong for a number: refused (exit 2) in one line naming the option, nothing created.
+NEVER_A_NUMBER = ["nan", "inf", "-inf", "abc", "1e309"]
+# Wrong for most options; where one is accepted the run must still end in {0, 1, 2}.
+HOSTILE = [*NEVER_A_NUMBER, "-1", "-5", "0", "-0", "99999999999999999999999", "", "0x10", "1.5"]
+
+# Per command: arguments that pass every check and then end cheaply, after all validation (a
+# missing input, a foreign store), so an accepted value costs milliseconds, not a run.
+BASES: dict[tuple[str, ...], list[str]] = {
+    ("data", "fetch"): ["nosuch-source", "--data-dir", "{w}/data"],
+    ("campaign", "compile"): ["--out", "{w}/o", "--record", "nosuch-record"],
+    ("campaign", "run"): ["--specs", "{w}/nospecs", "--store", "{w}/s.sqlite"],
+    ("campaign", "leaderboard"): ["--store", "{w}/foreign.sqlite"],
+    ("campaign", "serve"): ["--specs", "{w}/nospecs", "--store", "{w}/s.sqlite"],
+    ("conditions", "compile"): ["--out", "{w}/q.jsonl", "--dataset", "nosuch-dataset"],
+    ("conditions", "run"): [
+        *("--questions", "{w}/none.jsonl", "--store", "{w}/s.sqlite", "--agent", "random"),
+    ],
+    ("conditions", "serve"): ["--questions", "{w}/none.jsonl", "--store", "{w}/s.sqlite"],
+    ("configsearch", "sweep"): ["--task", "band_gap", "--store", "{w}/foreign.sqlite"],
+    ("configsearch", "references"): ["--tasks", "band_gap", "--store", "{w}/foreign.sqlite"],
+    ("configsearch", "replay"): ["--references", "{w}/norefs"],
+    ("configsearch", "run"): ["--task", "band_gap", "--store", "{w}/foreign.sqlite"],
+}
+
+
+def numeric_options() -> dict[tuple[str, ...], list[str]]:
+    """Every command's options typed int or float (and the number lists), from the CLI."""
+    import typing
+
+    import typer
+
+    from labreplay.cli.main import _add_suite_groups, app
+
+    _add_suite_groups()
+    found: dict[tuple[str, ...], list[str]] = {}
+
+    def walk(command: Any, path: tuple[str, ...]) -> None:
+        for name, sub in sorted((getattr(command, "commands", None) or {}).items()):
+            walk(sub, (*path, name))
+        options = []
+        for param in getattr(command, "params", []):
+            kinds = typing.get_args(param.type_descriptor.annotation) or (
+                param.type_descriptor.annotation,
+            )
+            numeric = any(k in (int, float) for k in kinds) and not param.is_flag
+            if numeric or param.opts[0] in NUMBER_LISTS:
+                options.append(param.opts[0])
+        if options:
+            found[path] = options
+
+    walk(typer.main.get_command(app), ())
+    return found
+
+
+NUMERIC = numeric_options()
+CASES = [(cmd, opt) for cmd, opts in sorted(NUMERIC.items()) for opt in opts]
+
+
+def test_every_numeric_option_has_a_cheap_base() -> None:
+    """A command with numeric options but no base here would go unfuzzed."""
+    assert sorted(NUMERIC) == sorted(BASES), sorted(set(NUMERIC) ^ set(BASES))
+
+
+@contextlib.contextmanager
+def numeric_workspace(root: Path) -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(dir=root) as raw:
+        work = Path(raw)
+        make_foreign_sqlite(work / "foreign.sqlite")
+        yield work
+
+
+def _try_value(work: Path, command: tuple[str, ...], option: str, value: str) -> tuple[int, str]:
+    argv = [*command, *(a.replace("{w}", str(work)) for a in BASES[command]), option, value]
+    inputs = [work / "foreign.sqlite"]
+    before_digests, before_names = _digests(inputs), sorted(p.name for p in work.iterdir())
+    code, err = _cli(*argv)
+    assert code in (0, 1, 2), (argv, code, err)
+    assert all(line.startswith("labreplay:") for line in err.splitlines() if line.strip()), err
+    assert _digests(inputs) == before_digests, argv
+    lines = [line for line in err.splitlines() if line.strip()]
+    if code == 2 and lines and option in lines[-1]:  # refused for this value: nothing created
+        assert sorted(p.name for p in work.iterdir()) == before_names, (argv, err)
+    return code, err
+
+
+@pytest.mark.parametrize("command", sorted(NUMERIC), ids=" ".join)
+def test_numeric_options_refuse_what_is_never_a_number(
+    command: tuple[str, ...], tmp_path: Path
+) -> None:
+    """NaN, +/-inf, overflow and text: for every numeric option of every command, one line
+    naming the option, exit 2, nothing created (a traceback fails here: `run` re-raises bugs)."""
+    for option in NUMERIC[command]:
+        for value in NEVER_A_NUMBER:
+            with numeric_workspace(tmp_path) as work:
+                code, err = _try_value(work, command, option, value)
+            assert code == 2 and option in err, (command, option, value, code, err)
+
+
+@settings(
+    max_examples=_EXAMPLES,
+    deadline=None,
+    derandomize=_EXAMPLES == 45,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    case=st.sampled_from(CASES),
+    values=st.lists(st.sampled_from(HOSTILE), min_size=1, max_size=2),
+)
+def test_numeric_options_never_traceback(
+    case: tuple[tuple[str, ...], str], values: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Negative, zero, huge, empty, hex and fractional values (and NaN/inf) on a random option:
+    an exit in {0, 1, 2}, no traceback, inputs unchanged, nothing created on refusal."""
+    command, option = case
+    root = tmp_path_factory.getbasetemp()
+    for value in values:
+        with numeric_workspace(root) as work:
+            _try_value(work, command, option, value)

@@ -14,6 +14,7 @@ discount differs between providers; the cached share is shown beside it).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -82,7 +83,7 @@ def parse_price(text: str | None) -> tuple[float, float] | None:
         values = tuple(float(p) for p in parts)
     except ValueError:
         values = ()
-    if len(values) != 2 or any(not v >= 0 for v in values):
+    if len(values) != 2 or any(not (math.isfinite(v) and v >= 0) for v in values):
         raise AgentError(
             f"--price-per-mtok must be two non-negative numbers IN,OUT (price per million prompt "
             f"and completion tokens), e.g. 2.5,10; got {text!r}"

@@ -87,10 +87,21 @@ MaxTimeOption = typer.Option(
     help="Cap: wall time per run in seconds.",
     callback=positive_float("--max-time"),
 )
+
+
+def _price_check(value: str | None) -> str | None:
+    """Refused as the option is parsed, before any store is opened (NaN/inf prices too)."""
+    from labreplay.agents.llm_usage import parse_price
+
+    parse_price(value)
+    return value
+
+
 PriceOption = typer.Option(
     None,
     "--price-per-mtok",
     help="IN,OUT: price per million prompt / completion tokens, to show costs (e.g. 2.5,10).",
+    callback=_price_check,
 )
 DryRunOption = typer.Option(
     False,

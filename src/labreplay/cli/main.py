@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -70,6 +71,18 @@ def export(
         console.print(f"wrote {len(written)} files to {out}")
 
 
+_built: list[Any] = []
+
+
+def _command() -> Any:
+    """The click command of `app`, built once per process: typer rebuilds it on every call
+    (a tenth of a second with every suite mounted), which in-process callers (tests, the
+    fuzz test's hundreds of calls) pay each time. Built after the suites are mounted."""
+    if not _built:
+        _built.append(typer.main.get_command(app))
+    return _built[0]
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run one CLI command and return its exit code; expected failures are one line on stderr.
 
@@ -80,7 +93,7 @@ def run(argv: list[str] | None = None) -> int:
         # Without standalone mode click *returns* the code of a `typer.Exit` instead of raising
         # it, so the result must be passed on or `data verify` would exit 0 on a failed check.
         # (It also returns a command's return value: commands return None, never an int.)
-        code = app(args=argv, standalone_mode=False)
+        code = _command()(args=argv, standalone_mode=False)
     except typer.Exit as exc:
         return int(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):

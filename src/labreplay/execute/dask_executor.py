@@ -43,6 +43,17 @@ from labreplay.errors import LabreplayError
 from labreplay.execute.base import WorkUnit, check_unique
 
 
+def _connect_timeout() -> str:
+    """How long to wait for a scheduler: $LABREPLAY_DASK_CONNECT_TIMEOUT seconds (default 30;
+    an operator behind a slow network raises it, a test of an unreachable address lowers it)."""
+    import os
+
+    from labreplay.validate import finite_float
+
+    raw = os.environ.get("LABREPLAY_DASK_CONNECT_TIMEOUT", "30")
+    return f"{finite_float('LABREPLAY_DASK_CONNECT_TIMEOUT', raw, lo=0, lo_open=True):g}s"
+
+
 class DaskExecutor:
     """`DaskExecutor("tcp://host:8786")`, `DaskExecutor(cluster=LocalCluster(...))`, or
     `DaskExecutor(client=existing_client)`. Closes only the client it created."""
@@ -75,7 +86,7 @@ class DaskExecutor:
         else:
             target = address if address is not None else cluster
             try:
-                self.client = Client(target, timeout="30s")  # type: ignore[no-untyped-call]
+                self.client = Client(target, timeout=_connect_timeout())  # type: ignore[no-untyped-call]
             except OSError as exc:
                 raise LabreplayError(
                     f"cannot reach Dask scheduler {address or cluster!r}: {exc}"

@@ -32,7 +32,11 @@ def contract_problems(agent: Any) -> list[str]:
     if not callable(params_fn):
         problems.append("contract: agent has no params() method")
     else:
-        params = params_fn()
+        try:
+            params = params_fn()
+        except Exception as exc:  # the agent's own bug is a finding, not a crash of the check
+            problems.append(f"contract: params() raised {_raised(exc)}")
+            return problems
         if not isinstance(params, dict):
             problems.append(f"contract: params() returned {type(params).__name__}, not a dict")
         else:
@@ -57,13 +61,34 @@ def check_agent(
 ) -> None:
     """Check agents built by `make_agent` (called for each fresh copy) on `spec` of `suite`."""
     target = get_suite(suite) if isinstance(suite, str) else suite
-    probe = make_agent()
+
+    def failed(problems: list[str]) -> AgentError:
+        return AgentError(f"agent check failed in suite {target.name}: " + "; ".join(problems))
+
+    try:
+        probe = make_agent()
+    except Exception as exc:
+        raise failed([f"build: make_agent() raised {_raised(exc)}"]) from exc
     # a suite whose agents are named built-in policies (configsearch's search methods) hands
     # over a name: the object contract does not apply, the suite's checks do
     problems = [] if isinstance(probe, str) else contract_problems(probe)
-    problems += target.agent_problems(make_agent, spec, seed, **options)
+    if problems:  # the suite's checks would only trip over the same missing pieces
+        raise failed(problems)
+    try:
+        problems += target.agent_problems(make_agent, spec, seed, **options)
+    except AgentError:
+        raise
+    except Exception as exc:
+        # An agent that raises, or that is another suite's agent (no `answer`/`act`), is what
+        # this check exists to find: a problem in the one-line report, never a traceback.
+        raise failed([f"behaviour: the agent raised {_raised(exc)} in the suite's checks"]) from exc
     if problems:
-        raise AgentError(f"agent check failed in suite {target.name}: " + "; ".join(problems))
+        raise failed(problems)
+
+
+def _raised(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:200]}" if text else type(exc).__name__
 
 
 __all__ = ["check_agent", "contract_problems"]

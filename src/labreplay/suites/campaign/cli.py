@@ -33,6 +33,7 @@ from labreplay.sdk.cli import (
     SchedulerOption,
     choice,
     console,
+    finite_float_check,
     int_range,
     out_dir_check,
     positive_float,
@@ -328,7 +329,10 @@ def leaderboard_cmd(
         "when the store holds several under the same spec ids.",
     ),
     difference: float = typer.Option(
-        0.01, "--difference", help="AUC difference for the power line's 'assignments needed'."
+        0.01,
+        "--difference",
+        help="AUC difference for the power line's 'assignments needed'.",
+        callback=finite_float_check("--difference", lo=0, lo_open=True),
     ),
     price_per_mtok: str | None = PriceOption,
     fmt: str | None = typer.Option(

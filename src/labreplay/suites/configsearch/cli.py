@@ -15,6 +15,7 @@ from labreplay.sdk.cli import (
     WorkersOption,
     choice,
     console,
+    finite_float_check,
     int_range,
     out_dir_check,
     print_json,
@@ -22,6 +23,7 @@ from labreplay.sdk.cli import (
     seed_check,
 )
 from labreplay.suites.configsearch.search import COST_ALPHA as COST_ALPHA_DEFAULT
+from labreplay.validate import MAX_SEED_COUNT
 
 app = typer.Typer(
     help="Search OOD benchmark configurations (r, n, s) of materials-property "
@@ -70,30 +72,19 @@ NValuesOption = typer.Option(None, "--n-values", help="Restrict n, e.g. 4,6,8 (d
 SValuesOption = typer.Option(None, "--s-values", help="Restrict s, e.g. 1,5,10 (default: paper).")
 
 
-def _space(r_values: str | None, n_values: str | None, s_values: str | None) -> Any:
-    from labreplay.errors import SpecError
-    from labreplay.suites.configsearch.space import PAPER_N, PAPER_R, PAPER_S, ConfigSpace
+def _space(
+    r_values: str | None,
+    n_values: str | None,
+    s_values: str | None,
+    n_total: int,
+    n_ood: int,
+    min_test_points: int | None = None,
+) -> Any:
+    """The restricted space (None: the paper's), every value checked before any work."""
+    from labreplay.suites.configsearch import preflight
 
-    if r_values is None and n_values is None and s_values is None:
-        return None
-
-    def parse(text: str | None, kind: type, default: tuple[Any, ...], name: str) -> tuple[Any, ...]:
-        if text is None:
-            return default
-        try:
-            values = tuple(sorted({kind(v.strip()) for v in text.split(",") if v.strip()}))
-        except ValueError as exc:
-            raise SpecError(f"--{name} {text!r} is not a comma list of numbers") from exc
-        if not values:
-            raise SpecError(f"--{name} is empty")
-        return values
-
-    return ConfigSpace(
-        parse(r_values, float, PAPER_R, "r-values"),
-        parse(n_values, int, PAPER_N, "n-values"),
-        parse(s_values, int, PAPER_S, "s-values"),
-        s_cap=((60, 8),),
-    )
+    pipeline = preflight.settings(n_total, n_ood)
+    return preflight.config_space(r_values, n_values, s_values, pipeline, min_test_points)
 
 
 def _refuse_dask_with_own_dataset(executor: str, dataset: Path | None) -> None:
@@ -178,20 +169,15 @@ def sweep_cmd(
     one work unit per (r, n) training set."""
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
+    from labreplay.suites.configsearch import preflight
 
     _refuse_dask_with_own_dataset(executor, dataset)
+    preflight.task_or_dataset(task, dataset, target, dataset_b)
+    preflight.model_list("--model", model)
+    space = _space(r_values, n_values, s_values, n_total, n_ood)
     with Store(store) as db:
         campaign = _campaign(
-            data_dir,
-            db,
-            task,
-            dataset,
-            dataset_b,
-            target,
-            n_total,
-            n_ood,
-            n_jobs,
-            _space(r_values, n_values, s_values),
+            data_dir, db, task, dataset, dataset_b, target, n_total, n_ood, n_jobs, space
         )
         label = f"sweep {campaign.task} {model}"
         with (
@@ -228,21 +214,18 @@ def references_cmd(
     """Regenerate the exhaustive reference sweeps (every task x model; resumable, and every
     stage is cached by its input hashes, so a rerun only computes what is missing)."""
     from labreplay.store.sqlite import Store
-    from labreplay.suites.configsearch.data import BUILTIN_TASKS, TASKS
+    from labreplay.suites.configsearch import preflight
 
-    names = (
-        [t for t in BUILTIN_TASKS if t in TASKS]
-        if tasks == "all"
-        else [t.strip() for t in tasks.split(",") if t.strip()]
-    )
+    names = preflight.task_list(tasks)
+    chosen_models = preflight.model_list("--models", models)
+    space = _space(r_values, None, None, n_total, n_ood)
     out = []
     with Store(store) as db:
         for task in names:
             campaign = _campaign(
-                data_dir, db, task, None, None, None, n_total, n_ood, n_jobs,
-                _space(r_values, None, None),
-            )  # fmt: skip
-            for model in [m.strip() for m in models.split(",") if m.strip()]:
+                data_dir, db, task, None, None, None, n_total, n_ood, n_jobs, space
+            )
+            for model in chosen_models:
                 label = f"sweep {task} {model}"
                 with progress_bar(label, len(campaign.feasible), not json_out) as bar:
                     run_id, _ = campaign.sweep(model, bar)
@@ -288,7 +271,10 @@ def replay_cmd(
         ..., "--references", help="A reference file or a directory of them (export-references)."
     ),
     seeds: int = typer.Option(
-        20, "--seeds", help="Seeds 42..42+k-1.", callback=int_range("--seeds", 1)
+        20,
+        "--seeds",
+        help="Seeds 42..42+k-1.",
+        callback=int_range("--seeds", 1, MAX_SEED_COUNT),
     ),
     budget: int | None = typer.Option(
         None, "--budget", help="Search steps T (best-model 8, closest and which-model 12)."
@@ -300,7 +286,10 @@ def replay_cmd(
         None, "--within", help="Count seeds reaching the target within this many evaluations (T)."
     ),
     cost_alpha: float = typer.Option(
-        COST_ALPHA_DEFAULT, "--cost-alpha", help="BO: weight of the fit cost (0 = plain EI)."
+        COST_ALPHA_DEFAULT,
+        "--cost-alpha",
+        help="BO: weight of the fit cost (0 = plain EI).",
+        callback=finite_float_check("--cost-alpha", lo=0),
     ),
     problem: str = typer.Option(
         "best-model",
@@ -428,11 +417,14 @@ def run_cmd(
         12, "--budget", help="Search steps T.", callback=int_range("--budget", 1)
     ),
     init: int = typer.Option(
-        4, "--init", help="Random initial steps T0.", callback=int_range("--init", 0)
+        4, "--init", help="Random initial steps T0.", callback=int_range("--init", 1)
     ),
     seed: int = typer.Option(42, "--seed", help="Search seed.", callback=seed_check()),
     seeds: int = typer.Option(
-        1, "--seeds", help="Run seeds seed..seed+k-1.", callback=int_range("--seeds", 1)
+        1,
+        "--seeds",
+        help="Run seeds seed..seed+k-1.",
+        callback=int_range("--seeds", 1, MAX_SEED_COUNT),
     ),
     gt: str = typer.Option(
         "reference",
@@ -444,6 +436,7 @@ def run_cmd(
         COST_ALPHA_DEFAULT,
         "--cost-alpha",
         help="BO: weight of the fit cost in the acquisition (0 = plain EI).",
+        callback=finite_float_check("--cost-alpha", lo=0),
     ),
     store: Path = StoreOption,
     data_dir: Path | None = DataDirOption,
@@ -469,26 +462,22 @@ def run_cmd(
 ) -> None:
     """A budgeted search (Algorithm 1, 2 or 3) with BO or random search; one work unit per
     seed on threads or Dask."""
-    from labreplay.errors import LabreplayError
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
+    from labreplay.suites.configsearch import preflight
     from labreplay.suites.configsearch.execute import run_searches
-    from labreplay.suites.configsearch.models import model_names
     from labreplay.suites.configsearch.search import METHODS, PROBLEMS
 
     _refuse_dask_with_own_dataset(executor, dataset)
-    names = [m.strip() for m in models.split(",") if m.strip()]
-    # Refused before the store is opened: a bad value must not leave a `running` row behind.
-    unknown = [m for m in names if m not in model_names()]
-    if not names or unknown:
-        raise LabreplayError(
-            f"--models: value {models!r} names no known model or unknown {unknown}; "
-            f"known: {', '.join(model_names())}"
-        )
+    # Every value is refused before the executor, the store or the data: a bad value must
+    # not leave a store, a `running` row or cache stages behind.
+    names = list(preflight.model_list("--models", models))
     choice("--problem", PROBLEMS)(problem)
     choice("--method", METHODS)(method)
-    if seed + seeds - 1 > 2**63 - 1:
-        raise LabreplayError(f"--seeds: value {seeds} runs past the largest seed")
+    preflight.search_budget(method, budget, init)
+    preflight.seed_block(seed, seeds)
+    preflight.task_or_dataset(task, dataset, target, dataset_b)
+    space = _space(r_values, n_values, s_values, n_total, n_ood, min_test_points)
     out = []
     with open_executor(executor, scheduler, workers) as ex, Store(store) as db:
         campaign = _campaign(
@@ -501,7 +490,7 @@ def run_cmd(
             n_total,
             n_ood,
             n_jobs,
-            _space(r_values, n_values, s_values),
+            space,
             min_test_points,
         )
         chosen = [seed + k for k in range(seeds)]
