@@ -76,7 +76,8 @@ def seed(option: str, value: Any) -> int:
 
 def choice(option: str, value: Any, choices: Collection[str]) -> str:
     if not isinstance(value, str) or value not in choices:
-        raise bad(option, value, f"is not one of {', '.join(sorted(choices))}")
+        shown = choices if isinstance(choices, Sequence) else sorted(choices)
+        raise bad(option, value, f"is not one of {', '.join(shown)}")
     return value
 
 

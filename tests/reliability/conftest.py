@@ -5,7 +5,9 @@ The CLI runs as a real subprocess, so exit codes and stderr are exactly what a u
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import sqlite3
 import subprocess
@@ -29,6 +31,17 @@ def run_cli(
         env=child,
         check=False,
     )
+
+
+def run_cli_in_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in this process (`labreplay.cli.main.run`): the exit code, stdout and stderr a
+    user sees, without an interpreter start per call. A bug escapes as the exception itself."""
+    from labreplay.cli.main import run
+
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = run(list(args))
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int = 2) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -24,16 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from labreplay.cli.main import run
-
-from .conftest import make_foreign_sqlite
+from .conftest import make_foreign_sqlite, run_cli_in_process
 
 
 def _cli(*argv: str) -> tuple[int, str]:
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = run(list(argv))
-    return code, err.getvalue()
+    done = run_cli_in_process(*argv)
+    return done.returncode, done.stderr
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,6 @@ configsearch pipeline writes its stages there as soon as it loads data).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import shutil
 import subprocess
 import sys
@@ -19,17 +17,16 @@ from typing import Any
 
 import pytest
 
-from labreplay.cli.main import run
 from labreplay.errors import AgentError
+
+from .conftest import run_cli_in_process
 
 TASK = ("--task", "band_gap")
 
 
 def cli(*argv: str) -> tuple[int, str]:
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = run(list(argv))
-    return code, err.getvalue()
+    done = run_cli_in_process(*argv)
+    return done.returncode, done.stderr
 
 
 def refused(tmp_path: Path, *argv: str) -> str:

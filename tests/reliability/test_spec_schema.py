@@ -17,7 +17,8 @@ from labreplay.compile.spec import EnvironmentSpec, write_spec
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.api import load_specs
 
-from .conftest import assert_one_line_error, run_cli
+from .conftest import assert_one_line_error
+from .conftest import run_cli_in_process as run_cli
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +83,7 @@ def test_absurd_self_consistent_spec_is_refused_on_load(
     store = tmp_path / "s.sqlite"
     proc = run_cli(
         "campaign", "run", "--specs", str(specs), "--store", str(store),
-        "--agent", "random", "--controls", "random", timeout=60,
+        "--agent", "random", "--controls", "random",
     )  # fmt: skip
     line = assert_one_line_error(proc)
     assert repr(field) in line, line

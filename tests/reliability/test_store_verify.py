@@ -14,7 +14,7 @@ import pytest
 
 from labreplay.runtime.trajectory import event_hash
 
-from .conftest import run_cli
+from .conftest import run_cli_in_process as run_cli
 
 
 @pytest.fixture(scope="module")

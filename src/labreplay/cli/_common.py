@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -14,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from labreplay.errors import LabreplayError
+from labreplay import validate
 
 # Wide enough for leaderboards when stdout is a pipe or a CI log (rich would pick 80).
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -62,43 +61,27 @@ def progress_bar(description: str, total: int | None, enabled: bool = True) -> I
 
 # ---------------------------------------------------------------------- option validators
 # Used as typer callbacks, so a bad value is refused before any work starts (and before any
-# file is touched), in one line naming the option and the value.
-_MAX_SEED = 2**63 - 1  # what a SQLite INTEGER column holds
-
-
-def _bad(option: str, value: object, why: str) -> LabreplayError:
-    return LabreplayError(f"{option}: value {value!r} {why}")
+# file is touched), in one line naming the option and the value. Each one is a thin callback
+# over the shared validator of its kind (`labreplay.validate`), which the Python API calls too.
+_bad = validate.bad
 
 
 def int_range(option: str, lo: int | None = None, hi: int | None = None) -> Any:
     """Callback refusing an int outside [lo, hi] (None passes: the option was not given)."""
 
     def check(value: int | None) -> int | None:
-        if value is None:
-            return value
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            bounds = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
-            raise _bad(option, value, f"is out of range {bounds}")
-        return value
+        return None if value is None else validate.int_in(option, value, lo, hi)
 
     return check
 
 
 def seed_check(option: str = "--seed") -> Any:
-    return int_range(option, 0, _MAX_SEED)
+    return int_range(option, 0, validate.MAX_SEED)
 
 
 def positive_float(option: str) -> Any:
     """Callback refusing a float that is not finite and > 0."""
-
-    def check(value: float | None) -> float | None:
-        if value is None:
-            return value
-        if not math.isfinite(value) or value <= 0:
-            raise _bad(option, value, "must be a finite number > 0")
-        return value
-
-    return check
+    return finite_float_check(option, lo=0, lo_open=True)
 
 
 def finite_float_check(
@@ -109,31 +92,26 @@ def finite_float_check(
     lo_open: bool = False,
     hi_open: bool = False,
 ) -> Any:
-    """Callback refusing NaN, +/-inf and values outside the bounds (`labreplay.validate`)."""
-    from labreplay.validate import finite_float
+    """Callback refusing NaN, +/-inf and values outside the bounds."""
 
     def check(value: float | None) -> float | None:
         if value is None:
             return value
-        return finite_float(option, value, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open)
+        return validate.finite_float(option, value, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open)
 
     return check
 
 
 def scheduler_check(option: str = "--scheduler") -> Any:
-    from labreplay.validate import scheduler_address
-
     def check(value: str | None) -> str | None:
-        return None if value is None else scheduler_address(option, value)
+        return None if value is None else validate.scheduler_address(option, value)
 
     return check
 
 
 def choice(option: str, choices: Sequence[str]) -> Any:
     def check(value: str | None) -> str | None:
-        if value is not None and value not in choices:
-            raise _bad(option, value, f"is not one of {', '.join(choices)}")
-        return value
+        return None if value is None else validate.choice(option, value, choices)
 
     return check
 
