@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import io
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -52,6 +53,15 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int = 2)
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("labreplay: error: "), lines[0]
     return lines[0]
+
+
+def copy_of(source: Path, target: Path) -> Path:
+    """A private copy (file or directory) for a test to damage."""
+    if source.is_dir():
+        shutil.copytree(source, target)
+    else:
+        shutil.copy(source, target)
+    return target
 
 
 def digest(path: Path) -> str:

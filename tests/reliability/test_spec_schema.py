@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from labreplay.compile.spec import EnvironmentSpec, write_spec
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.api import load_specs
 
-from .conftest import assert_one_line_error
+from .conftest import assert_one_line_error, copy_of
 from .conftest import run_cli_in_process as run_cli
 
 
@@ -72,13 +71,11 @@ def _rewrite_first(specs: Path, edit: Callable[[dict[str, Any]], None]) -> None:
     index_path.write_text(json.dumps(index), encoding="utf-8")
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize(("edit", "field"), [CASES[c] for c in sorted(CASES)], ids=sorted(CASES))
 def test_absurd_self_consistent_spec_is_refused_on_load(
-    case: str, specs_dir: Path, tmp_path: Path
+    edit: Callable[[dict[str, Any]], None], field: str, specs_dir: Path, tmp_path: Path
 ) -> None:
-    specs = tmp_path / "specs"
-    shutil.copytree(specs_dir, specs)
-    edit, field = CASES[case]
+    specs = copy_of(specs_dir, tmp_path / "specs")
     _rewrite_first(specs, edit)
     store = tmp_path / "s.sqlite"
     proc = run_cli(
@@ -92,8 +89,7 @@ def test_absurd_self_consistent_spec_is_refused_on_load(
 
 def test_index_without_assignments_is_refused(specs_dir: Path, tmp_path: Path) -> None:
     """Defect: an index.json with no assignments exited 0 (nothing run, nothing said)."""
-    specs = tmp_path / "specs"
-    shutil.copytree(specs_dir, specs)
+    specs = copy_of(specs_dir, tmp_path / "specs")
     (specs / "index.json").write_text('{"assignments": []}', encoding="utf-8")
     line = assert_one_line_error(
         run_cli("campaign", "run", "--specs", str(specs), "--store", str(tmp_path / "s.sqlite"))

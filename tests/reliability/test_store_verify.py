@@ -5,7 +5,6 @@ table and field). Real campaign runs on the real data; the forgeries are plain S
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from labreplay.runtime.trajectory import event_hash
 
+from .conftest import copy_of
 from .conftest import run_cli_in_process as run_cli
 
 
@@ -88,9 +88,8 @@ def test_clean_store_verifies(clean_store: Path) -> None:
 def test_verify_exits_1_naming_run_table_and_field(
     forgery: str, clean_store: Path, tmp_path: Path
 ) -> None:
-    store = tmp_path / "forged.sqlite"
-    shutil.copy(clean_store, store)
     edit, expected = FORGERIES[forgery]
+    store = copy_of(clean_store, tmp_path / "forged.sqlite")
     conn = sqlite3.connect(store)
     with conn:
         edit(conn)

@@ -85,19 +85,15 @@ def positive_float(option: str) -> Any:
 
 
 def finite_float_check(
-    option: str,
-    lo: float | None = None,
-    hi: float | None = None,
-    *,
-    lo_open: bool = False,
-    hi_open: bool = False,
+    option: str, lo: float | None = None, hi: float | None = None, **open_: bool
 ) -> Any:
-    """Callback refusing NaN, +/-inf and values outside the bounds."""
+    """Callback refusing NaN, +/-inf and values outside [lo, hi] (`lo_open`/`hi_open` make a
+    bound exclusive), by `labreplay.validate.finite_float`."""
 
     def check(value: float | None) -> float | None:
-        if value is None:
-            return value
-        return validate.finite_float(option, value, lo=lo, hi=hi, lo_open=lo_open, hi_open=hi_open)
+        return (
+            None if value is None else validate.finite_float(option, value, lo=lo, hi=hi, **open_)
+        )
 
     return check
 
