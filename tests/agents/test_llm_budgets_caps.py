@@ -199,7 +199,7 @@ def test_dry_run_calls_nothing_and_estimates_tokens(
     assert estimate["dry_run"] and estimate["total"]["prompt_tokens"] > 0
     branches = estimate["assignments"][0]["branches"]
     assert set(branches) == {"adaptive", "random", "no-evidence"}
-    assert branches["adaptive"]["first_prompt"].startswith("VISIBLE STATE")
+    assert branches["adaptive"]["first_prompt"].startswith("CAMPAIGN (the same")
     # The estimate's calls are what a run against a model that answers like the stand-in makes.
     real = _campaign(specs, store, server.base_url, "--only", "short-1", "--json")
     made = json.loads(real.stdout)[0]["usage"]

@@ -313,18 +313,46 @@ def test_prompt_rendering_is_canonical() -> None:
     assert campaign_messages(shuffled) == campaign_messages(OBSERVATION)
 
 
-def test_state_layout_keeps_a_stable_prefix() -> None:
+def test_prompt_layout_keeps_the_campaign_part_byte_identical_and_history_append_only() -> None:
     layout = StateLayout()
-    state = {"budgets_left": {"experiments": 2}, "context": {"rows": 40}, "queries": ["q1"]}
+    candidates = [
+        {"experiment_id": f"PG_000{i}", "descriptors": {"t": 100 * i}, "status": "available"}
+        for i in (1, 2)
+    ]
+    state: dict[str, Any] = {
+        "budgets_left": {"experiments": 2},
+        "candidates": candidates,
+        "context": {"rows": 40},
+        "experiments": {},
+        "closed": [],
+        "open_experiment": None,
+    }
     first = campaign_messages({**OBSERVATION, "state": state}, layout)[1]["content"]
-    assert '{"budgets_left":{"experiments":2},"context":{"rows":40},"queries":["q1"]}' in first
-    spent = {**state, "budgets_left": {"experiments": 1}}
-    second = campaign_messages({**OBSERVATION, "state": spent}, layout)[1]["content"]
-    third = campaign_messages({**OBSERVATION, "state": state}, layout)[1]["content"]
-    # budgets_left changed once: from then on it sits after the unchanged keys, for good.
-    for text in (second, third):
-        assert '{"context":{"rows":40},"queries":["q1"]}\nVISIBLE STATE, PART THAT HAS' in text
-    assert '\n{"budgets_left":{"experiments":1}}\n' in second
+    # Candidates are a table; their status is not in the campaign part.
+    table = '{"columns":["experiment_id","descriptors.t"],"rows":[["PG_0001",100],["PG_0002",200]]}'
+    assert table in first and '"candidate_status":{}' in first
+    record = {"forecasts": [{"p_valid": 0.5}], "review": None}
+    closed = {
+        **state,
+        "budgets_left": {"experiments": 1},
+        "candidates": [{**candidates[0], "status": "closed"}, candidates[1]],
+        "experiments": {"PG_0001": record},
+        "closed": ["PG_0001"],
+    }
+    second = campaign_messages({**OBSERVATION, "state": closed}, layout)[1]["content"]
+    campaign = first[: first.index("HISTORY")]
+    assert second.startswith(campaign)  # byte-identical campaign part
+    assert (
+        '\n{"experiment_id":"PG_0001","forecasts":[{"p_valid":0.5}],"review":null}\nNOW:' in second
+    )
+    assert '"candidate_status":{"PG_0001":"closed"}' in second
+    assert '"budgets_left":{"experiments":1}' in second.split("NOW:")[1]
+    # The schema comes last.
+    assert second.endswith(json.dumps(ACTION_SCHEMA, sort_keys=True, separators=(",", ":")))
+    # A campaign-long key that changes moves to NOW and is never shown stale.
+    grown = {**closed, "context": {"rows": 41}}
+    third = campaign_messages({**OBSERVATION, "state": grown}, layout)[1]["content"]
+    assert '"rows":40' not in third and '"context":{"rows":41}' in third.split("NOW:")[1]
     layout.reset()
     assert campaign_messages({**OBSERVATION, "state": state}, layout)[1]["content"] == first
 
