@@ -77,13 +77,16 @@ class DryRunAgent:
         return dict(reply)
 
     def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+        from labreplay.suites.campaign.llm_panel import panel_wire
         from labreplay.suites.campaign.llm_prompts import checkpoint_messages
 
         schema = snapshot.get("response_schema", {})
-        reply = instance(schema, FINISHING)
-        self.tally.add(checkpoint_messages(snapshot, self._layout), reply, schema)
+        wire = panel_wire(schema)  # what the LLM agent asks for (`llm_panel`)
+        asked = schema if wire is None else wire.schema
+        reply = instance(asked, FINISHING)
+        self.tally.add(checkpoint_messages(snapshot, self._layout), reply, asked)
         self.tally.checkpoint_calls += 1
-        return dict(reply)
+        return dict(reply if wire is None else wire.decode(reply))
 
 
 def tokens(chars: int) -> int:

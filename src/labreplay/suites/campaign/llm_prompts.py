@@ -8,8 +8,9 @@ caching -- reuse instead of re-reading it):
 1. CAMPAIGN: the system prompt, the rules and every state key that has not changed since the
    campaign's first turn (assignment, budgets, categories, candidates without their status,
    held-out queries, context). The same bytes in every message of a campaign.
-2. HISTORY: one line per closed experiment, in the order they were closed. A closed
-   experiment's record no longer changes, so the history only grows at its end.
+2. HISTORY: one line per closed experiment, in the order they were closed (table rows under
+   one COLUMNS line). A closed experiment's record no longer changes, so the history only grows
+   at its end.
 3. NOW: what changes turn by turn (budgets left, the open experiment, candidate statuses, phase,
    step, the result of the last action), then the task and its JSON Schema last.
 
@@ -17,11 +18,13 @@ The agent sees the complete policy-visible state every turn, as before; only the
 notation change. The notation is compact so that a long assignment fits a small model's context:
 canonical JSON (sorted keys, no whitespace), except that a list of objects sharing one set of
 keys becomes a table, `{"columns": [...], "rows": [[...], ...]}` (a nested object column is
-flattened into `parent.child` columns), and in the CAMPAIGN part a missing-value marker that is
+flattened into `parent.child` columns, a column of word lists is written `x[]` with the words
+separated by spaces), an object of count objects becomes a table (absent counts written 0), and in the CAMPAIGN part a missing-value marker that is
 the only one of its kind is written `"?"` with its meaning stated once. A state key that does
 change after the first turn moves from CAMPAIGN to NOW for the rest of the campaign, so nothing
 is ever shown stale. A checkpoint's panel is not repeated when it equals the state's
-`held_out_queries`; the prompt says so. The layout depends only on the observations since reset,
+`held_out_queries`; the prompt says so, and the forecast is asked for as one row of numbers per
+query (`llm_panel`). The layout depends only on the observations since reset,
 so a replayed campaign renders the same bytes (and hits the same response-cache entries).
 """
 
@@ -32,6 +35,7 @@ from typing import Any
 
 from labreplay.sdk import canonical_json
 from labreplay.suites.campaign.env import RULES
+from labreplay.suites.campaign.llm_panel import panel_wire
 
 PROMPT_VERSION = "lr-llm-prompts-3"
 
@@ -48,7 +52,9 @@ CAMPAIGN_POLICY = (
 )
 NOTATION = (
     'NOTATION: canonical JSON; a list of objects with the same keys is a table {"columns":[...],'
-    '"rows":[[...]]} (a column "a.b" is key b of object a).'
+    '"rows":[[...]]} (a column "a.b" is key b of object a; a column "x[]" holds a list written '
+    'as its items separated by spaces); an object of counts is a table whose column "key" is '
+    "its key, an absent count written 0."
 )
 MISSING_KEY = "__missing__"
 MISSING_CELL = "?"
@@ -67,6 +73,8 @@ def _is_missing(value: Any) -> bool:
 def compact(value: Any) -> Any:
     """`value` with every list of same-keyed objects written as a table (see module docstring)."""
     if isinstance(value, Mapping):
+        if _is_count_table(value):
+            return _count_table(value)
         return {str(k): compact(v) for k, v in value.items()}
     if not isinstance(value, list):
         return value
@@ -75,6 +83,30 @@ def compact(value: Any) -> Any:
         if all(sorted(v) == keys for v in value[1:]):
             return _table(value, keys)
     return [compact(v) for v in value]
+
+
+def _is_count_table(value: Mapping[str, Any]) -> bool:
+    return len(value) >= 2 and all(
+        isinstance(v, Mapping)
+        and v
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in v.values())
+        for v in value.values()
+    )
+
+
+def _count_table(value: Mapping[str, Any]) -> dict[str, Any]:
+    columns = sorted({str(c) for counts in value.values() for c in counts})
+    rows = [[str(k), *(counts.get(c, 0) for c in columns)] for k, counts in value.items()]
+    return {"columns": ["key", *columns], "rows": rows}
+
+
+def _word_list(cells: list[Any]) -> bool:
+    return all(
+        isinstance(c, list)
+        and c
+        and all(isinstance(w, str) and w and not any(x.isspace() or x == '"' for x in w) for w in c)
+        for c in cells
+    )
 
 
 def _table(rows: list[Mapping[str, Any]], keys: list[str]) -> dict[str, Any]:
@@ -89,10 +121,20 @@ def _table(rows: list[Mapping[str, Any]], keys: list[str]) -> dict[str, Any]:
             columns += [(key, sub) for sub in sorted(first)]
         else:
             columns.append((key, None))
-    return {
-        "columns": [k if sub is None else f"{k}.{sub}" for k, sub in columns],
-        "rows": [[compact(r[k] if sub is None else r[k][sub]) for k, sub in columns] for r in rows],
-    }
+    names, getters = [], []
+    for key, sub in columns:
+        cells = [r[key] if sub is None else r[key][sub] for r in rows]
+        words = _word_list(cells)
+        names.append((key if sub is None else f"{key}.{sub}") + ("[]" if words else ""))
+        getters.append(words)
+    body = []
+    for r in rows:
+        row = []
+        for (key, sub), words in zip(columns, getters, strict=True):
+            cell = r[key] if sub is None else r[key][sub]
+            row.append(" ".join(cell) if words else compact(cell))
+        body.append(row)
+    return {"columns": names, "rows": body}
 
 
 def _reasons(value: Any, found: set[str], strings: set[str]) -> None:
@@ -166,7 +208,19 @@ class PromptLayout:
                 self._volatile.append(key)
         lasting = {k: fixed[k] for k in sorted(fixed) if k not in self._volatile}
         changed = {k: fixed[k] for k in self._volatile if k in fixed}
-        return _campaign_text(lasting), [_json(compact(h)) for h in history], {**changed, **turn}
+        return _campaign_text(lasting), _history_lines(history), {**changed, **turn}
+
+
+def _history_lines(history: list[Any]) -> list[str]:
+    """One line per closed experiment: table rows under one columns line when the records
+    share their keys (a new row only adds a line at the end), else one object per line."""
+    if not history:
+        return []
+    keys = sorted(history[0])
+    if not all(isinstance(h, Mapping) and sorted(h) == keys for h in history):
+        return [_json(compact(h)) for h in history]
+    table = _table(history, keys)
+    return [f"COLUMNS: {_json(table['columns'])}", *(_json(row) for row in table["rows"])]
 
 
 # Older name, kept for callers.
@@ -195,7 +249,7 @@ def _messages(
         [
             "CAMPAIGN (the same in every message of this campaign):",
             campaign,
-            f"HISTORY (closed experiments in the order closed; {len(history)} so far):",
+            "HISTORY (closed experiments in the order closed, one per line):",
             *history,
             "NOW:",
             _json(compact({**turn, **now})),
@@ -235,11 +289,16 @@ def checkpoint_messages(
         listed = f"the {len(panel)} held_out_queries in CAMPAIGN above, in that order."
     else:
         listed = _json(compact(panel))
-    task = [
-        f"TASK: {snapshot.get('instructions', '')}",
-        f"EXPERIMENTS TO FORECAST: {listed}",
-        "Reply with one JSON object holding a forecast for every experiment listed, valid under "
-        "this JSON Schema:",
-        _json(snapshot.get("response_schema", {})),
-    ]
-    return _messages(state, layout, {}, task)
+    wire = panel_wire(snapshot.get("response_schema"))
+    if wire is None:
+        reply = [
+            "Reply with one JSON object holding a forecast for every experiment listed, valid "
+            "under this JSON Schema:",
+            _json(snapshot.get("response_schema", {})),
+        ]
+    else:
+        listed_ids = [q.get("experiment_id") for q in panel if isinstance(q, Mapping)]
+        order = [] if listed_ids == list(wire.ids) else [f"ROW ORDER: {_json(list(wire.ids))}"]
+        reply = [*order, wire.instructions(), _json(wire.schema)]
+    task = [f"TASK: {snapshot.get('instructions', '')}", f"EXPERIMENTS TO FORECAST: {listed}"]
+    return _messages(state, layout, {}, [*task, *reply])
