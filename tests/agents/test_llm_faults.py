@@ -342,9 +342,8 @@ def test_prompt_layout_keeps_the_campaign_part_byte_identical_and_history_append
     second = campaign_messages({**OBSERVATION, "state": closed}, layout)[1]["content"]
     campaign = first[: first.index("HISTORY")]
     assert second.startswith(campaign)  # byte-identical campaign part
-    assert (
-        '\n{"experiment_id":"PG_0001","forecasts":[{"p_valid":0.5}],"review":null}\nNOW:' in second
-    )
+    history = 'COLUMNS: ["experiment_id","forecasts","review"]\n["PG_0001",[{"p_valid":0.5}],null]'
+    assert f"\n{history}\nNOW:" in second
     assert '"candidate_status":{"PG_0001":"closed"}' in second
     assert '"budgets_left":{"experiments":1}' in second.split("NOW:")[1]
     # The schema comes last.
@@ -374,3 +373,21 @@ def test_concurrent_refusals_drop_a_format_only_once() -> None:
     assert all(r.ok for r in replies)
     assert client.structured_format == "json_object"
     assert formats.count("json_object") == 4 and None not in formats
+
+
+def test_panel_forecast_is_asked_as_rows_and_decoded_to_the_environment_format() -> None:
+    from labreplay.suites.campaign.env import panel_schema
+    from labreplay.suites.campaign.llm_panel import panel_wire
+
+    schema = panel_schema(["PG_0002", "PG_0001", "PG_0003"])
+    wire = panel_wire(schema)
+    assert wire is not None and wire.ids == ("PG_0002", "PG_0001", "PG_0003")
+    assert wire.schema["properties"]["forecasts"]["minItems"] == 3
+    rows = [[0.9, 2, 1, 1, 0], [0.2, 0, 0, 0, 0], "no"]  # weights; a zero row; not a row
+    decoded = wire.decode({"forecasts": rows})
+    (entry,) = decoded["forecasts"]  # the last two take the runtime's fallback
+    assert entry["experiment_id"] == "PG_0002" and entry["p_valid"] == 0.9
+    assert sum(entry["categories"].values()) == pytest.approx(1.0)
+    assert entry["categories"]["completely_reacted"] == pytest.approx(0.5)
+    assert wire.decode({"rows": []})["forecasts"] == []
+    assert panel_wire({"type": "object"}) is None  # an unknown shape: the env's own schema
