@@ -7,6 +7,19 @@ from typing import Any
 
 import typer
 
+from labreplay.cli.llm_options import (
+    ApiKeyEnvOption,
+    BaseUrlOption,
+    LlmSeedOption,
+    MaxCallsOption,
+    MaxRetriesOption,
+    MaxTimeOption,
+    MaxTokensOption,
+    MaxTokensTotalOption,
+    TemperatureOption,
+    TimeoutOption,
+    agent_options,
+)
 from labreplay.sdk.cli import (
     DataDirOption,
     ExecutorOption,
@@ -321,8 +334,21 @@ def replay_cmd(
         callback=choice("--surrogate", ("botorch", "sklearn-gp")),
     ),
     agent: str | None = typer.Option(
-        None, "--agent", help="Your ask/tell optimiser as MODULE:ATTR, replayed beside BO/random."
+        None,
+        "--agent",
+        help="Your ask/tell optimiser as MODULE:ATTR, or openai:MODEL (an LLM optimiser), "
+        "replayed beside BO/random.",
     ),
+    base_url: str | None = BaseUrlOption,
+    api_key_env: str | None = ApiKeyEnvOption,
+    temperature: float | None = TemperatureOption,
+    llm_seed: int | None = LlmSeedOption,
+    max_tokens: int | None = MaxTokensOption,
+    timeout: float | None = TimeoutOption,
+    max_retries: int | None = MaxRetriesOption,
+    max_calls: int | None = MaxCallsOption,
+    max_tokens_total: int | None = MaxTokensTotalOption,
+    max_time: float | None = MaxTimeOption,
     json_out: bool = JsonOption,
 ) -> None:
     """BO vs random search (and your optimiser) replayed on exhaustive reference tables: every
@@ -347,10 +373,22 @@ def replay_cmd(
         raise LabreplayError(f"--init: value {init} exceeds --budget {budget}")
     require_surrogate(surrogate)
     factory = None
+    tally = None
     if agent is not None:
         if problem == "which-model":
             raise LabreplayError("--agent: which-model replays BO and paired random only")
-        factory, _ = resolve_optimizer(agent)
+        if agent.startswith("openai:"):
+            from labreplay.suites.configsearch.llm_optimizer import make_factory
+
+            options = agent_options(
+                base_url=base_url, api_key_env=api_key_env, temperature=temperature,
+                llm_seed=llm_seed, max_tokens=max_tokens, timeout=timeout,
+                max_retries=max_retries, max_calls=max_calls,
+                max_tokens_total=max_tokens_total, max_time=max_time,
+            )  # fmt: skip
+            factory, tally = make_factory(agent, **options)
+        else:
+            factory, _ = resolve_optimizer(agent)
     if references.is_dir():
         refs = load_references(references)
     elif references.is_file():
@@ -391,9 +429,32 @@ def replay_cmd(
         )
         for ref in refs
     ]  # fmt: skip
+    failed = tally is not None and _mark_llm_rows(rows, tally)
     if json_out:
         print_json(rows)
-        return
+    else:
+        _print_replay_rows(rows, problem, seeds, min_test_points, within)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _mark_llm_rows(rows: list[dict[str, Any]], tally: Any) -> bool:
+    """Put the LLM optimiser's usage and status on each row; True when every call failed (the
+    run is failed and unranked: its invalid steps say nothing about search)."""
+    failed = bool(tally.all_failed())
+    for row in rows:
+        if "agent" in row:
+            row["agent"]["llm_usage"] = tally.usage()
+            row["agent"]["status"] = "failed" if failed else "complete"
+            row["agent"]["ranked"] = not failed
+    return failed
+
+
+def _print_replay_rows(
+    rows: list[dict[str, Any]], problem: str, seeds: int, min_test_points: int, within: int
+) -> None:
+    from labreplay.agents.llm_usage import usage_line
+
     for row in rows:
         lo, hi = row["steps_saved_ci95"]
         extra = ""
@@ -414,6 +475,11 @@ def replay_cmd(
             f"{row['steps_saved_mean']:.2f} [{lo:.2f}, {hi:.2f}]{extra}"
             + "".join(f"\n  warning: {w}" for w in row["warnings"])
         )
+        usage = row.get("agent", {}).get("llm_usage")
+        if usage is not None:
+            status = row["agent"]["status"]
+            note = " (every model call failed: not ranked)" if status == "failed" else ""
+            console.print(f"  {row['agent']['label']}: {status}{note}; {usage_line(usage)}")
 
 
 @app.command("run")
