@@ -30,6 +30,7 @@ so a replayed campaign renders the same bytes (and hits the same response-cache 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -194,21 +195,30 @@ class PromptLayout:
         self.reset()
 
     def reset(self) -> None:
-        self._first: dict[str, str] | None = None
+        self._first: dict[str, Any] | None = None
         self._volatile: list[str] = []
+        self._text: tuple[tuple[str, ...], str] | None = None
 
     def render(self, state: Mapping[str, Any]) -> tuple[str, list[str], dict[str, Any]]:
         """(CAMPAIGN text, HISTORY lines, NOW mapping) for one state."""
         fixed, turn, history = _split(state)
-        rendered = {k: _json(v) for k, v in fixed.items()}
         if self._first is None:
-            self._first = dict(rendered)
-        for key in sorted(rendered):
-            if self._first.get(key) != rendered[key] and key not in self._volatile:
+            # A private copy: a state object the environment mutates in place later must
+            # still compare as changed.
+            self._first = copy.deepcopy(fixed)
+        for key in sorted(fixed):
+            # Equality, not rendering, decides (the rendering of large unchanged values each
+            # turn was most of a dry run's time).
+            if key not in self._volatile and (
+                key not in self._first or self._first[key] != fixed[key]
+            ):
                 self._volatile.append(key)
-        lasting = {k: fixed[k] for k in sorted(fixed) if k not in self._volatile}
+        lasting = tuple(k for k in sorted(fixed) if k not in self._volatile)
+        if self._text is None or self._text[0] != lasting:
+            # Rendered from the first values: the same bytes for as long as the keys last.
+            self._text = (lasting, _campaign_text({k: self._first[k] for k in lasting}))
         changed = {k: fixed[k] for k in self._volatile if k in fixed}
-        return _campaign_text(lasting), _history_lines(history), {**changed, **turn}
+        return self._text[1], _history_lines(history), {**changed, **turn}
 
 
 def _history_lines(history: list[Any]) -> list[str]:
