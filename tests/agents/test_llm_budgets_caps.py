@@ -231,6 +231,12 @@ def test_conditions_subset_runs_and_a_garbage_endpoint_fails_unranked(
     with Store(store, readonly=True) as db:
         failed = [r for r in db.runs() if r.status == "failed"]
         assert len(failed) == 1 and len(db.llm_calls(failed[0].run_id)) == 20
+    out = tmp_path / "report"
+    report = run_cli("report", "--store", str(store), "--out", str(out))
+    assert report.returncode == 0, report.stderr
+    html = (out / "index.html").read_text(encoding="utf-8")
+    panel = html[html.index('id="conditions-costs"') :]
+    assert f"frontier{RESOLVED_SUFFIX}" in panel and "failed (not ranked)" in panel
 
 
 def test_conditions_cap_fails_the_run_with_every_call_accounted(
