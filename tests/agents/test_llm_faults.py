@@ -383,11 +383,17 @@ def test_panel_forecast_is_asked_as_rows_and_decoded_to_the_environment_format()
     wire = panel_wire(schema)
     assert wire is not None and wire.ids == ("PG_0002", "PG_0001", "PG_0003")
     assert wire.schema["properties"]["forecasts"]["minItems"] == 3
-    rows = [[0.9, 2, 1, 1, 0], [0.2, 0, 0, 0, 0], "no"]  # weights; a zero row; not a row
+    rows = [[0.9, 1, 0.5, 0.5, 0], [0.2, 0, 0, 0, 0], "no"]  # weights; a zero row; not a row
     decoded = wire.decode({"forecasts": rows})
     (entry,) = decoded["forecasts"]  # the last two take the runtime's fallback
     assert entry["experiment_id"] == "PG_0002" and entry["p_valid"] == 0.9
     assert sum(entry["categories"].values()) == pytest.approx(1.0)
     assert entry["categories"]["completely_reacted"] == pytest.approx(0.5)
     assert wire.decode({"rows": []})["forecasts"] == []
+    # A reply that broke the schema keeps its valid rows; an out-of-range row falls back.
+    broken = '{"forecasts": [[0.5, 1, 1, 1, 1], [0.5, 163, 0, 0, 0], [0.1, 0, 0, 1, 0]]}'
+    kept = wire.salvage(broken)
+    assert kept is not None
+    assert [f["experiment_id"] for f in kept["forecasts"]] == ["PG_0002", "PG_0003"]
+    assert wire.salvage("no json") is None
     assert panel_wire({"type": "object"}) is None  # an unknown shape: the env's own schema

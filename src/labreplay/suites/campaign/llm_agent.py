@@ -77,7 +77,9 @@ class LLMCampaignAgent:
         reply = self.client.complete_json(messages, asked, "panel_forecast")
         self._log.add(reply)
         if reply.value is None:
-            return {"forecasts": [], "error": reply.error or "no reply"}
+            error = reply.error or "no reply"
+            kept = wire.salvage(reply.text) if wire is not None else None
+            return {"forecasts": [], "error": error} if kept is None else {**kept, "error": error}
         return reply.value if wire is None else wire.decode(reply.value)
 
     def drain_calls(self) -> list[CallRecord]:

@@ -8,7 +8,9 @@ about 70 tokens per query in a small model's tokeniser, so a 32-query forecast n
 with exactly one row per query, in the panel's order (about 25 tokens per row), and turns the
 rows back into the environment's objects before the runtime sees them. Declared conversion: the
 category numbers are relative weights, rescaled to sum to 1 (a row whose weights sum to 0 is
-dropped, so that query takes the runtime's declared fallback); p_valid is taken as given.
+dropped, so that query takes the runtime's declared fallback); p_valid is taken as given. A
+reply that breaks the row schema keeps its valid rows (`PanelWire.salvage`): only the rows that
+are not numbers in [0, 1] fall back, as a bad entry in the environment's own format does.
 
 `panel_wire` recognises the environment's schema shape (an array of objects with an
 `experiment_id` enum, number fields in [0, 1] and objects of such numbers); for any other shape
@@ -21,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from labreplay.agents.llm_wire import extract_json_object
 from labreplay.sdk import canonical_json
 
 
@@ -64,11 +67,21 @@ class PanelWire:
                 out.append(entry)
         return {"forecasts": out}
 
+    def salvage(self, text: str | None) -> dict[str, Any] | None:
+        """The valid rows of a reply that broke the schema (e.g. one number above 1): each bad
+        row takes the runtime's fallback, as a bad entry in the environment's format does,
+        instead of the whole panel. None when the text holds no forecast rows at all."""
+        value = extract_json_object(text) if text else None
+        decoded = self.decode(value) if value is not None else None
+        return decoded if decoded and decoded["forecasts"] else None
+
     def _entry(self, eid: str, row: Any) -> dict[str, Any] | None:
         if not isinstance(row, list) or len(row) != len(self.columns):
             return None
         if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in row):
             return None
+        if not all(0 <= x <= 1 for x in row):
+            return None  # out of range: this query takes the runtime's fallback
         entry: dict[str, Any] = {"experiment_id": eid}
         for (field, sub), x in zip(self.columns, row, strict=True):
             if sub is None:
