@@ -96,3 +96,45 @@ def test_a_question_without_parent_table_id_is_its_own_table(tmp_path: Path) -> 
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["mc_single_accuracy"] == 1
+
+
+def test_configsearch_dataset_corrupt_gzip_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    """Was: zlib.error, a traceback."""
+    import gzip
+
+    body = bytearray(gzip.compress(b'{"id": "a", "cif": "x", "t": 1}\n' * 50))
+    for i in range(12, 30):  # the header stays valid, the deflate stream does not
+        body[i] ^= 0xFF
+    dataset = tmp_path / "bad.jsonl.gz"
+    dataset.write_bytes(bytes(body))
+    proc = run_cli(
+        "configsearch", "run", "--dataset", str(dataset), "--target", "t",
+        "--store", str(tmp_path / "s.db"),
+    )  # fmt: skip
+    message = assert_one_line_error(proc)
+    assert str(dataset) in message and "decompress" in message
+
+
+def test_user_json_readers_are_strict(tmp_path: Path) -> None:
+    """Specs, index.json, predictions and datasets: deep nesting and NaN are refused in one
+    line naming the file (was: RecursionError, or NaN read as a number)."""
+    from labreplay.compile.spec import load_spec
+    from labreplay.errors import DataError, SpecError
+    from labreplay.suites.campaign.api import load_specs
+    from labreplay.suites.conditions.evaluate import read_predictions
+    from labreplay.suites.configsearch.dataset import read_dataset
+
+    deep = "[" * 100_000 + "]" * 100_000
+    spec = tmp_path / "spec.json"
+    spec.write_text(deep, encoding="utf-8")
+    with pytest.raises(SpecError, match="nested deeper"):
+        load_spec(spec)
+    (tmp_path / "index.json").write_text('{"assignments": NaN}', encoding="utf-8")
+    with pytest.raises(SpecError, match=r"index\.json.*NaN"):
+        load_specs(tmp_path)
+    preds = _write(tmp_path / "p.jsonl", ['{"id": "q1", "answer": {"option": NaN}}'])
+    with pytest.raises(DataError, match=r"line 1.*NaN"):
+        read_predictions(preds, {"q1"})
+    dataset = _write(tmp_path / "d.jsonl", [deep])
+    with pytest.raises(DataError, match=r"d\.jsonl.*line 1.*nested deeper"):
+        read_dataset(dataset, "t", "mine", "mp")
