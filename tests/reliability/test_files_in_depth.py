@@ -138,3 +138,30 @@ def test_user_json_readers_are_strict(tmp_path: Path) -> None:
     dataset = _write(tmp_path / "d.jsonl", [deep])
     with pytest.raises(DataError, match=r"d\.jsonl.*line 1.*nested deeper"):
         read_dataset(dataset, "t", "mine", "mp")
+
+
+def test_conditions_compile_checks_data_files_against_the_manifest(
+    tmp_path: Path, data_env: None
+) -> None:
+    """Was: a data copy with one yield edited compiled with no UNVERIFIED mark (campaign
+    refuses such data)."""
+    import os
+
+    rel = Path("reactions/buchwald_hartwig_ahneman2018/rxnpredict_data_table.csv")
+    real = Path(os.environ["LABREPLAY_DATA_DIR"]) / rel
+    lines = real.read_text(encoding="utf-8").split("\n")
+    head, _, _ = lines[1].rpartition(",")
+    lines[1] = head + ",99.5"  # one yield edited
+    copy = tmp_path / "data"
+    (copy / rel).parent.mkdir(parents=True)
+    (copy / rel).write_text("\n".join(lines), encoding="utf-8")
+    out = tmp_path / "q.jsonl"
+    argv = ["conditions", "compile", "--dataset", "buchwald_hartwig", "--data-dir", str(copy)]
+    message = assert_one_line_error(run_cli(*argv, "--out", str(out)))
+    assert rel.as_posix() in message and "sha256 differs" in message
+    assert not out.exists()
+    proc = run_cli(*argv, "--out", str(out), "--allow-modified-data", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["unverified_data"] == [rel.as_posix()]
+    spec = json.loads(Path(str(out) + ".spec.json").read_text(encoding="utf-8"))
+    assert spec["spec"]["unverified_data"] == [rel.as_posix()]
