@@ -67,7 +67,8 @@ def spec_from_text(text: str, origin: str = "<memory>") -> EnvironmentSpec:
     try:  # depth- and size-limited, NaN/Infinity refused
         data = loads_strict(text)
     except JsonLimitError as exc:
-        raise SpecError(f"spec {origin}: {exc}") from exc
+        reason = str(exc).replace("invalid JSON", "not valid JSON", 1)
+        raise SpecError(f"spec {origin}: {reason}") from exc
     if not isinstance(data, dict):
         raise SpecError(f"spec {origin}: expected a JSON object, got {type(data).__name__}")
     if "sealed" in data:

@@ -150,7 +150,8 @@ def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
     except UnicodeDecodeError as exc:
         raise SpecError(f"{index_path}: not valid UTF-8 (byte offset {exc.start})") from exc
     except JsonLimitError as exc:  # invalid, too deep, or NaN/Infinity
-        raise SpecError(f"{index_path}: {exc}") from exc
+        reason = str(exc).replace("invalid JSON", "not valid JSON", 1)
+        raise SpecError(f"{index_path}: {reason}") from exc
     entries = index.get("assignments") if isinstance(index, dict) else None
     if not isinstance(entries, list):
         raise SpecError(f"{index_path}: field 'assignments' is missing or not a list")

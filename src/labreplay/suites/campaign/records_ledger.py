@@ -176,7 +176,8 @@ def load_official_ledger(path: Path) -> list[Record]:
         with path.open("r", encoding="utf-8") as handle:
             payload = loads_strict(handle.read())
     except JsonLimitError as exc:  # invalid, truncated, too deep, or NaN/Infinity
-        raise DataError(f"corrupt or truncated JSON ({exc})", file=file) from exc
+        reason = str(exc).removeprefix("invalid JSON ")  # "at line L column C: why"
+        raise DataError(f"corrupt or truncated JSON {reason}", file=file) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"unreadable ledger ({exc})", file=file) from exc
     if not isinstance(payload, Mapping) or not isinstance(payload.get("samples"), list):
