@@ -280,19 +280,21 @@ def export_references_cmd(
 ) -> None:
     """Write every complete exhaustive sweep of a store as a small, byte-stable reference file
     (with its spec hash, protocol, data files and the command that regenerates it)."""
+    from labreplay._atomic import atomic_directory
     from labreplay.errors import StoreError
     from labreplay.store.sqlite import Store
     from labreplay.suites.configsearch.references import export_references
 
     if not store.is_file():
         raise StoreError(f"store {store} does not exist (run `configsearch references` first)")
-    out.mkdir(parents=True, exist_ok=True)
-    with Store(store, readonly=True) as db:
-        written = export_references(db, out)
-    if not written:
-        raise StoreError(f"store {store} holds no complete exhaustive sweep")
+    # The store is opened (a foreign file refused) before --out exists, and the files are
+    # built in a temporary sibling renamed into place: a refusal or failure leaves no directory.
+    with Store(store, readonly=True) as db, atomic_directory(out) as building:
+        written = export_references(db, building)
+        if not written:
+            raise StoreError(f"store {store} holds no complete exhaustive sweep")
     for path in written:
-        console.print(f"wrote {path}")
+        console.print(f"wrote {out / path.name}")
 
 
 @app.command("replay")
