@@ -68,6 +68,12 @@ NJobsOption = typer.Option(
 RValuesOption = typer.Option(None, "--r-values", help="Restrict r, e.g. 0,0.3 (default: paper).")
 NValuesOption = typer.Option(None, "--n-values", help="Restrict n, e.g. 4,6,8 (default: paper).")
 SValuesOption = typer.Option(None, "--s-values", help="Restrict s, e.g. 1,5,10 (default: paper).")
+ReplayJobsOption = typer.Option(
+    1,
+    "--jobs",
+    help="Worker processes for replays (speed only: every seed gives the same rows).",
+    callback=int_range("--jobs", 1, 64),
+)
 
 
 def _space(r_values: str | None, n_values: str | None, s_values: str | None) -> Any:
@@ -323,18 +329,14 @@ def replay_cmd(
     agent: str | None = typer.Option(
         None, "--agent", help="Your ask/tell optimiser as MODULE:ATTR, replayed beside BO/random."
     ),
+    jobs: int = ReplayJobsOption,
     json_out: bool = JsonOption,
 ) -> None:
     """BO vs random search (and your optimiser) replayed on exhaustive reference tables: every
     evaluation is a lookup, so many seeds and every task take seconds, and no model is fitted."""
     from labreplay.errors import LabreplayError
     from labreplay.suites.configsearch.optimizers import require_surrogate, resolve_optimizer
-    from labreplay.suites.configsearch.references import (
-        compare,
-        compare_which_model,
-        load_reference,
-        load_references,
-    )
+    from labreplay.suites.configsearch.references import load_reference, load_references
 
     default_budget, default_init = (8, 3) if problem == "best-model" else (12, 4)
     budget = default_budget if budget is None else budget
@@ -360,6 +362,28 @@ def replay_cmd(
     if not refs:
         raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
     chosen = range(42, 42 + seeds)
+    with _pool(jobs) as pool:
+        _replay_rows(refs, chosen, budget, init, within, cost_alpha, problem, min_test_points,
+                     surrogate, factory, agent, pool, references, seeds, json_out)  # fmt: skip
+
+
+def _pool(jobs: int) -> Any:
+    import contextlib
+
+    from labreplay.suites.configsearch.references import replay_pool
+
+    pool = replay_pool(jobs)
+    return pool if pool is not None else contextlib.nullcontext()
+
+
+def _replay_rows(
+    refs: list[Any], chosen: range, budget: int, init: int, within: int, cost_alpha: float,
+    problem: str, min_test_points: int, surrogate: str, factory: Any, agent: str | None,
+    pool: Any, references: Path, seeds: int, json_out: bool,
+) -> None:  # fmt: skip
+    from labreplay.errors import LabreplayError
+    from labreplay.suites.configsearch.references import compare, compare_which_model
+
     if problem == "which-model":
         by_task: dict[str, list[Any]] = {}
         for ref in refs:
@@ -368,7 +392,7 @@ def replay_cmd(
         if not pairs:
             raise LabreplayError(f"--references: no task in {references} has two models")
         rows = [
-            compare_which_model(a, b, chosen, budget, init, min_test_points, surrogate)
+            compare_which_model(a, b, chosen, budget, init, min_test_points, surrogate, pool)
             for a, b in pairs
         ]
         if json_out:
@@ -387,7 +411,7 @@ def replay_cmd(
     rows = [
         compare(
             ref, chosen, budget, init, within, cost_alpha, problem, min_test_points, surrogate,
-            factory, agent,
+            factory, agent, pool,
         )
         for ref in refs
     ]  # fmt: skip
@@ -414,6 +438,61 @@ def replay_cmd(
             f"{row['steps_saved_mean']:.2f} [{lo:.2f}, {hi:.2f}]{extra}"
             + "".join(f"\n  warning: {w}" for w in row["warnings"])
         )
+
+
+@app.command("reference-report")
+def reference_report_cmd(
+    references: Path = typer.Option(
+        ..., "--references", help="A directory of reference files (export-references)."
+    ),
+    out: Path = typer.Option(
+        Path("configsearch-references-report"),
+        "--out",
+        help="Output directory.",
+        callback=out_dir_check(),
+    ),
+    seeds: int = typer.Option(
+        20, "--seeds", help="Seeds 42..42+k-1 per replay.", callback=int_range("--seeds", 1)
+    ),
+    min_test_points: int = typer.Option(
+        30,
+        "--min-test-points",
+        help="C_min: n*s >= this.",
+        callback=int_range("--min-test-points", 1),
+    ),
+    surrogate: str = typer.Option(
+        "botorch",
+        "--surrogate",
+        help="BO surrogate: botorch | sklearn-gp.",
+        callback=choice("--surrogate", ("botorch", "sklearn-gp")),
+    ),
+    jobs: int = ReplayJobsOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """The paper's claims table (robust C_min and full-space readings), BO vs random replays
+    (best-model T = 8, closest T = 12), which-model verdicts, (n, s) MAE heat maps per r and
+    normalised traces, read from the recorded reference files only."""
+    from labreplay.errors import LabreplayError
+    from labreplay.suites.configsearch import reference_report
+    from labreplay.suites.configsearch.optimizers import require_surrogate
+    from labreplay.suites.configsearch.references import load_references
+
+    if not references.is_dir():
+        raise LabreplayError(f"--references: {references} is not a directory")
+    require_surrogate(surrogate)
+    refs = load_references(references)
+    if not refs:
+        raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
+    with _pool(jobs) as pool:
+        report = reference_report.build(
+            refs, range(42, 42 + seeds), min_test_points, surrogate, pool
+        )
+    files = reference_report.write(report, refs, out)
+    if json_out:
+        print_json({**report["summary"], "out": str(out), "files": files})
+        return
+    console.print(reference_report.markdown(report), markup=False)
+    console.print(f"wrote {len(files)} pictures and references_report.md to {out}")
 
 
 @app.command("run")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,38 +168,67 @@ def replay(
     min_test_points: int = MIN_TEST_POINTS,
     surrogate: str = "botorch",
     agent: OptimizerFactory | None = None,
+    pool: Executor | None = None,
 ) -> list[dict[str, Any]]:
     """Target metrics of a search per seed, every evaluation a table lookup. Problems:
     best-model (lowest MAE) and closest (MAE nearest the model's MAE at (0, 48, 10), which must
     be in the table; its own (r, n) block is not a candidate). `agent`: a factory of a user's
-    ask/tell optimiser, run through the same budget, initial design and scoring."""
+    ask/tell optimiser, run through the same budget, initial design and scoring. `pool`: seeds
+    run in its worker processes (speed only: every seed is deterministic on its own, so the rows
+    are the same as in one process); a user's agent always runs here, in this process."""
+    if pool is not None and agent is None:
+        args = (ref, method, budget, init, cost_alpha, problem, min_test_points, surrogate)
+        return list(pool.map(_replay_seed, [(*args, seed) for seed in seeds]))
+    return [
+        _replay_one(ref, method, seed, budget, init, cost_alpha, problem, min_test_points,
+                    surrogate, agent)
+        for seed in seeds
+    ]  # fmt: skip
+
+
+def _replay_seed(args: tuple[Any, ...]) -> dict[str, Any]:
+    ref, method, budget, init, cost_alpha, problem, min_test_points, surrogate, seed = args
+    return _replay_one(
+        ref, method, seed, budget, init, cost_alpha, problem, min_test_points, surrogate, None
+    )
+
+
+def _replay_one(
+    ref: Reference,
+    method: str,
+    seed: int,
+    budget: int,
+    init: int,
+    cost_alpha: float,
+    problem: str,
+    min_test_points: int,
+    surrogate: str,
+    agent: OptimizerFactory | None,
+) -> dict[str, Any]:
     feasible = sorted(ref.maes)
     truth = _ground_truth(ref, problem)
     land = replay_landscape(ref, problem, min_test_points)
-    out = []
-    for seed in seeds:
-        result = search(
-            problem=problem,
-            method=method,
-            space=ref.space,
-            feasible=feasible,
-            models=[ref.model],
-            evaluate=lambda model, config: ref.maes[config],
-            budget=budget,
-            init=init,
-            seed=seed,
-            ground_truth=truth,
-            cost_alpha=cost_alpha,
-            min_test_points=min_test_points,
-            surrogate=surrogate,
-            optimizer=agent() if agent is not None else None,
-        )
-        steps = list(range(1, len(result.steps) + 1))
-        row = {"seed": seed, **target_metrics(land, result.trace(), steps, init)}
-        row["invalid_steps"] = result.invalid_steps
-        row["answer"] = result.answer()
-        out.append(row)
-    return out
+    result = search(
+        problem=problem,
+        method=method,
+        space=ref.space,
+        feasible=feasible,
+        models=[ref.model],
+        evaluate=lambda model, config: ref.maes[config],
+        budget=budget,
+        init=init,
+        seed=seed,
+        ground_truth=truth,
+        cost_alpha=cost_alpha,
+        min_test_points=min_test_points,
+        surrogate=surrogate,
+        optimizer=agent() if agent is not None else None,
+    )
+    steps = list(range(1, len(result.steps) + 1))
+    row = {"seed": seed, **target_metrics(land, result.trace(), steps, init)}
+    row["invalid_steps"] = result.invalid_steps
+    row["answer"] = result.answer()
+    return row
 
 
 def _steps(m: dict[str, Any], budget: int) -> int:
@@ -235,6 +265,8 @@ def compare(
     surrogate: str = "botorch",
     agent: OptimizerFactory | None = None,
     agent_label: str | None = None,
+    pool: Executor | None = None,
+    keep_traces: bool = False,
 ) -> dict[str, Any]:
     """BO vs random search (and a user's optimiser) on one reference: seeds reaching the target
     within `within` evaluations beside the configurations on target and the exact chance of
@@ -242,7 +274,18 @@ def compare(
     score after T (BO minus random)."""
     require_surrogate(surrogate)
     runs = {
-        m: replay(ref, m, seeds, budget, init, cost_alpha, problem, min_test_points, surrogate)
+        m: replay(
+            ref,
+            m,
+            seeds,
+            budget,
+            init,
+            cost_alpha,
+            problem,
+            min_test_points,
+            surrogate,
+            pool=pool,
+        )
         for m in ("bo", "random")
     }
     if agent is not None:
@@ -283,6 +326,10 @@ def compare(
         "bo_better": bool(bo_vs_random["steps_saved_ci95"][0] > 0),
         "bo_better_normalised": bool(bo_vs_random["normalised_gain_ci95"][0] > 0),
     }
+    if keep_traces:
+        out["normalised_traces"] = {
+            m: [row["normalised_trace"] for row in rows] for m, rows in runs.items()
+        }
     if problem == "closest":
         out["closest_answers_in_reference_block"] = sum(
             1
@@ -352,6 +399,7 @@ def compare_which_model(
     init: int,
     min_test_points: int = MIN_TEST_POINTS,
     surrogate: str = "botorch",
+    pool: Executor | None = None,
 ) -> dict[str, Any]:
     """Formal Algorithm 1 on one task with two references: every step evaluates both models at
     one configuration (paired). The truth is the paired difference over every C_min
@@ -364,10 +412,14 @@ def compare_which_model(
     models = sorted(refs)
     common = sorted(set(first.maes) & set(second.maes))
     cmin = [c for c in common if c.n * c.s >= min_test_points]
-    truth = which_model_answer(
-        [Step(i, "exhaustive", None, {m: refs[m].maes[c] for m in models}, 0.0, 0.0, None, 0.0)
-         for i, c in enumerate(cmin, 1)]
-    )  # fmt: skip
+
+    def exhaustive(configs: Sequence[Config]) -> dict[str, Any]:
+        return which_model_answer(
+            [Step(i, "exhaustive", None, {m: refs[m].maes[c] for m in models}, 0.0, 0.0, None,
+                  0.0) for i, c in enumerate(configs, 1)]
+        )  # fmt: skip
+
+    truth = exhaustive(cmin)
     out: dict[str, Any] = {
         "task": first.task,
         "problem": "which-model",
@@ -375,6 +427,8 @@ def compare_which_model(
         "min_test_points": min_test_points,
         "configurations": len(cmin),
         "truth": truth,
+        # beside it, the full-space reading (configurations below C_min included)
+        "truth_full": exhaustive(common),
         "seeds": len(seeds),
         "budget": budget,
         "init": init,
@@ -382,25 +436,41 @@ def compare_which_model(
         "methods": {},
     }
     for method in ("bo", "random"):
-        verdicts = []
-        for seed in seeds:
-            result = search(
-                problem="which-model",
-                method=method,
-                space=first.space,
-                feasible=common,
-                models=models,
-                evaluate=lambda model, config: refs[model].maes[config],
-                budget=budget,
-                init=init,
-                seed=seed,
-                min_test_points=min_test_points,
-                surrogate=surrogate,
-            )
-            verdicts.append(result.answer()["verdict"])
+        args = [(refs, method, budget, init, min_test_points, surrogate, s) for s in seeds]
+        verdicts = list((pool.map if pool is not None else map)(_which_model_verdict, args))
         out["methods"][method] = {
             "tied": verdicts.count("tied"),
             "named": {m: verdicts.count(m) for m in models},
             "agrees_with_truth": verdicts.count(truth["verdict"]),
         }
     return out
+
+
+def _which_model_verdict(args: tuple[Any, ...]) -> str:
+    refs, method, budget, init, min_test_points, surrogate, seed = args
+    models = sorted(refs)
+    common = sorted(set.intersection(*(set(refs[m].maes) for m in models)))
+    result = search(
+        problem="which-model",
+        method=method,
+        space=refs[models[0]].space,
+        feasible=common,
+        models=models,
+        evaluate=lambda model, config: refs[model].maes[config],
+        budget=budget,
+        init=init,
+        seed=seed,
+        min_test_points=min_test_points,
+        surrogate=surrogate,
+    )
+    return str(result.answer()["verdict"])
+
+
+def replay_pool(jobs: int) -> Executor | None:
+    """Worker processes for replays (spawned: a forked torch can deadlock); None for one job."""
+    if jobs <= 1:
+        return None
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
