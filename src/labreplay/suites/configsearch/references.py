@@ -153,10 +153,6 @@ def load_references(directory: Path) -> list[Reference]:
     return [load_reference(p) for p in sorted(directory.glob("*.json.gz"))]
 
 
-def _searched(ref: Reference, problem: str, min_test_points: int) -> Landscape:
-    return replay_landscape(ref, problem, min_test_points)
-
-
 def replay(
     ref: Reference,
     method: str,
@@ -205,25 +201,11 @@ def _replay_one(
     surrogate: str,
     agent: OptimizerFactory | None,
 ) -> dict[str, Any]:
-    feasible = sorted(ref.maes)
-    truth = _ground_truth(ref, problem)
     land = replay_landscape(ref, problem, min_test_points)
-    result = search(
-        problem=problem,
-        method=method,
-        space=ref.space,
-        feasible=feasible,
-        models=[ref.model],
-        evaluate=lambda model, config: ref.maes[config],
-        budget=budget,
-        init=init,
-        seed=seed,
-        ground_truth=truth,
-        cost_alpha=cost_alpha,
-        min_test_points=min_test_points,
-        surrogate=surrogate,
-        optimizer=agent() if agent is not None else None,
-    )
+    result = _search_tables(
+        {ref.model: ref}, problem, method, budget, init, seed, min_test_points, surrogate,
+        cost_alpha, _ground_truth(ref, problem), agent() if agent is not None else None,
+    )  # fmt: skip
     steps = list(range(1, len(result.steps) + 1))
     row = {"seed": seed, **target_metrics(land, result.trace(), steps, init)}
     row["invalid_steps"] = result.invalid_steps
@@ -448,10 +430,31 @@ def compare_which_model(
 
 def _which_model_verdict(args: tuple[Any, ...]) -> str:
     refs, method, budget, init, min_test_points, surrogate, seed = args
+    result = _search_tables(
+        refs, "which-model", method, budget, init, seed, min_test_points, surrogate
+    )
+    return str(result.answer()["verdict"])
+
+
+def _search_tables(
+    refs: dict[str, Reference],
+    problem: str,
+    method: str,
+    budget: int,
+    init: int,
+    seed: int,
+    min_test_points: int,
+    surrogate: str,
+    cost_alpha: float = COST_ALPHA,
+    truth: dict[str, float] | None = None,
+    optimizer: Any = None,
+) -> Any:
+    """The real `search.search` over the configurations every model's table holds, each
+    evaluation a lookup: the one replay path of every problem."""
     models = sorted(refs)
     common = sorted(set.intersection(*(set(refs[m].maes) for m in models)))
-    result = search(
-        problem="which-model",
+    return search(
+        problem=problem,
         method=method,
         space=refs[models[0]].space,
         feasible=common,
@@ -460,10 +463,12 @@ def _which_model_verdict(args: tuple[Any, ...]) -> str:
         budget=budget,
         init=init,
         seed=seed,
+        ground_truth=truth,
+        cost_alpha=cost_alpha,
         min_test_points=min_test_points,
         surrogate=surrogate,
+        optimizer=optimizer,
     )
-    return str(result.answer()["verdict"])
 
 
 def replay_pool(jobs: int) -> Executor | None:
