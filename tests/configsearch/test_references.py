@@ -53,6 +53,43 @@ def test_export_round_trips_a_real_sweep_byte_stably(
     assert doc["spec_hash"] == campaign.spec_hash and "--tasks band_gap" in doc["regenerate"]
 
 
+def test_r_slices_of_a_sweep_assemble_into_the_full_reference(
+    data_dir: Path, cache_dir: Path, tmp_path: Path
+) -> None:
+    """Two sessions each sweep one r slice; export-references assembles one file whose rows are
+    the full sweep's (fits are per (r, n), so a slice computes exactly what the full sweep does)."""
+    from dataclasses import replace
+
+    from labreplay.errors import DataError
+
+    def sweep(path: Path, r_values: tuple[float, ...]) -> None:
+        with Store(path) as store:
+            ConfigSearch(
+                data_dir, "band_gap", store, SMALL_SETTINGS,
+                replace(SMALL_SPACE, r_values=r_values), cache_dir, min_test_points=1,
+            ).sweep("rf-scm")  # fmt: skip
+
+    sweep(tmp_path / "full.sqlite", SMALL_SPACE.r_values)
+    for r in SMALL_SPACE.r_values:
+        sweep(tmp_path / "slices.sqlite", (r,))
+    with Store(tmp_path / "full.sqlite", readonly=True) as store:
+        (full,) = export_references(store, tmp_path / "full")
+    with Store(tmp_path / "slices.sqlite", readonly=True) as store:
+        (assembled,) = export_references(store, tmp_path / "slices")
+    a, b = load_reference(full), load_reference(assembled)
+    assert b.maes == a.maes and b.n_test == a.n_test and b.space == a.space
+    doc = json.loads(gzip.decompress(assembled.read_bytes()))
+    assert [s["r"] for s in doc["slices"]] == [[0.0], [0.5]]
+    assert doc["regenerate"].count("--r-values") == 2
+    sweep(tmp_path / "slices.sqlite", SMALL_SPACE.r_values)  # overlaps both slices: refused
+    with (
+        Store(tmp_path / "slices.sqlite", readonly=True) as store,
+        pytest.raises(DataError, match="overlap in r"),
+    ):
+        export_references(store, tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+
+
 def test_replay_uses_the_shared_initial_design_and_counts_hits(tmp_path: Path) -> None:
     refs = load_references(RECORDED)
     if not refs:

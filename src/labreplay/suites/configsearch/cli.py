@@ -279,7 +279,6 @@ def export_references_cmd(
 
     if not store.is_file():
         raise StoreError(f"store {store} does not exist (run `configsearch references` first)")
-    out.mkdir(parents=True, exist_ok=True)
     with Store(store, readonly=True) as db:
         written = export_references(db, out)
     if not written:

@@ -24,7 +24,7 @@ import numpy as np
 
 from labreplay.errors import DataError
 from labreplay.scoring.stats import paired_bootstrap_ci
-from labreplay.sdk import atomic_write_bytes, canonical_json
+from labreplay.sdk import atomic_write_bytes, canonical_json, sha256_json
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.optimizers import (
     OptimizerFactory,
@@ -85,42 +85,93 @@ def _space(doc: dict[str, Any]) -> ConfigSpace:
 
 
 def export_references(store: Store, out_dir: Path) -> list[Path]:
-    """One file per complete exhaustive sweep in the store; returns the paths written."""
-    written = []
+    """One file per task x model from the store's complete exhaustive sweeps; returns the paths
+    written. Sweeps of the same task, model, protocol and pipeline over disjoint r values
+    (`configsearch references --r-values ...`, one slice per session) are assembled into one
+    file, each slice's spec hash and r values kept as provenance; overlapping slices are refused."""
+    groups: dict[str, list[dict[str, Any]]] = {}
     for run in store.runs(suite="configsearch", branch="sweep/exhaustive", status="complete"):
-        params = run.agent_params
-        (model,) = params["models"]
-        spec = json.loads(store.get_spec(run.spec_hash))
-        rows = []
-        for event in store.events(run.run_id):
-            if event["kind"] != "evaluation":
-                continue
-            p = event["payload"]
-            c = p["config"]
-            rows.append(
-                [c["r"], c["n"], c["s"], p["mae"], p.get("mae_nondegenerate"),
-                 p.get("degenerate_folds", 0), p["n_test"], p.get("abs_error_sd")]
-            )  # fmt: skip
-        rows.sort(key=lambda row: (row[0], row[1], row[2]))
-        doc = {
-            "format": FORMAT,
-            "task": params["task"],
-            "model": model,
-            "spec_hash": run.spec_hash,
-            "protocol": {
-                k: params[k] for k in ("n_total", "n_ood", "s_max", "space", "space_size")
-            },
-            "space": spec["body"]["space"],
-            "pipeline": spec["body"]["pipeline"],
-            "regenerate": REGENERATE.format(task=params["task"], model=model),
-            "columns": list(COLUMNS),
-            "rows": rows,
-        }
-        path = out_dir / f"{params['task']}__{model}.json.gz"
-        data = gzip.compress(canonical_json(doc).encode(), mtime=0)
-        atomic_write_bytes(path, data)
+        doc = _sweep_doc(store, run)
+        key = canonical_json(
+            [doc["task"], doc["model"], {k: v for k, v in doc["protocol"].items()
+             if k not in ("space", "space_size")}, doc["pipeline"],
+             {k: v for k, v in doc["space"].items() if k != "r"}]
+        )  # fmt: skip
+        groups.setdefault(key, []).append(doc)
+    assembled = [docs[0] if len(docs) == 1 else _assemble(docs) for docs in groups.values()]
+    written = []
+    for doc in assembled:  # every slice checked before anything is written
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / f"{doc['task']}__{doc['model']}.json.gz"
+        atomic_write_bytes(path, gzip.compress(canonical_json(doc).encode(), mtime=0))
         written.append(path)
     return written
+
+
+def _sweep_doc(store: Store, run: Any) -> dict[str, Any]:
+    params = run.agent_params
+    (model,) = params["models"]
+    spec = json.loads(store.get_spec(run.spec_hash))
+    rows = []
+    for event in store.events(run.run_id):
+        if event["kind"] != "evaluation":
+            continue
+        p = event["payload"]
+        c = p["config"]
+        rows.append(
+            [c["r"], c["n"], c["s"], p["mae"], p.get("mae_nondegenerate"),
+             p.get("degenerate_folds", 0), p["n_test"], p.get("abs_error_sd")]
+        )  # fmt: skip
+    rows.sort(key=lambda row: (row[0], row[1], row[2]))
+    return {
+        "format": FORMAT,
+        "task": params["task"],
+        "model": model,
+        "spec_hash": run.spec_hash,
+        "protocol": {k: params[k] for k in ("n_total", "n_ood", "s_max", "space", "space_size")},
+        "space": spec["body"]["space"],
+        "pipeline": spec["body"]["pipeline"],
+        "regenerate": REGENERATE.format(task=params["task"], model=model),
+        "columns": list(COLUMNS),
+        "rows": rows,
+    }
+
+
+def _assemble(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """r slices of one sweep -> one reference (slices in r order; r values must not overlap)."""
+    docs = sorted(docs, key=lambda d: min(d["space"]["r"]))
+    seen: set[float] = set()
+    for d in docs:
+        overlap = seen & set(d["space"]["r"])
+        if overlap:
+            raise DataError(
+                f"sweeps of {d['task']} x {d['model']} overlap in r {sorted(overlap)}: export "
+                "them from separate stores",
+                field="spec_hash",
+                value=d["spec_hash"],
+            )
+        seen |= set(d["space"]["r"])
+    first = docs[0]
+    rows = sorted((row for d in docs for row in d["rows"]), key=lambda row: tuple(row[:3]))
+    space = {**first["space"], "r": sorted(seen)}
+    slices = [{"spec_hash": d["spec_hash"], "r": d["space"]["r"]} for d in docs]
+    return {
+        **first,
+        "spec_hash": sha256_json(slices),
+        "slices": slices,
+        "protocol": {
+            **first["protocol"],
+            "space": sha256_json(space)[:12],
+            "space_size": len(rows),
+        },
+        "space": space,
+        "regenerate": "; ".join(
+            f"{REGENERATE.format(task=first['task'], model=first['model'])} --r-values "
+            + ",".join(f"{r:g}" for r in d["space"]["r"])
+            for d in docs
+        ),
+        "rows": rows,
+    }
 
 
 def load_reference(path: Path) -> Reference:
