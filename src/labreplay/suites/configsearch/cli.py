@@ -81,6 +81,12 @@ NJobsOption = typer.Option(
 RValuesOption = typer.Option(None, "--r-values", help="Restrict r, e.g. 0,0.3 (default: paper).")
 NValuesOption = typer.Option(None, "--n-values", help="Restrict n, e.g. 4,6,8 (default: paper).")
 SValuesOption = typer.Option(None, "--s-values", help="Restrict s, e.g. 1,5,10 (default: paper).")
+ReplayJobsOption = typer.Option(
+    1,
+    "--jobs",
+    help="Worker processes for replays (speed only: every seed gives the same rows).",
+    callback=int_range("--jobs", 1, 64),
+)
 
 
 def _space(r_values: str | None, n_values: str | None, s_values: str | None) -> Any:
@@ -351,18 +357,14 @@ def replay_cmd(
     max_calls: int | None = MaxCallsOption,
     max_tokens_total: int | None = MaxTokensTotalOption,
     max_time: float | None = MaxTimeOption,
+    jobs: int = ReplayJobsOption,
     json_out: bool = JsonOption,
 ) -> None:
     """BO vs random search (and your optimiser) replayed on exhaustive reference tables: every
     evaluation is a lookup, so many seeds and every task take seconds, and no model is fitted."""
     from labreplay.errors import LabreplayError
     from labreplay.suites.configsearch.optimizers import require_surrogate, resolve_optimizer
-    from labreplay.suites.configsearch.references import (
-        compare,
-        compare_which_model,
-        load_reference,
-        load_references,
-    )
+    from labreplay.suites.configsearch.references import load_reference, load_references
 
     default_budget, default_init = (8, 3) if problem == "best-model" else (12, 4)
     budget = default_budget if budget is None else budget
@@ -388,6 +390,12 @@ def replay_cmd(
                 max_retries=max_retries, max_calls=max_calls,
                 max_tokens_total=max_tokens_total, max_time=max_time,
             )  # fmt: skip
+            if jobs > 1:
+                # The LLM optimiser's calls are counted in this process (usage, all-failed):
+                # worker processes would hide them from the tally.
+                raise LabreplayError(
+                    "--jobs: an openai: optimiser replays in one process (--jobs 1)"
+                )
             factory, tally = make_factory(agent, **options)
         else:
             factory, _ = resolve_optimizer(agent)
@@ -400,6 +408,28 @@ def replay_cmd(
     if not refs:
         raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
     chosen = range(42, 42 + seeds)
+    with _pool(jobs) as pool:
+        _replay_rows(refs, chosen, budget, init, within, cost_alpha, problem, min_test_points,
+                     surrogate, factory, tally, agent, pool, references, seeds, json_out)  # fmt: skip
+
+
+def _pool(jobs: int) -> Any:
+    import contextlib
+
+    from labreplay.suites.configsearch.references import replay_pool
+
+    pool = replay_pool(jobs)
+    return pool if pool is not None else contextlib.nullcontext()
+
+
+def _replay_rows(
+    refs: list[Any], chosen: range, budget: int, init: int, within: int, cost_alpha: float,
+    problem: str, min_test_points: int, surrogate: str, factory: Any, tally: Any,
+    agent: str | None, pool: Any, references: Path, seeds: int, json_out: bool,
+) -> None:  # fmt: skip
+    from labreplay.errors import LabreplayError
+    from labreplay.suites.configsearch.references import compare, compare_which_model
+
     if problem == "which-model":
         by_task: dict[str, list[Any]] = {}
         for ref in refs:
@@ -408,7 +438,7 @@ def replay_cmd(
         if not pairs:
             raise LabreplayError(f"--references: no task in {references} has two models")
         rows = [
-            compare_which_model(a, b, chosen, budget, init, min_test_points, surrogate)
+            compare_which_model(a, b, chosen, budget, init, min_test_points, surrogate, pool)
             for a, b in pairs
         ]
         if json_out:
@@ -427,7 +457,7 @@ def replay_cmd(
     rows = [
         compare(
             ref, chosen, budget, init, within, cost_alpha, problem, min_test_points, surrogate,
-            factory, agent,
+            factory, agent, pool,
         )
         for ref in refs
     ]  # fmt: skip
@@ -482,6 +512,61 @@ def _print_replay_rows(
             status = row["agent"]["status"]
             note = " (every model call failed: not ranked)" if status == "failed" else ""
             console.print(f"  {row['agent']['label']}: {status}{note}; {usage_line(usage)}")
+
+
+@app.command("reference-report")
+def reference_report_cmd(
+    references: Path = typer.Option(
+        ..., "--references", help="A directory of reference files (export-references)."
+    ),
+    out: Path = typer.Option(
+        Path("configsearch-references-report"),
+        "--out",
+        help="Output directory.",
+        callback=out_dir_check(),
+    ),
+    seeds: int = typer.Option(
+        20, "--seeds", help="Seeds 42..42+k-1 per replay.", callback=int_range("--seeds", 1)
+    ),
+    min_test_points: int = typer.Option(
+        30,
+        "--min-test-points",
+        help="C_min: n*s >= this.",
+        callback=int_range("--min-test-points", 1),
+    ),
+    surrogate: str = typer.Option(
+        "botorch",
+        "--surrogate",
+        help="BO surrogate: botorch | sklearn-gp.",
+        callback=choice("--surrogate", ("botorch", "sklearn-gp")),
+    ),
+    jobs: int = ReplayJobsOption,
+    json_out: bool = JsonOption,
+) -> None:
+    """The paper's claims table (robust C_min and full-space readings), BO vs random replays
+    (best-model T = 8, closest T = 12), which-model verdicts, (n, s) MAE heat maps per r and
+    normalised traces, read from the recorded reference files only."""
+    from labreplay.errors import LabreplayError
+    from labreplay.suites.configsearch import reference_report
+    from labreplay.suites.configsearch.optimizers import require_surrogate
+    from labreplay.suites.configsearch.references import load_references
+
+    if not references.is_dir():
+        raise LabreplayError(f"--references: {references} is not a directory")
+    require_surrogate(surrogate)
+    refs = load_references(references)
+    if not refs:
+        raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
+    with _pool(jobs) as pool:
+        report = reference_report.build(
+            refs, range(42, 42 + seeds), min_test_points, surrogate, pool
+        )
+    files = reference_report.write(report, refs, out)
+    if json_out:
+        print_json({**report["summary"], "out": str(out), "files": files})
+        return
+    console.print(reference_report.markdown(report), markup=False)
+    console.print(f"wrote {len(files)} pictures and references_report.md to {out}")
 
 
 @app.command("run")
