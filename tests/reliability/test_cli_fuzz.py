@@ -265,6 +265,7 @@ BASES: dict[tuple[str, ...], list[str]] = {
     ("configsearch", "sweep"): ["--task", "band_gap", "--store", "{w}/foreign.sqlite"],
     ("configsearch", "references"): ["--tasks", "band_gap", "--store", "{w}/foreign.sqlite"],
     ("configsearch", "replay"): ["--references", "{w}/norefs"],
+    ("configsearch", "reference-report"): ["--references", "{w}/norefs", "--out", "{w}/o"],
     ("configsearch", "run"): ["--task", "band_gap", "--store", "{w}/foreign.sqlite"],
 }
 

@@ -61,6 +61,10 @@ CONFIGSEARCH: dict[str, tuple[tuple[str, ...], str]] = {
     "replay-cost-alpha-inf": ((*CS_REPLAY, "--cost-alpha", "inf"), "--cost-alpha"),
     "replay-seeds-huge": ((*CS_REPLAY, "--seeds", "99999999999999999999999"), "--seeds"),
     "replay-seeds-many": ((*CS_REPLAY, "--seeds", "100000"), "--seeds"),
+    "reference-report-seeds-many": (
+        ("configsearch", "reference-report", "--references", "{w}/refs", "--seeds", "100000"),
+        "--seeds",
+    ),
     "replay-init-over-budget": ((*CS_REPLAY, "--init", "9", "--budget", "3"), "--init"),
     "run-r-nan": ((*CS_RUN, *TASK, "--r-values", "nan"), "--r-values"),
     "run-r-abc": ((*CS_RUN, *TASK, "--r-values", "abc"), "--r-values"),

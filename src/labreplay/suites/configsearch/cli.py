@@ -515,7 +515,10 @@ def reference_report_cmd(
         callback=out_dir_check(),
     ),
     seeds: int = typer.Option(
-        20, "--seeds", help="Seeds 42..42+k-1 per replay.", callback=int_range("--seeds", 1)
+        20,
+        "--seeds",
+        help="Seeds 42..42+k-1 per replay.",
+        callback=int_range("--seeds", 1, MAX_SEED_COUNT),
     ),
     min_test_points: int = typer.Option(
         30,
