@@ -8,8 +8,10 @@ from typing import Any
 import typer
 
 from labreplay.sdk.cli import (
+    AgentTimeoutOption,
     DataDirOption,
     ExecutorOption,
+    IsolateOption,
     JsonOption,
     SchedulerOption,
     WorkersOption,
@@ -465,14 +467,21 @@ def run_cmd(
         help="C_min: search configurations with n*s >= this only.",
         callback=int_range("--min-test-points", 1),
     ),
+    agent: str | None = typer.Option(
+        None,
+        "--agent",
+        help="Your ask/tell optimiser (MODULE:ATTR or a registered name) instead of --method.",
+    ),
+    isolate: bool = IsolateOption,
+    agent_timeout: float | None = AgentTimeoutOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """A budgeted search (Algorithm 1, 2 or 3) with BO or random search; one work unit per
-    seed on threads or Dask."""
+    """A budgeted search (Algorithm 1, 2 or 3) with BO, random search or your own optimiser
+    (--agent); one work unit per seed on threads or Dask."""
     from labreplay.errors import LabreplayError
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
-    from labreplay.suites.configsearch.execute import run_searches
+    from labreplay.suites.configsearch.execute import resolve_optimizer_agent, run_searches
     from labreplay.suites.configsearch.models import model_names
     from labreplay.suites.configsearch.search import METHODS, PROBLEMS
 
@@ -489,6 +498,12 @@ def run_cmd(
     choice("--method", METHODS)(method)
     if seed + seeds - 1 > 2**63 - 1:
         raise LabreplayError(f"--seeds: value {seeds} runs past the largest seed")
+    if isolate and agent is None:
+        raise LabreplayError("--isolate: give the optimiser to isolate with --agent MODULE:ATTR")
+    if isolate and executor != "in-process":
+        raise LabreplayError("--isolate runs with --executor in-process (one child per search)")
+    # the optimiser is checked before the store is opened (one line, exit 2)
+    searcher = method if agent is None else resolve_optimizer_agent(agent, isolate, agent_timeout)
     out = []
     with open_executor(executor, scheduler, workers) as ex, Store(store) as db:
         campaign = _campaign(
@@ -506,14 +521,17 @@ def run_cmd(
         )
         chosen = [seed + k for k in range(seeds)]
         done = run_searches(
-            campaign, names, problem, method, budget, init, chosen, gt, ex, cost_alpha
+            campaign, names, problem, searcher, budget, init, chosen, gt, ex, cost_alpha
         )
         for k, (run_id, _, summary) in zip(chosen, done, strict=True):
             out.append({"run_id": run_id, "seed": k, "task": campaign.task, **summary})
+    failed = [item for item in out if item.get("status") == "failed"]
     if json_out:
         print_json(out)
-        return
-    for item in out:
+    for item in [] if json_out else out:
+        if item.get("status") == "failed":
+            console.print(f"seed {item['seed']}: failed: {item['cause']}", markup=False)
+            continue
         reached = item.get("steps_to_target", "n/a (no sweep)")
         score = item.get("final_normalised", "n/a (no sweep)")
         console.print(
@@ -521,6 +539,8 @@ def run_cmd(
             f"{item['steps']} steps ({item['evaluations']} evaluations, {item['used_fits']} "
             f"fits); normalised score {score}; steps to target {reached}; answer {item['answer']}"
         )
+    if failed:  # a run whose optimiser stopped answering is data, but the command failed
+        raise typer.Exit(1)
 
 
 @app.command("report")
