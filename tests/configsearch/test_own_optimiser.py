@@ -19,7 +19,7 @@ import labreplay
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.cli import app
 
-from .conftest import SMALL_SETTINGS, SMALL_SPACE
+from .conftest import SMALL_SETTINGS
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 EXAMPLE = re.compile(r"<!-- optimiser-example -->\n```python\n(.*?)```", re.S)
@@ -123,12 +123,16 @@ def test_readme_optimiser_in_process_isolated_and_from_python(
 
     from my_optimiser import ForestOptimizer  # type: ignore[import-not-found]
 
+    from labreplay.suites.configsearch.cli import _space
+
+    space = _space("0,0.5", "4,6", "1,2,3")  # the space the CLI flags above build
+
     specs = labreplay.compile(
-        "configsearch", data_dir, task="band_gap", settings=SMALL_SETTINGS, space=SMALL_SPACE,
+        "configsearch", data_dir, task="band_gap", settings=SMALL_SETTINGS, space=space,
         min_test_points=1,
     )  # fmt: skip
     options: dict[str, Any] = {
-        "data_dir": data_dir, "settings": SMALL_SETTINGS, "space": SMALL_SPACE,
+        "data_dir": data_dir, "settings": SMALL_SETTINGS, "space": space,
         "min_test_points": 1, "budget": 4, "init": 2,
     }  # fmt: skip
     for agent, name in ((ForestOptimizer, "class.sqlite"), (ForestOptimizer(), "object.sqlite")):
