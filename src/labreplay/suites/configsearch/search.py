@@ -43,7 +43,9 @@ import numpy as np
 
 from labreplay.agents.contracts import Configuration, Optimizer, OptimizerHistory, Trial
 from labreplay.agents.contracts import acquisition_of as _acquisition_of
-from labreplay.errors import LabreplayError, SpecError
+from labreplay.agents.isolated import AgentUnavailable
+from labreplay.agents.llm_caps import CapReached
+from labreplay.errors import SpecError
 from labreplay.sdk import make_rng
 from labreplay.suites.configsearch.optimizers import (
     builtin_optimizer,
@@ -64,6 +66,8 @@ PROBLEMS = ("best-model", "discriminate", "closest", "which-model")
 METHODS = ("bo", "random", "exhaustive")
 COST_ALPHA = 0.0
 MAXIMIN_TRIES = 256
+# What an optimiser's call may raise that ends the run instead of spending one invalid step.
+RUN_ENDING = (AgentUnavailable, CapReached)
 
 # evaluate(model, config) -> MAE; the runner wraps the Evaluator, the store and the cache in it
 EvaluateFn = Callable[[str, Config], float]
@@ -367,7 +371,7 @@ def search(
         trials.append(told)
         try:
             optimizer.observe(make_trial(step.index, phase, entries[pick], maes, value))
-        except LabreplayError:
+        except RUN_ENDING:
             raise
         except Exception as exc:  # an agent's failure is data: recorded on the step
             step.error = f"observe raised {type(exc).__name__}: {_one_line(exc)}"
@@ -391,8 +395,8 @@ def _ask(
     try:
         suggestion = optimizer.suggest(history)
         key = key_of(suggestion)
-    except LabreplayError:
-        raise  # e.g. an isolated optimiser that stopped answering: the run fails
+    except RUN_ENDING:
+        raise  # an isolated optimiser that stopped answering, or a run cap: the run fails
     except Exception as exc:
         return None, f"suggest raised {type(exc).__name__}: {_one_line(exc)}"
     shown = _shown(suggestion)
