@@ -51,6 +51,8 @@ def loads_strict(
         raise JsonLimitError(f"JSON text of {size} bytes is over the limit of {max_bytes}")
     try:
         value = json.loads(text, parse_constant=_refuse_constant)
+    except JsonLimitError:
+        raise
     except RecursionError as exc:
         raise JsonLimitError(f"JSON nested deeper than {max_depth} levels") from exc
     except json.JSONDecodeError as exc:

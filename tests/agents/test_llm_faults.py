@@ -313,18 +313,45 @@ def test_prompt_rendering_is_canonical() -> None:
     assert campaign_messages(shuffled) == campaign_messages(OBSERVATION)
 
 
-def test_state_layout_keeps_a_stable_prefix() -> None:
+def test_prompt_layout_keeps_the_campaign_part_byte_identical_and_history_append_only() -> None:
     layout = StateLayout()
-    state = {"budgets_left": {"experiments": 2}, "context": {"rows": 40}, "queries": ["q1"]}
+    candidates = [
+        {"experiment_id": f"PG_000{i}", "descriptors": {"t": 100 * i}, "status": "available"}
+        for i in (1, 2)
+    ]
+    state: dict[str, Any] = {
+        "budgets_left": {"experiments": 2},
+        "candidates": candidates,
+        "context": {"rows": 40},
+        "experiments": {},
+        "closed": [],
+        "open_experiment": None,
+    }
     first = campaign_messages({**OBSERVATION, "state": state}, layout)[1]["content"]
-    assert '{"budgets_left":{"experiments":2},"context":{"rows":40},"queries":["q1"]}' in first
-    spent = {**state, "budgets_left": {"experiments": 1}}
-    second = campaign_messages({**OBSERVATION, "state": spent}, layout)[1]["content"]
-    third = campaign_messages({**OBSERVATION, "state": state}, layout)[1]["content"]
-    # budgets_left changed once: from then on it sits after the unchanged keys, for good.
-    for text in (second, third):
-        assert '{"context":{"rows":40},"queries":["q1"]}\nVISIBLE STATE, PART THAT HAS' in text
-    assert '\n{"budgets_left":{"experiments":1}}\n' in second
+    # Candidates are a table; their status is not in the campaign part.
+    table = '{"columns":["experiment_id","descriptors.t"],"rows":[["PG_0001",100],["PG_0002",200]]}'
+    assert table in first and '"candidate_status":{}' in first
+    record = {"forecasts": [{"p_valid": 0.5}], "review": None}
+    closed = {
+        **state,
+        "budgets_left": {"experiments": 1},
+        "candidates": [{**candidates[0], "status": "closed"}, candidates[1]],
+        "experiments": {"PG_0001": record},
+        "closed": ["PG_0001"],
+    }
+    second = campaign_messages({**OBSERVATION, "state": closed}, layout)[1]["content"]
+    campaign = first[: first.index("HISTORY")]
+    assert second.startswith(campaign)  # byte-identical campaign part
+    history = 'COLUMNS: ["experiment_id","forecasts","review"]\n["PG_0001",[{"p_valid":0.5}],null]'
+    assert f"\n{history}\nNOW:" in second
+    assert '"candidate_status":{"PG_0001":"closed"}' in second
+    assert '"budgets_left":{"experiments":1}' in second.split("NOW:")[1]
+    # The schema comes last.
+    assert second.endswith(json.dumps(ACTION_SCHEMA, sort_keys=True, separators=(",", ":")))
+    # A campaign-long key that changes moves to NOW and is never shown stale.
+    grown = {**closed, "context": {"rows": 41}}
+    third = campaign_messages({**OBSERVATION, "state": grown}, layout)[1]["content"]
+    assert '"rows":40' not in third and '"context":{"rows":41}' in third.split("NOW:")[1]
     layout.reset()
     assert campaign_messages({**OBSERVATION, "state": state}, layout)[1]["content"] == first
 
@@ -346,3 +373,27 @@ def test_concurrent_refusals_drop_a_format_only_once() -> None:
     assert all(r.ok for r in replies)
     assert client.structured_format == "json_object"
     assert formats.count("json_object") == 4 and None not in formats
+
+
+def test_panel_forecast_is_asked_as_rows_and_decoded_to_the_environment_format() -> None:
+    from labreplay.suites.campaign.env import panel_schema
+    from labreplay.suites.campaign.llm_panel import panel_wire
+
+    schema = panel_schema(["PG_0002", "PG_0001", "PG_0003"])
+    wire = panel_wire(schema)
+    assert wire is not None and wire.ids == ("PG_0002", "PG_0001", "PG_0003")
+    assert wire.schema["properties"]["forecasts"]["minItems"] == 3
+    rows = [[0.9, 1, 0.5, 0.5, 0], [0.2, 0, 0, 0, 0], "no"]  # weights; a zero row; not a row
+    decoded = wire.decode({"forecasts": rows})
+    (entry,) = decoded["forecasts"]  # the last two take the runtime's fallback
+    assert entry["experiment_id"] == "PG_0002" and entry["p_valid"] == 0.9
+    assert sum(entry["categories"].values()) == pytest.approx(1.0)
+    assert entry["categories"]["completely_reacted"] == pytest.approx(0.5)
+    assert wire.decode({"rows": []})["forecasts"] == []
+    # A reply that broke the schema keeps its valid rows; an out-of-range row falls back.
+    broken = '{"forecasts": [[0.5, 1, 1, 1, 1], [0.5, 163, 0, 0, 0], [0.1, 0, 0, 1, 0]]}'
+    kept = wire.salvage(broken)
+    assert kept is not None
+    assert [f["experiment_id"] for f in kept["forecasts"]] == ["PG_0002", "PG_0003"]
+    assert wire.salvage("no json") is None
+    assert panel_wire({"type": "object"}) is None  # an unknown shape: the env's own schema

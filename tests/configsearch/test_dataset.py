@@ -73,6 +73,14 @@ def test_user_jsonl_sweeps_and_runs_with_the_normalised_score(
     assert run["task"].startswith("user_my_dielectric_")
     assert run["final_normalised"] is not None and run["final_normalised"] <= 1.0 + 1e-9
     assert len(run["normalised_trace"]) == 3 and run["used_evaluations"] == 3
+    # the reduced protocol states its C_min, how many configurations are on target, the chance
+    # of T uniform draws, and warns: 6 candidates make the top-5% target a needle
+    from labreplay.suites.configsearch.targets import chance_of_target
+
+    on = run["configs_on_target"]
+    assert run["min_test_points"] == 1 and 1 <= on <= 6
+    assert run["chance_uniform"] == pytest.approx(chance_of_target(on, 6, 3))
+    assert (on <= 3) == any(w.startswith("needle") for w in run["target_warnings"])
     # one source: the space was collapsed to r = 0 (declared), so every step sits at r = 0
     assert {step["r"] for step in [run["answer"]["best_pair"]["config"]]} == {0.0}
 

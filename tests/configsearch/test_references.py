@@ -53,6 +53,43 @@ def test_export_round_trips_a_real_sweep_byte_stably(
     assert doc["spec_hash"] == campaign.spec_hash and "--tasks band_gap" in doc["regenerate"]
 
 
+def test_r_slices_of_a_sweep_assemble_into_the_full_reference(
+    data_dir: Path, cache_dir: Path, tmp_path: Path
+) -> None:
+    """Two sessions each sweep one r slice; export-references assembles one file whose rows are
+    the full sweep's (fits are per (r, n), so a slice computes exactly what the full sweep does)."""
+    from dataclasses import replace
+
+    from labreplay.errors import DataError
+
+    def sweep(path: Path, r_values: tuple[float, ...]) -> None:
+        with Store(path) as store:
+            ConfigSearch(
+                data_dir, "band_gap", store, SMALL_SETTINGS,
+                replace(SMALL_SPACE, r_values=r_values), cache_dir, min_test_points=1,
+            ).sweep("rf-scm")  # fmt: skip
+
+    sweep(tmp_path / "full.sqlite", SMALL_SPACE.r_values)
+    for r in SMALL_SPACE.r_values:
+        sweep(tmp_path / "slices.sqlite", (r,))
+    with Store(tmp_path / "full.sqlite", readonly=True) as store:
+        (full,) = export_references(store, tmp_path / "full")
+    with Store(tmp_path / "slices.sqlite", readonly=True) as store:
+        (assembled,) = export_references(store, tmp_path / "slices")
+    a, b = load_reference(full), load_reference(assembled)
+    assert b.maes == a.maes and b.n_test == a.n_test and b.space == a.space
+    doc = json.loads(gzip.decompress(assembled.read_bytes()))
+    assert [s["r"] for s in doc["slices"]] == [[0.0], [0.5]]
+    assert doc["regenerate"].count("--r-values") == 2
+    sweep(tmp_path / "slices.sqlite", SMALL_SPACE.r_values)  # overlaps both slices: refused
+    with (
+        Store(tmp_path / "slices.sqlite", readonly=True) as store,
+        pytest.raises(DataError, match="overlap in r"),
+    ):
+        export_references(store, tmp_path / "never")
+    assert not (tmp_path / "never").exists()
+
+
 def test_replay_uses_the_shared_initial_design_and_counts_hits(tmp_path: Path) -> None:
     refs = load_references(RECORDED)
     if not refs:
@@ -86,11 +123,16 @@ def test_bo_beats_random_on_the_recorded_references() -> None:
     """A regression test of the acquisition on real landscapes (hours of model fitting each,
     recorded): pooled over every recorded task, BO needs fewer steps to the target than random
     search sharing its initial design, with a paired interval above 0."""
-    refs = load_references(RECORDED)
-    if not refs:
-        pytest.skip("no recorded reference files")
-    refs = [r for r in refs if r.se_known]  # the regenerated ones (kept short: 2 cores)
-    rows = [compare(ref, range(42, 52), budget=8, init=3, within=8) for ref in refs]
+    from labreplay.suites.configsearch.references import replay_pool
+
+    # two fixed references (the first regenerated with abs_error_sd), however many more get
+    # recorded: the test's cost stays put; seeds run in two worker processes (same rows)
+    names = ("refractive_index__rf-scm.json.gz", "shear_modulus__rf-scm.json.gz")
+    refs = [load_reference(RECORDED / name) for name in names]
+    pool = replay_pool(2)
+    assert pool is not None
+    with pool:
+        rows = [compare(ref, range(42, 52), budget=8, init=3, within=8, pool=pool) for ref in refs]
     assert sum(r["steps_saved_mean"] for r in rows) / len(rows) > 0, rows
     assert sum(r["bo_hits"] for r in rows) > sum(r["random_hits"] for r in rows), rows
 

@@ -71,6 +71,10 @@ def test_bo_and_random_share_the_initial_design_and_are_deterministic(
         assert all(x >= y for x, y in itertools.pairwise(trace))
         assert "steps_to_target" in summary and summary["exhaustive_optimum"] <= trace[-1]
         assert summary["bo_overhead_max_s"] < 2.0
+        # the run names its surrogate, acquisition, kernel and library versions; random none
+        bo_params = a.run(run_a).agent_params["surrogate"]
+        assert bo_params["surrogate"] == "botorch" and bo_params["versions"]["botorch"]
+        assert "LogExpectedImprovement" in bo_params["acquisition"] and bo_params["kernel"]
         # same inputs + seed -> identical trajectory hashes in an independent store
         run_b, _, _ = _run(cb, "bo", 7)
         assert [e["hash"] for e in a.events(run_a)] == [e["hash"] for e in b.events(run_b)]

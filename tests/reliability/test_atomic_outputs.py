@@ -115,3 +115,47 @@ def test_one_atomic_helper() -> None:
         if "mkstemp(" in text or '.tmp"' in text or "mkdtemp(" in text:
             offenders.append(str(path.relative_to(root)))
     assert offenders == []
+
+
+def test_report_on_a_full_disk_leaves_no_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was: an empty --out directory left behind by `report` on ENOSPC."""
+    from labreplay.report import build_report
+
+    def full_disk(fd: int) -> None:  # the data reaches the disk at fsync: there it is full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    _store_with_rows(tmp_path / "s.sqlite").close()
+    out = tmp_path / "deep" / "report"
+    (tmp_path / "deep").mkdir()
+    with pytest.raises(LabreplayError, match="No space left"):
+        build_report(tmp_path / "s.sqlite", out)
+    assert sorted(p.name for p in (tmp_path / "deep").iterdir()) == []
+    monkeypatch.undo()
+    build_report(tmp_path / "s.sqlite", out)  # and without the fault it is written
+    assert (out / "index.html").is_file()
+
+
+def test_refused_export_references_and_unknown_fetch_create_no_directory(
+    tmp_path: Path,
+) -> None:
+    """Was: `export-references` on a refused store and `data fetch nosuch-source` left an
+    empty directory."""
+    from tests.reliability.conftest import assert_one_line_error, make_foreign_sqlite, run_cli
+
+    foreign = make_foreign_sqlite(tmp_path / "foreign.sqlite")
+    empty = tmp_path / "empty.sqlite"
+    _store_with_rows(empty).close()
+    for store in (foreign, empty):
+        out = tmp_path / f"refs-{store.stem}"
+        proc = run_cli(
+            "configsearch", "export-references", "--store", str(store), "--out", str(out)
+        )
+        assert_one_line_error(proc)
+        assert not out.exists()
+    data = tmp_path / "newdata"
+    assert_one_line_error(run_cli("data", "fetch", "nosuch-source", "--data-dir", str(data)))
+    assert not data.exists()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]

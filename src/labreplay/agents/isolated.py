@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
@@ -118,6 +119,9 @@ class IsolatedAgent:
                 encoding="utf-8",
                 cwd=self._workdir.name,  # not the spec directory
                 env=env,
+                # its own process group, so that stopping the agent also stops every process
+                # it started (they would otherwise outlive the run)
+                start_new_session=True,
             )
         except OSError as exc:
             self._workdir.cleanup()
@@ -210,6 +214,12 @@ class IsolatedAgent:
         if self._proc.poll() is None:
             self._proc.kill()
             self._proc.wait()
+        self._kill_group()
+
+    def _kill_group(self) -> None:
+        """Stop what the agent started and left running (its group outlives its leader)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError, AttributeError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
 
     def close(self) -> None:
         if self._proc.poll() is None:
@@ -219,6 +229,7 @@ class IsolatedAgent:
                 self._proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 self._kill()
+        self._kill_group()
         self._workdir.cleanup()
 
     def __del__(self) -> None:

@@ -117,9 +117,9 @@ def fetch_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Download a source into the data directory, verifying every file's sha256."""
+    source = manifest.get_source(name)  # an unknown source creates no data directory
     root = resolve_data_dir(data_dir, must_exist=False)  # fetch may create a new data dir
     root.mkdir(parents=True, exist_ok=True)
-    source = manifest.get_source(name)
     with progress_bar(f"fetching {name}", len(source.files)) as bar:
         results = fetch_source(
             name, root, mirror=mirror, timeout=timeout, progress=lambda _e: bar.advance()

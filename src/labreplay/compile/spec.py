@@ -16,6 +16,7 @@ from typing import Any
 from labreplay._atomic import atomic_write_text
 from labreplay._hashing import HASH_SCHEME_VERSION, canonical_json, sha256_bytes
 from labreplay.errors import SpecError
+from labreplay.safe_json import JsonLimitError, loads_strict
 
 
 @dataclass(frozen=True)
@@ -63,12 +64,11 @@ def _from_fields(data: Mapping[str, Any]) -> EnvironmentSpec:
 
 
 def spec_from_text(text: str, origin: str = "<memory>") -> EnvironmentSpec:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"spec {origin}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
-    except RecursionError as exc:
-        raise SpecError(f"spec {origin}: JSON nested too deeply") from exc
+    try:  # depth- and size-limited, NaN/Infinity refused
+        data = loads_strict(text)
+    except JsonLimitError as exc:
+        reason = str(exc).replace("invalid JSON", "not valid JSON", 1)
+        raise SpecError(f"spec {origin}: {reason}") from exc
     if not isinstance(data, dict):
         raise SpecError(f"spec {origin}: expected a JSON object, got {type(data).__name__}")
     if "sealed" in data:
@@ -184,9 +184,9 @@ def _unseal(data: dict[str, Any], text: str, path: Path) -> str:
         )
     sealed_text = _read_text(sealed_path, "sealed file")
     try:
-        sealed = json.loads(sealed_text)
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"sealed file {sealed_path}: not valid JSON ({exc.msg})") from exc
+        sealed = loads_strict(sealed_text)
+    except JsonLimitError as exc:
+        raise SpecError(f"sealed file {sealed_path}: {exc}") from exc
     if not isinstance(sealed, dict) or not isinstance(sealed.get("spec_hash"), str):
         raise SpecError(f"sealed file {sealed_path}: field 'spec_hash' is missing")
     if sealed.get("visible_sha256") != sha256_bytes(text.strip().encode("utf-8")):
@@ -209,8 +209,8 @@ def load_spec(path: str | Path) -> EnvironmentSpec:
     path = Path(path)
     text = _read_text(path, "spec")
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+        data = loads_strict(text)
+    except JsonLimitError:
         data = None  # spec_from_text reports it
     if isinstance(data, dict) and "sealed" in data:
         text = _unseal(data, text, path)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay import __version__
-from labreplay._atomic import atomic_write_text
+from labreplay._atomic import atomic_directory, atomic_write_text
 from labreplay.errors import StoreError
 from labreplay.store.sqlite import Store
 
@@ -59,7 +59,10 @@ def build_report(
     if out.exists() and not out.is_dir():
         raise StoreError(f"--out {out} exists and is not a directory")
     target = out / REPORT_FILE
-    atomic_write_text(target, text)  # a reader never sees a half-written report
+    # Built in a temporary sibling and renamed into place: a reader never sees a half-written
+    # report, and a failure (a full disk) leaves no new, empty --out directory behind.
+    with atomic_directory(out) as building:
+        atomic_write_text(building / REPORT_FILE, text)
     return {
         "path": str(target),
         "suites": suites,

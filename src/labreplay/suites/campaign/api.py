@@ -131,7 +131,7 @@ def check_campaign_spec(spec: EnvironmentSpec, origin: str) -> None:
 def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
     """The specs of a `campaign compile` directory; a multi-seed directory (`--seeds`) holds
     one `seed<N>/` subdirectory per partition seed, read in seed order."""
-    import json
+    from labreplay.safe_json import JsonLimitError, loads_strict
 
     spec_dir = Path(spec_dir)
     index_path = spec_dir / "index.json"
@@ -144,13 +144,14 @@ def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
             return [spec for sub in subdirs for spec in load_specs(sub)]
         raise SpecError(f"{index_path}: not found (run `labreplay campaign compile` first)")
     try:
-        index = json.loads(index_path.read_text(encoding="utf-8"))
+        index = loads_strict(index_path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SpecError(f"{index_path}: cannot read ({exc.strerror})") from exc
     except UnicodeDecodeError as exc:
         raise SpecError(f"{index_path}: not valid UTF-8 (byte offset {exc.start})") from exc
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{index_path}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    except JsonLimitError as exc:  # invalid, too deep, or NaN/Infinity
+        reason = str(exc).replace("invalid JSON", "not valid JSON", 1)
+        raise SpecError(f"{index_path}: {reason}") from exc
     entries = index.get("assignments") if isinstance(index, dict) else None
     if not isinstance(entries, list):
         raise SpecError(f"{index_path}: field 'assignments' is missing or not a list")

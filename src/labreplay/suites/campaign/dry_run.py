@@ -25,9 +25,11 @@ from labreplay.compile.spec import EnvironmentSpec
 from labreplay.suites.campaign.runner import run_assignment_branches
 from labreplay.testing.schema_server import FINISHING, instance
 
-# Characters per token of these prompts (canonical JSON state and English rules), measured on
-# the local SmolLM2 server's `usage` (see the README's cost section).
-CHARS_PER_TOKEN = 3.2
+# Characters per token of these prompts (compact JSON tables of formulas and numbers, English
+# rules), measured with SmolLM2's tokeniser on every long-1 adaptive prompt of
+# lr-llm-prompts-3: 1.89. Larger tokenisers (GPT-4o class) need fewer tokens for the same
+# text, so for them this over-estimates.
+CHARS_PER_TOKEN = 1.9
 
 
 @dataclass
@@ -77,13 +79,16 @@ class DryRunAgent:
         return dict(reply)
 
     def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+        from labreplay.suites.campaign.llm_panel import panel_wire
         from labreplay.suites.campaign.llm_prompts import checkpoint_messages
 
         schema = snapshot.get("response_schema", {})
-        reply = instance(schema, FINISHING)
-        self.tally.add(checkpoint_messages(snapshot, self._layout), reply, schema)
+        wire = panel_wire(schema)  # what the LLM agent asks for (`llm_panel`)
+        asked = schema if wire is None else wire.schema
+        reply = instance(asked, FINISHING)
+        self.tally.add(checkpoint_messages(snapshot, self._layout), reply, asked)
         self.tally.checkpoint_calls += 1
-        return dict(reply)
+        return dict(reply if wire is None else wire.decode(reply))
 
 
 def tokens(chars: int) -> int:

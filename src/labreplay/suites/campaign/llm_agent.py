@@ -22,6 +22,7 @@ from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_ag
 from labreplay.agents.llm_caps import RunCaps
 from labreplay.agents.llm_client import LLMClient
 from labreplay.agents.llm_config import StructuredMode, public_endpoint
+from labreplay.suites.campaign.llm_panel import panel_wire
 from labreplay.suites.campaign.llm_prompts import (
     PROMPT_VERSION,
     StateLayout,
@@ -71,11 +72,15 @@ class LLMCampaignAgent:
         if not isinstance(schema, Mapping):
             return {"forecasts": [], "error": "snapshot has no response_schema"}
         messages = checkpoint_messages(snapshot, self._layout)
-        reply = self.client.complete_json(messages, schema, "panel_forecast")
+        wire = panel_wire(schema)  # rows of numbers instead of objects (`llm_panel`)
+        asked = schema if wire is None else wire.schema
+        reply = self.client.complete_json(messages, asked, "panel_forecast")
         self._log.add(reply)
-        if reply.value is not None:
-            return reply.value
-        return {"forecasts": [], "error": reply.error or "no reply"}
+        if reply.value is None:
+            error = reply.error or "no reply"
+            kept = wire.salvage(reply.text) if wire is not None else None
+            return {"forecasts": [], "error": error} if kept is None else {**kept, "error": error}
+        return reply.value if wire is None else wire.decode(reply.value)
 
     def drain_calls(self) -> list[CallRecord]:
         return self._log.drain()

@@ -1,24 +1,44 @@
 """What the LLM campaign agent sends: our policy prompt and the deterministic rendering of
 observations and checkpoint snapshots into chat messages.
 
-Observations are rendered as canonical JSON (sorted keys, no whitespace: compact and
-byte-stable), with one twist for long campaigns: top-level state keys that have not changed
-since the campaign's first turn come first and keys that have changed come after them, in the
-order they first changed. Successive prompts then share a long, stable prefix, which servers
-with prefix caching (llama.cpp, vLLM, OpenAI prompt caching) reuse instead of re-reading it.
-The layout depends only on the sequence of observations since reset, so a replayed campaign
-renders the same bytes (and hits the same response-cache entries).
+Every message has the same three-part shape, ordered so that consecutive prompts share a long,
+byte-identical prefix (which servers with prefix caching -- llama.cpp, vLLM, OpenAI prompt
+caching -- reuse instead of re-reading it):
+
+1. CAMPAIGN: the system prompt, the rules and every state key that has not changed since the
+   campaign's first turn (assignment, budgets, categories, candidates without their status,
+   held-out queries, context). The same bytes in every message of a campaign.
+2. HISTORY: one line per closed experiment, in the order they were closed (table rows under
+   one COLUMNS line). A closed experiment's record no longer changes, so the history only grows
+   at its end.
+3. NOW: what changes turn by turn (budgets left, the open experiment, candidate statuses, phase,
+   step, the result of the last action), then the task and its JSON Schema last.
+
+The agent sees the complete policy-visible state every turn, as before; only the order and the
+notation change. The notation is compact so that a long assignment fits a small model's context:
+canonical JSON (sorted keys, no whitespace), except that a list of objects sharing one set of
+keys becomes a table, `{"columns": [...], "rows": [[...], ...]}` (a nested object column is
+flattened into `parent.child` columns, a column of word lists is written `x[]` with the words
+separated by spaces), an object of count objects becomes a table (absent counts written 0), and in the CAMPAIGN part a missing-value marker that is
+the only one of its kind is written `"?"` with its meaning stated once. A state key that does
+change after the first turn moves from CAMPAIGN to NOW for the rest of the campaign, so nothing
+is ever shown stale. A checkpoint's panel is not repeated when it equals the state's
+`held_out_queries`; the prompt says so, and the forecast is asked for as one row of numbers per
+query (`llm_panel`). The layout depends only on the observations since reset,
+so a replayed campaign renders the same bytes (and hits the same response-cache entries).
 """
 
 from __future__ import annotations
 
-import json
+import copy
 from collections.abc import Mapping
 from typing import Any
 
 from labreplay.sdk import canonical_json
+from labreplay.suites.campaign.env import RULES
+from labreplay.suites.campaign.llm_panel import panel_wire
 
-PROMPT_VERSION = "lr-llm-prompts-2"
+PROMPT_VERSION = "lr-llm-prompts-3"
 
 # One system prompt for both campaign tasks, and the state before the task in every message: an
 # action turn and a panel checkpoint then share their longest part as a common prefix.
@@ -31,91 +51,264 @@ CAMPAIGN_POLICY = (
     "that satisfies the JSON Schema given with the task: no explanations, no markdown, no "
     "second object."
 )
+NOTATION = (
+    'NOTATION: canonical JSON; a list of objects with the same keys is a table {"columns":[...],'
+    '"rows":[[...]]} (a column "a.b" is key b of object a; a column "x[]" holds a list written '
+    'as its items separated by spaces); an object of counts is a table whose column "key" is '
+    "its key, an absent count written 0."
+)
+MISSING_KEY = "__missing__"
+MISSING_CELL = "?"
+# State keys that change during a campaign by design: they always go to NOW.
+_TURN_KEYS = ("budgets_left", "open_experiment", "experiments", "closed")
 
 
 def _json(value: Any) -> str:
     return canonical_json(value)
 
 
-class StateLayout:
-    """Remembers which top-level state keys changed since reset (see the module docstring)."""
+def _is_missing(value: Any) -> bool:
+    return isinstance(value, Mapping) and list(value) == [MISSING_KEY]
+
+
+def compact(value: Any) -> Any:
+    """`value` with every list of same-keyed objects written as a table (see module docstring)."""
+    if isinstance(value, Mapping):
+        if _is_count_table(value):
+            return _count_table(value)
+        return {str(k): compact(v) for k, v in value.items()}
+    if not isinstance(value, list):
+        return value
+    if len(value) >= 2 and all(isinstance(v, Mapping) and not _is_missing(v) for v in value):
+        keys = sorted(value[0])
+        if all(sorted(v) == keys for v in value[1:]):
+            return _table(value, keys)
+    return [compact(v) for v in value]
+
+
+def _is_count_table(value: Mapping[str, Any]) -> bool:
+    return len(value) >= 2 and all(
+        isinstance(v, Mapping)
+        and v
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in v.values())
+        for v in value.values()
+    )
+
+
+def _count_table(value: Mapping[str, Any]) -> dict[str, Any]:
+    columns = sorted({str(c) for counts in value.values() for c in counts})
+    rows = [[str(k), *(counts.get(c, 0) for c in columns)] for k, counts in value.items()]
+    return {"columns": ["key", *columns], "rows": rows}
+
+
+def _word_list(cells: list[Any]) -> bool:
+    return all(
+        isinstance(c, list)
+        and c
+        and all(isinstance(w, str) and w and not any(x.isspace() or x == '"' for x in w) for w in c)
+        for c in cells
+    )
+
+
+def _table(rows: list[Mapping[str, Any]], keys: list[str]) -> dict[str, Any]:
+    # An id column first reads better; the other columns in sorted order.
+    keys = sorted(keys, key=lambda k: (k != "experiment_id", k))
+    columns: list[tuple[str, str | None]] = []
+    for key in keys:
+        cells = [r[key] for r in rows]
+        first = cells[0]
+        nested = isinstance(first, Mapping) and not _is_missing(first) and len(first) > 0
+        if nested and all(isinstance(c, Mapping) and sorted(c) == sorted(first) for c in cells[1:]):
+            columns += [(key, sub) for sub in sorted(first)]
+        else:
+            columns.append((key, None))
+    names, getters = [], []
+    for key, sub in columns:
+        cells = [r[key] if sub is None else r[key][sub] for r in rows]
+        words = _word_list(cells)
+        names.append((key if sub is None else f"{key}.{sub}") + ("[]" if words else ""))
+        getters.append(words)
+    body = []
+    for r in rows:
+        row = []
+        for (key, sub), words in zip(columns, getters, strict=True):
+            cell = r[key] if sub is None else r[key][sub]
+            row.append(" ".join(cell) if words else compact(cell))
+        body.append(row)
+    return {"columns": names, "rows": body}
+
+
+def _reasons(value: Any, found: set[str], strings: set[str]) -> None:
+    """Collect the missing-value reasons and the plain strings in `value`."""
+    if _is_missing(value):
+        found.add(str(value[MISSING_KEY]))
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            _reasons(v, found, strings)
+    elif isinstance(value, list):
+        for v in value:
+            _reasons(v, found, strings)
+    elif isinstance(value, str):
+        strings.add(value)
+
+
+def _abbreviate(value: Any, reason: str) -> Any:
+    if _is_missing(value) and value[MISSING_KEY] == reason:
+        return MISSING_CELL
+    if isinstance(value, Mapping):
+        return {k: _abbreviate(v, reason) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_abbreviate(v, reason) for v in value]
+    return value
+
+
+def _split(state: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
+    """(campaign-long keys, per-turn keys, closed-experiment records in closing order)."""
+    fixed = {str(k): v for k, v in state.items() if k not in _TURN_KEYS}
+    turn = {str(k): state[k] for k in _TURN_KEYS if k in state}
+    candidates = fixed.get("candidates")
+    if isinstance(candidates, list) and all(
+        isinstance(c, Mapping) and "status" in c and "experiment_id" in c for c in candidates
+    ):
+        # A candidate's descriptors never change, its status does: the status goes to NOW.
+        fixed["candidates"] = [{k: v for k, v in c.items() if k != "status"} for c in candidates]
+        turn["candidate_status"] = {
+            str(c["experiment_id"]): c["status"] for c in candidates if c["status"] != "available"
+        }
+    history: list[Any] = []
+    experiments, closed = turn.get("experiments"), turn.get("closed")
+    if (
+        isinstance(experiments, Mapping)
+        and isinstance(closed, list)
+        and all(isinstance(e, str) and e in experiments for e in closed)
+    ):
+        history = [{"experiment_id": e, **experiments[e]} for e in closed]
+        turn["experiments"] = {k: v for k, v in experiments.items() if k not in closed}
+        del turn["closed"]  # the history lists them, in this order
+    return fixed, turn, history
+
+
+class PromptLayout:
+    """Remembers the campaign-long part since reset (see the module docstring)."""
 
     def __init__(self) -> None:
         self.reset()
 
     def reset(self) -> None:
-        self._first: dict[str, str] | None = None
+        self._first: dict[str, Any] | None = None
         self._volatile: list[str] = []
+        self._text: tuple[tuple[str, ...], str] | None = None
 
-    def render(self, state: Mapping[str, Any]) -> tuple[str, str]:
-        """(stable part, changing part), each a JSON object with canonical values."""
-        rendered = {str(k): _json(v) for k, v in state.items()}
+    def render(self, state: Mapping[str, Any]) -> tuple[str, list[str], dict[str, Any]]:
+        """(CAMPAIGN text, HISTORY lines, NOW mapping) for one state."""
+        fixed, turn, history = _split(state)
         if self._first is None:
-            self._first = dict(rendered)
-        for key in sorted(rendered):
-            changed = key not in self._first or self._first[key] != rendered[key]
-            if changed and key not in self._volatile:
+            # A private copy: a state object the environment mutates in place later must
+            # still compare as changed.
+            self._first = copy.deepcopy(fixed)
+        for key in sorted(fixed):
+            # Equality, not rendering, decides (the rendering of large unchanged values each
+            # turn was most of a dry run's time).
+            if key not in self._volatile and (
+                key not in self._first or self._first[key] != fixed[key]
+            ):
                 self._volatile.append(key)
-        volatile = set(self._volatile)
-        stable_keys = [k for k in sorted(rendered) if k not in volatile]
-        changing_keys = [k for k in self._volatile if k in rendered]
-        return _object(stable_keys, rendered), _object(changing_keys, rendered)
+        lasting = tuple(k for k in sorted(fixed) if k not in self._volatile)
+        if self._text is None or self._text[0] != lasting:
+            # Rendered from the first values: the same bytes for as long as the keys last.
+            self._text = (lasting, _campaign_text({k: self._first[k] for k in lasting}))
+        changed = {k: fixed[k] for k in self._volatile if k in fixed}
+        return self._text[1], _history_lines(history), {**changed, **turn}
 
 
-def _object(keys: list[str], rendered: Mapping[str, str]) -> str:
-    # Same bytes as canonical_json for these keys in this order.
-    items = ",".join(f"{json.dumps(k, ensure_ascii=False)}:{rendered[k]}" for k in keys)
-    return "{" + items + "}"
+def _history_lines(history: list[Any]) -> list[str]:
+    """One line per closed experiment: table rows under one columns line when the records
+    share their keys (a new row only adds a line at the end), else one object per line."""
+    if not history:
+        return []
+    keys = sorted(history[0])
+    if not all(isinstance(h, Mapping) and sorted(h) == keys for h in history):
+        return [_json(compact(h)) for h in history]
+    table = _table(history, keys)
+    return [f"COLUMNS: {_json(table['columns'])}", *(_json(row) for row in table["rows"])]
+
+
+# Older name, kept for callers.
+StateLayout = PromptLayout
+
+
+def _campaign_text(lasting: Mapping[str, Any]) -> str:
+    reasons: set[str] = set()
+    strings: set[str] = set()
+    _reasons(lasting, reasons, strings)
+    lines = [f"RULES: {RULES}", NOTATION]
+    body: Any = compact(lasting)
+    if len(reasons) == 1 and MISSING_CELL not in strings:
+        (reason,) = reasons
+        body = _abbreviate(body, reason)
+        marker = _json({MISSING_KEY: reason})
+        lines.append(f'In this part "{MISSING_CELL}" stands for {marker} (not in the record).')
+    return "\n".join([*lines, _json(body)])
+
+
+def _messages(
+    state: Mapping[str, Any], layout: PromptLayout | None, now: Mapping[str, Any], task: list[str]
+) -> list[dict[str, str]]:
+    campaign, history, turn = (layout or PromptLayout()).render(state)
+    user = "\n".join(
+        [
+            "CAMPAIGN (the same in every message of this campaign):",
+            campaign,
+            "HISTORY (closed experiments in the order closed, one per line):",
+            *history,
+            "NOW:",
+            _json(compact({**turn, **now})),
+            *task,
+        ]
+    )
+    return [{"role": "system", "content": CAMPAIGN_POLICY}, {"role": "user", "content": user}]
 
 
 def campaign_messages(
-    observation: Mapping[str, Any], layout: StateLayout | None = None
+    observation: Mapping[str, Any], layout: PromptLayout | None = None
 ) -> list[dict[str, str]]:
-    """The chat messages for one campaign turn. Without a layout (or on a campaign's first
-    turn) the whole state is one canonical JSON object."""
-    stable, changing = (layout or StateLayout()).render(observation.get("state", {}))
+    """The chat messages for one campaign turn."""
     last = observation.get("last_result")
-    # Stable parts first, per-turn parts last (prefix caching, see the module docstring).
-    user = "\n".join(
-        [
-            *_state_lines(stable, changing),
-            "TASK: choose the campaign's next action.",
-            f"RULES: {observation.get('rules', '')}",
-            "PERMITTED ACTIONS NOW (JSON Schema):",
-            _json(observation.get("action_schema", {})),
-            f"PHASE: {observation.get('phase')}",
-            f"STEP: {observation.get('step')}",
-            "RESULT OF YOUR PREVIOUS ACTION: "
-            + (_json(last) if last is not None else "none (this is the first turn)"),
-            "Reply with one JSON object: the action you take now.",
-        ]
-    )
-    return [{"role": "system", "content": CAMPAIGN_POLICY}, {"role": "user", "content": user}]
-
-
-def _state_lines(stable: str, changing: str) -> list[str]:
-    return [
-        "VISIBLE STATE, PART UNCHANGED SINCE THE CAMPAIGN STARTED:",
-        stable,
-        "VISIBLE STATE, PART THAT HAS CHANGED:",
-        changing,
+    now = {
+        "phase": observation.get("phase"),
+        "step": observation.get("step"),
+        "result_of_previous_action": last if last is not None else "none (first turn)",
+    }
+    rules = observation.get("rules", RULES)
+    task = [
+        *([f"RULES NOW: {rules}"] if rules != RULES else []),
+        "TASK: choose the campaign's next action. Reply with one JSON object, the action you "
+        "take now, valid under this JSON Schema of the actions permitted now:",
+        _json(observation.get("action_schema", {})),
     ]
+    return _messages(observation.get("state", {}), layout, now, task)
 
 
 def checkpoint_messages(
-    snapshot: Mapping[str, Any], layout: StateLayout | None = None
+    snapshot: Mapping[str, Any], layout: PromptLayout | None = None
 ) -> list[dict[str, str]]:
     """The chat messages for one evaluator panel checkpoint."""
-    stable, changing = (layout or StateLayout()).render(snapshot.get("state", {}))
-    user = "\n".join(
-        [
-            *_state_lines(stable, changing),
-            f"TASK: {snapshot.get('instructions', '')}",
-            "EXPERIMENTS TO FORECAST:",
-            _json(snapshot.get("panel", [])),
-            "RESPONSE SCHEMA (JSON Schema):",
+    state = snapshot.get("state", {})
+    panel = snapshot.get("panel", [])
+    if isinstance(state, Mapping) and panel == state.get("held_out_queries"):
+        listed = f"the {len(panel)} held_out_queries in CAMPAIGN above, in that order."
+    else:
+        listed = _json(compact(panel))
+    wire = panel_wire(snapshot.get("response_schema"))
+    if wire is None:
+        reply = [
+            "Reply with one JSON object holding a forecast for every experiment listed, valid "
+            "under this JSON Schema:",
             _json(snapshot.get("response_schema", {})),
-            "Reply with one JSON object holding a forecast for every experiment listed.",
         ]
-    )
-    return [{"role": "system", "content": CAMPAIGN_POLICY}, {"role": "user", "content": user}]
+    else:
+        listed_ids = [q.get("experiment_id") for q in panel if isinstance(q, Mapping)]
+        order = [] if listed_ids == list(wire.ids) else [f"ROW ORDER: {_json(list(wire.ids))}"]
+        reply = [*order, wire.instructions(), _json(wire.schema)]
+    task = [f"TASK: {snapshot.get('instructions', '')}", f"EXPERIMENTS TO FORECAST: {listed}"]
+    return _messages(state, layout, {}, [*task, *reply])

@@ -13,6 +13,7 @@ from labreplay.agents.llm_progress import CallProgress
 from labreplay.agents.llm_usage import add_usage, cost, usage_line
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.suites.campaign.env import CampaignEnv
+from labreplay.suites.campaign.llm_panel import panel_wire
 from labreplay.suites.campaign.runner import AgentFactory
 
 
@@ -29,7 +30,9 @@ def check_max_tokens(specs: Sequence[EnvironmentSpec], max_tokens: int | None) -
         return
     largest = max((panel_schema_of(s) for s in specs), key=response_budget)
     n = len(largest["properties"]["forecasts"]["items"]["properties"]["experiment_id"]["enum"])
-    check_user_budget(max_tokens, largest, f"a {n}-query panel forecast")
+    wire = panel_wire(largest)  # the agent asks for rows (`llm_panel`): their size is the minimum
+    asked = largest if wire is None else wire.schema
+    check_user_budget(max_tokens, asked, f"a {n}-query panel forecast")
 
 
 @contextmanager

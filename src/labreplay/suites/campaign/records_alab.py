@@ -13,7 +13,6 @@ holds the documented outcome rule.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 
 from labreplay.errors import DataError
 from labreplay.records import Missing, Record
+from labreplay.safe_json import loads_strict
 from labreplay.sdk import from_json, to_json
 from labreplay.suites.campaign import evidence as ev
 from labreplay.suites.campaign.alab_outcome import derive_outcome
@@ -72,8 +72,8 @@ def _rows_by_experiment(frame: Any) -> dict[str, list[dict[str, Any]]]:
 def _read_dara(path: Path) -> dict[str, Any]:
     try:
         with path.open("r", encoding="utf-8") as handle:
-            result = json.load(handle)
-    except (OSError, ValueError) as exc:
+            result = loads_strict(handle.read())
+    except (OSError, ValueError) as exc:  # JsonLimitError is a ValueError
         raise DataError(f"unreadable automated refinement ({exc})", file=str(path)) from exc
     if not isinstance(result, dict):
         raise DataError("automated refinement must be a JSON object", file=str(path))

@@ -29,13 +29,13 @@ outcome, refinement and review evidence.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
 from labreplay.records import Record
+from labreplay.safe_json import JsonLimitError, loads_strict
 from labreplay.suites.campaign.records_pg import phase_list, sample_record
 
 REQUIRED_FIELDS = (
@@ -174,12 +174,10 @@ def load_official_ledger(path: Path) -> list[Record]:
         raise DataError("ledger file not found", file=file)
     try:
         with path.open("r", encoding="utf-8") as handle:
-            payload = json.load(handle)
-    except json.JSONDecodeError as exc:
-        raise DataError(
-            f"corrupt or truncated JSON at line {exc.lineno} column {exc.colno} ({exc.msg})",
-            file=file,
-        ) from exc
+            payload = loads_strict(handle.read())
+    except JsonLimitError as exc:  # invalid, truncated, too deep, or NaN/Infinity
+        reason = str(exc).removeprefix("invalid JSON ")  # "at line L column C: why"
+        raise DataError(f"corrupt or truncated JSON {reason}", file=file) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"unreadable ledger ({exc})", file=file) from exc
     if not isinstance(payload, Mapping) or not isinstance(payload.get("samples"), list):

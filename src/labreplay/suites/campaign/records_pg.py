@@ -31,7 +31,6 @@ samples without a recorded score.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from typing import Any
 from labreplay.errors import DataError
 from labreplay.records import Missing, Record
 from labreplay.records.sources import data_file
+from labreplay.safe_json import loads_strict
 from labreplay.suites.campaign import evidence as ev
 
 SOURCE = "precursor-genome"
@@ -259,8 +259,8 @@ def read_pg_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
+        try:  # depth-limited, NaN/Infinity refused (JsonLimitError is a ValueError)
+            row = loads_strict(line)
         except ValueError as exc:
             raise DataError(f"corrupt or truncated JSON line ({exc.args[0]})", file=str(path),
                             record=f"line {number}", value=line[:60]) from exc  # fmt: skip

@@ -174,6 +174,12 @@ def compile_cmd(
         callback=seed_check(),
     ),
     data_dir: Path | None = DataDirOption,
+    allow_modified_data: bool = typer.Option(
+        False,
+        "--allow-modified-data",
+        help="Compile built-in datasets whose files differ from the manifest; the spec and "
+        "every question are then marked UNVERIFIED.",
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Compile questions from built-in datasets or from your own table."""
@@ -270,7 +276,9 @@ def compile_cmd(
             "max_tables": max_tables,
             "fib_max_hit_floor": fib_max_hit_floor,
         }
-        compiled = compile_datasets(names, resolve_data_dir(data_dir), seed, overrides)
+        compiled = compile_datasets(
+            names, resolve_data_dir(data_dir), seed, overrides, allow_modified_data
+        )
     if not compiled.questions:
         raise LabreplayError(
             "no question could be compiled: "
@@ -285,6 +293,11 @@ def compile_cmd(
     for line in [*qc_lines(info), *varied_lines(compiled.tables), *profile_lines(info["profile"])]:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"wrote {info['n_questions']} questions to {out} (spec {info['spec_hash'][:12]})")
+    if info.get("unverified_data"):
+        console.print(
+            f"UNVERIFIED DATA (--allow-modified-data): {', '.join(info['unverified_data'])}",
+            markup=False,
+        )
     table_view = Table(title="questions per dataset")
     table_view.add_column("dataset")
     table_view.add_column("counts")

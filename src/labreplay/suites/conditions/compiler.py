@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from labreplay.sdk import HASH_SCHEME_VERSION, make_rng, sha256_file, sha256_json
+from labreplay.sdk import HASH_SCHEME_VERSION, make_rng, sha256_json
 from labreplay.suites.conditions.tables import (
     ObservedRow,
     ScreeningTable,
@@ -476,6 +476,7 @@ def build_spec(
     files: dict[str, str],
     seed: int,
     rows_sha256: dict[str, str] | None = None,
+    unverified: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The hashed compile spec. Built-in datasets are tied to their files' sha256; a user's
     table to the sha256 of its rows as read (`importer.rows_sha256`), so the same rows in any
@@ -492,6 +493,8 @@ def build_spec(
         spec["input_files_sha256"] = dict(sorted(files.items()))
     if rows_sha256:
         spec["input_rows_sha256"] = dict(sorted(rows_sha256.items()))
+    if unverified:  # compiled with --allow-modified-data: files that differ from the manifest
+        spec["unverified_data"] = sorted(unverified)
     return spec
 
 
@@ -501,10 +504,11 @@ def compile_tables(
     seed: int,
     rows_sha256: dict[str, str] | None = None,
     sources: dict[str, str] | None = None,
+    unverified: Sequence[str] = (),
 ) -> CompiledSet:
     """Questions of every table. With `rows_sha256` (a user's table) the questions name the
     rows' hash as their source, never the file they were read from."""
-    spec = build_spec([r for r, _ in tables_by_rule], files, seed, rows_sha256)
+    spec = build_spec([r for r, _ in tables_by_rule], files, seed, rows_sha256, unverified)
     spec_hash = sha256_json(spec)
     questions: list[dict[str, Any]] = []
     summaries: list[dict[str, Any]] = []
@@ -541,19 +545,29 @@ def compile_datasets(
     data_dir: Path,
     seed: int = 0,
     overrides: Mapping[str, Any] | None = None,
+    allow_modified_data: bool = False,
 ) -> CompiledSet:
     """Load and compile the named real datasets (see `datasets.ADAPTERS`); `overrides` replaces
-    fields of every dataset's `TableRule` (e.g. max_options, min_options, fib_max_hit_floor)."""
+    fields of every dataset's `TableRule` (e.g. max_options, min_options, fib_max_hit_floor).
+
+    Every file is checked against the manifest before it is read (as campaign compile does): a
+    modified file is refused unless `allow_modified_data`, and then the spec (hence every
+    question's spec hash) records the modified files under ``unverified_data``."""
+    from labreplay.records.checked import checked_digests
     from labreplay.suites.conditions.datasets import ADAPTERS, load_tables
 
     tables_by_rule = []
     files: dict[str, str] = {}
+    modified: list[str] = []
     for name in names:
         adapter = ADAPTERS.get(name)
+        if adapter is not None:
+            digests, changed = checked_digests(data_dir, adapter.files, allow_modified_data)
+            files.update(digests)
+            modified.extend(changed)
         rule = replace(adapter.rule, **(overrides or {})) if adapter else None
         tables = load_tables(name, data_dir, seed, rule)
         assert adapter is not None and rule is not None  # load_tables refuses unknown names
         tables_by_rule.append((rule, tables))
-        for rel in adapter.files:
-            files[rel] = sha256_file(data_dir / rel)
-    return compile_tables(tables_by_rule, files, seed)
+    compiled = compile_tables(tables_by_rule, files, seed, unverified=sorted(set(modified)))
+    return compiled

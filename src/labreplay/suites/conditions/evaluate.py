@@ -9,12 +9,12 @@ Predictions are JSONL, one object per question: ``{"id": ..., "answer": {"option
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
+from labreplay.safe_json import JsonLimitError, loads_strict
 from labreplay.suites.conditions.prompts import normalise_answer
 from labreplay.suites.conditions.questions import agent_view
 from labreplay.suites.conditions.scoring import answer_key, score_answer
@@ -43,10 +43,10 @@ def read_predictions(path: str | Path, question_ids: set[str]) -> dict[str, dict
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON: {exc.msg}", file=str(path), record=f"line {n}") from exc
+        try:  # depth-limited, NaN/Infinity refused
+            rec = loads_strict(line)
+        except JsonLimitError as exc:
+            raise DataError(str(exc), file=str(path), record=f"line {n}") from exc
         if not isinstance(rec, dict) or "id" not in rec:
             raise DataError("a prediction needs an 'id'", file=str(path), record=f"line {n}")
         if "answer" not in rec and "text" not in rec:

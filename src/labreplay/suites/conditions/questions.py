@@ -16,11 +16,13 @@ writing uses that name again. `agent_view` is the firewall: only what an agent m
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
+from labreplay.safe_json import JsonLimitError, loads_strict
 from labreplay.sdk import atomic_write_text
 
 TYPE_ALIASES = {
@@ -92,6 +94,12 @@ def _fail(path: Path, line: int, qid: object, field: str, value: object, message
     return DataError(message, file=str(path), record=record, field=field, value=value)
 
 
+def _finite_or_null(value: object) -> bool:
+    if value is None:
+        return True
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def validate_question(q: Any, path: Path, line: int) -> dict[str, Any]:
     """Check one record of the release layout; return it with a normalised question_type."""
     if not isinstance(q, dict):
@@ -132,6 +140,12 @@ def validate_question(q: Any, path: Path, line: int) -> dict[str, Any]:
     for name in ("option_relative_scores", "effective_scores", "scores"):
         if name in meta and (not isinstance(meta[name], list) or len(meta[name]) != len(options)):
             raise _fail(path, line, qid, f"meta.{name}", None, "must align with options")
+    for name in ("option_relative_scores", "effective_scores"):
+        for i, value in enumerate(meta.get(name) or []):
+            if not _finite_or_null(value):  # a string or NaN score would poison every mean
+                raise _fail(
+                    path, line, qid, f"meta.{name}[{i}]", value, "expected a finite number or null"
+                )
     if not any(n in meta for n in ("option_relative_scores", "effective_scores", "scores")):
         raise _fail(path, line, qid, "meta", sorted(meta), "no per-option scores")
     out = dict(q)
@@ -187,10 +201,10 @@ def load_questions(path: str | Path) -> list[dict[str, Any]]:
     for line_no, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _fail(path, line_no, None, "$", line[:60], f"invalid JSON: {exc.msg}") from exc
+        try:  # depth-limited and NaN/Infinity refused: a deep line or a NaN score is one line
+            raw = loads_strict(line)
+        except JsonLimitError as exc:
+            raise _fail(path, line_no, None, "$", line[:60], str(exc)) from exc
         q = validate_question(raw, path, line_no)
         if _ENCODER.encode(raw) != line:
             q[SOURCE_LINE] = line

@@ -7,12 +7,13 @@ columns identify a reaction and which are condition axes is declared by the adap
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from labreplay.errors import DataError
 from labreplay.records.sources import data_file
+from labreplay.safe_json import JsonLimitError, loads_strict
 from labreplay.suites.conditions.tables import (
     Component,
     RawRow,
@@ -36,8 +37,6 @@ def _xlsx(path: Path) -> Any:
 
     import openpyxl
     import pandas as pd
-
-    from labreplay.errors import DataError
 
     try:
         book = openpyxl.load_workbook(path, read_only=True, data_only=True)
@@ -307,7 +306,11 @@ def _read_currybo(
 # ----------------------------------------------------------------------------- Olympus
 def _read_olympus(data_dir: Path, rule: TableRule, name: str) -> Iterator[RawRow]:
     rel = f"{R}pypi_olymp/{name}_data.csv"
-    config = json.loads(data_file(data_dir, f"{R}pypi_olymp/{name}_config.json").read_text())
+    config_path = data_file(data_dir, f"{R}pypi_olymp/{name}_config.json")
+    try:
+        config = loads_strict(config_path.read_bytes())
+    except JsonLimitError as exc:
+        raise DataError(str(exc), file=str(config_path)) from exc
     keys = [p["name"] for p in config["parameters"]]
     target = config["measurements"][0]["name"]
     frame = _csv(data_file(data_dir, rel), header=None, names=[*keys, target])

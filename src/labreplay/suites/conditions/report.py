@@ -142,6 +142,8 @@ def write_compiled(compiled: CompiledSet, out: Path) -> dict[str, Any]:
         "sources": compiled.sources,
         "tables": compiled.tables,
     }
+    if compiled.spec.get("unverified_data"):
+        info["unverified_data"] = compiled.spec["unverified_data"]
     atomic_write_text(spec_path(out), canonical_json(info) + "\n")
     return {k: v for k, v in info.items() if k not in {"tables", "spec"}}
 

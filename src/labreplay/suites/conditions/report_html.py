@@ -83,3 +83,47 @@ def dataset_bars(store: Store) -> str:
     )
     parts.append(header.replace("<tbody></tbody>", f"<tbody>{''.join(rows)}</tbody>"))
     return "\n".join(parts)
+
+
+def cost_panel(store: Store) -> str:
+    """HTML: the model cost of every LLM conditions run (the run summary's `usage`), failed
+    runs included and marked, as the campaign report's cost panel does for its systems."""
+    rows = []
+    for run in store.runs(suite="conditions"):
+        usage = (run.summary or {}).get("usage") or {}
+        if not usage.get("calls"):
+            continue
+        rows.append(
+            [
+                f"{run.agent} ({run.spec_id}, seed {run.seed})",
+                run.status + ("" if run.status == "complete" else " (not ranked)"),
+                f"{usage['calls']:,}",
+                f"{usage.get('failed_calls', 0):,}",
+                f"{usage.get('prompt_tokens', 0):,}",
+                f"{usage.get('completion_tokens', 0):,}",
+                f"{usage.get('cached_tokens', 0):,}",
+                f"{float(usage.get('latency_s') or 0):.0f}",
+                str(usage.get("retries", 0)),
+                ", ".join(usage.get("resolved_models") or []) or "-",
+            ]
+        )
+    if not rows:
+        return ""
+    headers = [
+        "run",
+        "status",
+        "calls",
+        "failed calls",
+        "prompt tokens",
+        "completion tokens",
+        "provider-cached",
+        "latency (s)",
+        "retries",
+        "resolved model",
+    ]
+    return (
+        '<h3 id="conditions-costs">Model cost</h3><p class="note">'
+        + esc("Per LLM run: calls and tokens from the provider's usage (else a declared estimate).")
+        + "</p>"
+        + table("conditions-costs-table", headers, rows, lambda j: 1 < j < 9)
+    )

@@ -33,12 +33,13 @@ class ConditionsSuite:
 
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
         from labreplay.sdk.report import generic_section
-        from labreplay.suites.conditions.report_html import dataset_bars
+        from labreplay.suites.conditions.report_html import cost_panel, dataset_bars
 
         section = generic_section(store, self.name)
         if section is None:
             return None
-        return ReportSection(section.suite, section.html + dataset_bars(store), section.info)
+        html = section.html + dataset_bars(store) + cost_panel(store)
+        return ReportSection(section.suite, html, section.info)
 
     def demo(self, data_dir: Path, store: Path, out_dir: Path, *, full: bool = False) -> None:
         from labreplay.suites.conditions.demo import run_demo

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import json
 import math
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -27,6 +27,7 @@ from typing import Any
 
 from labreplay.errors import DataError, SpecError
 from labreplay.records.sources import data_file
+from labreplay.safe_json import JsonLimitError, loads_strict
 
 JARVIS_STRUCTURES = "jarvis/jarvis_structures_with_leaderboard_targets.jsonl"
 METAL_GAP_EV = 0.001
@@ -77,13 +78,11 @@ def _read_jsonl_gz(path: Path) -> list[dict[str, Any]]:
             for lineno, line in enumerate(handle, 1):
                 if not line.strip():
                     continue
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise DataError(
-                        f"not valid JSON ({exc.msg})", file=str(path), record=f"line {lineno}"
-                    ) from exc
-    except (OSError, EOFError) as exc:
+                try:  # depth-limited, NaN/Infinity refused
+                    rows.append(loads_strict(line))
+                except JsonLimitError as exc:
+                    raise DataError(str(exc), file=str(path), record=f"line {lineno}") from exc
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:  # zlib: corrupt gzip
         raise DataError(f"cannot read gzip file ({exc})", file=str(path)) from exc
     return rows
 
@@ -158,8 +157,8 @@ def _mp_bulk_pool(data_dir: Path) -> Pool:
 def _read_json_bz2(path: Path) -> dict[str, Any]:
     try:
         with bz2.open(path, "rt", encoding="utf-8") as handle:
-            value = json.load(handle)
-    except (OSError, EOFError, json.JSONDecodeError) as exc:
+            value = loads_strict(handle.read())
+    except (OSError, EOFError, JsonLimitError) as exc:
         raise DataError(f"cannot read bz2 JSON table ({exc})", file=str(path)) from exc
     if not isinstance(value, dict):
         raise DataError("expected a column-oriented JSON object", file=str(path))
@@ -302,11 +301,9 @@ def _jarvis_pool(data_dir: Path, definition: TaskDef) -> Pool:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(
-                    f"not valid JSON ({exc.msg})", file=str(path), record=f"line {lineno}"
-                ) from exc
+                row = loads_strict(line)
+            except JsonLimitError as exc:
+                raise DataError(str(exc), file=str(path), record=f"line {lineno}") from exc
             jid = str(row.get("jid"))
             atoms = row.get("atoms")
             if not isinstance(atoms, dict) or "elements" not in atoms:

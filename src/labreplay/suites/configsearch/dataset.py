@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import json
 import math
 import re
 import warnings
+import zlib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
+from labreplay.safe_json import JsonLimitError, loads_strict
 from labreplay.suites.configsearch.data import Material, Pool, TaskDef, register_task
 from labreplay.suites.configsearch.space import ConfigSpace
 
@@ -41,7 +42,7 @@ def _lines(path: Path) -> list[tuple[int, str]]:
                 text = handle.read()
         else:
             text = path.read_text(encoding="utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:  # zlib: corrupt gzip
         raise DataError(f"cannot read dataset ({exc})", file=str(path)) from exc
     return [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
 
@@ -92,12 +93,10 @@ def read_dataset(path: Path, target: str, task: str, source: str) -> Pool:
     seen: set[str] = set()
     group = f"{task}:{source}"
     for lineno, line in _lines(path):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                f"not valid JSON ({exc.msg})", file=str(path), record=f"line {lineno}"
-            ) from exc
+        try:  # depth-limited, NaN/Infinity refused
+            row = loads_strict(line)
+        except JsonLimitError as exc:
+            raise DataError(str(exc), file=str(path), record=f"line {lineno}") from exc
         if not isinstance(row, dict):
             raise DataError("a line must be a JSON object", file=str(path), record=f"line {lineno}")
         ident = next((str(row[k]) for k in ID_FIELDS if row.get(k) is not None), f"line {lineno}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import numpy as np
 
 from labreplay.errors import DataError
 from labreplay.scoring.stats import paired_bootstrap_ci
-from labreplay.sdk import atomic_write_bytes, canonical_json
+from labreplay.sdk import atomic_write_bytes, canonical_json, sha256_json
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.optimizers import (
     OptimizerFactory,
@@ -84,42 +85,93 @@ def _space(doc: dict[str, Any]) -> ConfigSpace:
 
 
 def export_references(store: Store, out_dir: Path) -> list[Path]:
-    """One file per complete exhaustive sweep in the store; returns the paths written."""
-    written = []
+    """One file per task x model from the store's complete exhaustive sweeps; returns the paths
+    written. Sweeps of the same task, model, protocol and pipeline over disjoint r values
+    (`configsearch references --r-values ...`, one slice per session) are assembled into one
+    file, each slice's spec hash and r values kept as provenance; overlapping slices are refused."""
+    groups: dict[str, list[dict[str, Any]]] = {}
     for run in store.runs(suite="configsearch", branch="sweep/exhaustive", status="complete"):
-        params = run.agent_params
-        (model,) = params["models"]
-        spec = json.loads(store.get_spec(run.spec_hash))
-        rows = []
-        for event in store.events(run.run_id):
-            if event["kind"] != "evaluation":
-                continue
-            p = event["payload"]
-            c = p["config"]
-            rows.append(
-                [c["r"], c["n"], c["s"], p["mae"], p.get("mae_nondegenerate"),
-                 p.get("degenerate_folds", 0), p["n_test"], p.get("abs_error_sd")]
-            )  # fmt: skip
-        rows.sort(key=lambda row: (row[0], row[1], row[2]))
-        doc = {
-            "format": FORMAT,
-            "task": params["task"],
-            "model": model,
-            "spec_hash": run.spec_hash,
-            "protocol": {
-                k: params[k] for k in ("n_total", "n_ood", "s_max", "space", "space_size")
-            },
-            "space": spec["body"]["space"],
-            "pipeline": spec["body"]["pipeline"],
-            "regenerate": REGENERATE.format(task=params["task"], model=model),
-            "columns": list(COLUMNS),
-            "rows": rows,
-        }
-        path = out_dir / f"{params['task']}__{model}.json.gz"
-        data = gzip.compress(canonical_json(doc).encode(), mtime=0)
-        atomic_write_bytes(path, data)
+        doc = _sweep_doc(store, run)
+        key = canonical_json(
+            [doc["task"], doc["model"], {k: v for k, v in doc["protocol"].items()
+             if k not in ("space", "space_size")}, doc["pipeline"],
+             {k: v for k, v in doc["space"].items() if k != "r"}]
+        )  # fmt: skip
+        groups.setdefault(key, []).append(doc)
+    assembled = [docs[0] if len(docs) == 1 else _assemble(docs) for docs in groups.values()]
+    written = []
+    for doc in assembled:  # every slice checked before anything is written
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / f"{doc['task']}__{doc['model']}.json.gz"
+        atomic_write_bytes(path, gzip.compress(canonical_json(doc).encode(), mtime=0))
         written.append(path)
     return written
+
+
+def _sweep_doc(store: Store, run: Any) -> dict[str, Any]:
+    params = run.agent_params
+    (model,) = params["models"]
+    spec = json.loads(store.get_spec(run.spec_hash))
+    rows = []
+    for event in store.events(run.run_id):
+        if event["kind"] != "evaluation":
+            continue
+        p = event["payload"]
+        c = p["config"]
+        rows.append(
+            [c["r"], c["n"], c["s"], p["mae"], p.get("mae_nondegenerate"),
+             p.get("degenerate_folds", 0), p["n_test"], p.get("abs_error_sd")]
+        )  # fmt: skip
+    rows.sort(key=lambda row: (row[0], row[1], row[2]))
+    return {
+        "format": FORMAT,
+        "task": params["task"],
+        "model": model,
+        "spec_hash": run.spec_hash,
+        "protocol": {k: params[k] for k in ("n_total", "n_ood", "s_max", "space", "space_size")},
+        "space": spec["body"]["space"],
+        "pipeline": spec["body"]["pipeline"],
+        "regenerate": REGENERATE.format(task=params["task"], model=model),
+        "columns": list(COLUMNS),
+        "rows": rows,
+    }
+
+
+def _assemble(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """r slices of one sweep -> one reference (slices in r order; r values must not overlap)."""
+    docs = sorted(docs, key=lambda d: min(d["space"]["r"]))
+    seen: set[float] = set()
+    for d in docs:
+        overlap = seen & set(d["space"]["r"])
+        if overlap:
+            raise DataError(
+                f"sweeps of {d['task']} x {d['model']} overlap in r {sorted(overlap)}: export "
+                "them from separate stores",
+                field="spec_hash",
+                value=d["spec_hash"],
+            )
+        seen |= set(d["space"]["r"])
+    first = docs[0]
+    rows = sorted((row for d in docs for row in d["rows"]), key=lambda row: tuple(row[:3]))
+    space = {**first["space"], "r": sorted(seen)}
+    slices = [{"spec_hash": d["spec_hash"], "r": d["space"]["r"]} for d in docs]
+    return {
+        **first,
+        "spec_hash": sha256_json(slices),
+        "slices": slices,
+        "protocol": {
+            **first["protocol"],
+            "space": sha256_json(space)[:12],
+            "space_size": len(rows),
+        },
+        "space": space,
+        "regenerate": "; ".join(
+            f"{REGENERATE.format(task=first['task'], model=first['model'])} --r-values "
+            + ",".join(f"{r:g}" for r in d["space"]["r"])
+            for d in docs
+        ),
+        "rows": rows,
+    }
 
 
 def load_reference(path: Path) -> Reference:
@@ -152,10 +204,6 @@ def load_references(directory: Path) -> list[Reference]:
     return [load_reference(p) for p in sorted(directory.glob("*.json.gz"))]
 
 
-def _searched(ref: Reference, problem: str, min_test_points: int) -> Landscape:
-    return replay_landscape(ref, problem, min_test_points)
-
-
 def replay(
     ref: Reference,
     method: str,
@@ -167,38 +215,53 @@ def replay(
     min_test_points: int = MIN_TEST_POINTS,
     surrogate: str = "botorch",
     agent: OptimizerFactory | None = None,
+    pool: Executor | None = None,
 ) -> list[dict[str, Any]]:
     """Target metrics of a search per seed, every evaluation a table lookup. Problems:
     best-model (lowest MAE) and closest (MAE nearest the model's MAE at (0, 48, 10), which must
     be in the table; its own (r, n) block is not a candidate). `agent`: a factory of a user's
-    ask/tell optimiser, run through the same budget, initial design and scoring."""
-    feasible = sorted(ref.maes)
-    truth = _ground_truth(ref, problem)
+    ask/tell optimiser, run through the same budget, initial design and scoring. `pool`: seeds
+    run in its worker processes (speed only: every seed is deterministic on its own, so the rows
+    are the same as in one process); a user's agent always runs here, in this process."""
+    if pool is not None and agent is None:
+        args = (ref, method, budget, init, cost_alpha, problem, min_test_points, surrogate)
+        return list(pool.map(_replay_seed, [(*args, seed) for seed in seeds]))
+    return [
+        _replay_one(ref, method, seed, budget, init, cost_alpha, problem, min_test_points,
+                    surrogate, agent)
+        for seed in seeds
+    ]  # fmt: skip
+
+
+def _replay_seed(args: tuple[Any, ...]) -> dict[str, Any]:
+    ref, method, budget, init, cost_alpha, problem, min_test_points, surrogate, seed = args
+    return _replay_one(
+        ref, method, seed, budget, init, cost_alpha, problem, min_test_points, surrogate, None
+    )
+
+
+def _replay_one(
+    ref: Reference,
+    method: str,
+    seed: int,
+    budget: int,
+    init: int,
+    cost_alpha: float,
+    problem: str,
+    min_test_points: int,
+    surrogate: str,
+    agent: OptimizerFactory | None,
+) -> dict[str, Any]:
     land = replay_landscape(ref, problem, min_test_points)
-    out = []
-    for seed in seeds:
-        result = search(
-            problem=problem,
-            method=method,
-            space=ref.space,
-            feasible=feasible,
-            models=[ref.model],
-            evaluate=lambda model, config: ref.maes[config],
-            budget=budget,
-            init=init,
-            seed=seed,
-            ground_truth=truth,
-            cost_alpha=cost_alpha,
-            min_test_points=min_test_points,
-            surrogate=surrogate,
-            optimizer=agent() if agent is not None else None,
-        )
-        steps = list(range(1, len(result.steps) + 1))
-        row = {"seed": seed, **target_metrics(land, result.trace(), steps, init)}
-        row["invalid_steps"] = result.invalid_steps
-        row["answer"] = result.answer()
-        out.append(row)
-    return out
+    result = _search_tables(
+        {ref.model: ref}, problem, method, budget, init, seed, min_test_points, surrogate,
+        cost_alpha, _ground_truth(ref, problem), agent() if agent is not None else None,
+    )  # fmt: skip
+    steps = list(range(1, len(result.steps) + 1))
+    row = {"seed": seed, **target_metrics(land, result.trace(), steps, init)}
+    row["invalid_steps"] = result.invalid_steps
+    row["answer"] = result.answer()
+    return row
 
 
 def _steps(m: dict[str, Any], budget: int) -> int:
@@ -235,6 +298,8 @@ def compare(
     surrogate: str = "botorch",
     agent: OptimizerFactory | None = None,
     agent_label: str | None = None,
+    pool: Executor | None = None,
+    keep_traces: bool = False,
 ) -> dict[str, Any]:
     """BO vs random search (and a user's optimiser) on one reference: seeds reaching the target
     within `within` evaluations beside the configurations on target and the exact chance of
@@ -242,7 +307,18 @@ def compare(
     score after T (BO minus random)."""
     require_surrogate(surrogate)
     runs = {
-        m: replay(ref, m, seeds, budget, init, cost_alpha, problem, min_test_points, surrogate)
+        m: replay(
+            ref,
+            m,
+            seeds,
+            budget,
+            init,
+            cost_alpha,
+            problem,
+            min_test_points,
+            surrogate,
+            pool=pool,
+        )
         for m in ("bo", "random")
     }
     if agent is not None:
@@ -283,6 +359,10 @@ def compare(
         "bo_better": bool(bo_vs_random["steps_saved_ci95"][0] > 0),
         "bo_better_normalised": bool(bo_vs_random["normalised_gain_ci95"][0] > 0),
     }
+    if keep_traces:
+        out["normalised_traces"] = {
+            m: [row["normalised_trace"] for row in rows] for m, rows in runs.items()
+        }
     if problem == "closest":
         out["closest_answers_in_reference_block"] = sum(
             1
@@ -352,6 +432,7 @@ def compare_which_model(
     init: int,
     min_test_points: int = MIN_TEST_POINTS,
     surrogate: str = "botorch",
+    pool: Executor | None = None,
 ) -> dict[str, Any]:
     """Formal Algorithm 1 on one task with two references: every step evaluates both models at
     one configuration (paired). The truth is the paired difference over every C_min
@@ -364,10 +445,14 @@ def compare_which_model(
     models = sorted(refs)
     common = sorted(set(first.maes) & set(second.maes))
     cmin = [c for c in common if c.n * c.s >= min_test_points]
-    truth = which_model_answer(
-        [Step(i, "exhaustive", None, {m: refs[m].maes[c] for m in models}, 0.0, 0.0, None, 0.0)
-         for i, c in enumerate(cmin, 1)]
-    )  # fmt: skip
+
+    def exhaustive(configs: Sequence[Config]) -> dict[str, Any]:
+        return which_model_answer(
+            [Step(i, "exhaustive", None, {m: refs[m].maes[c] for m in models}, 0.0, 0.0, None,
+                  0.0) for i, c in enumerate(configs, 1)]
+        )  # fmt: skip
+
+    truth = exhaustive(cmin)
     out: dict[str, Any] = {
         "task": first.task,
         "problem": "which-model",
@@ -375,6 +460,8 @@ def compare_which_model(
         "min_test_points": min_test_points,
         "configurations": len(cmin),
         "truth": truth,
+        # beside it, the full-space reading (configurations below C_min included)
+        "truth_full": exhaustive(common),
         "seeds": len(seeds),
         "budget": budget,
         "init": init,
@@ -382,25 +469,64 @@ def compare_which_model(
         "methods": {},
     }
     for method in ("bo", "random"):
-        verdicts = []
-        for seed in seeds:
-            result = search(
-                problem="which-model",
-                method=method,
-                space=first.space,
-                feasible=common,
-                models=models,
-                evaluate=lambda model, config: refs[model].maes[config],
-                budget=budget,
-                init=init,
-                seed=seed,
-                min_test_points=min_test_points,
-                surrogate=surrogate,
-            )
-            verdicts.append(result.answer()["verdict"])
+        args = [(refs, method, budget, init, min_test_points, surrogate, s) for s in seeds]
+        verdicts = list((pool.map if pool is not None else map)(_which_model_verdict, args))
         out["methods"][method] = {
             "tied": verdicts.count("tied"),
             "named": {m: verdicts.count(m) for m in models},
             "agrees_with_truth": verdicts.count(truth["verdict"]),
         }
     return out
+
+
+def _which_model_verdict(args: tuple[Any, ...]) -> str:
+    refs, method, budget, init, min_test_points, surrogate, seed = args
+    result = _search_tables(
+        refs, "which-model", method, budget, init, seed, min_test_points, surrogate
+    )
+    return str(result.answer()["verdict"])
+
+
+def _search_tables(
+    refs: dict[str, Reference],
+    problem: str,
+    method: str,
+    budget: int,
+    init: int,
+    seed: int,
+    min_test_points: int,
+    surrogate: str,
+    cost_alpha: float = COST_ALPHA,
+    truth: dict[str, float] | None = None,
+    optimizer: Any = None,
+) -> Any:
+    """The real `search.search` over the configurations every model's table holds, each
+    evaluation a lookup: the one replay path of every problem."""
+    models = sorted(refs)
+    common = sorted(set.intersection(*(set(refs[m].maes) for m in models)))
+    return search(
+        problem=problem,
+        method=method,
+        space=refs[models[0]].space,
+        feasible=common,
+        models=models,
+        evaluate=lambda model, config: refs[model].maes[config],
+        budget=budget,
+        init=init,
+        seed=seed,
+        ground_truth=truth,
+        cost_alpha=cost_alpha,
+        min_test_points=min_test_points,
+        surrogate=surrogate,
+        optimizer=optimizer,
+    )
+
+
+def replay_pool(jobs: int) -> Executor | None:
+    """Worker processes for replays (spawned: a forked torch can deadlock); None for one job."""
+    if jobs <= 1:
+        return None
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))

@@ -37,6 +37,8 @@ SUITE = "configsearch"
 
 PROTOCOL_KEYS = ("n_total", "n_ood", "s_max", "space", "space_size")
 GROUP_KEYS = ("budget", "init", "gt", "cost_alpha", "initial_design")
+# runs under different surrogates (or library versions) are never one group
+SURROGATE_KEY = "surrogate"
 
 
 def _sweep_points(store: Store, run: RunInfo) -> list[dict[str, Any]]:
@@ -122,6 +124,7 @@ def collect(store: Store) -> dict[str, Any]:
             run.agent,
             _protocol_label(params),
             *(params.get(k) for k in GROUP_KEYS),
+            json.dumps(params.get(SURROGATE_KEY), sort_keys=True),
         )
         steps, truth, gt_evals, used = _run_trajectory(store, run)
         result = SearchResult(params["problem"], run.agent, steps, truth, gt_evals)
@@ -159,7 +162,7 @@ def collect(store: Store) -> dict[str, Any]:
         groups[key].append(item)
     searches = []
     for key, items in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
-        task, models, problem, method, protocol, budget, init, gt, alpha, design = key
+        task, models, problem, method, protocol, budget, init, gt, alpha, design, bo = key
         items.sort(key=lambda i: i["seed"])
         has_truth = all("steps_to_target" in i for i in items)
 
@@ -181,6 +184,7 @@ def collect(store: Store) -> dict[str, Any]:
                 "gt": gt,
                 "cost_alpha": alpha,
                 "initial_design": design,
+                "surrogate": json.loads(bo),
                 "seeds": len(items),
                 "truth_known": has_truth,
                 "reached_target": len(hits) if has_truth else None,
@@ -347,6 +351,15 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _method(group: dict[str, Any]) -> str:
+    """The method with its surrogate and library version (BO), so no two surrogates share a row."""
+    bo = group.get("surrogate")
+    if not bo:
+        return str(group["method"])
+    version = (bo.get("versions") or {}).get(bo["surrogate"])
+    return f"{group['method']} ({bo['surrogate']} {version or ''})".replace(" )", ")")
+
+
 def _on_target(group: dict[str, Any]) -> str:
     good, size = group.get("configs_on_target"), group.get("candidates")
     if good is None or not size:
@@ -455,7 +468,7 @@ def markdown(report: dict[str, Any]) -> str:
     for g in report["searches"]:
         reached = "-" if g["reached_target"] is None else f"{g['reached_target']}/{g['seeds']}"
         lines.append(
-            f"| {g['task']} | {g['models']} | {g['problem']} | {g['method']} | {g['protocol']} | "
+            f"| {g['task']} | {g['models']} | {g['problem']} | {_method(g)} | {g['protocol']} | "
             f"{g['budget']} | {g['init']} | {_fmt(g['cost_alpha'])} | {g['seeds']} | "
             f"{_on_target(g)} | {reached} | "
             f"{_fmt(g['reached_in_initial_design'])} | {_fmt(g['reached_top1pct'])} | "

@@ -25,6 +25,7 @@ from labreplay.sdk import sha256_json
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.cache import CacheStats
 from labreplay.suites.configsearch.models import PropertyModel, build_model
+from labreplay.suites.configsearch.optimizers import surrogate_identity
 from labreplay.suites.configsearch.pipeline import Evaluation, Evaluator, PipelineSettings
 from labreplay.suites.configsearch.search import (
     COST_ALPHA,
@@ -314,6 +315,9 @@ class ConfigSearch:
             "cost_alpha": cost_alpha if method == "bo" else None,
             "initial_design": "maximin",
             "min_test_points": self.min_test_points,
+            # the surrogate is part of the method (METRICS): a run names it, and runs under
+            # another surrogate or library version are other runs, never merged
+            "surrogate": surrogate_identity("botorch") if method == "bo" else None,
         }
         if optimizer is not None:
             params["optimizer"] = optimizer

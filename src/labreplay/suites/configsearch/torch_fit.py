@@ -35,8 +35,9 @@ def mlp(n_in: int, hidden: int, seed: int) -> Any:
 class _Scaled:
     """A network plus the target scaling it was trained with."""
 
-    def __init__(self, net: Any, mean: float, std: float) -> None:
+    def __init__(self, net: Any, mean: float, std: float, epochs_run: int = 0) -> None:
         self.net, self.mean, self.std = net, mean, std
+        self.epochs_run = epochs_run  # where early stopping ended it (for the compute figures)
 
 
 def fit_regressor(
@@ -59,8 +60,9 @@ def fit_regressor(
     y = torch.tensor((target - mean) / std, dtype=torch.float32)
     optimiser = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=1e-5)
     rng = np.random.default_rng(seed)
-    best, best_state, waited = float("inf"), None, 0
+    best, best_state, waited, ran = float("inf"), None, 0, 0
     for _ in range(epochs):
+        ran += 1
         net.train()
         order = rng.permutation(train)
         for start in range(0, len(order), batch_size):
@@ -84,7 +86,7 @@ def fit_regressor(
     if best_state is not None:
         net.load_state_dict(best_state)
     net.eval()
-    return _Scaled(net, mean, std)
+    return _Scaled(net, mean, std, ran)
 
 
 def _forward(net: Any, x: Any) -> Any:

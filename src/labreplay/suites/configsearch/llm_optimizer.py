@@ -1,0 +1,176 @@
+"""A configsearch optimiser backed by a chat model (`--agent openai:MODEL`).
+
+It implements the one optimiser contract, `labreplay.agents.contracts.Optimizer`
+(`name`, `params`, `suggest`, `observe`). Each `suggest` shows the model the problem, the
+direction of its objective, the trials so far (initial design included) and the untried
+candidates as compact tables, and asks for one JSON object `{"index": I}` naming an untried
+candidate (the schema's enum lists exactly those). The chosen candidate is returned as the
+suggestion, so a reply outside the enum can never be evaluated.
+
+An LLM failure is data: a call that fails (endpoint down, 200 with a body that is not a chat
+completion, no JSON in the reply) makes `suggest` raise `AgentError` naming the endpoint, which
+the search records as an invalid step (the step is spent, nothing is evaluated). Every call is
+kept in one `CallTally` shared by the optimisers a factory builds (one per seed), so the
+command can total calls and tokens and call a run whose every call failed `failed` (unranked).
+
+Histories arrive either as the contract's plain JSON `OptimizerHistory` or as the suite's
+older `History` object; both are read through `_plain_history`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from labreplay.agents.llm import AGENT_PREFIX, client_options, parse_agent_spec
+from labreplay.agents.llm_caps import RunCaps
+from labreplay.agents.llm_client import LLMClient
+from labreplay.agents.llm_usage import usage_summary
+from labreplay.errors import AgentError
+from labreplay.sdk import canonical_json
+
+PROMPT_VERSION = "lr-llm-configsearch-1"
+SYSTEM = (
+    "You choose the next configuration to evaluate in a budgeted search over data "
+    "configurations of a materials property model. Each message shows the problem, the trials "
+    "so far and the untried candidates. Answer with exactly one JSON object that satisfies the "
+    "JSON Schema given: no explanations, no markdown."
+)
+_AXES = ("r", "n", "s", "model")
+
+
+@dataclass
+class CallTally:
+    """Every model call of the optimisers built by one factory (all seeds of a run)."""
+
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def usage(self) -> dict[str, Any]:
+        return usage_summary(self.calls)
+
+    def all_failed(self) -> bool:
+        return bool(self.calls) and all(c.get("error") for c in self.calls)
+
+
+def _plain_history(history: Any) -> dict[str, Any]:
+    if isinstance(history, Mapping):
+        return dict(history)
+    # The suite's `History` object: untried candidates with their index, trials from
+    # observations.
+    candidates = [{**history.candidates[i], "index": i} for i in history.untried()]
+    trials = [
+        {
+            "step": o.step,
+            "configuration": {**o.config, **({"model": o.model} if o.model else {})},
+            "objective": o.objective,
+        }
+        for o in history.observations
+    ]
+    direction = "maximize" if history.direction == "max" else "minimize"
+    return {
+        "problem": history.problem,
+        "direction": direction,
+        "candidates": candidates,
+        "trials": trials,
+        "budget": history.budget,
+    }
+
+
+def _row(config: Mapping[str, Any], axes: Sequence[str]) -> list[Any]:
+    return [config.get(a) for a in axes]
+
+
+def suggestion_messages(history: Mapping[str, Any]) -> tuple[list[dict[str, str]], list[int]]:
+    """The chat messages for one suggestion, and the candidate indices the reply may name."""
+    candidates = list(history.get("candidates") or [])
+    axes = [a for a in _AXES if any(a in c for c in candidates)]
+    indices = [int(c.get("index", i)) for i, c in enumerate(candidates)]
+    trials = [
+        [*_row(t.get("configuration") or {}, axes), t.get("objective")]
+        for t in history.get("trials") or []
+    ]
+    goal = "maximise" if str(history.get("direction", "")).startswith("max") else "minimise"
+    lines = [
+        f"PROBLEM: {history.get('problem')} (the objective is to {goal}).",
+        f"BUDGET: {history.get('budget')} steps; left: {history.get('budget_left', 'unknown')}.",
+        "r = fraction of the second data source, n = training size, s = test size.",
+        f"TRIALS (columns {canonical_json([*axes, 'objective'])}): {canonical_json(trials)}",
+        f"UNTRIED CANDIDATES (columns {canonical_json(['index', *axes])}): "
+        + canonical_json([[i, *_row(c, axes)] for i, c in zip(indices, candidates, strict=True)]),
+        "Reply with the index of the candidate to evaluate next, valid under this JSON Schema:",
+        canonical_json(_schema(indices)),
+    ]
+    return [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "\n".join(lines)},
+    ], indices
+
+
+def _schema(indices: list[int]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"index": {"type": "integer", "enum": indices}},
+        "required": ["index"],
+        "additionalProperties": False,
+    }
+
+
+class LLMOptimizer:
+    """A configsearch optimiser backed by a chat model (name `openai:MODEL`)."""
+
+    def __init__(self, client: LLMClient, tally: CallTally | None = None) -> None:
+        self.client = client
+        self.name = f"{AGENT_PREFIX}{client.model}"
+        self.tally = tally if tally is not None else CallTally()
+
+    def params(self) -> dict[str, Any]:
+        return {**self.client.params(), "prompt_version": PROMPT_VERSION}
+
+    def observe(self, result: Any) -> None:
+        return None  # every trial is in the next history
+
+    def suggest(self, history: Any) -> dict[str, Any]:
+        plain = _plain_history(history)
+        messages, indices = suggestion_messages(plain)
+        if not indices:
+            raise AgentError("no untried candidate left")
+        reply = self.client.complete_json(messages, _schema(indices), "suggestion")
+        self.tally.calls += [dict(c) for c in reply.calls]
+        value = reply.value
+        if not isinstance(value, Mapping) or value.get("index") not in indices:
+            raise AgentError(reply.error or f"reply {reply.text!r} names no untried candidate")
+        chosen = dict(plain["candidates"][indices.index(int(value["index"]))])
+        chosen.pop("index", None)
+        chosen.pop("features", None)
+        return chosen
+
+
+def make_factory(
+    agent: str,
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    temperature: float | None = 0.0,
+    seed: int | None = None,
+    max_tokens: int | None = None,
+    timeout_s: float = 60.0,
+    max_retries: int = 4,
+    caps: RunCaps | None = None,
+) -> tuple[Callable[[], LLMOptimizer], CallTally]:
+    """A zero-argument factory of LLM optimisers (one per seed) sharing one `CallTally`, from
+    the one LLM option set (`labreplay.cli.llm_options.agent_options`)."""
+    model = parse_agent_spec(agent)
+    api_key = os.environ.get(api_key_env) if api_key_env else None
+    tally = CallTally()
+
+    def build() -> LLMOptimizer:
+        options = client_options(
+            base_url, temperature, None, seed, max_tokens, timeout_s, max_retries, 2, "auto",
+            None, caps,
+        )  # fmt: skip
+        return LLMOptimizer(LLMClient(model, api_key=api_key, **options), tally)
+
+    build()  # refuse a bad spec or option now, before any work
+    return build, tally

@@ -1,0 +1,54 @@
+"""The configsearch LLM optimiser (`--agent openai:MODEL`) against local test servers: it takes
+the one LLM option set, suggests only untried candidates, and an endpoint whose every call fails
+makes the run failed and unranked (exit 1), with every call accounted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from labreplay.suites.configsearch.cli import app
+from labreplay.testing.fault_server import StubServer, constant, garbage_body
+from labreplay.testing.schema_server import SchemaAnswerer
+
+RECORDED = Path(__file__).resolve().parents[2] / "benchmarks" / "references" / "configsearch"
+
+
+def _replay(base_url: str) -> tuple[int, str]:
+    ref = sorted(RECORDED.glob("band_gap__*.json.gz"))
+    if not ref:
+        pytest.skip("no recorded reference files")
+    args = ["replay", "--references", str(ref[0]), "--seeds", "2", "--budget", "4"]
+    llm = ["--agent", "openai:frontier", "--base-url", base_url, "--timeout", "5"]
+    result = CliRunner().invoke(app, [*args, *llm, "--max-retries", "0", "--json"])
+    return result.exit_code, result.output
+
+
+def test_llm_optimiser_suggests_untried_candidates_and_accounts_its_calls() -> None:
+    with StubServer(SchemaAnswerer()) as server:
+        code, out = _replay(server.base_url)
+        prompts = [r.body for r in server.chat_requests if r.body]
+    assert code == 0, out
+    (row,) = json.loads(out)
+    agent = row["agent"]
+    assert agent["status"] == "complete" and agent["ranked"] and agent["invalid_steps"] == 0
+    # Two seeds, one call per step after the shared initial design (3 of 4 steps).
+    usage = agent["llm_usage"]
+    assert usage["calls"] == len(prompts) == 2 * (4 - 3) and usage["failed_calls"] == 0
+    assert usage["prompt_tokens"] > 0 and usage["resolved_models"]
+    text = prompts[0]["messages"][1]["content"]
+    assert "UNTRIED CANDIDATES" in text and "TRIALS" in text
+
+
+def test_llm_optimiser_on_a_garbage_endpoint_is_failed_and_unranked() -> None:
+    with StubServer(constant(garbage_body())) as server:
+        code, out = _replay(server.base_url)
+    assert code == 1, out
+    (row,) = json.loads(out)
+    agent = row["agent"]
+    assert agent["status"] == "failed" and not agent["ranked"]
+    assert agent["llm_usage"]["calls"] == agent["llm_usage"]["failed_calls"] > 0
+    assert agent["invalid_steps"] == 2  # every suggestion failed: recorded, never a crash
