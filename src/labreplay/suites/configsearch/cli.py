@@ -378,7 +378,7 @@ def replay_cmd(
     if init > budget:
         raise LabreplayError(f"--init: value {init} exceeds --budget {budget}")
     require_surrogate(surrogate)
-    factory = None
+    factory: Any = None  # a zero-argument optimiser factory
     tally = None
     if agent is not None:
         if problem == "which-model":
