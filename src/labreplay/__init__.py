@@ -3,6 +3,7 @@
 from labreplay._version import __version__
 from labreplay.agents.contracts import (
     CampaignAgent,
+    Configuration,
     Observation,
     Optimizer,
     OptimizerHistory,
@@ -23,6 +24,7 @@ from labreplay.suite import list_suites
 __all__ = [
     "AgentError",
     "CampaignAgent",
+    "Configuration",
     "DataError",
     "LabreplayError",
     "Observation",

@@ -18,11 +18,11 @@ import jsonschema
 import pytest
 
 from labreplay._hashing import canonical_json
-from labreplay.agents.replay import ReplayAgent
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.suites.campaign.agents import BayesAgent, NoEvidenceAgent, OracleAgent, RandomAgent
 from labreplay.suites.campaign.canaries import leaked, paid_canaries, plant_canaries
 from labreplay.suites.campaign.env import CampaignEnv
+from labreplay.suites.campaign.replay_agent import ReplayAgent
 from labreplay.suites.campaign.runner import run_branch
 
 

@@ -141,6 +141,17 @@ def test_readme_question_agent_via_cli_and_api(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     by_cli = json.loads(proc.stdout)
+    isolated = cli(
+        "conditions", "run", "--questions", str(question_file), "--agent",
+        "my_question_agents:FirstOption", "--store", "q.sqlite", "--json", "--isolate",
+        cwd=workdir,
+    )  # fmt: skip
+    assert isolated.returncode == 0, isolated.stderr
+    by_child = json.loads(isolated.stdout)
+    assert by_child["run_id"] != by_cli["run_id"]  # isolation is part of the run's identity
+    assert by_child["mc_all_score"] == pytest.approx(by_cli["mc_all_score"], abs=1e-9)
+    with Store(workdir / "q.sqlite", readonly=True) as db:
+        assert db.run(by_child["run_id"]).agent_params["isolation"] == "subprocess"
     monkeypatch.syspath_prepend(str(workdir))
     from my_question_agents import FirstOption  # type: ignore[import-not-found]
 
@@ -193,10 +204,14 @@ def test_raising_and_non_json_actions_are_recorded_invalid_alike(workdir: Path) 
             e["payload"] for e in db.events(run.run_id)
             if e["kind"] == "action" and not e["payload"]["accepted"]
         ]  # fmt: skip
-    # the exception's one-line message rides in the recorded invalid action
+    # the exception's one-line message rides in the recorded invalid action and is the
+    # reason it was rejected (what the agent's next observation says in last_result)
     errors = [str(r["action"].get("error", "")) for r in rejected]
+    reasons = [str(r["reason"]) for r in rejected]
     assert "act() raised ValueError: boom at turn 2" in errors, rejected
-    assert "act() returned a non-JSON value (dict)" in errors, rejected
+    assert "act() raised ValueError: boom at turn 2" in reasons, rejected
+    assert "act() returned a non-JSON value (dict)" in reasons, rejected
+    assert not any("unknown action type" in r for r in reasons), rejected
     assert any("action must be a JSON object, got list" in r["reason"] for r in rejected)
 
 

@@ -22,7 +22,10 @@ explicitly by subclassing it), never discovered by probing attribute names:
   completed from the results store, so a resumed run does not pay for them twice;
 - `AnswersInBatches`: `answer_many(questions)` (conditions) answers several questions at once;
 - `ModelBacked`: `model` and `endpoint` are recorded on the run row;
-- `Isolated`: `isolation` says where the agent's code ran ("in-process" or "subprocess").
+- `Isolated`: `isolation` says where the agent's code ran ("in-process" or "subprocess");
+- `Closable`: `close()` releases what the agent holds; every run path calls it when the run
+  is over (an isolated agent's child process never outlives its run);
+- `ScoresSuggestions` (configsearch): `last_acquisition`, the score of the last suggestion.
 
 Runnable example (campaign; the README's "Bring your own agent" has one per suite):
 
@@ -181,33 +184,59 @@ class QuestionAgent(Protocol):
 
 
 # --------------------------------------------------------------------------- configsearch
+class Configuration(TypedDict, total=False):
+    """A configsearch candidate: the data configuration `r` (fraction of the second source),
+    `n` (training size), `s` (test size), and `model` when the problem searches (model,
+    configuration) pairs (best-model). In a history, each candidate also carries `index` (its
+    place in the problem's fixed candidate order) and `features` (its numeric encoding: every
+    axis scaled to [0, 1], one-hot models), for surrogate models."""
+
+    r: float
+    n: int
+    s: int
+    model: str
+    index: int
+    features: list[float]
+
+
 class Trial(TypedDict, total=False):
     """One evaluated suggestion, as `observe` receives it and `history["trials"]` lists it.
 
-    `configuration` is the suggestion as evaluated; `objective` is the problem's value at it
-    (the search minimises it; see `OptimizerHistory["direction"]`); `maes` the per-model
-    errors behind it; `step` its index in the search (the initial design comes first)."""
+    `configuration` is the suggestion as evaluated ({"r", "n", "s"} + "model"), with its
+    `index` and `features` as in the candidates; `objective` the problem's value there (see
+    `OptimizerHistory["direction"]`); `maes` the per-model errors behind it; `step` its 1-based
+    step in the search and `phase` "init" for the shared initial design, else the optimiser's
+    name."""
 
     step: int
     phase: str
-    configuration: dict[str, Any]
+    configuration: Configuration
+    index: int
+    features: list[float]
     objective: float
     maes: dict[str, float]
 
 
 class OptimizerHistory(TypedDict, total=False):
-    """Everything an optimiser needs to propose the next configuration.
+    """Everything an optimiser needs to propose the next configuration (plain JSON).
 
-    `candidates` are the legal configurations not yet evaluated (infeasible ones are removed
-    before any cost is spent); `trials` every evaluation so far, initial design included;
-    `budget_left` the number of suggestions still to make; `problem` the search problem
-    (e.g. "best-model", "discriminate", "closest")."""
+    `candidates` are the legal candidates not evaluated yet, in the problem's fixed order
+    (infeasible ones are removed before any cost is spent); `n_candidates` is how many the
+    problem has in all; `trials` every evaluation so far, the shared initial design first;
+    `budget` the run's steps, `budget_left` the suggestions still to make (this one included),
+    `step` the 1-based step being asked for; `problem` the search problem ("best-model",
+    "discriminate", "closest", "which-model") and `direction` whether the objective is to be
+    minimised or maximised; `models` the property models compared; `seed` the run's seed."""
 
     problem: str
     direction: Literal["minimize", "maximize"]
-    candidates: list[dict[str, Any]]
+    models: list[str]
+    candidates: list[Configuration]
+    n_candidates: int
     trials: list[Trial]
+    budget: int
     budget_left: int
+    step: int
     seed: int
 
 
@@ -216,18 +245,44 @@ class Optimizer(Protocol):
     """A configsearch optimiser (suite `configsearch`): ask/tell.
 
     The search asks `suggest(history)` for the next configuration (one of
-    `history["candidates"]`), evaluates it on the recorded references, and tells the result
-    through `observe(result)`. Budget, initial design and scoring are the suite's, identical
-    for every optimiser; a suggestion that is not a legal candidate is recorded as invalid.
+    `history["candidates"]`; returning the candidate dict itself is fine), evaluates it on the
+    recorded references or by fitting the models, and tells the result through
+    `observe(result)` (the shared initial design's trials included). Budget, initial design
+    and scoring are the suite's, identical for every optimiser: BO, random search and
+    exhaustive search are three implementations of this contract. A suggestion that is not an
+    untried candidate, or an exception raised by `suggest`, is recorded as an invalid step
+    (the step is spent, nothing is evaluated).
+
+    Runnable example (the first untried candidate; the README has a random-forest one):
+
+        class FirstCandidate:
+            name = "first-candidate"
+
+            def params(self):
+                return {}
+
+            def suggest(self, history):
+                return history["candidates"][0]
+
+            def observe(self, result):
+                pass
     """
 
     name: str
 
     def params(self) -> dict[str, Any]: ...
 
-    def suggest(self, history: OptimizerHistory) -> dict[str, Any]: ...
+    def suggest(self, history: OptimizerHistory) -> Mapping[str, Any]: ...
 
     def observe(self, result: Trial) -> None: ...
+
+
+@runtime_checkable
+class ScoresSuggestions(Protocol):
+    """An optimiser that records how it scored its last suggestion (e.g. BO's acquisition
+    value), stored on the step; None when it did not score one."""
+
+    last_acquisition: float | None
 
 
 # --------------------------------------------------------------------------- capabilities
@@ -267,6 +322,27 @@ class Isolated(Protocol):
     isolation: str
 
 
+@runtime_checkable
+class Closable(Protocol):
+    """An agent holding a resource (e.g. an isolated agent's child process): the run path
+    calls `close()` once the run is over, so nothing it started outlives the run."""
+
+    def close(self) -> None: ...
+
+
+def close_agent(agent: object) -> None:
+    """Release what a closable agent holds (a no-op for any other agent)."""
+    if isinstance(agent, Closable):
+        agent.close()
+
+
+def acquisition_of(agent: object) -> float | None:
+    """The score an optimiser gave its last suggestion, if it declares one."""
+    if isinstance(agent, ScoresSuggestions) and agent.last_acquisition is not None:
+        return float(agent.last_acquisition)
+    return None
+
+
 def model_of(agent: object) -> tuple[str | None, str | None]:
     """(model, endpoint) of a model-backed agent, (None, None) otherwise."""
     if isinstance(agent, ModelBacked):
@@ -301,6 +377,8 @@ __all__ = [
     "AnswersInBatches",
     "CallRecord",
     "CampaignAgent",
+    "Closable",
+    "Configuration",
     "Described",
     "Isolated",
     "JSONObject",
@@ -313,10 +391,13 @@ __all__ = [
     "QuestionAgent",
     "RecordsCalls",
     "ResponseCache",
+    "ScoresSuggestions",
     "Snapshot",
     "Trial",
     "UsesResponseCache",
+    "acquisition_of",
     "bind_response_cache",
+    "close_agent",
     "drain_calls",
     "isolation_of",
     "model_of",

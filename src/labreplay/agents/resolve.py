@@ -234,6 +234,54 @@ def resolve_agent(
     return ResolvedAgent(label, make, name, params, ref, builtin, probe)
 
 
+def isolated_ref(agent: Any, builtin_refs: Mapping[str, str] | None = None) -> str:
+    """The reference a child process builds `agent` from, without importing it here: a
+    suite's reference agent (`builtin_refs`), a registered name or MODULE:ATTR."""
+    known = dict(builtin_refs or {})
+    if not isinstance(agent, str):
+        raise AgentError(
+            f"agent {agent!r}: --isolate needs an importable agent (a reference agent, a "
+            "registered name or MODULE:ATTR), not an object of this process"
+        )
+    if agent in known:
+        return known[agent]
+    registered = registered_ref(agent)
+    if registered is not None:
+        return registered
+    if is_module_attr(agent):
+        return agent
+    choices = ", ".join(sorted(known)) or "none"
+    raise AgentError(
+        f"agent {agent!r}: unknown; give a reference agent ({choices}), a registered name "
+        f"(entry point group {ENTRY_POINT_GROUP}) or MODULE:ATTR"
+    )
+
+
+def resolve_isolated(
+    agent: Any,
+    contract_ref: str,
+    timeout_s: float | None = None,
+    *,
+    builtin_refs: Mapping[str, str] | None = None,
+) -> ResolvedAgent:
+    """`agent` served from a child process (`labreplay.agents.isolated`) that imports it and
+    checks it against the contract at `contract_ref` ("MODULE:ATTR" of the Protocol); its
+    module is never imported here. Each call is answered within `timeout_s` (default 60 s) or
+    the run is recorded failed. A refused agent is one AgentError line, before any store."""
+    from labreplay.agents.isolated import DEFAULT_TIMEOUT_S, IsolatedAgent
+
+    ref = isolated_ref(agent, builtin_refs)
+    wait = timeout_s or DEFAULT_TIMEOUT_S
+
+    def make_isolated() -> IsolatedAgent:
+        return IsolatedAgent(ref, contract_ref, timeout_s=wait, label=str(agent))
+
+    probe = make_isolated()  # the child builds and checks the agent
+    name, params = probe.name, probe.params()
+    probe.close()
+    return ResolvedAgent(str(agent), make_isolated, name, params, ref, None, None)
+
+
 def build_from_ref(ref: str) -> Any:
     """Build an agent in another process from a `ResolvedAgent.ref`: `MODULE:ATTR`, or
     `MODULE:ATTR[NAME]` for an entry of a name -> factory mapping."""
@@ -259,7 +307,9 @@ __all__ = [
     "factory_of",
     "import_attribute",
     "is_module_attr",
+    "isolated_ref",
     "registered_agents",
     "registered_ref",
     "resolve_agent",
+    "resolve_isolated",
 ]

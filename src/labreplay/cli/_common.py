@@ -149,6 +149,19 @@ def out_dir_check(option: str = "--out") -> Any:
 
 
 EXECUTORS = ("in-process", "threads", "dask")
+# --isolate and its per-call timeout, the same on every suite's `run` command.
+IsolateOption = typer.Option(
+    False,
+    "--isolate",
+    help="Run the (Python) agent in a child process that receives only what crosses its "
+    "contract as JSON.",
+)
+AgentTimeoutOption = typer.Option(
+    None,
+    "--agent-timeout",
+    help="With --isolate: seconds the agent has per call before the run is failed (60).",
+    callback=positive_float("--agent-timeout"),
+)
 ExecutorOption = typer.Option(
     "in-process",
     "--executor",

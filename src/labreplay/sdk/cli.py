@@ -8,8 +8,10 @@ entry point prints it and exits 2 (see `report_failure`).
 
 from labreplay.cli._common import (
     EXECUTORS,
+    AgentTimeoutOption,
     DataDirOption,
     ExecutorOption,
+    IsolateOption,
     JsonOption,
     SchedulerOption,
     WorkersOption,
@@ -31,8 +33,10 @@ from labreplay.cli._errors import expected_failure, report_failure
 
 __all__ = [
     "EXECUTORS",
+    "AgentTimeoutOption",
     "DataDirOption",
     "ExecutorOption",
+    "IsolateOption",
     "JsonOption",
     "SchedulerOption",
     "WorkersOption",

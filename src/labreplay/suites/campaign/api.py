@@ -215,33 +215,6 @@ def _llm_factory(name: str, **options: Any) -> AgentFactory:
     return build
 
 
-def _isolated_ref(agent: Any) -> str:
-    """The reference a child process builds `agent` from, without importing it here."""
-    from labreplay.agents.resolve import is_module_attr, registered_ref
-
-    if not isinstance(agent, str):
-        raise AgentError(
-            f"agent {agent!r}: --isolate needs an importable agent (a reference agent, a "
-            "registered name or MODULE:ATTR), not an object of this process"
-        )
-    if agent in REFERENCE_AGENTS:
-        return f"{ISOLATED_FACTORY}[{agent}]"
-    if agent.startswith("openai:"):
-        raise AgentError(
-            f"agent {agent!r}: --isolate runs Python agents; an LLM agent already sends the "
-            "model only the visible state"
-        )
-    registered = registered_ref(agent)
-    if registered is not None:
-        return registered
-    if is_module_attr(agent):
-        return agent
-    raise AgentError(
-        f"agent {agent!r}: unknown; give a reference agent ({', '.join(REFERENCE_AGENTS)}), "
-        "a registered name (entry point group labreplay.agents) or MODULE:ATTR"
-    )
-
-
 def resolve_campaign_agent(
     agent: Any,
     isolate: bool = False,
@@ -261,18 +234,19 @@ def resolve_campaign_agent(
     from labreplay.agents.resolve import ResolvedAgent, resolve_agent
 
     if isolate:
-        from labreplay.agents.isolated import DEFAULT_TIMEOUT_S, IsolatedAgent
+        from labreplay.agents.isolated import CAMPAIGN_CONTRACT
+        from labreplay.agents.resolve import resolve_isolated
 
-        ref = _isolated_ref(agent)
-        wait = agent_timeout_s or DEFAULT_TIMEOUT_S
-
-        def make_isolated() -> IsolatedAgent:
-            return IsolatedAgent(ref, timeout_s=wait, label=str(agent))
-
-        probe = make_isolated()  # the child builds and checks the agent: refused here, exit 2
-        name, params = probe.name, probe.params()
-        probe.close()
-        return ResolvedAgent(str(agent), make_isolated, name, params, ref, None, None)
+        if isinstance(agent, str) and agent.startswith("openai:"):
+            raise AgentError(
+                f"agent {agent!r}: --isolate runs Python agents; an LLM agent already sends the "
+                "model only the visible state"
+            )
+        builtin_refs = {name: f"{ISOLATED_FACTORY}[{name}]" for name in REFERENCE_AGENTS}
+        # the child builds and checks the agent: refused here, exit 2
+        return resolve_isolated(
+            agent, CAMPAIGN_CONTRACT, agent_timeout_s, builtin_refs=builtin_refs
+        )
     if agent == ORACLE_NAME:
         from labreplay.suites.campaign.agents import OracleAgent
 

@@ -27,8 +27,10 @@ from labreplay.cli.llm_options import (
     first_in_seeded_order,
 )
 from labreplay.sdk.cli import (
+    AgentTimeoutOption,
     DataDirOption,
     ExecutorOption,
+    IsolateOption,
     JsonOption,
     SchedulerOption,
     choice,
@@ -36,7 +38,6 @@ from labreplay.sdk.cli import (
     finite_float_check,
     int_range,
     out_dir_check,
-    positive_float,
     print_json,
     progress_bar,
     seed_check,
@@ -191,17 +192,8 @@ def run_cmd(
         callback=int_range("--max-concurrency", 1, 256),
     ),
     scheduler: str | None = SchedulerOption,
-    isolate: bool = typer.Option(
-        False,
-        "--isolate",
-        help="Run the (Python) agent in a child process that receives only observations.",
-    ),
-    agent_timeout: float | None = typer.Option(
-        None,
-        "--agent-timeout",
-        help="With --isolate: seconds the agent has per call before the run is failed (60).",
-        callback=positive_float("--agent-timeout"),
-    ),
+    isolate: bool = IsolateOption,
+    agent_timeout: float | None = AgentTimeoutOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""

@@ -199,6 +199,10 @@ class CampaignEnv:
             return self._reject(
                 action, f"action must be a JSON object, got {type(action).__name__}"
             )
+        if action.get("type") == "invalid" and isinstance(action.get("error"), str):
+            # the agent's own failure (act raised, a non-JSON or unparseable reply): its
+            # one-line message is the reason the action was rejected
+            return self._reject(action, action["error"] or "invalid action")
         err = validate_fields(action)
         if err is not None:
             return self._reject(action, err)
@@ -443,13 +447,14 @@ class CampaignEnv:
         )
 
 
-def panel_schema(query_ids: list[str]) -> dict[str, Any]:
+def panel_schema(query_ids: list[str] | None = None) -> dict[str, Any]:
+    """The JSON Schema of a panel forecast; with `query_ids`, only those experiments."""
+    experiment: dict[str, Any] = {"type": "string"}
+    if query_ids is not None:
+        experiment["enum"] = query_ids
     item = {
         "type": "object",
-        "properties": {
-            "experiment_id": {"type": "string", "enum": query_ids},
-            **forecast_properties(),
-        },
+        "properties": {"experiment_id": experiment, **forecast_properties()},
         "required": ["experiment_id", "p_valid", "categories"],
         "additionalProperties": False,
     }

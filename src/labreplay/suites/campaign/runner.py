@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labreplay.agents.base import Agent, call_failures, drain_calls
-from labreplay.agents.contracts import bind_response_cache, isolation_of, model_of
+from labreplay.agents.contracts import bind_response_cache, close_agent, isolation_of, model_of
 from labreplay.agents.isolated import AgentNonJSON, AgentUnavailable, json_problem, raised_message
 from labreplay.agents.llm_caps import CapReached
 from labreplay.agents.llm_usage import usage_summary
@@ -405,6 +405,26 @@ def run_assignment_branches(
     unknown = [c for c in controls if c not in BRANCHES[1:] and random_replicate(c) is None]
     if unknown:
         raise SpecError(f"unknown control {unknown[0]!r} (known: {', '.join(BRANCHES[1:])})")
+    made: list[Agent] = []
+
+    def fresh() -> Agent:
+        made.append(make_agent())
+        return made[-1]
+
+    try:
+        return _branches(spec, fresh, store, seed, controls)
+    finally:  # every agent built here is released (an isolated one's child process ends)
+        for agent in made:
+            close_agent(agent)
+
+
+def _branches(
+    spec: EnvironmentSpec,
+    make_agent: AgentFactory,
+    store: Store | None,
+    seed: int,
+    controls: tuple[str, ...],
+) -> dict[str, BranchResult]:
     adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
     results = {"adaptive": adaptive}
     if call_failures(adaptive.calls)["all_failed"] or adaptive.failure is not None:

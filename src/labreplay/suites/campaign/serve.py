@@ -32,7 +32,8 @@ from labreplay.compile.spec import EnvironmentSpec
 from labreplay.harness.bridge import BridgeAgent, Channel, Request, start_worker
 from labreplay.harness.mcp_server import ToolDef
 from labreplay.store.sqlite import Store, run_key
-from labreplay.suites.campaign.actions import PHASE_ACTIONS, action_schema, forecast_properties
+from labreplay.suites.campaign.actions import PHASE_ACTIONS, action_schema
+from labreplay.suites.campaign.env import panel_schema
 from labreplay.suites.campaign.runner import BRANCHES, run_assignment
 
 WAIT_S = 600.0  # a run that does not answer a tool call within this is reported, not awaited
@@ -67,18 +68,8 @@ def _action_variants() -> dict[str, dict[str, Any]]:
 
 
 def panel_tool_schema() -> dict[str, Any]:
-    item = {
-        "type": "object",
-        "properties": {"experiment_id": {"type": "string"}, **forecast_properties()},
-        "required": ["experiment_id", "p_valid", "categories"],
-        "additionalProperties": False,
-    }
-    return {
-        "type": "object",
-        "properties": {"forecasts": {"type": "array", "items": item}},
-        "required": ["forecasts"],
-        "additionalProperties": False,
-    }
+    """The panel forecast tool's schema: any experiment id (the env checks the panel's)."""
+    return panel_schema()
 
 
 ACTION_TOOLS = _action_variants()

@@ -26,8 +26,10 @@ from labreplay.cli.llm_options import (
 )
 from labreplay.errors import LabreplayError
 from labreplay.sdk.cli import (
+    AgentTimeoutOption,
     DataDirOption,
     ExecutorOption,
+    IsolateOption,
     JsonOption,
     SchedulerOption,
     WorkersOption,
@@ -381,6 +383,8 @@ def run_cmd(
     executor: str = ExecutorOption,
     scheduler: str | None = SchedulerOption,
     workers: int | None = WorkersOption,
+    isolate: bool = IsolateOption,
+    agent_timeout: float | None = AgentTimeoutOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Answer every question with one agent, score, and store the run (resumes if interrupted)."""
@@ -415,8 +419,12 @@ def run_cmd(
     qs = load_questions(questions)
     chosen = first_in_seeded_order(qs, limit, seed, "conditions")
     ids = [str(q["id"]) for q in chosen] if limit is not None else None
+    if isolate and executor != "in-process":
+        raise LabreplayError("--isolate runs with --executor in-process (one child per run)")
     try:  # every agent problem is one line, exit 2, before the store exists
-        built = resolve_question_agent(agent, chosen, seed, model, options)
+        built = resolve_question_agent(
+            agent, chosen, seed, model, options, isolate=isolate, agent_timeout_s=agent_timeout
+        )
     except ImportError as exc:
         raise LabreplayError("the LLM agent is not available in this install") from exc
     if agent == "llm":

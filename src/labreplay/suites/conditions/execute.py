@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.agents.base import ResponseCache, drain_calls
+from labreplay.agents.contracts import close_agent
+from labreplay.agents.isolated import AgentUnavailable
 from labreplay.agents.llm_caps import CapReached
-from labreplay.agents.resolve import ResolvedAgent, resolve_agent
-from labreplay.errors import DataError
+from labreplay.agents.resolve import ResolvedAgent, resolve_agent, resolve_isolated
+from labreplay.errors import AgentError, DataError, RunFailedError
 from labreplay.execute.base import Executor
 from labreplay.execute.driver import Unit, run_units
 from labreplay.runtime.recorder import Recorder
@@ -34,6 +36,8 @@ from labreplay.suites.conditions.runner import (
     open_question_run,
 )
 from labreplay.suites.conditions.scoring import answer_key
+
+QUESTION_CONTRACT = "labreplay.agents.contracts:QuestionAgent"
 
 
 @lru_cache(maxsize=4)
@@ -77,10 +81,22 @@ def resolve_question_agent(
     seed: int,
     model: str | None = None,
     options: Mapping[str, Any] | None = None,
+    *,
+    isolate: bool = False,
+    agent_timeout_s: float | None = None,
 ) -> ResolvedAgent:
     """Any conditions agent: `random`, `ranker`, `llm` (with `model`), an object or factory
     implementing `QuestionAgent`, a registered name or `MODULE:ATTR`; checked against the
-    contract before anything runs (one AgentError line otherwise)."""
+    contract before anything runs (one AgentError line otherwise). `isolate=True` serves an
+    importable agent from a child process that receives only question views, each answer
+    due within `agent_timeout_s` (60 s) or the run is recorded failed."""
+    if isolate:
+        if isinstance(agent, str) and agent in BUILTIN_AGENTS:
+            raise AgentError(
+                f"agent {agent!r}: --isolate runs your Python agents (MODULE:ATTR or a "
+                "registered name); the reference agents need no isolation"
+            )
+        return resolve_isolated(agent, QUESTION_CONTRACT, agent_timeout_s)
     if isinstance(agent, str) and agent in BUILTIN_AGENTS:
         built = build_agent(agent, questions, seed, model, None, options)
         return ResolvedAgent(agent, lambda: built, built.name, built.params(), None, agent, built)
@@ -180,10 +196,41 @@ def run_questions(
         if isinstance(name, ResolvedAgent)
         else resolve_question_agent(name, questions, seed, model, options)
     )
+    isolated = resolved.probe is None and resolved.builtin is None  # served by a child
     probe = resolved.probe if resolved.probe is not None else resolved.make()
+    try:
+        return _run_with(
+            store, questions_path, questions, resolved, probe, isolated, seed, model,
+            executor, progress, batch, options, ids, path, sha256,
+        )  # fmt: skip
+    finally:  # an isolated agent's child process never outlives its run
+        if isolated:
+            close_agent(probe)
+
+
+def _run_with(
+    store: Store,
+    questions_path: Path,
+    questions: list[dict[str, Any]],
+    resolved: ResolvedAgent,
+    probe: Any,
+    isolated: bool,
+    seed: int,
+    model: str | None,
+    executor: Executor | None,
+    progress: Callable[[int], None] | None,
+    batch: int,
+    options: Mapping[str, Any] | None,
+    ids: Sequence[str] | None,
+    path: str,
+    sha256: str,
+) -> dict[str, Any]:
     # One agent answers the whole run: in-process and on threads the checked probe itself,
-    # on other executors a rebuild from its name or reference (or a pickled copy).
+    # on other executors a rebuild from its name or reference (or a pickled copy); an
+    # isolated one is always its one child process.
     source: str | Callable[[], Any] = resolved.builtin or resolved.ref or partial(_same, probe)
+    if isolated:
+        source = partial(_same, probe)
     if resolved.builtin is not None and source != "llm":
         probe = _reference(path, sha256, resolved.builtin, seed)  # the one its batches use
     recorder, finished = open_question_run(
@@ -208,7 +255,13 @@ def run_questions(
         )
         for i in range(0, len(todo), batch)
     ]
-    run_units("conditions", units, store, executor)
+    try:
+        run_units("conditions", units, store, executor)
+    except AgentUnavailable as exc:  # the agent stopped answering: failed with the cause
+        recorder.finish("failed", {"cause": str(exc)})
+        raise RunFailedError(
+            f"run {recorder.run_id}: {exc} (stored as failed, not ranked)"
+        ) from None
     return finish_question_run(recorder, questions, seed, capped.get("cap"))
 
 

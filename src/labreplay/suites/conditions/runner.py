@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.agents.base import call_failures
-from labreplay.agents.contracts import AnswersInBatches
+from labreplay.agents.contracts import AnswersInBatches, isolation_of
 from labreplay.agents.llm_caps import CapReached
 from labreplay.agents.llm_usage import usage_summary
 from labreplay.compile.spec import EnvironmentSpec
@@ -103,6 +103,8 @@ def open_question_run(
     already complete, its stored summary."""
     spec = question_spec(questions_path, questions, subset)
     params = agent.params()
+    if isolation_of(agent) != "in-process":  # an isolated run never reuses an in-process one
+        params = {**params, "isolation": isolation_of(agent)}
     header = RunHeader(
         spec,
         "main",

@@ -21,8 +21,10 @@ from labreplay.cli.llm_options import (
     agent_options,
 )
 from labreplay.sdk.cli import (
+    AgentTimeoutOption,
     DataDirOption,
     ExecutorOption,
+    IsolateOption,
     JsonOption,
     SchedulerOption,
     WorkersOption,
@@ -365,7 +367,7 @@ def replay_cmd(
     if init > budget:
         raise LabreplayError(f"--init: value {init} exceeds --budget {budget}")
     require_surrogate(surrogate)
-    factory = None
+    factory: Any = None  # a zero-argument optimiser factory
     tally = None
     if agent is not None:
         if problem == "which-model":
@@ -614,14 +616,22 @@ def run_cmd(
         help="C_min: search configurations with n*s >= this only.",
         callback=int_range("--min-test-points", 1),
     ),
+    agent: str | None = typer.Option(
+        None,
+        "--agent",
+        help="Your ask/tell optimiser (MODULE:ATTR or a registered name) instead of --method.",
+    ),
+    isolate: bool = IsolateOption,
+    agent_timeout: float | None = AgentTimeoutOption,
     json_out: bool = JsonOption,
 ) -> None:
-    """A budgeted search (Algorithm 1, 2 or 3) with BO or random search; one work unit per
-    seed on threads or Dask."""
+    """A budgeted search (Algorithm 1, 2 or 3) with BO, random search or your own optimiser
+    (--agent); one work unit per seed on threads or Dask."""
+    from labreplay.errors import LabreplayError
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
     from labreplay.suites.configsearch import preflight
-    from labreplay.suites.configsearch.execute import run_searches
+    from labreplay.suites.configsearch.execute import resolve_optimizer_agent, run_searches
     from labreplay.suites.configsearch.search import METHODS, PROBLEMS
 
     _refuse_dask_with_own_dataset(executor, dataset)
@@ -634,6 +644,12 @@ def run_cmd(
     preflight.seed_block(seed, seeds)
     preflight.task_or_dataset(task, dataset, target, dataset_b)
     space = _space(r_values, n_values, s_values, n_total, n_ood, min_test_points)
+    if isolate and agent is None:
+        raise LabreplayError("--isolate: give the optimiser to isolate with --agent MODULE:ATTR")
+    if isolate and executor != "in-process":
+        raise LabreplayError("--isolate runs with --executor in-process (one child per search)")
+    # the optimiser is checked before the store is opened (one line, exit 2)
+    searcher = method if agent is None else resolve_optimizer_agent(agent, isolate, agent_timeout)
     out = []
     with open_executor(executor, scheduler, workers) as ex, Store(store) as db:
         campaign = _campaign(
@@ -651,14 +667,17 @@ def run_cmd(
         )
         chosen = [seed + k for k in range(seeds)]
         done = run_searches(
-            campaign, names, problem, method, budget, init, chosen, gt, ex, cost_alpha
+            campaign, names, problem, searcher, budget, init, chosen, gt, ex, cost_alpha
         )
         for k, (run_id, _, summary) in zip(chosen, done, strict=True):
             out.append({"run_id": run_id, "seed": k, "task": campaign.task, **summary})
+    failed = [item for item in out if item.get("status") == "failed"]
     if json_out:
         print_json(out)
-        return
-    for item in out:
+    for item in [] if json_out else out:
+        if item.get("status") == "failed":
+            console.print(f"seed {item['seed']}: failed: {item['cause']}", markup=False)
+            continue
         reached = item.get("steps_to_target", "n/a (no sweep)")
         score = item.get("final_normalised", "n/a (no sweep)")
         console.print(
@@ -666,6 +685,8 @@ def run_cmd(
             f"{item['steps']} steps ({item['evaluations']} evaluations, {item['used_fits']} "
             f"fits); normalised score {score}; steps to target {reached}; answer {item['answer']}"
         )
+    if failed:  # a run whose optimiser stopped answering is data, but the command failed
+        raise typer.Exit(1)
 
 
 @app.command("report")

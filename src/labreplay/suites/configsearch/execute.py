@@ -10,12 +10,16 @@ evaluations and steps to the run's recorder in the in-process order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
 from labreplay.agents.base import ResponseCache
+from labreplay.agents.contracts import Optimizer, close_agent, isolation_of
+from labreplay.agents.isolated import AgentUnavailable
+from labreplay.agents.resolve import ResolvedAgent
 from labreplay.execute.base import Executor
 from labreplay.execute.driver import Unit, run_units
 from labreplay.runtime.recorder import Recorder
@@ -25,6 +29,8 @@ from labreplay.suites.configsearch.runner import ConfigSearch
 from labreplay.suites.configsearch.search import COST_ALPHA, SearchResult
 from labreplay.suites.configsearch.space import Config, ConfigSpace
 from labreplay.suites.configsearch.targets import MIN_TEST_POINTS
+
+OPTIMIZER_CONTRACT = "labreplay.agents.contracts:Optimizer"
 
 
 @lru_cache(maxsize=2)
@@ -135,16 +141,64 @@ def sweep_on(
 def search_unit(
     setup: tuple[str, str, PipelineSettings, ConfigSpace, str, int],
     args: tuple[Any, ...],
+    source: str | Callable[[], Optimizer] | None = None,
     cache: ResponseCache | None = None,
 ) -> tuple[list[dict[str, Any]], SearchResult]:
-    return _worker_copy(*setup).search_events(*args)
+    """One search on a worker; `source` rebuilds a user's optimiser there (its MODULE:ATTR
+    reference, or its factory), None for a built-in method."""
+    if source is None:
+        return _worker_copy(*setup).search_events(*args)
+    try:
+        with _built(source) as optimizer:
+            return _worker_copy(*setup).search_events(*args, optimizer=optimizer)
+    except AgentUnavailable as exc:
+        return [], _failed_result(args, str(exc))
+
+
+def _failed_result(args: tuple[Any, ...], cause: str) -> SearchResult:
+    """The search of an optimiser that stopped answering: recorded failed with the cause."""
+    result = SearchResult(args[1], args[2])
+    result.failure = cause
+    return result
+
+
+@contextmanager
+def _built(source: str | Callable[[], Optimizer]) -> Iterator[Optimizer]:
+    """A fresh optimiser for one search, closed after it (an isolated one's child process
+    never outlives its search)."""
+    from labreplay.agents.resolve import build_from_ref
+
+    optimizer = build_from_ref(source) if isinstance(source, str) else source()
+    try:
+        yield optimizer
+    finally:
+        close_agent(optimizer)
+
+
+def resolve_optimizer_agent(
+    agent: Any, isolate: bool = False, agent_timeout_s: float | None = None
+) -> str | ResolvedAgent:
+    """A built-in method's name (bo | random | exhaustive) as it is, or any optimiser (object,
+    factory, registered name, MODULE:ATTR) checked against `labreplay.Optimizer` before any
+    store is opened. `isolate=True` serves an importable optimiser from a child process, each
+    call answered within `agent_timeout_s` or the run is recorded failed."""
+    from labreplay.agents.resolve import resolve_agent, resolve_isolated
+    from labreplay.suites.configsearch.search import METHODS
+
+    if isinstance(agent, ResolvedAgent):
+        return agent
+    if isinstance(agent, str) and agent in METHODS and not isolate:
+        return agent
+    if isolate:
+        return resolve_isolated(agent, OPTIMIZER_CONTRACT, agent_timeout_s)
+    return resolve_agent(agent, Optimizer, also_known=tuple(METHODS))
 
 
 def run_searches(
     campaign: ConfigSearch,
     models: Sequence[str],
     problem: str,
-    method: str,
+    method: Any,
     budget: int,
     init: int,
     seeds: Sequence[int],
@@ -152,14 +206,25 @@ def run_searches(
     executor: Executor | None = None,
     cost_alpha: float = COST_ALPHA,
 ) -> list[tuple[str, SearchResult, dict[str, Any]]]:
-    """One search per seed, on `executor`; each stored exactly as `ConfigSearch.run` would."""
+    """One search per seed, on `executor`; each stored exactly as `ConfigSearch.run` would.
+    `method`: a built-in method's name, or any optimiser `resolve_optimizer_agent` takes (or
+    its result): it gets the same candidates, initial design, budget and scoring, and its
+    runs are keyed by its name and params."""
     models = list(models)
+    agent = resolve_optimizer_agent(method)
+    user = None
+    source: str | Callable[[], Optimizer] | None = None
+    if isinstance(agent, ResolvedAgent):
+        method = agent.name
+        user = {"name": agent.name, "params": agent.params, "isolation": _isolation(agent)}
+        # a worker rebuilds it from its reference when it has one, else from the factory
+        source = agent.ref if agent.ref is not None and agent.probe is not None else agent.make
     truth, gt_cost = campaign.ground_truth(models, gt) if problem == "closest" else ({}, 0)
     setup = _setup(campaign)
     units = []
     for seed in seeds:
         chain, finished = campaign.open_search(
-            models, problem, method, budget, init, seed, gt, cost_alpha
+            models, problem, method, budget, init, seed, gt, cost_alpha, user
         )
 
         def stored(store: Store, finished: Any = finished) -> Any:
@@ -167,6 +232,8 @@ def run_searches(
 
         def persist(store: Store, value: Any, chain: Recorder = chain) -> Any:
             events, result = value
+            if result.failure is not None:
+                return _finish_failed(chain, result)
             chain.take(events)
             return campaign.finish_search(chain, result, models, truth)
 
@@ -174,14 +241,34 @@ def run_searches(
 
         def here(store: Store, chain: Recorder = chain, args: tuple[Any, ...] = args) -> Any:
             # in-process: this campaign's own evaluator and caches, no worker copy
-            events, result = campaign.search_events(*args)
+            if source is None:
+                events, result = campaign.search_events(*args)
+            else:
+                try:
+                    with _built(agent.make if isinstance(agent, ResolvedAgent) else source) as opt:
+                        events, result = campaign.search_events(*args, optimizer=opt)
+                except AgentUnavailable as exc:
+                    return _finish_failed(chain, _failed_result(args, str(exc)))
             chain.take(events)
             return campaign.finish_search(chain, result, models, truth)
 
-        units.append(
-            Unit(chain.run_id, partial(search_unit, setup, args), persist, stored, in_place=here)
-        )
+        compute = partial(search_unit, setup, args, source)
+        units.append(Unit(chain.run_id, compute, persist, stored, in_place=here))
     return run_units("configsearch", units, campaign._db, executor)
 
 
-__all__ = ["run_searches", "sweep_on"]
+def _finish_failed(
+    chain: Recorder, result: SearchResult
+) -> tuple[str, SearchResult, dict[str, Any]]:
+    """A run whose optimiser stopped answering is `failed` with the cause, never scored
+    (the next run of it starts afresh: `open_run` resets failed runs)."""
+    summary = {"status": "failed", "cause": result.failure}
+    chain.finish("failed", summary)
+    return chain.run_id, result, summary
+
+
+def _isolation(agent: ResolvedAgent) -> str:
+    return isolation_of(agent.probe) if agent.probe is not None else "subprocess"
+
+
+__all__ = ["resolve_optimizer_agent", "run_searches", "sweep_on"]

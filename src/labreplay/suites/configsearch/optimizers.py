@@ -1,14 +1,16 @@
-"""The configsearch agent contract: an ask/tell optimiser, and BO, random and exhaustive search as
-three implementations of it.
+"""BO, random and exhaustive search: three implementations of the one configsearch agent
+contract, `labreplay.Optimizer` (ask/tell, in `labreplay.agents.contracts`).
 
 An optimiser has a `name`, `params()` (JSON, recorded with every run), `suggest(history)` that
-returns the next configuration to evaluate (a mapping with r, n, s, and `model` when the problem
-searches (model, configuration) pairs), and `observe(result)` that receives each evaluated
-`Observation` (the shared initial design's points included). The driver (`search.search`) owns
-the budget, the shared seeded initial design and the scoring, so a user's optimiser is measured
-exactly as BO and random search are. A suggestion that names no candidate, repeats one, or
-raises is recorded as an invalid step (the budget step is spent, nothing is evaluated): an
-agent's bad action is data, never a crash.
+returns the next configuration to evaluate (one of `history["candidates"]`: r, n, s, and
+`model` when the problem searches (model, configuration) pairs), and `observe(result)` that
+receives each evaluated `Trial` (the shared initial design's included). Histories and trials
+are plain JSON (`OptimizerHistory`, `Trial`), so a user's optimiser, an LLM and the built-ins
+see the same thing, in-process or isolated. The driver (`search.search`) owns the budget, the
+shared seeded initial design and the scoring, so a user's optimiser is measured exactly as BO
+and random search are. A suggestion that names no untried candidate, or raises, is recorded
+as an invalid step (the budget step is spent, nothing is evaluated): an agent's bad action is
+data, never a crash.
 
 BO needs botorch (the `bo` extra): SingleTaskGP with its default kernel and log expected
 improvement. There is no silent fallback: `surrogate="sklearn-gp"` (scikit-learn's GP, Matern
@@ -19,86 +21,93 @@ with botorch's. Both record their surrogate, acquisition, kernel and library ver
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
+from labreplay.agents.contracts import Configuration, Optimizer, OptimizerHistory, Trial
 from labreplay.errors import SpecError
 from labreplay.sdk import derive_seed, make_rng
 
 SURROGATES = ("botorch", "sklearn-gp")
 
-
-@dataclass(frozen=True)
-class Observation:
-    """One evaluated step: the candidate, each model's MAE there and the problem's objective."""
-
-    step: int
-    config: dict[str, Any]  # {"r", "n", "s"}
-    model: str | None
-    maes: dict[str, float]
-    objective: float
-
-    def key(self) -> tuple[float, int, int, str | None]:
-        return candidate_key(self.config, self.model)
+# A zero-argument callable returning a fresh Optimizer (one per seed).
+OptimizerFactory = Callable[[], Optimizer]
+CandidateKey = tuple[float, int, int, str | None]
 
 
-@dataclass(frozen=True)
-class History:
-    """What an optimiser sees when asked: the problem, every candidate (dicts with r, n, s and,
-    for best-model, model) with its numeric encoding `features` (rows aligned with
-    `candidates`, each axis scaled to [0, 1], one-hot models), the observations so far, and the
-    run's budget and seed."""
-
-    problem: str
-    direction: str  # "min" | "max": the objective to minimise or maximise
-    models: tuple[str, ...]
-    candidates: tuple[dict[str, Any], ...]
-    features: np.ndarray
-    observations: tuple[Observation, ...]
-    budget: int
-    seed: int
-
-    def untried(self) -> list[int]:
-        """Indices of the candidates not evaluated yet."""
-        seen = {o.key() for o in self.observations}
-        return [i for i, c in enumerate(self.candidates) if _key(c) not in seen]
-
-    def index_of(self) -> dict[tuple[float, int, int, str | None], int]:
-        return {_key(c): i for i, c in enumerate(self.candidates)}
-
-
-def candidate_key(
-    config: Mapping[str, Any], model: str | None
-) -> tuple[float, int, int, str | None]:
+def candidate_key(config: Mapping[str, Any], model: str | None) -> CandidateKey:
     return (round(float(config["r"]), 9), int(config["n"]), int(config["s"]), model)
 
 
-def _key(candidate: Mapping[str, Any]) -> tuple[float, int, int, str | None]:
+def key_of(candidate: Mapping[str, Any]) -> CandidateKey:
+    """The candidate a configuration dict names (its optional `model` included)."""
     model = candidate.get("model")
     return candidate_key(candidate, None if model is None else str(model))
 
 
-@runtime_checkable
-class Optimizer(Protocol):
-    """The configsearch agent contract (ask/tell)."""
+# --------------------------------------------------------------------------- histories
+def make_history(
+    *,
+    problem: str,
+    maximise: bool,
+    models: Sequence[str],
+    entries: Sequence[Configuration],
+    tried: set[int],
+    trials: Sequence[Trial],
+    budget: int,
+    step: int,
+    seed: int,
+) -> OptimizerHistory:
+    """What an optimiser is shown before step `step` (1-based): fresh copies, so an optimiser
+    that edits its history cannot change what the next step shows."""
+    return {
+        "problem": problem,
+        "direction": "maximize" if maximise else "minimize",
+        "models": list(models),
+        "candidates": [_copy(e) for e in entries if e["index"] not in tried],
+        "n_candidates": len(entries),
+        "trials": [_copy_trial(t) for t in trials],
+        "budget": budget,
+        "budget_left": budget - step + 1,
+        "step": step,
+        "seed": seed,
+    }
 
-    name: str
 
-    def params(self) -> dict[str, Any]:
-        """JSON parameters that identify the optimiser (recorded with every run)."""
-        ...
+def _copy(entry: Configuration) -> Configuration:
+    out = Configuration(**entry)
+    if "features" in entry:
+        out["features"] = list(entry["features"])
+    return out
 
-    def suggest(self, history: History) -> Mapping[str, Any]:
-        """The next configuration: {"r", "n", "s"} (+ "model" on best-model)."""
-        ...
 
-    def observe(self, result: Observation) -> None:
-        """One evaluated step (initial design included)."""
-        ...
+def _copy_trial(trial: Trial) -> Trial:
+    out = Trial(**trial)
+    out["configuration"] = Configuration(**trial["configuration"])
+    out["features"] = list(trial["features"])
+    out["maes"] = dict(trial["maes"])
+    return out
+
+
+def make_trial(
+    step: int, phase: str, entry: Configuration, maes: Mapping[str, float], objective: float
+) -> Trial:
+    """An evaluated candidate as `observe` receives it."""
+    configuration = Configuration(r=entry["r"], n=entry["n"], s=entry["s"])
+    if "model" in entry:
+        configuration["model"] = entry["model"]
+    return {
+        "step": step,
+        "phase": phase,
+        "configuration": configuration,
+        "index": entry["index"],
+        "features": list(entry["features"]),
+        "objective": float(objective),
+        "maes": dict(maes),
+    }
 
 
 def _versions(*packages: str) -> dict[str, str | None]:
@@ -207,7 +216,7 @@ class BayesianOptimizer:
         self.surrogate = surrogate
         self.cost_alpha = float(cost_alpha)
         self.name = "bo" if surrogate == "botorch" else f"bo-{surrogate}"
-        self.last_acquisition: float | None = None
+        self.last_acquisition: float | None = None  # declared: contracts.ScoresSuggestions
 
     def params(self) -> dict[str, Any]:
         identity = surrogate_identity(self.surrogate)
@@ -218,33 +227,30 @@ class BayesianOptimizer:
             "cost_alpha": self.cost_alpha,
         }
 
-    def observe(self, result: Observation) -> None:
+    def observe(self, result: Trial) -> None:
         return None
 
-    def suggest(self, history: History) -> Mapping[str, Any]:
-        index = history.index_of()
-        seen = [index[o.key()] for o in history.observations if o.key() in index]
-        free = np.array(history.untried())
-        sign = 1.0 if history.direction == "max" else -1.0  # the GP maximises sign * objective
-        y = sign * np.array([o.objective for o in history.observations if o.key() in index])
-        seed = derive_seed(history.seed, "configsearch", "gp", str(len(history.observations)))
-        x = history.features
-        log_ei = log_expected_improvement(x[seen], y, x[free], seed, self.surrogate)
+    def suggest(self, history: OptimizerHistory) -> Mapping[str, Any]:
+        trials, free = history["trials"], history["candidates"]
+        sign = 1.0 if history["direction"] == "maximize" else -1.0  # the GP maximises this
+        x_seen = np.array([t["features"] for t in trials], dtype=float)
+        y = sign * np.array([t["objective"] for t in trials], dtype=float)
+        x_free = np.array([c["features"] for c in free], dtype=float)
+        seed = derive_seed(history["seed"], "configsearch", "gp", str(len(trials)))
+        log_ei = log_expected_improvement(x_seen, y, x_free, seed, self.surrogate)
         if self.cost_alpha:
             fitted = {
-                (m, round(float(o.config["r"]), 9), int(o.config["n"]))
-                for o in history.observations
-                for m in o.maes
+                (m, round(float(t["configuration"]["r"]), 9), int(t["configuration"]["n"]))
+                for t in trials
+                for m in t["maes"]
             }
-            n_ref = float(np.median([int(c["n"]) for c in history.candidates]))
-            cost = np.array(
-                [_new_fits(history.candidates[int(f)], history.models, fitted) for f in free],
-                dtype=float,
-            )
+            every = [t["configuration"] for t in trials] + list(free)
+            n_ref = float(np.median([int(c["n"]) for c in every]))
+            cost = np.array([_new_fits(c, history["models"], fitted) for c in free], dtype=float)
             log_ei = log_ei - self.cost_alpha * np.log1p(cost / n_ref)
         j = int(np.argmax(log_ei))  # first maximum: ties go to the earlier candidate
         self.last_acquisition = float(log_ei[j])
-        return history.candidates[int(free[j])]
+        return free[j]
 
 
 def _new_fits(
@@ -255,41 +261,42 @@ def _new_fits(
     return sum(n for m in names if (m, r, n) not in fitted)
 
 
-class RandomSearch:
+class _Unparameterised:
+    """An optimiser with no parameters that learns nothing from `observe`."""
+
+    name: str
+
+    def params(self) -> dict[str, Any]:
+        return {}
+
+    def observe(self, result: Trial) -> None:
+        return None
+
+
+class RandomSearch(_Unparameterised):
     """Uniform random search: a seeded permutation of the candidates, untried ones in order."""
 
     name = "random"
 
-    def params(self) -> dict[str, Any]:
-        return {}
-
-    def observe(self, result: Observation) -> None:
-        return None
-
-    def suggest(self, history: History) -> Mapping[str, Any]:
-        order = make_rng(history.seed, "configsearch", "search-order", history.problem).permutation(
-            len(history.candidates)
-        )
-        free = set(history.untried())
-        return history.candidates[next(int(i) for i in order if int(i) in free)]
+    def suggest(self, history: OptimizerHistory) -> Mapping[str, Any]:
+        rng = make_rng(history["seed"], "configsearch", "search-order", history["problem"])
+        order = rng.permutation(history["n_candidates"])
+        free = {c["index"]: c for c in history["candidates"]}
+        return free[next(int(i) for i in order if int(i) in free)]
 
 
-class ExhaustiveSearch:
+class ExhaustiveSearch(_Unparameterised):
     """Every candidate in order (the sweep as an optimiser)."""
 
     name = "exhaustive"
 
-    def params(self) -> dict[str, Any]:
-        return {}
-
-    def observe(self, result: Observation) -> None:
-        return None
-
-    def suggest(self, history: History) -> Mapping[str, Any]:
-        return history.candidates[history.untried()[0]]
+    def suggest(self, history: OptimizerHistory) -> Mapping[str, Any]:
+        return history["candidates"][0]
 
 
-def builtin_optimizer(method: str, surrogate: str = "botorch", cost_alpha: float = 0.0) -> Any:
+def builtin_optimizer(
+    method: str, surrogate: str = "botorch", cost_alpha: float = 0.0
+) -> Optimizer:
     if method == "bo":
         return BayesianOptimizer(surrogate, cost_alpha)
     if method == "random":
@@ -299,76 +306,28 @@ def builtin_optimizer(method: str, surrogate: str = "botorch", cost_alpha: float
     raise SpecError(f"unknown method {method!r}; known: bo, random, exhaustive")
 
 
-def check_optimizer(agent: object, label: str) -> None:
-    """Refuse an object that lacks the contract, naming the agent and the missing part."""
-    for attr in ("name", "params", "suggest", "observe"):
-        if not hasattr(agent, attr):
-            raise SpecError(f"agent {label}: has no {attr!r} (the optimiser contract needs "
-                            "name, params(), suggest(history), observe(result))")  # fmt: skip
-    for attr in ("params", "suggest", "observe"):
-        if not callable(getattr(agent, attr)):
-            raise SpecError(f"agent {label}: {attr!r} is not callable")
-    if not isinstance(agent.name, str) or not agent.name:  # type: ignore[attr-defined]
-        raise SpecError(f"agent {label}: name must be a non-empty string")
+def resolve_optimizer(spec: Any) -> tuple[OptimizerFactory, str]:
+    """An optimiser given as `MODULE:ATTR` (importable from PYTHONPATH or the working
+    directory), a registered name, an object or a factory -> (factory, label), checked against
+    the contract by the core resolver (`labreplay.agents.resolve`): one AgentError line naming
+    the agent and what is wrong, before any work."""
+    from labreplay.agents.resolve import resolve_agent
+
+    resolved = resolve_agent(spec, Optimizer)
+    return resolved.make, resolved.label
 
 
-OptimizerFactory = Any  # a zero-argument callable returning an Optimizer
-
-
-def resolve_optimizer(spec: str) -> tuple[OptimizerFactory, str]:
-    """`MODULE:ATTR` (importable from PYTHONPATH or the working directory) -> (factory, label).
-    ATTR may be a class or zero-argument factory (a fresh optimiser per seed) or an instance
-    (reused). Refused with one line naming the agent and what is wrong, before any work."""
-    import importlib
-    import os
-    import sys
-
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise SpecError(f"agent {spec!r}: expected MODULE:ATTR (e.g. mypkg.opt:MyOptimizer)")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise SpecError(
-            f"agent {spec}: module {module_name!r} does not import ({type(exc).__name__}: "
-            f"{_first_line(exc)})"
-        ) from None
-    target: Any = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise SpecError(f"agent {spec}: module {module_name!r} has no attribute {attr!r}")
-        target = getattr(target, part)
-    if hasattr(target, "suggest") and not isinstance(target, type):
-        instance = target
-        check_optimizer(instance, spec)
-        _check_params(instance, spec)
-        return (lambda: instance), spec
-    if not callable(target):
-        raise SpecError(f"agent {spec}: {attr!r} is neither an optimiser, a class nor a factory")
-    try:
-        probe = target()
-    except Exception as exc:
-        raise SpecError(
-            f"agent {spec}: constructing it failed ({type(exc).__name__}: {_first_line(exc)})"
-        ) from None
-    check_optimizer(probe, spec)
-    _check_params(probe, spec)
-    return target, spec
-
-
-def _check_params(agent: Any, label: str) -> None:
-    import json
-
-    try:
-        json.dumps(agent.params(), sort_keys=True)
-    except Exception as exc:
-        raise SpecError(
-            f"agent {label}: params() must return JSON ({type(exc).__name__}: {_first_line(exc)})"
-        ) from None
-
-
-def _first_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return lines[0][:200] if lines else ""
+__all__ = [
+    "BayesianOptimizer",
+    "ExhaustiveSearch",
+    "OptimizerFactory",
+    "RandomSearch",
+    "builtin_optimizer",
+    "candidate_key",
+    "key_of",
+    "make_history",
+    "make_trial",
+    "require_surrogate",
+    "resolve_optimizer",
+    "surrogate_identity",
+]

@@ -2,8 +2,10 @@
 
 Every evaluation and every search step is appended as a hash-chained event; the final answer and
 the comparison with the exhaustive truth go to the scores table. An exhaustive sweep resumes from
-its stored events; a finished search run is returned from the store, an unfinished one is redone
-(cheaply, from the pipeline cache) after its partial events are cleared.
+its stored events. Searches follow the shared rules of `runtime.recorder.open_run`: a finished
+search run is returned from the store, a failed one is reset and redone, and an unfinished one
+is recomputed (cheaply, from the pipeline cache) and checked event by event against its stored
+prefix. A search is one method name (bo | random | exhaustive) or any `labreplay.Optimizer`.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from labreplay.agents.contracts import Optimizer
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import SpecError, StoreError
 from labreplay.execute.base import Executor
-from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder
+from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder, open_run
 from labreplay.sdk import sha256_json
 from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.cache import CacheStats
@@ -130,11 +133,10 @@ class ConfigSearch:
             "space_size": len(self.feasible),
         }
 
-    def _open(
+    def _header(
         self, models: Sequence[str], problem: str, method: str, seed: int, params: dict[str, Any]
-    ) -> Recorder:
-        # batch=1: every evaluation is minutes of model fitting, so each is stored at once.
-        header = RunHeader(
+    ) -> RunHeader:
+        return RunHeader(
             self.environment,
             f"{problem}/{method}",
             method,
@@ -148,7 +150,12 @@ class ConfigSearch:
             seed,
             extra_provenance={"data": self.evaluator.provenance()["files"]},
         )
-        return open_recorder(self._db, header, batch=1)
+
+    def _open(
+        self, models: Sequence[str], problem: str, method: str, seed: int, params: dict[str, Any]
+    ) -> Recorder:
+        # batch=1: every evaluation is minutes of model fitting, so each is stored at once.
+        return open_recorder(self._db, self._header(models, problem, method, seed, params), batch=1)
 
     def training_sets(self) -> list[tuple[float, int]]:
         """The (r, n) training sets of the feasible space, in sweep order: the units of work."""
@@ -268,14 +275,16 @@ class ConfigSearch:
         self,
         models: Sequence[str],
         problem: str,
-        method: str,
+        method: Any,
         budget: int = 12,
         init: int = 4,
         seed: int = 42,
         gt: str = "reference",
         cost_alpha: float = COST_ALPHA,
     ) -> tuple[str, SearchResult, dict[str, Any]]:
-        """One search, stored; through the shared driver like every other run path."""
+        """One search, stored; through the shared driver like every other run path. `method`
+        is a built-in method's name or an optimiser (object, factory, MODULE:ATTR, a resolved
+        agent; see `execute.run_searches`)."""
         from labreplay.suites.configsearch.execute import run_searches
 
         (done,) = run_searches(
@@ -293,11 +302,13 @@ class ConfigSearch:
         seed: int,
         gt: str,
         cost_alpha: float = COST_ALPHA,
+        optimizer: dict[str, Any] | None = None,
     ) -> tuple[Recorder, tuple[str, SearchResult, dict[str, Any]] | None]:
-        """The search run's recorder, or its stored result if it is complete. An unfinished
-        search is redone from scratch (cheaply, from the pipeline cache). A complete run whose
-        sweep arrived later gets its summary recomputed, never served stale."""
-        params = {
+        """The search run's recorder, or its stored result if it is complete (resume and the
+        failed-run reset are `open_run`'s). A complete run whose sweep arrived later gets its
+        summary recomputed, never served stale. `optimizer`: a user optimiser's name, params
+        and ref (recorded; `method` is then its name)."""
+        params: dict[str, Any] = {
             "budget": budget,
             "init": init,
             "gt": gt if problem == "closest" else None,
@@ -308,18 +319,18 @@ class ConfigSearch:
             # another surrogate or library version are other runs, never merged
             "surrogate": surrogate_identity("botorch") if method == "bo" else None,
         }
-        chain = self._open(list(models), problem, method, seed, params)
-        info = self._db.run(chain.run_id)
-        if chain.existed and info.status == "complete" and info.summary is not None:
+        if optimizer is not None:
+            params["optimizer"] = optimizer
+        header = self._header(list(models), problem, method, seed, params)
+        chain, status = open_run(self._db, header, batch=1)
+        if status == "complete":
+            info = self._db.run(chain.run_id)
             result = self._result_from_events(chain.run_id, problem, method)
-            summary = info.summary
+            summary = info.summary or {}
             if "steps_to_target" not in summary and self.truth_table(models) is not None:
                 result.gt_evaluations = int(summary.get("gt_evaluations", 0))
                 summary = self._summarise(result, list(models), result.ground_truth)
             return chain, (chain.run_id, result, summary)
-        if chain.existed:
-            self._db.reset_run(chain.run_id)
-            chain = self._open(list(models), problem, method, seed, params)
         return chain, None
 
     def search_events(
@@ -334,8 +345,12 @@ class ConfigSearch:
         truth: dict[str, float],
         gt_cost: int,
         cost_alpha: float = COST_ALPHA,
+        *,
+        optimizer: Optimizer | None = None,
     ) -> tuple[list[dict[str, Any]], SearchResult]:
-        """Run one search without a store: its events (chained to the spec) and result."""
+        """Run one search without a store: its events (chained to the spec) and result.
+        `optimizer` (a user's) replaces `method`'s built-in one, with the same budget, initial
+        design and scoring."""
         models = list(models)
         chain = Recorder(self.spec_hash)
         if problem == "closest":
@@ -361,6 +376,7 @@ class ConfigSearch:
             on_step=on_step,
             cost_alpha=cost_alpha if method == "bo" else 0.0,
             min_test_points=self.min_test_points,
+            optimizer=optimizer,
         )
         result.gt_evaluations = gt_cost
         return chain.events, result

@@ -37,18 +37,22 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from labreplay.agents.contracts import Configuration, Optimizer, OptimizerHistory, Trial
+from labreplay.agents.contracts import acquisition_of as _acquisition_of
+from labreplay.agents.isolated import AgentUnavailable
+from labreplay.agents.llm_caps import CapReached
 from labreplay.errors import SpecError
 from labreplay.sdk import make_rng
 from labreplay.suites.configsearch.optimizers import (
-    History,
-    Observation,
-    Optimizer,
     builtin_optimizer,
     candidate_key,
+    key_of,
+    make_history,
+    make_trial,
 )
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
 from labreplay.suites.configsearch.targets import (
@@ -62,6 +66,8 @@ PROBLEMS = ("best-model", "discriminate", "closest", "which-model")
 METHODS = ("bo", "random", "exhaustive")
 COST_ALPHA = 0.0
 MAXIMIN_TRIES = 256
+# What an optimiser's call may raise that ends the run instead of spending one invalid step.
+RUN_ENDING = (AgentUnavailable, CapReached)
 
 # evaluate(model, config) -> MAE; the runner wraps the Evaluator, the store and the cache in it
 EvaluateFn = Callable[[str, Config], float]
@@ -122,6 +128,7 @@ class SearchResult:
     steps: list[Step] = field(default_factory=list)
     ground_truth: dict[str, float] = field(default_factory=dict)
     gt_evaluations: int = 0
+    failure: str | None = None  # why the search stopped short (its optimiser stopped answering)
 
     @property
     def evaluations(self) -> int:
@@ -272,27 +279,6 @@ def maximin_design(x: np.ndarray, size: int, seed: int, problem: str) -> list[in
 # --------------------------------------------------------------------------- the search loop
 
 
-def _history(
-    problem: str,
-    cands: Sequence[Candidate],
-    x_all: np.ndarray,
-    models: Sequence[str],
-    observations: Sequence[Observation],
-    budget: int,
-    seed: int,
-) -> History:
-    return History(
-        problem=problem,
-        direction=direction(problem),
-        models=tuple(models),
-        candidates=tuple(c.to_json() for c in cands),
-        features=x_all,
-        observations=tuple(observations),
-        budget=budget,
-        seed=seed,
-    )
-
-
 def search(
     *,
     problem: str,
@@ -341,7 +327,11 @@ def search(
         return sum(c.n for m in names if (m, c.r, c.n) not in fitted)
 
     result = SearchResult(problem, method, ground_truth=dict(ground_truth or {}))
-    observations: list[Observation] = []
+    entries = [
+        cast(Configuration, {**cand.to_json(), "index": i, "features": x_all[i].tolist()})
+        for i, cand in enumerate(cands)
+    ]
+    trials: list[Trial] = []
     seen: set[int] = set()
     best: float | None = None
     for step_index in range(budget):
@@ -353,9 +343,12 @@ def search(
             pick, phase = design[step_index], "init"
         else:
             phase = method
-            history = _history(problem, cands, x_all, models, observations, budget, seed)
+            history = make_history(
+                problem=problem, maximise=maximise, models=models, entries=entries, tried=seen,
+                trials=trials, budget=budget, step=step_index + 1, seed=seed,
+            )  # fmt: skip
             pick, error = _ask(optimizer, history, index, seen)
-            acquisition = getattr(optimizer, "last_acquisition", None) if error is None else None
+            acquisition = _acquisition_of(optimizer) if error is None else None
         overhead = time.perf_counter() - started
         if pick is None:
             last = best if best is not None else float("nan")
@@ -374,10 +367,12 @@ def search(
         step = Step(step_index + 1, phase, cand, maes, value, best, acquisition, overhead, fits)
         result.steps.append(step)
         seen.add(pick)
-        obs = Observation(step.index, cand.config.to_json(), cand.model, maes, value)
-        observations.append(obs)
+        told = make_trial(step.index, phase, entries[pick], maes, value)
+        trials.append(told)
         try:
-            optimizer.observe(obs)
+            optimizer.observe(make_trial(step.index, phase, entries[pick], maes, value))
+        except RUN_ENDING:
+            raise
         except Exception as exc:  # an agent's failure is data: recorded on the step
             step.error = f"observe raised {type(exc).__name__}: {_one_line(exc)}"
         if on_step is not None:
@@ -392,27 +387,30 @@ def _one_line(exc: BaseException) -> str:
 
 def _ask(
     optimizer: Optimizer,
-    history: History,
+    history: OptimizerHistory,
     index: dict[tuple[float, int, int, str | None], int],
     seen: set[int],
 ) -> tuple[int | None, str | None]:
     """The optimiser's suggestion as a candidate index, or None and why it is invalid."""
     try:
         suggestion = optimizer.suggest(history)
-        key = candidate_key(suggestion, _model_of(suggestion))
+        key = key_of(suggestion)
+    except RUN_ENDING:
+        raise  # an isolated optimiser that stopped answering, or a run cap: the run fails
     except Exception as exc:
         return None, f"suggest raised {type(exc).__name__}: {_one_line(exc)}"
+    shown = _shown(suggestion)
     pick = index.get(key)
     if pick is None:
-        return None, f"suggestion {dict(suggestion)!r} is not a candidate of this problem"
+        return None, f"suggestion {shown} is not a candidate of this problem"
     if pick in seen:
-        return None, f"suggestion {dict(suggestion)!r} was already evaluated"
+        return None, f"suggestion {shown} was already evaluated"
     return pick, None
 
 
-def _model_of(suggestion: Any) -> str | None:
-    model = suggestion.get("model")
-    return None if model is None else str(model)
+def _shown(suggestion: Any) -> str:
+    """A suggestion as an invalid step's error names it (its features left out)."""
+    return repr({k: v for k, v in dict(suggestion).items() if k != "features"})
 
 
 def landscape(

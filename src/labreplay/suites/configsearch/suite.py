@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from labreplay.compile.spec import EnvironmentSpec
     from labreplay.execute.base import Executor
     from labreplay.store.sqlite import Store
+    from labreplay.suites.configsearch.search import SearchResult
 
 
 def config_point(payload: Mapping[str, Any]) -> tuple[float, float, float, float] | None:
@@ -85,14 +86,13 @@ class ConfigsearchSuite:
 
     def resolve_agent(self, agent: Any, **options: Any) -> Any:
         """A search method name (bo | random | exhaustive), or any `Optimizer` (object,
-        factory, registered name, MODULE:ATTR) checked against the contract."""
-        from labreplay.agents.contracts import Optimizer
-        from labreplay.agents.resolve import resolve_agent
-        from labreplay.suites.configsearch.search import METHODS
+        factory, registered name, MODULE:ATTR) checked against the contract; options
+        `isolate` and `agent_timeout_s` serve an importable one from a child process."""
+        from labreplay.suites.configsearch.execute import resolve_optimizer_agent
 
-        if isinstance(agent, str) and agent in METHODS:
-            return agent
-        return resolve_agent(agent, Optimizer, also_known=tuple(METHODS))
+        return resolve_optimizer_agent(
+            agent, bool(options.get("isolate", False)), options.get("agent_timeout_s")
+        )
 
     def run(
         self,
@@ -104,8 +104,9 @@ class ConfigsearchSuite:
         executor: Executor | None = None,
         **options: Any,
     ) -> list[dict[str, Any]]:
-        """`agent` is the search method (bo | random). Options: the compile options plus
-        data_dir, models, problem, budget, init, seeds, gt."""
+        """`agent` is a search method (bo | random | exhaustive) or any optimiser (see
+        `resolve_agent`). Options: the compile options plus data_dir, models, problem,
+        budget, init, seeds, gt, cost_alpha."""
         from labreplay.suites.configsearch.execute import run_searches
 
         out = []
@@ -126,6 +127,7 @@ class ConfigsearchSuite:
                 seeds,
                 options.get("gt", "reference"),
                 executor,
+                float(options.get("cost_alpha", 0.0)),
             )
             out += [
                 {"run_id": r, "seed": s, **summary}
@@ -139,19 +141,23 @@ class ConfigsearchSuite:
     def agent_problems(
         self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
     ) -> list[str]:
-        """`make_agent()` names a search method; options as for `run` (a small space keeps
-        it cheap). Checks: within budget, only feasible configurations, deterministic."""
+        """`make_agent()` names a search method or builds an optimiser; options as for `run`
+        (a small space keeps it cheap). Checks: within budget, only feasible configurations, deterministic."""
         campaign = self._campaign(options.get("data_dir"), None, {**options, "task": spec.spec_id})
         if campaign.spec_hash != spec.spec_hash:
             return [f"spec {spec.spec_hash[:16]}... does not match these options/data"]
         budget = int(options.get("budget", 6))
         models = list(options.get("models", ["rf-scm"]))
-        runs = [
-            campaign.search_events(
-                models, "best-model", make_agent(), budget, 3, seed, "reference", {}, 0
+
+        def once() -> tuple[list[dict[str, Any]], SearchResult]:
+            made = make_agent()  # a method name or an Optimizer
+            name, optimizer = (made, None) if isinstance(made, str) else (made.name, made)
+            done: tuple[list[dict[str, Any]], SearchResult] = campaign.search_events(
+                models, "best-model", name, budget, 3, seed, "reference", {}, 0, optimizer=optimizer
             )
-            for _ in range(2)
-        ]
+            return done
+
+        runs = [once() for _ in range(2)]
         problems = []
         steps = [e for e in runs[0][0] if e["kind"] == "step"]
         if len(steps) > budget:

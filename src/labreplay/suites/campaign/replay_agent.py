@@ -1,4 +1,4 @@
-"""Scripted replay of a stored trajectory.
+"""Scripted replay of a stored campaign trajectory (a campaign agent, so it lives in the suite).
 
 Replays exactly what a stored run did: every action it submitted (accepted or not, in order)
 and every checkpoint forecast it gave. Rerunning a replay on the same spec and seed reproduces
