@@ -125,7 +125,7 @@ def test_readme_optimiser_in_process_isolated_and_from_python(
 
     from labreplay.suites.configsearch.cli import _space
 
-    space = _space("0,0.5", "4,6", "1,2,3")  # the space the CLI flags above build
+    space = _space("0,0.5", "4,6", "1,2,3", 200, 60, 1)  # the space the CLI flags above build
 
     specs = labreplay.compile(
         "configsearch", data_dir, task="band_gap", settings=SMALL_SETTINGS, space=space,
