@@ -173,3 +173,28 @@ def test_bad_optimisers_are_one_line_before_any_store(
         err = capsys.readouterr().err
         assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
         assert not store.exists()
+
+
+def test_an_llm_optimiser_runs_with_the_llm_option_set_and_all_failed_calls_fail_the_run(
+    data_dir: Path, cache_dir: Path, workdir: Path
+) -> None:
+    from labreplay.testing.fault_server import StubServer, constant, garbage_body
+    from labreplay.testing.schema_server import SchemaAnswerer
+
+    llm = ["--agent", "openai:frontier", "--timeout", "5", "--max-retries", "0"]
+    store = workdir / "llm.sqlite"
+    with StubServer(SchemaAnswerer()) as server:
+        done = _run(store, *llm, "--base-url", server.base_url)
+    assert done.exit_code == 0, done.output
+    (row,) = json.loads(done.output)
+    assert row.get("status") != "failed" and row["ranked"] and row["invalid_steps"] == 0
+    assert row["llm_usage"]["calls"] == 2 and row["llm_usage"]["failed_calls"] == 0  # 4 - init 2
+    with StubServer(constant(garbage_body())) as server:
+        bad = _run(workdir / "garbage.sqlite", *llm, "--base-url", server.base_url)
+    assert bad.exit_code == 1, bad.output
+    (row,) = json.loads(bad.output)
+    assert row["status"] == "failed" and not row["ranked"]
+    assert row["cause"] == "every model call failed"
+    assert row["llm_usage"]["calls"] == row["llm_usage"]["failed_calls"] > 0
+    with Store(workdir / "garbage.sqlite", readonly=True) as db:
+        assert db.run(row["run_id"]).status == "failed"  # never stored as a success

@@ -623,10 +623,21 @@ def run_cmd(
     ),
     isolate: bool = IsolateOption,
     agent_timeout: float | None = AgentTimeoutOption,
+    base_url: str | None = BaseUrlOption,
+    api_key_env: str | None = ApiKeyEnvOption,
+    temperature: float | None = TemperatureOption,
+    llm_seed: int | None = LlmSeedOption,
+    max_tokens: int | None = MaxTokensOption,
+    timeout: float | None = TimeoutOption,
+    max_retries: int | None = MaxRetriesOption,
+    max_calls: int | None = MaxCallsOption,
+    max_tokens_total: int | None = MaxTokensTotalOption,
+    max_time: float | None = MaxTimeOption,
     json_out: bool = JsonOption,
 ) -> None:
     """A budgeted search (Algorithm 1, 2 or 3) with BO, random search or your own optimiser
-    (--agent); one work unit per seed on threads or Dask."""
+    (--agent MODULE:ATTR, or openai:MODEL for an LLM optimiser); one work unit per seed on
+    threads or Dask."""
     from labreplay.errors import LabreplayError
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
@@ -649,7 +660,29 @@ def run_cmd(
     if isolate and executor != "in-process":
         raise LabreplayError("--isolate runs with --executor in-process (one child per search)")
     # the optimiser is checked before the store is opened (one line, exit 2)
-    searcher = method if agent is None else resolve_optimizer_agent(agent, isolate, agent_timeout)
+    tally = None
+    if agent is not None and agent.startswith("openai:"):
+        from labreplay.suites.configsearch.llm_optimizer import make_factory
+
+        if isolate:
+            raise LabreplayError("--isolate: an openai: optimiser runs no user code to isolate")
+        if executor == "dask":
+            # its calls are counted in this process (usage, all-failed): Dask workers would
+            # hide them from the tally
+            raise LabreplayError(
+                "--executor dask: an openai: optimiser runs in-process or on threads"
+            )
+        options = agent_options(
+            base_url=base_url, api_key_env=api_key_env, temperature=temperature,
+            llm_seed=llm_seed, max_tokens=max_tokens, timeout=timeout, max_retries=max_retries,
+            max_calls=max_calls, max_tokens_total=max_tokens_total, max_time=max_time,
+        )  # fmt: skip
+        factory, tally = make_factory(agent, **options)
+        searcher: Any = resolve_optimizer_agent(factory)
+    else:
+        searcher = (
+            method if agent is None else resolve_optimizer_agent(agent, isolate, agent_timeout)
+        )
     out = []
     with open_executor(executor, scheduler, workers) as ex, Store(store) as db:
         campaign = _campaign(
@@ -672,6 +705,11 @@ def run_cmd(
         for k, (run_id, _, summary) in zip(chosen, done, strict=True):
             out.append({"run_id": run_id, "seed": k, "task": campaign.task, **summary})
     failed = [item for item in out if item.get("status") == "failed"]
+    if tally is not None:
+        # a search whose every model call failed is a failed run (the search records it so)
+        for item in out:
+            item["llm_usage"] = tally.usage()
+            item["ranked"] = item.get("status") != "failed"
     if json_out:
         print_json(out)
     for item in [] if json_out else out:

@@ -249,6 +249,8 @@ def run_searches(
                         events, result = campaign.search_events(*args, optimizer=opt)
                 except AgentUnavailable as exc:
                     return _finish_failed(chain, _failed_result(args, str(exc)))
+                if result.failure is not None:
+                    return _finish_failed(chain, result)
             chain.take(events)
             return campaign.finish_search(chain, result, models, truth)
 

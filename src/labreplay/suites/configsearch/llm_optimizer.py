@@ -124,6 +124,10 @@ class LLMOptimizer:
         self.client = client
         self.name = f"{AGENT_PREFIX}{client.model}"
         self.tally = tally if tally is not None else CallTally()
+        self._calls = CallTally()  # this search's own calls (the tally spans every seed)
+
+    def every_call_failed(self) -> bool:
+        return self._calls.all_failed()
 
     def params(self) -> dict[str, Any]:
         return {**self.client.params(), "prompt_version": PROMPT_VERSION}
@@ -138,6 +142,7 @@ class LLMOptimizer:
             raise AgentError("no untried candidate left")
         reply = self.client.complete_json(messages, _schema(indices), "suggestion")
         self.tally.calls += [dict(c) for c in reply.calls]
+        self._calls.calls += [dict(c) for c in reply.calls]
         value = reply.value
         if not isinstance(value, Mapping) or value.get("index") not in indices:
             raise AgentError(reply.error or f"reply {reply.text!r} names no untried candidate")

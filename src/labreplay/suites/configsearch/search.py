@@ -37,7 +37,7 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -68,6 +68,15 @@ COST_ALPHA = 0.0
 MAXIMIN_TRIES = 256
 # What an optimiser's call may raise that ends the run instead of spending one invalid step.
 RUN_ENDING = (AgentUnavailable, CapReached)
+
+
+@runtime_checkable
+class CallsAModel(Protocol):
+    """Declared by an optimiser that asks a model (the LLM optimiser): a search in which every
+    call failed is a failed run, as in every suite."""
+
+    def every_call_failed(self) -> bool: ...
+
 
 # evaluate(model, config) -> MAE; the runner wraps the Evaluator, the store and the cache in it
 EvaluateFn = Callable[[str, Config], float]
@@ -377,6 +386,9 @@ def search(
             step.error = f"observe raised {type(exc).__name__}: {_one_line(exc)}"
         if on_step is not None:
             on_step(step)
+    if isinstance(optimizer, CallsAModel) and optimizer.every_call_failed():
+        # its steps are endpoint failures, not search: the run is failed, never scored
+        result.failure = "every model call failed"
     return result
 
 
