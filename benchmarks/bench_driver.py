@@ -38,9 +38,16 @@ def _cli(src: str | None, *args: str) -> None:
         raise RuntimeError(f"{' '.join(args[:2])} failed: {proc.stderr.strip()[-400:]}")
 
 
-def _timed_run(src: str | None, specs: Path, store: Path) -> float:
+def _timed_run(src: str, specs: Path, store: Path) -> float:
+    # The same work on both sides: 3 branches per assignment. Since the random control became
+    # replicated (default 3 replicates, 5 branches) a tree that has the option is told to run
+    # one; older trees have no such option and always ran one.
+    cli_source = Path(src or "src") / "labreplay" / "suites" / "campaign" / "cli.py"
+    replicated = cli_source.is_file() and "--random-replicates" in cli_source.read_text()
+    same_work = ["--random-replicates", "1"] if replicated else []
+    args = ["campaign", "run", "--specs", str(specs), "--agent", "bayes", "--store", str(store)]
     t0 = time.perf_counter()
-    _cli(src, "campaign", "run", "--specs", str(specs), "--agent", "bayes", "--store", str(store))
+    _cli(src, *args, *same_work)
     return time.perf_counter() - t0
 
 
