@@ -28,8 +28,11 @@ def open_campaign(
     n_jobs: int = 1,
     space: ConfigSpace | None = None,
     min_test_points: int = 30,
+    allow_modified_data: bool = False,
 ) -> ConfigSearch:
-    """Exactly one of `task` (a registered task) or `dataset` (+ `target`) must be given."""
+    """Exactly one of `task` (a registered task) or `dataset` (+ `target`) must be given. A
+    built-in task's data file that differs from the manifest is refused unless
+    `allow_modified_data` (the spec then records it under `unverified_data`)."""
     from labreplay.records.sources import resolve_data_dir
 
     if (task is None) == (dataset is None):
@@ -56,5 +59,5 @@ def open_campaign(
     assert task is not None
     return ConfigSearch(
         resolve_data_dir(data_dir), task, store, settings=settings, space=space, n_jobs=n_jobs,
-        min_test_points=min_test_points,
+        min_test_points=min_test_points, allow_modified_data=allow_modified_data,
     )  # fmt: skip

@@ -85,6 +85,12 @@ NJobsOption = typer.Option(
 RValuesOption = typer.Option(None, "--r-values", help="Restrict r, e.g. 0,0.3 (default: paper).")
 NValuesOption = typer.Option(None, "--n-values", help="Restrict n, e.g. 4,6,8 (default: paper).")
 SValuesOption = typer.Option(None, "--s-values", help="Restrict s, e.g. 1,5,10 (default: paper).")
+AllowModifiedDataOption = typer.Option(
+    False,
+    "--allow-modified-data",
+    help="Run on built-in task files whose sha256 differs from the manifest; the run's spec "
+    "records them (unverified_data) and the output says UNVERIFIED DATA.",
+)
 ReplayJobsOption = typer.Option(
     1,
     "--jobs",
@@ -132,6 +138,7 @@ def _campaign(
     n_jobs: int,
     space: Any = None,
     min_test_points: int = 30,
+    allow_modified_data: bool = False,
 ) -> Any:
     from labreplay.suites.configsearch.api import open_campaign
 
@@ -147,7 +154,15 @@ def _campaign(
         n_jobs=n_jobs,
         space=space,
         min_test_points=min_test_points,
+        allow_modified_data=allow_modified_data,
     )
+
+
+def _say_unverified(unverified: list[str]) -> None:
+    if unverified:
+        console.print(
+            f"UNVERIFIED DATA (--allow-modified-data): {', '.join(unverified)}", markup=False
+        )
 
 
 @app.command("space")
@@ -184,6 +199,7 @@ def sweep_cmd(
     executor: str = ExecutorOption,
     scheduler: str | None = SchedulerOption,
     workers: int | None = WorkersOption,
+    allow_modified_data: bool = AllowModifiedDataOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Exhaustive sweep of one model over every configuration (resumable). On threads or Dask,
@@ -196,10 +212,13 @@ def sweep_cmd(
     preflight.task_or_dataset(task, dataset, target, dataset_b)
     preflight.model_list("--model", model)
     space = _space(r_values, n_values, s_values, n_total, n_ood)
+    tasks = [] if task is None else [task]
+    unverified = preflight.data_files(data_dir, tasks, allow_modified_data)
     with Store(store) as db:
         campaign = _campaign(
-            data_dir, db, task, dataset, dataset_b, target, n_total, n_ood, n_jobs, space
-        )
+            data_dir, db, task, dataset, dataset_b, target, n_total, n_ood, n_jobs, space,
+            allow_modified_data=allow_modified_data,
+        )  # fmt: skip
         label = f"sweep {campaign.task} {model}"
         with (
             open_executor(executor, scheduler, workers) as ex,
@@ -207,9 +226,11 @@ def sweep_cmd(
         ):
             run_id, _ = campaign.sweep(model, bar, None if executor == "in-process" else ex)
         summary = db.run(run_id).summary or {}
+    marked = {"unverified_data": unverified} if unverified else {}
     if json_out:
-        print_json({"run_id": run_id, **summary})
+        print_json({"run_id": run_id, **summary, **marked})
         return
+    _say_unverified(unverified)
     console.print(
         f"run {run_id}: {summary['evaluated']} evaluated, {summary['infeasible']} "
         f"infeasible; MAE {summary['min_mae']:.4g}..{summary['max_mae']:.4g} (max/min "
@@ -230,6 +251,7 @@ def references_cmd(
     n_ood: int = NOodOption,
     n_jobs: int = NJobsOption,
     r_values: str | None = RValuesOption,
+    allow_modified_data: bool = AllowModifiedDataOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Regenerate the exhaustive reference sweeps (every task x model; resumable, and every
@@ -240,18 +262,24 @@ def references_cmd(
     names = preflight.task_list(tasks)
     chosen_models = preflight.model_list("--models", models)
     space = _space(r_values, None, None, n_total, n_ood)
+    unverified = preflight.data_files(data_dir, names, allow_modified_data)
+    _say_unverified([] if json_out else unverified)
     out = []
     with Store(store) as db:
         for task in names:
             campaign = _campaign(
-                data_dir, db, task, None, None, None, n_total, n_ood, n_jobs, space
-            )
+                data_dir, db, task, None, None, None, n_total, n_ood, n_jobs, space,
+                allow_modified_data=allow_modified_data,
+            )  # fmt: skip
             for model in chosen_models:
                 label = f"sweep {task} {model}"
                 with progress_bar(label, len(campaign.feasible), not json_out) as bar:
                     run_id, _ = campaign.sweep(model, bar)
                 summary = db.run(run_id).summary or {}
+                marked = campaign.evaluator.unverified
                 out.append({"task": task, "model": model, "run_id": run_id, **summary})
+                if marked:
+                    out[-1]["unverified_data"] = marked
                 if not json_out:
                     console.print(
                         f"{task} {model}: {summary['evaluated']} configurations, MAE "
@@ -633,6 +661,7 @@ def run_cmd(
     max_calls: int | None = MaxCallsOption,
     max_tokens_total: int | None = MaxTokensTotalOption,
     max_time: float | None = MaxTimeOption,
+    allow_modified_data: bool = AllowModifiedDataOption,
     json_out: bool = JsonOption,
 ) -> None:
     """A budgeted search (Algorithm 1, 2 or 3) with BO, random search or your own optimiser
@@ -683,6 +712,7 @@ def run_cmd(
         searcher = (
             method if agent is None else resolve_optimizer_agent(agent, isolate, agent_timeout)
         )
+    unverified = preflight.data_files(data_dir, [] if task is None else [task], allow_modified_data)
     out = []
     with open_executor(executor, scheduler, workers) as ex, Store(store) as db:
         campaign = _campaign(
@@ -697,6 +727,7 @@ def run_cmd(
             n_jobs,
             space,
             min_test_points,
+            allow_modified_data,
         )
         chosen = [seed + k for k in range(seeds)]
         done = run_searches(
@@ -704,6 +735,8 @@ def run_cmd(
         )
         for k, (run_id, _, summary) in zip(chosen, done, strict=True):
             out.append({"run_id": run_id, "seed": k, "task": campaign.task, **summary})
+            if unverified:
+                out[-1]["unverified_data"] = unverified
     failed = [item for item in out if item.get("status") == "failed"]
     if tally is not None:
         # a search whose every model call failed is a failed run (the search records it so)
@@ -712,6 +745,7 @@ def run_cmd(
             item["ranked"] = item.get("status") != "failed"
     if json_out:
         print_json(out)
+    _say_unverified([] if json_out else unverified)
     for item in [] if json_out else out:
         if item.get("status") == "failed":
             console.print(f"seed {item['seed']}: failed: {item['cause']}", markup=False)

@@ -69,6 +69,9 @@ class TaskDef:
     # a task's second source (share r) from its own loader instead of the JARVIS fields; a task
     # with neither has one source, and every r > 0 is infeasible
     b_loader: Callable[[Path], Pool] | None = None
+    # the shared data files `mp_loader` reads (the JARVIS file is added when `jarvis_fields`
+    # are read), checked against the manifest before they are read; a user's dataset has none
+    files: tuple[str, ...] = ()
 
 
 def _read_jsonl_gz(path: Path) -> list[dict[str, Any]]:
@@ -193,6 +196,7 @@ TASKS: dict[str, TaskDef] = {
         _mp_structure_pool("band_gap", "matbench/structures/mp_gap_subset24k.jsonl.gz", float),
         ("dft_3d_optb88vdw_bandgap",),
         lambda v: v[0],
+        files=("matbench/structures/mp_gap_subset24k.jsonl.gz",),
     ),
     "metallicity": TaskDef(
         "metallicity",
@@ -206,6 +210,7 @@ TASKS: dict[str, TaskDef] = {
         ),
         ("dft_3d_optb88vdw_bandgap",),
         lambda v: 1.0 if v[0] <= METAL_GAP_EV else 0.0,
+        files=("matbench/structures/mp_gap_subset24k.jsonl.gz",),
     ),
     "bulk_modulus": TaskDef(
         "bulk_modulus",
@@ -215,6 +220,10 @@ TASKS: dict[str, TaskDef] = {
         _mp_bulk_pool,
         ("dft_3d_bulk_modulus_kv",),
         _log10_positive,
+        files=(
+            "matbench/structures/elasticity.jsonl.gz",
+            "matbench/official_meta/matbench_log_kvrh.json.bz2",
+        ),
     ),
     "shear_modulus": TaskDef(
         "shear_modulus",
@@ -224,6 +233,7 @@ TASKS: dict[str, TaskDef] = {
         _mp_structure_pool("shear_modulus", "matbench/structures/elasticity.jsonl.gz", float),
         ("dft_3d_shear_modulus_gv",),
         _log10_positive,
+        files=("matbench/structures/elasticity.jsonl.gz",),
     ),
     "formation_energy": TaskDef(
         "formation_energy",
@@ -233,6 +243,7 @@ TASKS: dict[str, TaskDef] = {
         _mp_formation_pool,
         ("dft_3d_formation_energy_peratom",),
         lambda v: v[0],
+        files=("matbench/official_meta/matbench_mp_e_form.json.bz2",),
     ),
     "refractive_index": TaskDef(
         "refractive_index",
@@ -242,6 +253,7 @@ TASKS: dict[str, TaskDef] = {
         _mp_structure_pool("refractive_index", "matbench/structures/dielectric.jsonl.gz", float),
         ("dft_3d_mepsx", "dft_3d_mepsy", "dft_3d_mepsz"),
         lambda v: math.sqrt(sum(v) / 3.0) if sum(v) > 0 else None,
+        files=("matbench/structures/dielectric.jsonl.gz",),
     ),
 }
 
@@ -260,6 +272,22 @@ def task_def(task: str) -> TaskDef:
     if task not in TASKS:
         raise SpecError(f"unknown configsearch task {task!r}; known: {', '.join(sorted(TASKS))}")
     return TASKS[task]
+
+
+def task_files(task: str) -> tuple[str, ...]:
+    """The shared data files `task` reads (manifest paths; none for a user's dataset)."""
+    definition = task_def(task)
+    jarvis = (JARVIS_STRUCTURES,) if definition.jarvis_fields and not definition.b_loader else ()
+    return tuple(dict.fromkeys(definition.files + jarvis))
+
+
+def unverified_files(data_dir: Path, task: str, allow_modified: bool = False) -> list[str]:
+    """The files of `task` whose sha256 differs from the manifest, checked before any is read:
+    a modified file is a DataError naming it unless `allow_modified` (the run is then marked
+    UNVERIFIED by these paths in its spec)."""
+    from labreplay.records.checked import checked_digests
+
+    return checked_digests(Path(data_dir), task_files(task), allow_modified)[1]
 
 
 @lru_cache(maxsize=16)

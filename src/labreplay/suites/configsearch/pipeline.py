@@ -51,7 +51,13 @@ from labreplay.suites.configsearch.cache import (
     load_npz,
     save_npz,
 )
-from labreplay.suites.configsearch.data import Material, load_jarvis, load_matbench, task_def
+from labreplay.suites.configsearch.data import (
+    Material,
+    load_jarvis,
+    load_matbench,
+    task_def,
+    unverified_files,
+)
 from labreplay.suites.configsearch.features import FeatureStore
 from labreplay.suites.configsearch.models import ModelData, PropertyModel
 from labreplay.suites.configsearch.space import Config
@@ -139,6 +145,7 @@ class Evaluator:
         cache_dir: Path | None = None,
         stats: CacheStats | None = None,
         n_jobs: int = 1,
+        allow_modified_data: bool = False,
     ) -> None:
         # threads for t-SNE, k-means and model fits; changes speed, never results
         self.n_jobs = max(1, n_jobs)
@@ -148,6 +155,9 @@ class Evaluator:
         self.stats = stats or CacheStats()
         self.root = cache_root(cache_dir)
         self.features = FeatureStore(self.root, self.stats)
+        # the task's shared files against the manifest before any is read (a user's dataset
+        # has none); modified ones are refused, or with --allow-modified-data enter the spec
+        self.unverified = unverified_files(data_dir, task, allow_modified_data)
         self.mp = load_matbench(data_dir, task)
         self.jarvis = load_jarvis(data_dir, task)
         seed, n_total = self.settings.seed, self.settings.n_total
@@ -432,4 +442,6 @@ class Evaluator:
             "feature_space": self.feature_kind,
             "settings": self.settings.to_json(),
             "pipeline_version": PIPELINE_VERSION,
+            # only when non-empty, so the specs of unmodified data keep their hashes
+            **({"unverified_data": self.unverified} if self.unverified else {}),
         }

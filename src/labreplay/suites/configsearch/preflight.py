@@ -128,8 +128,20 @@ def seed_block(seed: int, seeds: int) -> None:
         raise bad("--seeds", seeds, f"runs past the largest seed {MAX_SEED} from --seed {seed}")
 
 
+def data_files(data_dir: Path | None, tasks: list[str], allow_modified: bool) -> list[str]:
+    """The built-in tasks' shared files checked against the manifest before the store is
+    opened: a modified one is one line naming it (exit 2) unless `allow_modified`; then the
+    modified paths, which the run's spec records as `unverified_data`."""
+    from labreplay.records.sources import resolve_data_dir
+    from labreplay.suites.configsearch.data import unverified_files
+
+    root = resolve_data_dir(data_dir)
+    return sorted({f for task in tasks for f in unverified_files(root, task, allow_modified)})
+
+
 __all__ = [
     "config_space",
+    "data_files",
     "model_list",
     "search_budget",
     "seed_block",

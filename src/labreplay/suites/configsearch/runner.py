@@ -63,13 +63,18 @@ class ConfigSearch:
         stats: CacheStats | None = None,
         n_jobs: int = 1,
         min_test_points: int = MIN_TEST_POINTS,
+        allow_modified_data: bool = False,
     ) -> None:
         self.store = store
         # C_min (targets.py): searches and targets use configurations with n*s >= this only
         self.min_test_points = int(min_test_points)
         self.space = space or paper_space()
         self.n_jobs = n_jobs
-        self.evaluator = Evaluator(data_dir, task, settings, cache_dir, stats, n_jobs)
+        # a worker's copy (store=None) only computes: the driver refused or marked modified
+        # data, and the copy finds the same files, so it builds the same spec hash
+        self.evaluator = Evaluator(
+            data_dir, task, settings, cache_dir, stats, n_jobs, allow_modified_data or store is None
+        )
         self.task = task
         points = self.space.points()
         self.infeasible = {c: r for c in points if (r := self.evaluator.infeasible_reason(c))}
