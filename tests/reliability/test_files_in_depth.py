@@ -165,3 +165,45 @@ def test_conditions_compile_checks_data_files_against_the_manifest(
     assert json.loads(proc.stdout)["unverified_data"] == [rel.as_posix()]
     spec = json.loads(Path(str(out) + ".spec.json").read_text(encoding="utf-8"))
     assert spec["spec"]["unverified_data"] == [rel.as_posix()]
+
+
+def test_conditions_board_marks_runs_on_questions_from_modified_data(
+    tmp_path: Path, data_env: None
+) -> None:
+    """Was: questions compiled with --allow-modified-data ranked on the conditions leaderboard
+    with no mark (only the compile spec carried `unverified_data`)."""
+    import os
+
+    rel = Path("reactions/buchwald_hartwig_ahneman2018/rxnpredict_data_table.csv")
+    lines = (Path(os.environ["LABREPLAY_DATA_DIR"]) / rel).read_text(encoding="utf-8").split("\n")
+    head, _, _ = lines[1].rpartition(",")
+    lines[1] = head + ",99.5"  # one yield edited
+    copy = tmp_path / "data"
+    (copy / rel).parent.mkdir(parents=True)
+    (copy / rel).write_text("\n".join(lines), encoding="utf-8")
+    marked = tmp_path / "marked.jsonl"
+    argv = ["conditions", "compile", "--dataset", "buchwald_hartwig", "--data-dir", str(copy)]
+    proc = run_cli(*argv, "--out", str(marked), "--allow-modified-data")
+    assert proc.returncode == 0, proc.stderr
+    # the same questions without the mark: a run on them must stay unmarked
+    plain = tmp_path / "plain.jsonl"
+    records = [json.loads(line) for line in marked.read_text(encoding="utf-8").splitlines()]
+    assert all(q["meta"]["unverified_data"] == [rel.as_posix()] for q in records)
+    for q in records:
+        del q["meta"]["unverified_data"]
+    plain.write_text("".join(json.dumps(q) + "\n" for q in records), encoding="utf-8")
+    store = tmp_path / "c.sqlite"
+    for questions in (marked, plain):
+        run = ["conditions", "run", "--questions", str(questions), "--agent", "random"]
+        proc = run_cli(*run, "--store", str(store))
+        assert proc.returncode == 0, proc.stderr
+    proc = run_cli("conditions", "leaderboard", "--store", str(store), "--json")
+    assert proc.returncode == 0, proc.stderr
+    board = json.loads(proc.stdout)
+    by_flag = {bool(r.get("unverified_data")): r for r in board["runs"]}
+    assert set(by_flag) == {True, False}, board["runs"]
+    assert by_flag[True]["unverified_data"] == [rel.as_posix()]
+    assert board["unverified_data"] == [by_flag[True]["question_file"]]
+    text = run_cli("conditions", "leaderboard", "--store", str(store)).stdout
+    assert "UNVERIFIED DATA: 1 question file(s)" in text and "UNVERIFIED" in text
+    assert by_flag[True]["question_file"] in text.split("UNVERIFIED DATA:")[1]

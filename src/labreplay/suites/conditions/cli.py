@@ -505,15 +505,23 @@ def leaderboard_cmd(
     for c in cols:
         view.add_column(c)
     for r in board["runs"]:
-        view.add_row(
-            *(
-                f"{r[c]:.3f}"
-                if isinstance(r.get(c), float)
-                else ("-" if r.get(c) is None else str(r.get(c)))
-                for c in cols
-            )
-        )
+        cells = [
+            f"{r[c]:.3f}"
+            if isinstance(r.get(c), float)
+            else ("-" if r.get(c) is None else str(r.get(c)))
+            for c in cols
+        ]
+        if r.get("unverified_data"):  # the question_file column
+            cells[1] += " UNVERIFIED"
+        view.add_row(*cells)
     console.print(view)
+    if board["unverified_data"]:
+        console.print(
+            f"UNVERIFIED DATA: {len(board['unverified_data'])} question file(s) were compiled "
+            "from data files whose sha256 differs from the manifest (--allow-modified-data): "
+            + ", ".join(board["unverified_data"]),
+            markup=False,
+        )
     if not board["runs"]:
         raise typer.Exit(1)
 

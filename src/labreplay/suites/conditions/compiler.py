@@ -528,6 +528,8 @@ def compile_tables(
             qs, sk = compile_table(table, seed, source, rule.fib_max_hit_floor, rule.min_options)
             for q in qs:
                 q["meta"]["spec_hash"] = spec_hash
+                if unverified:  # so a run on these questions is marked UNVERIFIED too
+                    q["meta"]["unverified_data"] = sorted(unverified)
             questions.extend(qs)
             for k, v in sk.items():
                 skipped[k] += v

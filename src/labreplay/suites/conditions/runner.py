@@ -19,6 +19,7 @@ from labreplay.agents.llm_usage import usage_summary
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import AgentError, RunFailedError
 from labreplay.runtime.recorder import Recorder, RunHeader, open_run
+from labreplay.safe_json import loads_strict
 from labreplay.sdk import sha256_file, sha256_json
 from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import QuestionAgent
@@ -46,6 +47,18 @@ def question_spec(
         "n_questions": len(questions),
         "compile_spec_hashes": sorted({str(q["meta"].get("spec_hash", "")) for q in questions}),
     }
+    # questions compiled from modified data (--allow-modified-data) name the files; the run
+    # spec keeps them (only when there are any, so other specs keep their hashes)
+    unverified = sorted(
+        {
+            str(path)
+            for q in questions
+            if isinstance(q["meta"].get("unverified_data"), list)
+            for path in q["meta"]["unverified_data"]
+        }
+    )
+    if unverified:
+        body["unverified_data"] = unverified
     spec_id = f"questions-{sha256[:16]}"
     if subset:
         ids_sha256 = sha256_json(sorted(str(q["id"]) for q in questions))
@@ -222,8 +235,12 @@ def _usage_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
 def leaderboard(store: Store) -> dict[str, Any]:
     """Every finished conditions run, with its headline metrics, plus the over-agent audit."""
     rows: list[dict[str, Any]] = []
+    unverified: dict[str, list[str]] = {}  # spec hash -> modified data files behind it
     for run in store.runs(suite=SUITE, status="complete"):
         scores = {k: v for k, v in store.scores(run.run_id).items() if k != "summary"}
+        if run.spec_hash not in unverified:
+            body = loads_strict(store.get_spec(run.spec_hash)).get("body", {})
+            unverified[run.spec_hash] = list(body.get("unverified_data") or [])
         rows.append(
             {
                 "run_id": run.run_id,
@@ -233,6 +250,11 @@ def leaderboard(store: Store) -> dict[str, Any]:
                 "spec_hash": run.spec_hash[:12],
                 **scores,
                 **_usage_columns(run.summary or {}),
+                **(
+                    {"unverified_data": unverified[run.spec_hash]}
+                    if unverified[run.spec_hash]
+                    else {}
+                ),
             }
         )
     rows.sort(
@@ -245,4 +267,5 @@ def leaderboard(store: Store) -> dict[str, Any]:
     audits = {}
     for spec in sorted({str(r["spec_hash"]) for r in rows}):
         audits[spec] = spearman_yield_only([r for r in rows if r["spec_hash"] == spec])
-    return {"runs": rows, "yield_only_spearman": audits}
+    marked = sorted({str(r["question_file"]) for r in rows if r.get("unverified_data")})
+    return {"runs": rows, "yield_only_spearman": audits, "unverified_data": marked}
