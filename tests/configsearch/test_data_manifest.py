@@ -76,3 +76,24 @@ def test_modified_task_file_is_refused_or_marked_unverified(
     )
     assert "unverified_data" not in real.spec["pipeline"]
     assert run.spec_hash != real.spec_hash
+
+
+def test_store_verify_recomputes_sweep_scores_from_the_events(
+    data_dir: Path, cache_dir: Path, tmp_path: Path
+) -> None:
+    """Was: a forged configsearch score row passed `store verify` (only campaign rescored)."""
+    import sqlite3
+
+    store = tmp_path / "sweep.sqlite"
+    argv = ["configsearch", "sweep", "--task", "shear_modulus", *PROTOCOL, "--json"]
+    proc = run_cli_in_process(*argv, "--data-dir", str(data_dir), "--store", str(store))
+    assert proc.returncode == 0, proc.stderr
+    run_id = json.loads(proc.stdout)["run_id"]
+    clean = run_cli_in_process("store", "verify", "--store", str(store))
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    with sqlite3.connect(store) as conn:
+        conn.execute("UPDATE scores SET value=0.001 WHERE run_id=? AND metric='min_mae'", (run_id,))
+    forged = run_cli_in_process("store", "verify", "--store", str(store))
+    assert forged.returncode == 1, forged.stdout + forged.stderr
+    said = forged.stdout + forged.stderr
+    assert run_id in said and "table scores, field min_mae: stored 0.001" in said, said

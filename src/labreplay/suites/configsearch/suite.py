@@ -138,6 +138,28 @@ class ConfigsearchSuite:
     def reference_agents(self) -> list[str]:
         return ["bo", "random"]
 
+    def rescore(
+        self, spec: EnvironmentSpec, events: Sequence[Mapping[str, Any]], run: Any
+    ) -> dict[str, float | None]:
+        """The scores of an exhaustive sweep, recomputed from its evaluation events (`store
+        verify` compares them with the `scores` rows). A search's scores need the truth table of
+        other runs, so a search gives none here."""
+        from labreplay.suites.configsearch.runner import ConfigSearch
+        from labreplay.suites.configsearch.targets import sweep_summary
+
+        if getattr(run, "branch", None) != "sweep/exhaustive":
+            return {}
+        landscape = sweep_summary(list(ConfigSearch._payloads([dict(e) for e in events]).values()))
+        return {
+            "min_mae": landscape["mae"]["min"],
+            "max_mae": landscape["mae"]["max"],
+            "max_min_ratio": landscape["mae"]["max_min_ratio"],
+            "max_min_ratio_without_degenerate": landscape["mae_without_degenerate_folds"][
+                "max_min_ratio"
+            ],
+            "short_folds": float(landscape["short_folds"]),
+        }
+
     def agent_problems(
         self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
     ) -> list[str]:
