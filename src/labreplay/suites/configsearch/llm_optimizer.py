@@ -160,7 +160,7 @@ def make_factory(
     temperature: float | None = 0.0,
     seed: int | None = None,
     max_tokens: int | None = None,
-    timeout_s: float = 60.0,
+    timeout_s: float | None = None,
     max_retries: int = 4,
     caps: RunCaps | None = None,
 ) -> tuple[Callable[[], LLMOptimizer], CallTally]:
