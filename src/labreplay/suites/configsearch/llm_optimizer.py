@@ -129,6 +129,9 @@ class LLMOptimizer:
     def every_call_failed(self) -> bool:
         return self._calls.all_failed()
 
+    def model_calls(self) -> list[dict[str, Any]]:
+        return [dict(c) for c in self._calls.calls]
+
     def params(self) -> dict[str, Any]:
         return {**self.client.params(), "prompt_version": PROMPT_VERSION}
 
