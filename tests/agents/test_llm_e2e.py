@@ -209,7 +209,10 @@ def test_conditions_questions_through_a_real_model(
         # Every question answered and scored; every call recorded with token counts.
         assert [e["payload"]["question_id"] for e in events] == [q["id"] for q in questions]
         chat = [b for b in _chat_bodies(proxy) if _format(b) != "json_schema"]
-        assert len(calls) == len(chat) >= len(questions)
+        # one recorded call per question; a retry (a timeout on a loaded server) sends its
+        # request again and is counted on its call
+        assert len(calls) >= len(questions)
+        assert len(chat) == sum(1 + int(c["retries"] or 0) for c in calls)
         assert all(c["prompt_tokens"] > 50 and c["completion_tokens"] >= 1 for c in calls)
         for event in events:
             answer = event["payload"]["answer"]

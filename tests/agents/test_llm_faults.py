@@ -397,3 +397,35 @@ def test_panel_forecast_is_asked_as_rows_and_decoded_to_the_environment_format()
     assert [f["experiment_id"] for f in kept["forecasts"]] == ["PG_0002", "PG_0003"]
     assert wire.salvage("no json") is None
     assert panel_wire({"type": "object"}) is None  # an unknown shape: the env's own schema
+
+
+def test_timeout_is_derived_from_each_calls_response_budget_unless_given() -> None:
+    """No --timeout: each request's timeout is max(60 s, max_tokens / 20 tokens/s) and its total
+    retry time max(180 s, 2 x that); a given --timeout is used as is, with the 180 s total."""
+    from labreplay.cli.llm_options import agent_options
+    from labreplay.suites.campaign.env import panel_schema
+    from labreplay.suites.campaign.llm_panel import panel_wire
+
+    wire = panel_wire(panel_schema([f"PG_{i:04d}" for i in range(1, 33)]))  # long-1's panel
+    assert wire is not None
+    messages = [{"role": "user", "content": "forecast"}]
+    url = "http://127.0.0.1:9/v1"  # nothing is sent: only the attempts are planned
+    derived = make_agent("openai:m", base_url=url, **agent_options())
+    panel = derived.client._start(messages, wire.schema, "panel_forecast")
+    assert panel.request["max_tokens"] == 3173
+    assert panel.timeout_s >= 158 and panel.timeout_s == pytest.approx(3173 / 20)
+    assert panel.total_time_s == pytest.approx(2 * panel.timeout_s)
+    short = derived.client._start(messages, ACTION_SCHEMA, "action")
+    assert short.request["max_tokens"] < 1200  # a budget that 60 s covers at 20 tokens/s
+    assert (short.timeout_s, short.total_time_s) == (60.0, 180.0)
+    retry = derived.params()["retry"]
+    assert str(retry["timeout_s"]).startswith("derived") and "derived" in retry["total_time_s"]
+    given = make_agent("openai:m", base_url=url, **agent_options(timeout=5.0))
+    for schema in (wire.schema, ACTION_SCHEMA):
+        attempt = given.client._start(messages, schema, "panel_forecast")
+        assert (attempt.timeout_s, attempt.total_time_s) == (5.0, 180.0)
+    # The same provenance as before the timeout was derived, so explicit-timeout run ids hold.
+    assert given.params()["retry"] == {
+        "max_retries": 4, "base_delay_s": 0.5, "max_delay_s": 8.0, "total_time_s": 180.0,
+        "timeout_s": 5.0,
+    }  # fmt: skip

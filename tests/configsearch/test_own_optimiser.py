@@ -198,3 +198,7 @@ def test_an_llm_optimiser_runs_with_the_llm_option_set_and_all_failed_calls_fail
     assert row["llm_usage"]["calls"] == row["llm_usage"]["failed_calls"] > 0
     with Store(workdir / "garbage.sqlite", readonly=True) as db:
         assert db.run(row["run_id"]).status == "failed"  # never stored as a success
+        calls = db.llm_calls(row["run_id"])  # and its calls are accounted in the store
+        assert len(calls) == row["llm_usage"]["calls"] and all(c["error"] for c in calls)
+    with Store(store, readonly=True) as db:
+        assert len(db.llm_calls(json.loads(done.output)[0]["run_id"])) == 2

@@ -40,6 +40,7 @@ from labreplay.errors import AgentError
 
 _PROTOCOL = 2
 DEFAULT_TIMEOUT_S = 60.0
+STARTUP_TIMEOUT_S = 60.0  # the child's interpreter start and imports, before its first answer
 CAMPAIGN_CONTRACT = "labreplay.agents.contracts:CampaignAgent"
 
 
@@ -129,7 +130,10 @@ class IsolatedAgent:
         self._replies: queue.Queue[str] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        hello = self._call({"op": "hello", "protocol": _PROTOCOL}, "hello")
+        # Starting an interpreter and importing the agent's module is not the agent's answer
+        # time: on a loaded machine it alone can exceed a short per-call timeout.
+        startup = max(self.timeout_s, STARTUP_TIMEOUT_S)
+        hello = self._call({"op": "hello", "protocol": _PROTOCOL}, "hello", startup)
         if "refused" in hello:  # the child could not build or check the agent
             self.close()
             raise AgentError(str(hello["refused"]))
@@ -175,7 +179,10 @@ class IsolatedAgent:
             self._replies.put(line)
         self._replies.put("")  # end of stream: the child exited
 
-    def _call(self, message: Mapping[str, Any], method: str) -> dict[str, Any]:
+    def _call(
+        self, message: Mapping[str, Any], method: str, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        wait = self.timeout_s if timeout_s is None else timeout_s
         stdin = self._proc.stdin
         if stdin is None or self._proc.poll() is not None:
             raise AgentUnavailable(
@@ -187,11 +194,11 @@ class IsolatedAgent:
         except (OSError, ValueError) as exc:
             raise AgentUnavailable(f"agent {self.label!r}: cannot send {method}(): {exc}") from exc
         try:
-            line = self._replies.get(timeout=self.timeout_s)
+            line = self._replies.get(timeout=wait)
         except queue.Empty:
             self._kill()
             raise AgentUnavailable(
-                f"agent {self.label!r}: {method}() did not answer within {self.timeout_s:g} s "
+                f"agent {self.label!r}: {method}() did not answer within {wait:g} s "
                 "(its process was stopped)"
             ) from None
         if not line:

@@ -72,7 +72,7 @@ def client_options(
     top_p: float | None,
     seed: int | None,
     max_tokens: int | None,
-    timeout_s: float,
+    timeout_s: float | None,
     max_retries: int,
     max_repairs: int,
     structured: str,

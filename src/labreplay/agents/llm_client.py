@@ -99,6 +99,8 @@ class _Attempt:
     messages: Sequence[Mapping[str, str]]
     schema: Mapping[str, Any]
     name: str
+    timeout_s: float  # per request: the user's, or derived from this call's response budget
+    total_time_s: float  # this call with its retries
     retries: int = 0
     # The last failure said the endpoint is unreachable or refuses us (not merely slow).
     unreachable: bool = False
@@ -201,7 +203,7 @@ class _ClientCore:
             "api_key": key,
             "base_url": self.base_url,
             "max_retries": 0,  # we retry ourselves, bounded and seeded
-            "timeout": self.retry.timeout_s,
+            "timeout": self.retry.timeout_for(None),  # each request passes its own
         }
 
     def _request(
@@ -320,7 +322,7 @@ class _ClientCore:
         if time.monotonic() + delay >= attempt.deadline:
             return (
                 f"{describe_failure(exc)} (gave up after {attempt.retries} retries: total retry "
-                f"time {self.retry.total_time_s:g}s would be exceeded)"
+                f"time {attempt.total_time_s:g}s would be exceeded)"
             )
         attempt.retries += 1
         if self.progress is not None:
@@ -332,7 +334,9 @@ class _ClientCore:
     ) -> _Attempt:
         now = time.monotonic()
         request = self._request(messages, schema, name)
-        return _Attempt(request, now, now + self.retry.total_time_s, messages, schema, name)
+        budget = request.get("max_tokens")
+        timeout, total = self.retry.timeout_for(budget), self.retry.total_time_for(budget)
+        return _Attempt(request, now, now + total, messages, schema, name, timeout, total)
 
     @staticmethod
     def _scrub(text: str | None) -> str | None:
@@ -341,7 +345,7 @@ class _ClientCore:
 
     def _timeout_for(self, attempt: _Attempt) -> float:
         remaining = attempt.deadline - time.monotonic()
-        return max(0.05, min(self.retry.timeout_s, remaining))
+        return max(0.05, min(attempt.timeout_s, remaining))
 
     def _accept(self, attempt: _Attempt, response: Any) -> Completion | str:
         """Turn an SDK response into a Completion, or an error text for a malformed one."""

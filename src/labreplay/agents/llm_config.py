@@ -65,15 +65,34 @@ class Sampling:
         }
 
 
+# The derived per-request timeout (`RetryPolicy(timeout_s=None)`, what the LLM builders and
+# the CLI use when no --timeout is given) is never below this...
+MIN_TIMEOUT_S = 60.0
+# ...and leaves the server time to write the call's whole response budget at this speed. Why a
+# floor of 20 tokens/s: a fixed 60 s timed out every panel forecast of a small local model
+# (SmolLM2 on a loaded 2-core CPU took 89-127 s per checkpoint, prompt evaluation included);
+# its 3,173-token budget at 20 tokens/s gives 159 s. Hosted APIs write far faster, so a hung
+# request is still cut after a bounded time.
+MIN_TOKENS_PER_S = 20.0
+# The total time of one call with its retries is at least this many attempts of its timeout.
+MIN_ATTEMPTS_IN_TOTAL = 2
+DERIVED_TIMEOUT = f"derived: max({MIN_TIMEOUT_S:g} s, max_tokens / {MIN_TOKENS_PER_S:g} tok/s)"
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Bounds on transient-fault retries: a count, a per-request timeout and a total time."""
+    """Bounds on transient-fault retries: a count, a per-request timeout and a total time.
+
+    `timeout_s=None` derives both per call from its response budget: the timeout is
+    max(MIN_TIMEOUT_S, max_tokens / MIN_TOKENS_PER_S) and the total time
+    max(total_time_s, MIN_ATTEMPTS_IN_TOTAL x that timeout). A given `timeout_s` is used as is,
+    with `total_time_s` as is."""
 
     max_retries: int = 4
     base_delay_s: float = 0.5
     max_delay_s: float = 8.0
     total_time_s: float = 180.0
-    timeout_s: float = 60.0
+    timeout_s: float | None = 60.0
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
@@ -82,16 +101,34 @@ class RetryPolicy:
             if getattr(self, name) < 0:
                 raise AgentError(f"{name} must be >= 0, got {getattr(self, name)}")
         for name in ("total_time_s", "timeout_s"):
-            if getattr(self, name) <= 0:
-                raise AgentError(f"{name} must be > 0, got {getattr(self, name)}")
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise AgentError(f"{name} must be > 0, got {value}")
+
+    def timeout_for(self, max_tokens: int | None) -> float:
+        """The per-request timeout of a call whose response budget is `max_tokens`."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return max(MIN_TIMEOUT_S, (max_tokens or 0) / MIN_TOKENS_PER_S)
+
+    def total_time_for(self, max_tokens: int | None) -> float:
+        """The time one call may take with all its retries."""
+        if self.timeout_s is not None:
+            return self.total_time_s
+        return max(self.total_time_s, MIN_ATTEMPTS_IN_TOTAL * self.timeout_for(max_tokens))
 
     def as_params(self) -> dict[str, Any]:
+        derived = self.timeout_s is None
         return {
             "max_retries": self.max_retries,
             "base_delay_s": self.base_delay_s,
             "max_delay_s": self.max_delay_s,
-            "total_time_s": self.total_time_s,
-            "timeout_s": self.timeout_s,
+            "total_time_s": (
+                f"derived: max({self.total_time_s:g} s, {MIN_ATTEMPTS_IN_TOTAL} x timeout)"
+                if derived
+                else self.total_time_s
+            ),
+            "timeout_s": DERIVED_TIMEOUT if derived else self.timeout_s,
         }
 
 

@@ -59,7 +59,9 @@ MaxTokensOption = typer.Option(
 TimeoutOption = typer.Option(
     None,
     "--timeout",
-    help="Per-request timeout in s (default 60).",
+    help="Per-request timeout in s. Default: derived per call from its response budget, "
+    "max(60, max-tokens / 20 tokens/s) (a 3,173-token panel forecast gets 159 s), and the "
+    "call's total retry time max(180, 2 x that timeout).",
     callback=positive_float("--timeout"),
 )
 MaxRetriesOption = typer.Option(

@@ -96,7 +96,7 @@ def make_agent(
     top_p: float | None = None,
     seed: int | None = None,
     max_tokens: int | None = None,
-    timeout_s: float = 60.0,
+    timeout_s: float | None = None,
     max_retries: int = 4,
     max_repairs: int = 2,
     structured: StructuredMode = "auto",
@@ -108,7 +108,8 @@ def make_agent(
     `base_url`/`api_key` default to OPENAI_BASE_URL / OPENAI_API_KEY. `seed` is the sampling
     seed sent to the server (default: derived from the run seed). `store` enables the
     persistent response cache. `max_tokens=None` derives each call's response budget from its
-    schema (`labreplay.agents.llm_budget`); `caps` bound what each run may spend
+    schema (`labreplay.agents.llm_budget`), and `timeout_s=None` each request's timeout from
+    that budget (`RetryPolicy.timeout_for`); `caps` bound what each run may spend
     (`labreplay.agents.llm_caps`); `api_key_env` names the variable holding the key.
     """
     model = parse_agent_spec(agent)

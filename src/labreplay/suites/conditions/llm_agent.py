@@ -101,7 +101,7 @@ def make_question_agent(
     seed: int | None = None,
     max_tokens: int | None = None,
     max_concurrency: int = 4,
-    timeout_s: float = 60.0,
+    timeout_s: float | None = None,
     max_retries: int = 4,
     max_repairs: int = 2,
     structured: StructuredMode = "auto",

@@ -232,6 +232,7 @@ def run_searches(
 
         def persist(store: Store, value: Any, chain: Recorder = chain) -> Any:
             events, result = value
+            chain.log_calls(result.model_calls)  # a failed run's calls are accounted too
             if result.failure is not None:
                 return _finish_failed(chain, result)
             chain.take(events)
@@ -249,6 +250,7 @@ def run_searches(
                         events, result = campaign.search_events(*args, optimizer=opt)
                 except AgentUnavailable as exc:
                     return _finish_failed(chain, _failed_result(args, str(exc)))
+                chain.log_calls(result.model_calls)  # a failed run's calls are accounted too
                 if result.failure is not None:
                     return _finish_failed(chain, result)
             chain.take(events)

@@ -129,6 +129,9 @@ class LLMOptimizer:
     def every_call_failed(self) -> bool:
         return self._calls.all_failed()
 
+    def model_calls(self) -> list[dict[str, Any]]:
+        return [dict(c) for c in self._calls.calls]
+
     def params(self) -> dict[str, Any]:
         return {**self.client.params(), "prompt_version": PROMPT_VERSION}
 
@@ -160,7 +163,7 @@ def make_factory(
     temperature: float | None = 0.0,
     seed: int | None = None,
     max_tokens: int | None = None,
-    timeout_s: float = 60.0,
+    timeout_s: float | None = None,
     max_retries: int = 4,
     caps: RunCaps | None = None,
 ) -> tuple[Callable[[], LLMOptimizer], CallTally]:

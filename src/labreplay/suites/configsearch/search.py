@@ -77,6 +77,8 @@ class CallsAModel(Protocol):
 
     def every_call_failed(self) -> bool: ...
 
+    def model_calls(self) -> list[dict[str, Any]]: ...
+
 
 # evaluate(model, config) -> MAE; the runner wraps the Evaluator, the store and the cache in it
 EvaluateFn = Callable[[str, Config], float]
@@ -138,6 +140,7 @@ class SearchResult:
     ground_truth: dict[str, float] = field(default_factory=dict)
     gt_evaluations: int = 0
     failure: str | None = None  # why the search stopped short (its optimiser stopped answering)
+    model_calls: list[dict[str, Any]] = field(default_factory=list)  # an LLM optimiser's calls
 
     @property
     def evaluations(self) -> int:
@@ -386,9 +389,11 @@ def search(
             step.error = f"observe raised {type(exc).__name__}: {_one_line(exc)}"
         if on_step is not None:
             on_step(step)
-    if isinstance(optimizer, CallsAModel) and optimizer.every_call_failed():
-        # its steps are endpoint failures, not search: the run is failed, never scored
-        result.failure = "every model call failed"
+    if isinstance(optimizer, CallsAModel):
+        result.model_calls = optimizer.model_calls()  # accounted in the store's llm_calls
+        if optimizer.every_call_failed():
+            # its steps are endpoint failures, not search: the run is failed, never scored
+            result.failure = "every model call failed"
     return result
 
 
