@@ -299,8 +299,8 @@ def export_references_cmd(
 ) -> None:
     """Write every complete exhaustive sweep of a store as a small, byte-stable reference file
     (with its spec hash, protocol, data files and the command that regenerates it)."""
-    from labreplay._atomic import atomic_directory
     from labreplay.errors import StoreError
+    from labreplay.sdk import atomic_directory
     from labreplay.store.sqlite import Store
     from labreplay.suites.configsearch.references import export_references
 
