@@ -9,6 +9,7 @@ CLI and benchmarks can print the cache hit ratio.
 from __future__ import annotations
 
 import os
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -70,12 +71,18 @@ def save_npz(path: Path, **arrays: np.ndarray) -> None:
     atomic_write_bytes(path, buffer.getvalue())
 
 
+# numpy parses each array header with `ast.literal_eval`; CPython 3.11 before 3.11.8 can raise
+# "SystemError: AST constructor recursion depth mismatch" when two threads parse at once
+# (gh-106905), which searches on `--executor threads` do. Reading caches is cheap: serialise it.
+_NPZ_READ = threading.Lock()
+
+
 def load_npz(path: Path) -> dict[str, np.ndarray] | None:
     """The arrays of `path`, or None when absent or unreadable (then it is recomputed)."""
     if not path.is_file():
         return None
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with _NPZ_READ, np.load(path, allow_pickle=False) as data:
             return {name: data[name] for name in data.files}
     except (OSError, ValueError, EOFError):
         return None
