@@ -54,7 +54,7 @@ def test_export_round_trips_a_real_sweep_byte_stably(
 
 
 def test_r_slices_of_a_sweep_assemble_into_the_full_reference(
-    data_dir: Path, cache_dir: Path, tmp_path: Path
+    data_dir: Path, cache_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Two sessions each sweep one r slice; export-references assembles one file whose rows are
     the full sweep's (fits are per (r, n), so a slice computes exactly what the full sweep does)."""
@@ -69,9 +69,13 @@ def test_r_slices_of_a_sweep_assemble_into_the_full_reference(
                 replace(SMALL_SPACE, r_values=r_values), cache_dir, min_test_points=1,
             ).sweep("rf-scm")  # fmt: skip
 
+    r_first, r_second = SMALL_SPACE.r_values
     sweep(tmp_path / "full.sqlite", SMALL_SPACE.r_values)
-    for r in SMALL_SPACE.r_values:
-        sweep(tmp_path / "slices.sqlite", (r,))
+    sweep(tmp_path / "slices.sqlite", (r_first,))
+    with Store(tmp_path / "slices.sqlite", readonly=True) as store:
+        export_references(store, tmp_path / "committed")  # a session's slice, committed
+    sweep(tmp_path / "second.sqlite", (r_second,))  # a later session, a new store
+    sweep(tmp_path / "slices.sqlite", (r_second,))  # or the same store, kept
     with Store(tmp_path / "full.sqlite", readonly=True) as store:
         (full,) = export_references(store, tmp_path / "full")
     with Store(tmp_path / "slices.sqlite", readonly=True) as store:
@@ -81,6 +85,21 @@ def test_r_slices_of_a_sweep_assemble_into_the_full_reference(
     doc = json.loads(gzip.decompress(assembled.read_bytes()))
     assert [s["r"] for s in doc["slices"]] == [[0.0], [0.5]]
     assert doc["regenerate"].count("--r-values") == 2
+    # sessions that keep no store: the committed slice joins the later session's sweep
+    result = CliRunner().invoke(
+        app,
+        ["export-references", "--store", str(tmp_path / "second.sqlite"), "--slices",
+         str(tmp_path / "committed"), "--out", str(tmp_path / "joined")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    joined = tmp_path / "joined" / full.name
+    assert joined.read_bytes() == assembled.read_bytes()  # same rows, same slice provenance
+    # overlapping slices are refused, also when one of them is an assembled file
+    with (
+        Store(tmp_path / "full.sqlite", readonly=True) as store,
+        pytest.raises(DataError, match="overlap in r"),
+    ):
+        export_references(store, tmp_path / "never", [joined])
     sweep(tmp_path / "slices.sqlite", SMALL_SPACE.r_values)  # overlaps both slices: refused
     with (
         Store(tmp_path / "slices.sqlite", readonly=True) as store,
@@ -88,6 +107,14 @@ def test_r_slices_of_a_sweep_assemble_into_the_full_reference(
     ):
         export_references(store, tmp_path / "never")
     assert not (tmp_path / "never").exists()
+    from labreplay.cli.main import run
+
+    code = run(
+        ["configsearch", "export-references", "--store", str(tmp_path / "none.sqlite"),
+         "--slices", str(tmp_path / "empty"), "--out", str(tmp_path / "never")]
+    )  # fmt: skip
+    assert code == 2 and "--slices" in capsys.readouterr().err
+    assert not (tmp_path / "never").exists() and not (tmp_path / "none.sqlite").exists()
 
 
 def test_replay_uses_the_shared_initial_design_and_counts_hits(tmp_path: Path) -> None:

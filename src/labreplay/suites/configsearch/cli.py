@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -291,6 +292,12 @@ def export_references_cmd(
     out: Path = typer.Option(
         ..., "--out", help="Directory for one <task>__<model>.json.gz per complete sweep."
     ),
+    slices: Path | None = typer.Option(
+        None,
+        "--slices",
+        help="Directory of r-slice files exported earlier (e.g. committed by another session); "
+        "they are assembled with the store's sweeps of the same task x model.",
+    ),
 ) -> None:
     """Write every complete exhaustive sweep of a store as a small, byte-stable reference file
     (with its spec hash, protocol, data files and the command that regenerates it)."""
@@ -299,16 +306,30 @@ def export_references_cmd(
     from labreplay.store.sqlite import Store
     from labreplay.suites.configsearch.references import export_references
 
-    if not store.is_file():
+    slice_files = _slice_files(slices)
+    if not store.is_file() and not slice_files:
         raise StoreError(f"store {store} does not exist (run `configsearch references` first)")
     # The store is opened (a foreign file refused) before --out exists, and the files are
     # built in a temporary sibling renamed into place: a refusal or failure leaves no directory.
-    with Store(store, readonly=True) as db, atomic_directory(out) as building:
-        written = export_references(db, building)
+    with contextlib.ExitStack() as stack:
+        db = stack.enter_context(Store(store, readonly=True)) if store.is_file() else None
+        building = stack.enter_context(atomic_directory(out))
+        written = export_references(db, building, slice_files)
         if not written:
             raise StoreError(f"store {store} holds no complete exhaustive sweep")
     for path in written:
         console.print(f"wrote {out / path.name}")
+
+
+def _slice_files(directory: Path | None) -> list[Path]:
+    from labreplay.errors import LabreplayError
+
+    if directory is None:
+        return []
+    files = sorted(directory.glob("*.json.gz")) if directory.is_dir() else []
+    if not files:
+        raise LabreplayError(f"--slices {directory}: no *.json.gz reference slices there")
+    return files
 
 
 # replay and reference-report (recorded references, no training) live in cli_replay

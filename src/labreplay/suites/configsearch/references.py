@@ -84,14 +84,22 @@ def _space(doc: dict[str, Any]) -> ConfigSpace:
     )
 
 
-def export_references(store: Store, out_dir: Path) -> list[Path]:
+def export_references(
+    store: Store | None, out_dir: Path, slice_files: Sequence[Path] = ()
+) -> list[Path]:
     """One file per task x model from the store's complete exhaustive sweeps; returns the paths
     written. Sweeps of the same task, model, protocol and pipeline over disjoint r values
     (`configsearch references --r-values ...`, one slice per session) are assembled into one
-    file, each slice's spec hash and r values kept as provenance; overlapping slices are refused."""
+    file, each slice's spec hash and r values kept as provenance; overlapping slices are refused.
+    `slice_files` are slices exported earlier (by another session, from another store, and
+    committed): they join the store's sweeps of the same group, so a sweep longer than a session
+    needs no store kept between sessions."""
+    docs = [_slice_doc(path) for path in slice_files]
+    if store is not None:
+        runs = store.runs(suite="configsearch", branch="sweep/exhaustive", status="complete")
+        docs += [_sweep_doc(store, run) for run in runs]
     groups: dict[str, list[dict[str, Any]]] = {}
-    for run in store.runs(suite="configsearch", branch="sweep/exhaustive", status="complete"):
-        doc = _sweep_doc(store, run)
+    for doc in docs:
         key = canonical_json(
             [doc["task"], doc["model"], {k: v for k, v in doc["protocol"].items()
              if k not in ("space", "space_size")}, doc["pipeline"],
@@ -106,6 +114,20 @@ def export_references(store: Store, out_dir: Path) -> list[Path]:
         atomic_write_bytes(path, gzip.compress(canonical_json(doc).encode(), mtime=0))
         written.append(path)
     return written
+
+
+def _slice_doc(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"unreadable reference slice ({exc})", file=str(path)) from exc
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise DataError("not a configsearch reference file", file=str(path), field="format")
+    missing = [k for k in ("task", "model", "spec_hash", "protocol", "space", "pipeline", "rows")
+               if k not in doc]  # fmt: skip
+    if missing:
+        raise DataError(f"reference slice lacks {missing}", file=str(path), field=missing[0])
+    return dict(doc)
 
 
 def _sweep_doc(store: Store, run: Any) -> dict[str, Any]:
@@ -154,7 +176,11 @@ def _assemble(docs: list[dict[str, Any]]) -> dict[str, Any]:
     first = docs[0]
     rows = sorted((row for d in docs for row in d["rows"]), key=lambda row: tuple(row[:3]))
     space = {**first["space"], "r": sorted(seen)}
-    slices = [{"spec_hash": d["spec_hash"], "r": d["space"]["r"]} for d in docs]
+    # a file assembled earlier keeps its own slices' provenance
+    slices = sorted(
+        (piece for d in docs for piece in d.get("slices", [_own_slice(d)])),
+        key=lambda piece: min(piece["r"]),
+    )
     return {
         **first,
         "spec_hash": sha256_json(slices),
@@ -167,11 +193,15 @@ def _assemble(docs: list[dict[str, Any]]) -> dict[str, Any]:
         "space": space,
         "regenerate": "; ".join(
             f"{REGENERATE.format(task=first['task'], model=first['model'])} --r-values "
-            + ",".join(f"{r:g}" for r in d["space"]["r"])
-            for d in docs
+            + ",".join(f"{r:g}" for r in piece["r"])
+            for piece in slices
         ),
         "rows": rows,
     }
+
+
+def _own_slice(doc: dict[str, Any]) -> dict[str, Any]:
+    return {"spec_hash": doc["spec_hash"], "r": doc["space"]["r"]}
 
 
 def load_reference(path: Path) -> Reference:
