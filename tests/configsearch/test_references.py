@@ -51,6 +51,15 @@ def test_export_round_trips_a_real_sweep_byte_stably(
     assert ref.space == SMALL_SPACE and ref.protocol["n_total"] == SMALL_SETTINGS.n_total
     doc = json.loads(gzip.decompress(first.read_bytes()))
     assert doc["spec_hash"] == campaign.spec_hash and "--tasks band_gap" in doc["regenerate"]
+    assert doc["model_params"] == campaign.model("rf-scm").params()
+    # a sweep is the truth only for the model settings it was recorded with
+    with Store(store_path) as store:
+        again = ConfigSearch(
+            data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir, min_test_points=1
+        )
+        assert again.truth_table(["rf-scm"]) is not None
+        again.model("rf-scm").n_estimators += 1  # type: ignore[attr-defined]
+        assert again.truth_table(["rf-scm"]) is None and not any(again.truth_se(["rf-scm"]))
 
 
 def test_r_slices_of_a_sweep_assemble_into_the_full_reference(

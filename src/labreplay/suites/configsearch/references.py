@@ -103,10 +103,18 @@ def export_references(
         key = canonical_json(
             [doc["task"], doc["model"], {k: v for k, v in doc["protocol"].items()
              if k not in ("space", "space_size")}, doc["pipeline"],
-             {k: v for k, v in doc["space"].items() if k != "r"}]
+             {k: v for k, v in doc["space"].items() if k != "r"}, doc.get("model_params")]
         )  # fmt: skip
         groups.setdefault(key, []).append(doc)
     assembled = [docs[0] if len(docs) == 1 else _assemble(docs) for docs in groups.values()]
+    names = [f"{doc['task']}__{doc['model']}" for doc in assembled]
+    clash = sorted({name for name in names if names.count(name) > 1})
+    if clash:  # one file per task x model: two different sweeps would overwrite each other
+        raise DataError(
+            f"sweeps of {clash[0].replace('__', ' x ')} differ in protocol, pipeline, space or "
+            "model settings: export them from separate stores",
+            field="model_params",
+        )
     written = []
     for doc in assembled:  # every slice checked before anything is written
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -149,6 +157,8 @@ def _sweep_doc(store: Store, run: Any) -> dict[str, Any]:
         "format": FORMAT,
         "task": params["task"],
         "model": model,
+        # sweeps recorded before model settings were stored have none: absent, not invented
+        **({"model_params": params["model_params"][model]} if "model_params" in params else {}),
         "spec_hash": run.spec_hash,
         "protocol": {k: params[k] for k in ("n_total", "n_ood", "s_max", "space", "space_size")},
         "space": spec["body"]["space"],

@@ -148,6 +148,9 @@ class ConfigSearch:
             {
                 "task": self.task,
                 "models": list(models),
+                # every setting that changes a model's results (its cache key): a sweep of
+                # changed settings is a different run, never a resumed or reused one
+                "model_params": {m: self.model(m).params() for m in models},
                 "problem": problem,
                 **self.protocol(),
                 **params,
@@ -242,6 +245,12 @@ class ConfigSearch:
     def _maes(cls, events: Sequence[dict[str, Any]]) -> dict[tuple[str, Config], float]:
         return {k: float(p["mae"]) for k, p in cls._payloads(events).items()}
 
+    def _sweep_of(self, params: dict[str, Any], model: str) -> bool:
+        """A stored sweep is this model's truth only with today's settings (a sweep recorded
+        before settings were stored, or with others, is not)."""
+        recorded = params.get("model_params", {}).get(model)
+        return params.get("models") == [model] and recorded == self.model(model).params()
+
     def truth_table(self, models: Sequence[str]) -> dict[tuple[str, Config], float] | None:
         """m(o, c) over the whole feasible space from stored sweeps, or None if incomplete."""
         table: dict[tuple[str, Config], float] = {}
@@ -249,7 +258,7 @@ class ConfigSearch:
             runs = self._db.runs(
                 suite=SUITE, spec_hash=self.spec_hash, branch="sweep/exhaustive", status="complete"
             )
-            runs = [r for r in runs if r.agent_params.get("models") == [model]]
+            runs = [r for r in runs if self._sweep_of(r.agent_params, model)]
             if not runs:
                 return None
             table.update(self._stored_maes(runs[0].run_id))
@@ -476,7 +485,7 @@ class ConfigSearch:
             suite=SUITE, spec_hash=self.spec_hash, branch="sweep/exhaustive", status="complete"
         )
         for run in runs:
-            if run.agent_params.get("models", [None])[0] not in models:
+            if not any(self._sweep_of(run.agent_params, m) for m in models):
                 continue
             for key, p in self._payloads(self._db.events(run.run_id)).items():
                 out.setdefault(key, standard_error(p.get("abs_error_sd"), int(p["n_test"])))
