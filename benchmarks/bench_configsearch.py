@@ -44,6 +44,9 @@ time. Batch 256 is barely faster per epoch on one CPU thread (~0.9x: the step is
 overhead), needs more epochs, and moves MAEs three times as much. Chosen: trim + patience 8 + foreach (CrabNet's default; its
 params carry batch_size and padding, so the fit cache never mixes the schedules). Threads stay
 at one per fit: the sweeps run one fit per core, and one thread keeps fits bit-stable.
+The new default against the old one side by side (all three cuts, tasks not in the table):
+median CPU-time ratio 0.47 on shear_modulus (0, 4), 4 folds, 0.58 on metallicity (0, 4), 2 folds;
+3.7 and 3.5 CPU s per fit.
 """
 
 from __future__ import annotations
