@@ -137,6 +137,45 @@ def test_neural_models_train_on_real_folds(evaluator: Evaluator) -> None:
         assert 0 < result.mae < 3.0, (name, result.mae)
 
 
+def test_crabnet_fits_are_bit_identical_for_one_seed_and_trimming_is_exact(
+    evaluator: Evaluator,
+) -> None:
+    import torch
+
+    from labreplay.suites.configsearch.crabnet import _network, trimmed_batches
+
+    model = build_model("crabnet", True)
+    data = evaluator.model_data(0.0, model)
+    train, val, seed = evaluator.fold_split(0.0, 4, 0, model.name)
+    test = evaluator.folds(0.0, 4)[0].test_order
+    runs = []
+    for _ in range(2):
+        model.fit(data, train, val, seed)
+        runs.append(model.predict(data, test))
+    assert np.array_equal(runs[0], runs[1])  # same seed -> the same bits
+    model.fit(data, train, val, seed + 1)
+    assert not np.array_equal(model.predict(data, test), runs[0])  # the seed matters
+    # per-batch trimming of the padding is the full-padding network up to float rounding
+    z, frac = model._encoded(data)  # type: ignore[attr-defined]
+    rows = np.arange(len(data.target))
+    trimmed = trimmed_batches(z, frac)(rows)
+    assert trimmed[0].shape[1] == int((z > 0).sum(axis=1).max()) < z.shape[1]
+    net = _network(0).eval()
+    with torch.no_grad():
+        full = net(torch.from_numpy(z), torch.from_numpy(frac)).numpy()
+        cut = net(*trimmed).numpy()
+    assert np.allclose(full, cut, rtol=1e-5, atol=1e-6)
+
+
+def test_every_crabnet_setting_enters_its_params() -> None:
+    from labreplay.suites.configsearch.crabnet import CompositionAttention
+
+    base = CompositionAttention().params()
+    for changed in ({"epochs": 60}, {"patience": 4}, {"batch_size": 64}):
+        params = CompositionAttention(**changed).params()  # type: ignore[arg-type]
+        assert params != base and params.items() >= changed.items()
+
+
 def test_structure_models_refuse_composition_only_tasks() -> None:
     with pytest.raises(SpecError, match="composition-only"):
         build_model("ofm-mlp", False)

@@ -317,6 +317,27 @@ class Evaluator:
         data: ModelData = self._memory[key]
         return data
 
+    def fold_split(
+        self, r: float, n: int, k: int, model_name: str
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """Fold k's (train rows, validation rows, fit seed): the sample minus the fold's
+        held-out block (cluster + test order), a seeded val_fraction of it held for early
+        stopping. Public so benchmarks time fits on exactly the folds a sweep fits."""
+        fold = self.folds(r, n)[k]
+        everything = np.arange(len(self.sample(r)))
+        rest = np.setdiff1d(everything, np.union1d(fold.members, fold.test_order))
+        rng = make_rng(
+            self.settings.seed, "configsearch", "validation", self.task, f"{r:g}", str(n), str(k)
+        )
+        n_val = math.floor(self.settings.val_fraction * len(rest))
+        shuffled = rng.permutation(rest)
+        val, train = np.sort(shuffled[:n_val]), np.sort(shuffled[n_val:])
+        fit_seed = derive_seed(
+            self.settings.seed, "configsearch", "fit", self.task, model_name, f"{r:g}", str(n),
+            str(k),
+        )  # fmt: skip
+        return train, val, fit_seed
+
     def fold_predictions(
         self, model: PropertyModel, r: float, n: int
     ) -> tuple[list[np.ndarray], int, int]:
@@ -336,32 +357,9 @@ class Evaluator:
             return [stored[f"p{k}"] for k in range(n)], 0, n
         self.stats.miss("fits", n)
         data = self.model_data(r, model)
-        everything = np.arange(len(data.target))
         predictions = []
         for k, fold in enumerate(folds):
-            rest = np.setdiff1d(everything, np.union1d(fold.members, fold.test_order))
-            rng = make_rng(
-                self.settings.seed,
-                "configsearch",
-                "validation",
-                self.task,
-                f"{r:g}",
-                str(n),
-                str(k),
-            )
-            n_val = math.floor(self.settings.val_fraction * len(rest))
-            shuffled = rng.permutation(rest)
-            val, train = np.sort(shuffled[:n_val]), np.sort(shuffled[n_val:])
-            fit_seed = derive_seed(
-                self.settings.seed,
-                "configsearch",
-                "fit",
-                self.task,
-                model.name,
-                f"{r:g}",
-                str(n),
-                str(k),
-            )
+            train, val, fit_seed = self.fold_split(r, n, k, model.name)
             model.fit(data, train, val, fit_seed)
             predictions.append(np.asarray(model.predict(data, fold.test_order), dtype=float))
         save_npz(path, **{f"p{k}": p for k, p in enumerate(predictions)})
