@@ -28,7 +28,7 @@ from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.demo import QUICK_SETTINGS, QUICK_SPACE
 from labreplay.suites.configsearch.models import ModelData, RandomForestSCM
 from labreplay.suites.configsearch.pipeline import Evaluator, PipelineSettings
-from labreplay.suites.configsearch.references import compare, load_references
+from labreplay.suites.configsearch.references import load_references
 from labreplay.suites.configsearch.runner import ConfigSearch
 from labreplay.suites.configsearch.space import paper_space
 
@@ -172,23 +172,17 @@ def _replays(seeds: int) -> list[dict[str, Any]]:
     T0 = 3) and closest (T = 12, T0 = 4), seeds in two worker processes (the same rows as one
     process): the wall time of the whole replay, and per reference median = BO seeds on the
     best-model target within 8 evaluations, ratio = random's."""
-    from labreplay.suites.configsearch.references import replay_pool
+    from labreplay.suites.configsearch.references import ReplayPlan, compare_many, replay_pool
 
     refs = load_references(RECORDED)
     out = []
     pool = replay_pool(2)
     assert pool is not None
+    plans = [ReplayPlan(ref, "best-model", 8, 3) for ref in refs]
+    plans += [ReplayPlan(ref, "closest", 12, 4) for ref in refs]
     started = time.perf_counter()
     with pool:
-        rows = [
-            compare(ref, range(42, 42 + seeds), budget=8, init=3, within=8, pool=pool)
-            for ref in refs
-        ]
-        for ref in refs:
-            compare(
-                ref, range(42, 42 + seeds), budget=12, init=4, within=12, problem="closest",
-                pool=pool,
-            )  # fmt: skip
+        rows = compare_many(plans, range(42, 42 + seeds), pool)[: len(refs)]
     wall = time.perf_counter() - started
     out.append(
         {
