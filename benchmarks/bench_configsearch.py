@@ -51,6 +51,7 @@ median CPU-time ratio 0.47 on shear_modulus (0, 4), 4 folds, 0.58 on metallicity
 
 from __future__ import annotations
 
+import os
 import statistics
 import tempfile
 import time
@@ -64,7 +65,7 @@ from labreplay.store.sqlite import Store
 from labreplay.suites.configsearch.demo import QUICK_SETTINGS, QUICK_SPACE
 from labreplay.suites.configsearch.models import ModelData, RandomForestSCM
 from labreplay.suites.configsearch.pipeline import Evaluator, PipelineSettings
-from labreplay.suites.configsearch.references import compare, load_references
+from labreplay.suites.configsearch.references import load_references
 from labreplay.suites.configsearch.runner import ConfigSearch
 from labreplay.suites.configsearch.space import paper_space
 
@@ -255,24 +256,23 @@ def _replays(seeds: int) -> list[dict[str, Any]]:
     T0 = 3) and closest (T = 12, T0 = 4), seeds in two worker processes (the same rows as one
     process): the wall time of the whole replay, and per reference median = BO seeds on the
     best-model target within 8 evaluations, ratio = random's."""
-    from labreplay.suites.configsearch.references import replay_pool
+    from labreplay.suites.configsearch.references import ReplayPlan, compare_many, replay_pool
 
     refs = load_references(RECORDED)
     out = []
     pool = replay_pool(2)
     assert pool is not None
+    plans = [ReplayPlan(ref, "best-model", 8, 3) for ref in refs]
+    plans += [ReplayPlan(ref, "closest", 12, 4) for ref in refs]
     started = time.perf_counter()
-    with pool:
-        rows = [
-            compare(ref, range(42, 42 + seeds), budget=8, init=3, within=8, pool=pool)
-            for ref in refs
-        ]
-        for ref in refs:
-            compare(
-                ref, range(42, 42 + seeds), budget=12, init=4, within=12, problem="closest",
-                pool=pool,
-            )  # fmt: skip
+    cpu_before = os.times()
+    with pool:  # leaving it joins the workers, so their CPU time is counted below
+        rows = compare_many(plans, range(42, 42 + seeds), pool)[: len(refs)]
     wall = time.perf_counter() - started
+    cpu = os.times()
+    worker_cpu = cpu.children_user + cpu.children_system
+    worker_cpu -= cpu_before.children_user + cpu_before.children_system
+    scale = (12 / max(1, len(refs))) * (20 / seeds)
     out.append(
         {
             "name": f"configsearch: replay of {len(refs)} references, best-model + closest, "
@@ -280,8 +280,20 @@ def _replays(seeds: int) -> list[dict[str, Any]]:
             "references x 20 seeds",
             "median": wall,
             "unit": "s",
-            "ratio": wall * (12 / max(1, len(refs))) * (20 / seeds),
+            "ratio": wall * scale,
             "target": "ratio < 600 s on 2 cores",
+        }
+    )
+    out.append(
+        {
+            # a loaded machine stretches the wall time; the workers' CPU time over two cores is
+            # what the same replay takes on two idle ones
+            "name": "configsearch: the same replay, worker CPU seconds / 2 (the wall time on 2 "
+            "idle cores); ratio = scaled to 12 references x 20 seeds",
+            "median": worker_cpu / 2,
+            "unit": "s",
+            "ratio": worker_cpu / 2 * scale,
+            "target": "ratio < 600 s",
         }
     )
     for ref, row in zip(refs, rows, strict=True):

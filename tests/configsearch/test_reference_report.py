@@ -122,12 +122,28 @@ def test_reference_report_cli_and_its_errors(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("jobs", [2])
 def test_replay_in_worker_processes_gives_the_same_rows(jobs: int) -> None:
-    from labreplay.suites.configsearch.references import replay, replay_pool
+    from labreplay.suites.configsearch.references import (
+        ReplayPlan,
+        compare,
+        compare_many,
+        replay,
+        replay_pool,
+    )
 
     ref = load_reference(RECORDED / "refractive_index__rf-scm.json.gz")
     alone = replay(ref, "bo", [42, 43], budget=4, init=3)
+    # one batch of every plan's seeds, longest first (the bench's and the report's path), gives
+    # each plan's compare() row in one process
+    plans = [ReplayPlan(ref, "best-model", 4, 3), ReplayPlan(ref, "closest", 5, 4, within=4)]
+    one_by_one = [
+        compare(ref, [42, 43], 4, 3, 4),
+        compare(ref, [42, 43], 5, 4, 4, problem="closest"),
+    ]
     pool = replay_pool(jobs)
     assert pool is not None
     with pool:
         pooled = replay(ref, "bo", [42, 43], budget=4, init=3, pool=pool)
+        batched = compare_many(plans, [42, 43], pool)
     assert pooled == alone
+    assert batched == one_by_one
+    assert [row["seed"] for row in alone] == [42, 43]

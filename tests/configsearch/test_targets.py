@@ -90,6 +90,38 @@ def test_maximin_design_is_seeded_and_spreads_out() -> None:
     assert gap(a) > np.median(random_gaps)
 
 
+def test_maximin_design_picks_what_one_subset_at_a_time_picks() -> None:
+    """The design draws every subset first and scores them in one array operation: the pick is
+    the one the plain loop (draw, score, keep the first strictly farther) makes, every seed."""
+    from labreplay.sdk import make_rng
+    from labreplay.suites.configsearch.search import MAXIMIN_TRIES
+
+    space = ConfigSpace()
+    x = space.encode(space.points())
+    for seed in range(12):
+        for size in (3, 4):
+            rng = make_rng(seed, "configsearch", "initial-design", "closest")
+            best: list[int] = []
+            best_gap = -1.0
+            for _ in range(MAXIMIN_TRIES):
+                pick = rng.choice(len(x), size=size, replace=False)
+                d = np.linalg.norm(x[pick][:, None] - x[pick][None], axis=-1)
+                gap = float(d[np.triu_indices(size, 1)].min())
+                if gap > best_gap:
+                    best, best_gap = [int(i) for i in pick], gap
+            assert maximin_design(x, size, seed, "closest") == best
+
+
+def test_landscape_caches_give_the_values_it_computes() -> None:
+    values = (0.5, 0.1, 0.3, 0.9, 0.2) * 8
+    land = Landscape("min", values, "x", se_floor=0.15, se_known=True)
+    assert land.threshold == land.threshold == max(sorted(values)[1], 0.1 + 0.15)
+    assert land.on_target == sum(1 for v in values if v <= 0.25 + 1e-12)
+    assert land.median == float(np.median(values)) and land.top_threshold == 0.1
+    high = Landscape("max", values, "x")
+    assert high.threshold == sorted(values, reverse=True)[1] and high.optimum == 0.9
+
+
 def test_paper_claims_read_the_marginals() -> None:
     from labreplay.suites.configsearch.targets import paper_claims
 

@@ -177,7 +177,12 @@ def _replay_rows(
     agent: str | None, pool: Any, references: Path, seeds: int, json_out: bool,
 ) -> None:  # fmt: skip
     from labreplay.errors import LabreplayError
-    from labreplay.suites.configsearch.references import compare, compare_which_model
+    from labreplay.suites.configsearch.references import (
+        ReplayPlan,
+        compare,
+        compare_many,
+        compare_which_model,
+    )
 
     if problem == "which-model":
         by_task: dict[str, list[Any]] = {}
@@ -203,13 +208,20 @@ def _replay_rows(
                 + "; ".join(f"{m} {v}" for m, v in row["methods"].items())
             )
         return
-    rows = [
-        compare(
-            ref, chosen, budget, init, within, cost_alpha, problem, min_test_points, surrogate,
-            factory, agent, pool,
-        )
-        for ref in refs
-    ]  # fmt: skip
+    if factory is None:  # every reference's seeds in one batch (the same rows as one by one)
+        plans = [
+            ReplayPlan(ref, problem, budget, init, within, cost_alpha, min_test_points, surrogate)
+            for ref in refs
+        ]
+        rows = compare_many(plans, chosen, pool)
+    else:
+        rows = [
+            compare(
+                ref, chosen, budget, init, within, cost_alpha, problem, min_test_points,
+                surrogate, factory, agent, pool,
+            )
+            for ref in refs
+        ]  # fmt: skip
     failed = tally is not None and _mark_llm_rows(rows, tally)
     if json_out:
         print_json(rows)

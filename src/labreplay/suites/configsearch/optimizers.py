@@ -60,21 +60,30 @@ def make_history(
     budget: int,
     step: int,
     seed: int,
+    copy: bool = True,
 ) -> OptimizerHistory:
     """What an optimiser is shown before step `step` (1-based): fresh copies, so an optimiser
-    that edits its history cannot change what the next step shows."""
+    that edits its history cannot change what the next step shows. `copy=False` shares the
+    entries: only for the built-in optimisers, which never edit a history (copying every
+    candidate at every step was a tenth of a replayed BO seed)."""
+    copy_entry = _copy if copy else _same
+    copy_trial = _copy_trial if copy else _same
     return {
         "problem": problem,
         "direction": "maximize" if maximise else "minimize",
         "models": list(models),
-        "candidates": [_copy(e) for e in entries if e["index"] not in tried],
+        "candidates": [copy_entry(e) for e in entries if e["index"] not in tried],
         "n_candidates": len(entries),
-        "trials": [_copy_trial(t) for t in trials],
+        "trials": [copy_trial(t) for t in trials],
         "budget": budget,
         "budget_left": budget - step + 1,
         "step": step,
         "seed": seed,
     }
+
+
+def _same(item: Any) -> Any:
+    return item
 
 
 def _copy(entry: Configuration) -> Configuration:
@@ -169,6 +178,7 @@ def log_expected_improvement(
         ei = _sklearn_ei(x_obs, y_obs, x_cand, seed)
         return np.asarray(np.log(np.maximum(ei, 1e-300)), dtype=float)
     import gpytorch
+    import linear_operator
     import torch
     from botorch.acquisition.analytic import LogExpectedImprovement
     from botorch.fit import fit_gpytorch_mll
@@ -181,9 +191,21 @@ def log_expected_improvement(
     train_x = torch.tensor(x_obs, dtype=torch.float64)
     train_y = torch.tensor(y_obs, dtype=torch.float64).reshape(-1, 1)
     gp = SingleTaskGP(train_x, train_y, outcome_transform=Standardize(m=1))
-    # gpytorch's debug checks validate inputs on every likelihood call of the fit (~20% of
-    # the time on these 3-12-point fits); they never change a value
-    with warnings.catch_warnings(), gpytorch.settings.debug(False):
+    modules: Any = gp  # torch's Module.__getattr__ types named_priors as a tensor
+    for _, _, prior, _, _ in modules.named_priors():
+        # the priors' sample validation (a support check of every hyperparameter value on
+        # every likelihood call) checks only; it never changes a value
+        prior._validate_args = False
+        if hasattr(prior, "base_dist"):
+            prior.base_dist._validate_args = False
+    # gpytorch's and linear_operator's debug checks validate inputs and shapes on every
+    # likelihood call of the fit (~20% of the time on these 3-12-point fits); they never change
+    # a value
+    with (
+        warnings.catch_warnings(),
+        gpytorch.settings.debug(False),
+        linear_operator.settings.debug(False),
+    ):
         warnings.simplefilter("ignore")
         fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
         acquisition = LogExpectedImprovement(gp, best_f=train_y.max())
@@ -292,6 +314,9 @@ class ExhaustiveSearch(_Unparameterised):
 
     def suggest(self, history: OptimizerHistory) -> Mapping[str, Any]:
         return history["candidates"][0]
+
+
+BUILTIN_OPTIMIZERS = (BayesianOptimizer, RandomSearch, ExhaustiveSearch)
 
 
 def builtin_optimizer(

@@ -21,7 +21,8 @@ from labreplay.suites.configsearch.claims import CLAIMS, claims_table
 from labreplay.suites.configsearch.optimizers import require_surrogate, surrogate_identity
 from labreplay.suites.configsearch.references import (
     Reference,
-    compare,
+    ReplayPlan,
+    compare_many,
     compare_which_model,
 )
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config
@@ -61,19 +62,16 @@ def build(
     METRICS values (8, 3), (12, 4), (12, 4)."""
     require_surrogate(surrogate)
     plan = {**PROBLEMS, "which-model": WHICH_MODEL, **(budgets or {})}
-    replays = []
-    for ref in refs:
-        for problem in problems:
-            if problem == "closest" and Config(*REFERENCE_CONFIG) not in ref.maes:
-                continue
-            budget, init = plan[problem]
-            replays.append(
-                compare(
-                    ref, seeds, budget, init, budget, problem=problem,
-                    min_test_points=min_test_points, surrogate=surrogate, pool=pool,
-                    keep_traces=True,
-                )
-            )  # fmt: skip
+    plans = [
+        ReplayPlan(
+            ref, problem, *plan[problem], min_test_points=min_test_points, surrogate=surrogate,
+            keep_traces=True,
+        )
+        for ref in refs
+        for problem in problems
+        if problem != "closest" or Config(*REFERENCE_CONFIG) in ref.maes
+    ]  # fmt: skip
+    replays = compare_many(plans, seeds, pool)  # every reference and problem in one batch
     by_task: dict[str, list[Reference]] = {}
     for ref in refs:
         by_task.setdefault(ref.task, []).append(ref)

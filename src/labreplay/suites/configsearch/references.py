@@ -263,36 +263,30 @@ def replay(
     ask/tell optimiser, run through the same budget, initial design and scoring. `pool`: seeds
     run in its worker processes (speed only: every seed is deterministic on its own, so the rows
     are the same as in one process); a user's agent always runs here, in this process."""
+    land = replay_landscape(ref, problem, min_test_points)  # once, not per seed
+    args = (ref, method, budget, init, cost_alpha, problem, min_test_points, surrogate, land)
     if pool is not None and agent is None:
-        args = (ref, method, budget, init, cost_alpha, problem, min_test_points, surrogate)
         return list(pool.map(_replay_seed, [(*args, seed) for seed in seeds]))
-    return [
-        _replay_one(ref, method, seed, budget, init, cost_alpha, problem, min_test_points,
-                    surrogate, agent)
-        for seed in seeds
-    ]  # fmt: skip
+    return [_replay_one(*args, seed, agent) for seed in seeds]
 
 
 def _replay_seed(args: tuple[Any, ...]) -> dict[str, Any]:
-    ref, method, budget, init, cost_alpha, problem, min_test_points, surrogate, seed = args
-    return _replay_one(
-        ref, method, seed, budget, init, cost_alpha, problem, min_test_points, surrogate, None
-    )
+    return _replay_one(*args)
 
 
 def _replay_one(
     ref: Reference,
     method: str,
-    seed: int,
     budget: int,
     init: int,
     cost_alpha: float,
     problem: str,
     min_test_points: int,
     surrogate: str,
-    agent: OptimizerFactory | None,
+    land: Landscape,
+    seed: int,
+    agent: OptimizerFactory | None = None,
 ) -> dict[str, Any]:
-    land = replay_landscape(ref, problem, min_test_points)
     result = _search_tables(
         {ref.model: ref}, problem, method, budget, init, seed, min_test_points, surrogate,
         cost_alpha, _ground_truth(ref, problem), agent() if agent is not None else None,
@@ -302,6 +296,54 @@ def _replay_one(
     row["invalid_steps"] = result.invalid_steps
     row["answer"] = result.answer()
     return row
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    """One BO-vs-random comparison on one reference (the arguments of `compare`, no agent)."""
+
+    ref: Reference
+    problem: str = "best-model"
+    budget: int = 8
+    init: int = 3
+    within: int | None = None  # None: the budget
+    cost_alpha: float = COST_ALPHA
+    min_test_points: int = MIN_TEST_POINTS
+    surrogate: str = "botorch"
+    keep_traces: bool = False
+
+
+def compare_many(
+    plans: Sequence[ReplayPlan], seeds: Sequence[int], pool: Executor | None = None
+) -> list[dict[str, Any]]:
+    """`compare` of each plan, the same rows. With a pool, every (plan, method, seed) replay is
+    submitted at once, the longest first (BO with the most acquisition steps), so workers never
+    wait at the end of one reference or problem for the other's last seed."""
+    for plan in plans:
+        require_surrogate(plan.surrogate)
+    lands = [replay_landscape(p.ref, p.problem, p.min_test_points) for p in plans]
+    tasks = [
+        (i, method, (p.ref, method, p.budget, p.init, p.cost_alpha, p.problem,
+                     p.min_test_points, p.surrogate, lands[i], seed))
+        for i, p in enumerate(plans)
+        for method in ("bo", "random")
+        for seed in seeds
+    ]  # fmt: skip
+    if pool is None:
+        rows = [_replay_seed(args) for _, _, args in tasks]
+    else:
+
+        def cost(task: tuple[int, str, tuple[Any, ...]]) -> int:
+            i, method, _ = task
+            return plans[i].budget - plans[i].init if method == "bo" else 0
+
+        order = sorted(range(len(tasks)), key=lambda k: -cost(tasks[k]))  # stable: ties in order
+        futures = {k: pool.submit(_replay_seed, tasks[k][2]) for k in order}
+        rows = [futures[k].result() for k in range(len(tasks))]
+    runs: list[dict[str, list[dict[str, Any]]]] = [{"bo": [], "random": []} for _ in plans]
+    for (i, method, _), row in zip(tasks, rows, strict=True):
+        runs[i][method].append(row)
+    return [_compared(p, seeds, r, land) for p, r, land in zip(plans, runs, lands, strict=True)]
 
 
 def _steps(m: dict[str, Any], budget: int) -> int:
@@ -346,26 +388,34 @@ def compare(
     `within` uniform draws; the paired difference in steps to target and in the normalised
     score after T (BO minus random)."""
     require_surrogate(surrogate)
+    plan = ReplayPlan(
+        ref, problem, budget, init, within, cost_alpha, min_test_points, surrogate, keep_traces
+    )
+    if agent is None:
+        return compare_many([plan], seeds, pool)[0]
     runs = {
-        m: replay(
-            ref,
-            m,
-            seeds,
-            budget,
-            init,
-            cost_alpha,
-            problem,
-            min_test_points,
-            surrogate,
-            pool=pool,
-        )
+        m: replay(ref, m, seeds, budget, init, cost_alpha, problem, min_test_points, surrogate,
+                  pool=pool)
         for m in ("bo", "random")
-    }
-    if agent is not None:
-        runs["agent"] = replay(
-            ref, "agent", seeds, budget, init, cost_alpha, problem, min_test_points, surrogate,
-            agent,
-        )  # fmt: skip
+    }  # fmt: skip
+    runs["agent"] = replay(
+        ref, "agent", seeds, budget, init, cost_alpha, problem, min_test_points, surrogate, agent
+    )
+    land = replay_landscape(ref, problem, min_test_points)
+    return _compared(plan, seeds, runs, land, agent, agent_label)
+
+
+def _compared(
+    plan: ReplayPlan,
+    seeds: Sequence[int],
+    runs: dict[str, list[dict[str, Any]]],
+    land: Landscape,
+    agent: OptimizerFactory | None = None,
+    agent_label: str | None = None,
+) -> dict[str, Any]:
+    """The comparison row of `compare` from the replayed rows of each method."""
+    ref, problem, budget, within = plan.ref, plan.problem, plan.budget, plan.within
+    within = budget if within is None else within
 
     def hits(rows: list[dict[str, Any]]) -> int:
         return sum(1 for m in rows if m["reached_target"] and m["steps_to_target"] <= within)
@@ -373,7 +423,6 @@ def compare(
     def mean_final(rows: list[dict[str, Any]]) -> float:
         return float(np.mean([float(m["final_normalised"] or 0.0) for m in rows]))
 
-    land = replay_landscape(ref, problem, min_test_points)
     bo_vs_random = _paired(runs["bo"], runs["random"], budget)
     out: dict[str, Any] = {
         "reference": ref.label,
@@ -387,9 +436,9 @@ def compare(
         + ([] if ref.se_known else ["reference has no abs_error_sd: SE term of the band unknown"]),
         "seeds": len(seeds),
         "budget": budget,
-        "init": init,
+        "init": plan.init,
         "within": within,
-        "bo": {**surrogate_identity(surrogate), "cost_alpha": cost_alpha},
+        "bo": {**surrogate_identity(plan.surrogate), "cost_alpha": plan.cost_alpha},
         "bo_hits": hits(runs["bo"]),
         "random_hits": hits(runs["random"]),
         "bo_hits_in_initial_design": sum(1 for m in runs["bo"] if m["target_in_initial_design"]),
@@ -399,7 +448,7 @@ def compare(
         "bo_better": bool(bo_vs_random["steps_saved_ci95"][0] > 0),
         "bo_better_normalised": bool(bo_vs_random["normalised_gain_ci95"][0] > 0),
     }
-    if keep_traces:
+    if plan.keep_traces:
         out["normalised_traces"] = {
             m: [row["normalised_trace"] for row in rows] for m, rows in runs.items()
         }
@@ -508,9 +557,12 @@ def compare_which_model(
         "bo": surrogate_identity(surrogate),
         "methods": {},
     }
-    for method in ("bo", "random"):
-        args = [(refs, method, budget, init, min_test_points, surrogate, s) for s in seeds]
-        verdicts = list((pool.map if pool is not None else map)(_which_model_verdict, args))
+    methods = ("bo", "random")
+    # both methods' seeds in one map: no worker waits between them
+    args = [(refs, m, budget, init, min_test_points, surrogate, s) for m in methods for s in seeds]
+    every = list((pool.map if pool is not None else map)(_which_model_verdict, args))
+    for k, method in enumerate(methods):
+        verdicts = every[k * len(seeds) : (k + 1) * len(seeds)]
         out["methods"][method] = {
             "tied": verdicts.count("tied"),
             "named": {m: verdicts.count(m) for m in models},

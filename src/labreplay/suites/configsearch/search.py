@@ -48,6 +48,7 @@ from labreplay.agents.llm_caps import CapReached
 from labreplay.errors import SpecError
 from labreplay.sdk import make_rng
 from labreplay.suites.configsearch.optimizers import (
+    BUILTIN_OPTIMIZERS,
     builtin_optimizer,
     candidate_key,
     key_of,
@@ -276,16 +277,14 @@ def maximin_design(x: np.ndarray, size: int, seed: int, problem: str) -> list[in
     rng = make_rng(seed, "configsearch", "initial-design", problem)
     if size <= 1 or size >= len(x):
         return [int(i) for i in rng.permutation(len(x))[:size]]
-    best: list[int] = []
-    best_gap = -1.0
-    for _ in range(MAXIMIN_TRIES):
-        pick = rng.choice(len(x), size=size, replace=False)
-        pts = x[pick]
-        dist = np.linalg.norm(pts[:, None, :] - pts[None, :, :], axis=-1)
-        gap = float(dist[np.triu_indices(size, 1)].min())
-        if gap > best_gap:
-            best, best_gap = [int(i) for i in pick], gap
-    return best
+    # the same draws in the same order as one subset at a time; the distances of all subsets
+    # in one array operation (the same elementwise arithmetic, so the same gaps and the same pick)
+    picks = np.stack([rng.choice(len(x), size=size, replace=False) for _ in range(MAXIMIN_TRIES)])
+    pts = x[picks]
+    dist = np.linalg.norm(pts[:, :, None, :] - pts[:, None, :, :], axis=-1)
+    rows, cols = np.triu_indices(size, 1)
+    gaps = dist[:, rows, cols].min(axis=1)
+    return [int(i) for i in picks[int(np.argmax(gaps))]]  # argmax: first maximum on ties
 
 
 # --------------------------------------------------------------------------- the search loop
@@ -344,6 +343,8 @@ def search(
         for i, cand in enumerate(cands)
     ]
     trials: list[Trial] = []
+    # the built-ins never edit their history: theirs is not copied (a user's always is)
+    copy = type(optimizer) not in BUILTIN_OPTIMIZERS
     seen: set[int] = set()
     best: float | None = None
     for step_index in range(budget):
@@ -357,7 +358,7 @@ def search(
             phase = method
             history = make_history(
                 problem=problem, maximise=maximise, models=models, entries=entries, tried=seen,
-                trials=trials, budget=budget, step=step_index + 1, seed=seed,
+                trials=trials, budget=budget, step=step_index + 1, seed=seed, copy=copy,
             )  # fmt: skip
             pick, error = _ask(optimizer, history, index, seen)
             acquisition = _acquisition_of(optimizer) if error is None else None

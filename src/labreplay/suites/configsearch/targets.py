@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -82,24 +83,31 @@ class Landscape:
     se_known: bool = False
     notes: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    # Cached: a replay asks for the threshold, median and on-target count of one landscape
+    # once per trace step and per seed (each a sort of every candidate's value); the landscape
+    # is frozen, so each is computed once and the values are the same.
+    @cached_property
     def optimum(self) -> float:
         return min(self.values) if self.direction == "min" else max(self.values)
 
-    @property
+    @cached_property
     def median(self) -> float:
         return float(np.median(self.values))
 
+    @cached_property
+    def _ranked(self) -> list[float]:
+        return sorted(self.values, reverse=self.direction == "max")
+
     def _kth(self, fraction: float) -> float:
         k = max(1, math.ceil(fraction * len(self.values)))
-        return sorted(self.values, reverse=self.direction == "max")[k - 1]
+        return self._ranked[k - 1]
 
-    @property
+    @cached_property
     def top_threshold(self) -> float:
         """The objective of the k-th best candidate, k = ceil(1% of the candidates)."""
         return self._kth(TOP_FRACTION)
 
-    @property
+    @cached_property
     def threshold(self) -> float:
         """tau: the k-th best value (k = ceil(5%)), widened to the optimum's SE when known."""
         kth = self._kth(TARGET_FRACTION)
@@ -109,7 +117,7 @@ class Landscape:
             return max(kth, self.optimum + self.se_floor)
         return min(kth, self.optimum - self.se_floor)
 
-    @property
+    @cached_property
     def degenerate(self) -> bool:
         """Median equal to the optimum: every typical candidate is already optimal."""
         return abs(self.median - self.optimum) <= 1e-12
@@ -130,7 +138,7 @@ class Landscape:
             return best <= self.top_threshold + 1e-12
         return best >= self.top_threshold - 1e-12
 
-    @property
+    @cached_property
     def on_target(self) -> int:
         """Candidates whose own value is on target: a handful means a needle."""
         return sum(1 for v in self.values if self.hits(v))
