@@ -124,13 +124,19 @@ def export_references(
     return written
 
 
-def _slice_doc(path: Path) -> dict[str, Any]:
+def _read_doc(path: Path, what: str) -> dict[str, Any]:
+    """A reference (or slice) file's JSON document, or one line naming the file."""
     try:
         doc = json.loads(gzip.decompress(path.read_bytes()))
     except (OSError, ValueError) as exc:
-        raise DataError(f"unreadable reference slice ({exc})", file=str(path)) from exc
+        raise DataError(f"unreadable {what} ({exc})", file=str(path)) from exc
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise DataError("not a configsearch reference file", file=str(path), field="format")
+    return doc
+
+
+def _slice_doc(path: Path) -> dict[str, Any]:
+    doc = _read_doc(path, "reference slice")
     missing = [k for k in ("task", "model", "spec_hash", "protocol", "space", "pipeline", "rows")
                if k not in doc]  # fmt: skip
     if missing:
@@ -215,12 +221,7 @@ def _own_slice(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_reference(path: Path) -> Reference:
-    try:
-        doc = json.loads(gzip.decompress(path.read_bytes()))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"unreadable reference file ({exc})", file=str(path)) from exc
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise DataError("not a configsearch reference file", file=str(path), field="format")
+    doc = _read_doc(path, "reference file")
     columns = list(doc.get("columns", COLUMNS[:7]))
     missing = [c for c in ("r", "n", "s", "mae", "n_test") if c not in columns]
     if missing:
