@@ -24,8 +24,9 @@ objective 12.9 / 12.8, known noise (each evaluation's SE^2 as train_Yvar) 13.5 /
 13.6 / 13.9, Matern-5/2 12.4 / 12.4. The dev gain did not replicate (and fewer references kept
 a steps-saved interval above 0), so the default stays. On seeds 62-101, used for no choice, the
 default gets 12.6/20 [11.9, 13.3] against random search's 8.0/20 (paired difference 4.5/20
-[3.6, 5.5], bootstrap over seeds). BO's weak spot is shear and bulk modulus with CrabNet, whose
-targets lie at interior r while the GP is drawn to the corners of the space.
+[3.6, 5.5], bootstrap over seeds). Its weak spots are shear modulus (both models: random search
+wins there on seeds 62-101) and bulk modulus with CrabNet, whose targets lie at interior r while
+BO's guided steps were seen to go to the corners of the space.
 """
 
 from __future__ import annotations
