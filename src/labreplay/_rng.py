@@ -8,6 +8,7 @@ shifts the numbers an existing consumer draws.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import numpy as np
 
@@ -28,3 +29,13 @@ def make_rng(seed: int, *keys: str) -> np.random.Generator:
 def derive_seed(seed: int, *keys: str) -> int:
     """A child integer seed, for handing to code that wants an int (sklearn, torch)."""
     return int(make_rng(seed, *keys).integers(0, 2**31 - 1))
+
+
+def first_in_seeded_order(items: list[Any], limit: int | None, seed: int, what: str) -> list[Any]:
+    """`--limit N`: the first N of `items` in an order drawn from `seed` (kept in their
+    original order, so a larger N adds units and never reshuffles the smaller subset's)."""
+    if limit is None or limit >= len(items):
+        return list(items)
+    order = make_rng(seed, "cli-limit", what).permutation(len(items))
+    keep = sorted(int(i) for i in order[:limit])
+    return [items[i] for i in keep]

@@ -25,11 +25,13 @@ def test_compile_and_run_through_the_registry(campaign_specs: list[Any], tmp_pat
     short = [s for s in campaign_specs if s.body["assignment"]["id"] == "short-1"]
     first = labreplay.run("campaign", short, "bayes", tmp_path / "s.sqlite", controls=("random",))
     again = labreplay.run("campaign", short, "bayes", tmp_path / "s.sqlite", controls=("random",))
-    assert first == again and set(first[0]["branches"]) == {"adaptive", "random"}
+    # the API's defaults are the CLI's: 3 schedule-matched random replicates for bayes
+    assert first == again
+    assert set(first[0]["branches"]) == {"adaptive", "random", "random-2", "random-3"}
     with Store(tmp_path / "s.sqlite") as store:
         assert [r.branch for r in store.runs(suite="campaign", branch="random")] == ["random"]
         assert store.runs(suite="conditions") == []
-        assert len(store.runs(status="complete")) == 2
+        assert len(store.runs(status="complete")) == 4
         with pytest.raises(TypeError):
             store.runs(where="1=1")  # type: ignore[call-arg]
 

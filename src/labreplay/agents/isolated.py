@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -75,6 +76,19 @@ def raised_message(method: str, exc: BaseException) -> str:
     if isinstance(exc, AgentRaised):
         return f"{method}() raised {exc.kind}: {exc.message}"
     return f"{method}() raised {type(exc).__name__}: {one_line(exc)}"
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def plain_repr(value: Any) -> str:
+    """`repr(value)` without memory addresses, at most 2,000 characters: how a non-JSON
+    reply is recorded, identical in-process and in an isolated child."""
+    try:
+        text = repr(value)
+    except Exception as exc:  # a broken __repr__ is the agent's, not ours
+        text = f"<{type(value).__name__}: repr() raised {type(exc).__name__}>"
+    return _ADDRESS.sub("", text)[:2000]
 
 
 def json_problem(method: str, value: Any) -> str | None:
@@ -283,7 +297,7 @@ def _serve(ref: str, contract_ref: str, out: IO[str]) -> None:
                 reply = (
                     {"value": value}
                     if problem is None
-                    else {"nonjson": problem, "raw": repr(value)[:2000]}
+                    else {"nonjson": problem, "raw": plain_repr(value)}
                 )
         else:
             reply = {"error": f"unknown request {op!r} {message.get('method')!r}"}

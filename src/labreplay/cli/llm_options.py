@@ -159,15 +159,3 @@ def agent_options(
 def resolve_api_key(api_key_env: str | None) -> str | None:
     """The key in `api_key_env` (None: the builders fall back to OPENAI_API_KEY)."""
     return os.environ.get(api_key_env) if api_key_env else None
-
-
-def first_in_seeded_order(items: list[Any], limit: int | None, seed: int, what: str) -> list[Any]:
-    """`--limit N`: the first N of `items` in an order drawn from `seed` (kept in their
-    original order, so a larger N adds units and never reshuffles the smaller subset's)."""
-    if limit is None or limit >= len(items):
-        return list(items)
-    from labreplay._rng import make_rng
-
-    order = make_rng(seed, "cli-limit", what).permutation(len(items))
-    keep = sorted(int(i) for i in order[:limit])
-    return [items[i] for i in keep]

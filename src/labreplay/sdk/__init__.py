@@ -34,7 +34,7 @@ from labreplay._hashing import (
     sha256_json,
     short_hash,
 )
-from labreplay._rng import derive_seed, make_rng
+from labreplay._rng import derive_seed, first_in_seeded_order, make_rng
 from labreplay.errors import (
     AgentError,
     DataError,
@@ -79,6 +79,7 @@ __all__ = [
     "canonical_json",
     "derive_seed",
     "describe_os_error",
+    "first_in_seeded_order",
     "from_json",
     "is_missing",
     "make_rng",

@@ -24,8 +24,8 @@ from labreplay.cli.llm_options import (
     TemperatureOption,
     TimeoutOption,
     agent_options,
-    first_in_seeded_order,
 )
+from labreplay.sdk import first_in_seeded_order
 from labreplay.sdk.cli import (
     AgentTimeoutOption,
     DataDirOption,
@@ -197,17 +197,14 @@ def run_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""
+    import dataclasses
+
     from labreplay.agents.llm_usage import parse_price
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
-    from labreplay.suites.campaign.api import (
-        load_specs,
-        parse_controls,
-        resolve_campaign_agent,
-        select_specs,
-    )
-    from labreplay.suites.campaign.execute import run_assignments
-    from labreplay.suites.campaign.runner import default_replicates, with_replicates
+    from labreplay.suites.campaign.api import load_specs, resolve_campaign_agent, select_specs
+    from labreplay.suites.campaign.options import CampaignRunOptions
+    from labreplay.suites.campaign.suite import SUITE
 
     price = parse_price(price_per_mtok)
     options = agent_options(
@@ -228,10 +225,15 @@ def run_cmd(
         from labreplay.errors import LabreplayError
 
         raise LabreplayError("--isolate runs with --executor in-process (one child per agent)")
-    control_list = with_replicates(
-        parse_controls(controls),
-        random_replicates if random_replicates is not None else default_replicates(agent),
+    # The same options class, defaults and runner as `labreplay.run("campaign", ...)`.
+    run_options = CampaignRunOptions(
+        controls=controls,
+        random_replicates=random_replicates,
+        isolate=isolate,
+        agent_timeout_s=agent_timeout,
     )
+    run_options.check()
+    control_list = run_options.control_branches(agent)
     chosen = first_in_seeded_order(select_specs(load_specs(specs), only), limit, seed, "campaign")
     # Every agent problem is one line, exit 2, before the store exists.
     resolved = resolve_campaign_agent(agent, isolate, agent_timeout, **options)
@@ -258,12 +260,11 @@ def run_cmd(
         with_progress(resolved.make, agent) as watched,
     ):
         if is_llm and executor == "in-process":
-            import dataclasses
-
             resolved = dataclasses.replace(resolved, make=watched)  # the slow-endpoint line
-        results = run_assignments(
-            chosen, resolved, db, seed, control_list, ex, options, bar.advance
-        )
+        api_options = {**dataclasses.asdict(run_options), **options, "progress": bar.advance}
+        if "seed" in api_options:  # the LLM sampling seed; `seed` is the run seed
+            api_options["llm_seed"] = api_options.pop("seed")
+        results = SUITE.run(chosen, resolved, db, seed=seed, executor=ex, **api_options)
     if json_out:
         print_json(results)
     else:
@@ -384,9 +385,9 @@ def leaderboard_cmd(
             "not ranked (--require-isolated; ran in-process): " + ", ".join(board["not_isolated"])
         )
     if board.get("failed"):
-        console.print(
-            f"not ranked (runs failed: every model call failed): {', '.join(board['failed'])}"
-        )
+        causes = board.get("failed_causes") or {}
+        named = [f"{s} ({causes[s]})" if causes.get(s) else s for s in board["failed"]]
+        console.print(f"not ranked (runs failed: the agent could not act): {', '.join(named)}")
     for table in board["tables"].values():
         for r in table["rows"]:
             if r.get("failed_call_share"):

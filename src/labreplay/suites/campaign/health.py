@@ -20,11 +20,14 @@ def add_call_health(board: dict[str, Any], runs: Sequence[RunInfo]) -> None:
     names = _system_keys(runs)
     calls: dict[str, list[int]] = {}
     failed_systems = set()
+    kinds: dict[str, str] = {}
     for r in runs:
         system = system_of(names, r)
         summary = r.summary or {}
         if r.status == "failed":
             failed_systems.add(system)
+            # the named cause of the rule (`labreplay.runtime.failure`), first seen
+            kinds.setdefault(system, str(summary.get("cause_kind") or summary.get("cause") or ""))
         total = calls.setdefault(system, [0, 0])
         total[0] += int(summary.get("failed_calls", 0))
         total[1] += int(summary.get("llm_calls", 0))
@@ -34,3 +37,4 @@ def add_call_health(board: dict[str, Any], runs: Sequence[RunInfo]) -> None:
             n_failed, n_calls = calls.get(row["system"], [0, 0])
             row["failed_call_share"] = n_failed / n_calls if n_calls else None
     board["failed"] = sorted(failed_systems)
+    board["failed_causes"] = {s: kinds[s] for s in sorted(failed_systems) if kinds.get(s)}

@@ -14,11 +14,26 @@ from typing import Any
 
 from labreplay.agents.base import Agent, call_failures, drain_calls
 from labreplay.agents.contracts import bind_response_cache, close_agent, isolation_of, model_of
-from labreplay.agents.isolated import AgentNonJSON, AgentUnavailable, json_problem, raised_message
+from labreplay.agents.isolated import (
+    AgentNonJSON,
+    AgentUnavailable,
+    json_problem,
+    plain_repr,
+    raised_message,
+)
 from labreplay.agents.llm_caps import CapReached
 from labreplay.agents.llm_usage import usage_summary
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import LabreplayError, SpecError, StoreError
+from labreplay.runtime.failure import (
+    AGENT_UNAVAILABLE,
+    MODEL_CALLS_FAILED,
+    RunHealth,
+    Verdict,
+    cap_kind,
+    decision_failed,
+    judge,
+)
 from labreplay.runtime.recorder import Recorder, RunHeader, open_run
 from labreplay.scoring.curves import acceleration_factor, first_passage, sustained_passage
 from labreplay.store.sqlite import Store
@@ -79,6 +94,8 @@ class BranchResult:
     failure: str | None = None
     # The caps the branch ran under (policy turns, model spending), recorded in its summary.
     caps: dict[str, Any] = field(default_factory=dict)
+    # Policy calls and checkpoints asked and failed: what the failed-run rule reads.
+    health: RunHealth = field(default_factory=RunHealth)
 
 
 def _header(
@@ -131,7 +148,7 @@ def guarded_act(agent: Agent, observation: Mapping[str, Any]) -> Any:
         return {"type": "invalid", "raw": "", "error": raised_message("act", exc)}
     problem = json_problem("act", action)
     if problem is not None:
-        return {"type": "invalid", "raw": repr(action)[:2000], "error": problem}
+        return {"type": "invalid", "raw": plain_repr(action), "error": problem}
     return action
 
 
@@ -186,6 +203,7 @@ def run_branch(
     recorder.attach(env.trajectory)
     calls: list[Any] = []
     failure: str | None = None
+    health = RunHealth()
     caps = {**policy_turn_caps(spec.body), **agent_caps(agent)}
     turns = TurnCounter(caps)
 
@@ -197,6 +215,8 @@ def run_branch(
         recorded = given.get("recorded") if given is not None else None
         payload = env.submit_checkpoint(response, t, previous, snapshot["state_hash"], recorded)
         calls.extend(drain_calls(agent))
+        if given is None:  # the pre-campaign forecast a control starts from is not asked
+            health.checkpoint(isinstance(response, Mapping) and "error" in response)
         recorder.sync()
         return dict(payload["forecasts"])
 
@@ -207,7 +227,12 @@ def run_branch(
         while not env.done:
             turns.turn(env.open_id)  # raises CapReached past a policy-turn cap
             action = guarded_act(agent, env.observation())
-            calls.extend(drain_calls(agent))
+            step_calls = drain_calls(agent)
+            calls.extend(step_calls)
+            error = action.get("error") if isinstance(action, Mapping) else None
+            if isinstance(action, Mapping) and action.get("type") != "invalid":
+                error = None  # a well-formed action carrying an "error" field is an action
+            health.policy(decision_failed(error, step_calls), error)
             result = env.step(action)
             for departure in agent.drain_departures() if isinstance(agent, ControlWrapper) else []:
                 env.record_departure(departure)  # a matched control departed: declared, counted
@@ -222,11 +247,13 @@ def run_branch(
         # The agent stopped answering (timeout, its process died): the run is failed, with
         # the cause, and a rerun starts it afresh.
         failure = str(exc)
+        health.stopped = f"{AGENT_UNAVAILABLE}: {failure}"
         calls.extend(drain_calls(agent))
         env.stop_by_harness(agent_failed=failure)
     except CapReached as reached:
         # Spent calls are accounted; the run ends failed with the cap named (resumable).
         failure = str(reached)
+        health.stopped = f"{cap_kind(reached.cap)}: {failure}"
         calls.extend(drain_calls(agent))
         env.stop_by_harness(cap_reached=f"{reached.cap} ({reached.detail})")
     env.end()
@@ -234,9 +261,23 @@ def run_branch(
     events = env.trajectory.events
     metrics = branch_metrics(events, spec.body)
     if store is not None:
-        _finish(recorder, metrics, events, env.n_invalid, calls, failure, caps)
+        _finish(recorder, metrics, events, env.n_invalid, calls, failure, caps, health)
     head = env.trajectory.head
-    return BranchResult(recorder.run_id, branch, events, metrics, head, calls, failure, caps)
+    return BranchResult(
+        recorder.run_id, branch, events, metrics, head, calls, failure, caps, health
+    )
+
+
+def branch_verdict(calls: Sequence[Any], health: RunHealth) -> Verdict:
+    """The failed-run rule (`labreplay.runtime.failure`) for one branch; a branch whose every
+    model call failed (checkpoints included) measured its endpoint and is failed too."""
+    verdict = judge(health)
+    if verdict.status == "complete":
+        every = call_failures(calls)
+        if every["all_failed"]:
+            cause = f"{MODEL_CALLS_FAILED}: every model call failed; first: {every['cause']}"
+            return Verdict("failed", MODEL_CALLS_FAILED, cause)
+    return verdict
 
 
 def _finish(
@@ -247,9 +288,10 @@ def _finish(
     calls: Sequence[Any],
     failure: str | None = None,
     caps: Mapping[str, Any] | None = None,
+    health: RunHealth | None = None,
 ) -> None:
-    """Scores, call log and the final mark of a finished branch: `failed` when every model
-    call failed or the agent stopped answering (`failure`), else `complete`."""
+    """Scores, call log and the final mark of a finished branch: `failed` by the one
+    failed-run rule (`branch_verdict`), with its cause named, else `complete`."""
     assert recorder.store is not None
     recorder.log_calls(calls)
     scalar = {
@@ -261,22 +303,25 @@ def _finish(
         (e["payload"].get("closed", []) for e in events if e["kind"] == "end"), []
     )
     recorder.flush()
-    health = call_failures(calls)
+    health_ = health if health is not None else RunHealth()
+    verdict = branch_verdict(calls, health_)
     summary: dict[str, Any] = {
         "head_hash": events[-1]["hash"],
         "invalid_actions": n_invalid,
         "checkpoint_fallbacks": int(metrics.get("checkpoint_fallbacks") or 0),
         "caps": dict(caps or {}),
+        **health_.to_json(),
     }
     if calls:
-        summary.update({k: v for k, v in health.items() if k != "all_failed"})
+        summary.update({k: v for k, v in call_failures(calls).items() if k != "all_failed"})
         summary["usage"] = usage_summary(calls)
-    if failure is not None:
-        summary["cause"] = failure
-        if failure.startswith("cap reached: "):
-            summary["cap_reached"] = failure.removeprefix("cap reached: ")
+    if failure is not None and failure.startswith("cap reached: "):
+        summary["cap_reached"] = failure.removeprefix("cap reached: ")
+    if verdict.status == "failed":
+        summary["cause"] = verdict.cause
+        summary["cause_kind"] = verdict.kind
     recorder.finish(
-        "failed" if health["all_failed"] or failure is not None else "complete",
+        verdict.status,
         summary,
         scalar,
         {"curve": metrics["curve"], "movements": metrics["movements"], "closed": closed},
@@ -333,6 +378,7 @@ def persist_branch(
         result.calls,
         result.failure,
         result.caps,
+        result.health,
     )
     return BranchResult(
         run_id,
@@ -378,8 +424,9 @@ def assignment_summary(
     spec: EnvironmentSpec, results: Mapping[str, BranchResult]
 ) -> dict[str, Any]:
     health = call_failures(results["adaptive"].calls)
-    failure = next((r.failure for r in results.values() if r.failure is not None), None)
-    failed = health["all_failed"] or failure is not None
+    verdicts = [branch_verdict(r.calls, r.health) for r in results.values()]
+    failed_verdict = next((v for v in verdicts if v.status == "failed"), None)
+    failed = failed_verdict is not None
     return {
         "spec_id": spec.spec_id,
         "spec_hash": spec.spec_hash,
@@ -387,7 +434,8 @@ def assignment_summary(
         "partition_seed": spec.body["seed"],
         "status": "failed" if failed else "complete",
         "failed_call_share": health["failed_call_share"],
-        "cause": (health["cause"] if health["all_failed"] else failure) if failed else None,
+        "cause": failed_verdict.cause if failed_verdict is not None else None,
+        "cause_kind": failed_verdict.kind if failed_verdict is not None else None,
         "usage": {b: usage_summary(r.calls) for b, r in results.items() if r.calls},
         **assignment_metrics(spec, results),
     }
@@ -427,8 +475,9 @@ def _branches(
 ) -> dict[str, BranchResult]:
     adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
     results = {"adaptive": adaptive}
-    if call_failures(adaptive.calls)["all_failed"] or adaptive.failure is not None:
-        # The endpoint or the agent never answered: controls would measure nothing either.
+    if branch_verdict(adaptive.calls, adaptive.health).status == "failed":
+        # The agent could not act (its endpoint, its replies, a cap): controls would measure
+        # nothing either, and the run is not ranked.
         return results
     initial = pre_campaign_forecast(adaptive.events)
     slots, stopped = extract_schedule(adaptive.events)

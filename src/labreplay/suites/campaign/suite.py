@@ -45,19 +45,29 @@ class CampaignSuite:
 
     def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
         """Options: record (precursor-genome | alab), protocol (sdl1), seed, overrides."""
-        from labreplay.suites.campaign.api import compile_specs
+        import dataclasses
 
+        from labreplay.sdk.options import refuse_unknown
+        from labreplay.suites.campaign.api import compile_specs
+        from labreplay.suites.campaign.protocol import ProtocolParams
+
+        own = ("record", "protocol", "seed", "records", "allow_modified_data")
+        overrides = (f.name for f in dataclasses.fields(ProtocolParams))
+        refuse_unknown("campaign compile", options, {*own, *overrides})
         _, specs, _ = compile_specs(data_dir=data_dir, **options)
         return specs
 
     def resolve_agent(self, agent: Any, **options: Any) -> Any:
-        """Options: isolate, agent_timeout_s, and the LLM options of `openai:MODEL`."""
+        """Options: those of `run` (`CampaignRunOptions` plus the LLM options of
+        `openai:MODEL`); an unknown key is refused naming the nearest valid one."""
         from labreplay.suites.campaign.api import resolve_campaign_agent
+        from labreplay.suites.campaign.options import parse_run_options
 
-        options = {k: v for k, v in options.items() if k not in ("controls", "seed")}
-        isolate = bool(options.pop("isolate", False))
-        timeout_s = options.pop("agent_timeout_s", None)
-        return resolve_campaign_agent(agent, isolate, timeout_s, **options)
+        options = {k: v for k, v in options.items() if k != "seed"}
+        run_options, agent_kwargs = parse_run_options(options)
+        return resolve_campaign_agent(
+            agent, run_options.isolate, run_options.agent_timeout_s, **agent_kwargs
+        )
 
     def run(
         self,
@@ -69,25 +79,28 @@ class CampaignSuite:
         executor: Executor | None = None,
         **options: Any,
     ) -> list[dict[str, Any]]:
-        """Options: controls (default random, no-evidence); the rest go to the agent."""
-        from labreplay.suites.campaign.api import parse_controls
-        from labreplay.suites.campaign.execute import run_assignments
-
-        # A bare string ("random") or an unknown name is read/refused as `--controls` is.
-        controls = parse_controls(options.pop("controls", ("random", "no-evidence")))
+        """Options: `CampaignRunOptions` (controls, random_replicates, isolate,
+        agent_timeout_s, progress) and the LLM options of `openai:MODEL`. The CLI's
+        `campaign run` calls this with the same defaults."""
         from labreplay.agents.resolve import ResolvedAgent
+        from labreplay.suites.campaign.execute import run_assignments
+        from labreplay.suites.campaign.options import parse_run_options
 
+        run_options, agent_kwargs = parse_run_options(options)
+        controls = run_options.control_branches(
+            agent.label if isinstance(agent, ResolvedAgent) else agent
+        )
         if not isinstance(agent, ResolvedAgent):
             agent = self.resolve_agent(agent, **options)
-        options = {k: v for k, v in options.items() if k not in ("isolate", "agent_timeout_s")}
-        return run_assignments(list(specs), agent, store, seed, controls, executor, options)
+        return run_assignments(
+            list(specs), agent, store, seed, controls, executor, agent_kwargs, run_options.progress
+        )
 
     def check_options(self, **options: Any) -> None:
-        """Refuse bad run options before any store is opened (`labreplay.run`)."""
-        from labreplay.suites.campaign.api import parse_controls
+        """Refuse bad or unknown run options before any store is opened (`labreplay.run`)."""
+        from labreplay.suites.campaign.options import parse_run_options
 
-        if "controls" in options:
-            parse_controls(options["controls"])
+        parse_run_options(options)
 
     def reference_agents(self) -> list[str]:
         from labreplay.suites.campaign.agents import REFERENCE_AGENTS

@@ -22,9 +22,9 @@ from labreplay.cli.llm_options import (
     TemperatureOption,
     TimeoutOption,
     agent_options,
-    first_in_seeded_order,
 )
 from labreplay.errors import LabreplayError
+from labreplay.sdk import first_in_seeded_order
 from labreplay.sdk.cli import (
     AgentTimeoutOption,
     DataDirOption,
@@ -391,7 +391,7 @@ def run_cmd(
     from labreplay.agents.llm_usage import parse_price
     from labreplay.execute.driver import open_executor
     from labreplay.store.sqlite import Store
-    from labreplay.suites.conditions.execute import resolve_question_agent, run_questions
+    from labreplay.suites.conditions.execute import resolve_question_agent
     from labreplay.suites.conditions.llm_run import (
         check_answer_budget,
         print_conditions_dry_run,
@@ -418,9 +418,24 @@ def run_cmd(
         options["max_concurrency"] = max_concurrency
     qs = load_questions(questions)
     chosen = first_in_seeded_order(qs, limit, seed, "conditions")
-    ids = [str(q["id"]) for q in chosen] if limit is not None else None
     if isolate and executor != "in-process":
         raise LabreplayError("--isolate runs with --executor in-process (one child per run)")
+    from labreplay.suites.conditions.runner import question_spec
+    from labreplay.suites.conditions.suite import SUITE
+
+    # The same options class, defaults and runner as `labreplay.run("conditions", ...)`.
+    api_options = {
+        **options,
+        "questions": questions,
+        "model": model,
+        "limit": limit,
+        "isolate": isolate,
+        "agent_timeout_s": agent_timeout,
+    }
+    if "seed" in api_options:  # the LLM sampling seed; `seed` is the run seed
+        api_options["llm_seed"] = api_options.pop("seed")
+    SUITE.check_options(**api_options)  # refused before any store exists
+    spec = question_spec(questions, qs)
     try:  # every agent problem is one line, exit 2, before the store exists
         built = resolve_question_agent(
             agent, chosen, seed, model, options, isolate=isolate, agent_timeout_s=agent_timeout
@@ -437,8 +452,8 @@ def run_cmd(
         open_executor(executor, scheduler, workers) as ex,
         progress_bar("answering", len(chosen), enabled=not json_out) as bar,
     ):
-        result = run_questions(
-            db, questions, built, seed, model, ex, progress=bar.advance, options=options, ids=ids
+        (result,) = SUITE.run(
+            [spec], built, db, seed=seed, executor=ex, progress=bar.advance, **api_options
         )
     if json_out:
         print_json(result)

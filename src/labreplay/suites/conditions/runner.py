@@ -14,10 +14,19 @@ from typing import Any
 
 from labreplay.agents.base import call_failures
 from labreplay.agents.contracts import AnswersInBatches, isolation_of
+from labreplay.agents.isolated import AgentNonJSON, json_problem, raised_message
 from labreplay.agents.llm_caps import CapReached
 from labreplay.agents.llm_usage import usage_summary
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import AgentError, RunFailedError
+from labreplay.runtime.failure import (
+    AGENT_RAISED,
+    MODEL_CALLS_FAILED,
+    REPLIES_INVALID,
+    RunHealth,
+    Verdict,
+    judge,
+)
 from labreplay.runtime.recorder import Recorder, RunHeader, open_run
 from labreplay.safe_json import loads_strict
 from labreplay.sdk import sha256_file, sha256_json
@@ -82,12 +91,27 @@ def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[
             except Exception:  # fall back to one at a time to find the failing question
                 pass
         for view in chunk:
-            try:
-                yield agent.answer(view)
-            except (AgentError, CapReached):
-                raise
-            except Exception as exc:
-                yield {"error": f"{type(exc).__name__}: {exc}"}
+            yield _guarded_answer(agent, view)
+
+
+def _guarded_answer(agent: QuestionAgent, view: Mapping[str, Any]) -> dict[str, Any]:
+    """One raw answer; an exception or a value that is not a JSON object becomes
+    `{"error": ...}` worded exactly as an isolated agent's (`labreplay.agents.isolated`), so
+    the stored run is the same in-process and isolated."""
+    try:
+        value = agent.answer(dict(view))
+    except (AgentError, CapReached):
+        raise
+    except AgentNonJSON as exc:
+        return {"error": exc.message}
+    except Exception as exc:
+        return {"error": raised_message("answer", exc)}
+    problem = json_problem("answer", value)
+    if problem is not None:
+        return {"error": problem}
+    if not isinstance(value, dict):
+        return {"error": f"answer() returned {type(value).__name__}, not a JSON object"}
+    return value
 
 
 def answer_payload(
@@ -95,6 +119,8 @@ def answer_payload(
 ) -> dict[str, Any]:
     """One answer event: the raw answer, its parsed form and its per-question scores."""
     view = agent_view(question)
+    if not isinstance(raw, Mapping):  # e.g. a batch answerer's garbage: recorded, not a crash
+        raw = {"error": f"answer() returned {type(raw).__name__}, not a JSON object"}
     parsed = normalise_answer(raw, view) if "error" not in raw else {"invalid": raw["error"]}
     return {
         "question_id": question["id"],
@@ -180,12 +206,17 @@ def finish_question_run(
     if health["llm_calls"]:
         flat = {**flat, "failed_call_share": health["failed_call_share"]}
         extra = {"usage": usage_summary(calls), "invalid_answers": _invalid(recorder)}
-    status = "failed" if health["all_failed"] else "complete"
-    recorder.finish(status, {**flat, **extra}, {**flat, "summary": None}, {"summary": summary})
-    if health["all_failed"]:
+    verdict = answers_verdict(recorder.events, calls)
+    extra = {**extra, **_health(recorder.events, calls).to_json()}
+    if verdict.status == "failed":
+        extra = {**extra, "cause": verdict.cause, "cause_kind": verdict.kind}
+    recorder.finish(
+        verdict.status, {**flat, **extra}, {**flat, "summary": None}, {"summary": summary}
+    )
+    if verdict.status == "failed":
         raise RunFailedError(
-            f"run {recorder.run_id}: every model call failed (stored as failed, not ranked; "
-            f"rerun the same command to resume): {health['cause']}"
+            f"run {recorder.run_id}: the agent could not act (stored as failed, not ranked; "
+            f"rerun the same command to resume): {verdict.cause}"
         )
     return {
         "run_id": recorder.run_id,
@@ -194,6 +225,37 @@ def finish_question_run(
         **flat,
         **extra,
     }
+
+
+def _health(events: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]]) -> RunHealth:
+    """Each answer is one policy call; it failed when the agent gave no usable answer."""
+    failed_calls = {str(c["error"]) for c in calls if c.get("error")}
+    health = RunHealth()
+    for event in events:
+        raw = event["payload"].get("raw")
+        error = raw.get("error") if isinstance(raw, Mapping) else None
+        if not error:
+            health.policy(None)
+        elif "() raised " in str(error):
+            health.policy(AGENT_RAISED, error)
+        elif str(error) in failed_calls or any(str(error) in f for f in failed_calls):
+            health.policy(MODEL_CALLS_FAILED, error)
+        else:
+            health.policy(REPLIES_INVALID, error)
+    return health
+
+
+def answers_verdict(
+    events: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]]
+) -> Verdict:
+    """The one failed-run rule (`labreplay.runtime.failure`) for a conditions run; a run whose
+    every model call failed measured its endpoint and is failed too."""
+    verdict = judge(_health(events, calls))
+    every = call_failures(calls)
+    if verdict.status == "complete" and every["all_failed"]:
+        cause = f"{MODEL_CALLS_FAILED}: every model call failed; first: {every['cause']}"
+        return Verdict("failed", MODEL_CALLS_FAILED, cause)
+    return verdict
 
 
 def _invalid(recorder: Recorder) -> int:

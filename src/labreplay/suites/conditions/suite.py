@@ -51,11 +51,14 @@ class ConditionsSuite:
         the compile rules max_options, min_options, max_tables, fib_max_hit_floor (checked as
         the CLI checks them)."""
         from labreplay.records.sources import resolve_data_dir
+        from labreplay.sdk.options import refuse_unknown
         from labreplay.suites.conditions.compiler import compile_datasets
         from labreplay.suites.conditions.datasets import dataset_names
         from labreplay.suites.conditions.report import write_compiled
         from labreplay.suites.conditions.runner import question_spec
 
+        known = ("out", "datasets", "seed", "max_options", "min_options", "max_tables")
+        refuse_unknown("conditions compile", options, {*known, "fib_max_hit_floor"})
         out = options.get("out")
         if out is None:
             raise SpecError("conditions compile needs out=PATH (the question file to write)")
@@ -78,14 +81,27 @@ class ConditionsSuite:
         return [question_spec(Path(out), compiled.questions)]
 
     def resolve_agent(self, agent: Any, **options: Any) -> Any:
-        """Options: questions (the compiled question file, needed by `ranker`), model, seed."""
+        """Options: those of `run` (`ConditionsRunOptions` plus the LLM options)."""
         from labreplay.suites.conditions.execute import resolve_question_agent
+        from labreplay.suites.conditions.options import parse_run_options
         from labreplay.suites.conditions.questions import load_questions
 
-        path = options.get("questions")
-        questions = load_questions(Path(path)) if path is not None else []
+        seed = int(options.pop("seed", 0))
+        run_options, agent_kwargs = parse_run_options(options)
+        assert run_options.questions is not None  # checked
+        questions = load_questions(Path(run_options.questions))
+        if isinstance(agent, str) and agent.startswith("openai:"):
+            agent, model = "llm", agent
+        else:
+            model = run_options.model
         return resolve_question_agent(
-            agent, questions, int(options.get("seed", 0)), options.get("model")
+            agent,
+            _chosen(questions, run_options.limit, seed),
+            seed,
+            model,
+            agent_kwargs,
+            isolate=run_options.isolate,
+            agent_timeout_s=run_options.agent_timeout_s,
         )
 
     def run(
@@ -98,22 +114,50 @@ class ConditionsSuite:
         executor: Executor | None = None,
         **options: Any,
     ) -> list[dict[str, Any]]:
-        """Options: questions (the question file each spec was compiled into), model (llm)."""
+        """Options: `ConditionsRunOptions` (questions: the question file each spec was
+        compiled into; model, limit, isolate, agent_timeout_s, progress) and the LLM options.
+        The CLI's `conditions run` calls this with the same defaults."""
+        from labreplay.agents.resolve import ResolvedAgent
         from labreplay.suites.conditions.execute import run_questions
+        from labreplay.suites.conditions.options import parse_run_options
         from labreplay.suites.conditions.questions import load_questions
         from labreplay.suites.conditions.runner import question_spec
 
-        path = options.get("questions")
-        if path is None:
-            raise SpecError("conditions run needs questions=PATH (the compiled question file)")
-        path = Path(path)
-        found = question_spec(path, load_questions(path)).spec_hash
-        out = []
+        run_options, agent_kwargs = parse_run_options(options)
+        assert run_options.questions is not None  # checked
+        path = Path(run_options.questions)
+        questions = load_questions(path)
+        found = question_spec(path, questions).spec_hash
         for spec in specs:
             if spec.spec_hash != found:
                 raise SpecError(f"{path} does not match spec {spec.spec_hash[:16]}... (modified?)")
-            out.append(run_questions(store, path, agent, seed, options.get("model"), executor))
-        return out
+        model = run_options.model
+        if isinstance(agent, str) and agent.startswith("openai:"):
+            model = agent
+        if not isinstance(agent, ResolvedAgent):
+            agent = self.resolve_agent(agent, seed=seed, **options)
+        chosen = _chosen(questions, run_options.limit, seed)
+        ids = [str(q["id"]) for q in chosen] if run_options.limit is not None else None
+        return [
+            run_questions(
+                store,
+                path,
+                agent,
+                seed,
+                model,
+                executor,
+                progress=run_options.progress,
+                options=agent_kwargs,
+                ids=ids,
+            )
+            for _ in specs
+        ]
+
+    def check_options(self, **options: Any) -> None:
+        """Refuse bad or unknown run options before any store is opened (`labreplay.run`)."""
+        from labreplay.suites.conditions.options import parse_run_options
+
+        parse_run_options(options)
 
     def reference_agents(self) -> list[str]:
         return ["random", "ranker"]
@@ -126,6 +170,15 @@ class ConditionsSuite:
         from labreplay.suites.conditions.questions import load_questions
 
         return agent_problems(make_agent, load_questions(Path(options["questions"])), seed)
+
+
+def _chosen(
+    questions: Sequence[dict[str, Any]], limit: int | None, seed: int
+) -> list[dict[str, Any]]:
+    """`limit`: the first N questions in an order seeded by `seed` (as the CLI's --limit)."""
+    from labreplay.sdk import first_in_seeded_order
+
+    return first_in_seeded_order(list(questions), limit, seed, "conditions")
 
 
 SUITE = ConditionsSuite()

@@ -81,7 +81,11 @@ class ConfigsearchSuite:
         )
 
     def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
-        """Options: task, n_total, n_ood (or settings), space, cache_dir."""
+        """Options: task, n_total, n_ood (or settings), space, cache_dir, min_test_points."""
+        from labreplay.sdk.options import refuse_unknown
+
+        known = ("task", "n_total", "n_ood", "settings", "space", "cache_dir")
+        refuse_unknown("configsearch compile", options, {*known, "min_test_points"})
         return [self._campaign(data_dir, None, options).environment]
 
     def resolve_agent(self, agent: Any, **options: Any) -> Any:
