@@ -152,3 +152,30 @@ def test_json_of_the_cli_matches_the_api_summary(campaign_dir: Path, tmp_path: P
     assert [r["branches"]["adaptive"]["run_id"] for r in printed] == [
         r["branches"]["adaptive"]["run_id"] for r in api
     ]
+
+
+def test_an_edited_conditions_score_fails_store_verify(question_file: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    from labreplay.store.verify import verify_store
+    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import question_spec
+
+    spec = question_spec(question_file, load_questions(question_file))
+    path = tmp_path / "c.sqlite"
+    labreplay.run("conditions", [spec], "ranker", path, questions=question_file)
+    with Store(path, readonly=True) as store:
+        assert verify_store(store).ok
+        (run,) = store.runs()
+        metric, value = next((m, v) for m, v in store.scores(run.run_id).items() if v)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "UPDATE scores SET value=? WHERE run_id=? AND metric=?",
+            (float(value or 0) / 2 + 0.25, run.run_id, metric),
+        )
+    conn.close()
+    with Store(path, readonly=True) as store:
+        report = verify_store(store)
+    assert not report.ok
+    assert any(f"field {metric}" in p for p in report.problems), report.problems

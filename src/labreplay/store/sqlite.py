@@ -9,6 +9,7 @@ results to it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -51,6 +52,8 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     PRIMARY KEY (run_id, call_index));
 CREATE TABLE IF NOT EXISTS response_cache (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS contents (
+    sha256 TEXT PRIMARY KEY, kind TEXT NOT NULL, content BLOB NOT NULL, created TEXT NOT NULL);
 """
 
 
@@ -364,6 +367,34 @@ class Store:
         if row is None:
             raise StoreError(f"store {self.path}: no spec with hash {spec_hash}")
         return str(row[0])
+
+    # ------------------------------------------------------------------ contents
+    def put_content(self, kind: str, data: bytes) -> str:
+        """Keep `data` under its sha256 (a file a spec content-addresses, e.g. a conditions
+        question file), so `store verify` can recompute scores from the store alone."""
+        digest = hashlib.sha256(data).hexdigest()
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO contents VALUES (?,?,?,?)",
+                (digest, kind, sqlite3.Binary(data), utc_now()),
+            )
+        return digest
+
+    def content(self, sha256: str) -> bytes | None:
+        """The bytes kept under `sha256` (verified), or None (absent, or a store written
+        before contents were kept)."""
+        try:
+            row = self._conn.execute(
+                "SELECT content FROM contents WHERE sha256=?", (sha256,)
+            ).fetchone()
+        except sqlite3.OperationalError:  # an older store opened read-only: no such table
+            return None
+        if row is None:
+            return None
+        data = bytes(row[0])
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise StoreError(f"store {self.path}: table contents, {sha256[:16]}...: bytes differ")
+        return data
 
     # ------------------------------------------------------------------ runs
     def open_run(

@@ -27,7 +27,9 @@ from labreplay.errors import LabreplayError, SpecError, StoreError
 from labreplay.runtime.trajectory import Trajectory
 from labreplay.store.sqlite import RunInfo, Store, run_isolation, run_key
 
-Rescore = Callable[[EnvironmentSpec, Sequence[Mapping[str, Any]], RunInfo], Mapping[str, Any]]
+Rescore = Callable[
+    [EnvironmentSpec, Sequence[Mapping[str, Any]], RunInfo, Store], Mapping[str, Any]
+]
 _TOLERANCE = 1e-9
 
 
@@ -112,7 +114,7 @@ def _score_problems(
     if rescore is None or not stored or run.status != "complete":
         return []
     try:
-        fresh = dict(rescore(spec, events, run))
+        fresh = dict(rescore(spec, events, run, store))
     except (LabreplayError, ValueError, KeyError, TypeError) as exc:
         return [f"table scores: cannot be recomputed from the events ({exc})"]
     problems = []

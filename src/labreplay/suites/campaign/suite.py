@@ -108,7 +108,11 @@ class CampaignSuite:
         return sorted(REFERENCE_AGENTS)
 
     def rescore(
-        self, spec: EnvironmentSpec, events: Sequence[Mapping[str, Any]], run: object
+        self,
+        spec: EnvironmentSpec,
+        events: Sequence[Mapping[str, Any]],
+        run: object,
+        store: Store | None = None,
     ) -> dict[str, float | None]:
         """The scalar scores of a stored branch, recomputed from its events and the stored
         evaluator (`store verify` compares them with the `scores` rows)."""

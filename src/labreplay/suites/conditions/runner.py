@@ -29,7 +29,7 @@ from labreplay.runtime.failure import (
 )
 from labreplay.runtime.recorder import Recorder, RunHeader, open_run
 from labreplay.safe_json import loads_strict
-from labreplay.sdk import sha256_file, sha256_json
+from labreplay.sdk import sha256_bytes, sha256_file, sha256_json
 from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import QuestionAgent
 from labreplay.suites.conditions.prompts import normalise_answer
@@ -154,6 +154,11 @@ def open_question_run(
         endpoint=params.get("endpoint") or params.get("base_url"),
         extra_provenance={"question_file_sha256": spec.body["sha256"]},
     )
+    # The question file travels with the run, content-addressed by the spec's sha256, so the
+    # store alone is enough to recompute every score (`store verify`).
+    data = questions_path.read_bytes()
+    if sha256_bytes(data) == spec.body["sha256"]:
+        store.put_content("conditions-questions", data)
     # resume rules (complete: read back; failed: reset, afresh) live in the recorder module
     recorder, status = open_run(store, header, batch=BATCH)
     if status == "complete":
@@ -331,3 +336,31 @@ def leaderboard(store: Store) -> dict[str, Any]:
         audits[spec] = spearman_yield_only([r for r in rows if r["spec_hash"] == spec])
     marked = sorted({str(r["question_file"]) for r in rows if r.get("unverified_data")})
     return {"runs": rows, "yield_only_spearman": audits, "unverified_data": marked}
+
+
+def rescore_run(
+    spec: EnvironmentSpec, events: Sequence[Mapping[str, Any]], seed: int, store: Store
+) -> dict[str, float | None]:
+    """The headline scores of a stored run, recomputed from its answer events and the
+    question file the store keeps under the spec's sha256 ({} for a store written before
+    question files were kept: nothing to recompute from)."""
+    import tempfile
+
+    from labreplay.suites.conditions.questions import load_questions
+
+    data = store.content(str(spec.body["sha256"]))
+    if data is None:
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "questions.jsonl"
+        path.write_bytes(data)
+        by_id = {str(q["id"]): q for q in load_questions(path)}
+    answers = [e["payload"] for e in events if e["kind"] == "answer"]
+    keys = [answer_key(by_id[str(a["question_id"])]) for a in answers]
+    results = [score_answer(k, a["answer"]) for k, a in zip(keys, answers, strict=True)]
+    flat = headline(summarise(keys, results, seed))
+    return {
+        k: (float(v) if v is not None else None)
+        for k, v in flat.items()
+        if v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+    }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -158,6 +158,21 @@ class ConditionsSuite:
         from labreplay.suites.conditions.options import parse_run_options
 
         parse_run_options(options)
+
+    def rescore(
+        self,
+        spec: EnvironmentSpec,
+        events: Sequence[Mapping[str, Any]],
+        run: Any,
+        store: Store | None = None,
+    ) -> dict[str, float | None]:
+        """The headline scores of a stored run, recomputed from its answers and the question
+        file the store keeps (`store verify` compares them with the `scores` rows)."""
+        from labreplay.suites.conditions.runner import rescore_run
+
+        if store is None:
+            return {}
+        return rescore_run(spec, events, int(getattr(run, "seed", 0)), store)
 
     def reference_agents(self) -> list[str]:
         return ["random", "ranker"]

@@ -143,7 +143,11 @@ class ConfigsearchSuite:
         return ["bo", "random"]
 
     def rescore(
-        self, spec: EnvironmentSpec, events: Sequence[Mapping[str, Any]], run: Any
+        self,
+        spec: EnvironmentSpec,
+        events: Sequence[Mapping[str, Any]],
+        run: Any,
+        store: Store | None = None,
     ) -> dict[str, float | None]:
         """The scores of an exhaustive sweep, recomputed from its evaluation events (`store
         verify` compares them with the `scores` rows). A search's scores need the truth table of
