@@ -183,6 +183,11 @@ def test_replay_cli_and_its_errors(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.output)
     assert row["seeds"] == 2 and row["budget"] == 4 and "steps_saved_ci95" in row
+    # a replay says plainly that it writes no runs and is on no board
+    text = CliRunner().invoke(
+        app, ["replay", "--references", str(refs[0]), "--seeds", "2", "--budget", "4"]
+    )
+    assert text.exit_code == 0 and "no runs are written" in text.output, text.output
     bad = tmp_path / "bad.json.gz"
     bad.write_bytes(b"not gzip")
     before = bad.read_bytes()

@@ -47,6 +47,12 @@ def register(app: typer.Typer) -> None:
     app.command("reference-report")(reference_report_cmd)
 
 
+NOT_RUNS = (
+    "replay: computed in memory from the recorded references; no runs are written to any "
+    "store and these rows are on no leaderboard (use `configsearch run --store` for runs)"
+)
+
+
 def replay_cmd(
     references: Path = typer.Option(
         ..., "--references", help="A reference file or a directory of them (export-references)."
@@ -110,7 +116,9 @@ def replay_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """BO vs random search (and your optimiser) replayed on exhaustive reference tables: every
-    evaluation is a lookup, so many seeds and every task take seconds, and no model is fitted."""
+    evaluation is a lookup, so many seeds and every task take seconds, and no model is fitted.
+    A replay writes no runs: its rows are on no leaderboard and `store verify` never sees
+    them."""
     from labreplay.errors import LabreplayError
     from labreplay.suites.configsearch.optimizers import require_surrogate, resolve_optimizer
     from labreplay.suites.configsearch.references import load_reference, load_references
@@ -248,6 +256,9 @@ def _print_replay_rows(
 ) -> None:
     from labreplay.agents.llm_usage import usage_line
 
+    # A replay is computed in memory from recorded references: say so, so no reader takes
+    # these rows for stored, verifiable runs.
+    console.print(NOT_RUNS, markup=False)
     for row in rows:
         lo, hi = row["steps_saved_ci95"]
         extra = ""
