@@ -118,9 +118,12 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
     html = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     assert 'id="campaign-failed"' in html and "openai:stub" in html
 
-    # The endpoint comes back: the same command resumes the failed run and completes it.
-    answer = json.dumps({"type": "stop"})
-    with StubServer(lambda _r, _n: ok(answer), model="stub", port=port) as stub:
+    # The endpoint comes back (answering every schema, forecasts included: a run whose
+    # checkpoints all fell back is failed too): the same command resumes the failed run and
+    # completes it.
+    from labreplay.testing.schema_server import schema_responder
+
+    with StubServer(schema_responder(), model="stub", port=port) as stub:
         code, err = _run(specs_dir, store, first_assignment, stub.base_url)
     assert code == 0, err
     with Store(store, readonly=True) as db:
@@ -271,12 +274,15 @@ def test_conditions_run_against_a_dead_endpoint_fails_and_resumes(tmp_path: Path
     ]
     dead = run_cli(*argv, env={"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"})
     line = assert_one_line_error(dead, code=1)
-    assert "every model call failed" in line and "connection" in line
+    assert "model calls failed" in line and "connection" in line
     with Store(store, readonly=True) as db:
         assert {r.status for r in db.runs()} == {"failed"}
     board = run_cli("conditions", "leaderboard", "--store", str(store), "--json")
     assert board.returncode == 0 and json.loads(board.stdout)["runs"] == []
-    with StubServer(lambda _r, _n: ok(json.dumps({"option": 1})), port=port) as stub:
+    from labreplay.testing.schema_server import schema_responder
+
+    # back, answering every schema (12 replies that all break it would be a failed run too)
+    with StubServer(schema_responder(), port=port) as stub:
         back = run_cli(*argv, env={"OPENAI_BASE_URL": stub.base_url})
     assert back.returncode == 0, back.stderr
     with Store(store, readonly=True) as db:

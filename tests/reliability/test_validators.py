@@ -75,7 +75,8 @@ def test_python_api_string_controls_mean_what_the_cli_means(tmp_path: Path) -> N
     store = tmp_path / "s.sqlite"
     labreplay.run("campaign", specs, "random", store, controls="random")
     with Store(store, readonly=True) as db:
-        assert sorted(r.branch for r in db.runs()) == ["adaptive", "random"]
+        # the CLI's default of 3 schedule-matched random replicates, the same through the API
+        assert sorted(r.branch for r in db.runs()) == ["adaptive", "random", "random-2", "random-3"]
     with pytest.raises(LabreplayError, match="seed"):
         labreplay.run("campaign", specs, "random", tmp_path / "t.sqlite", seed=-1)
     assert not (tmp_path / "t.sqlite").exists()
