@@ -194,7 +194,7 @@ def test_an_llm_optimiser_runs_with_the_llm_option_set_and_all_failed_calls_fail
     assert bad.exit_code == 1, bad.output
     (row,) = json.loads(bad.output)
     assert row["status"] == "failed" and not row["ranked"]
-    assert row["cause"] == "every model call failed"
+    assert row["cause"] == "model calls failed: every model call failed"
     assert row["llm_usage"]["calls"] == row["llm_usage"]["failed_calls"] > 0
     with Store(workdir / "garbage.sqlite", readonly=True) as db:
         assert db.run(row["run_id"]).status == "failed"  # never stored as a success

@@ -271,13 +271,11 @@ def run_branch(
 def branch_verdict(calls: Sequence[Any], health: RunHealth) -> Verdict:
     """The failed-run rule (`labreplay.runtime.failure`) for one branch; a branch whose every
     model call failed (checkpoints included) measured its endpoint and is failed too."""
-    verdict = judge(health)
-    if verdict.status == "complete":
-        every = call_failures(calls)
-        if every["all_failed"]:
-            cause = f"{MODEL_CALLS_FAILED}: every model call failed; first: {every['cause']}"
-            return Verdict("failed", MODEL_CALLS_FAILED, cause)
-    return verdict
+    every = call_failures(calls)
+    if health.stopped is None and every["all_failed"]:
+        cause = f"{MODEL_CALLS_FAILED}: every model call failed; first: {every['cause']}"
+        return Verdict("failed", MODEL_CALLS_FAILED, cause)
+    return judge(health)
 
 
 def _finish(

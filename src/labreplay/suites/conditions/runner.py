@@ -255,12 +255,11 @@ def answers_verdict(
 ) -> Verdict:
     """The one failed-run rule (`labreplay.runtime.failure`) for a conditions run; a run whose
     every model call failed measured its endpoint and is failed too."""
-    verdict = judge(_health(events, calls))
     every = call_failures(calls)
-    if verdict.status == "complete" and every["all_failed"]:
+    if every["all_failed"]:
         cause = f"{MODEL_CALLS_FAILED}: every model call failed; first: {every['cause']}"
         return Verdict("failed", MODEL_CALLS_FAILED, cause)
-    return verdict
+    return judge(_health(events, calls))
 
 
 def _invalid(recorder: Recorder) -> int:

@@ -46,6 +46,13 @@ from labreplay.agents.contracts import acquisition_of as _acquisition_of
 from labreplay.agents.isolated import AgentUnavailable
 from labreplay.agents.llm_caps import CapReached
 from labreplay.errors import SpecError
+from labreplay.runtime.failure import (
+    AGENT_RAISED,
+    MODEL_CALLS_FAILED,
+    REPLIES_INVALID,
+    RunHealth,
+    judge,
+)
 from labreplay.sdk import make_rng
 from labreplay.suites.configsearch.optimizers import (
     BUILTIN_OPTIMIZERS,
@@ -347,6 +354,7 @@ def search(
     copy = type(optimizer) not in BUILTIN_OPTIMIZERS
     seen: set[int] = set()
     best: float | None = None
+    health = RunHealth()  # the guided steps, for the one failed-run rule
     for step_index in range(budget):
         started = time.perf_counter()
         acquisition: float | None = None
@@ -362,6 +370,7 @@ def search(
             )  # fmt: skip
             pick, error = _ask(optimizer, history, index, seen)
             acquisition = _acquisition_of(optimizer) if error is None else None
+            health.policy(_failed_suggestion(error) if pick is None else None, error)
         overhead = time.perf_counter() - started
         if pick is None:
             last = best if best is not None else float("nan")
@@ -394,8 +403,20 @@ def search(
         result.model_calls = optimizer.model_calls()  # accounted in the store's llm_calls
         if optimizer.every_call_failed():
             # its steps are endpoint failures, not search: the run is failed, never scored
-            result.failure = "every model call failed"
+            result.failure = f"{MODEL_CALLS_FAILED}: every model call failed"
+            return result
+    verdict = judge(health)  # `labreplay.runtime.failure`: the rule of every suite
+    if verdict.status == "failed":
+        result.failure = verdict.cause
     return result
+
+
+def _failed_suggestion(error: str | None) -> str | None:
+    """Why a guided step gave no usable suggestion (a named cause), or None. A suggestion
+    already evaluated is the optimiser's own (wasted) decision, not a failure."""
+    if error is None or "already evaluated" in error:
+        return None
+    return AGENT_RAISED if "raised" in error else REPLIES_INVALID
 
 
 def _one_line(exc: BaseException) -> str:
