@@ -161,3 +161,33 @@ def test_garbage_answers_are_recorded_alike_in_process_and_isolated(
             )
     assert records[0] == records[1]
     assert all("0x" not in r for r in records[0])
+
+
+def test_a_failed_run_is_removed_redone_and_verify_says_what_was_superseded(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    from labreplay.cli.main import run as cli
+    from labreplay.store.verify import verify_store
+
+    specs = labreplay.compile("campaign", data_dir, record="precursor-genome", seed=0)
+    short = [s for s in specs if s.body["assignment"]["id"] == "short-2"]
+    path = tmp_path / "r.sqlite"
+    labreplay.run("campaign", short, GarbageAgent, path)
+    labreplay.run("campaign", short, "bayes", path, controls=("no-evidence",))
+    before = path.read_bytes()
+    # a selector that matches nothing, or none at all: one line, exit 2, nothing changed
+    assert cli(["store", "remove", "--store", str(path), "--agent", "nobody"]) == 2
+    assert cli(["store", "remove", "--store", str(path)]) == 2
+    assert path.read_bytes() == before
+    assert cli(["store", "remove", "--store", str(path), "--status", "failed", "--json"]) == 0
+    with Store(path, readonly=True) as store:
+        assert {r.agent for r in store.runs()} == {"bayes"}  # the failed run alone went
+        report = verify_store(store)
+    assert report.ok and [r["agent"] for r in report.superseded] == ["garbage"]
+    assert report.superseded[0]["status"] == "failed"
+    # removing the adaptive run takes the controls that hang from it
+    assert cli(["store", "remove", "--store", str(path), "--agent", "bayes"]) == 0
+    with Store(path, readonly=True) as store:
+        assert store.runs() == [] and len(verify_store(store).superseded) == 3
+    again = labreplay.run("campaign", short, "bayes", path, controls=("no-evidence",))
+    assert again[0]["status"] == "complete"

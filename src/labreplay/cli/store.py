@@ -1,5 +1,6 @@
 """`labreplay store verify --store PATH`: exit 0 if every run's chain and spec verify, else 1
-naming the first broken run and seq."""
+naming the first broken run and seq; `labreplay store remove`: remove chosen runs to redo them
+(recorded, so verify says what was superseded)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,28 @@ def verify(
     with Store(store, readonly=True) as db:
         report = verify_store(db)
     if json_out:
-        print_json({"runs": report.runs, "events": report.events, "problems": report.problems})
+        print_json(
+            {
+                "runs": report.runs,
+                "events": report.events,
+                "problems": report.problems,
+                "superseded": report.superseded,
+            }
+        )
     elif report.ok:
         console.print(f"ok: {report.runs} runs, {report.events} events verified")
+        if report.superseded:
+            console.print(
+                f"{len(report.superseded)} run(s) were removed to be redone (store remove): "
+                + "; ".join(
+                    f"{r['run_id']} ({r['agent']}, {r['spec_id']}, {r['branch']}, was "
+                    f"{r['status']}: {r['reason']})"
+                    for r in report.superseded[:5]
+                ),
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
     else:
         err_console.print(
             f"labreplay: store {store}: {len(report.problems)} broken run(s); first: "
@@ -37,3 +57,71 @@ def verify(
         )
     if not report.ok:
         raise typer.Exit(1)
+
+
+@app.command("remove")
+def remove(
+    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
+    run_id: list[str] | None = typer.Option(None, "--run-id", help="A run id (repeatable)."),
+    agent: str | None = typer.Option(None, "--agent", help="Every run of this agent."),
+    assignment: str | None = typer.Option(
+        None, "--assignment", help="Runs of this spec id or campaign assignment id (long-1)."
+    ),
+    status: str | None = typer.Option(
+        None, "--status", help="Only runs with this status (failed | running | complete)."
+    ),
+    reason: str = typer.Option(
+        "removed to be redone", "--reason", help="Recorded with each removed run."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be removed."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Remove chosen runs (and the control runs that hang from them) so the same run command
+    redoes them, e.g. a run broken by a transient endpoint failure. Each removal is recorded:
+    `store verify` says what was superseded. Selectors are ANDed; at least one is needed."""
+    from labreplay.errors import LabreplayError
+    from labreplay.store.sqlite import Store
+
+    if not (run_id or agent or assignment or status):
+        raise LabreplayError("store remove: give --run-id, --agent, --assignment or --status")
+    if status is not None and status not in ("failed", "running", "complete"):
+        raise LabreplayError(f"--status: value {status!r} is not one of failed, running, complete")
+    with Store(store, readonly=dry_run) as db:
+        runs = db.runs()
+        chosen = [
+            r
+            for r in runs
+            if (not run_id or r.run_id in run_id)
+            and (agent is None or r.agent == agent)
+            and (
+                assignment is None
+                or r.spec_id == assignment
+                or r.spec_id.endswith(f"-{assignment}")
+            )
+            and (status is None or r.status == status)
+        ]
+        unknown = sorted(set(run_id or ()) - {r.run_id for r in runs})
+        if unknown:
+            raise LabreplayError(f"--run-id: no run {unknown[0]!r} in store {store}")
+        if not chosen:
+            raise LabreplayError(f"store {store}: no run matches the selectors (nothing removed)")
+        ids = {r.run_id for r in chosen}
+        # a control's numbers are relative to its adaptive run: they go with it
+        ids |= {r.run_id for r in runs if r.parent_run_id in ids}
+        gone = [r for r in runs if r.run_id in ids]
+        if not dry_run:
+            db.remove_runs([r.run_id for r in gone], reason)
+    rows = [
+        {"run_id": r.run_id, "agent": r.agent, "spec_id": r.spec_id, "branch": r.branch,
+         "status": r.status}
+        for r in gone
+    ]  # fmt: skip
+    if json_out:
+        print_json({"removed": [] if dry_run else rows, "would_remove": rows if dry_run else []})
+        return
+    verb = "would remove" if dry_run else "removed"
+    console.print(f"{verb} {len(rows)} run(s); rerun the same command to redo them")
+    for r in rows:
+        console.print(
+            f"  {r['run_id']}  {r['agent']}  {r['spec_id']}  {r['branch']}  {r['status']}"
+        )

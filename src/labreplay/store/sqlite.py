@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +52,10 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     PRIMARY KEY (run_id, call_index));
 CREATE TABLE IF NOT EXISTS response_cache (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS superseded (
+    run_id TEXT PRIMARY KEY, suite TEXT NOT NULL, spec_id TEXT NOT NULL, branch TEXT NOT NULL,
+    agent TEXT NOT NULL, status TEXT NOT NULL, head_hash TEXT, removed TEXT NOT NULL,
+    reason TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS contents (
     sha256 TEXT PRIMARY KEY, kind TEXT NOT NULL, content BLOB NOT NULL, created TEXT NOT NULL);
 """
@@ -469,6 +473,44 @@ class Store:
                 (run_id,),
             )
 
+    def remove_runs(self, run_ids: Sequence[str], reason: str) -> list[RunInfo]:
+        """Remove runs (rows, events, scores, calls) so they can be redone, and record each in
+        `superseded` (what it was, its chain head, when and why), so `store verify` can say
+        what a redo replaced. The response cache is kept: a redo repeats no completed call
+        (a failed call is never cached)."""
+        removed = [self.run(r) for r in dict.fromkeys(run_ids)]
+        with self.transaction() as conn:
+            for run in removed:
+                head = conn.execute(
+                    "SELECT hash FROM events WHERE run_id=? ORDER BY seq DESC LIMIT 1",
+                    (run.run_id,),
+                ).fetchone()
+                conn.execute(
+                    "INSERT OR REPLACE INTO superseded VALUES (?,?,?,?,?,?,?,?,?)",
+                    (
+                        run.run_id,
+                        run.suite,
+                        run.spec_id,
+                        run.branch,
+                        run.agent,
+                        run.status,
+                        head[0] if head else None,
+                        utc_now(),
+                        reason,
+                    ),
+                )
+                for table in ("events", "scores", "llm_calls", *self._legacy_tables(conn)):
+                    conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run.run_id,))
+                conn.execute("DELETE FROM runs WHERE run_id=?", (run.run_id,))
+        return removed
+
+    def superseded(self) -> list[dict[str, Any]]:
+        """Runs removed by `remove_runs`, oldest first ([] for a store written before)."""
+        try:
+            return self.table("superseded")
+        except (sqlite3.OperationalError, StoreError):  # an older store opened read-only
+            return []
+
     def run(self, run_id: str) -> RunInfo:
         rows = self.runs(run_id=run_id)
         if not rows:
@@ -716,6 +758,6 @@ class Store:
 
     @staticmethod
     def _exportable(name: str) -> str:
-        if name not in {"runs", "specs", "events", "scores", "llm_calls"}:
+        if name not in {"runs", "specs", "events", "scores", "llm_calls", "superseded"}:
             raise StoreError(f"unknown table {name!r}")
         return name

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from labreplay.compile.spec import EnvironmentSpec, spec_from_stored
@@ -38,6 +38,8 @@ class VerifyReport:
     runs: int
     events: int
     problems: list[str]
+    # runs removed by `labreplay store remove` (what each was and why), said, not a problem
+    superseded: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -161,7 +163,7 @@ def verify_store(store: Store) -> VerifyReport:
         found = _row_problems(run) + _chain_problems(run, events)
         found += _score_problems(store, run, spec, events, rescorers.get(run.suite))
         problems.extend(f"{where}: {p}" for p in found)
-    return VerifyReport(len(runs), n_events, problems)
+    return VerifyReport(len(runs), n_events, problems, store.superseded())
 
 
 __all__ = ["VerifyReport", "verify_store"]
