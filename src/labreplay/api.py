@@ -40,7 +40,7 @@ def run(
     agent: Any,
     store: str | Path | Store,
     *,
-    seed: int = 0,
+    seed: int | None = None,
     executor: Executor | None = None,
     **options: Any,
 ) -> list[dict[str, Any]]:
@@ -48,11 +48,14 @@ def run(
     everything in `store` (a path or an open `Store`); returns one summary per unit of work,
     in order. The agent is checked against the suite's contract before the store is opened
     (AgentError naming the agent, the method and what is wrong); so are the seed, the specs
-    and the suite's own options (`check_options`)."""
+    and the suite's own options (`check_options`: an unknown key is refused naming the
+    nearest valid one). `seed=None` takes the suite's default (`default_seed`, as its CLI)."""
     from labreplay.validate import OptionError
     from labreplay.validate import seed as check_seed
 
     target = get_suite(suite)
+    if seed is None:  # the suite's own default, the same as its CLI's --seed
+        seed = int(getattr(target, "default_seed", 0))
     check_seed("seed", seed)
     if isinstance(specs, str | bytes) or not isinstance(specs, Sequence) or not specs:
         raise OptionError(f"specs: value {specs!r} must be a non-empty list of specs")

@@ -39,7 +39,7 @@ from labreplay.sdk.cli import (
     seed_check,
 )
 from labreplay.suites.configsearch import cli_replay
-from labreplay.suites.configsearch.search import COST_ALPHA as COST_ALPHA_DEFAULT
+from labreplay.suites.configsearch.options import DEFAULT_SEED, RUN_DEFAULTS
 from labreplay.validate import MAX_SEED_COUNT
 
 app = typer.Typer(
@@ -70,13 +70,16 @@ DatasetBOption = typer.Option(
 )
 TargetOption = typer.Option(None, "--target", help="Numeric field of --dataset to predict.")
 NTotalOption = typer.Option(
-    1600,
+    RUN_DEFAULTS.n_total,
     "--n-total",
     help="Materials per sample (paper: 1,600).",
     callback=int_range("--n-total", 1),
 )
 NOodOption = typer.Option(
-    480, "--n-ood", help="OOD candidates per sample (paper: 480).", callback=int_range("--n-ood", 1)
+    RUN_DEFAULTS.n_ood,
+    "--n-ood",
+    help="OOD candidates per sample (paper: 480).",
+    callback=int_range("--n-ood", 1),
 )
 NJobsOption = typer.Option(
     1,
@@ -339,32 +342,37 @@ cli_replay.register(app)
 @app.command("run")
 def run_cmd(
     task: str | None = TaskOption,
-    models: str = typer.Option("rf-scm", "--models", help="Comma list of models."),
+    models: str = typer.Option(
+        ",".join(RUN_DEFAULTS.model_list()), "--models", help="Comma list of models."
+    ),
     problem: str = typer.Option(
-        "best-model", "--problem", help="best-model | discriminate | closest."
+        RUN_DEFAULTS.problem, "--problem", help="best-model | discriminate | closest."
     ),
     method: str = typer.Option("bo", "--method", help="bo | random | exhaustive."),
     budget: int = typer.Option(
-        12, "--budget", help="Search steps T.", callback=int_range("--budget", 1)
+        RUN_DEFAULTS.budget, "--budget", help="Search steps T.", callback=int_range("--budget", 1)
     ),
     init: int = typer.Option(
-        4, "--init", help="Random initial steps T0.", callback=int_range("--init", 1)
+        RUN_DEFAULTS.init,
+        "--init",
+        help="Random initial steps T0.",
+        callback=int_range("--init", 1),
     ),
-    seed: int = typer.Option(42, "--seed", help="Search seed.", callback=seed_check()),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Search seed.", callback=seed_check()),
     seeds: int = typer.Option(
-        1,
+        RUN_DEFAULTS.seeds,
         "--seeds",
         help="Run seeds seed..seed+k-1.",
         callback=int_range("--seeds", 1, MAX_SEED_COUNT),
     ),
     gt: str = typer.Option(
-        "reference",
+        RUN_DEFAULTS.gt,
         "--gt",
         help="closest: reference (0,48,10) | mean.",
         callback=choice("--gt", ("reference", "mean")),
     ),
     cost_alpha: float = typer.Option(
-        COST_ALPHA_DEFAULT,
+        RUN_DEFAULTS.cost_alpha,
         "--cost-alpha",
         help="BO: weight of the fit cost in the acquisition (0 = plain EI).",
         callback=finite_float_check("--cost-alpha", lo=0),
@@ -384,7 +392,7 @@ def run_cmd(
     scheduler: str | None = SchedulerOption,
     workers: int | None = WorkersOption,
     min_test_points: int = typer.Option(
-        30,
+        RUN_DEFAULTS.min_test_points,
         "--min-test-points",
         help="C_min: search configurations with n*s >= this only.",
         callback=int_range("--min-test-points", 1),

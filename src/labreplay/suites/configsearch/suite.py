@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from labreplay.errors import SpecError
 from labreplay.suite import ReportSection
+from labreplay.suites.configsearch.options import DEFAULT_SEED
 
 if TYPE_CHECKING:
     import typer
@@ -45,6 +46,8 @@ def config_point(payload: Mapping[str, Any]) -> tuple[float, float, float, float
 
 class ConfigsearchSuite:
     name = "configsearch"
+    # the search seed when `labreplay.run` is given none, as `configsearch run --seed`
+    default_seed = DEFAULT_SEED
 
     def cli(self) -> typer.Typer:
         from labreplay.suites.configsearch.cli import app
@@ -93,10 +96,10 @@ class ConfigsearchSuite:
         factory, registered name, MODULE:ATTR) checked against the contract; options
         `isolate` and `agent_timeout_s` serve an importable one from a child process."""
         from labreplay.suites.configsearch.execute import resolve_optimizer_agent
+        from labreplay.suites.configsearch.options import parse_run_options
 
-        return resolve_optimizer_agent(
-            agent, bool(options.get("isolate", False)), options.get("agent_timeout_s")
-        )
+        run_options = parse_run_options({k: v for k, v in options.items() if k != "seed"})
+        return resolve_optimizer_agent(agent, run_options.isolate, run_options.agent_timeout_s)
 
     def run(
         self,
@@ -104,40 +107,48 @@ class ConfigsearchSuite:
         agent: Any,
         store: Store,
         *,
-        seed: int = 0,
+        seed: int = DEFAULT_SEED,
         executor: Executor | None = None,
         **options: Any,
     ) -> list[dict[str, Any]]:
         """`agent` is a search method (bo | random | exhaustive) or any optimiser (see
-        `resolve_agent`). Options: the compile options plus data_dir, models, problem,
-        budget, init, seeds, gt, cost_alpha."""
+        `resolve_agent`). Options: `ConfigsearchRunOptions` (the compile options plus
+        data_dir, models, problem, budget, init, seeds, gt, cost_alpha), the defaults of
+        `configsearch run`."""
         from labreplay.suites.configsearch.execute import run_searches
+        from labreplay.suites.configsearch.options import parse_run_options
 
+        run_options = parse_run_options(options)
         out = []
         for spec in specs:
-            campaign = self._campaign(
-                options.get("data_dir"), store, {**options, "task": spec.spec_id}
-            )
+            data_dir = Path(run_options.data_dir) if run_options.data_dir is not None else None
+            campaign = self._campaign(data_dir, store, {**options, "task": spec.spec_id})
             if campaign.spec_hash != spec.spec_hash:
                 raise SpecError(f"spec {spec.spec_hash[:16]}... does not match these options/data")
-            seeds = [seed + k for k in range(int(options.get("seeds", 1)))]
+            seeds = [seed + k for k in range(run_options.seeds)]
             done = run_searches(
                 campaign,
-                list(options.get("models", ["rf-scm"])),
-                options.get("problem", "best-model"),
+                run_options.model_list(),
+                run_options.problem,
                 agent,
-                int(options.get("budget", 12)),
-                int(options.get("init", 4)),
+                run_options.budget,
+                run_options.init,
                 seeds,
-                options.get("gt", "reference"),
+                run_options.gt,
                 executor,
-                float(options.get("cost_alpha", 0.0)),
+                run_options.cost_alpha,
             )
             out += [
                 {"run_id": r, "seed": s, **summary}
                 for s, (r, _, summary) in zip(seeds, done, strict=True)
             ]
         return out
+
+    def check_options(self, **options: Any) -> None:
+        """Refuse bad or unknown run options before any store is opened (`labreplay.run`)."""
+        from labreplay.suites.configsearch.options import parse_run_options
+
+        parse_run_options(options)
 
     def reference_agents(self) -> list[str]:
         return ["bo", "random"]
