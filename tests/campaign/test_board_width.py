@@ -1,0 +1,55 @@
+"""`campaign leaderboard > file`: every system name in full, at the table's natural width and
+with COLUMNS=80 (where the board is printed in parts that repeat the names)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _cli(*args: str, columns: str | None = None, stdout: object = subprocess.PIPE) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    proc = subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", *args],
+        stdout=stdout,  # type: ignore[arg-type]
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout or ""
+
+
+def test_the_board_in_a_file_shows_every_system_name(tmp_path: Path) -> None:
+    specs, store = tmp_path / "specs", tmp_path / "runs.sqlite"
+    _cli("campaign", "compile", "--seed", "0", "--out", str(specs), "--json")
+    for agent in ("bayes", "oracle"):
+        _cli(
+            "campaign", "run", "--specs", str(specs), "--agent", agent, "--store", str(store),
+            "--only", "long-1", "--random-replicates", "1", "--json",
+        )  # fmt: skip
+    board = json.loads(_cli("campaign", "leaderboard", "--store", str(store), "--json"))
+    table = board["tables"]["long"]
+    names = [r["system"] for r in [*table["rows"], *table["references"]]]
+    assert {"bayes", "oracle"} <= set(names) and len(names) >= 4
+    for columns in (None, "80"):
+        path = tmp_path / f"board-{columns}.txt"
+        with path.open("w", encoding="utf-8") as handle:
+            _cli("campaign", "leaderboard", "--store", str(store), columns=columns, stdout=handle)
+        text = path.read_text(encoding="utf-8")
+        rows = [line for line in text.splitlines() if line.startswith("│")]
+        parts = text.count("(continued)") + 1
+        for name in names:  # whole, in its own cell, once in every part
+            assert sum(f"│ {name} " in line for line in rows) == parts, (columns, name)
+        assert "…" not in text
+        if columns is None:  # the file gets the board at its natural width, in one part
+            assert parts == 1 and "selection lift [95% CI]" in text
+        else:
+            assert parts > 1
+            assert max(len(line) for line in text.splitlines() if line[:1] in "┏┃┡│└") <= 80
