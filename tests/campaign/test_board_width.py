@@ -3,11 +3,11 @@ with COLUMNS=80 (where the board is printed in parts that repeat the names)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def _cli(*args: str, columns: str | None = None, stdout: object = subprocess.PIPE) -> str:
@@ -26,15 +26,17 @@ def _cli(*args: str, columns: str | None = None, stdout: object = subprocess.PIP
     return proc.stdout or ""
 
 
-def test_the_board_in_a_file_shows_every_system_name(tmp_path: Path) -> None:
-    specs, store = tmp_path / "specs", tmp_path / "runs.sqlite"
-    _cli("campaign", "compile", "--seed", "0", "--out", str(specs), "--json")
-    for agent in ("bayes", "oracle"):
-        _cli(
-            "campaign", "run", "--specs", str(specs), "--agent", agent, "--store", str(store),
-            "--only", "long-1", "--random-replicates", "1", "--json",
-        )  # fmt: skip
-    board = json.loads(_cli("campaign", "leaderboard", "--store", str(store), "--json"))
+def test_the_board_in_a_file_shows_every_system_name(pg_specs: list[Any], tmp_path: Path) -> None:
+    from labreplay.store.sqlite import Store
+    from labreplay.suites.campaign.execute import run_assignments
+    from labreplay.suites.campaign.leaderboard import leaderboard
+
+    store = tmp_path / "runs.sqlite"
+    (spec,) = [s for s in pg_specs if s.body["assignment"]["id"] == "long-1"]
+    with Store(store) as db:  # the runs in-process (as `make demo`); the board from the CLI
+        run_assignments([spec], "bayes", db, 0)
+        run_assignments([spec], "oracle", db, 0, controls=())  # a reference row, never ranked
+        board = leaderboard(db)
     table = board["tables"]["long"]
     names = [r["system"] for r in [*table["rows"], *table["references"]]]
     assert {"bayes", "oracle"} <= set(names) and len(names) >= 4
