@@ -53,6 +53,16 @@ def test_a_narrow_output_repeats_the_names_in_parts(width: int) -> None:
             assert f"+0.{k}{j}88" in text
 
 
+def test_a_caption_goes_under_the_last_part_only() -> None:
+    table = _board()
+    table.caption = "a caption"
+    out = Console(file=StringIO(), width=80)
+    print_table(table, "#", "system", to=out)
+    text = out.file.getvalue()  # type: ignore[attr-defined]
+    assert text.count("(continued)") >= 1 and text.count("a caption") == 1
+    assert text.rstrip().endswith("a caption")
+
+
 def test_natural_width_prints_the_table_whole() -> None:
     text = _render(NATURAL_WIDTH)
     assert "(continued)" not in text

@@ -79,6 +79,8 @@ def _table_parts(table: Table, keep: list[int], out: Console) -> list[Table]:
     parts = [_columns_of(table, sorted([*keep, *group])) for group in groups]
     for part in parts[1:]:
         part.title = "(continued)" if table.title else None
+    for part in parts[:-1]:
+        part.caption = None  # a caption goes under the last part only
     return parts
 
 
