@@ -46,6 +46,20 @@ def test_run_and_report_commands(data_dir: Path, cache_dir: Path, tmp_path: Path
     )
     assert report.exit_code == 0, report.output
     assert json.loads(report.output)["searches"][0]["method"] == "random"
+    from labreplay.sdk.cli import console
+
+    before = console.width
+    console.width = 80  # as in an 80-column terminal or COLUMNS=80
+    try:
+        text = CliRunner().invoke(
+            app, ["report", "--store", str(store), "--out", str(tmp_path / "r80")]
+        )
+    finally:
+        console.width = before
+    assert text.exit_code == 0, text.output
+    rows = [line for line in text.output.splitlines() if line.startswith("|")]
+    assert rows and all(line.rstrip().endswith("|") for line in rows)  # no row broken in two
+    assert max(len(line) for line in rows) > 80  # rows wider than the output stay whole
 
 
 def test_cli_errors_are_one_line_exit_2(tmp_path: Path) -> None:

@@ -102,36 +102,101 @@ def _registered() -> bool:
     return any(ep.name == "labreplay" for ep in eps)
 
 
-# mockllm's default outputs count tokens with tiktoken's o200k_base, a download; offline, the
-# served `inspect` process gets a byte-level stand-in under that name (the counts only fill
-# mockllm's usage figures; nothing of ours reads them).
-OFFLINE_TOKENIZER = """
-try:
-    import tiktoken, tiktoken.registry
-    tiktoken.get_encoding("o200k_base")
-except Exception:
-    import tiktoken, tiktoken.registry
-    tiktoken.registry.ENCODINGS["o200k_base"] = tiktoken.Encoding(
-        name="o200k_base", pat_str=r".", special_tokens={},
-        mergeable_ranks={bytes([i]): i for i in range(256)},
+# mockllm's default outputs count tokens with tiktoken's o200k_base, a download. The tests below
+# make sure it cannot be downloaded (an empty tiktoken cache, every proxy a closed port) and run
+# labreplay's tasks with mockllm's default outputs: they must complete (`_offline`).
+UNREACHABLE = "http://127.0.0.1:9"
+
+
+def _offline_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("no_proxy", "all_proxy")}
+    (tmp_path / "tiktoken-cache").mkdir(exist_ok=True)
+    env["TIKTOKEN_CACHE_DIR"] = str(tmp_path / "tiktoken-cache")
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        env[name] = UNREACHABLE
+    return env
+
+
+@pytest.fixture
+def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process offline for tiktoken, with o200k_base not loaded yet."""
+    import tiktoken.registry
+
+    from labreplay.suites.inspect_tasks import _offline
+
+    for name, value in _offline_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delitem(tiktoken.registry.ENCODINGS, "o200k_base", raising=False)
+    monkeypatch.setitem(_offline._state, "unavailable", False)
+
+
+def _warned_offline(log: Any) -> bool:
+    return any(
+        "could not be fetched" in str(getattr(event, "message", ""))
+        for sample in log.samples
+        for event in sample.events
+        if type(event).__name__ == "LoggerEvent"
     )
-"""
+
+
+def test_mockllm_default_output_runs_offline(
+    question_file: Path, tmp_path: Path, offline: None
+) -> None:
+    """inspect's `eval()` on `labreplay/conditions` with `mockllm/model` as it comes (no
+    outputs given, so it counts tokens): completes offline, usage filled by the estimate."""
+    import tiktoken
+
+    with pytest.raises(OSError):  # really offline: the download fails
+        tiktoken.get_encoding("o200k_base")
+    (log,) = inspect_eval(
+        conditions(questions=str(question_file)),
+        model="mockllm/model",
+        limit=3,
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    full = read_eval_log(log.location)
+    assert full.samples is not None and len(full.samples) == 3
+    for sample in full.samples:
+        usage = sample.output.usage
+        assert usage is not None and usage.input_tokens > 0
+    assert _warned_offline(full)
+
+
+def test_mockllm_default_output_plays_the_campaign_offline(
+    spec_dir: Path, tmp_path: Path, offline: None
+) -> None:
+    from labreplay.suites.inspect_tasks.campaign import campaign
+
+    task = campaign(specs=str(spec_dir), store=str(tmp_path / "s.sqlite"), only="short-1")
+    (log,) = inspect_eval(
+        task, model="mockllm/model", log_dir=str(tmp_path / "logs"), display="none"
+    )
+    assert log.status == "success", log.error
+    full = read_eval_log(log.location)
+    assert full.samples is not None and len(full.samples) == 3
+    assert _warned_offline(full)
 
 
 @pytest.mark.skipif(not _registered(), reason="labreplay is not installed with its entry points")
 def test_inspect_cli_runs_the_registered_task(question_file: Path, tmp_path: Path) -> None:
-    """`inspect eval labreplay/conditions ... --model mockllm/model --limit 10` writes a log
-    and `labreplay import inspect-log` stores its scores."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(OFFLINE_TOKENIZER, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    """`inspect eval labreplay/conditions ... --model mockllm/model --limit 10`, offline (no
+    tokenizer to download), writes a log and `labreplay import inspect-log` stores its
+    scores."""
+    env = {**_offline_env(tmp_path), "PYTHONPATH": os.pathsep.join(sys.path)}
     logs = tmp_path / "logs"
     cmd = [sys.executable, "-m", "inspect_ai", "eval", "labreplay/conditions"]
     cmd += ["-T", f"questions={question_file}", "--model", "mockllm/model", "--limit", "10"]
-    subprocess.run([*cmd, "--log-dir", str(logs)], check=True, capture_output=True, env=env)
+    done = subprocess.run(
+        [*cmd, "--log-dir", str(logs)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
     (log,) = list(logs.glob("*.eval"))
     assert read_eval_log(str(log)).status == "success"
+    assert _warned_offline(read_eval_log(str(log)))
     store = tmp_path / "store.sqlite"
     out = subprocess.run(
         [*CLI, "import", "inspect-log", str(log), "--store", str(store), "--json"],

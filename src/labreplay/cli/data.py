@@ -15,6 +15,7 @@ from labreplay.cli._common import (
     console,
     positive_float,
     print_json,
+    print_table,
     progress_bar,
     url_check,
 )
@@ -53,7 +54,7 @@ def list_sources(json_out: bool = JsonOption) -> None:
         table.add_row(
             r["name"], str(r["files"]), f"{r['bytes'] / 1e6:.1f}", r["license"], r["canonical_url"]
         )
-    console.print(table)
+    print_table(table, "name")
 
 
 @app.command("verify")
@@ -89,7 +90,7 @@ def verify_cmd(
             table.add_column(col)
         for name, counts in summary.items():
             table.add_row(name, str(counts["ok"]), str(counts["bad"]))
-        console.print(table)
+        print_table(table, "source")
         for r in bad[:20]:
             # soft_wrap: a long path stays on one line (greppable); escape: `[` in a file name
             # is not rich markup

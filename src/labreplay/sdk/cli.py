@@ -2,6 +2,9 @@
 
     from labreplay.sdk.cli import DataDirOption, JsonOption, console, print_json, seed_check
 
+`print_table(table, "system")` prints a rich table whose name column stays whole at any width
+(`COLUMNS` is honoured; a file or a pipe gets the table at its natural width).
+
 Validators raise `LabreplayError` with one line naming the option and the value; the CLI's
 entry point prints it and exits 2 (see `report_failure`).
 """
@@ -23,6 +26,7 @@ from labreplay.cli._common import (
     out_dir_check,
     positive_float,
     print_json,
+    print_table,
     progress_bar,
     scheduler_check,
     seed_check,
@@ -49,6 +53,7 @@ __all__ = [
     "out_dir_check",
     "positive_float",
     "print_json",
+    "print_table",
     "progress_bar",
     "report_failure",
     "scheduler_check",

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
+from labreplay.sdk.cli import print_table
 from labreplay.suites.campaign.power import power_text
 
 TITLES = {
@@ -65,7 +66,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         "seed SD",
         "invalid",
     ):
-        rich_table.add_column(col, no_wrap=col != "system")
+        rich_table.add_column(col)
     n = len(table["assignments"])
     for r in [*table["rows"], *table["references"]]:
         ranked = "rank" in r
@@ -83,7 +84,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
             _num(r.get("between_seed_sd"), "{:.4f}"),
             _num(r.get("invalid_actions"), "{:.0f}"),
         )
-    console.print(rich_table)
+    print_table(rich_table, "#", "system", to=console)  # the names stay whole at any width
     console.print(
         "reference rows (ref) are never ranked; assignments = how many of the board's "
         "assignments a row covers. selection value: held-out gain of the context-trained "

@@ -39,6 +39,7 @@ from labreplay.sdk.cli import (
     int_range,
     out_dir_check,
     print_json,
+    print_table,
     progress_bar,
     seed_check,
 )
@@ -142,7 +143,7 @@ def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -
             f"{b['experiments']}/{b['evidence']}/{b['reviews']}",
             a["spec_hash"],
         )
-    console.print(table)
+    print_table(table, "assignment")
 
 
 @app.command("run")
@@ -305,7 +306,7 @@ def print_results(agent: str, results: list[dict[str, Any]]) -> None:
             str(fallbacks),
             str(invalid),
         )
-    console.print(table)
+    print_table(table, "assignment")
 
 
 def _fmt(value: float | None) -> str:

@@ -36,6 +36,7 @@ from labreplay.sdk.cli import (
     console,
     int_range,
     print_json,
+    print_table,
     progress_bar,
     seed_check,
 )
@@ -65,12 +66,12 @@ def datasets_cmd(json_out: bool = JsonOption) -> None:
     for r in rows:
         table.add_row(
             r["name"],
-            ",".join(r["condition_keys"]),
-            ",".join(r["slice_keys"]),
+            ", ".join(r["condition_keys"]),
+            ", ".join(r["slice_keys"]),
             str(r["max_options"]),
             r["yield_basis"],
         )
-    console.print(table)
+    print_table(table, "name")
     for name, why in NOT_COMPILED.items():
         console.print(f"not compiled: {name}: {why}")
 
@@ -303,7 +304,7 @@ def compile_cmd(
     table_view.add_column("counts")
     for ds, counts in info["counts"].items():
         table_view.add_row(ds, ", ".join(f"{k} {v}" for k, v in counts.items()))
-    console.print(table_view)
+    print_table(table_view, "dataset")
 
 
 def check_compile_options(
@@ -464,7 +465,7 @@ def run_cmd(
     for k, v in result.items():
         if isinstance(v, float):
             view.add_row(k, f"{v:.4f}")
-    console.print(view)
+    print_table(view, "metric")
     print_usage(console, result, price)
 
 
@@ -529,7 +530,7 @@ def leaderboard_cmd(
         if r.get("unverified_data"):  # the question_file column
             cells[1] += " UNVERIFIED"
         view.add_row(*cells)
-    console.print(view)
+    print_table(view, "agent")
     if board["unverified_data"]:
         console.print(
             f"UNVERIFIED DATA: {len(board['unverified_data'])} question file(s) were compiled "

@@ -28,10 +28,10 @@ SHOWN = (
 
 
 def _print_tables(counts: dict[str, dict[str, int]], runs: dict[str, dict[str, Any]]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from labreplay.sdk.cli import print_table
+
     table = Table(title="conditions: questions per dataset and type (+ precedent twins)")
     table.add_column("dataset")
     for t in TYPES:
@@ -40,7 +40,7 @@ def _print_tables(counts: dict[str, dict[str, int]], runs: dict[str, dict[str, A
     for ds, c in counts.items():
         twins = sum(v for k, v in c.items() if k.endswith("_with_precedents"))
         table.add_row(ds, *(str(c.get(t, 0)) for t in TYPES), str(twins))
-    console.print(table)
+    print_table(table, "dataset")
     scores = Table(
         title="conditions: reference agents vs the exact random floor (no-precedent set)"
     )
@@ -53,7 +53,7 @@ def _print_tables(counts: dict[str, dict[str, int]], runs: dict[str, dict[str, A
         cells = [f"{r[metric]:.3f}" if r.get(metric) is not None else "-" for r in runs.values()]
         floor_cell = f"{first[floor]:.3f}" if floor and first.get(floor) is not None else ""
         scores.add_row(label, *cells, floor_cell)
-    console.print(scores)
+    print_table(scores, "metric")
 
 
 def run_demo(data_dir: Path, store: Path, out_dir: Path) -> dict[str, Any]:

@@ -537,5 +537,8 @@ def report_cmd(
     if json_out:
         print_json(report)
         return
-    console.print(markdown({**report, "searches": report["searches"]}), markup=False)
+    # soft_wrap: the Markdown tables keep one line per row (a terminal folds them itself)
+    console.print(
+        markdown({**report, "searches": report["searches"]}), markup=False, soft_wrap=True
+    )
     console.print(f"wrote {len(report['files'])} plots and the report to {out}")

@@ -339,5 +339,5 @@ def reference_report_cmd(
     if json_out:
         print_json({**report["summary"], "out": str(out), "files": files})
         return
-    console.print(reference_report.markdown(report), markup=False)
+    console.print(reference_report.markdown(report), markup=False, soft_wrap=True)
     console.print(f"wrote {len(files)} pictures and references_report.md to {out}")

@@ -26,10 +26,10 @@ QUICK_SPACE = ConfigSpace(r_values=(0.0, 0.3), n_values=(4, 6, 8), s_values=PAPE
 
 
 def run_demo(data_dir: Path, store: Path, out_dir: Path, quick: bool) -> dict[str, Any]:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from labreplay.sdk.cli import console, print_table
+
     settings, space = (QUICK_SETTINGS, QUICK_SPACE) if quick else (None, None)
     seeds = range(20)
     with Store(store) as db:
@@ -92,7 +92,7 @@ def run_demo(data_dir: Path, store: Path, out_dir: Path, quick: bool) -> dict[st
             f"{row['exhaustive_optimum']:.4f}",
             f"{row['cost_saved_fits_vs_exhaustive']:.1%}",
         )
-    console.print(out)
+    print_table(out, "method")
     console.print(
         f"MAE spread over configurations: min {summary['mae_min']:.4f}, max "
         f"{summary['mae_max']:.4f}, max/min {summary['mae_max_min_ratio']}; cache hit "

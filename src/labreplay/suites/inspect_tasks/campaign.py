@@ -30,6 +30,7 @@ from inspect_ai.tool import ToolInfo, ToolParams
 
 from labreplay.suites.campaign.api import load_specs, parse_controls, select_specs
 from labreplay.suites.campaign.serve import INSTRUCTIONS, CampaignSession, tool_defs
+from labreplay.suites.inspect_tasks._offline import allow_mockllm_offline
 
 INTERFACE = "inspect"
 _SESSIONS: dict[tuple[str, ...], CampaignSession] = {}
@@ -168,6 +169,7 @@ def campaign(
     seed: int = 0,
     max_steps: int = 2000,
 ) -> Task:
+    allow_mockllm_offline()  # `--model mockllm/model` runs without tiktoken's download
     chosen = select_specs(load_specs(specs), only)
     branches = ("adaptive", *parse_controls(controls))
     samples = [

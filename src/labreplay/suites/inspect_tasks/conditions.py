@@ -23,6 +23,7 @@ from labreplay.errors import LabreplayError
 from labreplay.suites.conditions.prompts import parse_answer, render_prompt
 from labreplay.suites.conditions.questions import agent_view, load_questions
 from labreplay.suites.conditions.scoring import answer_key, score_answer
+from labreplay.suites.inspect_tasks._offline import allow_mockllm_offline
 
 PRECEDENTS = {"both": None, "with": "with_precedents", "without": "no_precedents"}
 
@@ -68,6 +69,7 @@ def relative_score(questions: str, precedents: str = "both") -> Any:
 
 @task
 def conditions(questions: str, precedents: str = "both") -> Task:
+    allow_mockllm_offline()  # `--model mockllm/model` runs without tiktoken's download
     chosen = _selected(questions, precedents)
     samples = [
         Sample(

@@ -1,0 +1,57 @@
+"""`campaign leaderboard > file`: every system name in full, at the table's natural width and
+with COLUMNS=80 (where the board is printed in parts that repeat the names)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _cli(*args: str, columns: str | None = None, stdout: object = subprocess.PIPE) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    proc = subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", *args],
+        stdout=stdout,  # type: ignore[arg-type]
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout or ""
+
+
+def test_the_board_in_a_file_shows_every_system_name(pg_specs: list[Any], tmp_path: Path) -> None:
+    from labreplay.store.sqlite import Store
+    from labreplay.suites.campaign.execute import run_assignments
+    from labreplay.suites.campaign.leaderboard import leaderboard
+
+    store = tmp_path / "runs.sqlite"
+    (spec,) = [s for s in pg_specs if s.body["assignment"]["id"] == "long-1"]
+    with Store(store) as db:  # the runs in-process (as `make demo`); the board from the CLI
+        run_assignments([spec], "bayes", db, 0)
+        run_assignments([spec], "oracle", db, 0, controls=())  # a reference row, never ranked
+        board = leaderboard(db)
+    table = board["tables"]["long"]
+    names = [r["system"] for r in [*table["rows"], *table["references"]]]
+    assert {"bayes", "oracle"} <= set(names) and len(names) >= 4
+    for columns in (None, "80"):
+        path = tmp_path / f"board-{columns}.txt"
+        with path.open("w", encoding="utf-8") as handle:
+            _cli("campaign", "leaderboard", "--store", str(store), columns=columns, stdout=handle)
+        text = path.read_text(encoding="utf-8")
+        rows = [line for line in text.splitlines() if line.startswith("│")]
+        parts = text.count("(continued)") + 1
+        for name in names:  # whole, in its own cell, once in every part
+            assert sum(f"│ {name} " in line for line in rows) == parts, (columns, name)
+        assert "…" not in text
+        if columns is None:  # the file gets the board at its natural width, in one part
+            assert parts == 1 and "selection lift [95% CI]" in text
+        else:
+            assert parts > 1
+            assert max(len(line) for line in text.splitlines() if line[:1] in "┏┃┡│└") <= 80
