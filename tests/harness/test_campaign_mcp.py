@@ -72,6 +72,24 @@ def test_mcp_client_records_what_in_process_records(
     assert len(mcp) == 6  # two assignments x (adaptive, random, no-evidence)
 
 
+def test_mcp_serve_plays_the_random_replicates_campaign_run_plays(
+    campaign_specs: list[Any], spec_dir: Path, served_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`--random-replicates 2`: the branches and trajectories of `campaign run` with the same
+    option (one options class expands the controls for both)."""
+    store = tmp_path / "mcp.sqlite"
+    args = serve_args("campaign", "--specs", str(spec_dir), "--store", str(store), "--only")
+    args += ["short-1", "--agent-name", "bayes-over-mcp", "--random-replicates", "2"]
+    asyncio.run(drive(args, served_env, BayesAgent))
+    mcp = _stored(store)
+    local_store = tmp_path / "local.sqlite"
+    short = [s for s in campaign_specs if s.body["assignment"]["id"] == "short-1"]
+    with Store(local_store) as db:
+        run_assignment(short[0], BayesAgent, db, 0, ("random", "random-2", "no-evidence"))
+    _same_trajectories(mcp, _stored(local_store))
+    assert sorted(b for _, b in mcp) == ["adaptive", "no-evidence", "random", "random-2"]
+
+
 def test_disconnected_session_resumes(
     campaign_specs: list[Any], spec_dir: Path, served_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -34,7 +34,7 @@ from labreplay.harness.mcp_server import ToolDef
 from labreplay.store.sqlite import Store, run_key
 from labreplay.suites.campaign.actions import PHASE_ACTIONS, action_schema
 from labreplay.suites.campaign.env import panel_schema
-from labreplay.suites.campaign.runner import BRANCHES, run_assignment
+from labreplay.suites.campaign.runner import BRANCHES, random_replicate, run_assignment
 
 WAIT_S = 600.0  # a run that does not answer a tool call within this is reported, not awaited
 INTERFACE = "mcp"
@@ -130,7 +130,13 @@ class CampaignSession:
         self.store_path = Path(store_path)
         self.agent_name = agent_name
         self.seed = seed
-        self.controls = tuple(c for c in BRANCHES[1:] if c in controls)
+        # the order the runner plays them: the random replicates, then no-evidence
+        # (the ordering of `execute.run_assignments`, then `runner._branches`)
+        ordered = tuple(
+            dict.fromkeys(c for c in (*BRANCHES[1:], *sorted(controls)) if c in controls)
+        )
+        replicates = tuple(c for c in ordered if random_replicate(c) is not None)
+        self.controls = (*replicates, *(c for c in ordered if c not in replicates))
         self.model = model
         self.params = {"interface": interface, **({"model": model} if model else {})}
         self.interface = interface

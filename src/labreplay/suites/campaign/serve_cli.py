@@ -21,6 +21,13 @@ def serve_cmd(
     model: str | None = typer.Option(None, "--model", help="Declared model (provenance only)."),
     controls: str = typer.Option("random,no-evidence", help="Comma list of control branches."),
     seed: int = typer.Option(0, help="Run seed (control randomness).", callback=seed_check()),
+    random_replicates: int = typer.Option(
+        1,
+        "--random-replicates",
+        help="Schedule-matched random replicates per assignment (default 1, as `campaign run` "
+        "for a model-driven agent: each replicate is a full campaign of the harness's calls).",
+        callback=int_range("--random-replicates", 1, 50),
+    ),
     transport: str = typer.Option(
         "stdio", help="stdio | http", callback=choice("--transport", ("stdio", "http"))
     ),
@@ -29,9 +36,11 @@ def serve_cmd(
     ),
 ) -> None:
     """Serve the campaigns to any harness over MCP (tools observe/act and one per action)."""
-    from labreplay.suites.campaign.api import parse_controls
+    from labreplay.suites.campaign.options import CampaignRunOptions
     from labreplay.suites.campaign.serve import serve_campaign
 
-    serve_campaign(
-        specs, store, agent_name, only, seed, parse_controls(controls), transport, port, model
-    )
+    # the control branches as `campaign run` expands them (one options class)
+    branches = CampaignRunOptions(
+        controls=controls, random_replicates=random_replicates
+    ).control_branches(agent_name)
+    serve_campaign(specs, store, agent_name, only, seed, branches, transport, port, model)
