@@ -1,4 +1,5 @@
-"""The failed-run rule, once for every suite (`docs/metrics.md`: the decisions of the fourth round and the Changes section).
+"""The failed-run rule, once for every suite (`docs/metrics.md`: the fourth round's decisions
+and its Changes section).
 
 A run is `failed` (stored, never ranked, the command exits 1) when its agent could not act:
 every policy call failed, or more than `FAILED_SHARE` of its policy calls, or of its checkpoint
