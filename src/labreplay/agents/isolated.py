@@ -25,6 +25,7 @@ reference agents) and CONTRACT the `MODULE:ATTR` of the contract protocol it mus
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import queue
@@ -153,6 +154,16 @@ class IsolatedAgent:
             raise AgentError(str(hello["refused"]))
         self.name: str = str(hello["name"])
         self._params: dict[str, Any] = dict(hello["params"])
+        # the methods the contract declares, as the child read them off the Protocol: any
+        # suite's contract is forwarded, a fourth suite's included (see `__getattr__`)
+        self.methods: tuple[str, ...] = tuple(str(m) for m in hello.get("methods") or ())
+
+    def __getattr__(self, name: str) -> Any:
+        """A contract method this class does not spell out (a fourth suite's), forwarded to
+        the child like the built-in ones; anything else is absent, as on the agent."""
+        if name.startswith("_") or name not in self.__dict__.get("methods", ()):
+            raise AttributeError(name)
+        return functools.partial(self.call, name)
 
     # ------------------------------------------------------------------ contract
     def params(self) -> dict[str, Any]:
