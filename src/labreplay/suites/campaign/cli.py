@@ -287,13 +287,18 @@ def run_cmd(
 def print_results(agent: str, results: list[dict[str, Any]]) -> None:
     table = Table(title=f"{agent}: {len(results)} assignments")
     columns = ("assignment", "seed", "status", "adaptive AUC", "held-out gain", "selection lift")
-    for col in (*columns, "evidence lift", "failed calls", "fallbacks", "invalid replies"):
+    # What the failed-run rule and the board read: the adaptive branch's invalid actions
+    # (garbage, exceptions and rejected actions alike, not only LLM reply failures), the
+    # checkpoint fallbacks of every branch, the failed share of its model calls, the cause.
+    for col in (*columns, "evidence lift", "failed calls", "fallbacks", "invalid actions"):
         table.add_column(col)
+    table.add_column("cause")
     for r in results:
         share = r.get("failed_call_share")
-        branches = r.get("branches", {}).values()
-        fallbacks = sum(int(b.get("checkpoint_fallbacks") or 0) for b in branches)
-        invalid = sum(int(u.get("invalid_replies") or 0) for u in r.get("usage", {}).values())
+        branches = r.get("branches", {})
+        adaptive = branches.get("adaptive", {})
+        fallbacks = sum(int(b.get("checkpoint_fallbacks") or 0) for b in branches.values())
+        invalid = int(adaptive.get("invalid_actions") or 0)
         table.add_row(
             r["assignment"]["id"],
             str(r.get("partition_seed", "-")),
@@ -305,6 +310,7 @@ def print_results(agent: str, results: list[dict[str, Any]]) -> None:
             "-" if not share else f"{share:.0%}",
             str(fallbacks),
             str(invalid),
+            str(r.get("cause_kind") or "-"),
         )
     print_table(table, "assignment")
 
