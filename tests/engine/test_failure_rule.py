@@ -191,3 +191,39 @@ def test_a_failed_run_is_removed_redone_and_verify_says_what_was_superseded(
         assert store.runs() == [] and len(verify_store(store).superseded) == 3
     again = labreplay.run("campaign", short, "bayes", path, controls=("no-evidence",))
     assert again[0]["status"] == "complete"
+
+
+def test_an_llm_run_whose_every_policy_reply_is_cut_off_is_failed_and_unranked(
+    tmp_path: Path,
+) -> None:
+    """The reasoning-model case: every action reply cut off at the token limit (no JSON),
+    every forecast answered. Not every model call failed, yet the agent never acted: failed,
+    exit 1, unranked, cause `replies invalid` (it was complete and ranked #1)."""
+    from labreplay.testing.fault_server import SeenRequest, StubReply, StubServer, ok
+    from labreplay.testing.schema_server import SchemaAnswerer
+
+    answerer = SchemaAnswerer()
+
+    def respond(request: SeenRequest, n: int) -> StubReply:
+        schema = json.dumps((request.body or {}).get("response_format") or {})
+        if "forecasts" in schema:
+            return answerer(request, n)
+        return ok('{"type": "select_exp', finish_reason="length")
+
+    specs = tmp_path / "specs"
+    assert _cli(tmp_path, "campaign", "compile", "--out", str(specs)).returncode == 0
+    store = tmp_path / "llm.sqlite"
+    with StubServer(respond, model="stub") as server:
+        proc = _cli(
+            tmp_path,
+            "campaign", "run", "--specs", str(specs), "--only", "short-1", "--store",
+            str(store), "--agent", "openai:stub", "--base-url", server.base_url,
+        )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "replies invalid" in proc.stderr, proc.stderr
+    with Store(store, readonly=True) as db:
+        (run,) = db.runs()
+        assert run.status == "failed" and run.summary["cause_kind"] == REPLIES_INVALID
+        assert run.summary["checkpoints"] >= 1 and run.summary["checkpoint_failures"] == 0
+    board = _cli(tmp_path, "campaign", "leaderboard", "--store", str(store), "--json")
+    assert board.returncode == 0 and json.loads(board.stdout)["rows"] == []
