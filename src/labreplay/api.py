@@ -23,7 +23,7 @@ from typing import Any
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.execute.base import Executor
 from labreplay.store.sqlite import Store
-from labreplay.suite import get_suite
+from labreplay.suite import ChecksOptions, default_seed, get_suite
 
 
 def compile(
@@ -55,15 +55,14 @@ def run(
 
     target = get_suite(suite)
     if seed is None:  # the suite's own default, the same as its CLI's --seed
-        seed = int(getattr(target, "default_seed", 0))
+        seed = default_seed(target)
     check_seed("seed", seed)
     if isinstance(specs, str | bytes) or not isinstance(specs, Sequence) or not specs:
         raise OptionError(f"specs: value {specs!r} must be a non-empty list of specs")
     if not all(isinstance(s, EnvironmentSpec) for s in specs):
         raise OptionError("specs: every item must be an EnvironmentSpec (see labreplay.compile)")
-    check = getattr(target, "check_options", None)
-    if callable(check):
-        check(**options)
+    if isinstance(target, ChecksOptions):
+        target.check_options(**options)
     resolved = target.resolve_agent(agent, seed=seed, **options)
     if isinstance(store, Store):
         return target.run(specs, resolved, store, seed=seed, executor=executor, **options)

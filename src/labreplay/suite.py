@@ -98,6 +98,50 @@ class Suite(Protocol):
         ...
 
 
+# Optional capabilities a suite may add. Each is a declared, checkable protocol (never an
+# attribute looked up by name): the core asks `isinstance(suite, Rescores)` and so on.
+
+
+@runtime_checkable
+class ChecksOptions(Protocol):
+    """Refuses bad or unknown run options before any store exists (`labreplay.run`)."""
+
+    def check_options(self, **options: Any) -> None: ...
+
+
+@runtime_checkable
+class Rescores(Protocol):
+    """Recomputes a stored run's scores from its events, its spec and the store (`store
+    verify` compares them with the `scores` rows)."""
+
+    def rescore(
+        self,
+        spec: EnvironmentSpec,
+        events: Sequence[Mapping[str, Any]],
+        run: Any,
+        store: Store | None = None,
+    ) -> Mapping[str, float | None]: ...
+
+
+@runtime_checkable
+class ImportsResults(Protocol):
+    """Adds commands to `labreplay import ...` (results of other tools into a store)."""
+
+    def import_cli(self) -> typer.Typer: ...
+
+
+@runtime_checkable
+class HasDefaultSeed(Protocol):
+    """The run seed `labreplay.run` takes when given none (the suite CLI's `--seed`)."""
+
+    default_seed: int
+
+
+def default_seed(suite: Suite) -> int:
+    """The suite's declared default run seed (0 when it declares none)."""
+    return int(suite.default_seed) if isinstance(suite, HasDefaultSeed) else 0
+
+
 def _entry_points() -> dict[str, Any]:
     found: dict[str, Any] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -136,4 +180,16 @@ def load_suites() -> list[Suite]:
     return [get_suite(name) for name in list_suites()]
 
 
-__all__ = ["ENTRY_POINT_GROUP", "ReportSection", "Suite", "get_suite", "list_suites", "load_suites"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ChecksOptions",
+    "HasDefaultSeed",
+    "ImportsResults",
+    "ReportSection",
+    "Rescores",
+    "Suite",
+    "default_seed",
+    "get_suite",
+    "list_suites",
+    "load_suites",
+]

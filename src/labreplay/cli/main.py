@@ -29,7 +29,7 @@ app.add_typer(store_cli.app, name="store")
 def _add_suite_groups() -> None:
     """Mount every registered suite's command group (`labreplay <suite> ...`) and the report."""
     from labreplay.cli import report as report_cli
-    from labreplay.suite import load_suites
+    from labreplay.suite import ImportsResults, load_suites
 
     if any(c.name == "report" for c in app.registered_commands):
         return  # already mounted (main() may be called more than once in one process)
@@ -38,9 +38,8 @@ def _add_suite_groups() -> None:
     # `labreplay import ...`: the importers suites offer (optional `import_cli()`), one group
     imports = typer.Typer(help="Bring results of other tools into a store.", no_args_is_help=True)
     for suite in load_suites():
-        offered = getattr(suite, "import_cli", None)
-        if callable(offered):
-            imports.registered_commands.extend(offered().registered_commands)
+        if isinstance(suite, ImportsResults):
+            imports.registered_commands.extend(suite.import_cli().registered_commands)
     if imports.registered_commands:
         app.add_typer(imports, name="import")
     report_cli.register(app)

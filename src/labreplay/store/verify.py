@@ -48,14 +48,9 @@ class VerifyReport:
 
 def _rescorers() -> dict[str, Rescore]:
     """Suite name -> its `rescore`, for the suites that can recompute stored scores."""
-    from labreplay.suite import load_suites
+    from labreplay.suite import Rescores, load_suites
 
-    found: dict[str, Rescore] = {}
-    for suite in load_suites():
-        rescore = getattr(suite, "rescore", None)
-        if callable(rescore):
-            found[suite.name] = rescore
-    return found
+    return {suite.name: suite.rescore for suite in load_suites() if isinstance(suite, Rescores)}
 
 
 def _chain_problems(run: RunInfo, events: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 class CampaignSuite:
     name = "campaign"
+    default_seed = 0  # the run seed of `labreplay.run` and of the CLI's --seed
 
     def cli(self) -> typer.Typer:
         from labreplay.suites.campaign.cli import app

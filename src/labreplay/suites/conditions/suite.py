@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 class ConditionsSuite:
     name = "conditions"
+    default_seed = 0  # the run seed of `labreplay.run` and of the CLI's --seed
 
     def cli(self) -> typer.Typer:
         from labreplay.suites.conditions.cli import app
