@@ -4,7 +4,8 @@ Both controls start from the adaptive branch's frozen assignment and exact pre-c
 (the runner passes it), and both close exactly as many experiments as the adaptive branch.
 
 - Schedule-matched random: per adaptive experiment, the same sequence of evidence kinds and
-  reviews; the experiment itself is a seeded random candidate that can still support that
+  reviews; the experiment itself is a seeded random candidate (one independent stream per
+  assignment and replicate, `random_stream`) that can still support that
   sequence (same number of accepted inspections per kind, and a recorded item wherever the
   adaptive branch got one). When no candidate can, the wrapper takes a seeded random candidate
   anyway and records a *departure* (counted in the trajectory, never silent); an inspection the
@@ -24,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from labreplay.agents.base import Agent, drain_calls
 from labreplay.agents.contracts import isolation_of
@@ -200,6 +203,15 @@ class ControlWrapper:
         return ops[self.op_index] if self.op_index < len(ops) else None
 
 
+def random_stream(seed: int, assignment: str, replicate: int) -> np.random.Generator:
+    """The random control's stream for one (assignment, replicate): derived from the recorded
+    run seed with the assignment (its spec id, which names the partition seed) and the
+    replicate index as keys, so no two assignments or replicates share a stream (issue 37:
+    one stream per replicate for every assignment put the first pick on the same sorted
+    candidate position in 20 of 30 assignments)."""
+    return make_rng(seed, "schedule-matched-random", assignment, f"replicate-{replicate}")
+
+
 class ScheduleMatchedRandom(ControlWrapper):
     def __init__(
         self,
@@ -209,22 +221,18 @@ class ScheduleMatchedRandom(ControlWrapper):
         evaluator: Mapping[str, Any],
         seed: int,
         replicate: int = 1,
+        assignment: str = "",
     ) -> None:
         super().__init__(inner, slots)
         self.stopped = stopped
         self.evaluator = evaluator
         self.seed = seed
         self.replicate = replicate
+        self.assignment = assignment
 
     def reset(self, seed: int) -> None:
         self._start(seed)
-        # Replicate 1 draws exactly as the single random branch always did (old stores stay
-        # comparable); replicate k >= 2 has its own recorded stream.
-        self.rng = (
-            make_rng(self.seed, "schedule-matched-random")
-            if self.replicate == 1
-            else make_rng(self.seed, "schedule-matched-random", f"replicate-{self.replicate}")
-        )
+        self.rng = random_stream(self.seed, self.assignment, self.replicate)
         self.taken: dict[str, int] = {}
 
     def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
