@@ -145,10 +145,13 @@ def pooled_assignment(
         return _mean([float(v) for v in values if v is not None])
 
     return {
-        "assignment": None,  # filled by the caller (spec id)
+        "assignment": None,  # filled by the caller (spec id, which names the partition seed)
         "partition_seed": int(body["seed"]),
+        "assignment_id": body["assignment"]["id"],
         "run_seeds": seeds,
         "adaptive_auc": auc,
+        # Panel-relative: the context-trained model's (flat) AUC on the same assignment.
+        "skill_over_context": None if auc is None else auc - ceilings.context_score(spec),
         "held_out_gain": _mean([adaptive[k]["scores"]["held_out_gain"] for k in seeds]),
         "random_auc": random_auc,
         "random_aucs": random_aucs,
@@ -251,6 +254,9 @@ def system_row(
         "random_replicates": {"min": min(reps), "max": max(reps)} if reps else None,
         "random_noise_sd": _noise_sd(per),
         "adaptive_auc": _mean(col("adaptive_auc")),
+        # Skill over context (METRICS.md, fourth round): adaptive AUC minus the context-trained
+        # model's AUC on the same assignments, paired bootstrap 95% interval.
+        "skill_over_context": ci(col("skill_over_context"), seed, "skill-over-context", system),
         "held_out_gain": _mean(gains),
         # Selection value (formerly "ceiling (a)", not an upper bound) and the reference
         # model's ceiling (formerly "ceiling (b)"); headroom is measured against the latter.

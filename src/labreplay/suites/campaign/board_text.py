@@ -7,7 +7,17 @@ from typing import Any
 
 from rich.table import Table
 
+from labreplay.suites.campaign.board_notes import notes_text
 from labreplay.suites.campaign.power import power_text
+
+# How the panel-relative score is read (declared; METRICS.md, fourth round).
+SKILL_NOTE = (
+    "skill over context = adaptive AUC minus the context-trained model's AUC on the same "
+    "assignments (paired bootstrap 95%): absolute AUC mostly measures the query panel (the "
+    "context model alone moves more between partition seeds than the gaps between systems), so "
+    "compare across panels, and with the paper's board (another panel), by skill over context "
+    "and by differences of it between systems, never by absolute AUC."
+)
 
 TITLES = {
     "long": "paper's board: long assignments (T = 12)",
@@ -57,6 +67,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         "assignments",
         "isolation",
         "adaptive AUC",
+        "skill over context [95% CI]",
         "held-out gain",
         "selection value",
         "headroom",
@@ -75,6 +86,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
             f"{r['assignments']}/{n}",
             str(r.get("isolation", "-")),
             _num(r["adaptive_auc"]),
+            _ci(r.get("skill_over_context")),
             _num(r["held_out_gain"], "{:+.4f}"),
             _num(r.get("selection_value"), "{:+.4f}"),
             _share(r.get("headroom_captured")),
@@ -86,7 +98,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
     console.print(rich_table)
     console.print(
         "reference rows (ref) are never ranked; assignments = how many of the board's "
-        "assignments a row covers. selection value: held-out gain of the context-trained "
+        f"assignments a row covers. {SKILL_NOTE} selection value: held-out gain of the context-trained "
         "model told the true outcomes of the experiments the system chose (not an upper bound: "
         "it may be above or below the system's gain). headroom = held-out gain / the reference "
         "model's ceiling (best T candidates, greedy), pooled over assignments; seed SD = "
@@ -94,10 +106,12 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         soft_wrap=True,
     )
     console.print(
-        f"reference model's ceiling, best T candidates for the context-trained model: "
+        f"reference model's ceiling, best T candidates for the context-trained model (greedy): "
         f"{_num(table.get('reference_ceiling'), '{:+.4f}')} nats (mean over assignments)",
         soft_wrap=True,
     )
+    for line in notes_text(table.get("notes") or {}):
+        console.print(line, soft_wrap=True)
     for r in table["rows"]:
         est = r["acceleration_estimable"]
         b = r["branches"]
