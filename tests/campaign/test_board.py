@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 
 from labreplay.errors import SpecError
@@ -109,6 +110,12 @@ def test_long_and_short_boards_with_ceilings_and_power(board_store):
         assert len(p["random_aucs"]) == 3
         assert p["random_auc"] == pytest.approx(sum(p["random_aucs"]) / 3, abs=1e-15)
         assert p["selection_lift"] == pytest.approx(p["adaptive_auc"] - p["random_auc"], abs=1e-15)
+        se = float(np.std(p["random_aucs"], ddof=1)) / math.sqrt(3)
+        assert p["selection_lift_se"] == pytest.approx(se)
+        resolved = abs(p["selection_lift"]) > 2 * se
+        assert p["selection_lift_sign"] == (
+            ("+" if p["selection_lift"] > 0 else "-") if resolved else "unresolved"
+        )
         # no-evidence matched on policy-action calls and checkpoints
         assert p["policy_calls"]["no-evidence"] == p["policy_calls"]["adaptive"]
         assert p["forecast_calls"]["no-evidence"] == p["forecast_calls"]["adaptive"]
@@ -117,6 +124,8 @@ def test_long_and_short_boards_with_ceilings_and_power(board_store):
     assert row["acceleration_estimable"]["first"] == sum(
         1 for p in per if p["acceleration_first"] is not None
     )
+    signs = row["selection_lift_signs"]
+    assert signs["positive"] + signs["negative"] + signs["unresolved"] == len(per)
     # every control closed as many experiments as the adaptive branch (per run)
     b = row["branches"]
     assert b["random"]["runs"] == 3 * b["adaptive"]["runs"]
@@ -272,8 +281,6 @@ def test_ceilings_and_target_follow_the_context_model(pg_specs):
 
 
 def test_power_line_normal_approximation():
-    import numpy as np
-
     rng = np.random.default_rng(0)
     d = rng.normal(0.0, 1.0, 16)
     d2 = rng.normal(0.0, 3.0, 16)
@@ -285,3 +292,12 @@ def test_power_line_normal_approximation():
     assert p["assignments_needed"] == [math.ceil((z * sd / 0.5) ** 2) for sd in sds]
     assert p["seeds_needed"] == [math.ceil(n / 8) for n in p["assignments_needed"]]
     assert power_line([("a", "b", [0.1])], 1, 0.5, 1, 1)["min_detectable"] is None
+
+
+def test_a_lift_sign_is_shown_only_where_resolved():
+    from labreplay.suites.campaign.board_rows import lift_sign
+
+    assert lift_sign(0.03, 0.01) == "+" and lift_sign(-0.03, 0.01) == "-"
+    assert lift_sign(0.02, 0.01) == "unresolved"  # |lift| must exceed 2 SE
+    assert lift_sign(0.5, None) == "unresolved"  # one replicate: no SE, no sign
+    assert lift_sign(None, 0.01) is None

@@ -140,6 +140,14 @@ def pooled_assignment(
             first.extend([f] if f is not None else [])
             sustained.extend([u] if u is not None else [])
 
+    lift = None if random_auc is None or auc is None else auc - random_auc
+    # The lift's noise from the random control: SE of the replicate mean (needs two or more).
+    lift_se = (
+        float(np.std(random_aucs, ddof=1)) / math.sqrt(len(random_aucs))
+        if len(random_aucs) >= 2
+        else None
+    )
+
     def calls(entries: Sequence[Mapping[str, Any]], key: str) -> float | None:
         values = [e["scores"].get(key) for e in entries]
         return _mean([float(v) for v in values if v is not None])
@@ -157,7 +165,9 @@ def pooled_assignment(
         "random_aucs": random_aucs,
         "random_replicates": len(random_aucs),
         "no_evidence_auc": ne_auc,
-        "selection_lift": None if random_auc is None or auc is None else auc - random_auc,
+        "selection_lift": lift,
+        "selection_lift_se": lift_se,
+        "selection_lift_sign": lift_sign(lift, lift_se),
         "evidence_lift": None if ne_auc is None or auc is None else auc - ne_auc,
         "selection_value": _mean([ceiling_selected(body, adaptive[k]["closed"]) for k in seeds]),
         "reference_ceiling": ceilings.of_best(spec),
@@ -186,6 +196,19 @@ def pooled_assignment(
         ),
         "movements": [adaptive[k].get("movements") or {} for k in seeds],
     }
+
+
+RESOLVED_SE = 2.0  # a per-assignment lift sign is shown only where |lift| > 2 replicate SE
+
+
+def lift_sign(lift: float | None, se: float | None) -> str | None:
+    """ "+" or "-" where the per-assignment selection lift is resolved (|lift| > 2 SE of the
+    random replicates' mean), else "unresolved" (also with a single replicate: no SE)."""
+    if lift is None:
+        return None
+    if se is None or abs(lift) <= RESOLVED_SE * se:
+        return "unresolved"
+    return "+" if lift > 0 else "-"
 
 
 def _noise_sd(per: Sequence[Mapping[str, Any]]) -> float | None:
@@ -274,6 +297,13 @@ def system_row(
         "evidence_lift": ci(evid, seed, "evidence-lift", system),
         "evidence_lift_assignments": len(evid),
         "selection_lift_sign": sign_test(sel)[:2] if sel else None,
+        # Per-assignment signs only where resolved (|lift| > 2 replicate SE), counted.
+        "selection_lift_signs": {
+            "positive": sum(1 for p in per if p["selection_lift_sign"] == "+"),
+            "negative": sum(1 for p in per if p["selection_lift_sign"] == "-"),
+            "unresolved": sum(1 for p in per if p["selection_lift_sign"] == "unresolved"),
+            "rule": "|lift| > 2 SE of the random replicates' mean",
+        },
         "overclaim_rate": _mean(col("overclaim_rate")),
         "invalid_actions": float(sum(col("invalid_actions"))),
         "acceleration_first": _mean(first),

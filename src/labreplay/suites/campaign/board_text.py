@@ -33,6 +33,15 @@ def _ci(v: Mapping[str, float] | None) -> str:
     return "-" if v is None else f"{v['mean']:+.3f} [{v['lo']:+.3f},{v['hi']:+.3f}]"
 
 
+def _signs(signs: Mapping[str, Any] | None) -> str:
+    if not signs:
+        return "per-assignment selection-lift signs: -"
+    return (
+        f"per-assignment selection-lift signs where resolved ({signs['rule']}): "
+        f"+ {signs['positive']}, - {signs['negative']}, unresolved {signs['unresolved']}"
+    )
+
+
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
@@ -139,6 +148,8 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
             f"{r['selection_value_nonpositive']}); selection lift per seed "
             f"{', '.join(f'{v:+.3f}' for v in r['selection_lift_seed_means'].values()) or '-'} "
             f"(between-seed SD {_num(r['selection_lift_between_seed_sd'], '{:.4f}')}); "
+            + _signs(r.get("selection_lift_signs"))
+            + "; "
             f"acceleration (tau = context model t=0 + 0.05) first passage "
             f"{_num(r['acceleration_first'], '{:.2f}x')} ({est['first']} estimable, "
             f"target already met at t=0 in {r['target_met_at_t0']} of {r['assignments']}, "
