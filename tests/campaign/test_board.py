@@ -301,3 +301,18 @@ def test_a_lift_sign_is_shown_only_where_resolved():
     assert lift_sign(0.02, 0.01) == "unresolved"  # |lift| must exceed 2 SE
     assert lift_sign(0.5, None) == "unresolved"  # one replicate: no SE, no sign
     assert lift_sign(None, 0.01) is None
+
+
+def test_an_unmatched_no_evidence_control_keeps_the_system_off_the_board():
+    from labreplay.suites.campaign.board_rows import entry_problems
+
+    def branch(calls: int) -> dict[str, Any]:
+        scores = {"policy_calls": calls, "experiments_closed": 2, "checkpoints": 3}
+        return {"status": "complete", "scores": scores}
+
+    matched = {"adaptive": branch(40), "random": branch(30), "no-evidence": branch(40)}
+    assert entry_problems(matched) == []
+    unmatched = {**matched, "no-evidence": branch(31)}
+    assert entry_problems(unmatched) == [
+        "no-evidence control not call-matched: 31 policy calls vs 40 in the adaptive branch"
+    ]

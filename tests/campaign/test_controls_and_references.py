@@ -230,3 +230,36 @@ def test_random_replicates_draw_from_their_own_stream_per_assignment(pg_specs):
     assert len(set(draws.values())) == len(keys)
     # the recorded run seed still moves every stream
     assert tuple(random_stream(1, *keys[0]).integers(0, 2**31, 4)) != draws[keys[0]]
+
+
+class Clumsy(BayesAgent):
+    """An agent that makes one invalid action per experiment (an out-of-range first forecast),
+    in its adaptive branch and in its controls alike."""
+
+    name = "clumsy"
+
+    def reset(self, seed):
+        super().reset(seed)
+        self.erred: set[str] = set()
+
+    def act(self, observation):
+        action = super().act(observation)
+        eid = observation["state"].get("open_experiment")
+        if action.get("type") == "submit_forecast" and eid and eid not in self.erred:
+            self.erred.add(eid)
+            return {**action, "p_valid": 7}
+        return action
+
+
+def test_no_evidence_matches_policy_calls_when_the_agent_makes_invalid_actions(pg_specs):
+    """Issue 37: each rejected action of the adaptive branch is a policy call the no-evidence
+    control mirrors with one revision call, so the calls match for any behaviour."""
+    spec = pg_specs[0]
+    results = run_assignment_branches(spec, Clumsy, None, 0, ("no-evidence",))
+    adaptive, ne = results["adaptive"].metrics, results["no-evidence"].metrics
+    assert adaptive["invalid_actions"] == adaptive["experiments_closed"] > 0
+    assert ne["policy_calls"] == adaptive["policy_calls"]
+    assert ne["forecast_calls"] == adaptive["forecast_calls"]
+    assert ne["experiments_closed"] == adaptive["experiments_closed"]
+    slots, _ = extract_schedule(results["adaptive"].events)
+    assert sum(s.rejected for s in slots) == adaptive["invalid_actions"]

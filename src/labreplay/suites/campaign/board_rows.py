@@ -32,6 +32,16 @@ def entry_problems(branches: Mapping[str, Any]) -> list[str]:
         closed, checkpoints = scores.get("experiments_closed"), scores.get("checkpoints")
         if closed is not None and checkpoints is not None and checkpoints < closed + 1:
             problems.append(f"{b} branch: {int(closed + 1 - checkpoints)} checkpoint(s) missing")
+    # An unmatched no-evidence control (issue 37) keeps the system off the board, named.
+    adaptive, ne = branches.get("adaptive") or {}, branches.get("no-evidence") or {}
+    if adaptive.get("status") == "complete" and ne.get("status") == "complete":
+        mine = (adaptive.get("scores") or {}).get("policy_calls")
+        theirs = (ne.get("scores") or {}).get("policy_calls")
+        if mine is not None and theirs is not None and int(mine) != int(theirs):
+            problems.append(
+                f"no-evidence control not call-matched: {int(theirs)} policy calls vs "
+                f"{int(mine)} in the adaptive branch"
+            )
     return problems
 
 

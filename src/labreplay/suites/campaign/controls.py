@@ -12,7 +12,8 @@ Both controls start from the adaptive branch's frozen assignment and exact pre-c
   chosen candidate cannot take is skipped and recorded the same way.
 - Call-matched no-evidence: the adaptive branch's own selections and closures, in order, with the
   same number of policy-action calls (SDL-1): each forecast of the adaptive branch is a forecast
-  here, and each evidence purchase or review becomes one forecast revision with nothing revealed;
+  here, and each evidence purchase, review or rejected (invalid) action becomes one forecast
+  revision call with nothing revealed (a call is counted whatever the agent answers);
   an experiment the adaptive branch abandoned with a stop is abandoned here too.
 
 The agent under test (a fresh instance of the same system) still writes every forecast, review
@@ -45,14 +46,25 @@ class Slot:
     ops: list[Op] = field(default_factory=list)
     closed: bool = False
     recorded: dict[str, int] = field(default_factory=dict)
+    # Rejected (invalid) actions of the adaptive branch attributed to this experiment: those
+    # from its selection to the next one (the first slot also takes any before it). Each is a
+    # policy call the call-matched no-evidence control mirrors with one revision call.
+    rejected: int = 0
 
 
 def extract_schedule(events: Sequence[Mapping[str, Any]]) -> tuple[list[Slot], bool]:
     """The adaptive branch's experiments in selection order, and whether it stopped."""
     slots: list[Slot] = []
     stopped = False
+    leading = 0  # rejected actions before the first selection
     for event in events:
-        if event["kind"] != "action" or not event["payload"]["accepted"]:
+        if event["kind"] != "action":
+            continue
+        if not event["payload"]["accepted"]:
+            if slots:
+                slots[-1].rejected += 1
+            else:
+                leading += 1
             continue
         payload = event["payload"]
         action = payload["action"]
@@ -72,6 +84,8 @@ def extract_schedule(events: Sequence[Mapping[str, Any]]) -> tuple[list[Slot], b
             slots[-1].closed = True
         elif kind == "stop":
             stopped = True
+    if slots:
+        slots[0].rejected += leading
     return slots, stopped
 
 
@@ -297,8 +311,9 @@ class CallMatchedNoEvidence(ControlWrapper):
             self.slot_index += 1
             slot = self.slots[self.slot_index]
             # One policy call per adaptive call (SDL-1): each forecast stays a forecast, and
-            # each evidence purchase or review becomes a revision call with nothing revealed.
-            self.forecasts_left = len(slot.ops)
+            # each evidence purchase, review or rejected (invalid) action becomes a revision
+            # call with nothing revealed, so the policy calls match for any behaviour.
+            self.forecasts_left = len(slot.ops) + slot.rejected
             return {"type": "select_experiment", "experiment_id": slot.experiment_id}
         if self.forecasts_left > 0 or phase in ("prior_forecast", "update_required"):
             self.forecasts_left -= 1  # one call each, answered or not
