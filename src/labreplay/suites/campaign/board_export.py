@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from labreplay.suites.campaign.board_notes import notes_text
-from labreplay.suites.campaign.board_text import SKILL_NOTE
+from labreplay.suites.campaign.board_text import skill_note
 from labreplay.suites.campaign.power import power_text
 
 FORMATS = ("markdown", "latex", "csv")
@@ -77,7 +77,7 @@ def render(board: Mapping[str, Any], fmt: str, kind: str = "long") -> str:
         f"{len(table['assignments'])} assignments, partition seed(s) "
         f"{', '.join(str(s) for s in table['seeds'])}, equal weight; paired bootstrap 95% "
         f"intervals ({board['bootstrap']['resamples']} resamples, seed {board['bootstrap']['seed']}); "
-        "ref = reference row, never ranked. " + SKILL_NOTE
+        "ref = reference row, never ranked. " + skill_note(table)
     )
     notes = [*notes_text(table.get("notes") or {}), power_text(table["power"])]
     if fmt == "csv":

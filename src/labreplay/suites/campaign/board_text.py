@@ -13,11 +13,29 @@ from labreplay.suites.campaign.power import power_text
 # How the panel-relative score is read (declared; METRICS.md, fourth round).
 SKILL_NOTE = (
     "skill over context = adaptive AUC minus the context-trained model's AUC on the same "
-    "assignments (paired bootstrap 95%): absolute AUC mostly measures the query panel (the "
-    "context model alone moves more between partition seeds than the gaps between systems), so "
-    "compare across panels, and with the paper's board (another panel), by skill over context "
-    "and by differences of it between systems, never by absolute AUC."
+    "assignments (paired bootstrap 95%). Absolute AUC includes how hard the query panel is, "
+    "which changes with the partition seed and differs from the paper's panel: compare across "
+    "panels, and with the paper's board, by skill over context and by differences of it "
+    "between systems, not by absolute AUC."
 )
+
+
+def skill_note(table: Mapping[str, Any]) -> str:
+    """`SKILL_NOTE`, with the context model's per-seed mean AUC range on this board."""
+    context = next(
+        (r for r in table.get("references", []) if r["system"] == "context-trained model"), None
+    )
+    by_seed: dict[int, list[float]] = {}
+    for p in (context or {}).get("per_assignment", []):
+        by_seed.setdefault(int(p["partition_seed"]), []).append(float(p["adaptive_auc"]))
+    if len(by_seed) < 2:
+        return SKILL_NOTE
+    means = [sum(v) / len(v) for v in by_seed.values()]
+    return (
+        f"{SKILL_NOTE} On this board the context model's mean AUC per partition seed ranges "
+        f"{min(means):.3f} to {max(means):.3f}."
+    )
+
 
 TITLES = {
     "long": "paper's board: long assignments (T = 12)",
@@ -107,7 +125,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
     console.print(rich_table)
     console.print(
         "reference rows (ref) are never ranked; assignments = how many of the board's "
-        f"assignments a row covers. {SKILL_NOTE} selection value: held-out gain of the context-trained "
+        f"assignments a row covers. {skill_note(table)} selection value: held-out gain of the context-trained "
         "model told the true outcomes of the experiments the system chose (not an upper bound: "
         "it may be above or below the system's gain). headroom = held-out gain / the reference "
         "model's ceiling (best T candidates, greedy), pooled over assignments; seed SD = "
