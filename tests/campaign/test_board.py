@@ -156,7 +156,7 @@ def test_long_and_short_boards_with_ceilings_and_power(board_store):
     oracle = next(r for r in long["references"] if r["system"] == "oracle")
     assert "not an upper bound" in oracle["reference"]
     theirs = {p["assignment"]: p["adaptive_auc"] for p in oracle["per_assignment"]}
-    beaten = {b["system"]: b for b in long["notes"]["oracle_beaten"]}
+    beaten = {b["system"]: b for b in long["flags"]["oracle_beaten"]}
     assert set(beaten) == {"bayes", "frugal", "context-trained model"}
     for r in long["rows"]:
         above = [
@@ -168,7 +168,7 @@ def test_long_and_short_boards_with_ceilings_and_power(board_store):
         for ref in long["references"]:
             mine = sum(p["adaptive_auc"] for p in r["per_assignment"]) / 2
             other = sum(p["adaptive_auc"] for p in ref["per_assignment"]) / 2
-            listed = {(b["system"], b["reference"]) for b in long["notes"]["below_reference"]}
+            listed = {(b["system"], b["reference"]) for b in long["flags"]["below_reference"]}
             assert ((r["system"], ref["system"]) in listed) == (mine < other)
     assert "ceiling" not in long and "ceiling" not in board
     # the paper's board is mirrored at the top level for single-board readers

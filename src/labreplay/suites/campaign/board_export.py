@@ -79,7 +79,7 @@ def render(board: Mapping[str, Any], fmt: str, kind: str = "long") -> str:
         f"intervals ({board['bootstrap']['resamples']} resamples, seed {board['bootstrap']['seed']}); "
         "ref = reference row, never ranked. " + skill_note(table)
     )
-    notes = [*notes_text(table.get("notes") or {}), power_text(table["power"])]
+    notes = [*notes_text(table.get("flags") or {}), power_text(table["power"])]
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")

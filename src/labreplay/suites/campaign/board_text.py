@@ -137,7 +137,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         f"{_num(table.get('reference_ceiling'), '{:+.4f}')} nats (mean over assignments)",
         soft_wrap=True,
     )
-    for line in notes_text(table.get("notes") or {}):
+    for line in notes_text(table.get("flags") or {}):
         console.print(line, soft_wrap=True)
     for r in table["rows"]:
         est = r["acceleration_estimable"]

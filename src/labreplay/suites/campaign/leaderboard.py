@@ -8,7 +8,7 @@ post-closure checkpoint answered without fallback (any fallback lists it as inco
 count). Intervals: paired bootstrap 95% over assignments (10,000 resamples, seed recorded);
 leave-one-assignment-out ranks. Under every board: the reference model's ceiling and headroom
 captured, with where that ceiling is exceeded or negative, where the oracle is beaten and where
-a ranked system scores below a reference row (`notes`), the power line (`power`) and the
+a ranked system scores below a reference row (`flags`), the power line (`power`) and the
 acceleration target count. Beside adaptive AUC, the panel-relative skill over context.
 
 Never ranked, shown as reference rows with the number of assignments each covers: the reference
@@ -176,7 +176,7 @@ def leaderboard(
         "not_isolated": data["not_isolated"],
         # The paper's board, also at the top level for readers of the single-board layout.
         **{
-            k: paper[k] for k in ("assignments", "rows", "incomplete", "pairwise", "power", "notes")
+            k: paper[k] for k in ("assignments", "rows", "incomplete", "pairwise", "power", "flags")
         },
         "loao_ranks": paper["loao_ranks"],
         "references": paper["references"],
@@ -254,9 +254,9 @@ def _board(
         "loao_ranks": _loao(aucs),
         "power": power,
         # The reference model's ceiling: a greedy best-T gain of the context-trained model,
-        # not an upper bound on other learners (where it is exceeded or negative: `notes`).
+        # not an upper bound on other learners (where it is exceeded or negative: `flags`).
         "reference_ceiling": float(np.mean(best)) if specs else None,
-        "notes": board_notes(rows, references),
+        "flags": board_notes(rows, references),
         "acceleration_target": "context-trained model score at t = 0 + 0.05 nats (per spec)",
     }
 
