@@ -3,7 +3,7 @@
 Runs every registered suite's demonstration (in name order) into one results store and writes
 the HTML report:
 1. campaign: the full sdl1 protocol on the Precursor Genome with the reference agents, both
-   matched controls and the ceiling; prints the leaderboard;
+   matched controls and the oracle reference; prints the leaderboard;
 2. conditions: compiles every screening table into questions, runs the reference agents, prints
    question counts and scores against the random floor;
 3. configsearch: a short real Bayesian-optimisation vs random-search comparison;

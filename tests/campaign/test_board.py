@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 
 from labreplay.errors import SpecError
 from labreplay.store.sqlite import Store
-from labreplay.suites.campaign.agents import BayesAgent, NoEvidenceAgent, RandomAgent
+from labreplay.suites.campaign.agents import BayesAgent, NoEvidenceAgent, OracleAgent, RandomAgent
 from labreplay.suites.campaign.api import compile_specs
 from labreplay.suites.campaign.ceiling import (
     ceiling_best,
@@ -17,7 +18,7 @@ from labreplay.suites.campaign.ceiling import (
     context_score,
 )
 from labreplay.suites.campaign.leaderboard import leaderboard
-from labreplay.suites.campaign.power import power_line
+from labreplay.suites.campaign.power import power_line, power_pairs, power_text
 from labreplay.suites.campaign.runner import run_assignment, run_branch, with_replicates
 
 CONTROLS = ("random", "no-evidence")
@@ -57,6 +58,7 @@ def board_store(pg_specs, tmp_path_factory):
             run_assignment(spec, RandomAgent, store, 0, ("random",))
             run_assignment(spec, Forgetful, store, 0, ("random",))
             run_branch(spec, NoEvidenceAgent(), 0, "adaptive", store)  # no control branch
+            run_branch(spec, OracleAgent(spec.body["evaluator"]), 0, "adaptive", store)
     return path
 
 
@@ -74,9 +76,13 @@ def test_long_and_short_boards_with_ceilings_and_power(board_store):
         assert sorted(r["system"] for r in table["rows"]) == ["bayes", "frugal"]
         refs = {r["system"]: r for r in table["references"]}
         # Reference agents are reference rows, never ranked, each saying what it covers.
-        assert {"random", "no-evidence", "base-rate forecaster", "context-trained model"} <= set(
-            refs
-        )
+        assert {
+            "random",
+            "no-evidence",
+            "oracle",
+            "base-rate forecaster",
+            "context-trained model",
+        } <= set(refs)
         assert all(
             "rank" not in r and r["covers"] == f"{n} of {n} assignments" for r in refs.values()
         )
@@ -104,6 +110,12 @@ def test_long_and_short_boards_with_ceilings_and_power(board_store):
         assert len(p["random_aucs"]) == 3
         assert p["random_auc"] == pytest.approx(sum(p["random_aucs"]) / 3, abs=1e-15)
         assert p["selection_lift"] == pytest.approx(p["adaptive_auc"] - p["random_auc"], abs=1e-15)
+        se = float(np.std(p["random_aucs"], ddof=1)) / math.sqrt(3)
+        assert p["selection_lift_se"] == pytest.approx(se)
+        resolved = abs(p["selection_lift"]) > 2 * se
+        assert p["selection_lift_sign"] == (
+            ("+" if p["selection_lift"] > 0 else "-") if resolved else "unresolved"
+        )
         # no-evidence matched on policy-action calls and checkpoints
         assert p["policy_calls"]["no-evidence"] == p["policy_calls"]["adaptive"]
         assert p["forecast_calls"]["no-evidence"] == p["forecast_calls"]["adaptive"]
@@ -112,22 +124,53 @@ def test_long_and_short_boards_with_ceilings_and_power(board_store):
     assert row["acceleration_estimable"]["first"] == sum(
         1 for p in per if p["acceleration_first"] is not None
     )
+    signs = row["selection_lift_signs"]
+    assert signs["positive"] + signs["negative"] + signs["unresolved"] == len(per)
     # every control closed as many experiments as the adaptive branch (per run)
     b = row["branches"]
     assert b["random"]["runs"] == 3 * b["adaptive"]["runs"]
     assert b["random"]["experiments_closed"] == 3 * b["adaptive"]["experiments_closed"] == 72
     assert b["no-evidence"]["experiments_closed"] == b["adaptive"]["experiments_closed"]
-    # The power line: every pair of distinct ranked systems and each vs the context model.
+    # The power line (fourth round): two ranked systems, so only the ranked pair, named.
     power = long["power"]
-    pairs = {(q["a"], q["b"]) for q in power["pairs"]}
-    assert pairs == {
-        ("bayes", "frugal"),
-        ("bayes", "context-trained model"),
-        ("frugal", "context-trained model"),
-    }
-    assert all(q["a"] != q["b"] and q["a"] in ("bayes", "frugal") for q in power["pairs"])
+    assert [(q["a"], q["b"]) for q in power["pairs"]] == [("bayes", "frugal")]
+    assert power["smallest_pair"] == power["largest_pair"] == ["bayes", "frugal"]
     lo, hi = power["min_detectable"]
     assert 0 < lo <= hi and power["sd_range"][0] <= power["sd_range"][1]
+    assert power["paper_gap"]["difference"] == 0.034
+    # Skill over context: adaptive AUC minus the context model's flat AUC, same assignments.
+    context = next(r for r in long["references"] if r["system"] == "context-trained model")
+    by_spec = {p["assignment"]: p["adaptive_auc"] for p in context["per_assignment"]}
+    for r in long["rows"]:
+        skill = [p["adaptive_auc"] - by_spec[p["assignment"]] for p in r["per_assignment"]]
+        assert [p["skill_over_context"] for p in r["per_assignment"]] == pytest.approx(skill)
+        assert r["skill_over_context"]["mean"] == pytest.approx(sum(skill) / len(skill))
+        assert r["skill_over_context"]["lo"] <= r["skill_over_context"]["hi"]
+    assert context["skill_over_context"]["mean"] == 0.0
+    # Reference rows label every assignment with its partition seed and id.
+    for ref in long["references"]:
+        for p in ref["per_assignment"]:
+            assert p["partition_seed"] == 0 and p["assignment_id"] in p["assignment"]
+            assert p["assignment"].endswith(f"seed0/{p['assignment_id']}")
+    # Notes: the oracle (a labelled reference) beaten, rows below a reference, the ceiling.
+    oracle = next(r for r in long["references"] if r["system"] == "oracle")
+    assert "not an upper bound" in oracle["reference"]
+    theirs = {p["assignment"]: p["adaptive_auc"] for p in oracle["per_assignment"]}
+    beaten = {b["system"]: b for b in long["flags"]["oracle_beaten"]}
+    assert set(beaten) == {"bayes", "frugal", "context-trained model"}
+    for r in long["rows"]:
+        above = [
+            f"seed0/{p['assignment_id']}"
+            for p in r["per_assignment"]
+            if p["adaptive_auc"] > theirs[p["assignment"]]
+        ]
+        assert beaten[r["system"]]["assignments"] == above and beaten[r["system"]]["of"] == 2
+        for ref in long["references"]:
+            mine = sum(p["adaptive_auc"] for p in r["per_assignment"]) / 2
+            other = sum(p["adaptive_auc"] for p in ref["per_assignment"]) / 2
+            listed = {(b["system"], b["reference"]) for b in long["flags"]["below_reference"]}
+            assert ((r["system"], ref["system"]) in listed) == (mine < other)
+    assert "ceiling" not in long and "ceiling" not in board
     # the paper's board is mirrored at the top level for single-board readers
     assert board["rows"] == long["rows"]
 
@@ -155,10 +198,53 @@ def test_latex_markdown_csv_boards(board_store):
     assert len(csv_lines) == 1 + len(board["rows"]) + len(board["references"])
 
 
-def test_one_ranked_system_uses_system_vs_reference_only():
-    p = power_line([("bayes", "context-trained model", [0.01, 0.03, -0.02])], 3, 0.01, 3, 1)
+def test_one_ranked_system_uses_the_largest_sd_against_the_references():
+    ranked = {"bayes": {"s1": -1.0, "s2": -1.2, "s3": -1.1, "s4": -1.3}}
+    refs = {
+        "context-trained model": {"s1": -1.05, "s2": -1.22, "s3": -1.16, "s4": -1.31},
+        "random": {"s1": -1.4, "s2": -1.1, "s3": -1.5, "s4": -1.2},
+        "oracle": {"s1": -0.9, "s3": -1.0},  # covers two assignments: paired on those
+    }
+    pairs = power_pairs(ranked, refs)
+    assert [(a, b, len(d)) for a, b, d in pairs] == [
+        ("bayes", "context-trained model", 4),
+        ("bayes", "oracle", 2),
+        ("bayes", "random", 4),
+    ]
+    p = power_line(pairs, 4, 0.01, 2, 1)
     assert p["source"].startswith("one ranked system")
-    assert [(q["a"], q["b"]) for q in p["pairs"]] == [("bayes", "context-trained model")]
+    sds = {q["b"]: q["sd"] for q in p["pairs"]}
+    worst = max(sds, key=lambda k: sds[k])
+    assert worst == "random" and p["conservative"]["pair"] == ["bayes", "random"]
+    assert p["conservative"]["sd"] == pytest.approx(max(sds.values()))
+    z = 1.959963984540054 + 0.8416212335729143
+    assert p["conservative"]["min_detectable"] == pytest.approx(z * sds["random"] / 2)
+    assert p["conservative"]["paper_gap_assignments"] == math.ceil((z * sds["random"] / 0.034) ** 2)
+    assert p["conservative"]["paper_gap_seeds"] == math.ceil(
+        p["conservative"]["paper_gap_assignments"] / 2
+    )
+    text = power_text(p)
+    assert "conservative: largest SD, bayes vs random" in text
+    assert f"{p['conservative']['min_detectable']:.4f}" in text and "paper's gap 0.034" in text
+    # Never a system against itself, never a reference alone.
+    assert power_pairs({"bayes": ranked["bayes"]}, {"bayes": ranked["bayes"]}) == []
+    assert power_pairs({}, refs) == []
+
+
+def test_two_ranked_systems_use_only_their_pairs():
+    ranked = {
+        "a": {"s1": 0.1, "s2": 0.3, "s3": 0.2},
+        "b": {"s1": 0.0, "s2": 0.1, "s3": 0.3},
+        "c": {"s1": 0.5, "s2": 0.1, "s3": 0.0},
+    }
+    pairs = power_pairs(ranked, {"context-trained model": {"s1": 0, "s2": 0, "s3": 0}})
+    assert [(a, b) for a, b, _ in pairs] == [("a", "b"), ("a", "c"), ("b", "c")]
+    p = power_line(pairs, 3, 0.05, 3, 3)
+    sds = sorted((q["sd"], q["a"], q["b"]) for q in p["pairs"])
+    assert p["smallest_pair"] == list(sds[0][1:]) and p["largest_pair"] == list(sds[-1][1:])
+    text = power_text(p)
+    assert f"smallest SD: {sds[0][1]} vs {sds[0][2]}" in text
+    assert f"largest: {sds[-1][1]} vs {sds[-1][2]}" in text
 
 
 def test_two_protocols_under_one_spec_id_are_refused_unless_one_is_selected(
@@ -195,8 +281,6 @@ def test_ceilings_and_target_follow_the_context_model(pg_specs):
 
 
 def test_power_line_normal_approximation():
-    import numpy as np
-
     rng = np.random.default_rng(0)
     d = rng.normal(0.0, 1.0, 16)
     d2 = rng.normal(0.0, 3.0, 16)
@@ -208,3 +292,27 @@ def test_power_line_normal_approximation():
     assert p["assignments_needed"] == [math.ceil((z * sd / 0.5) ** 2) for sd in sds]
     assert p["seeds_needed"] == [math.ceil(n / 8) for n in p["assignments_needed"]]
     assert power_line([("a", "b", [0.1])], 1, 0.5, 1, 1)["min_detectable"] is None
+
+
+def test_a_lift_sign_is_shown_only_where_resolved():
+    from labreplay.suites.campaign.board_rows import lift_sign
+
+    assert lift_sign(0.03, 0.01) == "+" and lift_sign(-0.03, 0.01) == "-"
+    assert lift_sign(0.02, 0.01) == "unresolved"  # |lift| must exceed 2 SE
+    assert lift_sign(0.5, None) == "unresolved"  # one replicate: no SE, no sign
+    assert lift_sign(None, 0.01) is None
+
+
+def test_an_unmatched_no_evidence_control_keeps_the_system_off_the_board():
+    from labreplay.suites.campaign.board_rows import entry_problems
+
+    def branch(calls: int) -> dict[str, Any]:
+        scores = {"policy_calls": calls, "experiments_closed": 2, "checkpoints": 3}
+        return {"status": "complete", "scores": scores}
+
+    matched = {"adaptive": branch(40), "random": branch(30), "no-evidence": branch(40)}
+    assert entry_problems(matched) == []
+    unmatched = {**matched, "no-evidence": branch(31)}
+    assert entry_problems(unmatched) == [
+        "no-evidence control not call-matched: 31 policy calls vs 40 in the adaptive branch"
+    ]

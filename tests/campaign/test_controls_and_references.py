@@ -18,8 +18,15 @@ from labreplay.suites.campaign.controls import (
     ScheduleMatchedRandom,
     Slot,
     extract_schedule,
+    random_stream,
+    supports,
 )
-from labreplay.suites.campaign.runner import run_assignment, run_assignment_branches, run_branch
+from labreplay.suites.campaign.runner import (
+    random_branches,
+    run_assignment,
+    run_assignment_branches,
+    run_branch,
+)
 
 
 def _accepted(events, kind=None):
@@ -200,3 +207,59 @@ def test_unknown_control_is_refused_by_name(pg_specs):
 
     with pytest.raises(SpecError, match="placebo"):
         run_assignment_branches(pg_specs[0], BayesAgent, None, 0, ("random", "placebo"))
+
+
+def test_random_replicates_draw_from_their_own_stream_per_assignment(pg_specs):
+    """Issue 37: one stream per replicate for every assignment put the first pick on the same
+    sorted candidate position in 20 of 30 assignments. Each (assignment, replicate) now has
+    its own stream, derived from the run seed, the spec id and the replicate index."""
+    specs = [s for s in pg_specs if s.body["assignment"]["kind"] == "long"][:2]
+    branches = random_branches(3)
+    for spec in specs:
+        results = run_assignment_branches(spec, BayesAgent, None, 0, branches)
+        slots, _ = extract_schedule(results["adaptive"].events)
+        ids = sorted(c["experiment_id"] for c in spec.body["candidates"])
+        fitting = [i for i in ids if supports(spec.body["evaluator"][i], slots[0])] or ids
+        for k, branch in enumerate(branches, 1):
+            first = _accepted(results[branch].events, "select_experiment")[0]["experiment_id"]
+            assert first == str(random_stream(0, spec.spec_id, k).choice(fitting))
+    keys = [
+        (a, k) for a in ("p/seed0/long-1", "p/seed1/long-1", "p/seed0/long-2") for k in (1, 2, 3)
+    ]
+    draws = {key: tuple(random_stream(0, *key).integers(0, 2**31, 4)) for key in keys}
+    assert len(set(draws.values())) == len(keys)
+    # the recorded run seed still moves every stream
+    assert tuple(random_stream(1, *keys[0]).integers(0, 2**31, 4)) != draws[keys[0]]
+
+
+class Clumsy(BayesAgent):
+    """An agent that makes one invalid action per experiment (an out-of-range first forecast),
+    in its adaptive branch and in its controls alike."""
+
+    name = "clumsy"
+
+    def reset(self, seed):
+        super().reset(seed)
+        self.erred: set[str] = set()
+
+    def act(self, observation):
+        action = super().act(observation)
+        eid = observation["state"].get("open_experiment")
+        if action.get("type") == "submit_forecast" and eid and eid not in self.erred:
+            self.erred.add(eid)
+            return {**action, "p_valid": 7}
+        return action
+
+
+def test_no_evidence_matches_policy_calls_when_the_agent_makes_invalid_actions(pg_specs):
+    """Issue 37: each rejected action of the adaptive branch is a policy call the no-evidence
+    control mirrors with one revision call, so the calls match for any behaviour."""
+    spec = pg_specs[0]
+    results = run_assignment_branches(spec, Clumsy, None, 0, ("no-evidence",))
+    adaptive, ne = results["adaptive"].metrics, results["no-evidence"].metrics
+    assert adaptive["invalid_actions"] == adaptive["experiments_closed"] > 0
+    assert ne["policy_calls"] == adaptive["policy_calls"]
+    assert ne["forecast_calls"] == adaptive["forecast_calls"]
+    assert ne["experiments_closed"] == adaptive["experiments_closed"]
+    slots, _ = extract_schedule(results["adaptive"].events)
+    assert sum(s.rejected for s in slots) == adaptive["invalid_actions"]

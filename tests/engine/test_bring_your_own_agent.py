@@ -279,9 +279,11 @@ def test_resolution_names_the_agent_and_the_method() -> None:
         resolve_agent(Nameless, CampaignAgent)
 
 
-def test_oracle_is_a_cli_reference_agent_run_as_a_ceiling(workdir: Path) -> None:
+def test_oracle_is_a_cli_reference_agent_run_as_a_labelled_reference(workdir: Path) -> None:
     (result,) = _run(workdir, "oracle.sqlite", "--agent", "oracle")
-    assert set(result["branches"]) == {"adaptive"}  # the ceiling: no controls, never ranked
+    assert set(result["branches"]) == {
+        "adaptive"
+    }  # a labelled reference: no controls, never ranked
     with Store(workdir / "oracle.sqlite", readonly=True) as db:
         (run,) = db.runs()
-        assert run.agent == "oracle" and run.agent_params["ceiling"] is True
+        assert run.agent == "oracle" and run.agent_params["reference"] is True

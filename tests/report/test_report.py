@@ -42,8 +42,8 @@ def test_report_shows_leaderboard_curves_and_trajectory(tmp_path, campaign_store
         "context-trained model",
     }
     assert [r[2] for r in ranked] == ["bayes"]
-    assert all(r[9] == "0" and r[10] == "3" for r in ranked)
-    assert ranked[0][11].split(" / ")[0] == "4"
+    assert all(r[10] == "0" and r[11] == "3" for r in ranked)  # seeds, assignments
+    assert ranked[0][12].split(" / ")[0] == "4"
     assert board["pairwise"] == [] and not page.tables.get("campaign-pairwise")
     loao = page.tables["campaign-loao"]
     assert len(loao) == 1 and all(len(r) == 1 + 3 + 1 for r in loao)

@@ -1,4 +1,5 @@
-"""Reference policies for the campaign suite: random, no-evidence, Bayesian, oracle (ceiling).
+"""Reference policies for the campaign suite: random, no-evidence, Bayesian, oracle (a labelled
+reference, not an upper bound).
 
 Every agent reads only the observation it is given (the agent-visible state), except the
 oracle, which is built from the evaluator record on purpose and is labelled and excluded from
@@ -351,7 +352,7 @@ class OracleAgent(BayesAgent):
 
     def params(self) -> dict[str, Any]:
         return {
-            "ceiling": True,
+            "reference": True,  # labelled, reads outcomes; not an upper bound (issue 37)
             "told": "every candidate's recorded outcome",
             "weight": LEARN_WEIGHT,
         }

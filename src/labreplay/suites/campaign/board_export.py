@@ -1,6 +1,8 @@
 """The paper's campaign board as a file: Markdown, LaTeX or CSV (`campaign leaderboard
 --format`). Ranked rows and reference rows (marked, never ranked) with the assignments each
-covers, paired bootstrap 95% intervals and the power range under the table."""
+covers, skill over context, paired bootstrap 95% intervals, the board's notes (oracle beaten,
+systems below a reference row, the reference ceiling exceeded or negative) and the power range
+under the table."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
+from labreplay.suites.campaign.board_notes import notes_text
+from labreplay.suites.campaign.board_text import skill_note
 from labreplay.suites.campaign.power import power_text
 
 FORMATS = ("markdown", "latex", "csv")
@@ -17,6 +21,7 @@ HEADERS = (
     "system",
     "assignments",
     "adaptive AUC",
+    "skill over context [95% CI]",
     "held-out gain",
     "selection value",
     "headroom",
@@ -44,6 +49,7 @@ def board_cells(table: Mapping[str, Any]) -> list[list[str]]:
                 r["system"],
                 f"{r['assignments']}/{n}",
                 _num(r["adaptive_auc"], ".3f"),
+                _ci(r.get("skill_over_context")),
                 _num(r.get("held_out_gain"), "+.4f"),
                 _num(r.get("selection_value"), "+.4f"),
                 "-" if share is None else f"{100 * share:.0f}%",
@@ -71,9 +77,9 @@ def render(board: Mapping[str, Any], fmt: str, kind: str = "long") -> str:
         f"{len(table['assignments'])} assignments, partition seed(s) "
         f"{', '.join(str(s) for s in table['seeds'])}, equal weight; paired bootstrap 95% "
         f"intervals ({board['bootstrap']['resamples']} resamples, seed {board['bootstrap']['seed']}); "
-        "ref = reference row, never ranked."
+        "ref = reference row, never ranked. " + skill_note(table)
     )
-    power = power_text(table["power"])
+    notes = [*notes_text(table.get("flags") or {}), power_text(table["power"])]
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
@@ -83,7 +89,7 @@ def render(board: Mapping[str, Any], fmt: str, kind: str = "long") -> str:
     if fmt == "markdown":
         lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
-        return "\n".join([*lines, "", caption, "", power]) + "\n"
+        return "\n".join([*lines, "", caption, "", "\n\n".join(notes)]) + "\n"
     if fmt == "latex":
         body = [" & ".join(_latex_escape(c) for c in row) + r" \\" for row in cells]
         return (
@@ -98,7 +104,7 @@ def render(board: Mapping[str, Any], fmt: str, kind: str = "long") -> str:
                     *body,
                     r"\hline",
                     r"\end{tabular}",
-                    r"\caption{" + _latex_escape(caption + " " + power) + "}",
+                    r"\caption{" + _latex_escape(" ".join([caption, *notes])) + "}",
                     r"\end{table}",
                 ]
             )

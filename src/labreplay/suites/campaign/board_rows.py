@@ -32,6 +32,16 @@ def entry_problems(branches: Mapping[str, Any]) -> list[str]:
         closed, checkpoints = scores.get("experiments_closed"), scores.get("checkpoints")
         if closed is not None and checkpoints is not None and checkpoints < closed + 1:
             problems.append(f"{b} branch: {int(closed + 1 - checkpoints)} checkpoint(s) missing")
+    # An unmatched no-evidence control (issue 37) keeps the system off the board, named.
+    adaptive, ne = branches.get("adaptive") or {}, branches.get("no-evidence") or {}
+    if adaptive.get("status") == "complete" and ne.get("status") == "complete":
+        mine = (adaptive.get("scores") or {}).get("policy_calls")
+        theirs = (ne.get("scores") or {}).get("policy_calls")
+        if mine is not None and theirs is not None and int(mine) != int(theirs):
+            problems.append(
+                f"no-evidence control not call-matched: {int(theirs)} policy calls vs "
+                f"{int(mine)} in the adaptive branch"
+            )
     return problems
 
 
@@ -140,21 +150,34 @@ def pooled_assignment(
             first.extend([f] if f is not None else [])
             sustained.extend([u] if u is not None else [])
 
+    lift = None if random_auc is None or auc is None else auc - random_auc
+    # The lift's noise from the random control: SE of the replicate mean (needs two or more).
+    lift_se = (
+        float(np.std(random_aucs, ddof=1)) / math.sqrt(len(random_aucs))
+        if len(random_aucs) >= 2
+        else None
+    )
+
     def calls(entries: Sequence[Mapping[str, Any]], key: str) -> float | None:
         values = [e["scores"].get(key) for e in entries]
         return _mean([float(v) for v in values if v is not None])
 
     return {
-        "assignment": None,  # filled by the caller (spec id)
+        "assignment": None,  # filled by the caller (spec id, which names the partition seed)
         "partition_seed": int(body["seed"]),
+        "assignment_id": body["assignment"]["id"],
         "run_seeds": seeds,
         "adaptive_auc": auc,
+        # Panel-relative: the context-trained model's (flat) AUC on the same assignment.
+        "skill_over_context": None if auc is None else auc - ceilings.context_score(spec),
         "held_out_gain": _mean([adaptive[k]["scores"]["held_out_gain"] for k in seeds]),
         "random_auc": random_auc,
         "random_aucs": random_aucs,
         "random_replicates": len(random_aucs),
         "no_evidence_auc": ne_auc,
-        "selection_lift": None if random_auc is None or auc is None else auc - random_auc,
+        "selection_lift": lift,
+        "selection_lift_se": lift_se,
+        "selection_lift_sign": lift_sign(lift, lift_se),
         "evidence_lift": None if ne_auc is None or auc is None else auc - ne_auc,
         "selection_value": _mean([ceiling_selected(body, adaptive[k]["closed"]) for k in seeds]),
         "reference_ceiling": ceilings.of_best(spec),
@@ -183,6 +206,19 @@ def pooled_assignment(
         ),
         "movements": [adaptive[k].get("movements") or {} for k in seeds],
     }
+
+
+RESOLVED_SE = 2.0  # a per-assignment lift sign is shown only where |lift| > 2 replicate SE
+
+
+def lift_sign(lift: float | None, se: float | None) -> str | None:
+    """ "+" or "-" where the per-assignment selection lift is resolved (|lift| > 2 SE of the
+    random replicates' mean), else "unresolved" (also with a single replicate: no SE)."""
+    if lift is None:
+        return None
+    if se is None or abs(lift) <= RESOLVED_SE * se:
+        return "unresolved"
+    return "+" if lift > 0 else "-"
 
 
 def _noise_sd(per: Sequence[Mapping[str, Any]]) -> float | None:
@@ -251,6 +287,9 @@ def system_row(
         "random_replicates": {"min": min(reps), "max": max(reps)} if reps else None,
         "random_noise_sd": _noise_sd(per),
         "adaptive_auc": _mean(col("adaptive_auc")),
+        # Skill over context (METRICS.md, fourth round): adaptive AUC minus the context-trained
+        # model's AUC on the same assignments, paired bootstrap 95% interval.
+        "skill_over_context": ci(col("skill_over_context"), seed, "skill-over-context", system),
         "held_out_gain": _mean(gains),
         # Selection value (formerly "ceiling (a)", not an upper bound) and the reference
         # model's ceiling (formerly "ceiling (b)"); headroom is measured against the latter.
@@ -268,6 +307,13 @@ def system_row(
         "evidence_lift": ci(evid, seed, "evidence-lift", system),
         "evidence_lift_assignments": len(evid),
         "selection_lift_sign": sign_test(sel)[:2] if sel else None,
+        # Per-assignment signs only where resolved (|lift| > 2 replicate SE), counted.
+        "selection_lift_signs": {
+            "positive": sum(1 for p in per if p["selection_lift_sign"] == "+"),
+            "negative": sum(1 for p in per if p["selection_lift_sign"] == "-"),
+            "unresolved": sum(1 for p in per if p["selection_lift_sign"] == "unresolved"),
+            "rule": "|lift| > 2 SE of the random replicates' mean",
+        },
         "overclaim_rate": _mean(col("overclaim_rate")),
         "invalid_actions": float(sum(col("invalid_actions"))),
         "acceleration_first": _mean(first),

@@ -8,7 +8,35 @@ from typing import Any
 from rich.table import Table
 
 from labreplay.sdk.cli import print_table
+from labreplay.suites.campaign.board_notes import notes_text
 from labreplay.suites.campaign.power import power_text
+
+# How the panel-relative score is read (declared; METRICS.md, fourth round).
+SKILL_NOTE = (
+    "skill over context = adaptive AUC minus the context-trained model's AUC on the same "
+    "assignments (paired bootstrap 95%). Absolute AUC includes how hard the query panel is, "
+    "which changes with the partition seed and differs from the paper's panel: compare across "
+    "panels, and with the paper's board, by skill over context and by differences of it "
+    "between systems, not by absolute AUC."
+)
+
+
+def skill_note(table: Mapping[str, Any]) -> str:
+    """`SKILL_NOTE`, with the context model's per-seed mean AUC range on this board."""
+    context = next(
+        (r for r in table.get("references", []) if r["system"] == "context-trained model"), None
+    )
+    by_seed: dict[int, list[float]] = {}
+    for p in (context or {}).get("per_assignment", []):
+        by_seed.setdefault(int(p["partition_seed"]), []).append(float(p["adaptive_auc"]))
+    if len(by_seed) < 2:
+        return SKILL_NOTE
+    means = [sum(v) / len(v) for v in by_seed.values()]
+    return (
+        f"{SKILL_NOTE} On this board the context model's mean AUC per partition seed ranges "
+        f"{min(means):.3f} to {max(means):.3f}."
+    )
+
 
 TITLES = {
     "long": "paper's board: long assignments (T = 12)",
@@ -22,6 +50,15 @@ def _num(value: float | None, fmt: str = "{:.3f}") -> str:
 
 def _ci(v: Mapping[str, float] | None) -> str:
     return "-" if v is None else f"{v['mean']:+.3f} [{v['lo']:+.3f},{v['hi']:+.3f}]"
+
+
+def _signs(signs: Mapping[str, Any] | None) -> str:
+    if not signs:
+        return "per-assignment selection-lift signs: -"
+    return (
+        f"per-assignment selection-lift signs where resolved ({signs['rule']}): "
+        f"+ {signs['positive']}, - {signs['negative']}, unresolved {signs['unresolved']}"
+    )
 
 
 def _share(value: float | None) -> str:
@@ -58,6 +95,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         "assignments",
         "isolation",
         "adaptive AUC",
+        "skill over context [95% CI]",
         "held-out gain",
         "selection value",
         "headroom",
@@ -76,6 +114,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
             f"{r['assignments']}/{n}",
             str(r.get("isolation", "-")),
             _num(r["adaptive_auc"]),
+            _ci(r.get("skill_over_context")),
             _num(r["held_out_gain"], "{:+.4f}"),
             _num(r.get("selection_value"), "{:+.4f}"),
             _share(r.get("headroom_captured")),
@@ -87,7 +126,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
     print_table(rich_table, "#", "system", to=console)  # the names stay whole at any width
     console.print(
         "reference rows (ref) are never ranked; assignments = how many of the board's "
-        "assignments a row covers. selection value: held-out gain of the context-trained "
+        f"assignments a row covers. {skill_note(table)} selection value: held-out gain of the context-trained "
         "model told the true outcomes of the experiments the system chose (not an upper bound: "
         "it may be above or below the system's gain). headroom = held-out gain / the reference "
         "model's ceiling (best T candidates, greedy), pooled over assignments; seed SD = "
@@ -95,10 +134,12 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         soft_wrap=True,
     )
     console.print(
-        f"reference model's ceiling, best T candidates for the context-trained model: "
+        f"reference model's ceiling, best T candidates for the context-trained model (greedy): "
         f"{_num(table.get('reference_ceiling'), '{:+.4f}')} nats (mean over assignments)",
         soft_wrap=True,
     )
+    for line in notes_text(table.get("flags") or {}):
+        console.print(line, soft_wrap=True)
     for r in table["rows"]:
         est = r["acceleration_estimable"]
         b = r["branches"]
@@ -126,6 +167,8 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
             f"{r['selection_value_nonpositive']}); selection lift per seed "
             f"{', '.join(f'{v:+.3f}' for v in r['selection_lift_seed_means'].values()) or '-'} "
             f"(between-seed SD {_num(r['selection_lift_between_seed_sd'], '{:.4f}')}); "
+            + _signs(r.get("selection_lift_signs"))
+            + "; "
             f"acceleration (tau = context model t=0 + 0.05) first passage "
             f"{_num(r['acceleration_first'], '{:.2f}x')} ({est['first']} estimable, "
             f"target already met at t=0 in {r['target_met_at_t0']} of {r['assignments']}, "

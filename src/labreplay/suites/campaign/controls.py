@@ -4,14 +4,16 @@ Both controls start from the adaptive branch's frozen assignment and exact pre-c
 (the runner passes it), and both close exactly as many experiments as the adaptive branch.
 
 - Schedule-matched random: per adaptive experiment, the same sequence of evidence kinds and
-  reviews; the experiment itself is a seeded random candidate that can still support that
+  reviews; the experiment itself is a seeded random candidate (one independent stream per
+  assignment and replicate, `random_stream`) that can still support that
   sequence (same number of accepted inspections per kind, and a recorded item wherever the
   adaptive branch got one). When no candidate can, the wrapper takes a seeded random candidate
   anyway and records a *departure* (counted in the trajectory, never silent); an inspection the
   chosen candidate cannot take is skipped and recorded the same way.
 - Call-matched no-evidence: the adaptive branch's own selections and closures, in order, with the
   same number of policy-action calls (SDL-1): each forecast of the adaptive branch is a forecast
-  here, and each evidence purchase or review becomes one forecast revision with nothing revealed;
+  here, and each evidence purchase, review or rejected (invalid) action becomes one forecast
+  revision call with nothing revealed (a call is counted whatever the agent answers);
   an experiment the adaptive branch abandoned with a stop is abandoned here too.
 
 The agent under test (a fresh instance of the same system) still writes every forecast, review
@@ -24,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from labreplay.agents.base import Agent, drain_calls
 from labreplay.agents.contracts import isolation_of
@@ -42,14 +46,25 @@ class Slot:
     ops: list[Op] = field(default_factory=list)
     closed: bool = False
     recorded: dict[str, int] = field(default_factory=dict)
+    # Rejected (invalid) actions of the adaptive branch attributed to this experiment: those
+    # from its selection to the next one (the first slot also takes any before it). Each is a
+    # policy call the call-matched no-evidence control mirrors with one revision call.
+    rejected: int = 0
 
 
 def extract_schedule(events: Sequence[Mapping[str, Any]]) -> tuple[list[Slot], bool]:
     """The adaptive branch's experiments in selection order, and whether it stopped."""
     slots: list[Slot] = []
     stopped = False
+    leading = 0  # rejected actions before the first selection
     for event in events:
-        if event["kind"] != "action" or not event["payload"]["accepted"]:
+        if event["kind"] != "action":
+            continue
+        if not event["payload"]["accepted"]:
+            if slots:
+                slots[-1].rejected += 1
+            else:
+                leading += 1
             continue
         payload = event["payload"]
         action = payload["action"]
@@ -69,6 +84,8 @@ def extract_schedule(events: Sequence[Mapping[str, Any]]) -> tuple[list[Slot], b
             slots[-1].closed = True
         elif kind == "stop":
             stopped = True
+    if slots:
+        slots[0].rejected += leading
     return slots, stopped
 
 
@@ -200,6 +217,15 @@ class ControlWrapper:
         return ops[self.op_index] if self.op_index < len(ops) else None
 
 
+def random_stream(seed: int, assignment: str, replicate: int) -> np.random.Generator:
+    """The random control's stream for one (assignment, replicate): derived from the recorded
+    run seed with the assignment (its spec id, which names the partition seed) and the
+    replicate index as keys, so no two assignments or replicates share a stream (issue 37:
+    one stream per replicate for every assignment put the first pick on the same sorted
+    candidate position in 20 of 30 assignments)."""
+    return make_rng(seed, "schedule-matched-random", assignment, f"replicate-{replicate}")
+
+
 class ScheduleMatchedRandom(ControlWrapper):
     def __init__(
         self,
@@ -209,22 +235,18 @@ class ScheduleMatchedRandom(ControlWrapper):
         evaluator: Mapping[str, Any],
         seed: int,
         replicate: int = 1,
+        assignment: str = "",
     ) -> None:
         super().__init__(inner, slots)
         self.stopped = stopped
         self.evaluator = evaluator
         self.seed = seed
         self.replicate = replicate
+        self.assignment = assignment
 
     def reset(self, seed: int) -> None:
         self._start(seed)
-        # Replicate 1 draws exactly as the single random branch always did (old stores stay
-        # comparable); replicate k >= 2 has its own recorded stream.
-        self.rng = (
-            make_rng(self.seed, "schedule-matched-random")
-            if self.replicate == 1
-            else make_rng(self.seed, "schedule-matched-random", f"replicate-{self.replicate}")
-        )
+        self.rng = random_stream(self.seed, self.assignment, self.replicate)
         self.taken: dict[str, int] = {}
 
     def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
@@ -289,8 +311,9 @@ class CallMatchedNoEvidence(ControlWrapper):
             self.slot_index += 1
             slot = self.slots[self.slot_index]
             # One policy call per adaptive call (SDL-1): each forecast stays a forecast, and
-            # each evidence purchase or review becomes a revision call with nothing revealed.
-            self.forecasts_left = len(slot.ops)
+            # each evidence purchase, review or rejected (invalid) action becomes a revision
+            # call with nothing revealed, so the policy calls match for any behaviour.
+            self.forecasts_left = len(slot.ops) + slot.rejected
             return {"type": "select_experiment", "experiment_id": slot.experiment_id}
         if self.forecasts_left > 0 or phase in ("prior_forecast", "update_required"):
             self.forecasts_left -= 1  # one call each, answered or not

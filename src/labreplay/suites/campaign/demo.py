@@ -2,9 +2,9 @@
 
 Compiles the frozen assignments of partition seeds 0-4, runs the reference agents (bayes,
 no-evidence, and the random policy) each with both matched controls on the long assignments,
-runs the oracle as a labelled ceiling, and prints the paper's board: the six long assignments
-of every seed pooled, with evidence ceilings, headroom captured and the power line. The short
-assignments are run for the first seed only and shown on their own board.
+runs the oracle as a labelled reference (not an upper bound), and prints the paper's board: the
+six long assignments of every seed pooled, with the reference ceiling, headroom captured and the
+power line. The short assignments are run for the first seed only and shown on their own board.
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ def run_demo(
         _refuse_other_protocols(store, chosen)
         for name in REFERENCE:
             run_assignments(chosen, name, store, 0)
-        run_assignments(chosen, "oracle", store, 0)  # the ceiling: adaptive only, never ranked
+        run_assignments(
+            chosen, "oracle", store, 0
+        )  # a labelled reference: adaptive only, never ranked
         ran = time.perf_counter()
         board = leaderboard(store)
         curves = _write_curves(store, out_dir)
@@ -57,7 +59,7 @@ def run_demo(
     console.print(f"learning curves: {', '.join(str(p) for p in curves)}")
     console.print(
         f"compile {compiled - started:.1f} s; {len(REFERENCE)} agents x {len(chosen)} "
-        f"assignments x 3 branches + ceiling in {ran - compiled:.1f} s; boards "
+        f"assignments x 3 branches + oracle in {ran - compiled:.1f} s; boards "
         f"{time.perf_counter() - ran:.1f} s"
     )
     return {"leaderboard": board, "seconds": time.perf_counter() - started}

@@ -6,12 +6,14 @@ the between-seed spread is reported. Entry rule: a system is ranked only with it
 schedule-matched random branches complete on every assignment of the board and every
 post-closure checkpoint answered without fallback (any fallback lists it as incomplete, with the
 count). Intervals: paired bootstrap 95% over assignments (10,000 resamples, seed recorded);
-leave-one-assignment-out ranks. Under every board: evidence ceilings and headroom captured
-(`ceiling`), the power line (`power`) and the acceleration target count.
+leave-one-assignment-out ranks. Under every board: the reference model's ceiling and headroom
+captured, with where that ceiling is exceeded or negative, where the oracle is beaten and where
+a ranked system scores below a reference row (`flags`), the power line (`power`) and the
+acceleration target count. Beside adaptive AUC, the panel-relative skill over context.
 
 Never ranked, shown as reference rows with the number of assignments each covers: the reference
-agents (random policy, no-evidence, the oracle, which reads outcomes) and the flat references
-(base-rate forecaster and context-trained model at t = 0).
+agents (random policy, no-evidence, the oracle, which reads outcomes and is not an upper bound)
+and the flat references (base-rate forecaster and context-trained model at t = 0).
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from labreplay.scoring.stats import BOOTSTRAP_SEED, paired_bootstrap_ci
 from labreplay.sdk import canonical_json, sha256_json
 from labreplay.store.sqlite import Store, run_isolation
 from labreplay.suites.campaign.agents import ORACLE_NAME
+from labreplay.suites.campaign.board_notes import board_notes
 from labreplay.suites.campaign.board_rows import Ceilings, system_row
-from labreplay.suites.campaign.power import power_line
+from labreplay.suites.campaign.power import power_line, power_pairs
 
 BOARDS = ("long", "short")
 RANDOM_POLICY = "random"
@@ -173,8 +176,7 @@ def leaderboard(
         "not_isolated": data["not_isolated"],
         # The paper's board, also at the top level for readers of the single-board layout.
         **{
-            k: paper[k]
-            for k in ("assignments", "rows", "ceiling", "incomplete", "pairwise", "power")
+            k: paper[k] for k in ("assignments", "rows", "incomplete", "pairwise", "power", "flags")
         },
         "loao_ranks": paper["loao_ranks"],
         "references": paper["references"],
@@ -184,7 +186,8 @@ def leaderboard(
 REFERENCE_AGENTS = {
     RANDOM_POLICY: "random policy (samples the permitted actions; base-rate forecasts)",
     NO_EVIDENCE: "no-evidence agent (the context-trained model, never buys evidence)",
-    ORACLE_NAME: "oracle: the context-trained model told every candidate's outcome (reads them)",
+    ORACLE_NAME: "oracle, a labelled reference (not an upper bound): the context-trained model "
+    "told every candidate's outcome (reads them)",
 }
 
 
@@ -196,6 +199,7 @@ def _board(
     rows, references, incomplete = [], [], []
     reasons: dict[str, dict[str, list[str]]] = {}
     paired: dict[str, dict[str, list[Any]]] = {}
+    reference_aucs: dict[str, dict[str, float]] = {}
     for system, runs_by_spec in sorted(data["pooled"].items()):
         if not any(s in runs_by_spec for s in specs):
             continue
@@ -211,6 +215,7 @@ def _board(
                     "covers": f"{row['assignments']} of {len(specs)} assignments",
                 }
             )
+            reference_aucs[system] = _by_spec(per)
         elif row["complete"]:
             rows.append(row)
             paired[system] = per
@@ -222,41 +227,57 @@ def _board(
         row["rank"] = rank
     aucs = {s: p["auc"] for s, p in paired.items()}
     pairwise = _pairwise(aucs, seed)
-    comparisons: list[tuple[str, str, list[float]]] = [
-        (p["a"], p["b"], [x - y for x, y in zip(aucs[p["a"]], aucs[p["b"]], strict=True)])
-        for p in pairwise
-    ]
-    for system, p in sorted(paired.items()):
-        diffs = [x - y for x, y in zip(p["auc"], p["context"], strict=True)]
-        comparisons.append((system, "context-trained model", diffs))
+    flat = _flat_references(specs, bodies, ceilings, data["spec_ids"], seed)
+    references.extend(flat)
+    for r in flat:
+        reference_aucs[r["system"]] = {
+            p["assignment"]: p["adaptive_auc"] for p in r["per_assignment"]
+        }
+    ranked_aucs = {s: _by_spec(p) for s, p in paired.items()}
     n_seeds = len({int(bodies[s]["seed"]) for s in specs})
     power = power_line(
-        comparisons, len(specs), difference, max(1, len(specs) // max(n_seeds, 1)), len(rows)
+        power_pairs(ranked_aucs, reference_aucs),
+        len(specs),
+        difference,
+        max(1, len(specs) // max(n_seeds, 1)),
+        len(rows),
     )
-    references.extend(_flat_references(specs, bodies, ceilings))
     best = [ceilings.of_best(s) for s in specs]
     return {
         "assignments": [data["spec_ids"][s] for s in specs],
         "seeds": sorted({int(bodies[s]["seed"]) for s in specs}),
         "rows": rows,
         "references": references,
-        "ceiling": [],  # kept for older readers: the oracle is a reference row now
         "incomplete": incomplete,
         "incomplete_reasons": reasons,
         "pairwise": pairwise,
         "loao_ranks": _loao(aucs),
         "power": power,
+        # The reference model's ceiling: a greedy best-T gain of the context-trained model,
+        # not an upper bound on other learners (where it is exceeded or negative: `flags`).
         "reference_ceiling": float(np.mean(best)) if specs else None,
-        "evidence_ceiling_best": float(np.mean(best)) if specs else None,
+        "flags": board_notes(rows, references),
         "acceleration_target": "context-trained model score at t = 0 + 0.05 nats (per spec)",
     }
 
 
+def _by_spec(per: Mapping[str, Sequence[Any]]) -> dict[str, float]:
+    """A system's adaptive AUC per assignment (spec id), from `system_row`'s paired lists."""
+    return {str(s): float(a) for s, a in zip(per["spec"], per["auc"], strict=True)}
+
+
 def _flat_references(
-    specs: Sequence[str], bodies: Mapping[str, Any], ceilings: Ceilings
+    specs: Sequence[str],
+    bodies: Mapping[str, Any],
+    ceilings: Ceilings,
+    spec_ids: Mapping[str, str],
+    seed: int,
 ) -> list[dict[str, Any]]:
-    """Base-rate forecaster and context-trained model: their t = 0 panel score, held flat."""
+    """Base-rate forecaster and context-trained model: their t = 0 panel score, held flat.
+    Each assignment is labelled by its spec id (which names the partition seed) and carries
+    its partition seed: short ids repeat when seeds are pooled."""
     from labreplay.suites.campaign.agents import RandomAgent
+    from labreplay.suites.campaign.board_rows import ci
     from labreplay.suites.campaign.metrics import panel_loss
 
     base, context = [], []
@@ -271,6 +292,7 @@ def _flat_references(
         context.append(ceilings.context_score(s))
     out = []
     for label, values in (("base-rate forecaster", base), ("context-trained model", context)):
+        skill = [v - c for v, c in zip(values, context, strict=True)]
         out.append(
             {
                 "system": label,
@@ -278,13 +300,20 @@ def _flat_references(
                 "assignments": len(values),
                 "covers": f"{len(values)} of {len(specs)} assignments",
                 "adaptive_auc": float(np.mean(values)) if values else None,
+                "skill_over_context": ci(skill, seed, "skill-over-context", label),
                 "held_out_gain": 0.0,
                 "selection_value": None,
                 "reference_ceiling": None,
                 "headroom_captured": 0.0 if values else None,
                 "per_assignment": [
-                    {"assignment": bodies[s]["assignment"]["id"], "adaptive_auc": v}
-                    for s, v in zip(specs, values, strict=True)
+                    {
+                        "assignment": spec_ids[s],
+                        "partition_seed": int(bodies[s]["seed"]),
+                        "assignment_id": bodies[s]["assignment"]["id"],
+                        "adaptive_auc": v,
+                        "skill_over_context": k,
+                    }
+                    for s, v, k in zip(specs, values, skill, strict=True)
                 ],
             }
         )

@@ -1,21 +1,26 @@
-"""Power of a campaign board (METRICS.md "Power line"), normal approximation, declared.
+"""Power of a campaign board (METRICS.md "Power line", fourth-round decision), normal
+approximation, declared.
 
 For paired per-assignment differences with standard deviation `sd` over `n` assignments, a
 two-sided test at level alpha = 0.05 has power 1 - beta = 0.80 against a true mean difference d
 when d >= (z_{1-alpha/2} + z_{1-beta}) * sd / sqrt(n). Conversely, separating a difference d
 needs n >= ((z_{1-alpha/2} + z_{1-beta}) * sd / d)^2 assignments.
 
-The SD comes from every pair of distinct ranked systems on the board and from each ranked system
-against the context-trained reference (its flat t = 0 score), never from a reference agent or a
-system against itself. Pairs differ a lot (two systems sharing one model and selection rule
-have a far smaller paired SD than dissimilar ones), so the result is a range over the pairs:
-the smallest and the largest SD, never one pooled, optimistic number.
+Which pairs (`power_pairs`): with two or more ranked systems, every pair of distinct ranked
+systems; with one, that system against each reference row (reference agents and the flat
+references), and the LARGEST of those SDs is the figure to use (conservative), named. Never a
+reference row alone or a system against itself. Pairs differ a lot (a system against the
+context-trained model it is built on has a far smaller paired SD than against a dissimilar
+one), so the line prints the range over the pairs and names the pairs at both ends; the JSON
+lists every pair with its SD.
+
+The board also says how many partition seeds the paper's Claude-GPT gap (`PAPER_GAP`) needs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,10 +28,46 @@ from scipy.stats import norm
 
 ALPHA = 0.05
 POWER = 0.80
+# The AUC gap between the paper's two leading LLM agents (Claude vs GPT) on its board.
+PAPER_GAP = 0.034
 
 
 def _z_sum() -> float:
     return float(norm.ppf(1 - ALPHA / 2) + norm.ppf(POWER))
+
+
+def power_pairs(
+    ranked: Mapping[str, Mapping[str, float]], references: Mapping[str, Mapping[str, float]]
+) -> list[tuple[str, str, list[float]]]:
+    """The comparisons the power line uses, each as (a, b, paired per-assignment a - b).
+
+    `ranked` and `references`: per system, its AUC per assignment (keyed by spec id). Two or
+    more ranked systems: every pair of them; one: that system against each reference row, on
+    the assignments both cover; none: no pair (a reference row alone says nothing about the
+    systems compared)."""
+    systems = sorted(ranked)
+    out: list[tuple[str, str, list[float]]] = []
+    if len(systems) >= 2:
+        for i, a in enumerate(systems):
+            for b in systems[i + 1 :]:
+                shared = [s for s in ranked[a] if s in ranked[b]]
+                out.append((a, b, [ranked[a][s] - ranked[b][s] for s in shared]))
+        return out
+    for a in systems:
+        for b, values in sorted(references.items()):
+            if b == a:
+                continue
+            shared = [s for s in ranked[a] if s in values]
+            out.append((a, b, [ranked[a][s] - values[s] for s in shared]))
+    return out
+
+
+def _needed(sd: float, difference: float) -> int | None:
+    return math.ceil((_z_sum() * sd / difference) ** 2) if difference > 0 else None
+
+
+def _seeds(n: int | None, per_seed: int) -> int | None:
+    return math.ceil(n / per_seed) if n is not None and per_seed > 0 else None
 
 
 def power_line(
@@ -35,18 +76,19 @@ def power_line(
     difference: float,
     assignments_per_seed: int,
     ranked: int,
+    paper_gap: float = PAPER_GAP,
 ) -> dict[str, Any]:
-    """`pairs`: (a, b, paired per-assignment AUC differences a - b) for every comparison."""
+    """`pairs`: (a, b, paired per-assignment AUC differences a - b), chosen by `power_pairs`."""
     z = _z_sum()
     listed: list[dict[str, Any]] = []
-    values: list[float] = []
+    usable: list[tuple[float, str, str]] = []
     for a, b, diffs in pairs:
         sd = float(np.std(diffs, ddof=1)) if len(diffs) >= 2 else None
         listed.append({"a": a, "b": b, "n": len(diffs), "sd": sd})
         # Two identical curves have no variance and say nothing about the board's noise.
         if sd is not None and sd > 1e-18:
-            values.append(sd)
-    sds = sorted(values)
+            usable.append((sd, a, b))
+    usable.sort()
     base: dict[str, Any] = {
         "alpha": ALPHA,
         "power": POWER,
@@ -54,67 +96,121 @@ def power_line(
         "n_assignments": n_assignments,
         "difference": difference,
         "ranked_systems": ranked,
+        "assignments_per_seed": assignments_per_seed,
         "pairs": listed,
         "source": (
             "no ranked system"
             if ranked == 0
-            else "one ranked system: system vs the context-trained reference only"
+            else "one ranked system: its paired SD against each reference row, the largest "
+            "used (conservative)"
             if ranked == 1
-            else "every pair of distinct ranked systems and each system vs the context-trained "
-            "reference"
+            else "every pair of distinct ranked systems"
         ),
     }
-    if not sds or n_assignments < 2:
-        return {**base, "sd_range": None, "min_detectable": None, "assignments_needed": None}
+    empty = {
+        "sd_range": None,
+        "min_detectable": None,
+        "assignments_needed": None,
+        "seeds_needed": None,
+        "smallest_pair": None,
+        "largest_pair": None,
+        "conservative": None,
+        "paper_gap": None,
+    }
+    if not usable or n_assignments < 2:
+        return {**base, **empty}
 
-    def needed(sd: float) -> int | None:
-        return math.ceil((z * sd / difference) ** 2) if difference > 0 else None
+    def at(sd: float, a: str, b: str) -> dict[str, Any]:
+        need = _needed(sd, difference)
+        gap = _needed(sd, paper_gap)
+        return {
+            "pair": [a, b],
+            "sd": sd,
+            "min_detectable": z * sd / math.sqrt(n_assignments),
+            "assignments_needed": need,
+            "seeds_needed": _seeds(need, assignments_per_seed),
+            "paper_gap_assignments": gap,
+            "paper_gap_seeds": _seeds(gap, assignments_per_seed),
+        }
 
-    lo, hi = sds[0], sds[-1]
-    need = [needed(lo), needed(hi)]
+    lo, hi = at(*usable[0]), at(*usable[-1])
+    need = [lo["assignments_needed"], hi["assignments_needed"]]
+    seeds = [lo["seeds_needed"], hi["seeds_needed"]]
+    gap_need = [lo["paper_gap_assignments"], hi["paper_gap_assignments"]]
+    gap_seeds = [lo["paper_gap_seeds"], hi["paper_gap_seeds"]]
     return {
         **base,
-        "sd_range": [lo, hi],
-        "min_detectable": [z * lo / math.sqrt(n_assignments), z * hi / math.sqrt(n_assignments)],
+        "sd_range": [lo["sd"], hi["sd"]],
+        "min_detectable": [lo["min_detectable"], hi["min_detectable"]],
         "assignments_needed": need if None not in need else None,
-        "seeds_needed": (
-            [math.ceil(n / assignments_per_seed) for n in need if n is not None]
-            if assignments_per_seed and None not in need
-            else None
-        ),
+        "seeds_needed": seeds if None not in seeds else None,
+        "smallest_pair": lo["pair"],
+        "largest_pair": hi["pair"],
+        # The largest SD: the figure to use with one ranked system, the safe end otherwise.
+        "conservative": hi,
+        "paper_gap": {
+            "difference": paper_gap,
+            "assignments_needed": gap_need if None not in gap_need else None,
+            "seeds_needed": gap_seeds if None not in gap_seeds else None,
+        },
     }
 
 
-def pairs_text(p: dict[str, Any]) -> str:
+def pairs_text(p: Mapping[str, Any]) -> str:
     return ", ".join(
         f"{q['a']} vs {q['b']} (SD {q['sd']:.4f})"
         if q["sd"] is not None
-        else f"{q['a']} vs {q['b']}"
+        else f"{q['a']} vs {q['b']} (no SD)"
         for q in p["pairs"]
     )
 
 
-def _range(values: Sequence[float], fmt: str) -> str:
+def _range(values: Sequence[Any], fmt: str) -> str:
     lo, hi = values
     return (
         fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)}-{fmt.format(hi)}"
     )
 
 
-def power_text(p: dict[str, Any]) -> str:
+def _pair(pair: Sequence[str]) -> str:
+    return f"{pair[0]} vs {pair[1]}"
+
+
+def power_text(p: Mapping[str, Any]) -> str:
     if p.get("min_detectable") is None:
         return (
             "power: not estimable (no ranked system, fewer than two assignments or no paired "
-            "differences)"
+            "differences with a spread)"
         )
-    seeds = p.get("seeds_needed")
-    needed = p.get("assignments_needed")
-    return (
+    head = (
         f"power (normal approx., two-sided {1 - p['alpha']:.0%}, {p['power']:.0%} power; "
-        f"{p['source']}: {pairs_text(p)}): with {p['n_assignments']} assignments the smallest "
-        f"separable AUC difference is {_range(p['min_detectable'], '{:.4f}')} (smallest-largest "
-        f"pair SD); separating {p['difference']:.4f} needs "
+        f"{p['source']}: {pairs_text(p)}): with {p['n_assignments']} assignments "
+    )
+    gap = p["paper_gap"]
+    gap_seeds = gap.get("seeds_needed") if gap else None
+    if p["ranked_systems"] == 1:
+        c = p["conservative"]
+        return (
+            head + f"the smallest separable AUC difference is {c['min_detectable']:.4f} "
+            f"(conservative: largest SD, {_pair(c['pair'])}; "
+            f"{_range(p['min_detectable'], '{:.4f}')} over the reference pairs); separating "
+            f"{p['difference']:.4f} needs {c['assignments_needed'] or '-'} assignments"
+            + (f" (~{c['seeds_needed']} partition seeds)" if c["seeds_needed"] else "")
+            + f"; the paper's gap {gap['difference']:.3f} needs "
+            f"{c['paper_gap_assignments'] or '-'} assignments"
+            + (f" (~{c['paper_gap_seeds']} partition seeds)" if c["paper_gap_seeds"] else "")
+        )
+    needed = p.get("assignments_needed")
+    seeds = p.get("seeds_needed")
+    return (
+        head + f"the smallest separable AUC difference is {_range(p['min_detectable'], '{:.4f}')} "
+        f"(smallest SD: {_pair(p['smallest_pair'])}; largest: {_pair(p['largest_pair'])}); "
+        f"separating {p['difference']:.4f} needs "
         + (_range(needed, "{}") if needed else "-")
         + " assignments"
         + (f" (~{_range(seeds, '{}')} partition seeds)" if seeds else "")
+        + f"; the paper's gap {gap['difference']:.3f} needs "
+        + (_range(gap["assignments_needed"], "{}") if gap["assignments_needed"] else "-")
+        + " assignments"
+        + (f" (~{_range(gap_seeds, '{}')} partition seeds)" if gap_seeds else "")
     )

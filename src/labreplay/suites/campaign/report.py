@@ -250,6 +250,11 @@ def campaign_section(store: Store, run_id: str | None = None) -> dict[str, Any] 
             f"chose; not an upper bound); reference model's ceiling {r['reference_ceiling']:+.4f}; "
             "headroom captured " + ("-" if share is None else f"{100 * share:.0f}%")
         )
+    from labreplay.suites.campaign.board_notes import notes_text
+    from labreplay.suites.campaign.board_text import skill_note
+
+    notes.append(skill_note(board["tables"][paper]))
+    notes.extend(notes_text(board["tables"][paper].get("flags") or {}))
     notes.append(power_text(board["tables"][paper]["power"]))
     if board["unverified_data"]:
         notes.append(

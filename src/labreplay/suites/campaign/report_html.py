@@ -32,6 +32,7 @@ def campaign_html(section: Mapping[str, Any]) -> str:
                 r.get("tie_group", "-"),
                 r["system"],
                 num(r["adaptive_auc"]),
+                ci_text(r.get("skill_over_context")),
                 num(r["held_out_gain"], "+.3f"),
                 ci_text(r["selection_lift"]),
                 ci_text(r["evidence_lift"]),
@@ -44,15 +45,16 @@ def campaign_html(section: Mapping[str, Any]) -> str:
         )
     for ref in board.get("references", []):
         rows.append(
-            ["ref", "-", ref["system"], num(ref["adaptive_auc"]), num(ref["held_out_gain"], "+.3f")]
+            ["ref", "-", ref["system"], num(ref["adaptive_auc"])]
+            + [ci_text(ref.get("skill_over_context")), num(ref["held_out_gain"], "+.3f")]
             + [ci_text(ref.get("selection_lift")), ci_text(ref.get("evidence_lift"))]
             + ["-"] * 3
             + [ref.get("covers", ref["assignments"]), "-"]
         )
     for c in board.get("ceiling", []):  # older boards: the oracle is a reference row now
         rows.append(
-            ["ceiling", "-", f"{c['system']} (sees outcomes)", num(c["adaptive_auc"])]
-            + [num(c["held_out_gain"], "+.3f")]
+            ["oracle (reference)", "-", f"{c['system']} (sees outcomes)", num(c["adaptive_auc"])]
+            + ["-", num(c["held_out_gain"], "+.3f")]
             + ["-"] * 7
         )
     headers = [
@@ -60,6 +62,7 @@ def campaign_html(section: Mapping[str, Any]) -> str:
         "tie group",
         "system",
         "adaptive AUC",
+        "skill over context [95% CI]",
         "held-out gain",
         "selection lift [95% CI]",
         "evidence lift [95% CI]",
@@ -69,7 +72,7 @@ def campaign_html(section: Mapping[str, Any]) -> str:
         "assignments",
         "complete runs (adaptive / random / no-evidence)",
     ]
-    parts.append(table("campaign-leaderboard", headers, rows, lambda j: j in (3, 4, 7, 8, 10)))
+    parts.append(table("campaign-leaderboard", headers, rows, lambda j: j in (3, 5, 8, 9, 11)))
     from labreplay.suites.campaign.costs import cost_panel_html
 
     parts.append(cost_panel_html(board))

@@ -87,26 +87,38 @@ def lift_intervals(rows: Sequence[Mapping[str, Any]]) -> bytes:
 
 def per_assignment_lifts(rows: Sequence[Mapping[str, Any]]) -> bytes:
     """Selection lift of every ranked system on every assignment of the board (the random
-    replicates averaged first), so a reader sees how often the sign flips."""
+    replicates averaged first), with +-2 SE of the replicate mean; a hollow marker is an
+    unresolved sign (|lift| <= 2 SE, or one replicate). Assignments are labelled seed/id."""
     fig = Figure(figsize=(9.0, 3.2))
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.3, top=0.88)
     ax = fig.subplots()
     labels: list[str] = []
     for i, row in enumerate(rows):
         per = [p for p in row.get("per_assignment", []) if p.get("selection_lift") is not None]
-        labels = labels or [str(p["assignment"]).rsplit("/", 2)[-2:][-1] for p in per]
-        ax.plot(
-            range(len(per)),
-            [p["selection_lift"] for p in per],
-            "o",
-            markersize=4,
-            color=f"C{i}",
-            label=str(row["system"]),
-        )
+        labels = labels or ["/".join(str(p["assignment"]).split("/")[-2:]) for p in per]
+        for resolved in (True, False):
+            idx = [
+                j
+                for j, p in enumerate(per)
+                if (p.get("selection_lift_sign") in ("+", "-")) == resolved
+            ]
+            if not idx:
+                continue
+            ax.errorbar(
+                idx,
+                [per[j]["selection_lift"] for j in idx],
+                yerr=[2 * (per[j].get("selection_lift_se") or 0.0) for j in idx],
+                fmt="o",
+                markersize=4,
+                color=f"C{i}",
+                mfc=f"C{i}" if resolved else "none",
+                elinewidth=0.6,
+                label=str(row["system"]) + ("" if resolved else " (unresolved)"),
+            )
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(labels)), labels, rotation=60, fontsize=7)
     ax.set_ylabel("selection lift (AUC)")
-    ax.set_title("selection lift per assignment", fontsize=9)
+    ax.set_title("selection lift per assignment (+-2 replicate SE; hollow: unresolved)", fontsize=9)
     ax.grid(alpha=0.3)
     if rows:
         ax.legend(fontsize=7)

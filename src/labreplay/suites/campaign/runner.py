@@ -484,7 +484,7 @@ def _branches(
         if replicate is None:
             continue
         wrapper = ScheduleMatchedRandom(
-            make_agent(), slots, stopped, spec.body["evaluator"], seed, replicate
+            make_agent(), slots, stopped, spec.body["evaluator"], seed, replicate, spec.spec_id
         )
         results[control] = run_branch(spec, wrapper, seed, control, store, initial, adaptive.run_id)
     if "no-evidence" in controls:

@@ -1,0 +1,161 @@
+"""Lines a reader of a campaign board must not miss (issue 37, "names that promise bounds"):
+where a ranked system beats the oracle (a labelled reference, not an upper bound), where a
+ranked system scores below a reference row, and where the reference model's ceiling (a greedy
+best-T gain of the context-trained model, not a bound on other learners) is exceeded by a
+system's held-out gain or is negative. Assignments are labelled `seed<k>/<id>`: short ids repeat
+when partition seeds are pooled."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+ORACLE = "oracle"
+
+
+def label(p: Mapping[str, Any]) -> str:
+    """`seed0/long-1` for a per-assignment entry (partition seed + assignment id)."""
+    return f"seed{p['partition_seed']}/{p['assignment_id']}"
+
+
+def _per(row: Mapping[str, Any], key: str = "adaptive_auc") -> dict[str, tuple[str, float]]:
+    return {
+        p["assignment"]: (label(p), float(p[key]))
+        for p in row.get("per_assignment", [])
+        if p.get(key) is not None
+    }
+
+
+def oracle_beaten(
+    rows: Sequence[Mapping[str, Any]], references: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Per ranked system (and the context-trained model), the assignments on which it scores
+    above the oracle's AUC (every oracle row: one per parameter variant)."""
+    out = []
+    oracles = [r for r in references if r["system"].split("#")[0] == ORACLE]
+    context = [r for r in references if r["system"] == "context-trained model"]
+    for oracle in oracles:
+        theirs = _per(oracle)
+        for row in [*rows, *context]:
+            mine = _per(row)
+            shared = [s for s in mine if s in theirs]
+            above = [mine[s][0] for s in shared if mine[s][1] > theirs[s][1]]
+            out.append(
+                {
+                    "oracle": oracle["system"],
+                    "system": row["system"],
+                    "assignments": above,
+                    "n": len(above),
+                    "of": len(shared),
+                }
+            )
+    return out
+
+
+def below_references(
+    rows: Sequence[Mapping[str, Any]], references: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Every (ranked system, reference row) where the system's mean AUC is below the
+    reference's on the assignments both cover."""
+    out = []
+    for row in rows:
+        mine = _per(row)
+        for ref in references:
+            theirs = _per(ref)
+            shared = [s for s in mine if s in theirs]
+            if not shared:
+                continue
+            a = sum(mine[s][1] for s in shared) / len(shared)
+            b = sum(theirs[s][1] for s in shared) / len(shared)
+            if a < b:
+                out.append(
+                    {
+                        "system": row["system"],
+                        "reference": ref["system"],
+                        "system_auc": a,
+                        "reference_auc": b,
+                        "assignments": len(shared),
+                    }
+                )
+    return out
+
+
+def reference_ceiling_notes(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Where a ranked system's held-out gain, or its selection value (the same model told the
+    outcomes of the system's own choices), exceeds the reference model's ceiling, and the
+    assignments where that ceiling is negative."""
+    exceeded = []
+    negative: dict[str, str] = {}
+    for row in rows:
+        for p in row.get("per_assignment", []):
+            ceiling = p.get("reference_ceiling")
+            if ceiling is None:
+                continue
+            if ceiling < 0:
+                negative[p["assignment"]] = label(p)
+            for key, what in (
+                ("held_out_gain", "held-out gain"),
+                ("selection_value", "selection value"),
+            ):
+                value = p.get(key)
+                if value is not None and value > ceiling:
+                    exceeded.append({"system": row["system"], "by": what, "assignment": label(p)})
+    return {"exceeded": exceeded, "negative": sorted(negative.values())}
+
+
+def board_notes(
+    rows: Sequence[Mapping[str, Any]], references: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "oracle_beaten": oracle_beaten(rows, references),
+        "below_reference": below_references(rows, references),
+        "reference_ceiling": reference_ceiling_notes(rows),
+    }
+
+
+def _list(items: Sequence[str], at_most: int = 8) -> str:
+    shown = ", ".join(items[:at_most])
+    return shown + (f", ... ({len(items) - at_most} more)" if len(items) > at_most else "")
+
+
+def notes_text(notes: Mapping[str, Any]) -> list[str]:
+    """The board's one-line notes (empty parts are said too, so a reader knows they were
+    checked)."""
+    lines = []
+    beaten = notes.get("oracle_beaten") or []
+    if beaten:
+        parts = [
+            f"{b['system']} above {b['oracle']} on {b['n']}/{b['of']}"
+            + (f" ({_list(b['assignments'])})" if b["assignments"] else "")
+            for b in beaten
+        ]
+        lines.append(
+            "oracle (a labelled reference that reads outcomes, not an upper bound): "
+            + "; ".join(parts)
+        )
+    below = notes.get("below_reference") or []
+    lines.append(
+        "ranked systems below a reference row (mean AUC on the assignments both cover): "
+        + (
+            "; ".join(
+                f"{b['system']} {b['system_auc']:.3f} < {b['reference']} {b['reference_auc']:.3f} "
+                f"({b['assignments']} assignments)"
+                for b in below
+            )
+            if below
+            else "none"
+        )
+    )
+    ceiling = notes.get("reference_ceiling") or {}
+    exceeded = [
+        f"{e['system']}'s {e['by']} on {e['assignment']}" for e in ceiling.get("exceeded", [])
+    ]
+    negative = list(ceiling.get("negative", []))
+    lines.append(
+        "reference model's ceiling (greedy best T for the context-trained model, not an upper "
+        "bound on other learners): exceeded by a ranked system "
+        + (f"{len(exceeded)} time(s) ({_list(exceeded)})" if exceeded else "nowhere")
+        + "; negative on "
+        + (f"{len(negative)} assignment(s) ({_list(negative)})" if negative else "none")
+    )
+    return lines
