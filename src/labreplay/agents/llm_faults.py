@@ -55,6 +55,27 @@ def failure_kind(exc: BaseException) -> FailureKind:
     return "fatal"
 
 
+def refuses_max_tokens(exc: BaseException) -> bool:
+    """True for a server's refusal of `max_tokens` that points at `max_completion_tokens`
+    (OpenAI's reasoning models answer 400 "Unsupported parameter: 'max_tokens' is not
+    supported with this model. Use 'max_completion_tokens' instead.")."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return False
+    text = str(exc)
+    return "max_completion_tokens" in text and "max_tokens" in text.replace(
+        "max_completion_tokens", ""
+    )
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """True when the request got no answer within its timeout."""
+    import openai
+
+    return isinstance(exc, openai.APITimeoutError | TimeoutError)
+
+
 def is_unreachable(exc: BaseException) -> bool:
     """True when the endpoint could not be reached at all (refused connection, unknown host,
     bad URL) or refuses us (401/403): faults that repeat on every call. A timeout, 429 or 5xx

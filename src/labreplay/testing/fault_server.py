@@ -81,6 +81,11 @@ def slow(content: str, delay_s: float) -> StubReply:
     return ok(content, delay_s=delay_s)
 
 
+def hung() -> StubReply:
+    """A request that is never answered (until the server closes)."""
+    return StubReply(200, completion_body("{}"), {}, 24 * 3600.0)
+
+
 @dataclass
 class SeenRequest:
     method: str
@@ -106,6 +111,39 @@ def scripted(replies: Sequence[StubReply], then: StubReply | None = None) -> Res
 
 def constant(reply: StubReply) -> Responder:
     return lambda _request, _n: reply
+
+
+# OpenAI's answers to a reasoning model (o1, o3, GPT-5) asked with an ordinary model's fields.
+MAX_TOKENS_REFUSAL = (
+    "Unsupported parameter: 'max_tokens' is not supported with this model. "
+    "Use 'max_completion_tokens' instead."
+)
+TEMPERATURE_REFUSAL = (
+    "Unsupported value: 'temperature' does not support {value} with this model. "
+    "Only the default (1) value is supported."
+)
+
+
+def _bad_request(message: str, param: str) -> StubReply:
+    error = {"message": message, "type": "invalid_request_error", "param": param}
+    error["code"] = "unsupported_parameter" if param == "max_tokens" else "unsupported_value"
+    return StubReply(400, json.dumps({"error": error}).encode("utf-8"))
+
+
+def reasoning_endpoint(inner: Responder) -> Responder:
+    """A reasoning model's endpoint: a request with `max_tokens`, or a temperature other than
+    1, is refused with a 400 as OpenAI words it; every other request goes to `inner`."""
+
+    def respond(request: SeenRequest, n: int) -> StubReply:
+        body = request.body or {}
+        if "max_tokens" in body:
+            return _bad_request(MAX_TOKENS_REFUSAL, "max_tokens")
+        temperature = body.get("temperature")
+        if temperature is not None and temperature != 1:
+            return _bad_request(TEMPERATURE_REFUSAL.format(value=temperature), "temperature")
+        return inner(request, n)
+
+    return respond
 
 
 class StubServer:

@@ -17,12 +17,16 @@ from labreplay.cli.llm_options import (
     LlmSeedOption,
     MaxCallsOption,
     MaxRetriesOption,
+    MaxRetryWaitOption,
     MaxTimeOption,
     MaxTokensOption,
     MaxTokensTotalOption,
     PriceOption,
+    ReasoningEffortOption,
+    ReasoningTokensOption,
     TemperatureOption,
     TimeoutOption,
+    TokenParamOption,
     agent_options,
     first_in_seeded_order,
 )
@@ -173,6 +177,10 @@ def run_cmd(
     max_tokens: int | None = MaxTokensOption,
     timeout: float | None = TimeoutOption,
     max_retries: int | None = MaxRetriesOption,
+    token_param: str | None = TokenParamOption,
+    reasoning_effort: str | None = ReasoningEffortOption,
+    reasoning_tokens: int | None = ReasoningTokensOption,
+    max_retry_wait: float | None = MaxRetryWaitOption,
     max_calls: int | None = MaxCallsOption,
     max_tokens_total: int | None = MaxTokensTotalOption,
     max_time: float | None = MaxTimeOption,
@@ -221,6 +229,10 @@ def run_cmd(
         max_calls=max_calls,
         max_tokens_total=max_tokens_total,
         max_time=max_time,
+        token_param=token_param,
+        reasoning_effort=reasoning_effort,
+        reasoning_tokens=reasoning_tokens,
+        max_retry_wait=max_retry_wait,
     )
     if structured is not None:
         options["structured"] = structured

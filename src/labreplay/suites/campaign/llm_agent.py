@@ -21,7 +21,11 @@ from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
 from labreplay.agents.llm_caps import RunCaps
 from labreplay.agents.llm_client import LLMClient
-from labreplay.agents.llm_config import StructuredMode, public_endpoint
+from labreplay.agents.llm_config import (
+    DEFAULT_MAX_RETRY_WAIT_S,
+    StructuredMode,
+    public_endpoint,
+)
 from labreplay.suites.campaign.llm_panel import panel_wire
 from labreplay.suites.campaign.llm_prompts import (
     PROMPT_VERSION,
@@ -92,7 +96,7 @@ def make_agent(
     base_url: str | None = None,
     api_key: str | None = None,
     api_key_env: str | None = None,
-    temperature: float | None = 0.0,
+    temperature: float | None = None,
     top_p: float | None = None,
     seed: int | None = None,
     max_tokens: int | None = None,
@@ -102,6 +106,10 @@ def make_agent(
     structured: StructuredMode = "auto",
     store: ResponseCache | None = None,
     caps: RunCaps | None = None,
+    token_param: str = "auto",
+    reasoning_effort: str | None = None,
+    reasoning_tokens: int | None = None,
+    max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
 ) -> LLMCampaignAgent:
     """Build an LLM campaign agent from `openai:MODEL` (used by the CLI's --agent).
 
@@ -127,5 +135,9 @@ def make_agent(
         structured,
         store,
         caps,
+        token_param=token_param,
+        reasoning_effort=reasoning_effort,
+        reasoning_tokens=reasoning_tokens,
+        max_retry_wait_s=max_retry_wait_s,
     )
     return LLMCampaignAgent(LLMClient(model, api_key=api_key, **options))

@@ -15,12 +15,16 @@ from labreplay.cli.llm_options import (
     LlmSeedOption,
     MaxCallsOption,
     MaxRetriesOption,
+    MaxRetryWaitOption,
     MaxTimeOption,
     MaxTokensOption,
     MaxTokensTotalOption,
     PriceOption,
+    ReasoningEffortOption,
+    ReasoningTokensOption,
     TemperatureOption,
     TimeoutOption,
+    TokenParamOption,
     agent_options,
     first_in_seeded_order,
 )
@@ -368,6 +372,10 @@ def run_cmd(
     max_tokens: int | None = MaxTokensOption,
     timeout: float | None = TimeoutOption,
     max_retries: int | None = MaxRetriesOption,
+    token_param: str | None = TokenParamOption,
+    reasoning_effort: str | None = ReasoningEffortOption,
+    reasoning_tokens: int | None = ReasoningTokensOption,
+    max_retry_wait: float | None = MaxRetryWaitOption,
     max_concurrency: int | None = typer.Option(
         None,
         "--max-concurrency",
@@ -413,6 +421,10 @@ def run_cmd(
         max_calls=max_calls,
         max_tokens_total=max_tokens_total,
         max_time=max_time,
+        token_param=token_param,
+        reasoning_effort=reasoning_effort,
+        reasoning_tokens=reasoning_tokens,
+        max_retry_wait=max_retry_wait,
     )
     if max_concurrency is not None:
         options["max_concurrency"] = max_concurrency
