@@ -277,6 +277,39 @@ def test_timeouts_count_toward_the_circuit_breaker() -> None:
     assert all(e.startswith("not sent") and "timed out" in e for e in errors[CIRCUIT_LIMIT:])
 
 
+def test_max_call_time_is_a_wall_clock_deadline_on_a_call_with_its_retries() -> None:
+    """At defaults a hung call gets a 60 s timeout and 180 s with its retries; a 1 s call
+    deadline ends its request and retries at 1 s."""
+    with stub.StubServer(stub.constant(stub.hung())) as server:
+        client = make_agent("openai:x", base_url=server.base_url, call_time_s=1.0).client
+        client.reseed(0)
+        started = time.monotonic()
+        reply = client.complete_json(MESSAGES, ACTION_SCHEMA, "action")
+        elapsed = time.monotonic() - started
+    assert 0.9 <= elapsed < 2.0 and reply.cap_reached is None
+    (call,) = reply.calls
+    assert "timed out" in str(call["error"]) and "total retry time 1s" in str(call["error"])
+    assert client.params()["retry"]["call_time_s"] == 1.0
+
+
+@pytest.mark.parametrize("concurrent", [False, True])
+def test_an_answer_trickled_byte_by_byte_is_ended_by_the_wall_clock(concurrent: bool) -> None:
+    """Each byte arrives well within the timeout, the whole answer would take minutes: the
+    request is ended at its timeout (+ a grace) all the same, as a timeout."""
+    policy = RetryPolicy(max_retries=0, timeout_s=0.5)
+    with stub.StubServer(stub.constant(stub.trickled(GOOD, every_s=0.1))) as server:
+        started = time.monotonic()
+        if concurrent:
+            client = AsyncLLMClient("stub", base_url=server.base_url, retry=policy)
+            (reply,) = client.run_many([(MESSAGES, ACTION_SCHEMA)], "action")
+        else:
+            sync = LLMClient("stub", base_url=server.base_url, retry=policy)
+            reply = sync.complete_json(MESSAGES, ACTION_SCHEMA, "action")
+        elapsed = time.monotonic() - started
+    assert elapsed < 2.5 and not reply.ok
+    assert str(reply.calls[0]["error"]).startswith("request timed out")
+
+
 def test_the_time_cap_stops_a_call_in_flight() -> None:
     """--max-time ends the run's requests and retry waits: a hung call (60 s timeout, 180 s of
     retries) stops at the cap, recorded as stopped by it, and the reply names the cap."""
@@ -391,6 +424,7 @@ def test_a_conditions_run_against_a_hung_endpoint_stops_at_max_time(
     [
         ("--max-retry-wait", "100000", "--max-retry-wait"),
         ("--max-retry-wait", "-1", "--max-retry-wait"),
+        ("--max-call-time", "0", "--max-call-time"),
         ("--token-param", "max_output_tokens", "--token-param"),
         ("--reasoning-effort", "extreme", "--reasoning-effort"),
         ("--reasoning-tokens", "-5", "--reasoning-tokens"),

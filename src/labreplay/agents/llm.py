@@ -86,6 +86,7 @@ def client_options(
     reasoning_effort: str | None = None,
     reasoning_tokens: int | None = None,
     max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
+    call_time_s: float | None = None,
 ) -> dict[str, Any]:
     """The LLM client's keyword arguments. `temperature=None` is the default: 0 for an
     ordinary model, none sent to a reasoning model (which takes none); a given temperature is
@@ -105,7 +106,10 @@ def client_options(
         ),
         "temperature_explicit": temperature is not None,
         "retry": RetryPolicy(
-            max_retries=max_retries, timeout_s=timeout_s, max_retry_wait_s=max_retry_wait_s
+            max_retries=max_retries,
+            timeout_s=timeout_s,
+            max_retry_wait_s=max_retry_wait_s,
+            call_time_s=call_time_s,
         ),
         "structured": structured,
         "max_repairs": max_repairs,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -38,6 +39,7 @@ from labreplay.agents.llm_config import (
 )
 from labreplay.agents.llm_faults import (
     MalformedResponse,
+    WallClockTimeout,
     describe_failure,
     failure_kind,
     is_call_failure,
@@ -81,6 +83,9 @@ NOT_SENT = "not sent"
 CIRCUIT_LIMIT = 4
 # Error text of a call the run's time cap (--max-time) stopped.
 TIME_CAP = "time cap"
+# How long past its timeout a request may run before the wall clock ends it (the SDK's own
+# timeout normally fires first; this catches answers trickled byte by byte).
+WALL_CLOCK_GRACE_S = 0.5
 
 # What each reply name is for, on the call records (`purpose`).
 PURPOSES = {"action": "policy", "panel_forecast": "checkpoint", "answer": "answer"}
@@ -499,6 +504,31 @@ class LLMClient(_ClientCore):
         openai = _import_openai()
         self._sdk = openai.OpenAI(**self._make_client_kwargs(api_key))
 
+    def _send(self, attempt: _Attempt) -> Any:
+        """One request, ended by the wall clock: the SDK's timeout bounds each read, not the
+        whole answer, so a server that trickles its body byte by byte would outlast it. The
+        request runs in a daemon thread; one still running at its timeout (+ a grace) is left to
+        finish on its own and the call goes on as timed out."""
+        timeout = self._timeout_for(attempt)
+        box: dict[str, Any] = {}
+
+        def send() -> None:
+            try:
+                box["response"] = self._sdk.chat.completions.create(
+                    **attempt.request, timeout=timeout
+                )
+            except BaseException as exc:  # handed to the caller's thread as is
+                box["error"] = exc
+
+        worker = threading.Thread(target=send, name="labreplay-llm-request", daemon=True)
+        worker.start()
+        worker.join(timeout + WALL_CLOCK_GRACE_S)
+        if worker.is_alive():
+            raise WallClockTimeout(timeout)
+        if "error" in box:
+            raise box["error"]
+        return box["response"]
+
     def chat(
         self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str = "reply"
     ) -> tuple[Completion | None, CallRecord]:
@@ -513,9 +543,7 @@ class LLMClient(_ClientCore):
             if self.progress is not None:
                 self.progress.started()
             try:
-                response = self._sdk.chat.completions.create(
-                    **attempt.request, timeout=self._timeout_for(attempt)
-                )
+                response = self._send(attempt)
                 accepted = self._accept(attempt, response)
                 if isinstance(accepted, Completion):
                     return accepted, self._record(attempt, accepted, None)
@@ -613,9 +641,14 @@ class AsyncLLMClient(_ClientCore):
                 if self.progress is not None:
                     self.progress.started()
                 try:
-                    response = await self._sdk.chat.completions.create(
-                        **attempt.request, timeout=self._timeout_for(attempt)
-                    )
+                    timeout = self._timeout_for(attempt)
+                    try:
+                        response = await asyncio.wait_for(
+                            self._sdk.chat.completions.create(**attempt.request, timeout=timeout),
+                            timeout + WALL_CLOCK_GRACE_S,
+                        )
+                    except TimeoutError as late:  # asyncio's: the request itself ran over
+                        raise WallClockTimeout(timeout) from late
                     accepted = self._accept(attempt, response)
                     if isinstance(accepted, Completion):
                         return accepted, self._record(attempt, accepted, None)

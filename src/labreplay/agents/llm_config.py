@@ -144,6 +144,9 @@ class RetryPolicy:
     # The longest `Retry-After` a server may ask for: a call asked to wait longer gives up at
     # once (with that said), instead of retrying early into another refusal.
     max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S
+    # A wall-clock deadline on one call with all its retries (--max-call-time), over any other
+    # rule: its requests' timeouts and retry waits all end by then. None: the total above.
+    call_time_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
@@ -156,7 +159,7 @@ class RetryPolicy:
         for name in ("base_delay_s", "max_delay_s"):
             if getattr(self, name) < 0:
                 raise AgentError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("total_time_s", "timeout_s"):
+        for name in ("total_time_s", "timeout_s", "call_time_s"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise AgentError(f"{name} must be > 0, got {value}")
@@ -169,6 +172,8 @@ class RetryPolicy:
 
     def total_time_for(self, max_tokens: int | None) -> float:
         """The time one call may take with all its retries."""
+        if self.call_time_s is not None:
+            return self.call_time_s
         if self.timeout_s is not None:
             return self.total_time_s
         return max(self.total_time_s, MIN_ATTEMPTS_IN_TOTAL * self.timeout_for(max_tokens))
@@ -188,6 +193,8 @@ class RetryPolicy:
         }
         if self.max_retry_wait_s != DEFAULT_MAX_RETRY_WAIT_S:  # the default keeps run ids
             params["max_retry_wait_s"] = self.max_retry_wait_s
+        if self.call_time_s is not None:
+            params["call_time_s"] = self.call_time_s
         return params
 
 

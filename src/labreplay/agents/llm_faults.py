@@ -13,6 +13,14 @@ class MalformedResponse(Exception):
     """HTTP 200 whose body was not a chat completion (a proxy's error page, truncated JSON)."""
 
 
+class WallClockTimeout(TimeoutError):
+    """A request still unanswered, by the wall clock, after its timeout (the SDK's timeout
+    bounds each read, so a body trickled byte by byte outlasts it)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(f"no complete answer within {timeout_s:.3g} s")
+
+
 FailureKind = Literal["transient", "structured_unsupported", "fatal"]
 _TRANSIENT_STATUS = {408, 409, 429}
 _STRUCTURED_HINTS = ("response_format", "json_schema", "grammar", "schema")
@@ -96,6 +104,8 @@ def describe_failure(exc: BaseException) -> str:
 
     if isinstance(exc, openai.APITimeoutError):
         return "request timed out"
+    if isinstance(exc, WallClockTimeout):
+        return f"request timed out ({exc})"
     if isinstance(exc, openai.APIConnectionError):
         return f"connection failed: {clip(str(exc.__cause__ or exc))}"
     if isinstance(exc, openai.APIStatusError):

@@ -73,6 +73,13 @@ MaxRetryWaitOption = typer.Option(
     "server asking for longer fails the call at once, saying so.",
     callback=finite_float_check("--max-retry-wait", 0.0, 3600.0),
 )
+MaxCallTimeOption = typer.Option(
+    None,
+    "--max-call-time",
+    help="Wall-clock deadline in s on one model call with all its retries (default: the "
+    "retry total, max(180, 2 x timeout)); its requests and retry waits all end by then.",
+    callback=finite_float_check("--max-call-time", 0.0, 86400.0, lo_open=True),
+)
 TokenParamOption = typer.Option(
     None,
     "--token-param",
@@ -165,6 +172,7 @@ def agent_options(
     reasoning_effort: str | None = None,
     reasoning_tokens: int | None = None,
     max_retry_wait: float | None = None,
+    max_call_time: float | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for the LLM agent builders (only what the user set)."""
     if temperature is not None and not 0.0 <= temperature <= 2.0:
@@ -182,6 +190,7 @@ def agent_options(
             ("reasoning_effort", reasoning_effort),
             ("reasoning_tokens", reasoning_tokens),
             ("max_retry_wait_s", max_retry_wait),
+            ("call_time_s", max_call_time),
         )
         if v is not None
     }

@@ -19,12 +19,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class StubReply:
-    """What one request receives: HTTP status, body bytes, extra headers, delay before answering."""
+    """What one request receives: HTTP status, body bytes, extra headers, delay before answering
+    and, with `trickle_s`, a pause before each byte of the body (headers sent at once)."""
 
     status: int = 200
     body: bytes = b""
     headers: Mapping[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    trickle_s: float = 0.0
 
 
 def completion_body(
@@ -79,6 +81,12 @@ def garbage_body() -> StubReply:
 
 def slow(content: str, delay_s: float) -> StubReply:
     return ok(content, delay_s=delay_s)
+
+
+def trickled(content: str, every_s: float) -> StubReply:
+    """A well-formed answer whose body arrives one byte every `every_s` seconds: each read is
+    quick, the whole answer is not (what a per-read timeout never catches)."""
+    return StubReply(200, completion_body(content), {}, 0.0, every_s)
 
 
 def hung() -> StubReply:
@@ -240,6 +248,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(reply.body)))
             self.end_headers()
+            if reply.trickle_s > 0:
+                self.wfile.flush()
+                for i in range(len(reply.body)):
+                    if stub._stopping.wait(reply.trickle_s):
+                        return
+                    self.wfile.write(reply.body[i : i + 1])
+                    self.wfile.flush()
+                return
             self.wfile.write(reply.body)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

@@ -16,6 +16,7 @@ from labreplay.cli.llm_options import (
     LimitOption,
     LlmSeedOption,
     MaxCallsOption,
+    MaxCallTimeOption,
     MaxRetriesOption,
     MaxRetryWaitOption,
     MaxTimeOption,
@@ -181,6 +182,7 @@ def run_cmd(
     reasoning_effort: str | None = ReasoningEffortOption,
     reasoning_tokens: int | None = ReasoningTokensOption,
     max_retry_wait: float | None = MaxRetryWaitOption,
+    max_call_time: float | None = MaxCallTimeOption,
     max_calls: int | None = MaxCallsOption,
     max_tokens_total: int | None = MaxTokensTotalOption,
     max_time: float | None = MaxTimeOption,
@@ -233,6 +235,7 @@ def run_cmd(
         reasoning_effort=reasoning_effort,
         reasoning_tokens=reasoning_tokens,
         max_retry_wait=max_retry_wait,
+        max_call_time=max_call_time,
     )
     if structured is not None:
         options["structured"] = structured

@@ -110,6 +110,7 @@ def make_agent(
     reasoning_effort: str | None = None,
     reasoning_tokens: int | None = None,
     max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
+    call_time_s: float | None = None,
 ) -> LLMCampaignAgent:
     """Build an LLM campaign agent from `openai:MODEL` (used by the CLI's --agent).
 
@@ -139,5 +140,6 @@ def make_agent(
         reasoning_effort=reasoning_effort,
         reasoning_tokens=reasoning_tokens,
         max_retry_wait_s=max_retry_wait_s,
+        call_time_s=call_time_s,
     )
     return LLMCampaignAgent(LLMClient(model, api_key=api_key, **options))

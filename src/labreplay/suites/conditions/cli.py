@@ -14,6 +14,7 @@ from labreplay.cli.llm_options import (
     LimitOption,
     LlmSeedOption,
     MaxCallsOption,
+    MaxCallTimeOption,
     MaxRetriesOption,
     MaxRetryWaitOption,
     MaxTimeOption,
@@ -376,6 +377,7 @@ def run_cmd(
     reasoning_effort: str | None = ReasoningEffortOption,
     reasoning_tokens: int | None = ReasoningTokensOption,
     max_retry_wait: float | None = MaxRetryWaitOption,
+    max_call_time: float | None = MaxCallTimeOption,
     max_concurrency: int | None = typer.Option(
         None,
         "--max-concurrency",
@@ -425,6 +427,7 @@ def run_cmd(
         reasoning_effort=reasoning_effort,
         reasoning_tokens=reasoning_tokens,
         max_retry_wait=max_retry_wait,
+        max_call_time=max_call_time,
     )
     if max_concurrency is not None:
         options["max_concurrency"] = max_concurrency

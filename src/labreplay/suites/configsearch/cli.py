@@ -13,6 +13,7 @@ from labreplay.cli.llm_options import (
     BaseUrlOption,
     LlmSeedOption,
     MaxCallsOption,
+    MaxCallTimeOption,
     MaxRetriesOption,
     MaxRetryWaitOption,
     MaxTimeOption,
@@ -411,6 +412,7 @@ def run_cmd(
     reasoning_effort: str | None = ReasoningEffortOption,
     reasoning_tokens: int | None = ReasoningTokensOption,
     max_retry_wait: float | None = MaxRetryWaitOption,
+    max_call_time: float | None = MaxCallTimeOption,
     max_calls: int | None = MaxCallsOption,
     max_tokens_total: int | None = MaxTokensTotalOption,
     max_time: float | None = MaxTimeOption,
@@ -460,6 +462,7 @@ def run_cmd(
             max_calls=max_calls, max_tokens_total=max_tokens_total, max_time=max_time,
             token_param=token_param, reasoning_effort=reasoning_effort,
             reasoning_tokens=reasoning_tokens, max_retry_wait=max_retry_wait,
+            max_call_time=max_call_time,
         )  # fmt: skip
         factory, tally = make_factory(agent, **options)
         searcher: Any = resolve_optimizer_agent(factory)

@@ -171,6 +171,7 @@ def make_factory(
     reasoning_effort: str | None = None,
     reasoning_tokens: int | None = None,
     max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
+    call_time_s: float | None = None,
 ) -> tuple[Callable[[], LLMOptimizer], CallTally]:
     """A zero-argument factory of LLM optimisers (one per seed) sharing one `CallTally`, from
     the one LLM option set (`labreplay.cli.llm_options.agent_options`)."""
@@ -183,6 +184,7 @@ def make_factory(
             base_url, temperature, None, seed, max_tokens, timeout_s, max_retries, 2, "auto",
             None, caps, token_param=token_param, reasoning_effort=reasoning_effort,
             reasoning_tokens=reasoning_tokens, max_retry_wait_s=max_retry_wait_s,
+            call_time_s=call_time_s,
         )  # fmt: skip
         return LLMOptimizer(LLMClient(model, api_key=api_key, **options), tally)
 
