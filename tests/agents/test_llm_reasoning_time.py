@@ -224,8 +224,10 @@ def test_a_server_refusing_max_tokens_is_asked_again_with_max_completion_tokens_
     assert {c.get("token_param") for c in calls} == {"max_completion_tokens"}
     later = make_agent("openai:frontier-thinker", base_url=server.base_url)
     later.reset(8)
-    later.act(OBSERVATION)
+    assert later.act(OBSERVATION)["type"] == "select_experiment"
     assert len(server.chat_requests) == 5  # learnt once per process: no second refusal
+    last = server.chat_requests[-1].body or {}
+    assert "temperature" not in last and last["max_completion_tokens"] > DEFAULT_REASONING_TOKENS
 
 
 def test_a_forced_max_tokens_is_not_switched(

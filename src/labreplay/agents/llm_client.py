@@ -270,9 +270,6 @@ class _ClientCore:
             return self.token_param
         if is_reasoning_model(self.model) or self._learned_completion_tokens:
             return "max_completion_tokens"
-        if self._detection_key() in _NEEDS_COMPLETION_TOKENS:
-            self._learned_completion_tokens = True  # another client of this process found out
-            return "max_completion_tokens"
         return "max_tokens"
 
     def _configured_sampling(self, reasoning: bool) -> Sampling:
@@ -290,6 +287,8 @@ class _ClientCore:
         self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str
     ) -> dict[str, Any]:
         self._adopt_detected()  # another client may have found out meanwhile
+        if self.token_param == "auto" and self._detection_key() in _NEEDS_COMPLETION_TOKENS:
+            self._learned_completion_tokens = True  # another client of this process found out
         reasoning = self._reasoning()
         sampling = self._configured_sampling(reasoning)
         if sampling.seed is None and self._derived_sampling_seed is not None:
