@@ -230,6 +230,27 @@ def test_a_server_refusing_max_tokens_is_asked_again_with_max_completion_tokens_
     assert "temperature" not in last and last["max_completion_tokens"] > DEFAULT_REASONING_TOKENS
 
 
+def test_concurrent_requests_refused_for_max_tokens_each_switch_and_succeed(
+    reasoning: tuple[SchemaAnswerer, stub.StubServer],
+) -> None:
+    """The conditions path: questions in flight together are all refused once at most, then
+    all answered; no call failed and none counted a retry."""
+    _, server = reasoning
+    from labreplay.suites.conditions.llm_agent import make_question_agent
+
+    agent = make_question_agent("openai:deep-thinker", base_url=server.base_url)
+    agent.reset(3)
+    assert agent.concurrent is not None
+    replies = agent.concurrent.run_many([(MESSAGES, ACTION_SCHEMA)] * 6, "answer")
+    assert all(r.ok for r in replies)
+    calls = [c for r in replies for c in r.calls]
+    assert all(c["error"] is None and c["retries"] == 0 for c in calls)
+    assert {c.get("token_param") for c in calls} == {"max_completion_tokens"}
+    refused = [r for r in server.chat_requests if "max_tokens" in (r.body or {})]
+    assert 1 <= len(refused) <= 4  # at most the requests in flight before the first refusal
+    assert len(server.chat_requests) == 6 + len(refused)
+
+
 def test_a_forced_max_tokens_is_not_switched(
     reasoning: tuple[SchemaAnswerer, stub.StubServer],
 ) -> None:

@@ -120,6 +120,10 @@ def make_agent(
     schema (`labreplay.agents.llm_budget`), and `timeout_s=None` each request's timeout from
     that budget (`RetryPolicy.timeout_for`); `caps` bound what each run may spend
     (`labreplay.agents.llm_caps`); `api_key_env` names the variable holding the key.
+    `temperature=None` sends 0 to an ordinary model and none to a reasoning model;
+    `token_param`, `reasoning_effort` and `reasoning_tokens` are the reasoning-model controls,
+    `max_retry_wait_s` the longest Retry-After honoured and `call_time_s` a wall-clock deadline
+    on one call with its retries (`labreplay.agents.llm_config`).
     """
     model = parse_agent_spec(agent)
     if api_key is None and api_key_env:
