@@ -14,8 +14,8 @@ class MalformedResponse(Exception):
 
 
 class WallClockTimeout(TimeoutError):
-    """A request still unanswered, by the wall clock, after its timeout (the SDK's timeout
-    bounds each read, so a body trickled byte by byte outlasts it)."""
+    """A concurrent request still unanswered, by the wall clock, after its timeout (the SDK's
+    timeout bounds each read, so a body trickled byte by byte outlasts it)."""
 
     def __init__(self, timeout_s: float) -> None:
         super().__init__(f"no complete answer within {timeout_s:.3g} s")
