@@ -201,19 +201,31 @@ def schema_responder(prefer: Sequence[str] = FINISHING) -> Responder:
 def main(argv: Sequence[str] | None = None) -> None:
     """`python -m labreplay.testing.schema_server [--port N] [--mode MODE]`: serve until
     interrupted and print the base URL. Modes: finishing (default), looping, garbage (HTTP 200
-    whose body is not JSON)."""
+    whose body is not JSON), reasoning (a reasoning model's endpoint: refuses `max_tokens` and
+    any temperature but 1, spends 300 hidden tokens of each budget), hung (never answers)."""
     import argparse
     import time
 
-    from labreplay.testing.fault_server import StubServer, constant, garbage_body
+    from labreplay.testing.fault_server import (
+        StubServer,
+        constant,
+        garbage_body,
+        hung,
+        reasoning_endpoint,
+    )
 
     parser = argparse.ArgumentParser(prog="python -m labreplay.testing.schema_server")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--mode", choices=("finishing", "looping", "garbage"), default="finishing")
+    modes = ("finishing", "looping", "garbage", "reasoning", "hung")
+    parser.add_argument("--mode", choices=modes, default="finishing")
     args = parser.parse_args(argv)
     responder: Responder
     if args.mode == "garbage":
         responder = constant(garbage_body())
+    elif args.mode == "reasoning":
+        responder = reasoning_endpoint(SchemaAnswerer(reasoning_tokens=300))
+    elif args.mode == "hung":
+        responder = constant(hung())
     else:
         responder = SchemaAnswerer(FINISHING if args.mode == "finishing" else LOOPING)
     with StubServer(responder, port=args.port) as server:
