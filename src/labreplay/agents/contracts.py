@@ -80,6 +80,9 @@ class CallRecord(TypedDict, total=False):
     max_tokens: int | None
     prompt_chars: int | None
     reply_chars: int | None
+    # The request field that carried `max_tokens` when it was not "max_tokens" (a reasoning
+    # model's "max_completion_tokens"); absent for the ordinary field.
+    token_param: str
 
 
 @runtime_checkable

@@ -14,6 +14,7 @@ from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm_caps import CapMeter, CapReached, RunCaps
 from labreplay.agents.llm_client import JsonReply
 from labreplay.agents.llm_config import (
+    DEFAULT_MAX_RETRY_WAIT_S,
     STRUCTURED_FALLBACKS,
     RetryPolicy,
     Sampling,
@@ -21,6 +22,8 @@ from labreplay.agents.llm_config import (
 from labreplay.errors import AgentError
 
 AGENT_PREFIX = "openai:"
+# The sampling temperature of an ordinary model when the user sets none.
+DEFAULT_TEMPERATURE = 0.0
 
 
 class CallLog:
@@ -78,7 +81,16 @@ def client_options(
     structured: str,
     store: ResponseCache | None,
     caps: RunCaps | None = None,
+    *,
+    token_param: str = "auto",
+    reasoning_effort: str | None = None,
+    reasoning_tokens: int | None = None,
+    max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
+    call_time_s: float | None = None,
 ) -> dict[str, Any]:
+    """The LLM client's keyword arguments. `temperature=None` is the default: 0 for an
+    ordinary model, none sent to a reasoning model (which takes none); a given temperature is
+    sent to every model."""
     if structured not in STRUCTURED_FALLBACKS:
         raise AgentError(
             f"structured must be one of {sorted(STRUCTURED_FALLBACKS)}, got {structured!r}"
@@ -86,11 +98,23 @@ def client_options(
     return {
         "base_url": base_url,
         "sampling": Sampling(
-            temperature=temperature, top_p=top_p, seed=seed, max_tokens=max_tokens
+            temperature=DEFAULT_TEMPERATURE if temperature is None else temperature,
+            top_p=top_p,
+            seed=seed,
+            max_tokens=max_tokens,
+            reasoning_effort=reasoning_effort,
         ),
-        "retry": RetryPolicy(max_retries=max_retries, timeout_s=timeout_s),
+        "temperature_explicit": temperature is not None,
+        "retry": RetryPolicy(
+            max_retries=max_retries,
+            timeout_s=timeout_s,
+            max_retry_wait_s=max_retry_wait_s,
+            call_time_s=call_time_s,
+        ),
         "structured": structured,
         "max_repairs": max_repairs,
         "cache": store,
         "meter": CapMeter(caps),
+        "token_param": token_param,
+        "reasoning_tokens": reasoning_tokens,
     }

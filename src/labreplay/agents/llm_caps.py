@@ -100,6 +100,26 @@ class CapMeter:
             self.calls += 1
         return over
 
+    def deadline(self) -> float | None:
+        """The monotonic time at which `--max-time` ends the run (None: no time cap). Every
+        request and retry wait of the run ends by then, so the cap stops work in flight too."""
+        if self.caps.max_time_s is None:
+            return None
+        return self.started + self.caps.max_time_s
+
+    def time_cap(self) -> CapReached:
+        """The time cap as reached now (a call stopped at the cap's deadline)."""
+        elapsed = time.monotonic() - self.started
+        return CapReached(f"--max-time {self.caps.max_time_s:g}", f"{elapsed:.1f} s elapsed")
+
+    def time_exceeded(self) -> CapReached | None:
+        """The time cap, once the run's wall time has reached it."""
+        caps = self.caps
+        elapsed = time.monotonic() - self.started
+        if caps.max_time_s is not None and elapsed >= caps.max_time_s:
+            return CapReached(f"--max-time {caps.max_time_s:g}", f"{elapsed:.1f} s elapsed")
+        return None
+
     def exceeded(self) -> CapReached | None:
         """The cap the next request would break, or None."""
         caps = self.caps
@@ -109,7 +129,4 @@ class CapMeter:
             return CapReached(
                 f"--max-tokens-total {caps.max_tokens_total}", f"{self.tokens} tokens spent"
             )
-        elapsed = time.monotonic() - self.started
-        if caps.max_time_s is not None and elapsed >= caps.max_time_s:
-            return CapReached(f"--max-time {caps.max_time_s:g}", f"{elapsed:.1f} s elapsed")
-        return None
+        return self.time_exceeded()

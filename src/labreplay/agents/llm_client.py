@@ -25,20 +25,26 @@ from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm_budget import response_budget
 from labreplay.agents.llm_caps import CapMeter, CapReached
 from labreplay.agents.llm_config import (
+    DEFAULT_REASONING_TOKENS,
     STRUCTURED_FALLBACKS,
+    TOKEN_PARAMS,
     RetryPolicy,
     Sampling,
     StructuredMode,
     check_base_url,
+    is_reasoning_model,
     public_endpoint,
     secret_query_values,
 )
 from labreplay.agents.llm_faults import (
     MalformedResponse,
+    WallClockTimeout,
     describe_failure,
     failure_kind,
     is_call_failure,
+    is_timeout,
     is_unreachable,
+    refuses_max_tokens,
     retry_after_s,
 )
 from labreplay.agents.llm_wire import (
@@ -66,11 +72,19 @@ __all__ = [
 # a run (adaptive branch, controls, resumed runs) is a new client, and none should pay for the
 # detection again.
 _DETECTED_FORMATS: dict[tuple[str, str], list[str]] = {}
+# (endpoint, model) pairs whose server refused `max_tokens` for `max_completion_tokens`, for
+# this process (token_param "auto"): later clients send `max_completion_tokens` at once.
+_NEEDS_COMPLETION_TOKENS: set[tuple[str, str]] = set()
 
 # Error text of a call the open circuit did not send (see `_ClientCore._circuit_open`).
 NOT_SENT = "not sent"
 # Calls failed in a row after which an endpoint that has answered before is given up on.
 CIRCUIT_LIMIT = 4
+# Error text of a call the run's time cap (--max-time) stopped.
+TIME_CAP = "time cap"
+# How long past its timeout a concurrent request may run before the wall clock ends it (the
+# SDK's own timeout normally fires first; this catches answers trickled byte by byte).
+WALL_CLOCK_GRACE_S = 0.5
 
 # What each reply name is for, on the call records (`purpose`).
 PURPOSES = {"action": "policy", "panel_forecast": "checkpoint", "answer": "answer"}
@@ -104,7 +118,11 @@ class _Attempt:
     retries: int = 0
     # The last failure said the endpoint is unreachable or refuses us (not merely slow).
     unreachable: bool = False
+    timed_out: bool = False  # the last failure was a request timeout
     skipped: bool = False  # not sent at all: the circuit was open
+    # When the run's time cap (--max-time) ends this call, if it is sooner than `deadline`'s
+    # own bound (the call's total retry time).
+    run_deadline: float | None = None
 
 
 @dataclass
@@ -125,12 +143,26 @@ class _ClientCore:
     meter: CapMeter = field(default_factory=CapMeter)
     # The run's progress line (`llm_progress.CallProgress`), told of every call and retry.
     progress: Any = None
+    # The request field of the response budget (`llm_config.TokenParam`).
+    token_param: str = "auto"
+    # Completion tokens added to every reply budget of a reasoning model for its hidden
+    # reasoning (None: DEFAULT_REASONING_TOKENS).
+    reasoning_tokens: int | None = None
+    # False when the sampling temperature is only the default (0): then it is not sent to a
+    # reasoning model, which takes none. A temperature the user set is always sent.
+    temperature_explicit: bool = True
 
     def __post_init__(self) -> None:
         if not self.model:
             raise AgentError("an LLM agent needs a model name, e.g. openai:gpt-4o-mini")
         if self.max_repairs < 0:
             raise AgentError(f"max_repairs must be >= 0, got {self.max_repairs}")
+        if self.token_param not in TOKEN_PARAMS:
+            raise AgentError(
+                f"--token-param must be one of {', '.join(TOKEN_PARAMS)}, got {self.token_param!r}"
+            )
+        if self.reasoning_tokens is not None and self.reasoning_tokens < 0:
+            raise AgentError(f"--reasoning-tokens must be >= 0, got {self.reasoning_tokens}")
         self.base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
         check_base_url(self.base_url)
         # Circuit breaker: an endpoint that never answered and failed a whole call (with its
@@ -139,11 +171,14 @@ class _ClientCore:
         self._failed_in_row = 0
         self._answered = False
         self._last_failure = ""
+        self._last_unreachable = False
         # The response_format kinds to offer, best first. In "auto" mode the first one the
         # server accepts is kept; one it refuses is dropped for the rest of this client's life.
         self._formats: list[str] = list(STRUCTURED_FALLBACKS.get(self.structured, ()))
         self._format_confirmed = self.structured != "auto"
         self._adopt_detected()
+        # The server refused `max_tokens` for `max_completion_tokens` (token_param "auto").
+        self._learned_completion_tokens = False
         self._jitter = make_rng(self.jitter_seed, "llm-client", "backoff-jitter", self.model)
         # Sampling seed used when the caller gave none: derived from the run seed on reseed(), so
         # a seeded run sends a recorded, reproducible seed to servers that honour one.
@@ -151,11 +186,21 @@ class _ClientCore:
 
     # ------------------------------------------------------------------ public bits
     def params(self) -> dict[str, Any]:
-        """Provenance of this client: model, endpoint (no credentials), sampling, retry rules."""
+        """Provenance of this client: model, endpoint (no credentials), sampling, retry rules.
+
+        The request fields are those the configuration sends to its first call; a switch to
+        `max_completion_tokens` a server asked for later is recorded on the calls themselves
+        (`token_param`) and in the run's usage. An ordinary model's provenance has no key it did
+        not have before, so its run ids are unchanged."""
+        sampling = self._configured_sampling(self._declared_reasoning())
+        reasoning = (
+            {"reasoning_tokens": self._reasoning_budget()} if self._declared_reasoning() else {}
+        )
         return {
             "model": self.model,
             "endpoint": public_endpoint(self.base_url),
-            **self.sampling.as_params(),
+            **sampling.as_params(),
+            **reasoning,
             "sampling_seed": (
                 self.sampling.seed if self.sampling.seed is not None else "derived-from-run-seed"
             ),
@@ -206,16 +251,54 @@ class _ClientCore:
             "timeout": self.retry.timeout_for(None),  # each request passes its own
         }
 
+    # ------------------------------------------------------------------ reasoning models
+    def _declared_reasoning(self) -> bool:
+        """A reasoning model by its name or by a reasoning effort asked for."""
+        return is_reasoning_model(self.model) or self.sampling.reasoning_effort is not None
+
+    def _reasoning(self) -> bool:
+        """A reasoning model as far as this client knows now (a server that refused
+        `max_tokens` for `max_completion_tokens` serves one)."""
+        return self._declared_reasoning() or self._learned_completion_tokens
+
+    def _reasoning_budget(self) -> int:
+        return DEFAULT_REASONING_TOKENS if self.reasoning_tokens is None else self.reasoning_tokens
+
+    def _token_field(self) -> str:
+        if self.token_param != "auto":
+            return self.token_param
+        if is_reasoning_model(self.model) or self._learned_completion_tokens:
+            return "max_completion_tokens"
+        return "max_tokens"
+
+    def _configured_sampling(self, reasoning: bool) -> Sampling:
+        """The sampling controls as sent: the budget's field, and no default temperature for a
+        reasoning model (they take none; OpenAI's refuse one)."""
+        sampling = self.sampling
+        field_name = self._token_field()
+        if field_name != sampling.token_field:
+            sampling = replace(sampling, token_field=field_name)
+        if reasoning and not self.temperature_explicit and sampling.temperature is not None:
+            sampling = replace(sampling, temperature=None)
+        return sampling
+
     def _request(
         self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str
     ) -> dict[str, Any]:
         self._adopt_detected()  # another client may have found out meanwhile
-        sampling = self.sampling
+        if self.token_param == "auto" and self._detection_key() in _NEEDS_COMPLETION_TOKENS:
+            self._learned_completion_tokens = True  # another client of this process found out
+        reasoning = self._reasoning()
+        sampling = self._configured_sampling(reasoning)
         if sampling.seed is None and self._derived_sampling_seed is not None:
             sampling = replace(sampling, seed=self._derived_sampling_seed)
         if sampling.max_tokens is None:
             # The response budget is what the reply must hold (llm_budget), not a constant.
             sampling = replace(sampling, max_tokens=response_budget(schema))
+        if reasoning and self._reasoning_budget():
+            # Hidden reasoning tokens count against the same budget: room for them on top.
+            budget = (sampling.max_tokens or 0) + self._reasoning_budget()
+            sampling = replace(sampling, max_tokens=budget)
         fmt = self._formats[0] if self._formats else None
         return build_request(self.model, messages, sampling, schema, name, fmt)
 
@@ -234,8 +317,10 @@ class _ClientCore:
     def _circuit_open(self) -> bool:
         """Give up on an endpoint that refused or could not be reached: after one whole call
         (with its retries) if it never answered, after CIRCUIT_LIMIT calls in a row if it did.
-        A slow endpoint (timeouts, 429, 5xx) is never given up on: each call gets its retries."""
-        return self._failed_in_row >= (CIRCUIT_LIMIT if self._answered else 1)
+        Calls that timed out (with their retries) count as well, CIRCUIT_LIMIT in a row: a hung
+        endpoint is given up on; a busy one (429, 5xx) is not, each call gets its retries."""
+        first = not self._answered and self._last_unreachable
+        return self._failed_in_row >= (1 if first else CIRCUIT_LIMIT)
 
     def _skipped(self, attempt: _Attempt) -> CallRecord:
         attempt.skipped = True  # leaves the circuit and its last failure as they are
@@ -252,9 +337,11 @@ class _ClientCore:
         if error is None:
             self._failed_in_row = 0
             self._answered = self._answered or not cached
-        elif attempt.unreachable:
+        elif attempt.unreachable or attempt.timed_out:
+            # Timeouts count too: a hung endpoint must not cost every call its whole retries.
             self._failed_in_row += 1
             self._last_failure = error
+            self._last_unreachable = attempt.unreachable
         else:
             self._failed_in_row = 0
 
@@ -281,10 +368,14 @@ class _ClientCore:
             cached_tokens=completion.cached_tokens if completion else None,
             resolved_model=completion.resolved_model if completion else None,
             parse_error=None,
-            max_tokens=attempt.request.get("max_tokens"),
+            max_tokens=attempt.request.get(
+                "max_tokens", attempt.request.get("max_completion_tokens")
+            ),
             prompt_chars=sum(len(m["content"]) for m in attempt.messages),
             reply_chars=len(completion.text) if completion else None,
         )
+        if "max_completion_tokens" in attempt.request:  # what was sent (absent: max_tokens)
+            record["token_param"] = "max_completion_tokens"
         self._note(attempt, record.get("error"), cached)
         self.meter.charge(record)
         if self.progress is not None:
@@ -293,8 +384,21 @@ class _ClientCore:
 
     def _after_failure(self, attempt: _Attempt, exc: BaseException) -> float | str:
         """Seconds to wait before the next try, or the final error text when giving up."""
-        kind = failure_kind(exc)
         attempt.unreachable = is_unreachable(exc)
+        attempt.timed_out = is_timeout(exc)
+        if (
+            self.token_param == "auto"
+            and "max_tokens" in attempt.request
+            and refuses_max_tokens(exc)
+        ):
+            # A reasoning model under a name we did not know: send the budget as
+            # max_completion_tokens (and no default temperature) from now on, at once; not a
+            # retry. Only once: a refusal of the new request is final.
+            self._learned_completion_tokens = True
+            _NEEDS_COMPLETION_TOKENS.add(self._detection_key())
+            attempt.request = self._request(attempt.messages, attempt.schema, attempt.name)
+            return 0.0
+        kind = failure_kind(exc)
         if kind == "structured_unsupported" and "response_format" in attempt.request:
             # The server refused this response_format kind: drop it and resend at once with
             # the next kind (or none). Not a retry: nothing went wrong on the server's side.
@@ -312,14 +416,24 @@ class _ClientCore:
                 return 0.0
         if kind != "transient":
             return describe_failure(exc)
+        if attempt.run_deadline is not None and time.monotonic() >= attempt.run_deadline:
+            return self._time_capped(describe_failure(exc))  # e.g. a timeout cut at the cap
         if attempt.retries >= self.retry.max_retries:
             return f"{describe_failure(exc)} (gave up after {attempt.retries} retries)"
         base = min(self.retry.max_delay_s, self.retry.base_delay_s * (2.0**attempt.retries))
         delay = base * (0.5 + float(self._jitter.random()))  # jitter in [0.5, 1.5) x base
         hinted = retry_after_s(exc)
         if hinted is not None:
-            delay = max(delay, min(hinted, self.retry.max_delay_s))
+            if hinted > self.retry.max_retry_wait_s:
+                return (
+                    f"{describe_failure(exc)} (gave up after {attempt.retries} retries: the "
+                    f"server asked to wait {hinted:g} s, over --max-retry-wait "
+                    f"{self.retry.max_retry_wait_s:g} s)"
+                )
+            delay = max(delay, hinted)
         if time.monotonic() + delay >= attempt.deadline:
+            if attempt.run_deadline is not None and attempt.run_deadline <= attempt.deadline:
+                return self._time_capped(describe_failure(exc))
             return (
                 f"{describe_failure(exc)} (gave up after {attempt.retries} retries: total retry "
                 f"time {attempt.total_time_s:g}s would be exceeded)"
@@ -329,14 +443,32 @@ class _ClientCore:
             self.progress.retry(describe_failure(exc))
         return delay
 
+    def _time_capped(self, last: str) -> str:
+        cap = self.meter.caps.max_time_s
+        return f"{TIME_CAP} --max-time {cap:g} reached (the call's last try: {last})"
+
     def _start(
         self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str
     ) -> _Attempt:
         now = time.monotonic()
         request = self._request(messages, schema, name)
-        budget = request.get("max_tokens")
+        budget = request.get("max_tokens", request.get("max_completion_tokens"))
         timeout, total = self.retry.timeout_for(budget), self.retry.total_time_for(budget)
-        return _Attempt(request, now, now + total, messages, schema, name, timeout, total)
+        attempt = _Attempt(request, now, now + total, messages, schema, name, timeout, total)
+        run_deadline = self.meter.deadline()
+        if run_deadline is not None and run_deadline < attempt.deadline:
+            # The run's time cap ends every request and retry wait of this call too.
+            attempt.deadline = attempt.run_deadline = run_deadline
+        return attempt
+
+    def _capped_reply(
+        self, text: str | None, record: CallRecord, calls: list[CallRecord]
+    ) -> JsonReply | None:
+        """The reply of a call the run's time cap stopped (the run ends failed, cap named)."""
+        if not str(record.get("error") or "").startswith(TIME_CAP):
+            return None
+        over = self.meter.time_exceeded() or self.meter.time_cap()
+        return JsonReply(None, text, str(over), calls, cap_reached=str(over))
 
     @staticmethod
     def _scrub(text: str | None) -> str | None:
@@ -370,6 +502,15 @@ class LLMClient(_ClientCore):
         openai = _import_openai()
         self._sdk = openai.OpenAI(**self._make_client_kwargs(api_key))
 
+    def _send(self, attempt: _Attempt) -> Any:
+        """One request in the calling thread. The SDK's timeout bounds each read, so an answer
+        trickled byte by byte can outlast it here (the concurrent client ends it by the wall
+        clock); a request in a thread of its own would, but that hand-over cost 2-6 ms per
+        call on a loaded machine (`make bench`), over the harness's 5 ms budget."""
+        return self._sdk.chat.completions.create(
+            **attempt.request, timeout=self._timeout_for(attempt)
+        )
+
     def chat(
         self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str = "reply"
     ) -> tuple[Completion | None, CallRecord]:
@@ -384,9 +525,7 @@ class LLMClient(_ClientCore):
             if self.progress is not None:
                 self.progress.started()
             try:
-                response = self._sdk.chat.completions.create(
-                    **attempt.request, timeout=self._timeout_for(attempt)
-                )
+                response = self._send(attempt)
                 accepted = self._accept(attempt, response)
                 if isinstance(accepted, Completion):
                     return accepted, self._record(attempt, accepted, None)
@@ -420,6 +559,9 @@ class LLMClient(_ClientCore):
             completion, record = self.chat(conversation, schema, name)
             calls.append(record)
             if completion is None:
+                capped = self._capped_reply(text, record, calls)
+                if capped is not None:
+                    return capped
                 return JsonReply(None, text, record.get("error") or "call failed", calls)
             text = completion.text
             value, problem = validate_reply(text, validator, completion.finish_reason)
@@ -481,9 +623,14 @@ class AsyncLLMClient(_ClientCore):
                 if self.progress is not None:
                     self.progress.started()
                 try:
-                    response = await self._sdk.chat.completions.create(
-                        **attempt.request, timeout=self._timeout_for(attempt)
-                    )
+                    timeout = self._timeout_for(attempt)
+                    try:
+                        response = await asyncio.wait_for(
+                            self._sdk.chat.completions.create(**attempt.request, timeout=timeout),
+                            timeout + WALL_CLOCK_GRACE_S,
+                        )
+                    except TimeoutError as late:  # asyncio's: the request itself ran over
+                        raise WallClockTimeout(timeout) from late
                     accepted = self._accept(attempt, response)
                     if isinstance(accepted, Completion):
                         return accepted, self._record(attempt, accepted, None)
@@ -516,6 +663,9 @@ class AsyncLLMClient(_ClientCore):
                 return JsonReply(None, text, str(over), calls, cap_reached=str(over))
             calls.append(record)
             if completion is None:
+                capped = self._capped_reply(text, record, calls)
+                if capped is not None:
+                    return capped
                 return JsonReply(None, text, record.get("error") or "call failed", calls)
             text = completion.text
             value, problem = validate_reply(text, validator, completion.finish_reason)

@@ -5,6 +5,7 @@ credentials). Pure values, no I/O.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
@@ -26,6 +27,29 @@ STRUCTURED_FALLBACKS: dict[str, tuple[str, ...]] = {
 # Endpoint used by the openai package when no base URL is given.
 DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 
+# The request field that carries the response budget. "max_tokens" is what every
+# OpenAI-compatible server takes; OpenAI's reasoning models (o1, o3, o4-mini, GPT-5) refuse it
+# and take "max_completion_tokens". "auto" sends "max_completion_tokens" to a model whose name
+# says it reasons (`is_reasoning_model`), "max_tokens" to every other, and switches once when a
+# server refuses "max_tokens" naming "max_completion_tokens" (see `llm_client`).
+TokenParam = Literal["auto", "max_tokens", "max_completion_tokens"]
+TOKEN_PARAMS: tuple[str, ...] = ("auto", "max_tokens", "max_completion_tokens")
+# Values of `reasoning_effort` (sent as is; OpenAI's reasoning models and several
+# OpenAI-compatible servers take it).
+REASONING_EFFORTS: tuple[str, ...] = ("minimal", "low", "medium", "high")
+# Completion tokens added to each call's reply budget for a reasoning model's hidden reasoning
+# (its `max_completion_tokens` counts them too): without them a 89-260-token action budget is
+# spent on reasoning before any reply is written. An explicit `--reasoning-tokens N` replaces it.
+DEFAULT_REASONING_TOKENS = 8192
+# Model names (after any "provider/" prefix) of OpenAI's reasoning families: o1, o3, o4-mini...
+# and gpt-5, gpt-5-mini, gpt-5.1...
+_REASONING_NAME = re.compile(r"^(o[1-9](?:$|[-_.:])|gpt-5(?:$|[-_.:]))", re.IGNORECASE)
+
+
+def is_reasoning_model(model: str) -> bool:
+    """True for the names of OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini...)."""
+    return bool(_REASONING_NAME.match(model.strip().rsplit("/", 1)[-1]))
+
 
 @dataclass(frozen=True)
 class Sampling:
@@ -36,6 +60,10 @@ class Sampling:
     top_p: float | None = None
     seed: int | None = None
     max_tokens: int | None = None
+    # Sent as `reasoning_effort` when set (reasoning models only).
+    reasoning_effort: str | None = None
+    # The request field that carries `max_tokens` ("max_tokens" or "max_completion_tokens").
+    token_field: str = "max_tokens"
 
     def __post_init__(self) -> None:
         if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
@@ -46,23 +74,40 @@ class Sampling:
             raise AgentError(f"max_tokens must be >= 1, got {self.max_tokens}")
         if self.seed is not None and self.seed < 0:
             raise AgentError(f"seed must be >= 0, got {self.seed}")
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise AgentError(
+                f"reasoning_effort must be one of {', '.join(REASONING_EFFORTS)}, "
+                f"got {self.reasoning_effort!r}"
+            )
+        if self.token_field not in TOKEN_PARAMS[1:]:
+            raise AgentError(
+                f"token_field must be max_tokens or max_completion_tokens, got {self.token_field!r}"
+            )
 
     def as_request(self) -> dict[str, Any]:
         fields = {
             "temperature": self.temperature,
             "top_p": self.top_p,
             "seed": self.seed,
-            "max_tokens": self.max_tokens,
+            self.token_field: self.max_tokens,
+            "reasoning_effort": self.reasoning_effort,
         }
         return {k: v for k, v in fields.items() if v is not None}
 
     def as_params(self) -> dict[str, Any]:
-        return {
+        params: dict[str, Any] = {
             "temperature": self.temperature,
             "top_p": self.top_p,
             "sampling_seed": self.seed,
             "max_tokens": self.max_tokens if self.max_tokens is not None else "derived",
         }
+        # Only where they differ from an ordinary model's request, so its provenance (and the
+        # run ids built from it) stay what they were.
+        if self.reasoning_effort is not None:
+            params["reasoning_effort"] = self.reasoning_effort
+        if self.token_field != "max_tokens":
+            params["token_param"] = self.token_field
+        return params
 
 
 # The derived per-request timeout (`RetryPolicy(timeout_s=None)`, what the LLM builders and
@@ -76,6 +121,9 @@ MIN_TIMEOUT_S = 60.0
 MIN_TOKENS_PER_S = 20.0
 # The total time of one call with its retries is at least this many attempts of its timeout.
 MIN_ATTEMPTS_IN_TOTAL = 2
+# Retry-After: honoured up to this by default; a value over the limit is refused as absurd.
+DEFAULT_MAX_RETRY_WAIT_S = 60.0
+MAX_RETRY_WAIT_LIMIT_S = 3600.0
 DERIVED_TIMEOUT = f"derived: max({MIN_TIMEOUT_S:g} s, max_tokens / {MIN_TOKENS_PER_S:g} tok/s)"
 
 
@@ -93,14 +141,25 @@ class RetryPolicy:
     max_delay_s: float = 8.0
     total_time_s: float = 180.0
     timeout_s: float | None = 60.0
+    # The longest `Retry-After` a server may ask for: a call asked to wait longer gives up at
+    # once (with that said), instead of retrying early into another refusal.
+    max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S
+    # A wall-clock deadline on one call with all its retries (--max-call-time), over any other
+    # rule: its requests' timeouts and retry waits all end by then. None: the total above.
+    call_time_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
             raise AgentError(f"max_retries must be >= 0, got {self.max_retries}")
+        if not 0 <= self.max_retry_wait_s <= MAX_RETRY_WAIT_LIMIT_S:
+            raise AgentError(
+                f"--max-retry-wait must be in [0, {MAX_RETRY_WAIT_LIMIT_S:g}] seconds, "
+                f"got {self.max_retry_wait_s:g}"
+            )
         for name in ("base_delay_s", "max_delay_s"):
             if getattr(self, name) < 0:
                 raise AgentError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("total_time_s", "timeout_s"):
+        for name in ("total_time_s", "timeout_s", "call_time_s"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise AgentError(f"{name} must be > 0, got {value}")
@@ -113,13 +172,15 @@ class RetryPolicy:
 
     def total_time_for(self, max_tokens: int | None) -> float:
         """The time one call may take with all its retries."""
+        if self.call_time_s is not None:
+            return self.call_time_s
         if self.timeout_s is not None:
             return self.total_time_s
         return max(self.total_time_s, MIN_ATTEMPTS_IN_TOTAL * self.timeout_for(max_tokens))
 
     def as_params(self) -> dict[str, Any]:
         derived = self.timeout_s is None
-        return {
+        params: dict[str, Any] = {
             "max_retries": self.max_retries,
             "base_delay_s": self.base_delay_s,
             "max_delay_s": self.max_delay_s,
@@ -130,6 +191,11 @@ class RetryPolicy:
             ),
             "timeout_s": DERIVED_TIMEOUT if derived else self.timeout_s,
         }
+        if self.max_retry_wait_s != DEFAULT_MAX_RETRY_WAIT_S:  # the default keeps run ids
+            params["max_retry_wait_s"] = self.max_retry_wait_s
+        if self.call_time_s is not None:
+            params["call_time_s"] = self.call_time_s
+        return params
 
 
 def check_base_url(base_url: str | None) -> None:

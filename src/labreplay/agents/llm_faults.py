@@ -13,6 +13,14 @@ class MalformedResponse(Exception):
     """HTTP 200 whose body was not a chat completion (a proxy's error page, truncated JSON)."""
 
 
+class WallClockTimeout(TimeoutError):
+    """A concurrent request still unanswered, by the wall clock, after its timeout (the SDK's
+    timeout bounds each read, so a body trickled byte by byte outlasts it)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(f"no complete answer within {timeout_s:.3g} s")
+
+
 FailureKind = Literal["transient", "structured_unsupported", "fatal"]
 _TRANSIENT_STATUS = {408, 409, 429}
 _STRUCTURED_HINTS = ("response_format", "json_schema", "grammar", "schema")
@@ -55,6 +63,27 @@ def failure_kind(exc: BaseException) -> FailureKind:
     return "fatal"
 
 
+def refuses_max_tokens(exc: BaseException) -> bool:
+    """True for a server's refusal of `max_tokens` that points at `max_completion_tokens`
+    (OpenAI's reasoning models answer 400 "Unsupported parameter: 'max_tokens' is not
+    supported with this model. Use 'max_completion_tokens' instead.")."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return False
+    text = str(exc)
+    return "max_completion_tokens" in text and "max_tokens" in text.replace(
+        "max_completion_tokens", ""
+    )
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """True when the request got no answer within its timeout."""
+    import openai
+
+    return isinstance(exc, openai.APITimeoutError | TimeoutError)
+
+
 def is_unreachable(exc: BaseException) -> bool:
     """True when the endpoint could not be reached at all (refused connection, unknown host,
     bad URL) or refuses us (401/403): faults that repeat on every call. A timeout, 429 or 5xx
@@ -75,6 +104,8 @@ def describe_failure(exc: BaseException) -> str:
 
     if isinstance(exc, openai.APITimeoutError):
         return "request timed out"
+    if isinstance(exc, WallClockTimeout):
+        return f"request timed out ({exc})"
     if isinstance(exc, openai.APIConnectionError):
         return f"connection failed: {clip(str(exc.__cause__ or exc))}"
     if isinstance(exc, openai.APIStatusError):

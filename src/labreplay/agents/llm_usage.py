@@ -3,7 +3,8 @@
 `usage_summary(calls)` totals one run's call records (the `llm_calls` rows): calls, calls
 answered from the response cache, failed calls, unusable replies, replies cut off at the token
 limit, prompt / completion / provider-cached tokens, latency, retries and the model ids the
-provider answered with. Tokens are the provider's `usage` where it reports it, else the
+provider answered with; `max_completion_tokens_calls` (present only when nonzero) counts the
+calls that sent their budget as `max_completion_tokens` (a reasoning model's field). Tokens are the provider's `usage` where it reports it, else the
 declared estimate of `llm_caps.estimate_tokens` (characters / 4); `estimated_calls` says how
 many calls used the estimate. `add_usage` sums such summaries (per system, per branch).
 
@@ -39,8 +40,10 @@ def usage_summary(calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = dict.fromkeys(_COUNTS, 0)
     latency = 0.0
     models: set[str] = set()
+    completion_field = 0  # calls that sent their budget as max_completion_tokens
     for c in calls:
         out["calls"] += 1
+        completion_field += int(c.get("token_param") == "max_completion_tokens")
         out["cached_calls"] += int(bool(c.get("cached")))
         out["failed_calls"] += int(bool(c.get("error")))
         out["invalid_replies"] += int(bool(c.get("parse_error")) and not c.get("error"))
@@ -56,6 +59,8 @@ def usage_summary(calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             models.add(str(c["resolved_model"]))
     out["latency_s"] = round(latency, 3)
     out["resolved_models"] = sorted(models)
+    if completion_field:  # only then: an ordinary run's summary keeps its keys
+        out["max_completion_tokens_calls"] = completion_field
     return out
 
 

@@ -16,6 +16,7 @@ import typer
 
 from labreplay.agents.llm_caps import RunCaps
 from labreplay.cli._common import (
+    choice,
     finite_float_check,
     int_range,
     positive_float,
@@ -40,7 +41,8 @@ ApiKeyEnvOption = typer.Option(
 TemperatureOption = typer.Option(
     None,
     "--temperature",
-    help="Sampling temperature, 0-2 (default 0).",
+    help="Sampling temperature, 0-2 (default 0; none is sent to a reasoning model unless "
+    "given here).",
     callback=finite_float_check("--temperature", 0.0, 2.0),
 )
 LlmSeedOption = typer.Option(
@@ -63,6 +65,42 @@ TimeoutOption = typer.Option(
     "max(60, max-tokens / 20 tokens/s) (a 3,173-token panel forecast gets 159 s), and the "
     "call's total retry time max(180, 2 x that timeout).",
     callback=positive_float("--timeout"),
+)
+MaxRetryWaitOption = typer.Option(
+    None,
+    "--max-retry-wait",
+    help="Longest Retry-After in s a rate-limited call waits for (default 60; 0-3600). A "
+    "server asking for longer fails the call at once, saying so.",
+    callback=finite_float_check("--max-retry-wait", 0.0, 3600.0),
+)
+MaxCallTimeOption = typer.Option(
+    None,
+    "--max-call-time",
+    help="Wall-clock deadline in s on one model call with all its retries (default: the "
+    "retry total, max(180, 2 x timeout)); its requests and retry waits all end by then.",
+    callback=finite_float_check("--max-call-time", 0.0, 86400.0, lo_open=True),
+)
+TokenParamOption = typer.Option(
+    None,
+    "--token-param",
+    help="Request field of the response budget: auto | max_tokens | max_completion_tokens. "
+    "auto (default): max_completion_tokens for reasoning models (o1, o3, o4*, gpt-5*), "
+    "max_tokens otherwise, switching once when a server refuses max_tokens for "
+    "max_completion_tokens.",
+    callback=choice("--token-param", ("auto", "max_tokens", "max_completion_tokens")),
+)
+ReasoningEffortOption = typer.Option(
+    None,
+    "--reasoning-effort",
+    help="Sent as reasoning_effort: minimal | low | medium | high (default: not sent).",
+    callback=choice("--reasoning-effort", ("minimal", "low", "medium", "high")),
+)
+ReasoningTokensOption = typer.Option(
+    None,
+    "--reasoning-tokens",
+    help="Completion tokens added to every reply budget of a reasoning model (by name, with "
+    "--reasoning-effort, or refusing max_tokens) for its hidden reasoning (default 8192).",
+    callback=int_range("--reasoning-tokens", 0, 1_000_000),
 )
 MaxRetriesOption = typer.Option(
     None,
@@ -130,6 +168,11 @@ def agent_options(
     max_calls: int | None = None,
     max_tokens_total: int | None = None,
     max_time: float | None = None,
+    token_param: str | None = None,
+    reasoning_effort: str | None = None,
+    reasoning_tokens: int | None = None,
+    max_retry_wait: float | None = None,
+    max_call_time: float | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for the LLM agent builders (only what the user set)."""
     if temperature is not None and not 0.0 <= temperature <= 2.0:
@@ -143,6 +186,11 @@ def agent_options(
             ("max_tokens", max_tokens),
             ("timeout_s", timeout),
             ("max_retries", max_retries),
+            ("token_param", token_param),
+            ("reasoning_effort", reasoning_effort),
+            ("reasoning_tokens", reasoning_tokens),
+            ("max_retry_wait_s", max_retry_wait),
+            ("call_time_s", max_call_time),
         )
         if v is not None
     }

@@ -19,12 +19,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class StubReply:
-    """What one request receives: HTTP status, body bytes, extra headers, delay before answering."""
+    """What one request receives: HTTP status, body bytes, extra headers, delay before answering
+    and, with `trickle_s`, a pause before each byte of the body (headers sent at once)."""
 
     status: int = 200
     body: bytes = b""
     headers: Mapping[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    trickle_s: float = 0.0
 
 
 def completion_body(
@@ -81,6 +83,17 @@ def slow(content: str, delay_s: float) -> StubReply:
     return ok(content, delay_s=delay_s)
 
 
+def trickled(content: str, every_s: float) -> StubReply:
+    """A well-formed answer whose body arrives one byte every `every_s` seconds: each read is
+    quick, the whole answer is not (what a per-read timeout never catches)."""
+    return StubReply(200, completion_body(content), {}, 0.0, every_s)
+
+
+def hung() -> StubReply:
+    """A request that is never answered (until the server closes)."""
+    return StubReply(200, completion_body("{}"), {}, 24 * 3600.0)
+
+
 @dataclass
 class SeenRequest:
     method: str
@@ -106,6 +119,39 @@ def scripted(replies: Sequence[StubReply], then: StubReply | None = None) -> Res
 
 def constant(reply: StubReply) -> Responder:
     return lambda _request, _n: reply
+
+
+# OpenAI's answers to a reasoning model (o1, o3, GPT-5) asked with an ordinary model's fields.
+MAX_TOKENS_REFUSAL = (
+    "Unsupported parameter: 'max_tokens' is not supported with this model. "
+    "Use 'max_completion_tokens' instead."
+)
+TEMPERATURE_REFUSAL = (
+    "Unsupported value: 'temperature' does not support {value} with this model. "
+    "Only the default (1) value is supported."
+)
+
+
+def _bad_request(message: str, param: str) -> StubReply:
+    error = {"message": message, "type": "invalid_request_error", "param": param}
+    error["code"] = "unsupported_parameter" if param == "max_tokens" else "unsupported_value"
+    return StubReply(400, json.dumps({"error": error}).encode("utf-8"))
+
+
+def reasoning_endpoint(inner: Responder) -> Responder:
+    """A reasoning model's endpoint: a request with `max_tokens`, or a temperature other than
+    1, is refused with a 400 as OpenAI words it; every other request goes to `inner`."""
+
+    def respond(request: SeenRequest, n: int) -> StubReply:
+        body = request.body or {}
+        if "max_tokens" in body:
+            return _bad_request(MAX_TOKENS_REFUSAL, "max_tokens")
+        temperature = body.get("temperature")
+        if temperature is not None and temperature != 1:
+            return _bad_request(TEMPERATURE_REFUSAL.format(value=temperature), "temperature")
+        return inner(request, n)
+
+    return respond
 
 
 class StubServer:
@@ -202,6 +248,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(reply.body)))
             self.end_headers()
+            if reply.trickle_s > 0:
+                self.wfile.flush()
+                for i in range(len(reply.body)):
+                    if stub._stopping.wait(reply.trickle_s):
+                        return
+                    self.wfile.write(reply.body[i : i + 1])
+                    self.wfile.flush()
+                return
             self.wfile.write(reply.body)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

@@ -4,8 +4,10 @@ It stands in for a frontier model in the plumbing tests a real model is too slow
 for: every reply is built from the request's own schema (``response_format``) so it is valid by
 construction, and it behaves like a real server where the harness must cope with one:
 
-- ``max_tokens`` is honoured: a reply longer than the request allows is cut at that many
-  tokens and ends ``finish_reason="length"`` (the truncation the default budgets must avoid);
+- ``max_tokens`` (or ``max_completion_tokens``) is honoured: a reply longer than the request
+  allows is cut at that many tokens and ends ``finish_reason="length"`` (the truncation the
+  default budgets must avoid); with ``reasoning_tokens`` set, that many hidden reasoning tokens
+  are spent out of the same budget first, as a reasoning model's are;
 - ``usage`` is reported with a declared tokeniser (`count_tokens`), and
   ``prompt_tokens_details.cached_tokens`` is the common prefix with the previous request, the
   way provider prefix caches report it;
@@ -124,9 +126,14 @@ def _prompt_text(body: Mapping[str, Any]) -> str:
 class SchemaAnswerer:
     """The responder: ``StubServer(SchemaAnswerer())``. Thread-safe."""
 
-    def __init__(self, prefer: Sequence[str] = FINISHING, delay_s: float = 0.0) -> None:
+    def __init__(
+        self, prefer: Sequence[str] = FINISHING, delay_s: float = 0.0, reasoning_tokens: int = 0
+    ) -> None:
         self.prefer = tuple(prefer)
         self.delay_s = delay_s
+        # Hidden reasoning tokens spent before every reply, out of the same budget (a reasoning
+        # model's `max_completion_tokens` counts them too).
+        self.reasoning_tokens = reasoning_tokens
         self.truncated = 0
         self._last_prompt = ""
         self._lock = threading.Lock()
@@ -141,13 +148,16 @@ class SchemaAnswerer:
             self._last_prompt = prompt
         pieces = _PIECE.findall(text)
         finish = "stop"
-        limit = body.get("max_tokens")
+        limit = body.get("max_tokens", body.get("max_completion_tokens"))
+        if isinstance(limit, int):
+            limit = max(0, limit - self.reasoning_tokens)
         if isinstance(limit, int) and len(pieces) > limit:
             text, finish = "".join(pieces[:limit]), "length"
             with self._lock:
                 self.truncated += 1
         prompt_tokens = count_tokens(prompt)
-        reply = {
+        completion_tokens = count_tokens(text) + self.reasoning_tokens
+        reply: dict[str, Any] = {
             "id": "chatcmpl-schema",
             "object": "chat.completion",
             "created": 0,
@@ -161,11 +171,14 @@ class SchemaAnswerer:
             ],
             "usage": {
                 "prompt_tokens": prompt_tokens,
-                "completion_tokens": count_tokens(text),
-                "total_tokens": prompt_tokens + count_tokens(text),
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
                 "prompt_tokens_details": {"cached_tokens": count_tokens(prompt[:shared])},
             },
         }
+        if self.reasoning_tokens:
+            details = {"reasoning_tokens": self.reasoning_tokens}
+            reply["usage"]["completion_tokens_details"] = details
         return StubReply(200, json.dumps(reply).encode("utf-8"), {}, self.delay_s)
 
 
@@ -188,19 +201,31 @@ def schema_responder(prefer: Sequence[str] = FINISHING) -> Responder:
 def main(argv: Sequence[str] | None = None) -> None:
     """`python -m labreplay.testing.schema_server [--port N] [--mode MODE]`: serve until
     interrupted and print the base URL. Modes: finishing (default), looping, garbage (HTTP 200
-    whose body is not JSON)."""
+    whose body is not JSON), reasoning (a reasoning model's endpoint: refuses `max_tokens` and
+    any temperature but 1, spends 300 hidden tokens of each budget), hung (never answers)."""
     import argparse
     import time
 
-    from labreplay.testing.fault_server import StubServer, constant, garbage_body
+    from labreplay.testing.fault_server import (
+        StubServer,
+        constant,
+        garbage_body,
+        hung,
+        reasoning_endpoint,
+    )
 
     parser = argparse.ArgumentParser(prog="python -m labreplay.testing.schema_server")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--mode", choices=("finishing", "looping", "garbage"), default="finishing")
+    modes = ("finishing", "looping", "garbage", "reasoning", "hung")
+    parser.add_argument("--mode", choices=modes, default="finishing")
     args = parser.parse_args(argv)
     responder: Responder
     if args.mode == "garbage":
         responder = constant(garbage_body())
+    elif args.mode == "reasoning":
+        responder = reasoning_endpoint(SchemaAnswerer(reasoning_tokens=300))
+    elif args.mode == "hung":
+        responder = constant(hung())
     else:
         responder = SchemaAnswerer(FINISHING if args.mode == "finishing" else LOOPING)
     with StubServer(responder, port=args.port) as server:

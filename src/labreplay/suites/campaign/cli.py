@@ -16,13 +16,18 @@ from labreplay.cli.llm_options import (
     LimitOption,
     LlmSeedOption,
     MaxCallsOption,
+    MaxCallTimeOption,
     MaxRetriesOption,
+    MaxRetryWaitOption,
     MaxTimeOption,
     MaxTokensOption,
     MaxTokensTotalOption,
     PriceOption,
+    ReasoningEffortOption,
+    ReasoningTokensOption,
     TemperatureOption,
     TimeoutOption,
+    TokenParamOption,
     agent_options,
 )
 from labreplay.sdk import first_in_seeded_order
@@ -174,6 +179,11 @@ def run_cmd(
     max_tokens: int | None = MaxTokensOption,
     timeout: float | None = TimeoutOption,
     max_retries: int | None = MaxRetriesOption,
+    token_param: str | None = TokenParamOption,
+    reasoning_effort: str | None = ReasoningEffortOption,
+    reasoning_tokens: int | None = ReasoningTokensOption,
+    max_retry_wait: float | None = MaxRetryWaitOption,
+    max_call_time: float | None = MaxCallTimeOption,
     max_calls: int | None = MaxCallsOption,
     max_tokens_total: int | None = MaxTokensTotalOption,
     max_time: float | None = MaxTimeOption,
@@ -219,6 +229,11 @@ def run_cmd(
         max_calls=max_calls,
         max_tokens_total=max_tokens_total,
         max_time=max_time,
+        token_param=token_param,
+        reasoning_effort=reasoning_effort,
+        reasoning_tokens=reasoning_tokens,
+        max_retry_wait=max_retry_wait,
+        max_call_time=max_call_time,
     )
     if structured is not None:
         options["structured"] = structured

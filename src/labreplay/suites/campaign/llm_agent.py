@@ -21,7 +21,11 @@ from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
 from labreplay.agents.llm_caps import RunCaps
 from labreplay.agents.llm_client import LLMClient
-from labreplay.agents.llm_config import StructuredMode, public_endpoint
+from labreplay.agents.llm_config import (
+    DEFAULT_MAX_RETRY_WAIT_S,
+    StructuredMode,
+    public_endpoint,
+)
 from labreplay.suites.campaign.llm_panel import panel_wire
 from labreplay.suites.campaign.llm_prompts import (
     PROMPT_VERSION,
@@ -92,7 +96,7 @@ def make_agent(
     base_url: str | None = None,
     api_key: str | None = None,
     api_key_env: str | None = None,
-    temperature: float | None = 0.0,
+    temperature: float | None = None,
     top_p: float | None = None,
     seed: int | None = None,
     max_tokens: int | None = None,
@@ -102,6 +106,11 @@ def make_agent(
     structured: StructuredMode = "auto",
     store: ResponseCache | None = None,
     caps: RunCaps | None = None,
+    token_param: str = "auto",
+    reasoning_effort: str | None = None,
+    reasoning_tokens: int | None = None,
+    max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
+    call_time_s: float | None = None,
 ) -> LLMCampaignAgent:
     """Build an LLM campaign agent from `openai:MODEL` (used by the CLI's --agent).
 
@@ -111,6 +120,10 @@ def make_agent(
     schema (`labreplay.agents.llm_budget`), and `timeout_s=None` each request's timeout from
     that budget (`RetryPolicy.timeout_for`); `caps` bound what each run may spend
     (`labreplay.agents.llm_caps`); `api_key_env` names the variable holding the key.
+    `temperature=None` sends 0 to an ordinary model and none to a reasoning model;
+    `token_param`, `reasoning_effort` and `reasoning_tokens` are the reasoning-model controls,
+    `max_retry_wait_s` the longest Retry-After honoured and `call_time_s` a wall-clock deadline
+    on one call with its retries (`labreplay.agents.llm_config`).
     """
     model = parse_agent_spec(agent)
     if api_key is None and api_key_env:
@@ -127,5 +140,10 @@ def make_agent(
         structured,
         store,
         caps,
+        token_param=token_param,
+        reasoning_effort=reasoning_effort,
+        reasoning_tokens=reasoning_tokens,
+        max_retry_wait_s=max_retry_wait_s,
+        call_time_s=call_time_s,
     )
     return LLMCampaignAgent(LLMClient(model, api_key=api_key, **options))

@@ -14,13 +14,18 @@ from labreplay.cli.llm_options import (
     LimitOption,
     LlmSeedOption,
     MaxCallsOption,
+    MaxCallTimeOption,
     MaxRetriesOption,
+    MaxRetryWaitOption,
     MaxTimeOption,
     MaxTokensOption,
     MaxTokensTotalOption,
     PriceOption,
+    ReasoningEffortOption,
+    ReasoningTokensOption,
     TemperatureOption,
     TimeoutOption,
+    TokenParamOption,
     agent_options,
 )
 from labreplay.errors import LabreplayError
@@ -369,6 +374,11 @@ def run_cmd(
     max_tokens: int | None = MaxTokensOption,
     timeout: float | None = TimeoutOption,
     max_retries: int | None = MaxRetriesOption,
+    token_param: str | None = TokenParamOption,
+    reasoning_effort: str | None = ReasoningEffortOption,
+    reasoning_tokens: int | None = ReasoningTokensOption,
+    max_retry_wait: float | None = MaxRetryWaitOption,
+    max_call_time: float | None = MaxCallTimeOption,
     max_concurrency: int | None = typer.Option(
         None,
         "--max-concurrency",
@@ -414,6 +424,11 @@ def run_cmd(
         max_calls=max_calls,
         max_tokens_total=max_tokens_total,
         max_time=max_time,
+        token_param=token_param,
+        reasoning_effort=reasoning_effort,
+        reasoning_tokens=reasoning_tokens,
+        max_retry_wait=max_retry_wait,
+        max_call_time=max_call_time,
     )
     if max_concurrency is not None:
         options["max_concurrency"] = max_concurrency

@@ -15,7 +15,11 @@ from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
 from labreplay.agents.llm_caps import RunCaps
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
-from labreplay.agents.llm_config import StructuredMode, public_endpoint
+from labreplay.agents.llm_config import (
+    DEFAULT_MAX_RETRY_WAIT_S,
+    StructuredMode,
+    public_endpoint,
+)
 from labreplay.errors import AgentError
 from labreplay.suites.conditions.llm_prompts import (
     PROMPT_VERSION,
@@ -96,7 +100,7 @@ def make_question_agent(
     base_url: str | None = None,
     api_key: str | None = None,
     api_key_env: str | None = None,
-    temperature: float | None = 0.0,
+    temperature: float | None = None,
     top_p: float | None = None,
     seed: int | None = None,
     max_tokens: int | None = None,
@@ -108,6 +112,11 @@ def make_question_agent(
     store: ResponseCache | None = None,
     render: QuestionRenderer | None = None,
     caps: RunCaps | None = None,
+    token_param: str = "auto",
+    reasoning_effort: str | None = None,
+    reasoning_tokens: int | None = None,
+    max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
+    call_time_s: float | None = None,
 ) -> LLMQuestionAgent:
     """Build a question agent from `openai:MODEL` (`render` defaults to the suite's prompt)."""
     model = parse_agent_spec(agent)
@@ -125,6 +134,11 @@ def make_question_agent(
         structured,
         store,
         caps,
+        token_param=token_param,
+        reasoning_effort=reasoning_effort,
+        reasoning_tokens=reasoning_tokens,
+        max_retry_wait_s=max_retry_wait_s,
+        call_time_s=call_time_s,
     )
     # One meter for both clients: the run's caps count every call, sync or concurrent.
     concurrent = AsyncLLMClient(model, api_key=api_key, max_concurrency=max_concurrency, **options)

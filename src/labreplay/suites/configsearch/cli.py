@@ -13,12 +13,17 @@ from labreplay.cli.llm_options import (
     BaseUrlOption,
     LlmSeedOption,
     MaxCallsOption,
+    MaxCallTimeOption,
     MaxRetriesOption,
+    MaxRetryWaitOption,
     MaxTimeOption,
     MaxTokensOption,
     MaxTokensTotalOption,
+    ReasoningEffortOption,
+    ReasoningTokensOption,
     TemperatureOption,
     TimeoutOption,
+    TokenParamOption,
     agent_options,
 )
 from labreplay.sdk.cli import (
@@ -411,6 +416,11 @@ def run_cmd(
     max_tokens: int | None = MaxTokensOption,
     timeout: float | None = TimeoutOption,
     max_retries: int | None = MaxRetriesOption,
+    token_param: str | None = TokenParamOption,
+    reasoning_effort: str | None = ReasoningEffortOption,
+    reasoning_tokens: int | None = ReasoningTokensOption,
+    max_retry_wait: float | None = MaxRetryWaitOption,
+    max_call_time: float | None = MaxCallTimeOption,
     max_calls: int | None = MaxCallsOption,
     max_tokens_total: int | None = MaxTokensTotalOption,
     max_time: float | None = MaxTimeOption,
@@ -458,6 +468,9 @@ def run_cmd(
             base_url=base_url, api_key_env=api_key_env, temperature=temperature,
             llm_seed=llm_seed, max_tokens=max_tokens, timeout=timeout, max_retries=max_retries,
             max_calls=max_calls, max_tokens_total=max_tokens_total, max_time=max_time,
+            token_param=token_param, reasoning_effort=reasoning_effort,
+            reasoning_tokens=reasoning_tokens, max_retry_wait=max_retry_wait,
+            max_call_time=max_call_time,
         )  # fmt: skip
         factory, tally = make_factory(agent, **options)
         searcher: Any = resolve_optimizer_agent(factory)

@@ -27,6 +27,7 @@ from typing import Any
 from labreplay.agents.llm import AGENT_PREFIX, client_options, parse_agent_spec
 from labreplay.agents.llm_caps import RunCaps
 from labreplay.agents.llm_client import LLMClient
+from labreplay.agents.llm_config import DEFAULT_MAX_RETRY_WAIT_S
 from labreplay.agents.llm_usage import usage_summary
 from labreplay.errors import AgentError
 from labreplay.sdk import canonical_json
@@ -160,12 +161,17 @@ def make_factory(
     *,
     base_url: str | None = None,
     api_key_env: str | None = None,
-    temperature: float | None = 0.0,
+    temperature: float | None = None,
     seed: int | None = None,
     max_tokens: int | None = None,
     timeout_s: float | None = None,
     max_retries: int = 4,
     caps: RunCaps | None = None,
+    token_param: str = "auto",
+    reasoning_effort: str | None = None,
+    reasoning_tokens: int | None = None,
+    max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
+    call_time_s: float | None = None,
 ) -> tuple[Callable[[], LLMOptimizer], CallTally]:
     """A zero-argument factory of LLM optimisers (one per seed) sharing one `CallTally`, from
     the one LLM option set (`labreplay.cli.llm_options.agent_options`)."""
@@ -176,7 +182,9 @@ def make_factory(
     def build() -> LLMOptimizer:
         options = client_options(
             base_url, temperature, None, seed, max_tokens, timeout_s, max_retries, 2, "auto",
-            None, caps,
+            None, caps, token_param=token_param, reasoning_effort=reasoning_effort,
+            reasoning_tokens=reasoning_tokens, max_retry_wait_s=max_retry_wait_s,
+            call_time_s=call_time_s,
         )  # fmt: skip
         return LLMOptimizer(LLMClient(model, api_key=api_key, **options), tally)
 
