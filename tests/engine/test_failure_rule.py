@@ -227,3 +227,28 @@ def test_an_llm_run_whose_every_policy_reply_is_cut_off_is_failed_and_unranked(
         assert run.summary["checkpoints"] >= 1 and run.summary["checkpoint_failures"] == 0
     board = _cli(tmp_path, "campaign", "leaderboard", "--store", str(store), "--json")
     assert board.returncode == 0 and json.loads(board.stdout)["rows"] == []
+
+
+def test_a_campaign_whose_endpoint_hangs_from_the_first_call_stops_failed(
+    tmp_path: Path,
+) -> None:
+    """The time cap fires during the pre-campaign forecast: the branch is stored failed with
+    the cap named (its curve starts at a fallback s_0), one line, exit 1, no traceback."""
+    from labreplay.testing.fault_server import StubServer, hung
+
+    specs = tmp_path / "specs"
+    assert _cli(tmp_path, "campaign", "compile", "--out", str(specs)).returncode == 0
+    store = tmp_path / "hung.sqlite"
+    with StubServer(lambda _r, _n: hung(), model="stub") as server:
+        proc = _cli(
+            tmp_path,
+            "campaign", "run", "--specs", str(specs), "--only", "short-1", "--store",
+            str(store), "--agent", "openai:stub", "--base-url", server.base_url,
+            "--max-time", "2",
+        )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "time cap" in proc.stderr, proc.stderr
+    with Store(store, readonly=True) as db:
+        (run,) = db.runs()
+        assert run.status == "failed" and run.summary["cause_kind"] == "time cap"
+        assert run.summary["checkpoint_failures"] == 1

@@ -220,9 +220,11 @@ def run_branch(
         recorder.sync()
         return dict(payload["forecasts"])
 
+    have_s0 = False  # the pre-campaign forecast is recorded (the curve's first point)
     try:
         agent.reset(seed)
         last = checkpoint(0, None, initial_forecast)
+        have_s0 = True
         streak = 0
         while not env.done:
             turns.turn(env.open_id)  # raises CapReached past a policy-turn cap
@@ -249,12 +251,16 @@ def run_branch(
         failure = str(exc)
         health.stopped = f"{AGENT_UNAVAILABLE}: {failure}"
         calls.extend(drain_calls(agent))
+        if not have_s0:
+            _fallback_s0(checkpoint, health, failure)
         env.stop_by_harness(agent_failed=failure)
     except CapReached as reached:
         # Spent calls are accounted; the run ends failed with the cap named (resumable).
         failure = str(reached)
         health.stopped = f"{cap_kind(reached.cap)}: {failure}"
         calls.extend(drain_calls(agent))
+        if not have_s0:
+            _fallback_s0(checkpoint, health, failure)
         env.stop_by_harness(cap_reached=f"{reached.cap} ({reached.detail})")
     env.end()
     recorder.sync()
@@ -266,6 +272,16 @@ def run_branch(
     return BranchResult(
         recorder.run_id, branch, events, metrics, head, calls, failure, caps, health
     )
+
+
+def _fallback_s0(
+    checkpoint: Callable[..., dict[str, Any]], health: RunHealth, failure: str
+) -> None:
+    """The harness stopped the branch before its pre-campaign forecast was recorded (a cap or
+    a dead agent during that very call): record it as failed, every entry the declared
+    fallback, so the curve still starts at s_0 and the failed run is stored, not a crash."""
+    checkpoint(0, None, {"forecasts": [], "error": failure})
+    health.checkpoint(True)
 
 
 def branch_verdict(calls: Sequence[Any], health: RunHealth) -> Verdict:
