@@ -63,6 +63,12 @@ def _text(value: Any) -> str:
     return scrub_text(canonical_json(value))
 
 
+def _clean(value: Any) -> Any:
+    """A column value as stored: a text without any credential (see `scrub_text`); numbers
+    and NULL as they are. Every text column a run writes passes here or through `_text`."""
+    return scrub_text(value) if isinstance(value, str) else value
+
+
 @dataclass(frozen=True)
 class RunInfo:
     run_id: str
@@ -104,8 +110,9 @@ def run_key(
     from earlier versions, so existing stores resume.)"""
     identity: dict[str, Any] = {
         "spec": spec_hash,
-        "agent": agent,
-        "params": scrub_secrets(dict(agent_params)),
+        # as stored (scrubbed of credentials), so that the stored row gives its id back
+        "agent": _clean(agent),
+        "params": json.loads(_text(scrub_secrets(dict(agent_params)))),
         "seed": seed,
         "branch": branch,
     }
@@ -398,10 +405,10 @@ class Store:
                     spec_id,
                     branch,
                     parent_run_id,
-                    agent,
+                    _clean(agent),
                     _text(params),
-                    model,
-                    scrub_text(endpoint) if endpoint else endpoint,
+                    _clean(model),
+                    _clean(endpoint),
                     seed,
                     "running",
                     _text(provenance),
@@ -633,7 +640,7 @@ class Store:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO response_cache VALUES (?,?,?,?)",
-                (key, model, _text(dict(response)), utc_now()),
+                (key, _clean(model), _text(dict(response)), utc_now()),
             )
 
     def record_llm_calls(self, run_id: str, calls: Iterable[Mapping[str, Any]]) -> None:
@@ -645,17 +652,18 @@ class Store:
                         run_id,
                         c["call_index"],
                         c["request_hash"],
-                        c.get("model"),
+                        _clean(c.get("model")),
                         c.get("prompt_tokens"),
                         c.get("completion_tokens"),
                         c.get("latency_s"),
-                        c.get("finish_reason"),
+                        _clean(c.get("finish_reason")),
                         c.get("retries", 0),
                         scrub_text(str(c["error"])) if c.get("error") else None,
                         int(bool(c.get("cached", False))),
-                        c.get("purpose"),
+                        _clean(c.get("purpose")),
                         c.get("cached_tokens"),
-                        c.get("resolved_model"),
+                        # the model id the server answered with: a server can echo the key here
+                        _clean(c.get("resolved_model")),
                         scrub_text(str(c["parse_error"])) if c.get("parse_error") else None,
                         c.get("max_tokens"),
                         c.get("prompt_chars"),
