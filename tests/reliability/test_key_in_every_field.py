@@ -243,7 +243,12 @@ def test_campaign_key_echoed_in_model_content_and_errors(
         models = [m for (m,) in conn.execute("SELECT resolved_model FROM llm_calls") if m]
     assert models and all("***" in m for m in models), models  # the field was written
     printed = _export(store, tmp_path / "export")
-    _check_outputs(store, tmp_path / "export", proc.stdout, proc.stderr, printed)
+    report = run_cli("report", "--store", str(store), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    for path in (tmp_path / "report").rglob("*"):
+        if path.is_file():
+            assert_no_key(path.read_bytes().decode("utf-8", errors="replace"), path.name)
+    _check_outputs(store, tmp_path / "export", proc.stdout, proc.stderr, printed, report.stdout)
 
 
 def test_conditions_key_echoed_in_model_content_and_errors(tmp_path: Path) -> None:

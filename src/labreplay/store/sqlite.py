@@ -523,7 +523,8 @@ class Store:
         payload_texts: Iterable[str | None] | None = None,
     ) -> None:
         """Append hash-chained events atomically. Each event: seq, kind, payload, prev_hash, hash.
-        `payload_texts` may give each payload's canonical JSON already made (None: make it).
+        `payload_texts` may give each payload's canonical JSON already made and scrubbed, as
+        `Trajectory.append` makes it (None: make it here, scrubbed).
 
         An event another process already wrote with the same hash is skipped (two identical
         invocations on one store compute the same deterministic events); a different event under
@@ -552,7 +553,9 @@ class Store:
                             "rerun with --restart"
                         )
                     continue
-                payload = scrub_text(text) if text is not None else _text(e["payload"])
+                # A given text was made (and scrubbed, before it was hashed) by
+                # `Trajectory.append` a moment ago: scrubbing it twice would double the cost.
+                payload = text if text is not None else _text(e["payload"])
                 rows.append((run_id, e["seq"], e["kind"], payload, e["prev_hash"], e["hash"]))
             conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?)", rows)
 
