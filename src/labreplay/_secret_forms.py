@@ -3,9 +3,17 @@
 A server that echoes the API key back does not have to echo it verbatim: inside a JSON text the
 key can arrive with any of its characters written as `\\uXXXX` escapes (`\\u0073k-...`), doubly
 escaped once the JSON is itself quoted in JSON, with `/` written `\\/`, or base64-encoded (an
-echoed `Authorization: Basic` header, a data URL). Matching only the literal value missed all of
+echoed `Authorization: Basic` header, a data URL); inside a URL or a form body its characters
+can be percent-encoded (`%73%6B%2D...`, hex in either case, any mix of encoded and literal
+characters, or encoded twice: `%2573`), and in HTML written as character references (`&#115;`,
+`&#x73;`); and any of it in another letter case. Matching only the literal value missed all of
 these, and the escaped key was decoded into events, the response cache and exports. One regular
 expression per secret matches every such spelling; `scrub_forms` replaces each match.
+
+A server can also split the key across fields (half in the reply's `model`, half in an error
+body), or cut it short. So every run of at least `MIN_FRAGMENT` consecutive characters of a
+long secret is removed too, in any of the spellings above but base64: what is left of the key
+in any one text is shorter than that.
 """
 
 from __future__ import annotations
@@ -64,7 +72,8 @@ def secret_pattern(secret: str) -> re.Pattern[str]:
     """One pattern matching `secret` literally, JSON-escaped (any mix) or base64-encoded."""
     escaped = "".join(_char_pattern(c) for c in secret)
     alternatives = [escaped, *(re.escape(core) for core in _base64_cores(secret))]
-    return re.compile("|".join(alternatives))
+    # In any letter case too: a key echoed upper-cased still gives most of it away.
+    return re.compile("|".join(alternatives), re.IGNORECASE)
 
 
 _CACHE: dict[str, re.Pattern[str]] = {}
@@ -95,9 +104,9 @@ class _Fragments:
     """Removes every run of at least MIN_FRAGMENT consecutive characters of one secret."""
 
     def __init__(self, secret: str) -> None:
-        self.secret = secret
+        self.secret = secret = secret.lower()  # compared in lower case: any letter case
         self.grams = {secret[i : i + MIN_FRAGMENT] for i in range(len(secret) - MIN_FRAGMENT + 1)}
-        alphabet = "".join(sorted({re.escape(c) for c in secret}))
+        alphabet = "".join(sorted({re.escape(c) for c in secret + secret.upper()}))
         self.runs = re.compile(f"(?:[{alphabet}]|{_UNIT}){{{MIN_FRAGMENT},}}")
         self.literal_runs = re.compile(f"[{alphabet}]{{{MIN_FRAGMENT},}}")  # the fast path
 
@@ -112,6 +121,7 @@ class _Fragments:
             decoded = "".join(_decode_unit(run[a:b]) for a, b in units)
         else:
             units, decoded = [(i, i + 1) for i in range(len(run))], run
+        decoded = decoded.lower()
         out, done, i = [], 0, 0
         while i <= len(decoded) - MIN_FRAGMENT:
             if decoded[i : i + MIN_FRAGMENT] not in self.grams:

@@ -59,6 +59,7 @@ def spellings(key: str) -> dict[str, str]:
         "base64-urlsafe": base64.urlsafe_b64encode(key.encode()).decode(),
         "html": "".join(f"&#{ord(c)};" for c in key),
         "html-hex": "".join(f"&#x{ord(c):X};" for c in key),
+        "upper-case": key.upper(),
     }
 
 
@@ -144,6 +145,14 @@ def test_every_spelling_and_fragment_is_scrubbed() -> None:
     assert json.loads(scrub_text(doc)) == {"a": "***", "b": "***"}
     plain = "max_tokens=12, information retrieval %20 &amp; \\u0041 dXNlcjo="
     assert scrub_text(plain) == plain
+
+
+def test_the_password_of_a_base_url_is_a_secret() -> None:
+    from labreplay.agents.llm_config import secret_query_values
+
+    url = "https://user:pw-Hd7Kq2Xz9@gateway.example/v1?api-key=qk-Lm4Nb8Vc1"
+    assert sorted(secret_query_values(url)) == ["pw-Hd7Kq2Xz9", "qk-Lm4Nb8Vc1"]
+    assert secret_query_values("http://127.0.0.1:8080/v1") == []
 
 
 def test_credential_named_variables_are_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
