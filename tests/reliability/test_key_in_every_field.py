@@ -425,3 +425,68 @@ def test_isolated_child_environment_is_allow_listed(
     named = child_env()
     assert named["GATEWAY_ACCESS"] == secrets["GATEWAY_ACCESS"]
     assert named["DB_PASSWORD"] == secrets["DB_PASSWORD"] and "OPENAI_API_KEY" not in named
+
+
+ISOLATED_SPY = """
+import os
+
+class IsolatedSpy:
+    name = "isolated-spy"
+
+    def params(self):
+        return {"variables": sorted(os.environ)}
+
+    def reset(self, seed):
+        pass
+
+    def act(self, observation):
+        return {"type": "stop", "found": os.environ.get("OPENAI_API_KEY", "none")}
+
+    def forecast(self, snapshot):
+        return {"forecasts": []}
+"""
+
+
+def test_an_isolated_spy_finds_no_key_and_no_sealed_path(
+    specs_dir: Path, first_assignment: str, tmp_path: Path
+) -> None:
+    """Was: the --isolate child inherited the whole environment, OPENAI_API_KEY and
+    LABREPLAY_SEALED_DIR (where the sealed evaluator files are) included."""
+    (tmp_path / "isolated_spy.py").write_text(ISOLATED_SPY, encoding="utf-8")
+    sealed = tmp_path / "sealed-elsewhere"
+    import shutil
+
+    shutil.copytree(specs_dir / "sealed", sealed)
+    store = tmp_path / "s.sqlite"
+    proc = run_cli(
+        "campaign",
+        "run",
+        "--specs",
+        str(specs_dir),
+        "--store",
+        str(store),
+        "--only",
+        first_assignment,
+        "--agent",
+        "isolated_spy:IsolatedSpy",
+        "--isolate",
+        "--controls",
+        "random",
+        env={
+            "OPENAI_API_KEY": KEY,
+            "SERVICE_TOKEN": "tok-Rb6Yn1Qa4Ws8",
+            "LABREPLAY_SEALED_DIR": str(sealed),
+            "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
+        },
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    with sqlite3.connect(store) as conn:
+        rows = [json.loads(p) for (a, p) in conn.execute("SELECT agent, agent_params FROM runs")]
+        payloads = [p for (p,) in conn.execute("SELECT payload FROM events")]
+    seen = [set(r["variables"]) for r in rows if "variables" in r]
+    assert seen, rows  # the spy ran, isolated, and reported what its environment holds
+    for names in seen:
+        assert {"OPENAI_API_KEY", "SERVICE_TOKEN", "LABREPLAY_SEALED_DIR"}.isdisjoint(names)
+        assert not [n for n in names if n.startswith("LABREPLAY_")], names
+    assert any('"found":"none"' in p for p in payloads)

@@ -53,10 +53,18 @@ CAMPAIGN_CONTRACT = "labreplay.agents.contracts:CampaignAgent"
 
 
 # What the child inherits without being asked: the interpreter's and the locale's variables,
-# temporary directories, and the thread counts of numeric libraries. LC_* too.
+# temporary directories, the dynamic loader's path and visible GPUs, CA bundles, and the thread
+# counts of numeric libraries. LC_* too.
 CHILD_ENV_ALLOWED = frozenset(
     {
         "PATH",
+        "LD_LIBRARY_PATH",
+        "CUDA_VISIBLE_DEVICES",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "PYTHONNOUSERSITE",
         "HOME",
         "USER",
         "LOGNAME",
