@@ -6,7 +6,8 @@ escaped once the JSON is itself quoted in JSON, with `/` written `\\/`, or base6
 echoed `Authorization: Basic` header, a data URL); inside a URL or a form body its characters
 can be percent-encoded (`%73%6B%2D...`, hex in either case, any mix of encoded and literal
 characters, or encoded twice: `%2573`), and in HTML written as character references (`&#115;`,
-`&#x73;`); and any of it in another letter case. Matching only the literal value missed all of
+`&#x73;`), as C escapes (`\\x73`) or a hex dump of its bytes; and any of it in another letter
+case. Matching only the literal value missed all of
 these, and the escaped key was decoded into events, the response cache and exports. One regular
 expression per secret matches every such spelling; `scrub_forms` replaces each match.
 
@@ -35,13 +36,15 @@ def _any_case(hex_digits: str) -> str:
 
 def _char_pattern(char: str) -> str:
     """The character literally, or as a JSON `\\uXXXX` escape behind any number of backslashes
-    (hex in either case), `\\/` for a slash, percent-encoded (its UTF-8 bytes as `%XX`, hex in
-    either case, `%25XX` when encoded twice), `+` for a space, or an HTML character
-    reference (`&#115;`, `&#x73;`)."""
+    (hex in either case), a C escape (`\\x73`), `\\/` for a slash, percent-encoded (its UTF-8
+    bytes as `%XX`, hex in either case, `%25XX` when encoded twice), `+` for a space, or an
+    HTML character reference (`&#115;`, `&#x73;`)."""
     code = ord(char)
     forms = [re.escape(char)]
     if code <= 0xFFFF:
         forms.append(r"\\+u" + _any_case(f"{code:04x}"))
+    if code <= 0xFF:  # a C or Python escape
+        forms.append(r"\\+x" + _any_case(f"{code:02x}"))
     if char == "/":
         forms.append(r"\\+/")
     if char == " ":
@@ -71,7 +74,8 @@ def _base64_cores(secret: str) -> list[str]:
 def secret_pattern(secret: str) -> re.Pattern[str]:
     """One pattern matching `secret` literally, JSON-escaped (any mix) or base64-encoded."""
     escaped = "".join(_char_pattern(c) for c in secret)
-    alternatives = [escaped, *(re.escape(core) for core in _base64_cores(secret))]
+    hex_dump = secret.encode("utf-8").hex()  # the bytes as hex digits (a dump, a digest input)
+    alternatives = [escaped, hex_dump, *(re.escape(core) for core in _base64_cores(secret))]
     # In any letter case too: a key echoed upper-cased still gives most of it away.
     return re.compile("|".join(alternatives), re.IGNORECASE)
 
@@ -79,7 +83,10 @@ def secret_pattern(secret: str) -> re.Pattern[str]:
 _CACHE: dict[str, re.Pattern[str]] = {}
 
 # One character in any spelling `_char_pattern` knows (except `+` for a space), for fragments.
-_UNIT = r"\\+u[0-9a-fA-F]{4}|%(?:25)*[0-9a-fA-F]{2}|&#[xX]0*[0-9a-fA-F]{1,6};|&#0*[0-9]{1,7};|\\+/"
+_UNIT = (
+    r"\\+u[0-9a-fA-F]{4}|\\+x[0-9a-fA-F]{2}|%(?:25)*[0-9a-fA-F]{2}"
+    r"|&#[xX]0*[0-9a-fA-F]{1,6};|&#0*[0-9]{1,7};|\\+/"
+)
 _UNIT_OR_CHAR = re.compile(f"(?:{_UNIT})|.", re.DOTALL)
 
 
@@ -93,7 +100,7 @@ def _decode_unit(unit: str) -> str:
         code = int(body[1:], 16) if body[:1] in "xX" else int(body)
     elif unit.startswith("%"):
         code = int(unit[-2:], 16)
-    elif digits.startswith("u"):
+    elif digits.startswith(("u", "x")):
         code = int(digits[1:], 16)
     else:  # `\/`
         return "/"

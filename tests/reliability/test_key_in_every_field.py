@@ -137,6 +137,11 @@ def test_every_spelling_and_fragment_is_scrubbed() -> None:
             clean = scrub_text(wrapped)
             assert "***" in clean, (name, wrapped)
             assert_no_key(clean, name, key)
+    # a C-escaped key and a hex dump of its bytes (not sent by the echo server: `\x` would
+    # make its JSON invalid)
+    c_escaped = "".join(f"\\x{ord(c):02x}" for c in key)
+    for text in (c_escaped, key.encode().hex(), key.encode().hex().upper()):
+        assert scrub_text(f"dump {text} end") == "dump *** end", text
     # split across fields: each part alone is removed
     for part in (key[:13], key[13:], _percent(key[5:17], upper=False)):
         assert "***" in scrub_text(f"x {part} y"), part
