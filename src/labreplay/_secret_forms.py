@@ -40,7 +40,10 @@ def _char_pattern(char: str) -> str:
     bytes as `%XX`, hex in either case, `%25XX` when encoded twice), `+` for a space, or an
     HTML character reference (`&#115;`, `&#x73;`)."""
     code = ord(char)
-    forms = [re.escape(char)]
+    # in either letter case: a key echoed upper-cased still gives most of it away
+    swapped = char.swapcase()
+    same_length = len(swapped) == 1 and swapped != char
+    forms = [f"[{re.escape(char)}{re.escape(swapped)}]" if same_length else re.escape(char)]
     if code <= 0xFFFF:
         forms.append(r"\\+u" + _any_case(f"{code:04x}"))
     if code <= 0xFF:  # a C or Python escape
@@ -74,10 +77,9 @@ def _base64_cores(secret: str) -> list[str]:
 def secret_pattern(secret: str) -> re.Pattern[str]:
     """One pattern matching `secret` literally, JSON-escaped (any mix) or base64-encoded."""
     escaped = "".join(_char_pattern(c) for c in secret)
-    hex_dump = secret.encode("utf-8").hex()  # the bytes as hex digits (a dump, a digest input)
+    hex_dump = _any_case(secret.encode("utf-8").hex())  # the bytes as hex digits (a dump)
     alternatives = [escaped, hex_dump, *(re.escape(core) for core in _base64_cores(secret))]
-    # In any letter case too: a key echoed upper-cased still gives most of it away.
-    return re.compile("|".join(alternatives), re.IGNORECASE)
+    return re.compile("|".join(alternatives))
 
 
 _CACHE: dict[str, re.Pattern[str]] = {}
