@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import os
 import platform
 import re
 import subprocess
@@ -38,6 +40,7 @@ _SECRET_WORDS = frozenset(
 _WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """True for names like api_key, OPENAI_API_KEY, accessToken, Authorization, client-secret."""
     return any(word.lower() in _SECRET_WORDS for word in _WORD.findall(name))
@@ -63,11 +66,52 @@ def register_secret(value: str | None) -> None:
         _SECRET_VALUES.add(value)
 
 
+# Values that are not credentials even under a credential-like name: a path (SSH_AUTH_SOCK,
+# HF_TOKEN_PATH), a flag or a number. Scrubbing them would blank ordinary stored text.
+_NOT_A_CREDENTIAL = re.compile(
+    r"(?i)[/~.]|[a-z]:[\\/]|(?:true|false|yes|no|on|off|none|null)$|\d+$"
+)
+
+
+def _looks_like_credential(value: str) -> bool:
+    return (
+        len(value) >= _MIN_SECRET_LEN
+        and not any(c.isspace() for c in value)
+        and not _NOT_A_CREDENTIAL.match(value)
+    )
+
+
+_ENV_SEEN: list[Any] = [None, frozenset()]  # (environment snapshot, its secrets)
+
+
+def environment_secrets() -> frozenset[str]:
+    """The values of this process's environment variables whose names look like credentials
+    (OPENAI_API_KEY, HF_TOKEN, DB_PASSWORD, ...): an agent or a server can copy any of them
+    into what we store, so they are scrubbed like registered keys. Follows the environment:
+    a variable set later (a test, `--api-key-env`) is covered too."""
+    data = getattr(os.environ, "_data", None)  # the raw mapping: a snapshot without decoding
+    snapshot = tuple(data.items()) if isinstance(data, dict) else tuple(os.environ.items())
+    if snapshot != _ENV_SEEN[0]:
+        _ENV_SEEN[:] = [
+            snapshot,
+            frozenset(
+                value
+                for name, value in os.environ.items()
+                if is_secret_name(name) and _looks_like_credential(value)
+            ),
+        ]
+    found: frozenset[str] = _ENV_SEEN[1]
+    return found
+
+
 def scrub_text(text: str) -> str:
-    """`text` without any registered secret value, secret query parameter or bearer token."""
-    # Literal, `\u`-escaped and base64 spellings of each registered value (`_secret_forms`).
-    text = scrub_forms(text, _SECRET_VALUES, REDACTED)
-    text = _SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, text)
+    """`text` without any registered secret value, credential-named environment variable's
+    value, secret query parameter or bearer token."""
+    # Every spelling of each value: literal, `\u`-escaped, percent-encoded, base64, and its long
+    # fragments (`_secret_forms`).
+    text = scrub_forms(text, _SECRET_VALUES | environment_secrets(), REDACTED)
+    if "=" in text:  # (the query pattern is the slow one: skipped where it cannot match)
+        text = _SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, text)
     return _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
 
 

@@ -12,6 +12,14 @@ This isolates memory, not the file system: the child runs as the same user. A pu
 from untrusted agent code should come from `--isolate` with the sealed evaluator file kept
 out of the agent's reach (README, "Reliability").
 
+The child's environment is allow-listed (`child_environment`): what an interpreter, a locale
+and numeric libraries need, and nothing else. No API key (OPENAI_API_KEY, the variable
+`--api-key-env` names, any *KEY*/*TOKEN*/*SECRET*/*PASSWORD*), no LABREPLAY_* variable
+(LABREPLAY_SEALED_DIR names where the sealed evaluator files are). An agent that needs a
+variable gets it only when the user names it: `pass_env=[...]`, or the comma-separated names in
+LABREPLAY_AGENT_ENV. What the child writes to stderr is scrubbed of credentials like the CLI's
+own output.
+
 Failure is data. Every call has a timeout: an agent that does not answer in time is stopped
 and `AgentUnavailable` is raised (the run is recorded `failed` with that cause), as when the
 child dies. An exception inside the agent comes back as `AgentRaised` (the suite records it
@@ -35,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 from labreplay.errors import AgentError
@@ -44,6 +52,69 @@ _PROTOCOL = 2
 DEFAULT_TIMEOUT_S = 60.0
 STARTUP_TIMEOUT_S = 60.0  # the child's interpreter start and imports, before its first answer
 CAMPAIGN_CONTRACT = "labreplay.agents.contracts:CampaignAgent"
+
+
+# What the child inherits without being asked: the interpreter's and the locale's variables,
+# temporary directories, the dynamic loader's path and visible GPUs, CA bundles, and the thread
+# counts of numeric libraries. LC_* too.
+CHILD_ENV_ALLOWED = frozenset(
+    {
+        "PATH",
+        "LD_LIBRARY_PATH",
+        "CUDA_VISIBLE_DEVICES",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "PYTHONNOUSERSITE",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TERM",
+        "NO_COLOR",
+        "COLUMNS",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "SYSTEMROOT",
+        "VIRTUAL_ENV",
+        "PYTHONHASHSEED",
+        "PYTHONIOENCODING",
+        "PYTHONUTF8",
+        "PYTHONDONTWRITEBYTECODE",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "NUMEXPR_NUM_THREADS",
+    }
+)
+AGENT_ENV_VARIABLE = "LABREPLAY_AGENT_ENV"  # comma-separated names the user passes on
+
+
+def child_environment(
+    parent: Mapping[str, str], pass_env: Sequence[str] = (), cwd: str | None = None
+) -> dict[str, str]:
+    """The isolated child's environment: the allow-listed variables of `parent` (never one
+    whose name looks like a credential), the variables the user passes explicitly (`pass_env`
+    and the names in LABREPLAY_AGENT_ENV), and a PYTHONPATH that starts with `cwd` so the
+    user's module imports as in-process."""
+    from labreplay._provenance import is_secret_name
+
+    env = {
+        name: value
+        for name, value in parent.items()
+        if (name in CHILD_ENV_ALLOWED or name.startswith("LC_")) and not is_secret_name(name)
+    }
+    named = [n.strip() for n in parent.get(AGENT_ENV_VARIABLE, "").split(",")]
+    for name in [*pass_env, *named]:
+        if name and name in parent:
+            env[name] = parent[name]
+    paths = [p for p in parent.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([cwd, *paths] if cwd else paths)
+    return env
 
 
 class AgentUnavailable(AgentError):
@@ -67,8 +138,11 @@ class AgentNonJSON(Exception):
 
 
 def one_line(exc: BaseException) -> str:
-    """An exception's message on one line (at most 300 characters)."""
-    text = " ".join(str(exc).split())
+    """An exception's message on one line (at most 300 characters), without a credential
+    (scrubbed before it is cut, which could leave part of an encoded key)."""
+    from labreplay._provenance import scrub_text
+
+    text = scrub_text(" ".join(str(exc).split()))
     return text[:300] if text else type(exc).__name__
 
 
@@ -82,14 +156,16 @@ def raised_message(method: str, exc: BaseException) -> str:
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
-def plain_repr(value: Any) -> str:
+def plain_repr(value: Any, clean: Callable[[str], str] | None = None) -> str:
     """`repr(value)` without memory addresses, at most 2,000 characters: how a non-JSON
-    reply is recorded, identical in-process and in an isolated child."""
+    reply is recorded, identical in-process and in an isolated child. `clean` (a scrubber)
+    runs before the cut, so a cut never leaves part of a secret no pattern matches."""
     try:
         text = repr(value)
     except Exception as exc:  # a broken __repr__ is the agent's, not ours
         text = f"<{type(value).__name__}: repr() raised {type(exc).__name__}>"
-    return _ADDRESS.sub("", text)[:2000]
+    text = _ADDRESS.sub("", text)
+    return (clean(text) if clean is not None else text)[:2000]
 
 
 def json_problem(method: str, value: Any) -> str | None:
@@ -115,16 +191,16 @@ class IsolatedAgent:
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         label: str | None = None,
+        pass_env: Sequence[str] = (),
     ) -> None:
         if timeout_s <= 0:
             raise AgentError(f"the isolated agent's timeout must be > 0 s, got {timeout_s}")
         self.timeout_s = timeout_s
         self.label = label or ref
         self._workdir = tempfile.TemporaryDirectory(prefix="labreplay-agent-")
-        env = dict(os.environ)
-        # The user's module is importable from where they ran the command, as in-process.
-        paths = [os.getcwd(), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
-        env["PYTHONPATH"] = os.pathsep.join(paths)
+        # Allow-listed: no key, no path to sealed data. The user's module is importable from
+        # where they ran the command, as in-process.
+        env = child_environment(os.environ, pass_env, os.getcwd())
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "labreplay.agents.isolated", ref, contract],
@@ -270,6 +346,12 @@ class IsolatedAgent:
 
 
 # ---------------------------------------------------------------------- the child
+def _scrubbed(text: str) -> str:
+    from labreplay._provenance import scrub_text
+
+    return scrub_text(text)
+
+
 def _hello(ref: str, contract_ref: str) -> tuple[Any, dict[str, Any]]:
     from labreplay.agents.resolve import build_from_ref, check_agent_object, import_attribute
 
@@ -308,7 +390,7 @@ def _serve(ref: str, contract_ref: str, out: IO[str]) -> None:
                 reply = (
                     {"value": value}
                     if problem is None
-                    else {"nonjson": problem, "raw": plain_repr(value)}
+                    else {"nonjson": problem, "raw": plain_repr(value, _scrubbed)}
                 )
         else:
             reply = {"error": f"unknown request {op!r} {message.get('method')!r}"}
@@ -320,6 +402,9 @@ def main() -> None:
     ref, contract_ref = sys.argv[1], sys.argv[2]
     # The protocol owns the real stdout; anything the agent prints goes to stderr instead.
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    from labreplay._scrubbed_io import scrubbing
+
+    sys.stderr = scrubbing(sys.stderr)  # a key the user passed on is not printed either
     sys.stdout = sys.stderr
     _serve(ref, contract_ref, out)
 

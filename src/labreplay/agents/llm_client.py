@@ -473,7 +473,7 @@ class _ClientCore:
     @staticmethod
     def _scrub(text: str | None) -> str | None:
         """Remove credentials from an error text, in case a server echoed them back."""
-        return scrub_text(text) if text else text
+        return scrub_text(text) if isinstance(text, str) and text else text
 
     def _timeout_for(self, attempt: _Attempt) -> float:
         remaining = attempt.deadline - time.monotonic()
@@ -486,7 +486,13 @@ class _ClientCore:
             return scrub_text(completion)
         # A server or proxy that echoes the request headers must not hand the key to the agent
         # (whose replies become events, cache entries and exports).
-        completion = replace(completion, text=scrub_text(completion.text))
+        # Every text of the reply, the `model` it names too (a server may echo the key there).
+        completion = replace(
+            completion,
+            text=scrub_text(completion.text),
+            resolved_model=self._scrub(completion.resolved_model),
+            finish_reason=self._scrub(completion.finish_reason),
+        )
         if not self._format_confirmed and "response_format" in attempt.request:
             self._format_confirmed = True
             _DETECTED_FORMATS[self._detection_key()] = list(self._formats)

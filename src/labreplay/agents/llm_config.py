@@ -234,11 +234,13 @@ def public_endpoint(base_url: str | None) -> str:
 
 
 def secret_query_values(base_url: str | None) -> list[str]:
-    """Values of credential-like query parameters (api-key, key, token...) of `base_url`."""
+    """Values of credential-like query parameters (api-key, key, token...) of `base_url`, and
+    the password of its `user:password@` part (sent as Basic auth, so a server can echo it)."""
     if not base_url:
         return []
     try:
-        query = urlsplit(base_url).query
+        parts = urlsplit(base_url)
     except ValueError:
         return []
-    return [v for k, v in parse_qsl(query, keep_blank_values=False) if is_secret_name(k)]
+    found = [v for k, v in parse_qsl(parts.query, keep_blank_values=False) if is_secret_name(k)]
+    return [*found, parts.password] if parts.password else found

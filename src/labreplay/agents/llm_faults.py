@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from labreplay._provenance import scrub_text
+
 _ERROR_TEXT_LIMIT = 400
 
 
@@ -128,5 +130,6 @@ def retry_after_s(exc: BaseException) -> float | None:
 
 
 def clip(text: str) -> str:
-    text = " ".join(text.split())
+    # Scrubbed before it is cut: a cut can leave part of an encoded key no pattern matches.
+    text = scrub_text(" ".join(text.split()))
     return text if len(text) <= _ERROR_TEXT_LIMIT else text[: _ERROR_TEXT_LIMIT - 3] + "..."

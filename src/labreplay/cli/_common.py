@@ -226,7 +226,8 @@ IsolateOption = typer.Option(
     False,
     "--isolate",
     help="Run the (Python) agent in a child process that receives only what crosses its "
-    "contract as JSON.",
+    "contract as JSON, with an allow-listed environment (no keys, no LABREPLAY_*; "
+    "LABREPLAY_AGENT_ENV=NAME,... passes variables on).",
 )
 AgentTimeoutOption = typer.Option(
     None,

@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from labreplay._provenance import register_secret
 from labreplay.agents.llm_caps import RunCaps
 from labreplay.cli._common import (
     choice,
@@ -198,6 +199,8 @@ def agent_options(
         if not api_key_env or api_key_env not in os.environ:
             raise AgentError(f"--api-key-env {api_key_env!r}: no such environment variable is set")
         options["api_key_env"] = api_key_env
+        # whatever its name, its value is a key: no text this process stores or prints holds it
+        register_secret(os.environ[api_key_env])
     caps = RunCaps(max_calls=max_calls, max_tokens_total=max_tokens_total, max_time_s=max_time)
     if caps != RunCaps():
         options["caps"] = caps

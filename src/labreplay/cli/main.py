@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from labreplay import __version__
+from labreplay._scrubbed_io import scrubbed_output, scrubbing
 from labreplay.cli import data as data_cli
 from labreplay.cli import store as store_cli
 from labreplay.cli._common import JsonOption, console, err_console, out_dir_check, print_json
@@ -88,6 +89,11 @@ def run(argv: list[str] | None = None) -> int:
     Only a bug of ours escapes as an exception (its traceback is what a bug report needs).
     """
     _add_suite_groups()
+    with scrubbed_output():  # what a command prints can quote a server or an agent: no key
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         # Without standalone mode click *returns* the code of a `typer.Exit` instead of raising
         # it, so the result must be passed on or `data verify` would exit 0 on a failed check.
@@ -108,6 +114,8 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def main() -> None:
+    # For good, not only while the command runs: a bug's traceback is printed after `run`.
+    sys.stdout, sys.stderr = scrubbing(sys.stdout), scrubbing(sys.stderr)
     sys.exit(run())
 
 

@@ -11,7 +11,8 @@ Schema (one file per table, `<table>.parquet` | `.csv` | `.jsonl`):
   purpose (policy | checkpoint | answer), cached_tokens (provider prefix cache), resolved_model
   (the model id the provider answered with), parse_error (why the reply was unusable),
   max_tokens (the response budget sent), prompt_chars, reply_chars
-JSON columns hold canonical JSON text.
+JSON columns hold canonical JSON text. No cell holds a credential (every text is scrubbed on
+export as when it was stored: `labreplay._provenance.scrub_text`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 from pathlib import Path
 
 from labreplay._atomic import atomic_directory
+from labreplay._provenance import scrub_text
 from labreplay.errors import StoreError
 from labreplay.store.sqlite import Store
 
@@ -43,7 +45,12 @@ def export_store(
     names = []
     with atomic_directory(out) as tmp:
         for name in TABLES:
-            rows = store.table(name)
+            # Scrubbed again on the way out: a store written by an older version, or before
+            # a key was known, may hold one (`scrub_text`; JSON texts stay JSON).
+            rows = [
+                {k: scrub_text(v) if isinstance(v, str) else v for k, v in row.items()}
+                for row in store.table(name)
+            ]
             # Columns from the schema, not the rows: an empty table still exports a header
             # that reads back (a header-less empty CSV makes pandas raise EmptyDataError).
             frame = pd.DataFrame(rows, columns=store.columns(name))

@@ -70,6 +70,12 @@ def _text(value: Any) -> str:
     return scrub_text(canonical_json(value))
 
 
+def _clean(value: Any) -> Any:
+    """A column value as stored: a text without any credential (see `scrub_text`); numbers
+    and NULL as they are. Every text column a run writes passes here or through `_text`."""
+    return scrub_text(value) if isinstance(value, str) else value
+
+
 @dataclass(frozen=True)
 class RunInfo:
     run_id: str
@@ -111,8 +117,9 @@ def run_key(
     from earlier versions, so existing stores resume.)"""
     identity: dict[str, Any] = {
         "spec": spec_hash,
-        "agent": agent,
-        "params": scrub_secrets(dict(agent_params)),
+        # as stored (scrubbed of credentials), so that the stored row gives its id back
+        "agent": _clean(agent),
+        "params": json.loads(_text(scrub_secrets(dict(agent_params)))),
         "seed": seed,
         "branch": branch,
     }
@@ -433,10 +440,10 @@ class Store:
                     spec_id,
                     branch,
                     parent_run_id,
-                    agent,
+                    _clean(agent),
                     _text(params),
-                    model,
-                    scrub_text(endpoint) if endpoint else endpoint,
+                    _clean(model),
+                    _clean(endpoint),
                     seed,
                     "running",
                     _text(provenance),
@@ -589,7 +596,8 @@ class Store:
         payload_texts: Iterable[str | None] | None = None,
     ) -> None:
         """Append hash-chained events atomically. Each event: seq, kind, payload, prev_hash, hash.
-        `payload_texts` may give each payload's canonical JSON already made (None: make it).
+        `payload_texts` may give each payload's canonical JSON already made and scrubbed, as
+        `Trajectory.append` makes it (None: make it here, scrubbed).
 
         An event another process already wrote with the same hash is skipped (two identical
         invocations on one store compute the same deterministic events); a different event under
@@ -618,7 +626,9 @@ class Store:
                             "rerun with --restart"
                         )
                     continue
-                payload = scrub_text(text) if text is not None else _text(e["payload"])
+                # A given text was made (and scrubbed, before it was hashed) by
+                # `Trajectory.append` a moment ago: scrubbing it twice would double the cost.
+                payload = text if text is not None else _text(e["payload"])
                 rows.append((run_id, e["seq"], e["kind"], payload, e["prev_hash"], e["hash"]))
             conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?)", rows)
 
@@ -706,7 +716,7 @@ class Store:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO response_cache VALUES (?,?,?,?)",
-                (key, model, _text(dict(response)), utc_now()),
+                (key, _clean(model), _text(dict(response)), utc_now()),
             )
 
     def record_llm_calls(self, run_id: str, calls: Iterable[Mapping[str, Any]]) -> None:
@@ -718,17 +728,18 @@ class Store:
                         run_id,
                         c["call_index"],
                         c["request_hash"],
-                        c.get("model"),
+                        _clean(c.get("model")),
                         c.get("prompt_tokens"),
                         c.get("completion_tokens"),
                         c.get("latency_s"),
-                        c.get("finish_reason"),
+                        _clean(c.get("finish_reason")),
                         c.get("retries", 0),
                         scrub_text(str(c["error"])) if c.get("error") else None,
                         int(bool(c.get("cached", False))),
-                        c.get("purpose"),
+                        _clean(c.get("purpose")),
                         c.get("cached_tokens"),
-                        c.get("resolved_model"),
+                        # the model id the server answered with: a server can echo the key here
+                        _clean(c.get("resolved_model")),
                         scrub_text(str(c["parse_error"])) if c.get("parse_error") else None,
                         c.get("max_tokens"),
                         c.get("prompt_chars"),

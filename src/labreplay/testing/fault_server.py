@@ -4,7 +4,9 @@ It exists so the client's fault handling (rate limits, server errors, garbage bo
 answers) and the harness's own overhead can be exercised without a model: tests and
 benchmarks script what each request receives. It is stdlib only, serves in daemon threads, and
 records every request it saw (path, headers, JSON body) so a test can check exactly what left
-the client. It is not a model and never stands in for one in an end-to-end test.
+the client. It is not a model and never stands in for one in an end-to-end test. `echo_key` makes it hand
+the request's API key back (in the reply's `model`, its content or an error body), so the
+scrubbing of every stored and printed text can be tested against a real socket.
 """
 
 from __future__ import annotations
@@ -152,6 +154,25 @@ def reasoning_endpoint(inner: Responder) -> Responder:
         return inner(request, n)
 
     return respond
+
+
+def error_reply(status: int, message: str) -> StubReply:
+    """An OpenAI-style error body whose message is `message`."""
+    return StubReply(status, json.dumps({"error": {"message": message}}).encode("utf-8"))
+
+
+def request_key(request: SeenRequest) -> str:
+    """The API key a request carried (its `Authorization: Bearer` header), or ""."""
+    auth = next((v for k, v in request.headers.items() if k.lower() == "authorization"), "")
+    scheme, _, key = auth.partition(" ")
+    return key.strip() if scheme.lower() == "bearer" else ""
+
+
+def echo_key(reply: Callable[[str, int], StubReply]) -> Responder:
+    """A server that hands the key back, as a hostile or buggy one (or a proxy echoing the
+    request headers) can: the n-th chat request gets `reply(key, n)`, `key` being the one it
+    carried, to be placed in the reply's `model`, its content or an error body."""
+    return lambda request, n: reply(request_key(request), n)
 
 
 class StubServer:
