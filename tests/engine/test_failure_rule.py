@@ -61,7 +61,7 @@ def test_checkpoints_that_fell_back_fail_the_run() -> None:
 
 def test_a_cap_names_itself_not_a_model_failure() -> None:
     health = _health(12, {})
-    health.stopped = f"{cap_kind('policy turns 40')}: cap reached: policy turns 40"
+    health.harness_stop = f"{cap_kind('policy turns 40')}: cap reached: policy turns 40"
     verdict = judge(health)
     assert verdict.kind == TURN_CAP and "model call" not in str(verdict.cause)
     assert cap_kind("--max-time 5") == "time cap"

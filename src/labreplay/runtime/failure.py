@@ -88,7 +88,7 @@ class RunHealth:
     first_failure: dict[str, str] = field(default_factory=dict)  # cause -> first detail
     checkpoints: int = 0
     checkpoint_failures: int = 0
-    stopped: str | None = None  # the harness's own cause ("time cap: --max-time 5 (...)")
+    harness_stop: str | None = None  # the harness's own cause ("time cap: --max-time 5 ...")
 
     def policy(self, cause: str | None, detail: object = None) -> None:
         """Count one policy call; `cause` names why it failed (None: it did not)."""
@@ -121,8 +121,8 @@ class Verdict:
 
 def judge(health: RunHealth, share: float = FAILED_SHARE) -> Verdict:
     """The one failed-run rule (see the module docstring)."""
-    if health.stopped is not None:
-        stopped = health.stopped
+    if health.harness_stop is not None:
+        stopped = health.harness_stop
         kind = next((c for c in CAUSES if stopped.startswith(c)), AGENT_UNAVAILABLE)
         return Verdict("failed", kind, stopped)
     failed = sum(health.policy_failures.values())

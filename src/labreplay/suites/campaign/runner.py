@@ -249,7 +249,7 @@ def run_branch(
         # The agent stopped answering (timeout, its process died): the run is failed, with
         # the cause, and a rerun starts it afresh.
         failure = str(exc)
-        health.stopped = f"{AGENT_UNAVAILABLE}: {failure}"
+        health.harness_stop = f"{AGENT_UNAVAILABLE}: {failure}"
         calls.extend(drain_calls(agent))
         if not have_s0:
             _fallback_s0(checkpoint, health, failure)
@@ -257,7 +257,7 @@ def run_branch(
     except CapReached as reached:
         # Spent calls are accounted; the run ends failed with the cap named (resumable).
         failure = str(reached)
-        health.stopped = f"{cap_kind(reached.cap)}: {failure}"
+        health.harness_stop = f"{cap_kind(reached.cap)}: {failure}"
         calls.extend(drain_calls(agent))
         if not have_s0:
             _fallback_s0(checkpoint, health, failure)
@@ -288,7 +288,7 @@ def branch_verdict(calls: Sequence[Any], health: RunHealth) -> Verdict:
     """The failed-run rule (`labreplay.runtime.failure`) for one branch; a branch whose every
     model call failed (checkpoints included) measured its endpoint and is failed too."""
     every = call_failures(calls)
-    if health.stopped is None and every["all_failed"]:
+    if health.harness_stop is None and every["all_failed"]:
         cause = f"{MODEL_CALLS_FAILED}: every model call failed; first: {every['cause']}"
         return Verdict("failed", MODEL_CALLS_FAILED, cause)
     return judge(health)
