@@ -42,53 +42,165 @@ def test_core_never_imports_a_suite() -> None:
     assert offenders == []
 
 
-def _private_core_imports(path: Path, root: Path = SRC) -> list[str]:
-    """Imports of a private core module (a `_name` part below `labreplay`, outside suites)."""
+# A suite reaches the core only through the SDK (`labreplay.sdk`, `labreplay.sdk.*`) and the
+# error classes; it imports its own package freely.
+PUBLIC = ("labreplay.sdk", "labreplay.errors")
+# The only imports of another suite's modules: the Inspect AI tasks adapt campaign and
+# conditions, and `conditions` mounts the `inspect import` command. Nothing else.
+CROSS_SUITE = {
+    "inspect_tasks": (
+        "labreplay.suites.campaign.api",
+        "labreplay.suites.campaign.serve",
+        "labreplay.suites.conditions.prompts",
+        "labreplay.suites.conditions.questions",
+        "labreplay.suites.conditions.runner",
+        "labreplay.suites.conditions.scoring",
+    ),
+    "conditions": ("labreplay.suites.inspect_tasks.cli",),
+}
+
+
+def _under(name: str, module: str) -> bool:
+    return name == module or name.startswith(module + ".")
+
+
+def _non_sdk_imports(path: Path, root: Path = SRC) -> list[str]:
+    """Imports of `labreplay` modules a suite may not use: one hit per import statement."""
+    rel = path.relative_to(root)
+    suite = rel.parts[1] if rel.parts[0] == "suites" and len(rel.parts) > 2 else ""
+    package = ["labreplay", *rel.with_suffix("").parts]
+    if path.name != "__init__.py":
+        package = package[:-1]
+    own = f"labreplay.suites.{suite}" if suite else ""
+    ok = (*PUBLIC, *((own,) if own else ()), *CROSS_SUITE.get(suite, ()))
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found = []
     for node in ast.walk(tree):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        private = [
-            n
-            for n in names
-            if n.split(".")[0] == "labreplay"
-            and n.split(".")[1:2] != ["suites"]
-            and any(p.startswith("_") and p != "__version__" for p in n.split(".")[1:])
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the file's package
+                parent = package[: len(package) - node.level + 1]
+                base = ".".join([*parent, *([base] if base else [])])
+            # `from labreplay import x` and `from labreplay.suites import x` name modules
+            names = (
+                [f"{base}.{a.name}" for a in node.names]
+                if base in ("labreplay", "labreplay.suites")
+                else [base]
+            )
+        bad = [
+            n for n in names if n.split(".")[0] == "labreplay" and not any(_under(n, m) for m in ok)
         ]
-        if private:  # one hit per import statement
-            found.append(f"{path.relative_to(root)}:{node.lineno}: {private[0]}")
+        if bad:
+            found.append(f"{rel}:{node.lineno}: {bad[0]}")
     return sorted(set(found))
+
+
+def test_suites_reach_the_core_through_the_sdk_only() -> None:
+    suites = sorted((SRC / "suites").rglob("*.py"))
+    assert len(suites) > 60  # the scan really covers the three suites
+    offenders = [hit for p in suites for hit in _non_sdk_imports(p)]
+    assert offenders == [], "run scripts/sdk_imports.py (see its docstring)"
+
+
+def test_the_sdk_scan_catches_core_imports(tmp_path: Path) -> None:
+    suite = tmp_path / "suites" / "campaign"
+    suite.mkdir(parents=True)
+    bad = suite / "probe.py"
+    bad.write_text(
+        "from labreplay._hashing import sha256_json\n"  # private
+        "import labreplay._rng\n"
+        "def f():\n    from labreplay.records._types import MISSING_TAG\n"  # lazy
+        "from labreplay.store.sqlite import Store\n"  # public core, not the SDK
+        "from labreplay import suite\n"
+        "from labreplay.suites.conditions.runner import X\n"  # another suite
+        "from ...store import sqlite\n"  # relative, out of the suite
+        "from labreplay.sdk import sha256_json\n"  # the rest are fine
+        "from labreplay.sdk.engine import Store\n"
+        "from labreplay.errors import SpecError\n"
+        "from labreplay.suites.campaign.api import load_specs\n"
+        "from . import api\n"
+        "import json\n",
+        encoding="utf-8",
+    )
+    assert len(_non_sdk_imports(bad, tmp_path)) == 7
+    other = tmp_path / "suites" / "inspect_tasks" / "probe.py"
+    other.parent.mkdir()
+    other.write_text(
+        "from labreplay.suites.conditions.runner import X\n"  # a listed exception
+        "from labreplay.suites.conditions.agents import Y\n",  # not listed
+        encoding="utf-8",
+    )
+    assert _non_sdk_imports(other, tmp_path) == [
+        "suites/inspect_tasks/probe.py:2: labreplay.suites.conditions.agents"
+    ]
+
+
+def test_every_facade_name_is_declared_typed_and_importable() -> None:
+    """A lazy facade module lists each name three times (TYPE_CHECKING import, `_SOURCES`,
+    `__all__`); they agree, and each name resolves to its core module's object."""
+    import importlib
+
+    facades = ["labreplay.sdk"] + [
+        f"labreplay.sdk.{p.stem}" for p in sorted((SRC / "sdk").glob("[!_]*.py"))
+    ]
+    assert len(facades) >= 9
+    for name in facades:
+        module = importlib.import_module(name)
+        exported = list(module.__all__)
+        assert len(exported) == len(set(exported)), name
+        sources: dict[str, tuple[str, ...]] = getattr(module, "_SOURCES", {})
+        path = Path(module.__file__ or "")
+        typed: dict[str, set[str]] = {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+                for stmt in node.body:
+                    assert isinstance(stmt, ast.ImportFrom) and stmt.module, name
+                    typed.setdefault(stmt.module, set()).update(a.name for a in stmt.names)
+        assert typed == {k: set(v) for k, v in sources.items()}, name
+        lazy = {n for names in sources.values() for n in names}
+        assert lazy <= set(exported), name
+        for attr in exported:
+            value = getattr(module, attr)
+            for source, names in sources.items():
+                if attr in names:
+                    assert value is getattr(importlib.import_module(source), attr)
+        assert set(exported) <= set(dir(module)), name
+
+
+def test_importing_a_facade_imports_no_core_module() -> None:
+    """The lazy facade modules import their names' core modules on first use only."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "import labreplay.sdk\n"
+        "before = set(sys.modules)\n"
+        "import labreplay.sdk.agents, labreplay.sdk.engine, labreplay.sdk.data\n"
+        "import labreplay.sdk.scoring, labreplay.sdk.harness, labreplay.sdk.testing\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str(
+        [
+            "labreplay.sdk._lazy",
+            "labreplay.sdk.agents",
+            "labreplay.sdk.data",
+            "labreplay.sdk.engine",
+            "labreplay.sdk.harness",
+            "labreplay.sdk.scoring",
+            "labreplay.sdk.testing",
+        ]
+    )
 
 
 def test_cli_and_demo_never_import_a_suite() -> None:
     outer = [SRC / "demo.py", *sorted((SRC / "cli").rglob("*.py"))]
     assert len(outer) > 5
     assert [hit for p in outer for hit in _suite_imports(p)] == []
-
-
-def test_suites_reach_the_core_through_public_modules_only() -> None:
-    suites = sorted((SRC / "suites").rglob("*.py"))
-    assert len(suites) > 60  # the scan really covers the three suites
-    offenders = [hit for p in suites for hit in _private_core_imports(p)]
-    assert offenders == []
-
-
-def test_the_private_scan_catches_private_imports(tmp_path: Path) -> None:
-    bad = tmp_path / "probe.py"
-    bad.write_text(
-        "from labreplay._hashing import sha256_json\n"
-        "import labreplay._rng\n"
-        "def f():\n    from labreplay.records._types import MISSING_TAG\n"
-        "from labreplay.cli._common import console\n"
-        "from labreplay.sdk import sha256_json\n"
-        "from labreplay import __version__\n",
-        encoding="utf-8",
-    )
-    assert len(_private_core_imports(bad, tmp_path)) == 4
 
 
 def test_the_scan_catches_a_suite_import(tmp_path: Path) -> None:

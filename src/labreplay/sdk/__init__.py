@@ -11,10 +11,25 @@ needs from the core, under names that stay stable.
 - runs: `Recorder` / `RunHeader` / `open_recorder` (the hash-chained trajectory recorder);
 - errors: the `LabreplayError` family the CLI turns into one-line, exit-2 messages.
 
-CLI helpers (typer options and validators for a suite's command group) are in
-`labreplay.sdk.cli`, kept apart so a suite's runtime does not import typer or rich.
-The private modules these names come from (`labreplay._hashing`, ...) may change; this one
-does not without a deprecation.
+The rest of the SDK is grouped by concept, one module each:
+
+- `labreplay.sdk.agents`: agent contracts, resolution and isolation; the LLM client, config,
+  budgets, caps and usage;
+- `labreplay.sdk.engine`: the store, environment specs, executors and the run driver,
+  trajectories, the failed-run rule, the `Suite` protocol and its `ReportSection`;
+- `labreplay.sdk.data`: the data directory, source checksums, strict JSON loading;
+- `labreplay.sdk.scoring`: campaign curves, proper scoring rules, paired statistics;
+- `labreplay.sdk.harness`: the external-agent bridge and the MCP server behind `serve`;
+- `labreplay.sdk.options`: options classes and the validators they use;
+- `labreplay.sdk.report`: HTML blocks, figures, the generic report section;
+- `labreplay.sdk.testing`: the firewall canary and the schema-answering stub model;
+- `labreplay.sdk.cli`: typer options and validators for a suite's command group (kept apart so
+  a suite's runtime does not import typer or rich).
+
+A suite imports the core only through these modules and `labreplay.errors` (a test enforces
+it). The new modules import a name's core module on first use (PEP 562), so they add nothing to
+start-up time. The core modules these names come from (`labreplay._hashing`,
+`labreplay.store.sqlite`, ...) may change; these do not without a deprecation.
 """
 
 from labreplay._atomic import (

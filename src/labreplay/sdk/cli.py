@@ -7,7 +7,14 @@
 
 Validators raise `LabreplayError` with one line naming the option and the value; the CLI's
 entry point prints it and exits 2 (see `report_failure`).
+
+The LLM option set of every LLM run command (`BaseUrlOption`, ..., `agent_options`) is here
+too, imported on first use (PEP 562).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from labreplay.cli._common import (
     EXECUTORS,
@@ -34,16 +41,68 @@ from labreplay.cli._common import (
     validate_url,
 )
 from labreplay.cli._errors import expected_failure, report_failure
+from labreplay.sdk._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from labreplay.cli.llm_options import (
+        ApiKeyEnvOption,
+        BaseUrlOption,
+        DryRunOption,
+        LimitOption,
+        LlmSeedOption,
+        MaxCallsOption,
+        MaxRetriesOption,
+        MaxTimeOption,
+        MaxTokensOption,
+        MaxTokensTotalOption,
+        PriceOption,
+        TemperatureOption,
+        TimeoutOption,
+        agent_options,
+    )
+
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "labreplay.cli.llm_options": (
+        "ApiKeyEnvOption",
+        "BaseUrlOption",
+        "DryRunOption",
+        "LimitOption",
+        "LlmSeedOption",
+        "MaxCallsOption",
+        "MaxRetriesOption",
+        "MaxTimeOption",
+        "MaxTokensOption",
+        "MaxTokensTotalOption",
+        "PriceOption",
+        "TemperatureOption",
+        "TimeoutOption",
+        "agent_options",
+    ),
+}
 
 __all__ = [
     "EXECUTORS",
     "AgentTimeoutOption",
+    "ApiKeyEnvOption",
+    "BaseUrlOption",
     "DataDirOption",
+    "DryRunOption",
     "ExecutorOption",
     "IsolateOption",
     "JsonOption",
+    "LimitOption",
+    "LlmSeedOption",
+    "MaxCallsOption",
+    "MaxRetriesOption",
+    "MaxTimeOption",
+    "MaxTokensOption",
+    "MaxTokensTotalOption",
+    "PriceOption",
     "SchedulerOption",
+    "TemperatureOption",
+    "TimeoutOption",
     "WorkersOption",
+    "agent_options",
     "choice",
     "console",
     "err_console",
@@ -61,3 +120,6 @@ __all__ = [
     "url_check",
     "validate_url",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_attributes(__name__, globals(), _SOURCES)

@@ -6,6 +6,9 @@ and refuses a key it does not declare in one line naming the nearest valid key (
 typo (`contrls=()`) is never silently ignored. The CLI builds the same class from its flags,
 so the CLI and the API share one set of defaults.
 
+The validators the options classes use (`int_in`, `finite_float`, `seed_range`, `id_set`, ...)
+are re-exported here; each raises `OptionError` (a `LabreplayError`) naming the option.
+
 Keyword arguments meant for the agent builder (e.g. the LLM options of `openai:MODEL`) are
 declared as a set of names (`agent_keys`) and come back apart, in `extra`.
 """
@@ -17,7 +20,18 @@ import difflib
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
-from labreplay.validate import OptionError
+from labreplay.validate import (
+    MAX_SEED,
+    MAX_SEED_COUNT,
+    OptionError,
+    bad,
+    finite_float,
+    id_set,
+    int_in,
+    name_list,
+    number_list,
+    seed_range,
+)
 
 OptionsT = TypeVar("OptionsT")
 
@@ -64,9 +78,19 @@ def parse_options(
 
 
 __all__ = [
+    "MAX_SEED",
+    "MAX_SEED_COUNT",
+    "OptionError",
+    "bad",
+    "finite_float",
+    "id_set",
+    "int_in",
+    "name_list",
     "nearest",
+    "number_list",
     "option_names",
     "parse_options",
     "refuse_unknown",
+    "seed_range",
     "unknown_option",
 ]

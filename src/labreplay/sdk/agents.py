@@ -1,0 +1,185 @@
+"""Agents for suite authors: the agent contracts a suite's environments call, agent resolution
+(`resolve_agent`, `--isolate`), isolation errors, and the LLM client, config, budgets, caps
+and usage that LLM agents share.
+
+    from labreplay.sdk.agents import CampaignAgent, resolve_agent, LLMClient, RunCaps
+
+Names are imported from the core on first use (PEP 562), so importing this module is cheap
+and a name costs what importing it from its core module did.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from labreplay.sdk._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from labreplay.agents.base import Agent, CallRecord, ResponseCache, call_failures, drain_calls
+    from labreplay.agents.contracts import (
+        AnswersInBatches,
+        CampaignAgent,
+        Configuration,
+        Observation,
+        Optimizer,
+        OptimizerHistory,
+        QuestionAgent,
+        Snapshot,
+        Trial,
+        acquisition_of,
+        bind_response_cache,
+        close_agent,
+        isolation_of,
+        model_of,
+    )
+    from labreplay.agents.isolated import (
+        CAMPAIGN_CONTRACT,
+        AgentNonJSON,
+        AgentUnavailable,
+        json_problem,
+        plain_repr,
+        raised_message,
+    )
+    from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
+    from labreplay.agents.llm_budget import check_user_budget, response_budget
+    from labreplay.agents.llm_caps import CapReached, RunCaps
+    from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
+    from labreplay.agents.llm_config import StructuredMode, public_endpoint
+    from labreplay.agents.llm_progress import CallProgress
+    from labreplay.agents.llm_usage import add_usage, cost, parse_price, usage_line, usage_summary
+    from labreplay.agents.llm_wire import JsonReply, extract_json_object
+    from labreplay.agents.resolve import (
+        ResolvedAgent,
+        build_from_ref,
+        resolve_agent,
+        resolve_isolated,
+    )
+
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "labreplay.agents.base": (
+        "Agent",
+        "CallRecord",
+        "ResponseCache",
+        "call_failures",
+        "drain_calls",
+    ),
+    "labreplay.agents.contracts": (
+        "AnswersInBatches",
+        "CampaignAgent",
+        "Configuration",
+        "Observation",
+        "Optimizer",
+        "OptimizerHistory",
+        "QuestionAgent",
+        "Snapshot",
+        "Trial",
+        "acquisition_of",
+        "bind_response_cache",
+        "close_agent",
+        "isolation_of",
+        "model_of",
+    ),
+    "labreplay.agents.isolated": (
+        "CAMPAIGN_CONTRACT",
+        "AgentNonJSON",
+        "AgentUnavailable",
+        "json_problem",
+        "plain_repr",
+        "raised_message",
+    ),
+    "labreplay.agents.llm": (
+        "AGENT_PREFIX",
+        "CallLog",
+        "client_options",
+        "parse_agent_spec",
+    ),
+    "labreplay.agents.llm_budget": (
+        "check_user_budget",
+        "response_budget",
+    ),
+    "labreplay.agents.llm_caps": (
+        "CapReached",
+        "RunCaps",
+    ),
+    "labreplay.agents.llm_client": (
+        "AsyncLLMClient",
+        "LLMClient",
+    ),
+    "labreplay.agents.llm_config": (
+        "StructuredMode",
+        "public_endpoint",
+    ),
+    "labreplay.agents.llm_progress": ("CallProgress",),
+    "labreplay.agents.llm_usage": (
+        "add_usage",
+        "cost",
+        "parse_price",
+        "usage_line",
+        "usage_summary",
+    ),
+    "labreplay.agents.llm_wire": (
+        "JsonReply",
+        "extract_json_object",
+    ),
+    "labreplay.agents.resolve": (
+        "ResolvedAgent",
+        "build_from_ref",
+        "resolve_agent",
+        "resolve_isolated",
+    ),
+}
+
+__all__ = [
+    "AGENT_PREFIX",
+    "CAMPAIGN_CONTRACT",
+    "Agent",
+    "AgentNonJSON",
+    "AgentUnavailable",
+    "AnswersInBatches",
+    "AsyncLLMClient",
+    "CallLog",
+    "CallProgress",
+    "CallRecord",
+    "CampaignAgent",
+    "CapReached",
+    "Configuration",
+    "JsonReply",
+    "LLMClient",
+    "Observation",
+    "Optimizer",
+    "OptimizerHistory",
+    "QuestionAgent",
+    "ResolvedAgent",
+    "ResponseCache",
+    "RunCaps",
+    "Snapshot",
+    "StructuredMode",
+    "Trial",
+    "acquisition_of",
+    "add_usage",
+    "bind_response_cache",
+    "build_from_ref",
+    "call_failures",
+    "check_user_budget",
+    "client_options",
+    "close_agent",
+    "cost",
+    "drain_calls",
+    "extract_json_object",
+    "isolation_of",
+    "json_problem",
+    "model_of",
+    "parse_agent_spec",
+    "parse_price",
+    "plain_repr",
+    "public_endpoint",
+    "raised_message",
+    "resolve_agent",
+    "resolve_isolated",
+    "response_budget",
+    "usage_line",
+    "usage_summary",
+]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_attributes(__name__, globals(), _SOURCES)

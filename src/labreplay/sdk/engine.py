@@ -1,0 +1,109 @@
+"""The engine for suite authors: the store, environment specs, executors and the run driver,
+trajectories, the failed-run rule, and the `Suite` protocol with the `ReportSection` its
+`report_section` returns.
+
+    from labreplay.sdk.engine import Store, EnvironmentSpec, open_executor, run_units, judge
+
+Names are imported from the core on first use (PEP 562), so importing this module is cheap
+and a name costs what importing it from its core module did.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from labreplay.sdk._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from labreplay.compile.spec import (
+        EnvironmentSpec,
+        load_spec,
+        spec_from_stored,
+        spec_from_text,
+        write_spec,
+    )
+    from labreplay.execute.base import Executor
+    from labreplay.execute.driver import Unit, open_executor, run_units
+    from labreplay.runtime.failure import (
+        AGENT_RAISED,
+        AGENT_UNAVAILABLE,
+        MODEL_CALLS_FAILED,
+        REPLIES_INVALID,
+        RunHealth,
+        Verdict,
+        cap_kind,
+        decision_failed,
+        judge,
+    )
+    from labreplay.runtime.trajectory import Trajectory
+    from labreplay.store.sqlite import RunInfo, Store, run_isolation, run_key
+    from labreplay.suite import ReportSection, Suite
+
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "labreplay.compile.spec": (
+        "EnvironmentSpec",
+        "load_spec",
+        "spec_from_stored",
+        "spec_from_text",
+        "write_spec",
+    ),
+    "labreplay.execute.base": ("Executor",),
+    "labreplay.execute.driver": (
+        "Unit",
+        "open_executor",
+        "run_units",
+    ),
+    "labreplay.runtime.failure": (
+        "AGENT_RAISED",
+        "AGENT_UNAVAILABLE",
+        "MODEL_CALLS_FAILED",
+        "REPLIES_INVALID",
+        "RunHealth",
+        "Verdict",
+        "cap_kind",
+        "decision_failed",
+        "judge",
+    ),
+    "labreplay.runtime.trajectory": ("Trajectory",),
+    "labreplay.store.sqlite": (
+        "RunInfo",
+        "Store",
+        "run_isolation",
+        "run_key",
+    ),
+    "labreplay.suite": (
+        "ReportSection",
+        "Suite",
+    ),
+}
+
+__all__ = [
+    "AGENT_RAISED",
+    "AGENT_UNAVAILABLE",
+    "MODEL_CALLS_FAILED",
+    "REPLIES_INVALID",
+    "EnvironmentSpec",
+    "Executor",
+    "ReportSection",
+    "RunHealth",
+    "RunInfo",
+    "Store",
+    "Suite",
+    "Trajectory",
+    "Unit",
+    "Verdict",
+    "cap_kind",
+    "decision_failed",
+    "judge",
+    "load_spec",
+    "open_executor",
+    "run_isolation",
+    "run_key",
+    "run_units",
+    "spec_from_stored",
+    "spec_from_text",
+    "write_spec",
+]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_attributes(__name__, globals(), _SOURCES)
