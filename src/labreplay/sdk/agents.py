@@ -44,7 +44,11 @@ if TYPE_CHECKING:
     from labreplay.agents.llm_budget import check_user_budget, response_budget
     from labreplay.agents.llm_caps import CapReached, RunCaps
     from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
-    from labreplay.agents.llm_config import StructuredMode, public_endpoint
+    from labreplay.agents.llm_config import (
+        DEFAULT_MAX_RETRY_WAIT_S,
+        StructuredMode,
+        public_endpoint,
+    )
     from labreplay.agents.llm_progress import CallProgress
     from labreplay.agents.llm_usage import add_usage, cost, parse_price, usage_line, usage_summary
     from labreplay.agents.llm_wire import JsonReply, extract_json_object
@@ -106,6 +110,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "LLMClient",
     ),
     "labreplay.agents.llm_config": (
+        "DEFAULT_MAX_RETRY_WAIT_S",
         "StructuredMode",
         "public_endpoint",
     ),
@@ -132,6 +137,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
 __all__ = [
     "AGENT_PREFIX",
     "CAMPAIGN_CONTRACT",
+    "DEFAULT_MAX_RETRY_WAIT_S",
     "Agent",
     "AgentNonJSON",
     "AgentUnavailable",
