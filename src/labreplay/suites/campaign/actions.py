@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labreplay.scoring.proper import CATEGORIES
+from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
 
 CLAIMS: tuple[str, ...] = (

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from labreplay.records import Missing
+from labreplay.sdk import Missing
 from labreplay.suites.campaign import evidence as ev
 
 PRESENCE_THRESHOLD = 0.03

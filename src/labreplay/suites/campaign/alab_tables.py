@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from labreplay.errors import DataError
-from labreplay.records.sources import data_file
+from labreplay.sdk.data import data_file
 from labreplay.suites.campaign import evidence as ev
 
 FOLDER = "alab_pipeline"

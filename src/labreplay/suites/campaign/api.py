@@ -6,18 +6,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from labreplay.agents.base import Agent
-from labreplay.compile.spec import EnvironmentSpec, load_spec
 from labreplay.errors import AgentError, DataError, SpecError
-from labreplay.records import Record
-from labreplay.records.sources import resolve_data_dir
+from labreplay.sdk import Record
+from labreplay.sdk.agents import Agent
+from labreplay.sdk.data import resolve_data_dir
+from labreplay.sdk.engine import EnvironmentSpec, load_spec
 from labreplay.suites.campaign.agents import ORACLE_NAME, REFERENCE_AGENTS
 from labreplay.suites.campaign.compiler import build_specs, index_of, write_specs
 from labreplay.suites.campaign.protocol import Partition, protocol_for
 from labreplay.suites.campaign.runner import AgentFactory, run_assignment
 
 if TYPE_CHECKING:
-    from labreplay.agents.resolve import ResolvedAgent
+    from labreplay.sdk.agents import ResolvedAgent
 
 RECORDS = ("precursor-genome", "alab-pipeline")
 # Where an isolated child process finds the reference agents (module:attribute).
@@ -64,7 +64,7 @@ def compile_specs(
 def parse_seeds(text: str) -> list[int]:
     """`0-4`, `0,2,5` or `3` -> the partition seeds; anything else names the value. At most
     `MAX_SEED_COUNT` (1,000) seeds, checked from the text before any seed is expanded."""
-    from labreplay.validate import seed_range
+    from labreplay.sdk.options import seed_range
 
     seeds = seed_range("--seeds", text)
     if len(seeds) != sum(1 for _ in _seed_parts(text)):
@@ -131,7 +131,7 @@ def check_campaign_spec(spec: EnvironmentSpec, origin: str) -> None:
 def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
     """The specs of a `campaign compile` directory; a multi-seed directory (`--seeds`) holds
     one `seed<N>/` subdirectory per partition seed, read in seed order."""
-    from labreplay.safe_json import JsonLimitError, loads_strict
+    from labreplay.sdk.data import JsonLimitError, loads_strict
 
     spec_dir = Path(spec_dir)
     index_path = spec_dir / "index.json"
@@ -183,7 +183,7 @@ CONTROLS = ("random", "no-evidence")
 def parse_controls(text: Any) -> tuple[str, ...]:
     """`random,no-evidence` (or a list of names, from Python) -> the control branches; an
     unknown name is named (exit 2). Empty means: the adaptive branch alone."""
-    from labreplay.validate import name_list
+    from labreplay.sdk.options import name_list
 
     return name_list("--controls", text, CONTROLS, allow_empty=True)
 
@@ -191,7 +191,7 @@ def parse_controls(text: Any) -> tuple[str, ...]:
 def select_specs(specs: Sequence[EnvironmentSpec], only: str | None) -> list[EnvironmentSpec]:
     """The specs whose assignment id (e.g. `long-1`) or full spec id is listed in `only`
     (None: all of them; an empty list is refused, not read as "all")."""
-    from labreplay.validate import id_set
+    from labreplay.sdk.options import id_set
 
     if only is None:
         return list(specs)
@@ -230,12 +230,10 @@ def resolve_campaign_agent(
     (`labreplay.agents.isolated`; its module is imported there, never here), each call
     answered within `agent_timeout_s` (default 60 s) or the run is recorded failed.
     """
-    from labreplay.agents.contracts import CampaignAgent
-    from labreplay.agents.resolve import ResolvedAgent, resolve_agent
+    from labreplay.sdk.agents import CampaignAgent, ResolvedAgent, resolve_agent
 
     if isolate:
-        from labreplay.agents.isolated import CAMPAIGN_CONTRACT
-        from labreplay.agents.resolve import resolve_isolated
+        from labreplay.sdk.agents import CAMPAIGN_CONTRACT, resolve_isolated
 
         if isinstance(agent, str) and agent.startswith("openai:"):
             raise AgentError(

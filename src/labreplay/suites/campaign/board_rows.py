@@ -10,8 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from labreplay.scoring.curves import acceleration_factor, first_passage, sustained_passage
-from labreplay.scoring.stats import paired_bootstrap_ci, sign_test
+from labreplay.sdk.scoring import (
+    acceleration_factor,
+    first_passage,
+    paired_bootstrap_ci,
+    sign_test,
+    sustained_passage,
+)
 from labreplay.suites.campaign.ceiling import ceiling_best, ceiling_selected, context_score
 from labreplay.suites.campaign.runner import random_replicate, target_tau
 

@@ -13,9 +13,9 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from labreplay.compile.spec import EnvironmentSpec
 from labreplay.sdk import MISSING_TAG
-from labreplay.testing.checks import CANARY
+from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.sdk.testing import CANARY
 
 
 def plant_canaries(spec: EnvironmentSpec) -> tuple[EnvironmentSpec, dict[str, str]]:

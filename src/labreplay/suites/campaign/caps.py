@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from labreplay.agents.llm_caps import CapReached
+from labreplay.sdk.agents import CapReached
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
 
 POLICY_TURN_MULTIPLE = 3

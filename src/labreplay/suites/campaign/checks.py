@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from labreplay.compile.spec import EnvironmentSpec
 from labreplay.sdk import canonical_json
+from labreplay.sdk.engine import EnvironmentSpec
 
 
 class _Watch:

@@ -9,10 +9,16 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from labreplay.cli.llm_options import (
+from labreplay.sdk import first_in_seeded_order
+from labreplay.sdk.cli import (
+    AgentTimeoutOption,
     ApiKeyEnvOption,
     BaseUrlOption,
+    DataDirOption,
     DryRunOption,
+    ExecutorOption,
+    IsolateOption,
+    JsonOption,
     LimitOption,
     LlmSeedOption,
     MaxCallsOption,
@@ -25,19 +31,11 @@ from labreplay.cli.llm_options import (
     PriceOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
+    SchedulerOption,
     TemperatureOption,
     TimeoutOption,
     TokenParamOption,
     agent_options,
-)
-from labreplay.sdk import first_in_seeded_order
-from labreplay.sdk.cli import (
-    AgentTimeoutOption,
-    DataDirOption,
-    ExecutorOption,
-    IsolateOption,
-    JsonOption,
-    SchedulerOption,
     choice,
     console,
     finite_float_check,
@@ -210,9 +208,8 @@ def run_cmd(
     """Run an agent with its matched controls on every assignment; resumable."""
     import dataclasses
 
-    from labreplay.agents.llm_usage import parse_price
-    from labreplay.execute.driver import open_executor
-    from labreplay.store.sqlite import Store
+    from labreplay.sdk.agents import parse_price
+    from labreplay.sdk.engine import Store, open_executor
     from labreplay.suites.campaign.api import load_specs, resolve_campaign_agent, select_specs
     from labreplay.suites.campaign.options import CampaignRunOptions
     from labreplay.suites.campaign.suite import SUITE
@@ -368,7 +365,7 @@ def leaderboard_cmd(
     """The paper's board (long assignments) and the short board, with paired bootstrap 95%
     intervals, selection value, headroom and a power line; read only from the store."""
     from labreplay.errors import SpecError, StoreError
-    from labreplay.store.sqlite import Store
+    from labreplay.sdk.engine import Store
     from labreplay.suites.campaign.api import load_specs
     from labreplay.suites.campaign.board_text import print_board
     from labreplay.suites.campaign.health import add_call_health
@@ -387,7 +384,7 @@ def leaderboard_cmd(
             db, spec_hashes=hashes, difference=difference, require_isolated=require_isolated
         )
     add_call_health(board, runs)
-    from labreplay.agents.llm_usage import parse_price
+    from labreplay.sdk.agents import parse_price
     from labreplay.suites.campaign.costs import add_costs, cost_lines
 
     add_costs(board, runs, parse_price(price_per_mtok))

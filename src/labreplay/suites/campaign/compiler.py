@@ -14,10 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from labreplay.compile.spec import EnvironmentSpec, write_spec
-from labreplay.records import Record
-from labreplay.scoring.proper import CATEGORIES
-from labreplay.sdk import atomic_write_text, sha256_json, to_json
+from labreplay.sdk import Record, atomic_write_text, sha256_json, to_json
+from labreplay.sdk.engine import EnvironmentSpec, write_spec
+from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.model import label_of
 from labreplay.suites.campaign.protocol import (
     EVIDENCE_KINDS,
@@ -71,7 +70,7 @@ def _private(record: Record) -> dict[str, Any]:
 
 
 def _missing_kind(kind: str) -> Any:
-    from labreplay.records import Missing
+    from labreplay.sdk import Missing
 
     return Missing(f"the record holds no {kind.replace('_', ' ')}")
 

@@ -29,9 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from labreplay.agents.base import Agent, drain_calls
-from labreplay.agents.contracts import isolation_of
 from labreplay.sdk import MISSING_TAG, make_rng
+from labreplay.sdk.agents import Agent, drain_calls, isolation_of
 from labreplay.suites.campaign.protocol import REVIEW_KIND
 
 Op = tuple[str, str | None]  # ("inspect", kind) | ("review", None) | ("forecast", None)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labreplay.agents.llm_usage import add_usage, cost
-from labreplay.store.sqlite import RunInfo
+from labreplay.sdk.agents import add_usage, cost
+from labreplay.sdk.engine import RunInfo
 from labreplay.suites.campaign.leaderboard import _system_keys, system_of
 
 ROW_KEYS = (

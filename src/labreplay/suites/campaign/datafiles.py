@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
-from labreplay.records.manifest import sources
-from labreplay.records.sources import data_file
 from labreplay.sdk import sha256_file, sha256_json
+from labreplay.sdk.data import data_file, sources
 
 PG_FILE = "precursor_genome/pg_samples.jsonl"
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from labreplay.store.sqlite import Store
+from labreplay.sdk.engine import Store
 from labreplay.suites.campaign.api import compile_specs, load_records
 from labreplay.suites.campaign.compiler import write_specs
 from labreplay.suites.campaign.execute import run_assignments

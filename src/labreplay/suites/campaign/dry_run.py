@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labreplay.agents.llm_budget import response_budget
-from labreplay.compile.spec import EnvironmentSpec
+from labreplay.sdk.agents import response_budget
+from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.sdk.testing import FINISHING, instance
 from labreplay.suites.campaign.runner import run_assignment_branches
-from labreplay.testing.schema_server import FINISHING, instance
 
 # Characters per token of these prompts (compact JSON tables of formulas and numbers, English
 # rules), measured with SmolLM2's tokeniser on every long-1 adaptive prompt of

@@ -17,12 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from labreplay.agents.contracts import Observation, Snapshot
-from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import SpecError
-from labreplay.runtime.trajectory import Trajectory
-from labreplay.scoring.proper import CATEGORIES
 from labreplay.sdk import MISSING_TAG, canonical_json, sha256_json
+from labreplay.sdk.agents import Observation, Snapshot
+from labreplay.sdk.engine import EnvironmentSpec, Trajectory
+from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.actions import (
     PHASE_ACTIONS,
     action_schema,

@@ -25,8 +25,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from labreplay.errors import DataError, LabreplayError
-from labreplay.records.sources import ENV_CACHE_DIR
 from labreplay.sdk import atomic_write_text, canonical_json, sha256_file, sha256_json
+from labreplay.sdk.data import ENV_CACHE_DIR
 
 # Bump when the content of any summary changes, so stale cache files are never reused.
 SUMMARY_SCHEMA_VERSION = "campaign-evidence-1"

@@ -13,14 +13,18 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from labreplay.agents.base import Agent, ResponseCache
-from labreplay.agents.contracts import bind_response_cache, isolation_of, model_of
-from labreplay.compile.spec import EnvironmentSpec, spec_from_text
 from labreplay.errors import SpecError
-from labreplay.execute.base import Executor
-from labreplay.execute.driver import Unit, run_units
 from labreplay.sdk import sha256_json
-from labreplay.store.sqlite import Store, run_key
+from labreplay.sdk.agents import Agent, ResponseCache, bind_response_cache, isolation_of, model_of
+from labreplay.sdk.engine import (
+    EnvironmentSpec,
+    Executor,
+    Store,
+    Unit,
+    run_key,
+    run_units,
+    spec_from_text,
+)
 from labreplay.suites.campaign.agents import ORACLE_NAME, OracleAgent
 from labreplay.suites.campaign.runner import (
     BRANCHES,
@@ -94,7 +98,7 @@ def run_assignments(
     controls on every spec through the driver; returns the per-assignment summaries of
     `run_assignment`, in spec order. Resumable: finished assignments are read back from the
     store, not recomputed; in-process, each branch's events are written as they happen."""
-    from labreplay.agents.resolve import ResolvedAgent
+    from labreplay.sdk.agents import ResolvedAgent
     from labreplay.suites.campaign.api import resolve_campaign_agent
 
     options = dict(agent_options or {})

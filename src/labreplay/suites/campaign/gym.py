@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any, ClassVar
 
-from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import LabreplayError
+from labreplay.sdk.engine import EnvironmentSpec
 
 ENV_ID = "labreplay/Campaign-v0"
 CHARSET = "".join(c for c in string.printable if c.isprintable())  # ASCII 32..126

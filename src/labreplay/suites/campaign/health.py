@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from labreplay.store.sqlite import RunInfo
+from labreplay.sdk.engine import RunInfo
 from labreplay.suites.campaign.leaderboard import _system_keys, system_of
 
 

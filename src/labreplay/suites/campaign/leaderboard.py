@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from labreplay.errors import SpecError
-from labreplay.scoring.stats import BOOTSTRAP_SEED, paired_bootstrap_ci
 from labreplay.sdk import canonical_json, sha256_json
-from labreplay.store.sqlite import Store, run_isolation
+from labreplay.sdk.engine import Store, run_isolation
+from labreplay.sdk.scoring import BOOTSTRAP_SEED, paired_bootstrap_ci
 from labreplay.suites.campaign.agents import ORACLE_NAME
 from labreplay.suites.campaign.board_notes import board_notes
 from labreplay.suites.campaign.board_rows import Ceilings, system_row

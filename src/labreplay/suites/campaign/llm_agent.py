@@ -17,13 +17,17 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from labreplay.agents.base import CallRecord, ResponseCache
-from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
-from labreplay.agents.llm_caps import RunCaps
-from labreplay.agents.llm_client import LLMClient
-from labreplay.agents.llm_config import (
+from labreplay.sdk.agents import (
+    AGENT_PREFIX,
     DEFAULT_MAX_RETRY_WAIT_S,
+    CallLog,
+    CallRecord,
+    LLMClient,
+    ResponseCache,
+    RunCaps,
     StructuredMode,
+    client_options,
+    parse_agent_spec,
     public_endpoint,
 )
 from labreplay.suites.campaign.llm_panel import panel_wire

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from labreplay.agents.llm_wire import extract_json_object
 from labreplay.sdk import canonical_json
+from labreplay.sdk.agents import extract_json_object
 
 
 @dataclass(frozen=True)

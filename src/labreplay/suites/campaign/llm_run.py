@@ -7,11 +7,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from labreplay.agents.base import Agent
-from labreplay.agents.llm_budget import check_user_budget, response_budget
-from labreplay.agents.llm_progress import CallProgress
-from labreplay.agents.llm_usage import add_usage, cost, usage_line
-from labreplay.compile.spec import EnvironmentSpec
+from labreplay.sdk.agents import (
+    Agent,
+    CallProgress,
+    add_usage,
+    check_user_budget,
+    cost,
+    response_budget,
+    usage_line,
+)
+from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.suites.campaign.env import CampaignEnv
 from labreplay.suites.campaign.llm_panel import panel_wire
 from labreplay.suites.campaign.runner import AgentFactory

@@ -10,8 +10,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labreplay.scoring.curves import adaptive_auc, carry_forward, held_out_gain
-from labreplay.scoring.proper import binary_log_loss, joint_log_loss
+from labreplay.sdk.scoring import (
+    adaptive_auc,
+    binary_log_loss,
+    carry_forward,
+    held_out_gain,
+    joint_log_loss,
+)
 from labreplay.suites.campaign.actions import CLAIMS
 from labreplay.suites.campaign.model import label_of
 

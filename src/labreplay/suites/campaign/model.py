@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from labreplay.scoring.proper import CATEGORIES
+from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.chem import close_compound, parse_formula, phase_formula
 from labreplay.suites.campaign.protocol import precursors_of
 

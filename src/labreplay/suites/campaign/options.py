@@ -37,9 +37,9 @@ class CampaignRunOptions:
 
     def control_branches(self, agent: object) -> tuple[str, ...]:
         """The control branches, `random` expanded into its replicates (refuses bad names)."""
+        from labreplay.sdk.options import int_in
         from labreplay.suites.campaign.api import parse_controls
         from labreplay.suites.campaign.runner import default_replicates, with_replicates
-        from labreplay.validate import int_in
 
         replicates = (
             int_in("random_replicates", self.random_replicates, 1, 50)
@@ -50,7 +50,7 @@ class CampaignRunOptions:
 
     def check(self) -> None:
         """Refuse bad values before any store exists."""
-        from labreplay.validate import OptionError, finite_float
+        from labreplay.sdk.options import OptionError, finite_float
 
         self.control_branches("")
         if self.agent_timeout_s is not None:

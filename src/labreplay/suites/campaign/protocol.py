@@ -27,8 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from labreplay.errors import SpecError
-from labreplay.records import Record
-from labreplay.sdk import make_rng
+from labreplay.sdk import Record, make_rng
 
 EVIDENCE_KINDS: tuple[str, ...] = (
     "execution_record",

@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 
 from labreplay.errors import DataError
-from labreplay.records import Missing, Record
-from labreplay.safe_json import loads_strict
-from labreplay.sdk import from_json, to_json
+from labreplay.sdk import Missing, Record, from_json, to_json
+from labreplay.sdk.data import loads_strict
 from labreplay.suites.campaign import evidence as ev
 from labreplay.suites.campaign.alab_outcome import derive_outcome
 from labreplay.suites.campaign.alab_tables import (

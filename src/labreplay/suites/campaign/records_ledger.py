@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
-from labreplay.records import Record
-from labreplay.safe_json import JsonLimitError, loads_strict
+from labreplay.sdk import Record
+from labreplay.sdk.data import JsonLimitError, loads_strict
 from labreplay.suites.campaign.records_pg import phase_list, sample_record
 
 REQUIRED_FIELDS = (

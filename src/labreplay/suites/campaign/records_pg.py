@@ -36,9 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
-from labreplay.records import Missing, Record
-from labreplay.records.sources import data_file
-from labreplay.safe_json import loads_strict
+from labreplay.sdk import Missing, Record
+from labreplay.sdk.data import data_file, loads_strict
 from labreplay.suites.campaign import evidence as ev
 
 SOURCE = "precursor-genome"

@@ -13,10 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from labreplay.compile.spec import EnvironmentSpec, spec_from_stored
 from labreplay.errors import StoreError
 from labreplay.sdk import canonical_json
-from labreplay.store.sqlite import RunInfo, Store
+from labreplay.sdk.engine import EnvironmentSpec, RunInfo, Store, spec_from_stored
 from labreplay.suites.campaign.runner import BRANCHES
 
 

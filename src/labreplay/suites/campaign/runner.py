@@ -12,31 +12,36 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labreplay.agents.base import Agent, call_failures, drain_calls
-from labreplay.agents.contracts import bind_response_cache, close_agent, isolation_of, model_of
-from labreplay.agents.isolated import (
+from labreplay.errors import LabreplayError, SpecError, StoreError
+from labreplay.sdk import Recorder, RunHeader, open_run
+from labreplay.sdk.agents import (
+    Agent,
     AgentNonJSON,
     AgentUnavailable,
+    CapReached,
+    bind_response_cache,
+    call_failures,
+    close_agent,
+    drain_calls,
+    isolation_of,
     json_problem,
+    model_of,
     plain_repr,
     raised_message,
+    usage_summary,
 )
-from labreplay.agents.llm_caps import CapReached
-from labreplay.agents.llm_usage import usage_summary
-from labreplay.compile.spec import EnvironmentSpec
-from labreplay.errors import LabreplayError, SpecError, StoreError
-from labreplay.runtime.failure import (
+from labreplay.sdk.engine import (
     AGENT_UNAVAILABLE,
     MODEL_CALLS_FAILED,
+    EnvironmentSpec,
     RunHealth,
+    Store,
     Verdict,
     cap_kind,
     decision_failed,
     judge,
 )
-from labreplay.runtime.recorder import Recorder, RunHeader, open_run
-from labreplay.scoring.curves import acceleration_factor, first_passage, sustained_passage
-from labreplay.store.sqlite import Store
+from labreplay.sdk.scoring import acceleration_factor, first_passage, sustained_passage
 from labreplay.suites.campaign.caps import TurnCounter, agent_caps, policy_turn_caps
 from labreplay.suites.campaign.controls import (
     CallMatchedNoEvidence,

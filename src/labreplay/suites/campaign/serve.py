@@ -28,10 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from labreplay.compile.spec import EnvironmentSpec
-from labreplay.harness.bridge import BridgeAgent, Channel, Request, start_worker
-from labreplay.harness.mcp_server import ToolDef
-from labreplay.store.sqlite import Store, run_key
+from labreplay.sdk.engine import EnvironmentSpec, Store, run_key
+from labreplay.sdk.harness import BridgeAgent, Channel, Request, ToolDef, start_worker
 from labreplay.suites.campaign.actions import PHASE_ACTIONS, action_schema
 from labreplay.suites.campaign.env import panel_schema
 from labreplay.suites.campaign.runner import BRANCHES, random_replicate, run_assignment
@@ -298,7 +296,7 @@ def serve_campaign(
     model: str | None = None,
 ) -> None:
     """Serve the specs of `spec_dir` over MCP until the harness disconnects."""
-    from labreplay.harness.mcp_server import build_server, require_mcp, serve
+    from labreplay.sdk.harness import build_server, require_mcp, serve
     from labreplay.suites.campaign.api import load_specs, select_specs
 
     require_mcp()

@@ -6,14 +6,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from labreplay.suite import ReportSection
+from labreplay.sdk.engine import ReportSection
 
 if TYPE_CHECKING:
     import typer
 
-    from labreplay.compile.spec import EnvironmentSpec
-    from labreplay.execute.base import Executor
-    from labreplay.store.sqlite import Store
+    from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
 
 
 class CampaignSuite:
@@ -83,7 +81,7 @@ class CampaignSuite:
         """Options: `CampaignRunOptions` (controls, random_replicates, isolate,
         agent_timeout_s, progress) and the LLM options of `openai:MODEL`. The CLI's
         `campaign run` calls this with the same defaults."""
-        from labreplay.agents.resolve import ResolvedAgent
+        from labreplay.sdk.agents import ResolvedAgent
         from labreplay.suites.campaign.execute import run_assignments
         from labreplay.suites.campaign.options import parse_run_options
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labreplay.agents.contracts import QuestionAgent
 from labreplay.errors import AgentError
 from labreplay.sdk import make_rng, sha256_json
+from labreplay.sdk.agents import QuestionAgent
 from labreplay.suites.conditions.questions import table_id_of, value_label
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from labreplay.sdk import canonical_json
+from labreplay.sdk.testing import CANARY
 from labreplay.suites.conditions.questions import agent_view
-from labreplay.testing.checks import CANARY
 
 
 def plant(question: Mapping[str, Any]) -> dict[str, Any]:

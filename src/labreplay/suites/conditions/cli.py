@@ -7,10 +7,17 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from labreplay.cli.llm_options import (
+from labreplay.errors import LabreplayError
+from labreplay.sdk import first_in_seeded_order
+from labreplay.sdk.cli import (
+    AgentTimeoutOption,
     ApiKeyEnvOption,
     BaseUrlOption,
+    DataDirOption,
     DryRunOption,
+    ExecutorOption,
+    IsolateOption,
+    JsonOption,
     LimitOption,
     LlmSeedOption,
     MaxCallsOption,
@@ -23,21 +30,12 @@ from labreplay.cli.llm_options import (
     PriceOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
+    SchedulerOption,
     TemperatureOption,
     TimeoutOption,
     TokenParamOption,
-    agent_options,
-)
-from labreplay.errors import LabreplayError
-from labreplay.sdk import first_in_seeded_order
-from labreplay.sdk.cli import (
-    AgentTimeoutOption,
-    DataDirOption,
-    ExecutorOption,
-    IsolateOption,
-    JsonOption,
-    SchedulerOption,
     WorkersOption,
+    agent_options,
     console,
     int_range,
     print_json,
@@ -271,7 +269,7 @@ def compile_cmd(
             ),
         )
     else:
-        from labreplay.records.sources import resolve_data_dir
+        from labreplay.sdk.data import resolve_data_dir
         from labreplay.suites.conditions.compiler import compile_datasets
         from labreplay.suites.conditions.datasets import dataset_names
 
@@ -399,9 +397,8 @@ def run_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Answer every question with one agent, score, and store the run (resumes if interrupted)."""
-    from labreplay.agents.llm_usage import parse_price
-    from labreplay.execute.driver import open_executor
-    from labreplay.store.sqlite import Store
+    from labreplay.sdk.agents import parse_price
+    from labreplay.sdk.engine import Store, open_executor
     from labreplay.suites.conditions.execute import resolve_question_agent
     from labreplay.suites.conditions.llm_run import (
         check_answer_budget,
@@ -510,7 +507,7 @@ def leaderboard_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Finished conditions runs with their headline metrics and floors."""
-    from labreplay.store.sqlite import Store
+    from labreplay.sdk.engine import Store
     from labreplay.suites.conditions.runner import leaderboard
 
     with Store(store, readonly=True) as db:

@@ -555,7 +555,7 @@ def compile_datasets(
     Every file is checked against the manifest before it is read (as campaign compile does): a
     modified file is refused unless `allow_modified_data`, and then the spec (hence every
     question's spec hash) records the modified files under ``unverified_data``."""
-    from labreplay.records.checked import checked_digests
+    from labreplay.sdk.data import checked_digests
     from labreplay.suites.conditions.datasets import ADAPTERS, load_tables
 
     tables_by_rule = []

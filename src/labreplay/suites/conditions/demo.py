@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from labreplay.store.sqlite import Store
+from labreplay.sdk.engine import Store
 from labreplay.suites.conditions.agents import LeaveTableOutRanker, RandomAgent
 from labreplay.suites.conditions.compiler import compile_datasets
 from labreplay.suites.conditions.datasets import dataset_names

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
-from labreplay.safe_json import JsonLimitError, loads_strict
+from labreplay.sdk.data import JsonLimitError, loads_strict
 from labreplay.suites.conditions.prompts import normalise_answer
 from labreplay.suites.conditions.questions import agent_view
 from labreplay.suites.conditions.scoring import answer_key, score_answer

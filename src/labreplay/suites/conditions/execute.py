@@ -14,17 +14,19 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-from labreplay.agents.base import ResponseCache, drain_calls
-from labreplay.agents.contracts import close_agent
-from labreplay.agents.isolated import AgentUnavailable
-from labreplay.agents.llm_caps import CapReached
-from labreplay.agents.resolve import ResolvedAgent, resolve_agent, resolve_isolated
 from labreplay.errors import AgentError, DataError, RunFailedError
-from labreplay.execute.base import Executor
-from labreplay.execute.driver import Unit, run_units
-from labreplay.runtime.recorder import Recorder
-from labreplay.sdk import sha256_file
-from labreplay.store.sqlite import Store
+from labreplay.sdk import Recorder, sha256_file
+from labreplay.sdk.agents import (
+    AgentUnavailable,
+    CapReached,
+    ResolvedAgent,
+    ResponseCache,
+    close_agent,
+    drain_calls,
+    resolve_agent,
+    resolve_isolated,
+)
+from labreplay.sdk.engine import Executor, Store, Unit, run_units
 from labreplay.suites.conditions.agents import QuestionAgent, reference_agent
 from labreplay.suites.conditions.questions import agent_view, load_questions
 from labreplay.suites.conditions.runner import (

@@ -11,16 +11,21 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from labreplay.agents.base import CallRecord, ResponseCache
-from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
-from labreplay.agents.llm_caps import RunCaps
-from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
-from labreplay.agents.llm_config import (
+from labreplay.errors import AgentError
+from labreplay.sdk.agents import (
+    AGENT_PREFIX,
     DEFAULT_MAX_RETRY_WAIT_S,
+    AsyncLLMClient,
+    CallLog,
+    CallRecord,
+    LLMClient,
+    ResponseCache,
+    RunCaps,
     StructuredMode,
+    client_options,
+    parse_agent_spec,
     public_endpoint,
 )
-from labreplay.errors import AgentError
 from labreplay.suites.conditions.llm_prompts import (
     PROMPT_VERSION,
     question_answer,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from labreplay.agents.llm_wire import JsonReply
 from labreplay.sdk import canonical_json
+from labreplay.sdk.agents import JsonReply
 
 # Unchanged from the shared prompt module this came from, so response-cache keys still match.
 PROMPT_VERSION = "lr-llm-prompts-2"

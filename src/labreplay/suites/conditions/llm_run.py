@@ -7,8 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labreplay.agents.llm_budget import check_user_budget, response_budget
-from labreplay.agents.llm_usage import cost, usage_line
+from labreplay.sdk.agents import check_user_budget, cost, response_budget, usage_line
 from labreplay.suites.conditions.questions import agent_view
 
 # Characters per token of the question prompts (English and numbered condition lists).

@@ -33,7 +33,7 @@ class ConditionsRunOptions:
     def check(self) -> None:
         """Refuse bad values before any store exists."""
         from labreplay.errors import SpecError
-        from labreplay.validate import OptionError, finite_float, int_in
+        from labreplay.sdk.options import OptionError, finite_float, int_in
 
         if self.questions is None:
             raise SpecError("conditions run needs questions=PATH (the compiled question file)")

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
-from labreplay.safe_json import JsonLimitError, loads_strict
 from labreplay.sdk import atomic_write_text
+from labreplay.sdk.data import JsonLimitError, loads_strict
 
 TYPE_ALIASES = {
     "mc_single": "mc_single",

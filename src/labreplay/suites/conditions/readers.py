@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
-from labreplay.records.sources import data_file
-from labreplay.safe_json import JsonLimitError, loads_strict
+from labreplay.sdk.data import JsonLimitError, data_file, loads_strict
 from labreplay.suites.conditions.tables import (
     Component,
     RawRow,

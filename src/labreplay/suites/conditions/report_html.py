@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from labreplay.sdk.engine import Store
 from labreplay.sdk.report import esc, num, table
-from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.report import (
     PAPER_MC_ALL_FLOOR,
     PAPER_MEDIAN_AXES,

@@ -12,25 +12,29 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from labreplay.agents.base import call_failures
-from labreplay.agents.contracts import AnswersInBatches, isolation_of
-from labreplay.agents.isolated import AgentNonJSON, json_problem, raised_message
-from labreplay.agents.llm_caps import CapReached
-from labreplay.agents.llm_usage import usage_summary
-from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import AgentError, RunFailedError
-from labreplay.runtime.failure import (
+from labreplay.sdk import Recorder, RunHeader, open_run, sha256_bytes, sha256_file, sha256_json
+from labreplay.sdk.agents import (
+    AgentNonJSON,
+    AnswersInBatches,
+    CapReached,
+    call_failures,
+    isolation_of,
+    json_problem,
+    raised_message,
+    usage_summary,
+)
+from labreplay.sdk.data import loads_strict
+from labreplay.sdk.engine import (
     AGENT_RAISED,
     MODEL_CALLS_FAILED,
     REPLIES_INVALID,
+    EnvironmentSpec,
     RunHealth,
+    Store,
     Verdict,
     judge,
 )
-from labreplay.runtime.recorder import Recorder, RunHeader, open_run
-from labreplay.safe_json import loads_strict
-from labreplay.sdk import sha256_bytes, sha256_file, sha256_json
-from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import QuestionAgent
 from labreplay.suites.conditions.prompts import normalise_answer
 from labreplay.suites.conditions.questions import agent_view

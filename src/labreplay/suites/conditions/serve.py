@@ -20,8 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from labreplay.harness.bridge import BridgeAgent, Channel, Request, start_worker
-from labreplay.harness.mcp_server import ToolDef
+from labreplay.sdk.harness import BridgeAgent, Channel, Request, ToolDef, start_worker
 from labreplay.suites.conditions.prompts import normalise_answer
 
 WAIT_S = 600.0
@@ -101,7 +100,7 @@ class QuestionSession:
         self._thread = start_worker(self.channel, self._work)
 
     def _work(self) -> dict[str, Any]:
-        from labreplay.store.sqlite import Store
+        from labreplay.sdk.engine import Store
         from labreplay.suites.conditions.runner import run_agent
 
         with Store(self.store_path) as db:
@@ -171,7 +170,7 @@ def serve_questions(
     port: int = 8765,
     model: str | None = None,
 ) -> None:
-    from labreplay.harness.mcp_server import build_server, require_mcp, serve
+    from labreplay.sdk.harness import build_server, require_mcp, serve
 
     require_mcp()
     session = QuestionSession(questions_path, store_path, agent_name, seed, model)

@@ -7,14 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from labreplay.errors import SpecError
-from labreplay.suite import ReportSection
+from labreplay.sdk.engine import ReportSection
 
 if TYPE_CHECKING:
     import typer
 
-    from labreplay.compile.spec import EnvironmentSpec
-    from labreplay.execute.base import Executor
-    from labreplay.store.sqlite import Store
+    from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
 
 
 class ConditionsSuite:
@@ -51,7 +49,7 @@ class ConditionsSuite:
         """Options: out (question file to write, required), datasets (default all), seed, and
         the compile rules max_options, min_options, max_tables, fib_max_hit_floor (checked as
         the CLI checks them)."""
-        from labreplay.records.sources import resolve_data_dir
+        from labreplay.sdk.data import resolve_data_dir
         from labreplay.sdk.options import refuse_unknown
         from labreplay.suites.conditions.compiler import compile_datasets
         from labreplay.suites.conditions.datasets import dataset_names
@@ -118,7 +116,7 @@ class ConditionsSuite:
         """Options: `ConditionsRunOptions` (questions: the question file each spec was
         compiled into; model, limit, isolate, agent_timeout_s, progress) and the LLM options.
         The CLI's `conditions run` calls this with the same defaults."""
-        from labreplay.agents.resolve import ResolvedAgent
+        from labreplay.sdk.agents import ResolvedAgent
         from labreplay.suites.conditions.execute import run_questions
         from labreplay.suites.conditions.options import parse_run_options
         from labreplay.suites.conditions.questions import load_questions

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from labreplay.scoring.stats import paired_bootstrap_ci
-from labreplay.scoring.stats import sign_test as paired_sign_test
 from labreplay.sdk import make_rng
+from labreplay.sdk.scoring import paired_bootstrap_ci
+from labreplay.sdk.scoring import sign_test as paired_sign_test
 from labreplay.suites.conditions.scoring import AnswerKey, aggregate
 
 BOOTSTRAP_RESAMPLES = 10_000

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from labreplay.errors import SpecError
-from labreplay.store.sqlite import Store
+from labreplay.sdk.engine import Store
 from labreplay.suites.configsearch.dataset import dataset_space, register_dataset
 from labreplay.suites.configsearch.pipeline import PipelineSettings
 from labreplay.suites.configsearch.runner import ConfigSearch
@@ -33,7 +33,7 @@ def open_campaign(
     """Exactly one of `task` (a registered task) or `dataset` (+ `target`) must be given. A
     built-in task's data file that differs from the manifest is refused unless
     `allow_modified_data` (the spec then records it under `unverified_data`)."""
-    from labreplay.records.sources import resolve_data_dir
+    from labreplay.sdk.data import resolve_data_dir
 
     if (task is None) == (dataset is None):
         raise SpecError("give either --task or --dataset FILE --target FIELD")

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from labreplay.records.sources import ENV_CACHE_DIR
 from labreplay.sdk import atomic_write_bytes
+from labreplay.sdk.data import ENV_CACHE_DIR
 
 # Bump when a stage's computation changes, so stale entries are never reused.
 PIPELINE_VERSION = "cs-2"

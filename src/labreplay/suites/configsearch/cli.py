@@ -8,9 +8,14 @@ from typing import Any
 
 import typer
 
-from labreplay.cli.llm_options import (
+from labreplay.sdk.cli import (
+    AgentTimeoutOption,
     ApiKeyEnvOption,
     BaseUrlOption,
+    DataDirOption,
+    ExecutorOption,
+    IsolateOption,
+    JsonOption,
     LlmSeedOption,
     MaxCallsOption,
     MaxCallTimeOption,
@@ -21,19 +26,12 @@ from labreplay.cli.llm_options import (
     MaxTokensTotalOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
+    SchedulerOption,
     TemperatureOption,
     TimeoutOption,
     TokenParamOption,
-    agent_options,
-)
-from labreplay.sdk.cli import (
-    AgentTimeoutOption,
-    DataDirOption,
-    ExecutorOption,
-    IsolateOption,
-    JsonOption,
-    SchedulerOption,
     WorkersOption,
+    agent_options,
     choice,
     console,
     finite_float_check,
@@ -43,9 +41,9 @@ from labreplay.sdk.cli import (
     progress_bar,
     seed_check,
 )
+from labreplay.sdk.options import MAX_SEED_COUNT
 from labreplay.suites.configsearch import cli_replay
 from labreplay.suites.configsearch.options import DEFAULT_SEED, RUN_DEFAULTS
-from labreplay.validate import MAX_SEED_COUNT
 
 app = typer.Typer(
     help="Search OOD benchmark configurations (r, n, s) of materials-property "
@@ -208,8 +206,7 @@ def sweep_cmd(
 ) -> None:
     """Exhaustive sweep of one model over every configuration (resumable). On threads or Dask,
     one work unit per (r, n) training set."""
-    from labreplay.execute.driver import open_executor
-    from labreplay.store.sqlite import Store
+    from labreplay.sdk.engine import Store, open_executor
     from labreplay.suites.configsearch import preflight
 
     _refuse_dask_with_own_dataset(executor, dataset)
@@ -260,7 +257,7 @@ def references_cmd(
 ) -> None:
     """Regenerate the exhaustive reference sweeps (every task x model; resumable, and every
     stage is cached by its input hashes, so a rerun only computes what is missing)."""
-    from labreplay.store.sqlite import Store
+    from labreplay.sdk.engine import Store
     from labreplay.suites.configsearch import preflight
 
     names = preflight.task_list(tasks)
@@ -311,7 +308,7 @@ def export_references_cmd(
     (with its spec hash, protocol, data files and the command that regenerates it)."""
     from labreplay.errors import StoreError
     from labreplay.sdk import atomic_directory
-    from labreplay.store.sqlite import Store
+    from labreplay.sdk.engine import Store
     from labreplay.suites.configsearch.references import export_references
 
     slice_files = _slice_files(slices)
@@ -431,8 +428,7 @@ def run_cmd(
     (--agent MODULE:ATTR, or openai:MODEL for an LLM optimiser); one work unit per seed on
     threads or Dask."""
     from labreplay.errors import LabreplayError
-    from labreplay.execute.driver import open_executor
-    from labreplay.store.sqlite import Store
+    from labreplay.sdk.engine import Store, open_executor
     from labreplay.suites.configsearch import preflight
     from labreplay.suites.configsearch.execute import resolve_optimizer_agent, run_searches
     from labreplay.suites.configsearch.search import METHODS, PROBLEMS
@@ -537,7 +533,7 @@ def report_cmd(
 ) -> None:
     """Tables and plots of every stored configsearch run."""
     from labreplay.errors import StoreError
-    from labreplay.store.sqlite import Store
+    from labreplay.sdk.engine import Store
     from labreplay.suites.configsearch.report import markdown, write_report
 
     if not store.is_file():

@@ -8,9 +8,10 @@ from typing import Any
 
 import typer
 
-from labreplay.cli.llm_options import (
+from labreplay.sdk.cli import (
     ApiKeyEnvOption,
     BaseUrlOption,
+    JsonOption,
     LlmSeedOption,
     MaxCallsOption,
     MaxRetriesOption,
@@ -20,9 +21,6 @@ from labreplay.cli.llm_options import (
     TemperatureOption,
     TimeoutOption,
     agent_options,
-)
-from labreplay.sdk.cli import (
-    JsonOption,
     choice,
     console,
     finite_float_check,
@@ -30,8 +28,8 @@ from labreplay.sdk.cli import (
     out_dir_check,
     print_json,
 )
+from labreplay.sdk.options import MAX_SEED_COUNT
 from labreplay.suites.configsearch.search import COST_ALPHA as COST_ALPHA_DEFAULT
-from labreplay.validate import MAX_SEED_COUNT
 
 ReplayJobsOption = typer.Option(
     1,
@@ -254,7 +252,7 @@ def _mark_llm_rows(rows: list[dict[str, Any]], tally: Any) -> bool:
 def _print_replay_rows(
     rows: list[dict[str, Any]], problem: str, seeds: int, min_test_points: int, within: int
 ) -> None:
-    from labreplay.agents.llm_usage import usage_line
+    from labreplay.sdk.agents import usage_line
 
     # A replay is computed in memory from recorded references: say so, so no reader takes
     # these rows for stored, verifiable runs.

@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError, SpecError
-from labreplay.records.sources import data_file
-from labreplay.safe_json import JsonLimitError, loads_strict
+from labreplay.sdk.data import JsonLimitError, data_file, loads_strict
 
 JARVIS_STRUCTURES = "jarvis/jarvis_structures_with_leaderboard_targets.jsonl"
 METAL_GAP_EV = 0.001
@@ -285,7 +284,7 @@ def unverified_files(data_dir: Path, task: str, allow_modified: bool = False) ->
     """The files of `task` whose sha256 differs from the manifest, checked before any is read:
     a modified file is a DataError naming it unless `allow_modified` (the run is then marked
     UNVERIFIED by these paths in its spec)."""
-    from labreplay.records.checked import checked_digests
+    from labreplay.sdk.data import checked_digests
 
     return checked_digests(Path(data_dir), task_files(task), allow_modified)[1]
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
-from labreplay.safe_json import JsonLimitError, loads_strict
+from labreplay.sdk.data import JsonLimitError, loads_strict
 from labreplay.suites.configsearch.data import Material, Pool, TaskDef, register_task
 from labreplay.suites.configsearch.space import ConfigSpace
 

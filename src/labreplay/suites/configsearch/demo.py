@@ -15,7 +15,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from labreplay.store.sqlite import Store
+from labreplay.sdk.engine import Store
 from labreplay.suites.configsearch.pipeline import PipelineSettings
 from labreplay.suites.configsearch.report import write_report
 from labreplay.suites.configsearch.runner import ConfigSearch

@@ -16,14 +16,16 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-from labreplay.agents.base import ResponseCache
-from labreplay.agents.contracts import Optimizer, close_agent, isolation_of
-from labreplay.agents.isolated import AgentUnavailable
-from labreplay.agents.resolve import ResolvedAgent
-from labreplay.execute.base import Executor
-from labreplay.execute.driver import Unit, run_units
-from labreplay.runtime.recorder import Recorder
-from labreplay.store.sqlite import Store
+from labreplay.sdk import Recorder
+from labreplay.sdk.agents import (
+    AgentUnavailable,
+    Optimizer,
+    ResolvedAgent,
+    ResponseCache,
+    close_agent,
+    isolation_of,
+)
+from labreplay.sdk.engine import Executor, Store, Unit, run_units
 from labreplay.suites.configsearch.pipeline import PipelineSettings
 from labreplay.suites.configsearch.runner import ConfigSearch
 from labreplay.suites.configsearch.search import COST_ALPHA, SearchResult
@@ -166,7 +168,7 @@ def _failed_result(args: tuple[Any, ...], cause: str) -> SearchResult:
 def _built(source: str | Callable[[], Optimizer]) -> Iterator[Optimizer]:
     """A fresh optimiser for one search, closed after it (an isolated one's child process
     never outlives its search)."""
-    from labreplay.agents.resolve import build_from_ref
+    from labreplay.sdk.agents import build_from_ref
 
     optimizer = build_from_ref(source) if isinstance(source, str) else source()
     try:
@@ -182,7 +184,7 @@ def resolve_optimizer_agent(
     factory, registered name, MODULE:ATTR) checked against `labreplay.Optimizer` before any
     store is opened. `isolate=True` serves an importable optimiser from a child process, each
     call answered within `agent_timeout_s` or the run is recorded failed."""
-    from labreplay.agents.resolve import resolve_agent, resolve_isolated
+    from labreplay.sdk.agents import resolve_agent, resolve_isolated
     from labreplay.suites.configsearch.search import METHODS
 
     if isinstance(agent, ResolvedAgent):

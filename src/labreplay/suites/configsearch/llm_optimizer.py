@@ -24,13 +24,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labreplay.agents.llm import AGENT_PREFIX, client_options, parse_agent_spec
-from labreplay.agents.llm_caps import RunCaps
-from labreplay.agents.llm_client import LLMClient
-from labreplay.agents.llm_config import DEFAULT_MAX_RETRY_WAIT_S
-from labreplay.agents.llm_usage import usage_summary
 from labreplay.errors import AgentError
 from labreplay.sdk import canonical_json
+from labreplay.sdk.agents import (
+    AGENT_PREFIX,
+    DEFAULT_MAX_RETRY_WAIT_S,
+    LLMClient,
+    RunCaps,
+    client_options,
+    parse_agent_spec,
+    usage_summary,
+)
 
 PROMPT_VERSION = "lr-llm-configsearch-1"
 SYSTEM = (

@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from labreplay.agents.contracts import Configuration, Optimizer, OptimizerHistory, Trial
 from labreplay.errors import SpecError
 from labreplay.sdk import derive_seed, make_rng
+from labreplay.sdk.agents import Configuration, Optimizer, OptimizerHistory, Trial
 
 SURROGATES = ("botorch", "sklearn-gp")
 
@@ -347,7 +347,7 @@ def resolve_optimizer(spec: Any) -> tuple[OptimizerFactory, str]:
     directory), a registered name, an object or a factory -> (factory, label), checked against
     the contract by the core resolver (`labreplay.agents.resolve`): one AgentError line naming
     the agent and what is wrong, before any work."""
-    from labreplay.agents.resolve import resolve_agent
+    from labreplay.sdk.agents import resolve_agent
 
     resolved = resolve_agent(spec, Optimizer)
     return resolved.make, resolved.label

@@ -45,7 +45,7 @@ class ConfigsearchRunOptions:
 
     def check(self) -> None:
         """Refuse bad values before any store exists."""
-        from labreplay.validate import OptionError, choice, finite_float, int_in
+        from labreplay.sdk.options import OptionError, choice, finite_float, int_in
 
         int_in("budget", self.budget, 1)
         int_in("init", self.init, 1, self.budget)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from labreplay.errors import SpecError
+from labreplay.sdk.options import MAX_SEED, MAX_SEED_COUNT, bad, id_set, number_list
 from labreplay.suites.configsearch.pipeline import PipelineSettings
 from labreplay.suites.configsearch.space import PAPER_N, PAPER_R, PAPER_S, ConfigSpace
-from labreplay.validate import MAX_SEED, MAX_SEED_COUNT, bad, id_set, number_list
 
 
 def settings(n_total: int, n_ood: int) -> PipelineSettings:
@@ -132,7 +132,7 @@ def data_files(data_dir: Path | None, tasks: list[str], allow_modified: bool) ->
     """The built-in tasks' shared files checked against the manifest before the store is
     opened: a modified one is one line naming it (exit 2) unless `allow_modified`; then the
     modified paths, which the run's spec records as `unverified_data`."""
-    from labreplay.records.sources import resolve_data_dir
+    from labreplay.sdk.data import resolve_data_dir
     from labreplay.suites.configsearch.data import unverified_files
 
     root = resolve_data_dir(data_dir)

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from labreplay.errors import DataError
-from labreplay.scoring.stats import paired_bootstrap_ci
 from labreplay.sdk import atomic_write_bytes, canonical_json, sha256_json
-from labreplay.store.sqlite import Store
+from labreplay.sdk.engine import Store
+from labreplay.sdk.scoring import paired_bootstrap_ci
 from labreplay.suites.configsearch.optimizers import (
     OptimizerFactory,
     require_surrogate,

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from labreplay.scoring.stats import paired_bootstrap_ci
 from labreplay.sdk import atomic_write_bytes, sha256_json
-from labreplay.store.sqlite import RunInfo, Store
+from labreplay.sdk.engine import RunInfo, Store
+from labreplay.sdk.scoring import paired_bootstrap_ci
 from labreplay.suites.configsearch.data import BUILTIN_TASKS
 from labreplay.suites.configsearch.search import (
     Candidate,

@@ -16,13 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from labreplay.agents.contracts import Optimizer
-from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import SpecError, StoreError
-from labreplay.execute.base import Executor
-from labreplay.runtime.recorder import Recorder, RunHeader, open_recorder, open_run
-from labreplay.sdk import sha256_json
-from labreplay.store.sqlite import Store
+from labreplay.sdk import Recorder, RunHeader, open_recorder, open_run, sha256_json
+from labreplay.sdk.agents import Optimizer
+from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
 from labreplay.suites.configsearch.cache import CacheStats
 from labreplay.suites.configsearch.models import PropertyModel, build_model
 from labreplay.suites.configsearch.optimizers import surrogate_identity

@@ -41,19 +41,18 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
-from labreplay.agents.contracts import Configuration, Optimizer, OptimizerHistory, Trial
-from labreplay.agents.contracts import acquisition_of as _acquisition_of
-from labreplay.agents.isolated import AgentUnavailable
-from labreplay.agents.llm_caps import CapReached
 from labreplay.errors import SpecError
-from labreplay.runtime.failure import (
-    AGENT_RAISED,
-    MODEL_CALLS_FAILED,
-    REPLIES_INVALID,
-    RunHealth,
-    judge,
-)
 from labreplay.sdk import make_rng
+from labreplay.sdk.agents import (
+    AgentUnavailable,
+    CapReached,
+    Configuration,
+    Optimizer,
+    OptimizerHistory,
+    Trial,
+)
+from labreplay.sdk.agents import acquisition_of as _acquisition_of
+from labreplay.sdk.engine import AGENT_RAISED, MODEL_CALLS_FAILED, REPLIES_INVALID, RunHealth, judge
 from labreplay.suites.configsearch.optimizers import (
     BUILTIN_OPTIMIZERS,
     builtin_optimizer,

@@ -7,15 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from labreplay.errors import SpecError
-from labreplay.suite import ReportSection
+from labreplay.sdk.engine import ReportSection
 from labreplay.suites.configsearch.options import DEFAULT_SEED
 
 if TYPE_CHECKING:
     import typer
 
-    from labreplay.compile.spec import EnvironmentSpec
-    from labreplay.execute.base import Executor
-    from labreplay.store.sqlite import Store
+    from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
     from labreplay.suites.configsearch.search import SearchResult
 
 
@@ -65,7 +63,7 @@ class ConfigsearchSuite:
         run_demo(data_dir, store, out_dir / self.name, quick=not full)
 
     def _campaign(self, data_dir: Path | None, store: Store | None, options: Any) -> Any:
-        from labreplay.records.sources import resolve_data_dir
+        from labreplay.sdk.data import resolve_data_dir
         from labreplay.suites.configsearch.pipeline import PipelineSettings
         from labreplay.suites.configsearch.runner import ConfigSearch
 

@@ -131,7 +131,7 @@ def branch_auc(specs: str, store: str, only: str | None, controls: str, seed: in
     """The branch's adaptive AUC, read from the store (the model never sees it)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        from labreplay.store.sqlite import Store, run_key
+        from labreplay.sdk.engine import Store, run_key
 
         session = _session(specs, store, only, controls, seed, str(state.model))
         spec = next(

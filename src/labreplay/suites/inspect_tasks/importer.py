@@ -20,7 +20,7 @@ from typing import Any
 
 from labreplay.errors import DataError, LabreplayError
 from labreplay.sdk import sha256_json
-from labreplay.store.sqlite import Store
+from labreplay.sdk.engine import Store
 
 
 class _LoggedAgent:
