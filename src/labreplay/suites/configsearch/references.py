@@ -296,7 +296,14 @@ def _replay_one(
     row = {"seed": seed, **target_metrics(land, result.trace(), steps, init)}
     row["invalid_steps"] = result.invalid_steps
     row["answer"] = result.answer()
+    # model fits this search needed: n per new (model, r, n) training set (targets.fits_of)
+    row["fits_used"] = sum(s.new_fits for s in result.steps)
     return row
+
+
+# Every replay's rows: BO beside uniform random search and the no-data heuristic "smallest
+# admissible n*s first" (all three from the same shared initial design per seed).
+REFERENCE_METHODS = ("bo", "random", "smallest-ns")
 
 
 @dataclass(frozen=True)
@@ -305,8 +312,8 @@ class ReplayPlan:
 
     ref: Reference
     problem: str = "best-model"
-    budget: int = 8
-    init: int = 3
+    budget: int = 12  # the paper's T and T0 for every problem (METRICS.md, fourth round)
+    init: int = 4
     within: int | None = None  # None: the budget
     cost_alpha: float = COST_ALPHA
     min_test_points: int = MIN_TEST_POINTS
@@ -327,7 +334,7 @@ def compare_many(
         (i, method, (p.ref, method, p.budget, p.init, p.cost_alpha, p.problem,
                      p.min_test_points, p.surrogate, lands[i], seed))
         for i, p in enumerate(plans)
-        for method in ("bo", "random")
+        for method in REFERENCE_METHODS
         for seed in seeds
     ]  # fmt: skip
     if pool is None:
@@ -341,7 +348,9 @@ def compare_many(
         order = sorted(range(len(tasks)), key=lambda k: -cost(tasks[k]))  # stable: ties in order
         futures = {k: pool.submit(_replay_seed, tasks[k][2]) for k in order}
         rows = [futures[k].result() for k in range(len(tasks))]
-    runs: list[dict[str, list[dict[str, Any]]]] = [{"bo": [], "random": []} for _ in plans]
+    runs: list[dict[str, list[dict[str, Any]]]] = [
+        {m: [] for m in REFERENCE_METHODS} for _ in plans
+    ]
     for (i, method, _), row in zip(tasks, rows, strict=True):
         runs[i][method].append(row)
     return [_compared(p, seeds, r, land) for p, r, land in zip(plans, runs, lands, strict=True)]
@@ -397,7 +406,7 @@ def compare(
     runs = {
         m: replay(ref, m, seeds, budget, init, cost_alpha, problem, min_test_points, surrogate,
                   pool=pool)
-        for m in ("bo", "random")
+        for m in REFERENCE_METHODS
     }  # fmt: skip
     runs["agent"] = replay(
         ref, "agent", seeds, budget, init, cost_alpha, problem, min_test_points, surrogate, agent
@@ -449,6 +458,31 @@ def _compared(
         "bo_better": bool(bo_vs_random["steps_saved_ci95"][0] > 0),
         "bo_better_normalised": bool(bo_vs_random["normalised_gain_ci95"][0] > 0),
     }
+    heuristic = runs["smallest-ns"]
+    out["heuristic"] = {
+        "method": "smallest-ns",
+        "what": "no-data heuristic: after the shared initial design, untried candidates in "
+        "ascending n*s (seeded ties); it reads no MAE",
+        "hits": hits(heuristic),
+        "hits_in_initial_design": sum(1 for m in heuristic if m["target_in_initial_design"]),
+        "mean_final_normalised": mean_final(heuristic),
+        "bo_vs_heuristic": _paired(runs["bo"], heuristic, budget),
+    }
+    out["heuristic"]["boundary"] = _boundary(plan, land, out["bo_hits"], out["heuristic"]["hits"])
+    out["cost"] = _cost(ref, runs)
+    out["per_seed"] = {
+        "seeds": [int(m["seed"]) for m in runs["bo"]],
+        **{
+            method: {
+                "hit": [int(m["reached_target"] and m["steps_to_target"] <= within) for m in rows],
+                "steps_to_target": [m["steps_to_target"] for m in rows],
+                "final_normalised": [m["final_normalised"] for m in rows],
+                "fits_used": [int(m["fits_used"]) for m in rows],
+            }
+            for method, rows in runs.items()
+            if method in REFERENCE_METHODS
+        },
+    }
     if plan.keep_traces:
         out["normalised_traces"] = {
             m: [row["normalised_trace"] for row in rows] for m, rows in runs.items()
@@ -473,6 +507,64 @@ def _compared(
             "vs_bo": _paired(runs["agent"], runs["bo"], budget),
         }
         out["agent"]["name"] = _agent_name(agent)
+    return out
+
+
+def _boundary(plan: ReplayPlan, land: Landscape, bo_hits: int, heuristic_hits: int) -> str | None:
+    """Where the no-data heuristic hits as often as BO (or more), one line saying that the target
+    sits on the admissibility boundary, with the n*s figures that show it; else None (also when
+    neither hits: a shared miss says nothing about where the target is)."""
+    if heuristic_hits == 0 or heuristic_hits < bo_hits:
+        return None
+    from labreplay.suites.configsearch.search import candidates, objective
+
+    gt = _ground_truth(plan.ref, plan.problem) or {}
+    ns = []
+    for cand in candidates(plan.problem, sorted(plan.ref.maes), [plan.ref.model],
+                           plan.min_test_points):  # fmt: skip
+        value = objective(plan.problem, {plan.ref.model: plan.ref.maes[cand.config]}, gt)
+        ns.append((cand.config.n * cand.config.s, land.hits(value)))
+    smallest = min(n for n, _ in ns)
+    on = sorted(n for n, hit in ns if hit)
+    if not on:
+        return None
+    near = sum(1 for n, _ in ns if n <= on[0])
+    return (
+        f"smallest-ns {heuristic_hits} >= BO {bo_hits} hits: the target sits on the "
+        f"admissibility boundary (smallest on-target n*s = {on[0]}, smallest admissible "
+        f"{smallest} = C_min bound {plan.min_test_points}; {near} candidates have n*s <= {on[0]})"
+    )
+
+
+def _cost(ref: Reference, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Model fits per search (METRICS.md cost unit: one fit per fold of each new (model, r, n)
+    training set; every s of an (r, n) reuses them) against the exhaustive sweep of the
+    reference table (every feasible configuration) and against a single-configuration protocol
+    (Omee et al.: one (0, 48, 10) evaluation per model = 48 fits)."""
+    from labreplay.suites.configsearch.targets import fits_of
+
+    exhaustive = fits_of([(ref.model, c) for c in ref.maes])
+    single = fits_of([(ref.model, Config(*REFERENCE_CONFIG))])
+    out: dict[str, Any] = {
+        "unit": "model fits (n per new (model, r, n) training set)",
+        "exhaustive_fits": exhaustive,
+        "exhaustive_is": "every feasible configuration of the reference table",
+        "single_config_fits": single,
+        "single_config_is": "one (0, 48, 10) evaluation per model (Omee et al.)",
+        "methods": {},
+    }
+    for method, rows in runs.items():
+        if method not in REFERENCE_METHODS:
+            continue
+        fits = [int(m["fits_used"]) for m in rows]
+        mean = float(np.mean(fits))
+        out["methods"][method] = {
+            "mean_fits": mean,
+            "min_fits": min(fits),
+            "max_fits": max(fits),
+            "saved_vs_exhaustive": 1.0 - mean / exhaustive if exhaustive else None,
+            "times_single_config": mean / single if single else None,
+        }
     return out
 
 
