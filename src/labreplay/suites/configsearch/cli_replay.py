@@ -58,6 +58,20 @@ def default_init(budget: int) -> int:
     return max(1, min(DEFAULT_INIT, budget - 1))
 
 
+KeepDegenerateOption = typer.Option(
+    False,
+    "--keep-degenerate",
+    help="Keep configurations with a degenerate test fold (one point-mass target value, e.g. "
+    "all metals) as candidates and targets: the raw reading, before METRICS.md's fourth round.",
+)
+
+
+def _degenerate_rule(refs: list[Any], keep: bool) -> list[Any]:
+    import dataclasses
+
+    return [dataclasses.replace(r, exclude_degenerate=not keep) for r in refs]
+
+
 SeedStartOption = typer.Option(
     42,
     "--seed-start",
@@ -137,6 +151,7 @@ def replay_cmd(
     max_calls: int | None = MaxCallsOption,
     max_tokens_total: int | None = MaxTokensTotalOption,
     max_time: float | None = MaxTimeOption,
+    keep_degenerate: bool = KeepDegenerateOption,
     jobs: int = ReplayJobsOption,
     json_out: bool = JsonOption,
     json_pooled: bool = typer.Option(
@@ -193,6 +208,7 @@ def replay_cmd(
         raise LabreplayError(f"--references: {references} is neither a file nor a directory")
     if not refs:
         raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
+    refs = _degenerate_rule(refs, keep_degenerate)
     chosen = range(seed_start, seed_start + seeds)
     with _pool(jobs) as pool:
         _replay_rows(refs, chosen, budget, init, within, cost_alpha, problem, min_test_points,
@@ -238,6 +254,9 @@ def _replay_rows(
             print_json({"rows": rows} if json_pooled else rows)
             return
         for row in rows:
+            if not row.get("scored", True):
+                console.print(f"{row['task']} which-model: {row['reason']}", markup=False)
+                continue
             t = row["truth"]
             lo, hi = t["paired_difference_ci95"]
             console.print(
@@ -322,6 +341,13 @@ def _print_replay_rows(
     # these rows for stored, verifiable runs.
     console.print(NOT_RUNS, markup=False)
     for row in rows:
+        if not row["scored"]:
+            console.print(
+                f"{row['reference']} {problem}: {row['reason']} ({row['degenerate_configs']} "
+                "configurations of the table flagged)",
+                markup=False,
+            )
+            continue
         lo, hi = row["steps_saved_ci95"]
         extra = ""
         if "agent" in row:
@@ -341,6 +367,14 @@ def _print_replay_rows(
             f"{row['steps_saved_mean']:.2f} [{lo:.2f}, {hi:.2f}]{extra}"
             + "".join(f"\n  warning: {w}" for w in row["warnings"])
         )
+        if row["degenerate_configs"]:
+            console.print(
+                f"  degenerate: {row['degenerate_configs_in_c_min']} C_min configurations have a "
+                f"degenerate test fold; "
+                + ("excluded from candidates and targets" if row["degenerate_excluded"]
+                   else "kept (--keep-degenerate)"),
+                markup=False,
+            )  # fmt: skip
         h = row["heuristic"]
         hlo, hhi = h["bo_vs_heuristic"]["steps_saved_ci95"]
         console.print(
@@ -400,6 +434,7 @@ def reference_report_cmd(
         help="BO surrogate: botorch | sklearn-gp.",
         callback=choice("--surrogate", ("botorch", "sklearn-gp")),
     ),
+    keep_degenerate: bool = KeepDegenerateOption,
     jobs: int = ReplayJobsOption,
     json_out: bool = JsonOption,
 ) -> None:
@@ -417,6 +452,7 @@ def reference_report_cmd(
     refs = load_references(references)
     if not refs:
         raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
+    refs = _degenerate_rule(refs, keep_degenerate)
     with _pool(jobs) as pool:
         report = reference_report.build(
             refs, range(seed_start, seed_start + seeds), min_test_points, surrogate, pool

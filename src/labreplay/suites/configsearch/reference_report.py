@@ -40,11 +40,14 @@ def _stem(ref: Reference) -> str:
 
 def target_cells(ref: Reference, min_test_points: int) -> tuple[set[Config], Config]:
     """The C_min configurations on the best-model target, and the optimum over C_min."""
-    from labreplay.suites.configsearch.references import replay_landscape
+    from labreplay.suites.configsearch.references import replay_landscape, unscorable
 
-    land = replay_landscape(ref, "best-model", min_test_points)
     cmin = {c: v for c, v in ref.maes.items() if c.n * c.s >= min_test_points}
-    on = {c for c, v in cmin.items() if land.hits(v)}
+    if unscorable(ref, "best-model", min_test_points) is not None:
+        return set(), min(cmin, key=cmin.__getitem__)  # no target: every one is degenerate
+    land = replay_landscape(ref, "best-model", min_test_points)
+    kept = set(ref.admissible())
+    on = {c for c, v in cmin.items() if c in kept and land.hits(v)}
     return on, min(cmin, key=cmin.__getitem__)
 
 
@@ -70,13 +73,22 @@ def build(
         for problem in problems
         if problem != "closest" or Config(*REFERENCE_CONFIG) in ref.maes
     ]  # fmt: skip
-    replays = compare_many(plans, seeds, pool)  # every reference and problem in one batch
+    # every reference and problem in one batch; a reference the degenerate rule leaves without a
+    # candidate is reported apart, never scored
+    every = compare_many(plans, seeds, pool)
+    replays = [r for r in every if r["scored"]]
     by_task: dict[str, list[Reference]] = {}
     for ref in refs:
         by_task.setdefault(ref.task, []).append(ref)
-    which = [
+    which_every = [
         compare_which_model(a, b, seeds, *plan["which-model"], min_test_points, surrogate, pool)
         for a, b in (v for v in by_task.values() if len(v) == 2)
+    ]
+    which = [w for w in which_every if w["scored"]]
+    not_scored = [
+        {"reference": r.get("reference", r["task"]), "problem": r["problem"], "reason": r["reason"]}
+        for r in every + which_every
+        if not r["scored"]
     ]
     best = [r for r in replays if r["problem"] == "best-model"]
     return {
@@ -98,8 +110,10 @@ def build(
         ],
         "replays": replays,
         "which_model": which,
+        "not_scored": not_scored,
         "summary": {
             "references": len(refs),
+            "not_scored": len(not_scored),
             "best_model_with_10_on_target": sum(
                 1 for r in best if r["configs_on_target"] >= MIN_ON_TARGET
             ),
@@ -258,6 +272,9 @@ def markdown(report: dict[str, Any]) -> str:
         )
     if not report["which_model"]:
         lines.append("| (no task with two references) ||||||| ")
+    if report["not_scored"]:
+        lines += ["", "## Not scored (degenerate test folds)", ""]
+        lines += [f"- {r['reference']} {r['problem']}: {r['reason']}" for r in report["not_scored"]]
     return "\n".join(lines) + "\n"
 
 

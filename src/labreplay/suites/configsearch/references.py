@@ -45,6 +45,11 @@ FORMAT = "labreplay-configsearch-reference/1"
 COLUMNS = (
     "r", "n", "s", "mae", "mae_nondegenerate", "degenerate_folds", "n_test", "abs_error_sd"
 )  # fmt: skip
+DEGENERATE_RULE = (
+    "a configuration with any degenerate test fold (its test targets all take one value that at "
+    "least 5% of the sample shares, e.g. zero-gap metals) is never a target or a candidate; it "
+    "stays in the landscape, counted (METRICS.md, fourth round)"
+)
 REGENERATE = "labreplay configsearch references --tasks {task} --models {model} --n-jobs 2"
 
 
@@ -61,10 +66,29 @@ class Reference:
     maes: dict[Config, float]
     n_test: dict[Config, int] = field(default_factory=dict)
     abs_error_sd: dict[Config, float | None] = field(default_factory=dict)
+    # folds per configuration whose test targets all take one point-mass value (pipeline.py);
+    # empty for files recorded without the column (then nothing can be excluded: flagged)
+    degenerate_folds: dict[Config, int] = field(default_factory=dict)
+    exclude_degenerate: bool = True  # DEGENERATE_RULE; False: the raw reading (--keep-degenerate)
 
     @property
     def label(self) -> str:
         return f"{self.task} x {self.model}"
+
+    @property
+    def degenerate_known(self) -> bool:
+        return bool(self.degenerate_folds)
+
+    def degenerate(self, config: Config) -> bool:
+        return self.degenerate_folds.get(config, 0) > 0
+
+    def admissible(self) -> list[Config]:
+        """The configurations searches and targets may use (before C_min): every one, less the
+        degenerate ones under DEGENERATE_RULE. The excluded stay in the table (landscape,
+        heat maps, claims, cost of the exhaustive sweep)."""
+        if not self.exclude_degenerate:
+            return sorted(self.maes)
+        return sorted(c for c in self.maes if not self.degenerate(c))
 
     @property
     def se_known(self) -> bool:
@@ -230,15 +254,19 @@ def load_reference(path: Path) -> Reference:
     maes: dict[Config, float] = {}
     n_test: dict[Config, int] = {}
     sds: dict[Config, float | None] = {}
+    degenerate: dict[Config, int] = {}
     for row in doc["rows"]:
         c = Config(float(row[at["r"]]), int(row[at["n"]]), int(row[at["s"]]))
         maes[c] = float(row[at["mae"]])
         n_test[c] = int(row[at["n_test"]])
         sd = row[at["abs_error_sd"]] if "abs_error_sd" in at else None
         sds[c] = None if sd is None else float(sd)
+        if "degenerate_folds" in at:
+            degenerate[c] = int(row[at["degenerate_folds"]] or 0)
     return Reference(
-        doc["task"], doc["model"], doc["protocol"], _space(doc["space"]), maes, n_test, sds
-    )
+        doc["task"], doc["model"], doc["protocol"], _space(doc["space"]), maes, n_test, sds,
+        degenerate,
+    )  # fmt: skip
 
 
 def load_references(directory: Path) -> list[Reference]:
@@ -264,6 +292,9 @@ def replay(
     ask/tell optimiser, run through the same budget, initial design and scoring. `pool`: seeds
     run in its worker processes (speed only: every seed is deterministic on its own, so the rows
     are the same as in one process); a user's agent always runs here, in this process."""
+    why = unscorable(ref, problem, min_test_points)
+    if why is not None:
+        raise DataError(f"{ref.label} {problem}: {why}", field="degenerate_folds")
     land = replay_landscape(ref, problem, min_test_points)  # once, not per seed
     args = (ref, method, budget, init, cost_alpha, problem, min_test_points, surrogate, land)
     if pool is not None and agent is None:
@@ -329,6 +360,14 @@ def compare_many(
     wait at the end of one reference or problem for the other's last seed."""
     for plan in plans:
         require_surrogate(plan.surrogate)
+    reasons = [unscorable(p.ref, p.problem, p.min_test_points) for p in plans]
+    if any(reasons):
+        scored = [p for p, why in zip(plans, reasons, strict=True) if why is None]
+        done = iter(compare_many(scored, seeds, pool) if scored else [])
+        return [
+            next(done) if why is None else _unscored_row(p, seeds, why)
+            for p, why in zip(plans, reasons, strict=True)
+        ]
     lands = [replay_landscape(p.ref, p.problem, p.min_test_points) for p in plans]
     tasks = [
         (i, method, (p.ref, method, p.budget, p.init, p.cost_alpha, p.problem,
@@ -403,6 +442,9 @@ def compare(
     )
     if agent is None:
         return compare_many([plan], seeds, pool)[0]
+    why = unscorable(ref, problem, min_test_points)
+    if why is not None:
+        return _unscored_row(plan, seeds, why)
     runs = {
         m: replay(ref, m, seeds, budget, init, cost_alpha, problem, min_test_points, surrogate,
                   pool=pool)
@@ -439,6 +481,7 @@ def _compared(
         "task": ref.task,
         "model": ref.model,
         "problem": problem,
+        "scored": True,
         **land.summary(),
         "targets_in_space": land.on_target,
         "random_chance_within": land.chance(within),
@@ -468,7 +511,8 @@ def _compared(
         "mean_final_normalised": mean_final(heuristic),
         "bo_vs_heuristic": _paired(runs["bo"], heuristic, budget),
     }
-    out["heuristic"]["boundary"] = _boundary(plan, land, out["bo_hits"], out["heuristic"]["hits"])
+    h = out["heuristic"]
+    h["boundary"] = _boundary(plan, land, out["bo_hits"], h["hits"], h["hits_in_initial_design"])
     out["cost"] = _cost(ref, runs)
     out["per_seed"] = {
         "seeds": [int(m["seed"]) for m in runs["bo"]],
@@ -510,17 +554,19 @@ def _compared(
     return out
 
 
-def _boundary(plan: ReplayPlan, land: Landscape, bo_hits: int, heuristic_hits: int) -> str | None:
+def _boundary(
+    plan: ReplayPlan, land: Landscape, bo_hits: int, heuristic_hits: int, in_design: int
+) -> str | None:
     """Where the no-data heuristic hits as often as BO (or more), one line saying that the target
     sits on the admissibility boundary, with the n*s figures that show it; else None (also when
-    neither hits: a shared miss says nothing about where the target is)."""
-    if heuristic_hits == 0 or heuristic_hits < bo_hits:
+    the heuristic hit only inside the shared initial design: that says nothing about n*s)."""
+    if heuristic_hits - in_design == 0 or heuristic_hits < bo_hits:
         return None
     from labreplay.suites.configsearch.search import candidates, objective
 
     gt = _ground_truth(plan.ref, plan.problem) or {}
     ns = []
-    for cand in candidates(plan.problem, sorted(plan.ref.maes), [plan.ref.model],
+    for cand in candidates(plan.problem, plan.ref.admissible(), [plan.ref.model],
                            plan.min_test_points):  # fmt: skip
         value = objective(plan.problem, {plan.ref.model: plan.ref.maes[cand.config]}, gt)
         ns.append((cand.config.n * cand.config.s, land.hits(value)))
@@ -596,9 +642,58 @@ def replay_landscape(
     se = {(ref.model, c): ref.se(c) for c in ref.maes}
     truth = _ground_truth(ref, problem)
     gt_se = {ref.model: ref.se(Config(*REFERENCE_CONFIG))} if truth else None
-    return landscape(
-        problem, table, [ref.model], sorted(ref.maes), truth, min_test_points, se, gt_se
+    land = landscape(
+        problem, table, [ref.model], ref.admissible(), truth, min_test_points, se, gt_se
     )
+    land.notes.update(degenerate_notes(ref, min_test_points))
+    return land
+
+
+def degenerate_notes(ref: Reference, min_test_points: int) -> dict[str, Any]:
+    """What the degenerate rule did to one reference: configurations with a degenerate fold,
+    in C_min and in the whole table, and whether they were excluded."""
+    flagged = [c for c in ref.maes if ref.degenerate(c)]
+    return {
+        "degenerate_rule": DEGENERATE_RULE if ref.exclude_degenerate else "off (--keep-degenerate)",
+        "degenerate_known": ref.degenerate_known,
+        "degenerate_configs": len(flagged),
+        "degenerate_configs_in_c_min": sum(1 for c in flagged if c.n * c.s >= min_test_points),
+        "degenerate_excluded": len(flagged) if ref.exclude_degenerate else 0,
+    }
+
+
+def unscorable(ref: Reference, problem: str, min_test_points: int) -> str | None:
+    """Why a reference has no candidate for `problem` once the degenerate configurations are
+    excluded (then it is reported, never searched), or None."""
+    if not ref.exclude_degenerate:
+        return None
+    cmin = [c for c in ref.maes if c.n * c.s >= min_test_points]
+    left = [c for c in ref.admissible() if c.n * c.s >= min_test_points]
+    if problem == "closest":
+        left = [c for c in left if not in_reference_block(c)]
+    if left or not cmin:
+        return None
+    return (
+        f"not scored: every one of its {len(cmin)} C_min configurations has a degenerate test "
+        "fold (declared rule: never a target), so no search can be measured on it"
+    )
+
+
+def _unscored_row(plan: ReplayPlan, seeds: Sequence[int], reason: str) -> dict[str, Any]:
+    return {
+        "reference": plan.ref.label,
+        "task": plan.ref.task,
+        "model": plan.ref.model,
+        "problem": plan.problem,
+        "scored": False,
+        "reason": reason,
+        **degenerate_notes(plan.ref, plan.min_test_points),
+        "candidates": 0,
+        "seeds": len(seeds),
+        "budget": plan.budget,
+        "init": plan.init,
+        "warnings": [reason],
+    }
 
 
 def targets_in_space(ref: Reference, min_test_points: int = MIN_TEST_POINTS) -> int:
@@ -625,8 +720,18 @@ def compare_which_model(
     require_surrogate(surrogate)
     refs = {first.model: first, second.model: second}
     models = sorted(refs)
-    common = sorted(set(first.maes) & set(second.maes))
+    common = sorted(set(first.admissible()) & set(second.admissible()))
     cmin = [c for c in common if c.n * c.s >= min_test_points]
+    if not cmin:
+        why = unscorable(first, "which-model", min_test_points) or unscorable(
+            second, "which-model", min_test_points
+        )
+        if why is not None:
+            return {
+                "task": first.task, "problem": "which-model", "models": models,
+                "scored": False, "reason": why, "configurations": 0, "seeds": len(seeds),
+                "budget": budget, "init": init,
+            }  # fmt: skip
 
     def exhaustive(configs: Sequence[Config]) -> dict[str, Any]:
         return which_model_answer(
@@ -638,6 +743,7 @@ def compare_which_model(
     out: dict[str, Any] = {
         "task": first.task,
         "problem": "which-model",
+        "scored": True,
         "models": models,
         "min_test_points": min_test_points,
         "configurations": len(cmin),
@@ -688,7 +794,7 @@ def _search_tables(
     """The real `search.search` over the configurations every model's table holds, each
     evaluation a lookup: the one replay path of every problem."""
     models = sorted(refs)
-    common = sorted(set.intersection(*(set(refs[m].maes) for m in models)))
+    common = sorted(set.intersection(*(set(refs[m].admissible()) for m in models)))
     return search(
         problem=problem,
         method=method,
