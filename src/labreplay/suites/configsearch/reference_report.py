@@ -19,6 +19,7 @@ from labreplay.sdk import atomic_write_bytes
 from labreplay.suites.configsearch import pictures
 from labreplay.suites.configsearch.claims import CLAIMS, claims_table
 from labreplay.suites.configsearch.optimizers import require_surrogate, surrogate_identity
+from labreplay.suites.configsearch.pooled import pooled
 from labreplay.suites.configsearch.references import (
     Reference,
     ReplayPlan,
@@ -111,6 +112,8 @@ def build(
         "replays": replays,
         "which_model": which,
         "not_scored": not_scored,
+        # BO vs random and vs smallest-ns per problem, pooled over references (pooled.py)
+        "pooled": {p: pooled([r for r in replays if r["problem"] == p]) for p in problems},
         "summary": {
             "references": len(refs),
             "not_scored": len(not_scored),
@@ -134,6 +137,14 @@ def _num(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
     return str(value)
+
+
+def _fits(cost: dict[str, Any]) -> str:
+    m = cost["methods"]
+    return (
+        " / ".join(f"{m[k]['mean_fits']:.0f}" for k in ("bo", "random", "smallest-ns"))
+        + f" ({cost['exhaustive_fits']}; {cost['single_config_fits']})"
+    )
 
 
 def _interval(pair: Sequence[float]) -> str:
@@ -229,20 +240,38 @@ def markdown(report: dict[str, Any]) -> str:
         "T + 1) and normalised gain = BO - random after T, paired over seeds, bootstrap 95%.",
         "",
         "| reference | problem | T / T0 | on target | chance | BO hits | random hits | "
-        "steps saved | normalised gain | SE known | warnings | traces |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "smallest-ns hits | steps saved | normalised gain | mean fits BO / random / "
+        "smallest-ns (exhaustive; single config) | SE known | warnings | traces |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["replays"]:
         stem = f"{r['task']}__{r['model']}"
+        notes = r["warnings"] + ([r["heuristic"]["boundary"]] if r["heuristic"]["boundary"] else [])
         lines.append(
             f"| {r['reference']} | {r['problem']} | {r['budget']} / {r['init']} | "
             f"{r['configs_on_target']}/{r['candidates']} | {r['random_chance_within']:.0%} | "
             f"{r['bo_hits']}/{r['seeds']} | {r['random_hits']}/{r['seeds']} | "
+            f"{r['heuristic']['hits']}/{r['seeds']} | "
             f"{_num(r['steps_saved_mean'])} {_interval(r['steps_saved_ci95'])} | "
             f"{_num(r['normalised_gain_mean'])} {_interval(r['normalised_gain_ci95'])} | "
-            f"{r['target_se_known']} | {'; '.join(r['warnings']) or '-'} | "
+            f"{_fits(r['cost'])} | "
+            f"{r['target_se_known']} | "
+            f"{'; '.join(notes) or '-'} | "
             f"trace_{stem}_{r['problem']}.png |"
         )
+    for problem, block in report["pooled"].items():
+        for other, v in block["vs"].items():
+            measures = "; ".join(
+                f"{k} {v[k]['mean']:+.3g} {_interval(v[k]['ci95'])}"
+                + ("" if v[k]["resolved"] else " (unresolved)")
+                for k in ("hit", "steps_saved", "normalised_gain", "extra_fits")
+            )
+            lines.append(
+                f"\nPooled {problem}, BO minus {other} over {len(block['references'])} references "
+                f"x {block['seeds_per_reference']} seeds, paired by (reference, seed), 95% cluster "
+                f"bootstrap ({block['bootstrap']['resamples']} resamples, seed "
+                f"{block['bootstrap']['seed']}): {measures}."
+            )
     s = report["summary"]
     lines += [
         "",
