@@ -8,6 +8,14 @@ command that regenerates it. `replay` runs the real search code (`search.search`
 table: every evaluation is a table lookup, so BO and random search can be compared over many
 seeds and every task in seconds, without fitting a model. The target metrics are the ones the
 report uses (`targets.target_metrics`).
+
+Every replay row (declared, METRICS.md fourth round): BO beside uniform random search and the
+no-data heuristic smallest-ns (untried candidates in ascending n*s after the same shared initial
+design, seeded ties), all at the paper's T = 12, T0 = 4 unless asked otherwise; the model fits
+each search used against the exhaustive sweep of the table and against one (0, 48, 10) fit per
+model; the per-seed outcomes (`per_seed`) from which `pooled.pooled` pairs BO with each reference
+by (reference, seed). Degenerate test folds (DEGENERATE_RULE): a configuration with any is never
+a candidate or a target; a reference with no C_min configuration left is reported, not scored.
 """
 
 from __future__ import annotations
