@@ -107,3 +107,16 @@ def test_replay_defaults_reference_rows_cost_and_pooled_block_on_fresh_seeds(
     assert (
         "smallest-ns (no-data heuristic" in plain.output and "single configuration" in plain.output
     )
+
+
+def test_boundary_line_needs_hits_the_heuristic_made_itself() -> None:
+    from labreplay.suites.configsearch.references import ReplayPlan, _boundary, replay_landscape
+
+    ref = load_reference(_ref("refractive_index__rf-scm.json.gz"))
+    plan = ReplayPlan(ref)
+    land = replay_landscape(ref, "best-model")
+    # hits inside the shared initial design say nothing about n*s; fewer hits than BO neither
+    assert _boundary(plan, land, bo_hits=1, heuristic_hits=2, in_design=2) is None
+    assert _boundary(plan, land, bo_hits=5, heuristic_hits=4, in_design=0) is None
+    line = _boundary(plan, land, bo_hits=2, heuristic_hits=3, in_design=1)
+    assert line is not None and "admissibility boundary" in line and "C_min bound 30" in line
