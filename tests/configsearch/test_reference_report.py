@@ -86,6 +86,10 @@ def test_report_builds_claims_replays_which_model_and_pictures(tmp_path: Path) -
     md = (tmp_path / "references_report.md").read_text()
     assert "| refractive_index | rf-scm | r negligible | **contradicted**" in md
     assert "robust (n*s >= 30)" in md and "full space" in md
+    # the heuristic's hits and the fits per search on every row, BO pooled against each reference
+    assert "smallest-ns hits" in md and "(860; 48)" in md
+    assert "Pooled best-model, BO minus smallest-ns over 2 references x 1 seeds" in md
+    assert report["pooled"]["closest"]["bootstrap"]["resamples"] == 10_000
     slim = json.loads((tmp_path / "references_report.json").read_text())
     assert "normalised_traces" not in slim["replays"][0] and slim["files"] == files
 

@@ -130,7 +130,8 @@ def test_replay_uses_the_shared_initial_design_and_counts_hits(tmp_path: Path) -
     refs = load_references(RECORDED)
     if not refs:
         pytest.skip("no recorded reference files")
-    ref = refs[0]
+    # the first file (band gap) has a degenerate test fold in every configuration: not scored
+    ref = next(r for r in refs if not any(r.degenerate(c) for c in r.maes))
     bo = replay(ref, "bo", [42, 43], budget=6, init=3)
     rand = replay(ref, "random", [42, 43], budget=6, init=3)
     for b, r in zip(bo, rand, strict=True):
@@ -177,17 +178,28 @@ def test_replay_cli_and_its_errors(tmp_path: Path) -> None:
     refs = sorted(RECORDED.glob("*.json.gz"))
     if not refs:
         pytest.skip("no recorded reference files")
+    ok = RECORDED / "refractive_index__rf-scm.json.gz"  # no degenerate test fold
     result = CliRunner().invoke(
-        app, ["replay", "--references", str(refs[0]), "--seeds", "2", "--budget", "4", "--json"]
+        app, ["replay", "--references", str(ok), "--seeds", "2", "--budget", "4", "--json"]
     )
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.output)
     assert row["seeds"] == 2 and row["budget"] == 4 and "steps_saved_ci95" in row
+    assert row["scored"] and row["degenerate_configs"] == 0
     # a replay says plainly that it writes no runs and is on no board
     text = CliRunner().invoke(
-        app, ["replay", "--references", str(refs[0]), "--seeds", "2", "--budget", "4"]
+        app, ["replay", "--references", str(ok), "--seeds", "2", "--budget", "4"]
     )
     assert text.exit_code == 0 and "no runs are written" in text.output, text.output
+    # band gap: every C_min configuration has a fold of zero-gap metals only -> reported, not
+    # scored; --keep-degenerate gives the raw reading back
+    band = RECORDED / "band_gap__crabnet.json.gz"
+    args = ["replay", "--references", str(band), "--seeds", "1", "--budget", "4", "--json"]
+    (unscored,) = json.loads(CliRunner().invoke(app, args).output)
+    assert not unscored["scored"] and "degenerate test fold" in unscored["reason"]
+    assert unscored["degenerate_configs_in_c_min"] == 472 and "bo_hits" not in unscored
+    (raw,) = json.loads(CliRunner().invoke(app, [*args, "--keep-degenerate"]).output)
+    assert raw["scored"] and raw["degenerate_excluded"] == 0 and raw["candidates"] == 472
     bad = tmp_path / "bad.json.gz"
     bad.write_bytes(b"not gzip")
     before = bad.read_bytes()

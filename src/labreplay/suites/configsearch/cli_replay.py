@@ -28,7 +28,7 @@ from labreplay.sdk.cli import (
     out_dir_check,
     print_json,
 )
-from labreplay.sdk.options import MAX_SEED_COUNT
+from labreplay.sdk.options import MAX_SEED, MAX_SEED_COUNT
 from labreplay.suites.configsearch.search import COST_ALPHA as COST_ALPHA_DEFAULT
 
 ReplayJobsOption = typer.Option(
@@ -45,6 +45,38 @@ def register(app: typer.Typer) -> None:
     app.command("reference-report")(reference_report_cmd)
 
 
+# The paper's budget for every problem ("within twelve steps"), METRICS.md fourth round.
+DEFAULT_BUDGET = 12
+DEFAULT_INIT = 4
+
+
+def default_init(budget: int) -> int:
+    """T0 when none is given: the paper's 4, capped at T - 1 (a search made only of the shared
+    initial design compares no optimiser); 1 at T = 1."""
+    return max(1, min(DEFAULT_INIT, budget - 1))
+
+
+KeepDegenerateOption = typer.Option(
+    False,
+    "--keep-degenerate",
+    help="Keep configurations with a degenerate test fold (one point-mass target value, e.g. "
+    "all metals) as candidates and targets: the raw reading, before METRICS.md's fourth round.",
+)
+
+
+def _degenerate_rule(refs: list[Any], keep: bool) -> list[Any]:
+    import dataclasses
+
+    return [dataclasses.replace(r, exclude_degenerate=not keep) for r in refs]
+
+
+SeedStartOption = typer.Option(
+    42,
+    "--seed-start",
+    help="First seed: seeds N..N+k-1, chosen before the run (fresh seeds: any unused N).",
+    callback=int_range("--seed-start", 0, MAX_SEED - MAX_SEED_COUNT),
+)
+
 NOT_RUNS = (
     "replay: computed in memory from the recorded references; no runs are written to any "
     "store and these rows are on no leaderboard (use `configsearch run --store` for runs)"
@@ -58,14 +90,21 @@ def replay_cmd(
     seeds: int = typer.Option(
         20,
         "--seeds",
-        help="Seeds 42..42+k-1.",
+        help="Seeds N..N+k-1 (N = --seed-start).",
         callback=int_range("--seeds", 1, MAX_SEED_COUNT),
     ),
-    budget: int | None = typer.Option(
-        None, "--budget", help="Search steps T (best-model 8, closest and which-model 12)."
+    seed_start: int = SeedStartOption,
+    budget: int = typer.Option(
+        DEFAULT_BUDGET,
+        "--budget",
+        help="Search steps T (default the paper's 12 for every problem; the bench also reports "
+        "T = 8 with --init 3).",
     ),
     init: int | None = typer.Option(
-        None, "--init", help="Initial design T0 (best-model 3, closest and which-model 4)."
+        None,
+        "--init",
+        help="Initial design T0 (default the paper's 4, at most T - 1 so at least one step is "
+        "the optimiser's).",
     ),
     within: int | None = typer.Option(
         None, "--within", help="Count seeds reaching the target within this many evaluations (T)."
@@ -110,10 +149,17 @@ def replay_cmd(
     max_calls: int | None = MaxCallsOption,
     max_tokens_total: int | None = MaxTokensTotalOption,
     max_time: float | None = MaxTimeOption,
+    keep_degenerate: bool = KeepDegenerateOption,
     jobs: int = ReplayJobsOption,
     json_out: bool = JsonOption,
+    json_pooled: bool = typer.Option(
+        False,
+        "--json-pooled",
+        help="With --json: one object {rows, pooled} (the pooled BO-vs-reference block) "
+        "instead of the list of rows.",
+    ),
 ) -> None:
-    """BO vs random search (and your optimiser) replayed on exhaustive reference tables: every
+    """BO vs random search and the no-data heuristic smallest-ns (and your optimiser) replayed on exhaustive reference tables: every
     evaluation is a lookup, so many seeds and every task take seconds, and no model is fitted.
     A replay writes no runs: its rows are on no leaderboard and `store verify` never sees
     them."""
@@ -121,9 +167,7 @@ def replay_cmd(
     from labreplay.suites.configsearch.optimizers import require_surrogate, resolve_optimizer
     from labreplay.suites.configsearch.references import load_reference, load_references
 
-    default_budget, default_init = (8, 3) if problem == "best-model" else (12, 4)
-    budget = default_budget if budget is None else budget
-    init = default_init if init is None else init
+    init = default_init(budget) if init is None else init
     within = budget if within is None else within
     for name, value in (("--budget", budget), ("--init", init), ("--within", within)):
         if value < 1:
@@ -162,10 +206,12 @@ def replay_cmd(
         raise LabreplayError(f"--references: {references} is neither a file nor a directory")
     if not refs:
         raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
-    chosen = range(42, 42 + seeds)
+    refs = _degenerate_rule(refs, keep_degenerate)
+    chosen = range(seed_start, seed_start + seeds)
     with _pool(jobs) as pool:
         _replay_rows(refs, chosen, budget, init, within, cost_alpha, problem, min_test_points,
-                     surrogate, factory, tally, agent, pool, references, seeds, json_out)  # fmt: skip
+                     surrogate, factory, tally, agent, pool, references, seeds,
+                     json_out, json_pooled)  # fmt: skip
 
 
 def _pool(jobs: int) -> Any:
@@ -181,6 +227,7 @@ def _replay_rows(
     refs: list[Any], chosen: range, budget: int, init: int, within: int, cost_alpha: float,
     problem: str, min_test_points: int, surrogate: str, factory: Any, tally: Any,
     agent: str | None, pool: Any, references: Path, seeds: int, json_out: bool,
+    json_pooled: bool = False,
 ) -> None:  # fmt: skip
     from labreplay.errors import LabreplayError
     from labreplay.suites.configsearch.references import (
@@ -202,9 +249,12 @@ def _replay_rows(
             for a, b in pairs
         ]
         if json_out:
-            print_json(rows)
+            print_json({"rows": rows} if json_pooled else rows)
             return
         for row in rows:
+            if not row.get("scored", True):
+                console.print(f"{row['task']} which-model: {row['reason']}", markup=False)
+                continue
             t = row["truth"]
             lo, hi = t["paired_difference_ci95"]
             console.print(
@@ -228,13 +278,44 @@ def _replay_rows(
             )
             for ref in refs
         ]  # fmt: skip
+    from labreplay.suites.configsearch.pooled import pooled
+
     failed = tally is not None and _mark_llm_rows(rows, tally)
+    block = pooled(rows)
     if json_out:
-        print_json(rows)
+        print_json({"rows": rows, "pooled": block} if json_pooled else rows)
     else:
         _print_replay_rows(rows, problem, seeds, min_test_points, within)
+        _print_pooled(block, chosen)
     if failed:
         raise typer.Exit(1)
+
+
+def _print_pooled(block: dict[str, Any], chosen: range) -> None:
+    b = block["bootstrap"]
+    console.print(
+        f"pooled over {len(block['references'])} references x {block['seeds_per_reference']} "
+        f"seeds ({chosen.start}..{chosen.stop - 1}), paired by (reference, seed), BO minus each "
+        f"reference method; 95% cluster bootstrap (references, then seeds; {b['resamples']} "
+        f"resamples, seed {b['seed']}):",
+        markup=False,
+    )
+    if block["left_out"]:
+        console.print(f"  left out (no scored target): {', '.join(block['left_out'])}")
+
+    def cell(m: dict[str, Any], fmt: str) -> str:
+        lo, hi = m["ci95"]
+        note = "" if m["resolved"] else ", unresolved"
+        return f"{m['mean']:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]{note}"
+
+    for other, v in block["vs"].items():
+        console.print(
+            f"  vs {other}: hits {v['bo_hits']} vs {v[other + '_hits']} of {v['searches']}; "
+            f"hit rate {cell(v['hit'], '+.3f')}; steps saved {cell(v['steps_saved'], '+.2f')}; "
+            f"normalised gain {cell(v['normalised_gain'], '+.3f')}; extra fits "
+            f"{cell(v['extra_fits'], '+.1f')}",
+            markup=False,
+        )
 
 
 def _mark_llm_rows(rows: list[dict[str, Any]], tally: Any) -> bool:
@@ -258,6 +339,13 @@ def _print_replay_rows(
     # these rows for stored, verifiable runs.
     console.print(NOT_RUNS, markup=False)
     for row in rows:
+        if not row["scored"]:
+            console.print(
+                f"{row['reference']} {problem}: {row['reason']} ({row['degenerate_configs']} "
+                "configurations of the table flagged)",
+                markup=False,
+            )
+            continue
         lo, hi = row["steps_saved_ci95"]
         extra = ""
         if "agent" in row:
@@ -277,11 +365,42 @@ def _print_replay_rows(
             f"{row['steps_saved_mean']:.2f} [{lo:.2f}, {hi:.2f}]{extra}"
             + "".join(f"\n  warning: {w}" for w in row["warnings"])
         )
+        if row["degenerate_configs"]:
+            console.print(
+                f"  degenerate: {row['degenerate_configs_in_c_min']} C_min configurations have a "
+                f"degenerate test fold; "
+                + ("excluded from candidates and targets" if row["degenerate_excluded"]
+                   else "kept (--keep-degenerate)"),
+                markup=False,
+            )  # fmt: skip
+        h = row["heuristic"]
+        hlo, hhi = h["bo_vs_heuristic"]["steps_saved_ci95"]
+        console.print(
+            f"  smallest-ns (no-data heuristic, ascending n*s) {h['hits']}/{seeds} "
+            f"({h['hits_in_initial_design']} in the initial design); BO steps saved vs it "
+            f"{h['bo_vs_heuristic']['steps_saved_mean']:.2f} [{hlo:.2f}, {hhi:.2f}]"
+            + (f"\n  boundary: {h['boundary']}" if h["boundary"] else ""),
+            markup=False,
+        )
+        console.print("  " + _cost_line(row["cost"]), markup=False)
         usage = row.get("agent", {}).get("llm_usage")
         if usage is not None:
             status = row["agent"]["status"]
             note = " (every model call failed: not ranked)" if status == "failed" else ""
             console.print(f"  {row['agent']['label']}: {status}{note}; {usage_line(usage)}")
+
+
+def _cost_line(cost: dict[str, Any]) -> str:
+    parts = [
+        f"{m} {c['mean_fits']:.0f} ({c['saved_vs_exhaustive']:.0%} saved, "
+        f"{c['times_single_config']:.1f}x single)"
+        for m, c in cost["methods"].items()
+    ]
+    return (
+        f"cost, mean model fits per search vs exhaustive sweep {cost['exhaustive_fits']} fits "
+        f"and single configuration (0, 48, 10) {cost['single_config_fits']} fits: "
+        + "; ".join(parts)
+    )
 
 
 def reference_report_cmd(
@@ -297,9 +416,10 @@ def reference_report_cmd(
     seeds: int = typer.Option(
         20,
         "--seeds",
-        help="Seeds 42..42+k-1 per replay.",
+        help="Seeds N..N+k-1 per replay (N = --seed-start).",
         callback=int_range("--seeds", 1, MAX_SEED_COUNT),
     ),
+    seed_start: int = SeedStartOption,
     min_test_points: int = typer.Option(
         30,
         "--min-test-points",
@@ -312,11 +432,12 @@ def reference_report_cmd(
         help="BO surrogate: botorch | sklearn-gp.",
         callback=choice("--surrogate", ("botorch", "sklearn-gp")),
     ),
+    keep_degenerate: bool = KeepDegenerateOption,
     jobs: int = ReplayJobsOption,
     json_out: bool = JsonOption,
 ) -> None:
     """The paper's claims table (robust C_min and full-space readings), BO vs random replays
-    (best-model T = 8, closest T = 12), which-model verdicts, (n, s) MAE heat maps per r and
+    (every problem at T = 12, T0 = 4), which-model verdicts, (n, s) MAE heat maps per r and
     normalised traces, read from the recorded reference files only."""
     from labreplay.errors import LabreplayError
     from labreplay.suites.configsearch import reference_report
@@ -329,9 +450,10 @@ def reference_report_cmd(
     refs = load_references(references)
     if not refs:
         raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
+    refs = _degenerate_rule(refs, keep_degenerate)
     with _pool(jobs) as pool:
         report = reference_report.build(
-            refs, range(42, 42 + seeds), min_test_points, surrogate, pool
+            refs, range(seed_start, seed_start + seeds), min_test_points, surrogate, pool
         )
     files = reference_report.write(report, refs, out)
     if json_out:

@@ -327,7 +327,24 @@ class ExhaustiveSearch(_Unparameterised):
         return history["candidates"][0]
 
 
-BUILTIN_OPTIMIZERS = (BayesianOptimizer, RandomSearch, ExhaustiveSearch)
+class SmallestNsFirst(_Unparameterised):
+    """The no-data reference heuristic "smallest admissible n*s first": after the shared initial
+    design, the untried candidate with the fewest pooled test points n*s (C_min already holds
+    only admissible ones), ties broken by a seeded permutation. It reads no objective value, so
+    a search it matches finds a target sitting on the admissibility boundary n*s ~ C_min."""
+
+    name = "smallest-ns"
+
+    def suggest(self, history: OptimizerHistory) -> Mapping[str, Any]:
+        rng = make_rng(history["seed"], "configsearch", "smallest-ns-ties", history["problem"])
+        tie = np.argsort(rng.permutation(history["n_candidates"]))  # each index's seeded rank
+        return min(
+            history["candidates"],
+            key=lambda c: (int(c["n"]) * int(c["s"]), int(tie[int(c["index"])])),
+        )
+
+
+BUILTIN_OPTIMIZERS = (BayesianOptimizer, RandomSearch, ExhaustiveSearch, SmallestNsFirst)
 
 
 def builtin_optimizer(
@@ -339,7 +356,9 @@ def builtin_optimizer(
         return RandomSearch()
     if method == "exhaustive":
         return ExhaustiveSearch()
-    raise SpecError(f"unknown method {method!r}; known: bo, random, exhaustive")
+    if method == "smallest-ns":
+        return SmallestNsFirst()
+    raise SpecError(f"unknown method {method!r}; known: bo, random, exhaustive, smallest-ns")
 
 
 def resolve_optimizer(spec: Any) -> tuple[OptimizerFactory, str]:
@@ -358,6 +377,7 @@ __all__ = [
     "ExhaustiveSearch",
     "OptimizerFactory",
     "RandomSearch",
+    "SmallestNsFirst",
     "builtin_optimizer",
     "candidate_key",
     "key_of",

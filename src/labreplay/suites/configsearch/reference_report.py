@@ -19,6 +19,7 @@ from labreplay.sdk import atomic_write_bytes
 from labreplay.suites.configsearch import pictures
 from labreplay.suites.configsearch.claims import CLAIMS, claims_table
 from labreplay.suites.configsearch.optimizers import require_surrogate, surrogate_identity
+from labreplay.suites.configsearch.pooled import pooled
 from labreplay.suites.configsearch.references import (
     Reference,
     ReplayPlan,
@@ -28,9 +29,8 @@ from labreplay.suites.configsearch.references import (
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config
 from labreplay.suites.configsearch.targets import MIN_TEST_POINTS
 
-# the defaults of METRICS.md: best-model at T = 8, T0 = 3; closest and which-model at the paper's
-# T = 12, T0 = 4
-PROBLEMS = {"best-model": (8, 3), "closest": (12, 4)}
+# the defaults of METRICS.md (fourth round): every problem at the paper's T = 12, T0 = 4
+PROBLEMS = {"best-model": (12, 4), "closest": (12, 4)}
 WHICH_MODEL = (12, 4)
 MIN_ON_TARGET = 10
 
@@ -41,11 +41,14 @@ def _stem(ref: Reference) -> str:
 
 def target_cells(ref: Reference, min_test_points: int) -> tuple[set[Config], Config]:
     """The C_min configurations on the best-model target, and the optimum over C_min."""
-    from labreplay.suites.configsearch.references import replay_landscape
+    from labreplay.suites.configsearch.references import replay_landscape, unscorable
 
-    land = replay_landscape(ref, "best-model", min_test_points)
     cmin = {c: v for c, v in ref.maes.items() if c.n * c.s >= min_test_points}
-    on = {c for c, v in cmin.items() if land.hits(v)}
+    if unscorable(ref, "best-model", min_test_points) is not None:
+        return set(), min(cmin, key=cmin.__getitem__)  # no target: every one is degenerate
+    land = replay_landscape(ref, "best-model", min_test_points)
+    kept = set(ref.admissible())
+    on = {c for c, v in cmin.items() if c in kept and land.hits(v)}
     return on, min(cmin, key=cmin.__getitem__)
 
 
@@ -59,7 +62,7 @@ def build(
     budgets: dict[str, tuple[int, int]] | None = None,
 ) -> dict[str, Any]:
     """`budgets`: (T, T0) per problem ("best-model", "closest", "which-model"); default the
-    METRICS values (8, 3), (12, 4), (12, 4)."""
+    METRICS value (12, 4) for every problem."""
     require_surrogate(surrogate)
     plan = {**PROBLEMS, "which-model": WHICH_MODEL, **(budgets or {})}
     plans = [
@@ -71,13 +74,22 @@ def build(
         for problem in problems
         if problem != "closest" or Config(*REFERENCE_CONFIG) in ref.maes
     ]  # fmt: skip
-    replays = compare_many(plans, seeds, pool)  # every reference and problem in one batch
+    # every reference and problem in one batch; a reference the degenerate rule leaves without a
+    # candidate is reported apart, never scored
+    every = compare_many(plans, seeds, pool)
+    replays = [r for r in every if r["scored"]]
     by_task: dict[str, list[Reference]] = {}
     for ref in refs:
         by_task.setdefault(ref.task, []).append(ref)
-    which = [
+    which_every = [
         compare_which_model(a, b, seeds, *plan["which-model"], min_test_points, surrogate, pool)
         for a, b in (v for v in by_task.values() if len(v) == 2)
+    ]
+    which = [w for w in which_every if w["scored"]]
+    not_scored = [
+        {"reference": r.get("reference", r["task"]), "problem": r["problem"], "reason": r["reason"]}
+        for r in every + which_every
+        if not r["scored"]
     ]
     best = [r for r in replays if r["problem"] == "best-model"]
     return {
@@ -99,8 +111,12 @@ def build(
         ],
         "replays": replays,
         "which_model": which,
+        "not_scored": not_scored,
+        # BO vs random and vs smallest-ns per problem, pooled over references (pooled.py)
+        "pooled": {p: pooled([r for r in replays if r["problem"] == p]) for p in problems},
         "summary": {
             "references": len(refs),
+            "not_scored": len(not_scored),
             "best_model_with_10_on_target": sum(
                 1 for r in best if r["configs_on_target"] >= MIN_ON_TARGET
             ),
@@ -121,6 +137,14 @@ def _num(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
     return str(value)
+
+
+def _fits(cost: dict[str, Any]) -> str:
+    m = cost["methods"]
+    return (
+        " / ".join(f"{m[k]['mean_fits']:.0f}" for k in ("bo", "random", "smallest-ns"))
+        + f" ({cost['exhaustive_fits']}; {cost['single_config_fits']})"
+    )
 
 
 def _interval(pair: Sequence[float]) -> str:
@@ -216,20 +240,38 @@ def markdown(report: dict[str, Any]) -> str:
         "T + 1) and normalised gain = BO - random after T, paired over seeds, bootstrap 95%.",
         "",
         "| reference | problem | T / T0 | on target | chance | BO hits | random hits | "
-        "steps saved | normalised gain | SE known | warnings | traces |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "smallest-ns hits | steps saved | normalised gain | mean fits BO / random / "
+        "smallest-ns (exhaustive; single config) | SE known | warnings | traces |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["replays"]:
         stem = f"{r['task']}__{r['model']}"
+        notes = r["warnings"] + ([r["heuristic"]["boundary"]] if r["heuristic"]["boundary"] else [])
         lines.append(
             f"| {r['reference']} | {r['problem']} | {r['budget']} / {r['init']} | "
             f"{r['configs_on_target']}/{r['candidates']} | {r['random_chance_within']:.0%} | "
             f"{r['bo_hits']}/{r['seeds']} | {r['random_hits']}/{r['seeds']} | "
+            f"{r['heuristic']['hits']}/{r['seeds']} | "
             f"{_num(r['steps_saved_mean'])} {_interval(r['steps_saved_ci95'])} | "
             f"{_num(r['normalised_gain_mean'])} {_interval(r['normalised_gain_ci95'])} | "
-            f"{r['target_se_known']} | {'; '.join(r['warnings']) or '-'} | "
+            f"{_fits(r['cost'])} | "
+            f"{r['target_se_known']} | "
+            f"{'; '.join(notes) or '-'} | "
             f"trace_{stem}_{r['problem']}.png |"
         )
+    for problem, block in report["pooled"].items():
+        for other, v in block["vs"].items():
+            measures = "; ".join(
+                f"{k} {v[k]['mean']:+.3g} {_interval(v[k]['ci95'])}"
+                + ("" if v[k]["resolved"] else " (unresolved)")
+                for k in ("hit", "steps_saved", "normalised_gain", "extra_fits")
+            )
+            lines.append(
+                f"\nPooled {problem}, BO minus {other} over {len(block['references'])} references "
+                f"x {block['seeds_per_reference']} seeds, paired by (reference, seed), 95% cluster "
+                f"bootstrap ({block['bootstrap']['resamples']} resamples, seed "
+                f"{block['bootstrap']['seed']}): {measures}."
+            )
     s = report["summary"]
     lines += [
         "",
@@ -259,6 +301,9 @@ def markdown(report: dict[str, Any]) -> str:
         )
     if not report["which_model"]:
         lines.append("| (no task with two references) ||||||| ")
+    if report["not_scored"]:
+        lines += ["", "## Not scored (degenerate test folds)", ""]
+        lines += [f"- {r['reference']} {r['problem']}: {r['reason']}" for r in report["not_scored"]]
     return "\n".join(lines) + "\n"
 
 

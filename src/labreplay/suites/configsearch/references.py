@@ -8,6 +8,14 @@ command that regenerates it. `replay` runs the real search code (`search.search`
 table: every evaluation is a table lookup, so BO and random search can be compared over many
 seeds and every task in seconds, without fitting a model. The target metrics are the ones the
 report uses (`targets.target_metrics`).
+
+Every replay row (declared, METRICS.md fourth round): BO beside uniform random search and the
+no-data heuristic smallest-ns (untried candidates in ascending n*s after the same shared initial
+design, seeded ties), all at the paper's T = 12, T0 = 4 unless asked otherwise; the model fits
+each search used against the exhaustive sweep of the table and against one (0, 48, 10) fit per
+model; the per-seed outcomes (`per_seed`) from which `pooled.pooled` pairs BO with each reference
+by (reference, seed). Degenerate test folds (DEGENERATE_RULE): a configuration with any is never
+a candidate or a target; a reference with no C_min configuration left is reported, not scored.
 """
 
 from __future__ import annotations
@@ -45,6 +53,11 @@ FORMAT = "labreplay-configsearch-reference/1"
 COLUMNS = (
     "r", "n", "s", "mae", "mae_nondegenerate", "degenerate_folds", "n_test", "abs_error_sd"
 )  # fmt: skip
+DEGENERATE_RULE = (
+    "a configuration with any degenerate test fold (its test targets all take one value that at "
+    "least 5% of the sample shares, e.g. zero-gap metals) is never a target or a candidate; it "
+    "stays in the landscape, counted (METRICS.md, fourth round)"
+)
 REGENERATE = "labreplay configsearch references --tasks {task} --models {model} --n-jobs 2"
 
 
@@ -61,10 +74,29 @@ class Reference:
     maes: dict[Config, float]
     n_test: dict[Config, int] = field(default_factory=dict)
     abs_error_sd: dict[Config, float | None] = field(default_factory=dict)
+    # folds per configuration whose test targets all take one point-mass value (pipeline.py);
+    # empty for files recorded without the column (then nothing can be excluded: flagged)
+    degenerate_folds: dict[Config, int] = field(default_factory=dict)
+    exclude_degenerate: bool = True  # DEGENERATE_RULE; False: the raw reading (--keep-degenerate)
 
     @property
     def label(self) -> str:
         return f"{self.task} x {self.model}"
+
+    @property
+    def degenerate_known(self) -> bool:
+        return bool(self.degenerate_folds)
+
+    def degenerate(self, config: Config) -> bool:
+        return self.degenerate_folds.get(config, 0) > 0
+
+    def admissible(self) -> list[Config]:
+        """The configurations searches and targets may use (before C_min): every one, less the
+        degenerate ones under DEGENERATE_RULE. The excluded stay in the table (landscape,
+        heat maps, claims, cost of the exhaustive sweep)."""
+        if not self.exclude_degenerate:
+            return sorted(self.maes)
+        return sorted(c for c in self.maes if not self.degenerate(c))
 
     @property
     def se_known(self) -> bool:
@@ -230,15 +262,19 @@ def load_reference(path: Path) -> Reference:
     maes: dict[Config, float] = {}
     n_test: dict[Config, int] = {}
     sds: dict[Config, float | None] = {}
+    degenerate: dict[Config, int] = {}
     for row in doc["rows"]:
         c = Config(float(row[at["r"]]), int(row[at["n"]]), int(row[at["s"]]))
         maes[c] = float(row[at["mae"]])
         n_test[c] = int(row[at["n_test"]])
         sd = row[at["abs_error_sd"]] if "abs_error_sd" in at else None
         sds[c] = None if sd is None else float(sd)
+        if "degenerate_folds" in at:
+            degenerate[c] = int(row[at["degenerate_folds"]] or 0)
     return Reference(
-        doc["task"], doc["model"], doc["protocol"], _space(doc["space"]), maes, n_test, sds
-    )
+        doc["task"], doc["model"], doc["protocol"], _space(doc["space"]), maes, n_test, sds,
+        degenerate,
+    )  # fmt: skip
 
 
 def load_references(directory: Path) -> list[Reference]:
@@ -264,6 +300,9 @@ def replay(
     ask/tell optimiser, run through the same budget, initial design and scoring. `pool`: seeds
     run in its worker processes (speed only: every seed is deterministic on its own, so the rows
     are the same as in one process); a user's agent always runs here, in this process."""
+    why = unscorable(ref, problem, min_test_points)
+    if why is not None:
+        raise DataError(f"{ref.label} {problem}: {why}", field="degenerate_folds")
     land = replay_landscape(ref, problem, min_test_points)  # once, not per seed
     args = (ref, method, budget, init, cost_alpha, problem, min_test_points, surrogate, land)
     if pool is not None and agent is None:
@@ -296,7 +335,14 @@ def _replay_one(
     row = {"seed": seed, **target_metrics(land, result.trace(), steps, init)}
     row["invalid_steps"] = result.invalid_steps
     row["answer"] = result.answer()
+    # model fits this search needed: n per new (model, r, n) training set (targets.fits_of)
+    row["fits_used"] = sum(s.new_fits for s in result.steps)
     return row
+
+
+# Every replay's rows: BO beside uniform random search and the no-data heuristic "smallest
+# admissible n*s first" (all three from the same shared initial design per seed).
+REFERENCE_METHODS = ("bo", "random", "smallest-ns")
 
 
 @dataclass(frozen=True)
@@ -305,8 +351,8 @@ class ReplayPlan:
 
     ref: Reference
     problem: str = "best-model"
-    budget: int = 8
-    init: int = 3
+    budget: int = 12  # the paper's T and T0 for every problem (METRICS.md, fourth round)
+    init: int = 4
     within: int | None = None  # None: the budget
     cost_alpha: float = COST_ALPHA
     min_test_points: int = MIN_TEST_POINTS
@@ -322,12 +368,20 @@ def compare_many(
     wait at the end of one reference or problem for the other's last seed."""
     for plan in plans:
         require_surrogate(plan.surrogate)
+    reasons = [unscorable(p.ref, p.problem, p.min_test_points) for p in plans]
+    if any(reasons):
+        scored = [p for p, why in zip(plans, reasons, strict=True) if why is None]
+        done = iter(compare_many(scored, seeds, pool) if scored else [])
+        return [
+            next(done) if why is None else _unscored_row(p, seeds, why)
+            for p, why in zip(plans, reasons, strict=True)
+        ]
     lands = [replay_landscape(p.ref, p.problem, p.min_test_points) for p in plans]
     tasks = [
         (i, method, (p.ref, method, p.budget, p.init, p.cost_alpha, p.problem,
                      p.min_test_points, p.surrogate, lands[i], seed))
         for i, p in enumerate(plans)
-        for method in ("bo", "random")
+        for method in REFERENCE_METHODS
         for seed in seeds
     ]  # fmt: skip
     if pool is None:
@@ -341,7 +395,9 @@ def compare_many(
         order = sorted(range(len(tasks)), key=lambda k: -cost(tasks[k]))  # stable: ties in order
         futures = {k: pool.submit(_replay_seed, tasks[k][2]) for k in order}
         rows = [futures[k].result() for k in range(len(tasks))]
-    runs: list[dict[str, list[dict[str, Any]]]] = [{"bo": [], "random": []} for _ in plans]
+    runs: list[dict[str, list[dict[str, Any]]]] = [
+        {m: [] for m in REFERENCE_METHODS} for _ in plans
+    ]
     for (i, method, _), row in zip(tasks, rows, strict=True):
         runs[i][method].append(row)
     return [_compared(p, seeds, r, land) for p, r, land in zip(plans, runs, lands, strict=True)]
@@ -394,10 +450,13 @@ def compare(
     )
     if agent is None:
         return compare_many([plan], seeds, pool)[0]
+    why = unscorable(ref, problem, min_test_points)
+    if why is not None:
+        return _unscored_row(plan, seeds, why)
     runs = {
         m: replay(ref, m, seeds, budget, init, cost_alpha, problem, min_test_points, surrogate,
                   pool=pool)
-        for m in ("bo", "random")
+        for m in REFERENCE_METHODS
     }  # fmt: skip
     runs["agent"] = replay(
         ref, "agent", seeds, budget, init, cost_alpha, problem, min_test_points, surrogate, agent
@@ -430,6 +489,7 @@ def _compared(
         "task": ref.task,
         "model": ref.model,
         "problem": problem,
+        "scored": True,
         **land.summary(),
         "targets_in_space": land.on_target,
         "random_chance_within": land.chance(within),
@@ -448,6 +508,32 @@ def _compared(
         **bo_vs_random,
         "bo_better": bool(bo_vs_random["steps_saved_ci95"][0] > 0),
         "bo_better_normalised": bool(bo_vs_random["normalised_gain_ci95"][0] > 0),
+    }
+    heuristic = runs["smallest-ns"]
+    out["heuristic"] = {
+        "method": "smallest-ns",
+        "what": "no-data heuristic: after the shared initial design, untried candidates in "
+        "ascending n*s (seeded ties); it reads no MAE",
+        "hits": hits(heuristic),
+        "hits_in_initial_design": sum(1 for m in heuristic if m["target_in_initial_design"]),
+        "mean_final_normalised": mean_final(heuristic),
+        "bo_vs_heuristic": _paired(runs["bo"], heuristic, budget),
+    }
+    h = out["heuristic"]
+    h["boundary"] = _boundary(plan, land, out["bo_hits"], h["hits"], h["hits_in_initial_design"])
+    out["cost"] = _cost(ref, runs)
+    out["per_seed"] = {
+        "seeds": [int(m["seed"]) for m in runs["bo"]],
+        **{
+            method: {
+                "hit": [int(m["reached_target"] and m["steps_to_target"] <= within) for m in rows],
+                "steps_to_target": [m["steps_to_target"] for m in rows],
+                "final_normalised": [m["final_normalised"] for m in rows],
+                "fits_used": [int(m["fits_used"]) for m in rows],
+            }
+            for method, rows in runs.items()
+            if method in REFERENCE_METHODS
+        },
     }
     if plan.keep_traces:
         out["normalised_traces"] = {
@@ -473,6 +559,66 @@ def _compared(
             "vs_bo": _paired(runs["agent"], runs["bo"], budget),
         }
         out["agent"]["name"] = _agent_name(agent)
+    return out
+
+
+def _boundary(
+    plan: ReplayPlan, land: Landscape, bo_hits: int, heuristic_hits: int, in_design: int
+) -> str | None:
+    """Where the no-data heuristic hits as often as BO (or more), one line saying that the target
+    sits on the admissibility boundary, with the n*s figures that show it; else None (also when
+    the heuristic hit only inside the shared initial design: that says nothing about n*s)."""
+    if heuristic_hits - in_design == 0 or heuristic_hits < bo_hits:
+        return None
+    from labreplay.suites.configsearch.search import candidates, objective
+
+    gt = _ground_truth(plan.ref, plan.problem) or {}
+    ns = []
+    for cand in candidates(plan.problem, plan.ref.admissible(), [plan.ref.model],
+                           plan.min_test_points):  # fmt: skip
+        value = objective(plan.problem, {plan.ref.model: plan.ref.maes[cand.config]}, gt)
+        ns.append((cand.config.n * cand.config.s, land.hits(value)))
+    smallest = min(n for n, _ in ns)
+    on = sorted(n for n, hit in ns if hit)
+    if not on:
+        return None
+    near = sum(1 for n, _ in ns if n <= on[0])
+    return (
+        f"smallest-ns {heuristic_hits} >= BO {bo_hits} hits: the target sits on the "
+        f"admissibility boundary (smallest on-target n*s = {on[0]}, smallest admissible "
+        f"{smallest} = C_min bound {plan.min_test_points}; {near} candidates have n*s <= {on[0]})"
+    )
+
+
+def _cost(ref: Reference, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Model fits per search (METRICS.md cost unit: one fit per fold of each new (model, r, n)
+    training set; every s of an (r, n) reuses them) against the exhaustive sweep of the
+    reference table (every feasible configuration) and against a single-configuration protocol
+    (Omee et al.: one (0, 48, 10) evaluation per model = 48 fits)."""
+    from labreplay.suites.configsearch.targets import fits_of
+
+    exhaustive = fits_of([(ref.model, c) for c in ref.maes])
+    single = fits_of([(ref.model, Config(*REFERENCE_CONFIG))])
+    out: dict[str, Any] = {
+        "unit": "model fits (n per new (model, r, n) training set)",
+        "exhaustive_fits": exhaustive,
+        "exhaustive_is": "every feasible configuration of the reference table",
+        "single_config_fits": single,
+        "single_config_is": "one (0, 48, 10) evaluation per model (Omee et al.)",
+        "methods": {},
+    }
+    for method, rows in runs.items():
+        if method not in REFERENCE_METHODS:
+            continue
+        fits = [int(m["fits_used"]) for m in rows]
+        mean = float(np.mean(fits))
+        out["methods"][method] = {
+            "mean_fits": mean,
+            "min_fits": min(fits),
+            "max_fits": max(fits),
+            "saved_vs_exhaustive": 1.0 - mean / exhaustive if exhaustive else None,
+            "times_single_config": mean / single if single else None,
+        }
     return out
 
 
@@ -504,9 +650,58 @@ def replay_landscape(
     se = {(ref.model, c): ref.se(c) for c in ref.maes}
     truth = _ground_truth(ref, problem)
     gt_se = {ref.model: ref.se(Config(*REFERENCE_CONFIG))} if truth else None
-    return landscape(
-        problem, table, [ref.model], sorted(ref.maes), truth, min_test_points, se, gt_se
+    land = landscape(
+        problem, table, [ref.model], ref.admissible(), truth, min_test_points, se, gt_se
     )
+    land.notes.update(degenerate_notes(ref, min_test_points))
+    return land
+
+
+def degenerate_notes(ref: Reference, min_test_points: int) -> dict[str, Any]:
+    """What the degenerate rule did to one reference: configurations with a degenerate fold,
+    in C_min and in the whole table, and whether they were excluded."""
+    flagged = [c for c in ref.maes if ref.degenerate(c)]
+    return {
+        "degenerate_rule": DEGENERATE_RULE if ref.exclude_degenerate else "off (--keep-degenerate)",
+        "degenerate_known": ref.degenerate_known,
+        "degenerate_configs": len(flagged),
+        "degenerate_configs_in_c_min": sum(1 for c in flagged if c.n * c.s >= min_test_points),
+        "degenerate_excluded": len(flagged) if ref.exclude_degenerate else 0,
+    }
+
+
+def unscorable(ref: Reference, problem: str, min_test_points: int) -> str | None:
+    """Why a reference has no candidate for `problem` once the degenerate configurations are
+    excluded (then it is reported, never searched), or None."""
+    if not ref.exclude_degenerate:
+        return None
+    cmin = [c for c in ref.maes if c.n * c.s >= min_test_points]
+    left = [c for c in ref.admissible() if c.n * c.s >= min_test_points]
+    if problem == "closest":
+        left = [c for c in left if not in_reference_block(c)]
+    if left or not cmin:
+        return None
+    return (
+        f"not scored: every one of its {len(cmin)} C_min configurations has a degenerate test "
+        "fold (declared rule: never a target), so no search can be measured on it"
+    )
+
+
+def _unscored_row(plan: ReplayPlan, seeds: Sequence[int], reason: str) -> dict[str, Any]:
+    return {
+        "reference": plan.ref.label,
+        "task": plan.ref.task,
+        "model": plan.ref.model,
+        "problem": plan.problem,
+        "scored": False,
+        "reason": reason,
+        **degenerate_notes(plan.ref, plan.min_test_points),
+        "candidates": 0,
+        "seeds": len(seeds),
+        "budget": plan.budget,
+        "init": plan.init,
+        "warnings": [reason],
+    }
 
 
 def targets_in_space(ref: Reference, min_test_points: int = MIN_TEST_POINTS) -> int:
@@ -533,8 +728,18 @@ def compare_which_model(
     require_surrogate(surrogate)
     refs = {first.model: first, second.model: second}
     models = sorted(refs)
-    common = sorted(set(first.maes) & set(second.maes))
+    common = sorted(set(first.admissible()) & set(second.admissible()))
     cmin = [c for c in common if c.n * c.s >= min_test_points]
+    if not cmin:
+        why = unscorable(first, "which-model", min_test_points) or unscorable(
+            second, "which-model", min_test_points
+        )
+        if why is not None:
+            return {
+                "task": first.task, "problem": "which-model", "models": models,
+                "scored": False, "reason": why, "configurations": 0, "seeds": len(seeds),
+                "budget": budget, "init": init,
+            }  # fmt: skip
 
     def exhaustive(configs: Sequence[Config]) -> dict[str, Any]:
         return which_model_answer(
@@ -546,6 +751,7 @@ def compare_which_model(
     out: dict[str, Any] = {
         "task": first.task,
         "problem": "which-model",
+        "scored": True,
         "models": models,
         "min_test_points": min_test_points,
         "configurations": len(cmin),
@@ -596,7 +802,7 @@ def _search_tables(
     """The real `search.search` over the configurations every model's table holds, each
     evaluation a lookup: the one replay path of every problem."""
     models = sorted(refs)
-    common = sorted(set.intersection(*(set(refs[m].maes) for m in models)))
+    common = sorted(set.intersection(*(set(refs[m].admissible()) for m in models)))
     return search(
         problem=problem,
         method=method,

@@ -70,7 +70,7 @@ from labreplay.suites.configsearch.targets import (
 )
 
 PROBLEMS = ("best-model", "discriminate", "closest", "which-model")
-METHODS = ("bo", "random", "exhaustive")
+METHODS = ("bo", "random", "exhaustive", "smallest-ns")
 COST_ALPHA = 0.0
 MAXIMIN_TRIES = 256
 # What an optimiser's call may raise that ends the run instead of spending one invalid step.
