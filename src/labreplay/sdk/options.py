@@ -59,6 +59,20 @@ def refuse_unknown(where: str, given: Iterable[str], known: Collection[str]) -> 
             raise unknown_option(where, key, known)
 
 
+def check_agent_timeout(isolate: bool, agent_timeout_s: float | None) -> None:
+    """`agent_timeout_s` (--agent-timeout) is a bound on an isolated agent's calls: refused
+    without `isolate`, since an in-process agent cannot be stopped mid-call (a timeout that
+    is accepted and ignored would promise what it does not do)."""
+    if agent_timeout_s is None:
+        return
+    if not isolate:
+        raise OptionError(
+            "agent_timeout_s (--agent-timeout) needs isolate (--isolate): an in-process "
+            "agent cannot be stopped mid-call"
+        )
+    finite_float("agent_timeout_s", agent_timeout_s, lo=0.0, hi=86_400.0, lo_open=True)
+
+
 def option_names(cls: type[Any]) -> tuple[str, ...]:
     """The field names of an options dataclass."""
     return tuple(f.name for f in dataclasses.fields(cls))
@@ -83,6 +97,7 @@ __all__ = [
     "MAX_SEED_COUNT",
     "OptionError",
     "bad",
+    "check_agent_timeout",
     "choice",
     "finite_float",
     "id_set",

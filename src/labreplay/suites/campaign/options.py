@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from labreplay.sdk.options import parse_options
+from labreplay.sdk.options import check_agent_timeout, parse_options
 
 DEFAULT_CONTROLS = ("random", "no-evidence")
 
@@ -50,16 +50,9 @@ class CampaignRunOptions:
 
     def check(self) -> None:
         """Refuse bad values before any store exists."""
-        from labreplay.sdk.options import OptionError, finite_float
 
         self.control_branches("")
-        if self.agent_timeout_s is not None:
-            if not self.isolate:
-                raise OptionError(
-                    "agent_timeout_s (--agent-timeout) needs isolate (--isolate): an in-process "
-                    "agent cannot be stopped mid-call"
-                )
-            finite_float("agent_timeout_s", self.agent_timeout_s, lo=0.0, hi=86_400.0, lo_open=True)
+        check_agent_timeout(self.isolate, self.agent_timeout_s)
 
 
 @lru_cache(maxsize=1)

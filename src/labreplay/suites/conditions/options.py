@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from labreplay.sdk.options import parse_options
+from labreplay.sdk.options import check_agent_timeout, parse_options
 
 
 @dataclass(frozen=True)
@@ -33,19 +33,13 @@ class ConditionsRunOptions:
     def check(self) -> None:
         """Refuse bad values before any store exists."""
         from labreplay.errors import SpecError
-        from labreplay.sdk.options import OptionError, finite_float, int_in
+        from labreplay.sdk.options import int_in
 
         if self.questions is None:
             raise SpecError("conditions run needs questions=PATH (the compiled question file)")
         if self.limit is not None:
             int_in("limit", self.limit, 1)
-        if self.agent_timeout_s is not None:
-            if not self.isolate:
-                raise OptionError(
-                    "agent_timeout_s (--agent-timeout) needs isolate (--isolate): an in-process "
-                    "agent cannot be stopped mid-call"
-                )
-            finite_float("agent_timeout_s", self.agent_timeout_s, lo=0.0, hi=86_400.0, lo_open=True)
+        check_agent_timeout(self.isolate, self.agent_timeout_s)
 
 
 @lru_cache(maxsize=1)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from labreplay.sdk.options import parse_options
+from labreplay.sdk.options import check_agent_timeout, parse_options
 
 # The search seed of both doors when none is given (seeds 42..42+k-1, as the papers' replays).
 DEFAULT_SEED = 42
@@ -55,11 +55,7 @@ class ConfigsearchRunOptions:
         finite_float("cost_alpha", self.cost_alpha, lo=0.0)
         if not self.model_list():
             raise OptionError("models: value () names no model")
-        if self.agent_timeout_s is not None and not self.isolate:
-            raise OptionError(
-                "agent_timeout_s (--agent-timeout) needs isolate (--isolate): an in-process "
-                "optimiser cannot be stopped mid-call"
-            )
+        check_agent_timeout(self.isolate, self.agent_timeout_s)
 
 
 RUN_DEFAULTS = ConfigsearchRunOptions()
