@@ -50,7 +50,6 @@ class CampaignRunOptions:
 
     def check(self) -> None:
         """Refuse bad values before any store exists."""
-
         self.control_branches("")
         check_agent_timeout(self.isolate, self.agent_timeout_s)
 
