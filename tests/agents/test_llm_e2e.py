@@ -138,7 +138,18 @@ def test_short_campaign_through_a_real_model(
     events = result.events
     assert events[0]["kind"] == "reset" and events[-1]["kind"] == "end"
     assert Trajectory.verify(stored_events, spec.spec_hash) == result.head_hash
-    assert run.status == "complete" and run.agent == f"openai:{LLM_MODEL}"
+    assert run.agent == f"openai:{LLM_MODEL}"
+    # SmolLM2-135M is weak: when most of its replies are unusable the one failed-run rule
+    # (docs/metrics.md) marks the run failed, with the cause named. The plumbing below holds
+    # either way; the status must be what the rule gives for the recorded counts.
+    summary = run.summary or {}
+    failures = sum(summary["policy_failures"].values())
+    rule_fails = failures > summary["policy_calls"] / 2 or (
+        summary["checkpoint_failures"] > summary["checkpoints"] / 2
+    )
+    assert run.status == ("failed" if rule_fails else "complete"), summary
+    if run.status == "failed":
+        assert summary["cause_kind"] in ("replies invalid", "checkpoints failed"), summary
     closed = events[-1]["payload"]["closed"]
     assert sum(e["kind"] == "checkpoint" for e in events) == 1 + len(closed)
 
