@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.errors import AgentError, RunFailedError
-from labreplay.sdk import Recorder, RunHeader, open_run, sha256_bytes, sha256_file, sha256_json
+from labreplay.sdk import (
+    Recorder,
+    RunHeader,
+    canonical_form,
+    open_run,
+    sha256_bytes,
+    sha256_file,
+    sha256_json,
+)
 from labreplay.sdk.agents import (
     AgentNonJSON,
     AnswersInBatches,
@@ -227,13 +235,10 @@ def finish_question_run(
             f"run {recorder.run_id}: the agent could not act (stored as failed, not ranked; "
             f"rerun the same command to resume): {verdict.cause}"
         )
-    return {
-        "run_id": recorder.run_id,
-        "resumed": recorder.existed,
-        "cached": False,
-        **flat,
-        **extra,
-    }
+    # The numbers as stored (canonical: 12 significant digits), so a run read back from the
+    # store returns exactly what the run that wrote it returned.
+    stored, _ = canonical_form({**flat, **extra})
+    return {"run_id": recorder.run_id, "resumed": recorder.existed, "cached": False, **stored}
 
 
 def _health(events: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]]) -> RunHealth:

@@ -1,0 +1,48 @@
+"""`labreplay.testing.check_suite` on every built-in suite with a reference agent, and on a
+suite that breaks a promise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import labreplay
+from labreplay.errors import LabreplayError
+from labreplay.testing import check_suite
+
+
+def test_campaign_keeps_the_engine_promises(data_dir: Path) -> None:
+    specs = labreplay.compile("campaign", data_dir, record="precursor-genome", seed=0)
+    short = [s for s in specs if s.body["assignment"]["id"] == "short-1"]
+    check_suite("campaign", short, "bayes", controls=("random", "no-evidence"))
+
+
+def test_conditions_keeps_the_engine_promises(question_file: Path) -> None:
+    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import question_spec
+
+    spec = question_spec(question_file, load_questions(question_file))
+    check_suite("conditions", [spec], "ranker", questions=question_file)
+
+
+def test_a_suite_whose_runs_are_not_deterministic_is_named(data_dir: Path) -> None:
+    from labreplay.suites.campaign.agents import RandomAgent
+
+    class Unseeded(RandomAgent):
+        """Ignores the run seed: two runs differ."""
+
+        calls = 0
+
+        def reset(self, seed: int) -> None:
+            Unseeded.calls += 1
+            super().reset(seed + Unseeded.calls)
+
+        def params(self) -> dict[str, Any]:
+            return {}
+
+    specs = labreplay.compile("campaign", data_dir, record="precursor-genome", seed=0)
+    short = [s for s in specs if s.body["assignment"]["id"] == "short-1"]
+    with pytest.raises(LabreplayError, match="determinism"):
+        check_suite("campaign", short, Unseeded, controls=())
