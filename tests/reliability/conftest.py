@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import os
 import shutil
 import sqlite3
@@ -90,3 +91,19 @@ def make_foreign_sqlite(path: Path) -> Path:
 def data_env() -> None:
     if not os.environ.get("LABREPLAY_DATA_DIR"):
         pytest.fail("LABREPLAY_DATA_DIR is not set; point it at the shared real data directory")
+
+
+# The compiled campaign specs and their first assignment, for the end-to-end LLM failure and
+# secrets tests (one compile per test module; a module may define its own).
+@pytest.fixture(scope="module")
+def specs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("specs") / "specs"
+    proc = run_cli("campaign", "compile", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def first_assignment(specs_dir: Path) -> str:
+    index = json.loads((specs_dir / "index.json").read_text(encoding="utf-8"))
+    return str(index["assignments"][0]["id"])

@@ -160,13 +160,16 @@ def test_the_password_of_a_base_url_is_a_secret() -> None:
     assert secret_query_values("http://127.0.0.1:8080/v1") == []
 
 
-def test_credential_named_variables_are_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_credential_named_variables_are_scrubbed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from labreplay._provenance import scrub_text
 
+    socket_path = str(tmp_path / "ssh-agent.sock")  # a path, not a credential
     monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-Fw7Qp2Lm9Zx4")
-    monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/ssh-agent.sock")  # a path, not a credential
+    monkeypatch.setenv("SSH_AUTH_SOCK", socket_path)
     assert scrub_text("a tok-Fw7Qp2Lm9Zx4 b") == "a *** b"
-    assert scrub_text("/tmp/ssh-agent.sock") == "/tmp/ssh-agent.sock"
+    assert scrub_text(socket_path) == socket_path
 
 
 def test_scrubbed_event_still_verifies() -> None:
@@ -203,20 +206,6 @@ def test_printed_output_is_scrubbed() -> None:
 
 
 # --------------------------------------------------------------------------- end to end
-@pytest.fixture(scope="module")
-def specs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("specs") / "specs"
-    proc = run_cli("campaign", "compile", "--out", str(out), "--json")
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
-def first_assignment(specs_dir: Path) -> str:
-    index = json.loads((specs_dir / "index.json").read_text(encoding="utf-8"))
-    return str(index["assignments"][0]["id"])
-
-
 def test_campaign_key_echoed_in_model_content_and_errors(
     specs_dir: Path, first_assignment: str, tmp_path: Path
 ) -> None:

@@ -25,20 +25,6 @@ from .conftest import assert_one_line_error, run_cli
 KEY = "sk-labreplay-test-0123456789abcdefSECRET"
 
 
-@pytest.fixture(scope="module")
-def specs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("specs") / "specs"
-    proc = run_cli("campaign", "compile", "--out", str(out), "--json")
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
-def first_assignment(specs_dir: Path) -> str:
-    index = json.loads((specs_dir / "index.json").read_text(encoding="utf-8"))
-    return str(index["assignments"][0]["id"])
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
