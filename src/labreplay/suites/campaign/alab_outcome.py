@@ -30,6 +30,7 @@ from typing import Any
 from labreplay.sdk import Missing
 from labreplay.suites.campaign import evidence as ev
 
+RULE_NAME = "alab-pipeline-outcome/1"
 PRESENCE_THRESHOLD = 0.03
 
 
