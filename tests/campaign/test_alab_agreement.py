@@ -133,3 +133,23 @@ def test_a_missing_xrd_file_is_never_a_physical_failure() -> None:
             assert isinstance(valid, Missing) and expected in valid.reason
         else:
             assert valid is expected
+
+
+def test_the_rule_reads_the_experts_own_refinements_as_they_do(pg_records: list[Record]) -> None:
+    """`category_of` on each classified ledger sample's selected refinement: it must give the
+    experts' category almost always, so that a disagreement on an A-Lab run comes from the
+    automated phase identification, not from the reading of phases."""
+    decided = agreeing = compared = 0
+    for record in pg_records:
+        refinements = record.evidence["refinement"]
+        if record.outcome["valid"] is not True or isinstance(refinements, Missing):
+            continue
+        chosen = [i for i in refinements if i["content"]["selected"] is not False]
+        phases = chosen[-1]["content"]["phases"] if chosen else None
+        if not phases:
+            continue
+        compared += 1
+        got = category_of(phases, record.descriptors["precursors"])
+        decided += isinstance(got, str)
+        agreeing += got == record.outcome["category"]
+    assert (compared, decided, agreeing) == (995, 982, 951)
