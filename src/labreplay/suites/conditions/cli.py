@@ -485,19 +485,44 @@ def run_cmd(
 def score_cmd(
     questions: Path = typer.Option(..., "--questions", help="Question file."),
     predictions: Path = typer.Option(..., "--predictions", help="JSONL: {id, answer|text}."),
+    lenient: bool = typer.Option(
+        False,
+        "--lenient",
+        help="Score malformed predictions as invalid (and count them) instead of exiting 2.",
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Official-style evaluator: score a predictions file against a question file.
-    Unknown or duplicate prediction ids exit 2 (see the README for the format)."""
-    from labreplay.suites.conditions.evaluate import score_predictions
+    Every malformed prediction (option out of range or not an integer, a bad FIB slot, an
+    unknown or repeated id) is named on stderr, one a line; the command then exits 2 unless
+    --lenient (see the README for the format)."""
+    import sys
+
+    from labreplay.suites.conditions.evaluate import check_predictions, problem_lines, score_read
     from labreplay.suites.conditions.questions import load_questions
 
-    out = score_predictions(load_questions(questions), predictions)
+    qs = load_questions(questions)
+    read = check_predictions(predictions, {q["id"]: q for q in qs})
+    head = "warning: malformed prediction" if lenient else "malformed prediction"
+    for line in problem_lines(read.problems):
+        sys.stderr.write(f"labreplay: {head}: {line}\n")
+    if read.problems and not lenient:
+        raise LabreplayError(
+            f"{predictions}: {len(read.problems)} malformed prediction(s) listed above; fix "
+            "them, or pass --lenient to score them as invalid"
+        )
+    out = score_read(qs, read)
+    if read.problems:
+        sys.stderr.write(
+            f"labreplay: warning: --lenient: {len(read.problems)} malformed prediction(s); "
+            f"{len(read.invalid_ids)} question(s) scored as invalid, the rest (unknown ids, "
+            "lines that are not a prediction) ignored\n"
+        )
     if json_out:
         print_json(out)
         return
     for k, v in out.items():
-        if k != "summary":
+        if k not in {"summary", "malformed"}:
             console.print(f"{k}: {v}")
 
 
