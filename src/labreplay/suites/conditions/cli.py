@@ -110,8 +110,15 @@ def compile_cmd(
     vary: list[str] = typer.Option(
         None,
         "--vary",
-        help="Condition column a table varies (repeatable; default: the axis with the most "
-        "levels, ties catalyst/ligand > base > reagent/additive > solvent > temperature/time).",
+        help="Condition column a table varies (repeatable). Default for --table: the axis set "
+        "keeping the most rows, with no additive/inhibitor axis unless it keeps more, then the "
+        "most axes per table, species before process settings (printed; see --axis-kind).",
+    ),
+    axis_kind: list[str] = typer.Option(
+        None,
+        "--axis-kind",
+        help="COL=species|process|additive: override the kind read from a condition column's "
+        "name (additive/inhibitor axes are not varied alone by default).",
     ),
     name: str | None = typer.Option(
         None,
@@ -215,6 +222,7 @@ def compile_cmd(
                 ("--condition-cols", condition_cols),
                 ("--slice-cols", slice_cols),
                 ("--vary", vary),
+                ("--axis-kind", axis_kind),
                 ("--name", name),
                 ("--yield-col", yield_col),
                 ("--smiles-cols", smiles_cols),
@@ -257,6 +265,7 @@ def compile_cmd(
                 roles=_pairs(role, "--role"),
                 slice_cols=_csv_list(slice_cols),
                 vary_cols=[c for raw in vary or [] for c in _csv_list(raw)],
+                axis_kinds=_pairs(axis_kind, "--axis-kind"),
                 max_options=max_options,
                 max_tables=max_tables,
                 min_options=min_options,
