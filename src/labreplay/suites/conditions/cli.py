@@ -584,6 +584,10 @@ def leaderboard_cmd(
             + ", ".join(board["unverified_data"]),
             markup=False,
         )
+    from labreplay.suites.conditions.robustness import audit_lines
+
+    for line in audit_lines(board["utility_audit"]):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if not board["runs"]:
         raise typer.Exit(1)
 
