@@ -47,7 +47,7 @@ from labreplay.suites.conditions.agents import QuestionAgent
 from labreplay.suites.conditions.prompts import normalise_answer
 from labreplay.suites.conditions.questions import agent_view
 from labreplay.suites.conditions.scoring import AnswerKey, answer_key, score_answer
-from labreplay.suites.conditions.summary import headline, spearman_yield_only, summarise
+from labreplay.suites.conditions.summary import headline, summarise
 
 SUITE = "conditions"
 PROTOCOL = "rxnoptbench-questions"
@@ -308,10 +308,20 @@ def _usage_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def leaderboard(store: Store) -> dict[str, Any]:
-    """Every finished conditions run, with its headline metrics, plus the over-agent audit."""
+    """Every finished conditions run, with its headline metrics, plus the over-agent utility
+    robustness audit per question file (`robustness`)."""
     rows: list[dict[str, Any]] = []
     unverified: dict[str, list[str]] = {}  # spec hash -> modified data files behind it
+    audited: list[dict[str, Any]] = []  # what the utility audit re-scores
     for run in store.runs(suite=SUITE, status="complete"):
+        audited.append(
+            {
+                "run_id": run.run_id,
+                "agent": run.agent,
+                "seed": run.seed,
+                "_spec_hash": run.spec_hash,
+            }
+        )
         scores = {k: v for k, v in store.scores(run.run_id).items() if k != "summary"}
         if run.spec_hash not in unverified:
             body = loads_strict(store.get_spec(run.spec_hash)).get("body", {})
@@ -339,11 +349,11 @@ def leaderboard(store: Store) -> dict[str, Any]:
             str(r["agent"]),
         )
     )
-    audits = {}
-    for spec in sorted({str(r["spec_hash"]) for r in rows}):
-        audits[spec] = spearman_yield_only([r for r in rows if r["spec_hash"] == spec])
+    from labreplay.suites.conditions.robustness import leaderboard_audit
+
+    audits = leaderboard_audit(store, audited)
     marked = sorted({str(r["question_file"]) for r in rows if r.get("unverified_data")})
-    return {"runs": rows, "yield_only_spearman": audits, "unverified_data": marked}
+    return {"runs": rows, "utility_audit": audits, "unverified_data": marked}
 
 
 def rescore_run(
