@@ -171,3 +171,22 @@ def test_bad_card_exits_2_with_one_line_and_writes_nothing(case, tmp_path, capsy
     assert len(err.splitlines()) == 1, err
     assert card.name in err and field in err and value in err, err
     assert not out.exists() and card.read_bytes() == before
+
+
+def test_too_small_record_is_refused_with_the_numbers(tmp_path, capsys):
+    sha = _table(tmp_path, rows=24)
+    card = _card(
+        tmp_path, GOOD.format(sha=sha).replace('grouping = ["ligand"]', 'grouping = ["base"]')
+    )
+    out = tmp_path / "specs"
+    assert run(["campaign", "compile", "--record-card", str(card), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "record too small" in err and "panel" in err, err
+    assert not out.exists()
+
+
+def test_compile_prints_qc(tmp_path, capsys):
+    card = _card(tmp_path, GOOD.format(sha=_table(tmp_path)))
+    assert run(["campaign", "compile", "--record-card", str(card)]) == 0
+    text = capsys.readouterr().out
+    assert "rows decidable (high" in text and "base-rate score -" in text

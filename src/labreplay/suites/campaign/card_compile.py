@@ -133,6 +133,7 @@ def _compile_table(
     allow_modified: bool,
     overrides: Mapping[str, Any],
 ) -> tuple[Partition, list[EnvironmentSpec], dict[str, Any]]:
+    from labreplay.suites.campaign.protocol import decidable
     from labreplay.suites.campaign.table_record import load_table_records
 
     files, modified = check_sources(card, data_dir, allow_modified)
@@ -174,6 +175,52 @@ def _compile_table(
             f"{len(long)} long and {len(part.assignments) - len(long)} short assignments; "
             f"needs 2 long x {params.long_candidates} or 2 short x "
             f"{params.min_short_candidates} candidates",
-            "protocol", f"{sum(1 for r in recs if r.outcome.get('valid') is not None)} rows",
+            "protocol", f"{sum(1 for r in recs if decidable(r))} decidable rows",
         )  # fmt: skip
-    return part, specs, index_of(part, specs, card.name, params, seed, data)
+    index = index_of(part, specs, card.name, params, seed, data)
+    index["qc"] = table_qc(recs, part, specs)
+    return part, specs, index
+
+
+def table_qc(
+    records: Sequence[Record], part: Partition, specs: Sequence[EnvironmentSpec]
+) -> dict[str, Any]:
+    """What compile prints about a table: decidable rows, rows per category, panel size,
+    assignments, and per assignment the base-rate score of its held-out queries (mean
+    log-likelihood of the recorded category under the context's category frequencies, +1
+    smoothing) next to the context-trained model's score bound in the spec."""
+    import math
+    from collections import Counter
+
+    from labreplay.suites.campaign.protocol import decidable
+
+    per_category = Counter(
+        str(r.outcome["category"]) for r in records if r.outcome.get("valid") is True
+    )
+    scores = []
+    for spec in specs:
+        body = spec.body
+        counts = Counter(body["context_summary"]["outcome_counts"])
+        total = sum(counts[c] for c in body["categories"]) + len(body["categories"])
+        outcomes = [body["evaluator"][q["experiment_id"]]["outcome"] for q in body["queries"]]
+        losses = [
+            -math.log((counts[o["category"]] + 1) / total)
+            for o in outcomes
+            if o.get("valid") is True
+        ]
+        target = body["acceleration_target"]["context_model_score_t0"]
+        scores.append(
+            {
+                "assignment": body["assignment"]["id"],
+                "base_rate_score": round(-sum(losses) / len(losses), 4) if losses else None,
+                "context_model_score": target,
+            }
+        )
+    return {
+        "decidable_rows": sum(1 for r in records if decidable(r)),
+        "rows": len(records),
+        "rows_per_category": dict(sorted(per_category.items())),
+        "panel_size": len(part.panel),
+        "assignments": len(part.assignments),
+        "scores": scores,
+    }

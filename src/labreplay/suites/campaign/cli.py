@@ -155,6 +155,8 @@ def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -
         f"long assignments cover {index['long_experiments']}, short cover "
         f"{index['short_experiments']}"
     )
+    if "qc" in index:
+        _print_qc(index["qc"])
     table = Table()
     for col in ("assignment", "candidates", "queries", "budgets (exp/evid/rev)", "spec_hash"):
         table.add_column(col)
@@ -168,6 +170,20 @@ def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -
             a["spec_hash"],
         )
     print_table(table, "assignment")
+
+
+def _print_qc(qc: dict[str, Any]) -> None:
+    per = ", ".join(f"{k} {v}" for k, v in qc["rows_per_category"].items())
+    console.print(
+        f"QC: {qc['decidable_rows']} of {qc['rows']} rows decidable ({per}); panel "
+        f"{qc['panel_size']}; {qc['assignments']} assignments"
+    )
+    for s in qc["scores"]:
+        context = s["context_model_score"]
+        console.print(
+            f"QC {s['assignment']}: base-rate score {s['base_rate_score']}, context-model score "
+            f"{'n/a (the reference model scores the four solid-state categories only)' if context is None else context}"
+        )
 
 
 @app.command("run")
