@@ -190,3 +190,26 @@ def test_compile_prints_qc(tmp_path, capsys):
     assert run(["campaign", "compile", "--record-card", str(card)]) == 0
     text = capsys.readouterr().out
     assert "rows decidable (high" in text and "base-rate score -" in text
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "cards"
+
+
+@pytest.mark.parametrize(
+    "name", ["buchwald-hartwig-ahneman2018", "edbo-direct-arylation-shields2021"]
+)
+def test_example_cards_compile_on_the_real_tables(name, data_dir):
+    from labreplay.suites.campaign.api import compile_specs
+
+    _, specs, index = compile_specs(
+        record_card=EXAMPLES / f"{name}.card.toml", seed=0, data_dir=data_dir
+    )
+    qc = index["qc"]
+    assert qc["decidable_rows"] == qc["rows"] and len(qc["rows_per_category"]) == 3
+    long = [s for s in specs if s.body["assignment"]["kind"] == "long"]
+    short = [s for s in specs if s.body["assignment"]["kind"] == "short"]
+    assert len(long) >= 2
+    assert max(len(s.body["candidates"]) for s in short) <= len(long[0].body["candidates"])
+    assert all(s.body["prices"] == {"yield_assay": 1} for s in specs)
+    assert all(s.body["budgets"]["evidence"] >= 1 for s in specs)
+    assert all(v["base_rate_score"] is not None for v in qc["scores"])
