@@ -213,3 +213,42 @@ def test_example_cards_compile_on_the_real_tables(name, data_dir):
     assert all(s.body["prices"] == {"yield_assay": 1} for s in specs)
     assert all(s.body["budgets"]["evidence"] >= 1 for s in specs)
     assert all(v["base_rate_score"] is not None for v in qc["scores"])
+
+
+@pytest.mark.parametrize(
+    "name", ["buchwald-hartwig-ahneman2018", "edbo-direct-arylation-shields2021"]
+)
+def test_bayes_and_matched_controls_run_on_example_cards(name, data_dir):
+    """Small settings (2 long x 8, 2 short): bayes, random and no-evidence close the same
+    experiments, buy the card's assay, and the reference rows score the panel."""
+    from labreplay.suites.campaign.agents import REFERENCE_AGENTS
+    from labreplay.suites.campaign.api import compile_specs
+    from labreplay.suites.campaign.ceiling import context_score
+    from labreplay.suites.campaign.runner import run_assignment_branches
+
+    _, specs, _ = compile_specs(
+        record_card=EXAMPLES / f"{name}.card.toml", seed=0, data_dir=data_dir,
+        long_assignments=2, short_assignments=2, long_candidates=8, experiment_budget=3,
+        evidence_budget=3,
+    )  # fmt: skip
+    assert [s.body["assignment"]["kind"] for s in specs] == ["long", "long", "short", "short"]
+    for spec in specs:
+        results = run_assignment_branches(spec, REFERENCE_AGENTS["bayes"], None, 0)
+        adaptive, rnd, ne = (results[b] for b in ("adaptive", "random", "no-evidence"))
+        closed = adaptive.metrics["experiments_closed"]
+        assert closed == spec.body["budgets"]["experiments"]
+        assert rnd.metrics["experiments_closed"] == ne.metrics["experiments_closed"] == closed
+        assert all(r.metrics["invalid_actions"] == 0 for r in results.values())
+        assert adaptive.metrics["held_out_gain"] != 0.0
+        assert -5.0 < context_score(spec.body) < 0.0
+
+
+def test_python_api_takes_record_card(tmp_path):
+    import labreplay
+
+    card = _card(tmp_path, GOOD.format(sha=_table(tmp_path)))
+    specs = labreplay.compile("campaign", record_card=card, seed=1)
+    assert specs and all(s.body["record"]["source"] == "toy-screen" for s in specs)
+    assert specs[0].body["record"]["evidence_decides_outcome"] == ["yield_assay"]
+    with pytest.raises(Exception, match="record_cards"):
+        labreplay.compile("campaign", record_cards=card)

@@ -156,6 +156,12 @@ def _compile_table(
         "card_sha256": sha256_file(card.file),
         "outcome_rule": card.rule,
         "grouping": list(card.grouping),
+        # Kinds whose reveal decides the recorded outcome under the card's rule (a measured
+        # yield and its bin): buying one is reading the answer, which boards should say.
+        "evidence_decides_outcome": [
+            e.kind for e in card.evidence
+            if e.reveals in (card.outcome_column, card.category_column)
+        ],
         "evidence_kinds": [
             {"kind": e.kind, "reveals": e.reveals, "shows": e.shows, "budget": e.budget,
              "price": e.price} for e in card.evidence

@@ -180,9 +180,10 @@ def _print_qc(qc: dict[str, Any]) -> None:
     )
     for s in qc["scores"]:
         context = s["context_model_score"]
+        shown = "n/a (no scorable panel)" if context is None else context
         console.print(
             f"QC {s['assignment']}: base-rate score {s['base_rate_score']}, context-model score "
-            f"{'n/a (the reference model scores the four solid-state categories only)' if context is None else context}"
+            f"{shown}"
         )
 
 

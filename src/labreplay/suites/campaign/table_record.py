@@ -125,21 +125,24 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
         descriptors[GROUPS_FIELD] = [
             f"{c}={row[c].strip()}" for c in card.grouping if (row[c] or "").strip()
         ]
+        outcome = _outcome(card, row)
         evidence: dict[str, Any] = {}
         for e in card.evidence:
             value = _cell(row[e.reveals])
-            evidence[e.kind] = (
-                value
-                if isinstance(value, Missing)
-                else [{"item_id": f"{e.kind}:{eid}:0", "kind": e.kind, "column": e.reveals,
-                       "shows": e.shows, "value": value}]
-            )  # fmt: skip
+            item = {"item_id": f"{e.kind}:{eid}:0", "kind": e.kind, "column": e.reveals,
+                    "shows": e.shows, "value": value}  # fmt: skip
+            if e.reveals in (card.outcome_column, card.category_column) and isinstance(
+                outcome["category"], str
+            ):
+                # The reading decides the outcome under the card's published rule: say so.
+                item["implies_category"] = outcome["category"]
+            evidence[e.kind] = value if isinstance(value, Missing) else [item]
         records.append(
             Record(
                 record_id=eid,
                 source=card.name,
                 descriptors=descriptors,
-                outcome=_outcome(card, row),
+                outcome=outcome,
                 evidence=evidence,
                 provenance={"file": card.table_file, "row": line},
             )
