@@ -137,6 +137,14 @@ class HasDefaultSeed(Protocol):
     default_seed: int
 
 
+@runtime_checkable
+class DeclaresContract(Protocol):
+    """Names the suite's agent contract (a `typing.Protocol` class): the generic MCP server
+    (`labreplay.sdk.harness.serve_suite_run`) forwards the methods it declares."""
+
+    agent_contract: type
+
+
 def default_seed(suite: Suite) -> int:
     """The suite's declared default run seed (0 when it declares none)."""
     return int(suite.default_seed) if isinstance(suite, HasDefaultSeed) else 0
@@ -183,6 +191,7 @@ def load_suites() -> list[Suite]:
 __all__ = [
     "ENTRY_POINT_GROUP",
     "ChecksOptions",
+    "DeclaresContract",
     "HasDefaultSeed",
     "ImportsResults",
     "ReportSection",

@@ -249,6 +249,7 @@ def test_python_api_takes_record_card(tmp_path):
     card = _card(tmp_path, GOOD.format(sha=_table(tmp_path)))
     specs = labreplay.compile("campaign", record_card=card, seed=1)
     assert specs and all(s.body["record"]["source"] == "toy-screen" for s in specs)
-    assert specs[0].body["record"]["evidence_decides_outcome"] == ["yield_assay"]
+    declared = specs[0].body["record"]["outcome_from_evidence"]
+    assert declared["fields"] == {"category": ["yield_assay"]}
     with pytest.raises(Exception, match="record_cards"):
         labreplay.compile("campaign", record_cards=card)

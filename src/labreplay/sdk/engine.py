@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from labreplay.sdk._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from labreplay.api import compile, run
     from labreplay.compile.spec import (
         EnvironmentSpec,
         load_spec,
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from labreplay.suite import ReportSection, Suite
 
 _SOURCES: dict[str, tuple[str, ...]] = {
+    # the one door (`labreplay.compile` / `labreplay.run`), for a suite's own CLI commands
+    "labreplay.api": ("compile", "run"),
     "labreplay.compile.spec": (
         "EnvironmentSpec",
         "load_spec",
@@ -93,10 +96,12 @@ __all__ = [
     "Unit",
     "Verdict",
     "cap_kind",
+    "compile",
     "decision_failed",
     "judge",
     "load_spec",
     "open_executor",
+    "run",
     "run_isolation",
     "run_key",
     "run_units",

@@ -15,6 +15,7 @@ from labreplay.sdk._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from labreplay.harness.bridge import BridgeAgent, Channel, Request, start_worker
+    from labreplay.harness.generic import SuiteRunSession, serve_suite_run
     from labreplay.harness.mcp_server import ToolDef, build_server, require_mcp, serve
 
 _SOURCES: dict[str, tuple[str, ...]] = {
@@ -23,6 +24,10 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "Channel",
         "Request",
         "start_worker",
+    ),
+    "labreplay.harness.generic": (
+        "SuiteRunSession",
+        "serve_suite_run",
     ),
     "labreplay.harness.mcp_server": (
         "ToolDef",
@@ -36,10 +41,12 @@ __all__ = [
     "BridgeAgent",
     "Channel",
     "Request",
+    "SuiteRunSession",
     "ToolDef",
     "build_server",
     "require_mcp",
     "serve",
+    "serve_suite_run",
     "start_worker",
 ]
 

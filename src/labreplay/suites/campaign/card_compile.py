@@ -151,22 +151,27 @@ def _compile_table(
         "verified": not modified,
         "modified": sorted(modified),
     }
-    extra = {
+    extra: dict[str, Any] = {
         "card": card.file.name,
         "card_sha256": sha256_file(card.file),
         "outcome_rule": card.rule,
         "grouping": list(card.grouping),
-        # Kinds whose reveal decides the recorded outcome under the card's rule (a measured
-        # yield and its bin): buying one is reading the answer, which boards should say.
-        "evidence_decides_outcome": [
-            e.kind for e in card.evidence
-            if e.reveals in (card.outcome_column, card.category_column)
-        ],
+
         "evidence_kinds": [
             {"kind": e.kind, "reveals": e.reveals, "shows": e.shows, "budget": e.budget,
              "price": e.price} for e in card.evidence
         ],
     }  # fmt: skip
+    deciding = [e.kind for e in card.evidence if e.reveals in (card.outcome_column, card.category_column)]  # fmt: skip
+    if deciding:
+        # The kinds whose reveal decides the recorded outcome under the card's rule (a measured
+        # yield and its bin): declared as the A-Lab record's is, and printed on the board.
+        extra["outcome_from_evidence"] = {
+            "rule": f"{card.name}: {card.rule} of {card.outcome_column or card.category_column}",
+            "fields": {"category": deciding},
+            "note": "the outcome is read off these purchasable evidence kinds by the card's "
+            "rule: buying one on a candidate reveals its recorded outcome",
+        }
     part, specs = build_specs(
         recs, card.name, params, seed, data,
         categories=card.categories,

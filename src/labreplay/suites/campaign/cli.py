@@ -123,6 +123,11 @@ def compile_cmd(
     if json_out:
         print_json(indexes if seeds is not None else indexes[0])
         return
+    if record == "alab-pipeline":  # how far its derived outcomes agree with the experts'
+        from labreplay.suites.campaign.alab_agreement import agreement_lines, ledger_agreement
+
+        for line in agreement_lines(ledger_agreement(data_dir)):
+            console.print(line, soft_wrap=True)
     if out is not None:
         total = sum(len(i["assignments"]) for i in indexes)
         where = f"{out}/seed<N>/" if seeds is not None else str(out)

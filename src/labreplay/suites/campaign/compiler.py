@@ -72,6 +72,16 @@ def _missing_kind(kind: str) -> Any:
     return Missing(f"the record holds no {kind.replace('_', ' ')}")
 
 
+def _outcome_declaration(record_source: str) -> dict[str, Any]:
+    """Where a record's outcome is computed from evidence an agent can buy, the spec says so
+    (`outcome_from_evidence`, printed on the board); other records' specs are unchanged."""
+    if record_source != "alab-pipeline":
+        return {}
+    from labreplay.suites.campaign.alab_outcome import OUTCOME_FROM_EVIDENCE
+
+    return {"outcome_from_evidence": OUTCOME_FROM_EVIDENCE}
+
+
 def build_specs(
     records: Sequence[Record],
     record_source: str,
@@ -109,6 +119,7 @@ def build_specs(
                 "data_files_sha256": sha256_json(data["files"]),
                 "data_verified": bool(data["verified"]),
                 "modified_files": list(data["modified"]),
+                **_outcome_declaration(record_source),
                 **dict(record_extra or {}),
             },
             "protocol_params": params.to_json(),
