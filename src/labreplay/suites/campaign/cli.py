@@ -123,7 +123,10 @@ def compile_cmd(
     if json_out:
         print_json(indexes if seeds is not None else indexes[0])
         return
-    if record == "alab-pipeline":  # how far its derived outcomes agree with the experts'
+    from labreplay.suites.campaign.card_compile import resolve_card
+
+    # The A-Lab rule (by --record or by its card): how far its outcomes agree with the experts'
+    if resolve_card(record, record_card).rule == "alab-pipeline":
         from labreplay.suites.campaign.alab_agreement import agreement_lines, ledger_agreement
 
         for line in agreement_lines(ledger_agreement(data_dir)):
