@@ -54,7 +54,15 @@ app = typer.Typer(
 
 @app.command("compile")
 def compile_cmd(
-    record: str = typer.Option("precursor-genome", help="precursor-genome | alab-pipeline"),
+    record: str | None = typer.Option(
+        None, help="A built-in record: precursor-genome (default) | alab-pipeline."
+    ),
+    record_card: Path | None = typer.Option(
+        None,
+        "--record-card",
+        help="A record card (NAME.card.toml or NAME.card.yaml, docs/record-cards.md) describing "
+        "your own table of experiments.",
+    ),
     protocol: str = typer.Option("sdl1", help="Protocol family."),
     seed: int = typer.Option(0, help="Seed of the frozen partition.", callback=seed_check()),
     seeds: str | None = typer.Option(
@@ -81,7 +89,7 @@ def compile_cmd(
     import contextlib
 
     from labreplay.sdk import atomic_directory
-    from labreplay.suites.campaign.api import compile_specs, load_records, parse_seeds
+    from labreplay.suites.campaign.api import compile_specs, parse_seeds
     from labreplay.suites.campaign.compiler import write_specs
 
     seed_list = parse_seeds(seeds) if seeds is not None else [seed]
@@ -96,6 +104,7 @@ def compile_cmd(
         for s in seed_list:
             _, specs, index = compile_specs(
                 record=record,
+                record_card=record_card,
                 protocol=protocol,
                 seed=s,
                 data_dir=data_dir,
@@ -104,17 +113,20 @@ def compile_cmd(
                 allow_modified_data=allow_modified_data,
             )
             if records is None and len(seed_list) > 1:
-                records = load_records(record, data_dir)
+                records = _records_once(record, record_card, data_dir)
             if building is not None:
                 write_specs(building / f"seed{s}" if seeds is not None else building, index, specs)
             indexes.append(index)
             if not json_out:
-                _print_index(record, protocol, s, index)
+                _print_index(index["record"], protocol, s, index)
             del specs
     if json_out:
         print_json(indexes if seeds is not None else indexes[0])
         return
-    if record == "alab-pipeline":  # how far its derived outcomes agree with the experts'
+    from labreplay.suites.campaign.card_compile import resolve_card
+
+    # The A-Lab rule (by --record or by its card): how far its outcomes agree with the experts'
+    if resolve_card(record, record_card).rule == "alab-pipeline":
         from labreplay.suites.campaign.alab_agreement import agreement_lines, ledger_agreement
 
         for line in agreement_lines(ledger_agreement(data_dir)):
@@ -123,6 +135,18 @@ def compile_cmd(
         total = sum(len(i["assignments"]) for i in indexes)
         where = f"{out}/seed<N>/" if seeds is not None else str(out)
         console.print(f"wrote {total} specs and index.json to {where}")
+
+
+def _records_once(record: str | None, record_card: Path | None, data_dir: Path | None) -> Any:
+    """The records, loaded once for several seeds (a card's table or a built-in loader)."""
+    from labreplay.sdk.data import resolve_data_dir
+    from labreplay.suites.campaign.api import load_records
+    from labreplay.suites.campaign.card_compile import resolve_card
+    from labreplay.suites.campaign.table_record import load_table_records
+
+    card = resolve_card(record, record_card)
+    root = resolve_data_dir(data_dir)
+    return load_records(card.rule, root) if card.builtin else load_table_records(card, root)
 
 
 def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -> None:
@@ -139,6 +163,8 @@ def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -
         f"long assignments cover {index['long_experiments']}, short cover "
         f"{index['short_experiments']}"
     )
+    if "qc" in index:
+        _print_qc(index["qc"])
     table = Table()
     for col in ("assignment", "candidates", "queries", "budgets (exp/evid/rev)", "spec_hash"):
         table.add_column(col)
@@ -152,6 +178,21 @@ def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -
             a["spec_hash"],
         )
     print_table(table, "assignment")
+
+
+def _print_qc(qc: dict[str, Any]) -> None:
+    per = ", ".join(f"{k} {v}" for k, v in qc["rows_per_category"].items())
+    console.print(
+        f"QC: {qc['decidable_rows']} of {qc['rows']} rows decidable ({per}); panel "
+        f"{qc['panel_size']}; {qc['assignments']} assignments"
+    )
+    for s in qc["scores"]:
+        context = s["context_model_score"]
+        shown = "n/a (no scorable panel)" if context is None else context
+        console.print(
+            f"QC {s['assignment']}: base-rate score {s['base_rate_score']}, context-model score "
+            f"{shown}"
+        )
 
 
 @app.command("run")

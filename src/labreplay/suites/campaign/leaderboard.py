@@ -283,7 +283,10 @@ def _flat_references(
     base, context = [], []
     for s in specs:
         body = bodies[s]
-        state = {"context": body["context_rows"] or body["context_summary"]}
+        state = {
+            "context": body["context_rows"] or body["context_summary"],
+            "categories": body["categories"],
+        }
         forecast = RandomAgent().forecast({"state": state, "panel": body["queries"]})["forecasts"]
         loss, _ = panel_loss(
             {f["experiment_id"]: f for f in forecast}, body["evaluator"], float(body["eps"])

@@ -43,14 +43,15 @@ class CampaignSuite:
         run_demo(data_dir, store, out_dir)
 
     def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
-        """Options: record (precursor-genome | alab), protocol (sdl1), seed, overrides."""
+        """Options: record (precursor-genome | alab-pipeline) or record_card (a card file),
+        protocol (sdl1), seed, overrides."""
         import dataclasses
 
         from labreplay.sdk.options import refuse_unknown
         from labreplay.suites.campaign.api import compile_specs
         from labreplay.suites.campaign.protocol import ProtocolParams
 
-        own = ("record", "protocol", "seed", "records", "allow_modified_data")
+        own = ("record", "record_card", "protocol", "seed", "records", "allow_modified_data")
         overrides = (f.name for f in dataclasses.fields(ProtocolParams))
         refuse_unknown("campaign compile", options, {*own, *overrides})
         _, specs, _ = compile_specs(data_dir=data_dir, **options)
