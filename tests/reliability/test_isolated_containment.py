@@ -23,7 +23,7 @@ from labreplay.agents.isolated import AgentNonJSON, AgentRaised, IsolatedAgent
 from labreplay.agents.process_tree import descendants
 from labreplay.agents.sandbox import Limits, sandbox_status
 
-from .conftest import run_cli
+from .conftest import assert_one_line_error, run_cli, run_cli_in_process
 
 QUESTION_CONTRACT = "labreplay.agents.contracts:QuestionAgent"
 KEY = "sk-spytest-0123456789abcdefghijklmnopqrstuv"
@@ -202,6 +202,8 @@ class HangInReset:
     def reset(self, seed):
         sleeper = [sys.executable, "-c", "import time; time.sleep(300)", "TOKEN"]
         subprocess.Popen(sleeper, start_new_session=True)
+        if "RAISE" == "yes":
+            raise ValueError("reset refused")
         time.sleep(300)
 
     def act(self, observation):
@@ -213,14 +215,16 @@ class HangInReset:
 
 
 @pytest.mark.usefixtures("data_env")
+@pytest.mark.parametrize("raises", [False, True])
 def test_a_hang_in_reset_fails_the_run_and_leaves_nothing_running(
-    tmp_path: Path, specs_dir: Path, first_assignment: str
+    tmp_path: Path, specs_dir: Path, first_assignment: str, raises: bool
 ) -> None:
     """Was: a traceback, the run left `running`, and a grandchild holding the CLI's stderr
     (a caller capturing the output hung). `run_cli` captures both streams: it returns only
     once every holder of them is gone."""
     token = f"labreplay-reset-spy-{os.getpid()}"
-    (tmp_path / "reset_spy.py").write_text(CAMPAIGN_SPY.replace("TOKEN", token), encoding="utf-8")
+    source = CAMPAIGN_SPY.replace("TOKEN", token).replace("RAISE", "yes" if raises else "no")
+    (tmp_path / "reset_spy.py").write_text(source, encoding="utf-8")
     store = tmp_path / "s.sqlite"
     args = ["--specs", str(specs_dir), "--store", str(store), "--only", first_assignment]
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
@@ -240,9 +244,40 @@ def test_a_hang_in_reset_fails_the_run_and_leaves_nothing_running(
     assert time.monotonic() - started < 90
     assert "Traceback" not in done.stderr
     assert done.returncode not in (0, 2), done.stderr
-    assert "reset() did not answer within 3 s" in done.stderr
+    cause = "reset() raised ValueError: reset refused" if raises else "did not answer within 3 s"
+    assert cause in done.stderr
     assert _procs_with(token) == []
     from labreplay.store.sqlite import Store
 
     with Store(store, readonly=True) as db:
         assert {r.status for r in db.runs()} == {"failed"}
+
+
+@pytest.mark.usefixtures("data_env")
+def test_require_sandbox_refuses_where_there_is_none(
+    tmp_path: Path,
+    specs_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from labreplay.sdk.cli import check_isolation
+
+    store = tmp_path / "s.sqlite"
+    base = [
+        "campaign",
+        "run",
+        "--specs",
+        str(specs_dir),
+        "--store",
+        str(store),
+        "--agent",
+        "random",
+    ]
+    assert_one_line_error(run_cli_in_process(*base, "--require-sandbox"))  # without --isolate
+    monkeypatch.setenv("LABREPLAY_SANDBOX", "off")
+    line = assert_one_line_error(run_cli_in_process(*base, "--isolate", "--require-sandbox"))
+    assert "no sandbox on this machine (LABREPLAY_SANDBOX=off)" in line
+    assert not store.exists()
+    check_isolation(True, False)  # --isolate alone goes on, and says so in one line
+    note = capsys.readouterr().err
+    assert note.count("\n") == 1 and note.startswith("labreplay: note: --isolate without a sandbox")

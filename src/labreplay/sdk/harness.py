@@ -15,7 +15,13 @@ from labreplay.sdk._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from labreplay.harness.bridge import BridgeAgent, Channel, Request, start_worker
-    from labreplay.harness.mcp_server import ToolDef, build_server, require_mcp, serve
+    from labreplay.harness.mcp_server import (
+        SessionSlots,
+        ToolDef,
+        build_server,
+        require_mcp,
+        serve,
+    )
 
 _SOURCES: dict[str, tuple[str, ...]] = {
     "labreplay.harness.bridge": (
@@ -25,6 +31,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "start_worker",
     ),
     "labreplay.harness.mcp_server": (
+        "SessionSlots",
         "ToolDef",
         "build_server",
         "require_mcp",
@@ -36,6 +43,7 @@ __all__ = [
     "BridgeAgent",
     "Channel",
     "Request",
+    "SessionSlots",
     "ToolDef",
     "build_server",
     "require_mcp",
