@@ -281,3 +281,54 @@ def test_require_sandbox_refuses_where_there_is_none(
     check_isolation(True, False)  # --isolate alone goes on, and says so in one line
     note = capsys.readouterr().err
     assert note.count("\n") == 1 and note.startswith("labreplay: note: --isolate without a sandbox")
+
+
+CLI_SPY = """
+from pathlib import Path
+
+class ReadsTheStore:
+    name = "reads-the-store"
+
+    def params(self):
+        return {}
+
+    def reset(self, seed):
+        seen = []
+        for path in PATHS:
+            try:
+                seen.append(Path(path).read_bytes()[:40])
+            except OSError as exc:
+                seen.append(type(exc).__name__)
+        raise ValueError(f"saw {seen!r}")
+
+    def act(self, observation):
+        return {"type": "stop"}
+
+    def forecast(self, snapshot):
+        return {"forecasts": []}
+"""
+
+
+@pytest.mark.usefixtures("data_env")
+@pytest.mark.skipif(not sandbox_status().available, reason=sandbox_status().reason)
+def test_cli_isolate_masks_the_store_and_the_sealed_files(
+    tmp_path: Path, specs_dir: Path, first_assignment: str
+) -> None:
+    """The store beside the agent's module and the specs named on the command line are not
+    readable in the sandbox (what the spy read ends up in its run's recorded cause)."""
+    store = tmp_path / "s.sqlite"
+    sealed = sorted((specs_dir / "sealed").iterdir())[0]
+    paths = [str(store), str(store) + "-wal", str(sealed), str(specs_dir / "index.json")]
+    source = CLI_SPY.replace("PATHS", repr(paths))
+    (tmp_path / "store_spy.py").write_text(source, encoding="utf-8")
+    args = ["--specs", str(specs_dir), "--store", str(store), "--only", first_assignment]
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    done = run_cli(
+        "campaign", "run", *args, "--agent", "store_spy:ReadsTheStore", "--isolate",
+        "--require-sandbox", env=env, timeout=120,
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr
+    assert "saw [" in done.stderr, done.stderr
+    assert "SQLite format" not in done.stderr
+    assert sealed.read_bytes()[:20].decode("utf-8", "replace") not in done.stderr
+    assert '"assignments"' not in done.stderr
