@@ -136,3 +136,60 @@ def test_malformed_oversize_and_deep_messages_get_json_rpc_errors(
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert b"Traceback" not in err, err.decode()[-2000:]
+
+
+def test_stdio_answers_bad_lines_with_json_rpc_errors(
+    spec_dir: Path, served_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Was: a malformed or 50k-deep line got no reply at all (the harness waited), and a
+    50 MB line was read whole."""
+    import select
+
+    args = serve_args("campaign", "--specs", str(spec_dir), "--store", str(tmp_path / "s.sqlite"))
+    proc = subprocess.Popen(
+        [sys.executable, *args, "--only", "short-1"],
+        env=served_env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def ask(body: bytes) -> dict[str, Any]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(body + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 90)
+        assert ready, f"no reply to {body[:60]!r}"
+        return dict(json.loads(proc.stdout.readline()))
+
+    try:
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "hostile", "version": "0"},
+            },
+        }
+        assert "result" in ask(json.dumps(init).encode())
+        deep = b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": ' + b"[" * 50_000
+        huge = b'{"jsonrpc": "2.0", "id": 6, "method": "ping", "params": {"x": "'
+        for body, code in [
+            (b"{not json", -32700),
+            (deep + b"]" * 50_000 + b"}", -32700),
+            (huge + b"a" * 50_000_000 + b'"}}', -32600),
+        ]:
+            reply = ask(body)
+            assert reply["id"] is None and reply["error"]["code"] == code, reply
+        assert ask(b'{"jsonrpc": "2.0", "id": 7, "method": "ping"}') == {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "result": {},
+        }
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert b"Traceback" not in err, err.decode()[-2000:]

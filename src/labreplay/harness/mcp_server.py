@@ -136,9 +136,13 @@ def serve(server: Any, transport: str, host: str = "127.0.0.1", port: int = 8765
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
+        from labreplay.harness.stdio_guard import guarded_stdio
+
         async def run_stdio() -> None:
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+            # a malformed, oversize or too deep line is answered with a JSON-RPC error
+            with guarded_stdio() as (lines, out):
+                async with stdio_server(stdin=lines, stdout=anyio.wrap_file(out)) as (read, write):  # type: ignore[arg-type]
+                    await server.run(read, write, server.create_initialization_options())
 
         anyio.run(run_stdio)
         return

@@ -305,11 +305,16 @@ def serve_campaign(
     require_mcp()
     specs = select_specs(load_specs(spec_dir), only)
 
+    # slot 1 plays as the declared name (a lone harness, and resume after a restart), built
+    # now as before; a concurrent session as NAME-k, so two sessions never write the same runs
+    first = CampaignSession(specs, store_path, agent_name, seed, controls, model)
+
     def campaign_of(slot: int) -> Any:
-        # slot 1 plays as the declared name (a lone harness, and resume after a restart);
-        # a concurrent session as NAME-k, so two sessions never write the same runs
-        name = agent_name if slot == 1 else f"{agent_name}-{slot}"
-        return CampaignSession(specs, store_path, name, seed, controls, model).call
+        if slot == 1:
+            return first.call
+        return CampaignSession(
+            specs, store_path, f"{agent_name}-{slot}", seed, controls, model
+        ).call
 
     slots = SessionSlots(campaign_of)
     server = build_server("labreplay-campaign", INSTRUCTIONS, tool_defs(), slots)
