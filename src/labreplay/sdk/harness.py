@@ -16,7 +16,13 @@ from labreplay.sdk._lazy import lazy_attributes
 if TYPE_CHECKING:
     from labreplay.harness.bridge import BridgeAgent, Channel, Request, start_worker
     from labreplay.harness.generic import SuiteRunSession, serve_suite_run
-    from labreplay.harness.mcp_server import ToolDef, build_server, require_mcp, serve
+    from labreplay.harness.mcp_server import (
+        SessionSlots,
+        ToolDef,
+        build_server,
+        require_mcp,
+        serve,
+    )
 
 _SOURCES: dict[str, tuple[str, ...]] = {
     "labreplay.harness.bridge": (
@@ -30,6 +36,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "serve_suite_run",
     ),
     "labreplay.harness.mcp_server": (
+        "SessionSlots",
         "ToolDef",
         "build_server",
         "require_mcp",
@@ -41,6 +48,7 @@ __all__ = [
     "BridgeAgent",
     "Channel",
     "Request",
+    "SessionSlots",
     "SuiteRunSession",
     "ToolDef",
     "build_server",

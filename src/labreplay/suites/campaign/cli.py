@@ -31,11 +31,13 @@ from labreplay.sdk.cli import (
     PriceOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
+    RequireSandboxOption,
     SchedulerOption,
     TemperatureOption,
     TimeoutOption,
     TokenParamOption,
     agent_options,
+    check_isolation,
     choice,
     console,
     finite_float_check,
@@ -249,6 +251,7 @@ def run_cmd(
     scheduler: str | None = SchedulerOption,
     isolate: bool = IsolateOption,
     agent_timeout: float | None = AgentTimeoutOption,
+    require_sandbox: bool = RequireSandboxOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""
@@ -284,6 +287,7 @@ def run_cmd(
         from labreplay.errors import LabreplayError
 
         raise LabreplayError("--isolate runs with --executor in-process (one child per agent)")
+    check_isolation(isolate, require_sandbox)
     # The same options class, defaults and runner as `labreplay.run("campaign", ...)`.
     run_options = CampaignRunOptions(
         controls=controls,

@@ -227,7 +227,7 @@ def run_branch(
 
     have_s0 = False  # the pre-campaign forecast is recorded (the curve's first point)
     try:
-        agent.reset(seed)
+        _reset(agent, seed)
         last = checkpoint(0, None, initial_forecast)
         have_s0 = True
         streak = 0
@@ -277,6 +277,17 @@ def run_branch(
     return BranchResult(
         recorder.run_id, branch, events, metrics, head, calls, failure, caps, health
     )
+
+
+def _reset(agent: Any, seed: int) -> None:
+    """`agent.reset(seed)`; an exception there ends the branch like a dead agent (failed, with
+    the cause), not the whole command with a traceback and the run left `running`."""
+    try:
+        agent.reset(seed)
+    except (AgentUnavailable, CapReached):
+        raise
+    except Exception as exc:
+        raise AgentUnavailable(raised_message("reset", exc)) from None
 
 
 def _fallback_s0(

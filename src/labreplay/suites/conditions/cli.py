@@ -30,12 +30,14 @@ from labreplay.sdk.cli import (
     PriceOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
+    RequireSandboxOption,
     SchedulerOption,
     TemperatureOption,
     TimeoutOption,
     TokenParamOption,
     WorkersOption,
     agent_options,
+    check_isolation,
     console,
     int_range,
     print_json,
@@ -403,6 +405,7 @@ def run_cmd(
     workers: int | None = WorkersOption,
     isolate: bool = IsolateOption,
     agent_timeout: float | None = AgentTimeoutOption,
+    require_sandbox: bool = RequireSandboxOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Answer every question with one agent, score, and store the run (resumes if interrupted)."""
@@ -442,6 +445,7 @@ def run_cmd(
     chosen = first_in_seeded_order(qs, limit, seed, "conditions")
     if isolate and executor != "in-process":
         raise LabreplayError("--isolate runs with --executor in-process (one child per run)")
+    check_isolation(isolate, require_sandbox)
     from labreplay.suites.conditions.runner import question_spec
     from labreplay.suites.conditions.suite import SUITE
 
