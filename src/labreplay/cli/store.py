@@ -46,12 +46,21 @@ def verify(
                 "events": report.events,
                 "problems": report.problems,
                 "superseded": report.superseded,
+                "unverifiable": report.unverifiable,
                 "signatures_checked": key is not None,
             }
         )
     elif report.ok:
         signed = ", every signature verified" if key is not None else ""
         console.print(f"ok: {report.runs} runs, {report.events} events verified{signed}")
+        if report.unverifiable:
+            console.print(
+                f"{len(report.unverifiable_runs)} run(s) hold figures nothing in the store "
+                f"re-derives (boards mark them); first: {report.unverifiable[0]}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
         if report.superseded:
             console.print(
                 f"{len(report.superseded)} run(s) were removed to be redone (store remove): "

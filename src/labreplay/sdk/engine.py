@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     )
     from labreplay.runtime.trajectory import Trajectory
     from labreplay.store.sqlite import RunInfo, Store, run_isolation, run_key
-    from labreplay.suite import ReportSection, Suite
+    from labreplay.suite import Rederived, ReportSection, Suite
 
 _SOURCES: dict[str, tuple[str, ...]] = {
     # the one door (`labreplay.compile` / `labreplay.run`), for a suite's own CLI commands
@@ -75,6 +75,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "run_key",
     ),
     "labreplay.suite": (
+        "Rederived",
         "ReportSection",
         "Suite",
     ),
@@ -87,6 +88,7 @@ __all__ = [
     "REPLIES_INVALID",
     "EnvironmentSpec",
     "Executor",
+    "Rederived",
     "ReportSection",
     "RunHealth",
     "RunInfo",

@@ -496,6 +496,11 @@ def run_assignment_branches(
             close_agent(agent)
 
 
+def requested(controls: Sequence[str]) -> dict[str, Any]:
+    """The adaptive run's provenance entry naming the controls asked for beside it."""
+    return {"controls": sorted(controls)}
+
+
 def _branches(
     spec: EnvironmentSpec,
     make_agent: AgentFactory,
@@ -503,7 +508,11 @@ def _branches(
     seed: int,
     controls: tuple[str, ...],
 ) -> dict[str, BranchResult]:
-    adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
+    # The controls asked for are recorded with the adaptive run: `store verify` then sees a
+    # deleted control (a board needs them to rank the run).
+    adaptive = run_branch(
+        spec, make_agent(), seed, "adaptive", store, extra_provenance=requested(controls)
+    )
     results = {"adaptive": adaptive}
     if branch_verdict(adaptive.calls, adaptive.health).status == "failed":
         # The agent could not act (its endpoint, its replies, a cap): controls would measure

@@ -11,7 +11,7 @@ from labreplay.sdk.engine import ReportSection
 if TYPE_CHECKING:
     import typer
 
-    from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
+    from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, Store
 
 
 class CampaignSuite:
@@ -124,6 +124,19 @@ class CampaignSuite:
             for k, v in metrics.items()
             if isinstance(v, int | float) or v is None
         }
+
+    def rederive(
+        self,
+        spec: EnvironmentSpec,
+        events: Sequence[Mapping[str, Any]],
+        run: Any,
+        store: Store | None = None,
+    ) -> Rederived:
+        """A stored branch's curves, closures, summary counts and status, recomputed from
+        its events, its call log and the failed-run rule (`store verify`)."""
+        from labreplay.suites.campaign.verify import rederive_branch
+
+        return rederive_branch(spec, events, run, store)
 
     def agent_problems(
         self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
