@@ -10,6 +10,7 @@ as verified that was not recomputed.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,28 @@ def _same(value: Any, want: Any) -> bool:
     if value is None or want is None:
         return value is None and want is None
     return math.isclose(float(value), float(want), rel_tol=_TOLERANCE, abs_tol=_TOLERANCE)
+
+
+def _same_json(stored: Any, fresh: Any) -> bool:
+    """Equal JSON values, numbers within the tolerance (a detail is stored at the canonical
+    form's 12 digits; a recomputation may differ in the last one: summation order)."""
+    if isinstance(stored, dict) and isinstance(fresh, dict):
+        return stored.keys() == fresh.keys() and all(
+            _same_json(stored[k], fresh[k]) for k in stored
+        )
+    if isinstance(stored, list) and isinstance(fresh, list):
+        return len(stored) == len(fresh) and all(
+            _same_json(a, b) for a, b in zip(stored, fresh, strict=True)
+        )
+    numbers = (int, float)
+    if (
+        isinstance(stored, numbers)
+        and isinstance(fresh, numbers)
+        and not isinstance(stored, bool)
+        and not isinstance(fresh, bool)
+    ):
+        return math.isclose(stored, fresh, rel_tol=_TOLERANCE, abs_tol=1e-12)
+    return bool(stored == fresh) and type(stored) is type(fresh)
 
 
 def status_findings(run: RunInfo, derived: Rederived | None) -> Findings:
@@ -158,7 +181,7 @@ def score_findings(
             out.problems.append(f"table scores, field {metric}: an empty row (added row)")
     for metric in sorted(details):
         if metric in fresh_details:
-            if canonical_json(details[metric]) != canonical_json(fresh_details[metric]):
+            if not _same_json(details[metric], json.loads(canonical_json(fresh_details[metric]))):
                 out.problems.append(
                     f"table scores, field {metric}.detail: differs from the one the events "
                     "give (edited detail)"

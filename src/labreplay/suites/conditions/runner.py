@@ -356,19 +356,18 @@ def leaderboard(store: Store) -> dict[str, Any]:
     return {"runs": rows, "utility_audit": audits, "unverified_data": marked}
 
 
-def rescore_run(
+def rescored_summary(
     spec: EnvironmentSpec, events: Sequence[Mapping[str, Any]], seed: int, store: Store
-) -> dict[str, float | None]:
-    """The headline scores of a stored run, recomputed from its answer events and the
-    question file the store keeps under the spec's sha256 ({} for a store written before
-    question files were kept: nothing to recompute from)."""
+) -> dict[str, Any] | None:
+    """A stored run's full summary (the `summary` detail), recomputed from its answer events
+    and the question file the store keeps (None: a store written before it was kept)."""
     import tempfile
 
     from labreplay.suites.conditions.questions import load_questions
 
     data = store.content(str(spec.body["sha256"]))
     if data is None:
-        return {}
+        return None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "questions.jsonl"
         path.write_bytes(data)
@@ -376,7 +375,19 @@ def rescore_run(
     answers = [e["payload"] for e in events if e["kind"] == "answer"]
     keys = [answer_key(by_id[str(a["question_id"])]) for a in answers]
     results = [score_answer(k, a["answer"]) for k, a in zip(keys, answers, strict=True)]
-    flat = headline(summarise(keys, results, seed))
+    return summarise(keys, results, seed)
+
+
+def rescore_run(
+    spec: EnvironmentSpec, events: Sequence[Mapping[str, Any]], seed: int, store: Store
+) -> dict[str, float | None]:
+    """The headline scores of a stored run, recomputed from its answer events and the
+    question file the store keeps under the spec's sha256 ({} for a store written before
+    question files were kept: nothing to recompute from)."""
+    summary = rescored_summary(spec, events, seed, store)
+    if summary is None:
+        return {}
+    flat = headline(summary)
     return {
         k: (float(v) if v is not None else None)
         for k, v in flat.items()
