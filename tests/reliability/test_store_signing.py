@@ -303,3 +303,21 @@ def test_bad_key_files_are_one_line_and_leave_the_store_byte_identical(
         assert "PRIVATE KEY" not in line and "BEGIN" not in line
         assert digest(target) == before, name
         assert sorted(p.name for p in target.parent.glob("target.sqlite*")) == ["target.sqlite"]
+
+
+def test_a_board_with_a_public_key_ranks_only_a_signed_store(
+    signed: tuple[Path, Path], tmp_path: Path
+) -> None:
+    store, keys = signed
+    pub = str(keys / PUBLIC)
+    board = run_cli("campaign", "leaderboard", "--store", str(store), "--public-key", pub)
+    assert board.returncode == 0, board.stderr
+    forged = copy_of(store, tmp_path / "forged.sqlite")
+    conn = sqlite3.connect(forged)
+    with conn:
+        _rewrite_everything(conn)  # passes the unkeyed checks; the signature stops it
+    conn.close()
+    assert run_cli("store", "verify", "--store", str(forged)).returncode == 0
+    refused = run_cli("campaign", "leaderboard", "--store", str(forged), "--public-key", pub)
+    line = assert_one_line_error(refused, code=1)
+    assert "table signatures" in line, line

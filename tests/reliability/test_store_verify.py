@@ -202,3 +202,21 @@ def test_verify_exits_1_naming_run_table_and_field(
     assert any(expected in p for p in problems), problems
     if forgery not in ("deleted-control", "duplicated-as-fake-seed", "isolation-subprocess"):
         assert any(run_id in p and expected in p for p in problems), problems
+
+
+@pytest.mark.parametrize("forgery", ["demoted-status", "isolation-subprocess", "deleted-control"])
+def test_a_verified_board_refuses_to_rank_a_forged_store(
+    forgery: str, clean_store: Path, tmp_path: Path
+) -> None:
+    board = run_cli("campaign", "leaderboard", "--store", str(clean_store), "--verified")
+    assert board.returncode == 0, board.stderr
+    store = copy_of(clean_store, tmp_path / "forged.sqlite")
+    conn = sqlite3.connect(store)
+    with conn:
+        FORGERIES[forgery][0](conn)
+    conn.close()
+    refused = run_cli(
+        "campaign", "leaderboard", "--store", str(store), "--verified", "--require-isolated"
+    )  # fmt: skip
+    assert refused.returncode == 1 and "nothing is ranked" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
         judge,
     )
     from labreplay.runtime.trajectory import Trajectory
+    from labreplay.store.signing import load_public_key
     from labreplay.store.sqlite import RunInfo, Store, run_isolation, run_key
+    from labreplay.store.verify import require_verified
     from labreplay.suite import Rederived, ReportSection, Suite
 
 _SOURCES: dict[str, tuple[str, ...]] = {
@@ -68,6 +70,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "judge",
     ),
     "labreplay.runtime.trajectory": ("Trajectory",),
+    "labreplay.store.signing": ("load_public_key",),
+    "labreplay.store.verify": ("require_verified",),
     "labreplay.store.sqlite": (
         "RunInfo",
         "Store",
@@ -101,8 +105,10 @@ __all__ = [
     "compile",
     "decision_failed",
     "judge",
+    "load_public_key",
     "load_spec",
     "open_executor",
+    "require_verified",
     "run",
     "run_isolation",
     "run_key",

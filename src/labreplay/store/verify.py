@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay.compile.spec import EnvironmentSpec, spec_from_stored
 from labreplay.errors import LabreplayError, SpecError, StoreError
@@ -36,6 +36,9 @@ from labreplay.store.figures import (
     summary_findings,
 )
 from labreplay.store.sqlite import RunInfo, Store, run_isolation, run_key
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 
 @dataclass(frozen=True)
@@ -175,4 +178,28 @@ def _figures(
     return out
 
 
-__all__ = ["VerifyReport", "verify_store"]
+class UnverifiedStoreError(StoreError):
+    """A board asked to rank only what verifies was given a store that does not (exit 1, as
+    `store verify`)."""
+
+    exit_code = 1
+
+
+def require_verified(store: Store, public_key: Ed25519PublicKey | None = None) -> VerifyReport:
+    """`store verify` (and, with a public key, every signature) before a board ranks: any
+    problem refuses the whole board in one line; the unverifiable notes come back for the
+    board to mark."""
+    report = verify_store(store)
+    if public_key is not None:
+        from labreplay.store.signing import verify_signatures
+
+        report.problems.extend(verify_signatures(store, public_key))
+    if report.problems:
+        raise UnverifiedStoreError(
+            f"store {store.path}: store verify finds {len(report.problems)} problem(s), so "
+            f"nothing is ranked; first: {report.problems[0]}"
+        )
+    return report
+
+
+__all__ = ["UnverifiedStoreError", "VerifyReport", "require_verified", "verify_store"]

@@ -410,6 +410,18 @@ def leaderboard_cmd(
         help="Rank only agents kept from the evaluator (--isolate runs, LLM agents); in-process "
         "runs are left out and listed.",
     ),
+    verified: bool = typer.Option(
+        False,
+        "--verified",
+        help="Run `store verify` first: refuse to rank a store it finds any problem in (exit "
+        "1), and mark the runs whose figures it cannot re-derive.",
+    ),
+    public_key: Path | None = typer.Option(
+        None,
+        "--public-key",
+        help="As --verified, and every run must carry a valid signature by this Ed25519 "
+        "public key (`labreplay store sign`).",
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """The paper's board (long assignments) and the short board, with paired bootstrap 95%
@@ -424,7 +436,13 @@ def leaderboard_cmd(
     if not difference > 0:
         raise SpecError(f"--difference must be positive, got {difference!r}")
     hashes = [s.spec_hash for s in load_specs(specs)] if specs is not None else None
+    from labreplay.sdk.engine import load_public_key, require_verified
+
+    key = load_public_key(public_key) if public_key is not None else None  # before the store
+    marked: dict[str, list[str]] = {}
     with Store(store, readonly=True) as db:
+        if verified or key is not None:
+            marked = require_verified(db, key).unverifiable_runs
         runs = db.runs(suite="campaign")
         if not runs:
             suites = sorted({r.suite for r in db.runs()})
@@ -434,6 +452,9 @@ def leaderboard_cmd(
             db, spec_hashes=hashes, difference=difference, require_isolated=require_isolated
         )
     add_call_health(board, runs)
+    if verified or key is not None:
+        ids = {r.run_id for r in runs}
+        board["unverifiable"] = {r: notes for r, notes in marked.items() if r in ids}
     from labreplay.sdk.agents import parse_price
     from labreplay.suites.campaign.costs import add_costs, cost_lines
 
@@ -452,6 +473,14 @@ def leaderboard_cmd(
     if board.get("not_isolated"):
         console.print(
             "not ranked (--require-isolated; ran in-process): " + ", ".join(board["not_isolated"])
+        )
+    if board.get("unverifiable"):
+        first = next(iter(board["unverifiable"].items()))
+        console.print(
+            f"marked: {len(board['unverifiable'])} run(s) hold figures store verify cannot "
+            f"re-derive (first: {first[0]}: {first[1][0]})",
+            markup=False,
+            highlight=False,
         )
     if board.get("failed"):
         causes = board.get("failed_causes") or {}
