@@ -94,6 +94,7 @@ def load_private_key(path: str | Path, option: str = "--key") -> Ed25519PrivateK
     """The Ed25519 private key in the PEM file `path`, or one line saying why not. The file
     must not be readable by group or others (as ssh insists). No message quotes its bytes."""
     try:
+        from cryptography.exceptions import UnsupportedAlgorithm
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     except ImportError as exc:
@@ -116,7 +117,7 @@ def load_private_key(path: str | Path, option: str = "--key") -> Ed25519PrivateK
             f"{option}: private key file {key_path} is encrypted; labreplay reads unencrypted "
             "Ed25519 keys (protect the file by its permissions)"
         ) from exc
-    except (ValueError, Exception) as exc:  # bad PEM, unsupported algorithm: never quoted
+    except (ValueError, UnsupportedAlgorithm) as exc:  # bad PEM, unknown algorithm: unquoted
         raise KeyFileError(
             f"{option}: {key_path} is not a PEM private key ({type(exc).__name__})"
         ) from exc
@@ -132,6 +133,7 @@ def load_public_key(path: str | Path, option: str = "--public-key") -> Ed25519Pu
     key is refused: verifying needs only the public half, and a private key passed around to
     verifiers is a private key leaked."""
     try:
+        from cryptography.exceptions import UnsupportedAlgorithm
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     except ImportError as exc:
@@ -145,7 +147,7 @@ def load_public_key(path: str | Path, option: str = "--public-key") -> Ed25519Pu
         )
     try:
         key = serialization.load_pem_public_key(data)
-    except (ValueError, Exception) as exc:
+    except (ValueError, UnsupportedAlgorithm) as exc:
         raise KeyFileError(
             f"{option}: {key_path} is not a PEM public key ({type(exc).__name__})"
         ) from exc
