@@ -61,7 +61,7 @@ class SignReport:
 
 def _crypto_missing() -> KeyFileError:
     return KeyFileError(
-        "signing needs the `cryptography` package (pip install cryptography); it is not "
+        "signing needs the `cryptography` package (pip install 'labreplay[sign]'); it is not "
         "importable in this environment"
     )
 
