@@ -3,12 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS ?= dev,materials,chem,bo,llm,dist,gym,mcp,inspect,sign
+EXTRAS ?= dev,materials,chem,bo,llm,dist,gym,mcp,inspect,sign,docs
 export LABREPLAY_DATA_DIR ?= $(abspath ../shared/data)
 OUT ?= out
 ANY_SHARE_MAX ?= 51.0
 
-.PHONY: venv demo test lint typecheck bench clean
+.PHONY: venv demo test lint typecheck bench docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,8 +39,12 @@ test: $(STAMP) lint typecheck
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
+# the docs site into site/ (git-ignored); the CLI reference is generated from the app
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(OUT)
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(OUT) site

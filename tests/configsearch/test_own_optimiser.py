@@ -21,7 +21,7 @@ from labreplay.suites.configsearch.cli import app
 
 from .conftest import SMALL_SETTINGS
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "suites" / "configsearch.md"
 EXAMPLE = re.compile(r"<!-- optimiser-example -->\n```python\n(.*?)```", re.S)
 SILENT = """
 import time

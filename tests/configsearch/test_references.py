@@ -242,7 +242,7 @@ README_EXAMPLE = re.compile(r"<!-- optimiser-example -->\n```python\n(.*?)```", 
 
 
 def test_readme_optimiser_example_runs_through_replay(tmp_path: Path) -> None:
-    readme = Path(__file__).resolve().parents[2] / "README.md"
+    readme = Path(__file__).resolve().parents[2] / "docs" / "suites" / "configsearch.md"
     (code,) = README_EXAMPLE.findall(readme.read_text())
     (tmp_path / "my_optimiser.py").write_text(code)
     ref = RECORDED / "refractive_index__rf-scm.json.gz"

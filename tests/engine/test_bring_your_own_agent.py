@@ -23,7 +23,7 @@ from labreplay.agents.resolve import registered_agents, resolve_agent
 from labreplay.errors import AgentError
 from labreplay.store.sqlite import Store
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "agents" / "bring-your-own.md"
 
 
 def readme_block(first_line: str) -> str:

@@ -17,7 +17,7 @@ from labreplay.suites.campaign.runner import run_assignment
 
 pytest.importorskip("mcp")
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "harnesses.md"
 
 
 def readme_client() -> str:

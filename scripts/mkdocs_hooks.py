@@ -1,0 +1,20 @@
+"""MkDocs hook (mkdocs.yml `hooks:`): adds the CLI reference page, generated from the app at
+build time, so it always matches the commands being documented."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.structure.files import File, Files
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# the sibling script, found through the sys.path entry above
+from cli_reference import render
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    files.append(File.generated(config, "cli.md", content=render()))
+    return files
