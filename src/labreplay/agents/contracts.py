@@ -83,6 +83,9 @@ class CallRecord(TypedDict, total=False):
     # The request field that carried `max_tokens` when it was not "max_tokens" (a reasoning
     # model's "max_completion_tokens"); absent for the ordinary field.
     token_param: str
+    # USD this call spent at the run's prices (`llm_prices`): provider-cached prompt tokens at
+    # the cached rate, 0 for a response-cache hit, None when the model's price is unknown.
+    cost_usd: float | None
 
 
 @runtime_checkable

@@ -136,9 +136,21 @@ def parse_completion(response: Any) -> Completion | str:
         finish_reason=getattr(choice, "finish_reason", None),
         prompt_tokens=_int_or_none(getattr(usage, "prompt_tokens", None)),
         completion_tokens=_int_or_none(getattr(usage, "completion_tokens", None)),
-        cached_tokens=_int_or_none(getattr(details, "cached_tokens", None)),
+        cached_tokens=cached_prompt_tokens(usage, details),
         resolved_model=resolved if isinstance(resolved, str) and resolved else None,
     )
+
+
+def cached_prompt_tokens(usage: object, details: object = None) -> int | None:
+    """Prompt tokens served from the provider's prefix cache, in either usage form: OpenAI's
+    `prompt_tokens_details.cached_tokens` or Anthropic's `cache_read_input_tokens` (which its
+    OpenAI-compatible endpoint and proxies pass through at the top of `usage`)."""
+    found = _int_or_none(getattr(details, "cached_tokens", None))
+    if found is None:
+        found = _int_or_none(getattr(usage, "cache_read_input_tokens", None))
+    if found is None and isinstance(usage, Mapping):
+        found = _int_or_none(usage.get("cache_read_input_tokens"))
+    return found
 
 
 def _int_or_none(value: object) -> int | None:

@@ -10,7 +10,9 @@ Schema (one file per table, `<table>.parquet` | `.csv` | `.jsonl`):
   latency_s, finish_reason, retries, error, cached (1 = answered from the response cache),
   purpose (policy | checkpoint | answer), cached_tokens (provider prefix cache), resolved_model
   (the model id the provider answered with), parse_error (why the reply was unusable),
-  max_tokens (the response budget sent), prompt_chars, reply_chars
+  max_tokens (the response budget sent), prompt_chars, reply_chars, cost_usd (USD spent at
+  the run's prices: provider-cached tokens at the cached rate, 0 for a response-cache hit,
+  NULL when the model's price was unknown)
 JSON columns hold canonical JSON text. No cell holds a credential (every text is scrubbed on
 export as when it was stored: `labreplay._provenance.scrub_text`).
 """
