@@ -18,7 +18,7 @@ import pytest
 
 from labreplay.agents.llm_anthropic import parse_message, resolve_provider
 from labreplay.agents.llm_client import LLMClient
-from labreplay.agents.llm_config import Sampling, ignoring_host
+from labreplay.agents.llm_config import RetryPolicy, Sampling, ignoring_host
 from labreplay.errors import AgentError
 from labreplay.store.sqlite import Store
 
@@ -187,3 +187,13 @@ def test_the_provider_follows_the_base_url_unless_named() -> None:
     with pytest.raises(AgentError, match="--provider must be one of"):
         resolve_provider("google", None)
     assert parse_message({"type": "error"}).startswith("malformed response")
+
+
+def test_an_unusable_messages_body_is_retried_then_recorded_as_malformed() -> None:
+    with MessagesServer([(200, {"type": "error"}, {})]) as server:
+        client = LLMClient(
+            "claude-haiku-4-5", base_url=server.base_url, provider="anthropic",
+            retry=RetryPolicy(max_retries=1, base_delay_s=0.0),
+        )  # fmt: skip
+        got = client.complete_json(TALK, PICK)
+    assert len(server.seen) == 2 and "malformed response" in str(got.error)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from labreplay.agents.llm_faults import MalformedResponse
 from labreplay.agents.llm_wire import Completion
 from labreplay.errors import AgentError
 
@@ -168,13 +169,18 @@ class _Endpoint:
         self._http = http_client
         self.chat, self.completions = self, self
 
-    def _result(self, response: Any) -> Completion | str:
+    def _result(self, response: Any) -> Completion:
+        """The reply, or an exception: an HTTP error as the openai package's, an unusable body
+        as `MalformedResponse` (retried as a transient fault, as for chat completions)."""
         if response.status_code >= 400:
             raise status_error(response)
         try:
-            return parse_message(response.json())
+            found = parse_message(response.json())
         except ValueError:
-            return "malformed response: the body is not JSON"
+            found = "malformed response: the body is not JSON"
+        if isinstance(found, str):
+            raise MalformedResponse(found)
+        return found
 
 
 class MessagesClient(_Endpoint):
@@ -185,7 +191,7 @@ class MessagesClient(_Endpoint):
 
         super().__init__(base_url, api_key, httpx.Client(timeout=timeout_s))
 
-    def create(self, *, timeout: float, **body: Any) -> Completion | str:
+    def create(self, *, timeout: float, **body: Any) -> Completion:
         import httpx
 
         try:
@@ -213,7 +219,7 @@ class AsyncMessagesClient(_Endpoint):
     async def close(self) -> None:
         await self._http.aclose()
 
-    async def create(self, *, timeout: float, **body: Any) -> Completion | str:
+    async def create(self, *, timeout: float, **body: Any) -> Completion:
         import httpx
 
         try:

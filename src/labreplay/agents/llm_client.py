@@ -526,9 +526,7 @@ class _ClientCore:
     def _accept(self, attempt: _Attempt, response: Any) -> Completion | str:
         """Turn an SDK response into a Completion, or an error text for a malformed one."""
         # The Messages endpoint hands back its own parse; the openai SDK an object to parse.
-        completion = (
-            response if isinstance(response, Completion | str) else parse_completion(response)
-        )
+        completion = response if isinstance(response, Completion) else parse_completion(response)
         if isinstance(completion, str):
             return scrub_text(completion)
         # A server or proxy that echoes the request headers must not hand the key to the agent

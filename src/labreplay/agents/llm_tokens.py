@@ -2,30 +2,34 @@
 
 The rule, declared with every estimate (`token_rule()`): OpenAI's o200k_base encoding (GPT-4o,
 GPT-5, o-series) through `tiktoken` when both are available on this machine (the encoding
-file already in tiktoken's cache: a dry run never downloads anything), else characters /
-`llm_caps.CHARS_PER_TOKEN_ESTIMATE` (4), the same estimate the caps use for a call whose
-provider reported no usage. Neither is any other provider's tokeniser: small open models
-that write every digit as a token (Llama, SmolLM2) count these number-dense prompts at
-about 1.6-1.9 characters per token, so for them the estimate is low; a run's own `usage` is
-what is billed.
+file already in tiktoken's cache: a dry run never downloads anything), else `word_pieces`:
+one token per word, digit, run of spaces or punctuation mark. That is how the tokenisers of
+small open models (Llama, SmolLM2) count these number-dense prompts (about 1.6-1.9 characters
+per token; a flat 4 characters per token counted under half of them), and an upper bound for
+o200k, which groups up to three digits per token: a budget planned on it is not overrun by
+the tokeniser. A run's own `usage` is what is billed.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from labreplay.agents.llm_caps import CHARS_PER_TOKEN_ESTIMATE
-
 _O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 O200K = "o200k_base (tiktoken)"
-FALLBACK = f"characters / {CHARS_PER_TOKEN_ESTIMATE:g}"
+FALLBACK = "word pieces (one token per word, digit, space run or punctuation mark)"
+_PIECE = re.compile(r"[A-Za-z_]+|\d|\s+|[^\w\s]")
+
+
+def word_pieces(text: str) -> int:
+    """The fallback count: one token per word, digit, run of spaces or punctuation mark."""
+    return len(_PIECE.findall(text))
 
 
 def _tiktoken_cache_file() -> Path | None:
@@ -62,7 +66,7 @@ def count_tokens(text: str) -> int:
     encoding = _encoding()
     if encoding is not None:
         return len(encoding.encode(text, disallowed_special=()))
-    return math.ceil(len(text) / CHARS_PER_TOKEN_ESTIMATE)
+    return word_pieces(text)
 
 
 # Tokens a chat request adds around its messages (role markers, separators), as OpenAI

@@ -246,6 +246,14 @@ def run_cmd(
     )
     if structured is not None:
         options["structured"] = structured
+    if max_total_cost is not None and executor == "dask":
+        from labreplay.errors import LabreplayError
+
+        # Its spend is counted in this process; dask workers are other processes.
+        raise LabreplayError(
+            "--max-total-cost counts the spend of this process: use --executor in-process or "
+            "threads with it, not dask"
+        )
     if isolate and (executor != "in-process" or max_concurrency > 1):
         from labreplay.errors import LabreplayError
 

@@ -102,7 +102,7 @@ def cost_lines(board: Mapping[str, Any]) -> list[str]:
         if not total["calls"] and not c["checkpoint_fallbacks"]:
             continue
         share = c["controls_token_share"]
-        money = f"; cost {c['cost']:.2f} (controls {c['controls_cost']:.2f})" if c["cost"] else ""
+        money = _money(c["cost"], c["controls_cost"], total["calls"])
         cached = total["cached_tokens"] / total["prompt_tokens"] if total["prompt_tokens"] else 0
         models = ", ".join(total["resolved_models"]) or "-"
         lines.append(
@@ -115,6 +115,13 @@ def cost_lines(board: Mapping[str, Any]) -> list[str]:
             f"fallbacks; model {models}{money}"
         )
     return lines
+
+
+def _money(cost: float | None, controls: float | None, calls: int) -> str:
+    """The cost part of a board line: in USD, or said to be unknown (never shown as 0)."""
+    if cost is None:
+        return "; cost unknown (no price for this model: give --prices FILE)" if calls else ""
+    return f"; cost ${cost:.2f} (controls ${controls or 0.0:.2f})"
 
 
 def cost_panel_html(board: Mapping[str, Any]) -> str:

@@ -441,6 +441,12 @@ def run_cmd(
     )
     if max_concurrency is not None:
         options["max_concurrency"] = max_concurrency
+    if max_total_cost is not None and executor == "dask":
+        # Its spend is counted in this process; dask workers are other processes.
+        raise LabreplayError(
+            "--max-total-cost counts the spend of this process: use --executor in-process or "
+            "threads with it, not dask"
+        )
     qs = load_questions(questions)
     chosen = first_in_seeded_order(qs, limit, seed, "conditions")
     if isolate and executor != "in-process":
