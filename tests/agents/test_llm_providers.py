@@ -144,6 +144,7 @@ def test_the_messages_api_request_reply_usage_and_cost(tmp_path: Path) -> None:
     assert call["cost_usd"] == pytest.approx((30 * 3.0 + 1000 * 0.3 + 9 * 15.0) / 1e6)
     params = client.params()
     assert params["provider"] == "anthropic" and KEY not in json.dumps(params)
+    assert KEY.encode() not in (tmp_path / "s.sqlite").read_bytes()  # the cached reply too
     assert params["structured"].startswith("none: the Messages API has no response_format")
 
 
