@@ -116,7 +116,7 @@ PICK = {"type": "object", "properties": {"pick": {"enum": ["a", "b"]}}, "require
 
 
 def test_the_messages_api_request_reply_usage_and_cost(tmp_path: Path) -> None:
-    reply = message('{"pick": "b"}', cache_read_input_tokens=1000, cache_creation_input_tokens=0)
+    reply = message('{"pick": "b"}', cache_read_input_tokens=1000, cache_creation_input_tokens=200)
     with MessagesServer([(200, reply, {})]) as server, Store(tmp_path / "s.sqlite") as db:
         client = LLMClient(
             "claude-sonnet-4-5", base_url=server.base_url, provider="anthropic", api_key=KEY,
@@ -138,10 +138,12 @@ def test_the_messages_api_request_reply_usage_and_cost(tmp_path: Path) -> None:
     assert isinstance(body["max_tokens"], int) and body["temperature"] == 0.0
     assert not {"seed", "response_format", "max_completion_tokens"} & set(body)
     (call,) = got.calls
-    assert call["prompt_tokens"] == 1030 and call["cached_tokens"] == 1000
+    assert call["prompt_tokens"] == 1230 and call["cached_tokens"] == 1000
     assert call["finish_reason"] == "stop" and call["resolved_model"].endswith("20250929")
-    # built-in claude-sonnet-4-5: 3 / 0.3 cached / 15 USD per million tokens
-    assert call["cost_usd"] == pytest.approx((30 * 3.0 + 1000 * 0.3 + 9 * 15.0) / 1e6)
+    assert call["cache_write_tokens"] == 200
+    # built-in claude-sonnet-4-5: 3 input / 0.3 cache read / 3.75 cache write / 15 output
+    usd = (30 * 3.0 + 1000 * 0.3 + 200 * 3.75 + 9 * 15.0) / 1e6
+    assert call["cost_usd"] == pytest.approx(usd)
     params = client.params()
     assert params["provider"] == "anthropic" and KEY not in json.dumps(params)
     assert KEY.encode() not in (tmp_path / "s.sqlite").read_bytes()  # the cached reply too

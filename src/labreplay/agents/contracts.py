@@ -86,6 +86,9 @@ class CallRecord(TypedDict, total=False):
     # USD this call spent at the run's prices (`llm_prices`): provider-cached prompt tokens at
     # the cached rate, 0 for a response-cache hit, None when the model's price is unknown.
     cost_usd: float | None
+    # Prompt tokens written to the provider's prompt cache (Anthropic), priced at its cache
+    # write rate; absent where the provider reports none.
+    cache_write_tokens: int
 
 
 @runtime_checkable

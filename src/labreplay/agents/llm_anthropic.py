@@ -109,6 +109,7 @@ def parse_message(body: Any) -> Completion | str:
         completion_tokens=_int(usage.get("output_tokens")),
         cached_tokens=read,
         resolved_model=model if isinstance(model, str) and model else None,
+        cache_write_tokens=written,
     )
 
 

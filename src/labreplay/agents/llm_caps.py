@@ -139,7 +139,8 @@ class CapMeter:
         if self.price is None:
             call["cost_usd"] = None
             return
-        listed = self.price.cost(prompt, int(call.get("cached_tokens") or 0), completion)
+        cached, written = int(call.get("cached_tokens") or 0), call.get("cache_write_tokens", 0)
+        listed = self.price.cost(prompt, cached, completion, written)
         self.cost_usd += listed
         spent = 0.0 if call.get("cached") else listed
         call["cost_usd"] = spent

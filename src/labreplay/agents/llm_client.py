@@ -418,6 +418,8 @@ class _ClientCore:
             prompt_chars=sum(len(m["content"]) for m in attempt.messages),
             reply_chars=len(completion.text) if completion else None,
         )
+        if completion is not None and completion.cache_write_tokens:
+            record["cache_write_tokens"] = completion.cache_write_tokens
         if "max_completion_tokens" in attempt.request:  # what was sent (absent: max_tokens)
             record["token_param"] = "max_completion_tokens"
         self._note(attempt, record.get("error"), cached)

@@ -4,8 +4,8 @@ evaluation's spend.
 A `ModelPrice` is money (USD) per million tokens: `input` (prompt tokens read afresh),
 `cached_input` (prompt tokens the provider served from its prefix cache; OpenAI reports them as
 `prompt_tokens_details.cached_tokens`, Anthropic as `cache_read_input_tokens`), `output`
-(completion tokens, hidden reasoning included) and `cache_write` (Anthropic's prompt-cache
-writes; informational, the wire reports them as prompt tokens).
+(completion tokens, hidden reasoning included) and `cache_write` (prompt tokens written to
+Anthropic's prompt cache, `cache_creation_input_tokens`; default the input rate).
 
 `BUILTIN_PRICES` are the providers' list prices as published on `BUILTIN_PRICES_AS_OF`; prices
 change, so `--prices FILE` (JSON or TOML, one table per model) overrides them entry by entry.
@@ -50,13 +50,16 @@ class ModelPrice:
     def cached_rate(self) -> float:
         return self.input if self.cached_input is None else self.cached_input
 
-    def cost(self, prompt: int, cached: int, completion: int) -> float:
-        """USD of `prompt` prompt tokens (of which `cached` provider-cached) and `completion`
-        completion tokens."""
+    def cost(self, prompt: int, cached: int, completion: int, written: int = 0) -> float:
+        """USD of `prompt` prompt tokens (of which `cached` read from the provider's prompt
+        cache and `written` written to it, at `cache_write`, else the input rate) and
+        `completion` completion tokens."""
         cached = max(0, min(cached, prompt))
-        fresh = prompt - cached
-        usd = fresh * self.input + cached * self.cached_rate + completion * self.output
-        return round(usd / PER_TOKENS, 8)
+        written = max(0, min(written, prompt - cached))
+        fresh = prompt - cached - written
+        write_rate = self.input if self.cache_write is None else self.cache_write
+        usd = fresh * self.input + cached * self.cached_rate + written * write_rate
+        return round((usd + completion * self.output) / PER_TOKENS, 8)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"input": self.input, "output": self.output}
