@@ -78,3 +78,22 @@ def chat_tokens(messages: Sequence[Mapping[str, str]]) -> int:
     """The prompt tokens of a chat request under `token_rule()`."""
     body = sum(count_tokens(m["content"]) + PER_MESSAGE_TOKENS for m in messages)
     return body + PER_MESSAGE_TOKENS
+
+
+# Providers cache a prompt prefix only from this many tokens on (OpenAI's automatic caching and
+# Anthropic's cache breakpoints both start at 1,024 tokens for their main models).
+MIN_CACHED_PREFIX_TOKENS = 1024
+
+
+def cached_prefix_tokens(previous: str, current: str) -> int:
+    """The tokens of `current` a provider's prefix cache would serve after `previous` was sent:
+    their common prefix, under `token_rule()`, when it reaches MIN_CACHED_PREFIX_TOKENS."""
+    low, high = 0, min(len(previous), len(current))
+    while low < high:  # bisection on slices: prompts are tens of kB
+        mid = (low + high + 1) // 2
+        if previous[:mid] == current[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    tokens = count_tokens(current[:low]) if low else 0
+    return tokens if tokens >= MIN_CACHED_PREFIX_TOKENS else 0

@@ -50,7 +50,12 @@ if TYPE_CHECKING:
         public_endpoint,
     )
     from labreplay.agents.llm_progress import CallProgress
-    from labreplay.agents.llm_tokens import chat_tokens, count_tokens, token_rule
+    from labreplay.agents.llm_tokens import (
+        cached_prefix_tokens,
+        chat_tokens,
+        count_tokens,
+        token_rule,
+    )
     from labreplay.agents.llm_usage import (
         Price,
         add_usage,
@@ -134,6 +139,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "usage_summary",
     ),
     "labreplay.agents.llm_tokens": (
+        "cached_prefix_tokens",
         "chat_tokens",
         "count_tokens",
         "token_rule",
@@ -182,6 +188,7 @@ __all__ = [
     "add_usage",
     "bind_response_cache",
     "build_from_ref",
+    "cached_prefix_tokens",
     "call_failures",
     "chat_tokens",
     "check_user_budget",

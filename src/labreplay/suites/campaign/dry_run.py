@@ -11,7 +11,9 @@ more calls (measured against real runs in `make bench`; see the README).
 Tokens follow the one declared rule of every dry run (`labreplay.sdk.agents.token_rule`:
 o200k_base where tiktoken has it offline, else characters / 4), completion tokens the
 stand-in replies' size under the same rule; the response budget of every call is derived as
-in a real run. Measured against a run on the schema-answering server (short-1, long-1): the
+in a real run. `cached_tokens` is what a provider's prefix cache would serve: each prompt's
+common prefix with the branch's previous one, from 1,024 tokens on (`cached_prefix_tokens`).
+Measured against a run on the schema-answering server (short-1, long-1): the
 same calls per branch and the same prompt characters.
 """
 
@@ -22,7 +24,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labreplay.sdk.agents import chat_tokens, count_tokens, response_budget, token_rule
+from labreplay.sdk.agents import (
+    cached_prefix_tokens,
+    chat_tokens,
+    count_tokens,
+    response_budget,
+    token_rule,
+)
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.sdk.testing import FINISHING, instance
 from labreplay.suites.campaign.runner import run_assignment_branches
@@ -36,15 +44,20 @@ class Tally:
     prompt_chars: int = 0
     reply_chars: int = 0
     prompt_tokens: int = 0
+    cached_tokens: int = 0  # what a provider's prefix cache would serve (`cached_prefix_tokens`)
     reply_tokens: int = 0
     largest_prompt_tokens: int = 0
     largest_budget: int = 0
     first_prompts: list[str] = field(default_factory=list)
+    last_prompt: str = ""
 
     def add(self, messages: Sequence[Mapping[str, str]], reply: Any, schema: Any) -> None:
         chars = sum(len(m["content"]) for m in messages)
         tokens = chat_tokens(messages)
         text = json.dumps(reply)
+        prompt = "\n".join(m["content"] for m in messages)
+        self.cached_tokens += cached_prefix_tokens(self.last_prompt, prompt)
+        self.last_prompt = prompt
         self.calls += 1
         self.prompt_chars += chars
         self.prompt_tokens += tokens
@@ -117,6 +130,7 @@ def dry_run_assignment(
             "policy_calls": t.policy_calls,
             "checkpoint_calls": t.checkpoint_calls,
             "prompt_tokens": t.prompt_tokens,
+            "cached_tokens": t.cached_tokens,
             "completion_tokens": t.reply_tokens,
             "prompt_chars": t.prompt_chars,
             "largest_prompt_tokens": t.largest_prompt_tokens,
@@ -137,7 +151,7 @@ def dry_run(
 ) -> dict[str, Any]:
     """The whole command's estimate: per assignment, and totals with the controls' share."""
     per = [dry_run_assignment(s, agent_name, params, seed, controls) for s in specs]
-    total = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    total = {"calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
     controls_total = dict(total)
     for a in per:
         for b, t in a["branches"].items():

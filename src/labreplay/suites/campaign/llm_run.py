@@ -78,7 +78,9 @@ def print_dry_run(
         )
     params = make().params()  # builds the client: the endpoint is checked, nothing is sent
     estimate = dry_run(specs, agent, params, seed, controls)
-    estimate["cost"] = cost(estimate["total"], price)
+    estimate["cost"] = cost(estimate["total"], price)  # cached prefixes at the cached rate
+    # the bound if the provider cached nothing
+    estimate["cost_uncached"] = cost({**estimate["total"], "cached_tokens": 0}, price)
     if json_out:
         print_json(estimate)
         return
@@ -98,7 +100,8 @@ def print_dry_run(
         console.print(first["first_prompt"][:600] + " ...", markup=False)
     total, ctl = estimate["total"], estimate["controls"]
     money = (
-        f"; cost ${estimate['cost']:.2f}"
+        f"; cost ${estimate['cost']:.2f} with prefix caching, ${estimate['cost_uncached']:.2f} "
+        "without"
         if estimate["cost"] is not None
         else "; cost unknown (no price for this model)"
     )
