@@ -30,7 +30,13 @@ from typing import Any
 import numpy as np
 
 from labreplay.sdk import MISSING_TAG, make_rng
-from labreplay.sdk.agents import Agent, drain_calls, isolation_of
+from labreplay.sdk.agents import (
+    Agent,
+    ResponseCache,
+    bind_response_cache,
+    drain_calls,
+    isolation_of,
+)
 from labreplay.suites.campaign.protocol import REVIEW_KIND
 
 Op = tuple[str, str | None]  # ("inspect", kind) | ("review", None) | ("forecast", None)
@@ -170,6 +176,11 @@ class ControlWrapper:
 
     def drain_calls(self) -> list[Any]:
         return list(drain_calls(self.inner))
+
+    def bind_store(self, store: ResponseCache | None) -> None:
+        """The response cache reaches the wrapped model agent too: a control branch redone
+        after `store remove` (or resumed) re-asks no call that was answered."""
+        bind_response_cache(self.inner, store)
 
     def drain_departures(self) -> list[dict[str, Any]]:
         out, self.departures = self.departures, []
