@@ -133,7 +133,7 @@ SUBSTITUTE_AFTER = 3  # below the harness's stop after 8 invalid actions in a ro
 def _neutral(observation: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """A neutral action of `kind` for the open experiment: its last accepted forecast (else
     uniform), claims and review expectations at 0.5."""
-    from labreplay.suites.campaign.actions import CLAIMS
+    from labreplay.suites.campaign.actions import schema_claims
     from labreplay.suites.campaign.env import uniform
 
     state = observation["state"]
@@ -149,7 +149,8 @@ def _neutral(observation: Mapping[str, Any], kind: str) -> dict[str, Any]:
         }
     if kind == "request_review":
         return {"type": kind, "experiment_id": eid, "expect_change": 0.5, "expected_tier": 2}
-    return {"type": kind, "experiment_id": eid, "claims": dict.fromkeys(CLAIMS, 0.5)}
+    claims = schema_claims(observation["action_schema"])
+    return {"type": kind, "experiment_id": eid, "claims": dict.fromkeys(claims, 0.5)}
 
 
 def _invalid(action: Any, why: str) -> dict[str, Any]:
