@@ -543,6 +543,11 @@ def leaderboard_cmd(
             cells[1] += " UNVERIFIED"
         view.add_row(*cells)
     print_table(view, "agent")
+    from labreplay.suites.conditions.precedent_audit import audit_lines
+
+    for name, lifts in board.get("precedent_references", {}).items():
+        for line in audit_lines(lifts):  # reference rows beside the precedent lifts
+            console.print(f"{name}: {line}", markup=False)
     if board["unverified_data"]:
         console.print(
             f"UNVERIFIED DATA: {len(board['unverified_data'])} question file(s) were compiled "
