@@ -138,14 +138,16 @@ def _pick(scores: Sequence[float], rng: np.random.Generator, best: str) -> int:
     return tied[int(rng.integers(len(tied)))]
 
 
-def _precedent_values(view: Mapping[str, Any]) -> list[tuple[dict[str, str], float]]:
+def _precedent_values(
+    precedents: Sequence[Mapping[str, Mapping[str, object]]],
+) -> list[tuple[dict[str, str], float]]:
     """Each precedent's condition labels and its utility (0 when its outcome has none)."""
     return [
         (
             {k: value_label(v) for k, v in p["conditions"].items()},
             utility_of_outcome(p.get("outcome") or {}) or 0.0,
         )
-        for p in view.get("precedents") or []
+        for p in precedents
     ]
 
 
@@ -168,7 +170,9 @@ class ExclusionBaseline:
     def slot_scores(view: Mapping[str, Any]) -> dict[str, list[float]]:
         """How often each option (``"option"``; FIB: each slot's candidates) is shown."""
         shown = Counter(
-            (k, label) for conds, _ in _precedent_values(view) for k, label in conds.items()
+            (k, label)
+            for conds, _ in _precedent_values(view.get("precedents") or [])
+            for k, label in conds.items()
         )
         if view["question_type"] == "fib_all":
             return {
@@ -184,7 +188,9 @@ class ExclusionBaseline:
 
     def answer(self, question_view: dict[str, Any]) -> dict[str, Any]:
         rng = make_rng(self.seed, "exclusion-baseline", question_view["id"])
-        return _answer(question_view, self.slot_scores(question_view), rng, "min")
+        view = question_view
+        scores = self.slot_scores(view)
+        return _answer(view["question_type"], view["varying_keys"], scores, rng, "min")
 
 
 class PrecedentRanker:
@@ -205,7 +211,7 @@ class PrecedentRanker:
     @staticmethod
     def slot_scores(view: Mapping[str, Any]) -> dict[str, list[float]]:
         """Each option's (FIB: each slot candidate's) mean precedent utility."""
-        precedents = _precedent_values(view)
+        precedents = _precedent_values(view.get("precedents") or [])
         sums: dict[tuple[str, str], list[float]] = {}
         for conds, u in precedents:
             for k, label in conds.items():
@@ -231,14 +237,20 @@ class PrecedentRanker:
 
     def answer(self, question_view: dict[str, Any]) -> dict[str, Any]:
         rng = make_rng(self.seed, "precedent-ranker", question_view["id"])
-        return _answer(question_view, self.slot_scores(question_view), rng, "max")
+        view = question_view
+        scores = self.slot_scores(view)
+        return _answer(view["question_type"], view["varying_keys"], scores, rng, "max")
 
 
 def _answer(
-    view: Mapping[str, Any], scores: Mapping[str, list[float]], rng: np.random.Generator, best: str
-) -> dict[str, Any]:
-    if view["question_type"] == "fib_all":
-        return {"choices": {k: _pick(scores[k], rng, best) for k in view["varying_keys"]}}
+    qtype: str,
+    keys: Sequence[str],
+    scores: Mapping[str, list[float]],
+    rng: np.random.Generator,
+    best: str,
+) -> dict[str, int | dict[str, int]]:
+    if qtype == "fib_all":
+        return {"choices": {k: _pick(scores[k], rng, best) for k in keys}}
     return {"option": _pick(scores["option"], rng, best)}
 
 

@@ -50,10 +50,8 @@ def answer_of(q: Mapping[str, Any]) -> str:
     return " | ".join(golds)
 
 
-def _option_set(q: Mapping[str, Any]) -> frozenset[str]:
-    return frozenset(
-        "; ".join(f"{k}={value_label(opt[k])}" for k in q["varying_keys"]) for opt in q["options"]
-    )
+def _option_set(options: Sequence[Mapping[str, object]], keys: Sequence[str]) -> frozenset[str]:
+    return frozenset("; ".join(f"{k}={value_label(opt[k])}" for k in keys) for opt in options)
 
 
 def _groups(questions: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[int]]:
@@ -75,7 +73,12 @@ def answer_shares(questions: Sequence[Mapping[str, Any]]) -> dict[str, dict[str,
         out.setdefault(ds, {})[qtype] = {
             "questions": len(members),
             "distinct_answers": len(counts),
-            "distinct_option_sets": len({_option_set(questions[i]) for i in members}),
+            "distinct_option_sets": len(
+                {
+                    _option_set(questions[i]["options"], questions[i]["varying_keys"])
+                    for i in members
+                }
+            ),
             "top_answer": top,
             "top_share": n_top / len(members),
         }

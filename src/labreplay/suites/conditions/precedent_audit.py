@@ -71,14 +71,12 @@ def _fib_expectation(key: AnswerKey, tied: Mapping[str, Sequence[int]]) -> dict[
     return {"hit": hit / space, "strict": strict / space}
 
 
-def _expected(key: AnswerKey, view: Mapping[str, Any], agent: str) -> dict[str, float]:
-    """The agent's exact expected metrics on one question (over its seeded tie-break)."""
-    scorer = ExclusionBaseline.slot_scores if agent == "exclusion" else PrecedentRanker.slot_scores
-    best = "min" if agent == "exclusion" else "max"
+def _expected(key: AnswerKey, scores: Mapping[str, list[float]], best: str) -> dict[str, float]:
+    """An agent's exact expected metrics on one question, from its option (FIB: slot) scores,
+    over its seeded tie-break."""
     if key.qtype == "fib_all":
-        scores = scorer(view)
         return _fib_expectation(key, {k: _tied(scores[k], best) for k in key.keys})
-    return _mc_expectation(key, _tied(scorer(view)["option"], best))
+    return _mc_expectation(key, _tied(scores["option"], best))
 
 
 def _lift(values: list[float], tables: list[str], seed: int) -> Lift:
@@ -112,8 +110,14 @@ def reference_lifts(
     for agent in ("exclusion", "precedent_ranker"):
         diffs: dict[tuple[str, str], tuple[list[float], list[str]]] = {}
         for key_with, view_with, key_base, view_base in pairs:
-            with_ = _expected(key_with, view_with, agent)
-            without = _expected(key_base, view_base, agent)
+            scorer = (
+                ExclusionBaseline.slot_scores
+                if agent == "exclusion"
+                else PrecedentRanker.slot_scores
+            )
+            best = "min" if agent == "exclusion" else "max"
+            with_ = _expected(key_with, scorer(view_with), best)
+            without = _expected(key_base, scorer(view_base), best)
             family = "fib" if key_with.qtype == "fib_all" else "mc"
             for metric, value in with_.items():
                 for ds in (key_with.dataset, "all"):
