@@ -526,6 +526,7 @@ def leaderboard_cmd(
         "fib_strict",
         "fib_score_given_hit",
         "delta_axis",
+        "precedent_lift_mc_all_score",  # read against the reference lines printed below
         "prompt_tokens",
         "completion_tokens",
     )
