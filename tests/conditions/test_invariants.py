@@ -107,7 +107,11 @@ def test_precedent_twins_share_options_answer_and_scoring(compiled_all: Any) -> 
         refs = twin["input"]["reference_conditions"]
         assert 2 <= len(refs) <= 5
         best = max(base["meta"]["effective_scores"])
-        assert all(r["outcome"]["yield"] is not None for r in refs)
+        # a yield, or a declared ratio response shown as such (never as a yield)
+        assert all(
+            r["outcome"]["yield"] is not None or r["outcome"].get("response_ratio") is not None
+            for r in refs
+        )
         entries = set(twin["meta"]["precedent_entries"])
         # A precedent row is never a legal answer / option (FIB: never a row of the table).
         assert not entries & {e["entry_idx"] for e in base["meta"]["option_source_entries"]} or (

@@ -138,6 +138,23 @@ def test_ratio_response_is_refused_as_a_yield_unless_declared(data_dir: Path) ->
     assert floor.yield_floor == pytest.approx(0.05 * largest)
 
 
+def test_a_ratio_response_is_never_shown_as_a_yield(compiled_all: Any) -> None:
+    from labreplay.suites.conditions.prompts import render_prompt
+    from labreplay.suites.conditions.questions import agent_view
+
+    twins = [
+        q
+        for q in compiled_all.questions
+        if q["meta"]["dataset"] == "currybo_cernak" and q["meta"]["variant"] == "with_precedents"
+    ]
+    assert twins
+    for q in twins:
+        for ref in q["input"]["reference_conditions"]:
+            assert ref["outcome"]["yield"] is None and ref["outcome"]["response_ratio"] is not None
+    prompt = render_prompt(agent_view(twins[0]))
+    assert "response ratio" in prompt and "yield 0" not in prompt
+
+
 def test_no_answer_is_correct_in_more_than_40_percent(compiled_all: Any) -> None:
     from labreplay.suites.conditions.independence import answer_shares
 

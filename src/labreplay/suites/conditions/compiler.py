@@ -598,6 +598,8 @@ def compile_tables(
             )
             for q in qs:
                 q["meta"]["spec_hash"] = spec_hash
+                if rule.response == "ratio":
+                    _as_ratio_outcomes(q)
                 if unverified:  # so a run on these questions is marked UNVERIFIED too
                     q["meta"]["unverified_data"] = sorted(unverified)
             questions.extend(qs)
@@ -627,6 +629,18 @@ def compile_tables(
         dict(sources or files),
         shares,
     )
+
+
+def _as_ratio_outcomes(question: dict[str, Any]) -> None:
+    """A declared ratio response is never shown to an agent as a yield: each precedent's
+    outcome becomes ``response_ratio`` (the recorded ratio) with no yield."""
+    for ref in question["input"].get("reference_conditions", []):
+        y = ref["outcome"].get("yield")
+        ref["outcome"] = {
+            **ref["outcome"],
+            "yield": None,
+            "response_ratio": None if y is None else _fmt(y / 100.0),
+        }
 
 
 def _withhold_leaking_twins(

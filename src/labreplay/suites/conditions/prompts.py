@@ -40,6 +40,9 @@ def _outcome(outcome: Mapping[str, Any]) -> str:
         v = outcome.get(name)
         if v is not None:
             parts.append(f"{name} {v:g}{unit}" if isinstance(v, float | int) else f"{name} {v}")
+    ratio = outcome.get("response_ratio")
+    if isinstance(ratio, float | int):  # a declared relative response, never a yield
+        parts.append(f"product/standard response ratio {ratio:g} (relative, not a yield)")
     return ", ".join(parts) or "outcome not reported"
 
 

@@ -39,7 +39,11 @@ def _utility_of_scores(s: Mapping[str, Any], objective: str) -> float | None:
 
 
 def utility_of_outcome(outcome: Mapping[str, Any]) -> float | None:
-    """The utility of an outcome as the release layout shows it (a precedent's), or None."""
+    """The utility of an outcome as the release layout shows it (a precedent's), or None; a
+    declared ratio response (``response_ratio``) ranks as recorded."""
+    ratio = outcome.get("response_ratio")
+    if isinstance(ratio, int | float) and not isinstance(ratio, bool):
+        return float(ratio)
     return _utility_of_scores(outcome, "utility")
 
 
