@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 from labreplay.errors import LabreplayError
 
@@ -123,6 +123,35 @@ class Rescores(Protocol):
     ) -> Mapping[str, float | None]: ...
 
 
+class Rederived(TypedDict):
+    """What a suite re-derives of a stored run beyond its scalar scores (`Rederives`)."""
+
+    # metric -> the `scores.detail` the run stores for it (curves, closures, counts)
+    details: dict[str, Any]
+    # the status the run's records give ("complete" | "failed"); None where it rests on a
+    # recorded claim the events cannot confirm (a harness stop), said as unverifiable
+    status: str | None
+    # `runs.summary` fields the board reads, re-derived from the events
+    summary: dict[str, Any]
+    # branches that must exist as this run's children for a board to use it (matched
+    # controls): a missing one is a deleted (or never run) control, a problem
+    controls: list[str]
+
+
+@runtime_checkable
+class Rederives(Protocol):
+    """Re-derives a stored run's score details, status and summary counts from its events,
+    its spec and the store (`store verify` compares them with what is stored)."""
+
+    def rederive(
+        self,
+        spec: EnvironmentSpec,
+        events: Sequence[Mapping[str, Any]],
+        run: Any,
+        store: Store | None = None,
+    ) -> Rederived: ...
+
+
 @runtime_checkable
 class ImportsResults(Protocol):
     """Adds commands to `labreplay import ...` (results of other tools into a store)."""
@@ -135,6 +164,14 @@ class HasDefaultSeed(Protocol):
     """The run seed `labreplay.run` takes when given none (the suite CLI's `--seed`)."""
 
     default_seed: int
+
+
+@runtime_checkable
+class DeclaresContract(Protocol):
+    """Names the suite's agent contract (a `typing.Protocol` class): the generic MCP server
+    (`labreplay.sdk.harness.serve_suite_run`) forwards the methods it declares."""
+
+    agent_contract: type
 
 
 def default_seed(suite: Suite) -> int:
@@ -183,6 +220,7 @@ def load_suites() -> list[Suite]:
 __all__ = [
     "ENTRY_POINT_GROUP",
     "ChecksOptions",
+    "DeclaresContract",
     "HasDefaultSeed",
     "ImportsResults",
     "ReportSection",

@@ -199,7 +199,9 @@ def test_alab_pipeline_records(alab: list[Record]) -> None:
 
 
 def test_alab_outcome_rule_on_recorded_fields(alab: list[Record]) -> None:
-    """Validity follows the execution record alone; undecidable cases keep their reason."""
+    """Validity follows the execution record and the scan's presence; a run without an XRD
+    pattern file is Missing (typed), never a physical failure; undecidable cases keep their
+    reason."""
     for r in alab:
         execution = r.evidence["execution_record"][0]["content"]
         collected = execution["recovery"]["weight_collected_mg"]
@@ -207,20 +209,26 @@ def test_alab_outcome_rule_on_recorded_fields(alab: list[Record]) -> None:
         valid = r.outcome["valid"]
         if collected is None or collected < 0:
             assert isinstance(valid, Missing) and "recovered mass" in valid.reason
+        elif not measured:
+            assert isinstance(valid, Missing) and "no XRD pattern file" in valid.reason
+        elif collected == 0:
+            assert isinstance(valid, Missing) and "contradictory" in valid.reason
         else:
-            assert valid is (collected > 0 and measured), r.record_id
+            assert valid is True, r.record_id
     valid_counts = Counter(
         "missing" if isinstance(r.outcome["valid"], Missing) else r.outcome["valid"] for r in alab
     )
-    assert valid_counts == {True: 533, False: 14, "missing": 45}
+    assert valid_counts == {True: 533, "missing": 59}
+    no_scan = [r for r in alab if not isinstance(r.evidence["xrd_scan"], list)]
+    assert len(no_scan) == 16 and all(isinstance(r.outcome["valid"], Missing) for r in no_scan)
     categories = Counter(
         r.outcome["category"] for r in alab if isinstance(r.outcome["category"], str)
     )
     assert categories == {
-        "unreacted": 29,
-        "transformed": 25,
-        "partially_reacted": 23,
-        "completely_reacted": 2,
+        "completely_reacted": 18,
+        "unreacted": 14,
+        "transformed": 6,
+        "partially_reacted": 4,
     }
 
 

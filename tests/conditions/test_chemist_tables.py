@@ -71,8 +71,13 @@ def amination_grid(tmp_path: Path) -> Path:
     sheet.append(["Aryl halide", "Base", "Ligand", "Additive", "Yield (%)"])
     for halide in ("4-bromoanisole", "3-iodopyridine"):
         for base, ligand, additive in product(BASES, LIGANDS, ADDITIVES):
+            # the best base and ligand change with the additive (rotated orders): a screen
+            # whose one combination won everywhere would be one answer repeated (issue 36)
+            a = ADDITIVES.index(additive)
             effect = (
-                10 * BASES.index(base) + 8 * LIGANDS.index(ligand) - 3 * ADDITIVES.index(additive)
+                10 * ((BASES.index(base) + a) % len(BASES))
+                + 8 * ((LIGANDS.index(ligand) + a) % len(LIGANDS))
+                - 3 * a
             )
             sheet.append(
                 [
@@ -99,13 +104,21 @@ def test_full_amination_grid_becomes_literature_sized_questions(
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "QC amination_grid: 144 rows read" in proc.stdout
-    assert "axes amination_grid" in proc.stdout or "varies Additive" in proc.stdout
+    assert proc.stdout.count(": varies Base, Ligand over 12 rows; fixed Additive=") == 12
+    assert (
+        "axis rule amination_grid: Base species (name contains 'base'), Ligand species "
+        "(name contains 'ligand'), Additive additive (name contains 'additive')" in proc.stdout
+    )
     assert "profile amination_grid:" in proc.stdout
     qs = load_questions(out)
     mc = [q for q in qs if q["question_type"] != "fib_all"]
     assert mc and all(3 <= len(q["options"]) <= 12 for q in mc)
-    # the additive screen (6 levels, the axis with the most) is what each table varies
-    assert {tuple(q["varying_keys"]) for q in qs} == {("Additive",)}
+    # the catalyst system (base x ligand) is what each table varies, at one additive each: the
+    # additive (6 levels, the axis with the most) is a robustness factor, never varied alone
+    assert {tuple(q["varying_keys"]) for q in qs if q["question_type"] == "mc_all"} == {
+        ("Base", "Ligand")
+    }
+    assert all(q["varying_keys"] != ["Additive"] for q in qs)
     # No sibling leak: each measured well belongs to exactly one table.
     owner: dict[tuple[str, ...], str] = {}
     for q in qs:
@@ -127,7 +140,23 @@ def test_full_amination_grid_becomes_literature_sized_questions(
     rule = spec["spec"]["datasets"]["amination_grid"]
     assert rule["max_options"] == 12 and rule["fib_max_hit_floor"] == 0.8
     cuts = {t["qc"]["cut"] for t in spec["tables"]}
-    assert all(c.startswith("vary Additive (") for c in cuts), cuts
+    assert all(c.startswith("vary Base, Ligand (") for c in cuts), cuts
+    assert rule["axis_kinds"] == {"Base": "species", "Ligand": "species", "Additive": "additive"}
+    # the user's word wins: the additive declared a species is screened (it has the most levels)
+    proc = _compile(
+        amination_grid, out, "--reaction-cols", "Aryl halide",
+        "--condition-cols", "Base,Ligand,Additive", "--yield-col", "Yield (%)",
+        "--name", "amination_grid", "--axis-kind", "Additive=species",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Additive species (--axis-kind)" in proc.stdout
+    assert any("Additive" in q["varying_keys"] for q in load_questions(out))
+    proc = _compile(
+        amination_grid, out, "--reaction-cols", "Aryl halide",
+        "--condition-cols", "Base,Ligand,Additive", "--yield-col", "Yield (%)",
+        "--axis-kind", "Additive=spectator",
+    )  # fmt: skip
+    _assert_one_line_error(proc, "unknown axis kind", "'Additive'", "'spectator'")
 
 
 def test_slice_cols_declare_the_tables(tmp_path: Path) -> None:
@@ -348,13 +377,16 @@ def test_score_refuses_unknown_and_duplicate_ids(tmp_path: Path) -> None:
     unknown = [{"id": f"made_up_{i}", "answer": {"option": 0}} for i in range(5)]
     preds.write_text("".join(json.dumps(r) + "\n" for r in good + unknown))
     proc = _cli("conditions", "score", "--questions", out, "--predictions", preds)
-    _assert_one_line_error(
-        proc, "5 prediction id(s) not in the question file", "made_up_0", "+2 more"
-    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()  # each unknown id named, then the error
+    assert len(lines) == 6 and "5 malformed prediction(s)" in lines[-1]
+    for i, line in enumerate(lines[:5]):
+        assert f"id 'made_up_{i}', field 'id'" in line and "not in the question file" in line
     dup = [*good, *({"id": qs[0]["id"], "answer": {"option": i}} for i in range(1, 3))]
     preds.write_text("".join(json.dumps(r) + "\n" for r in dup))
     proc = _cli("conditions", "score", "--questions", out, "--predictions", preds)
-    _assert_one_line_error(proc, "predicted more than once", f"{qs[0]['id']} x3")
+    assert proc.returncode == 2 and f"id {qs[0]['id']!r}, field 'id'" in proc.stderr
+    assert f"predicted 3 times (lines 1, {len(good) + 1}, {len(good) + 2})" in proc.stderr
     preds.write_text("".join(json.dumps(r) + "\n" for r in good))
     proc = _cli("conditions", "score", "--questions", out, "--predictions", preds, "--json")
     assert proc.returncode == 0, proc.stderr

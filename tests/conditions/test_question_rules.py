@@ -182,13 +182,17 @@ def test_24_ligand_by_2_solvent_grid_varies_the_ligand(tmp_path: Path) -> None:
         "--condition-cols", "ligand,solvent", "--yield-col", "yield", "--name", "nibor",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert "varies ligand over 12 rows; fixed solvent=EtOH, ligand part 1/2" in proc.stdout
+    # both axes vary in each table (6 ligands x 2 solvents): the ligand screen in both solvents
+    assert "varies ligand, solvent over 12 rows; fixed (nothing), ligand part 1/4" in proc.stdout
     assert "profile nibor:" in proc.stdout and "(paper 7)" in proc.stdout
     qs = load_questions(out)
-    assert {tuple(q["varying_keys"]) for q in qs} == {("ligand",)}
-    assert (
-        sorted(len(q["options"]) for q in qs if q["meta"]["variant"] == "no_precedents") == [12] * 4
+    assert {tuple(q["varying_keys"]) for q in qs} == {("ligand",), ("ligand", "solvent")}
+    sizes = sorted(
+        (q["question_type"], len(q["options"]))
+        for q in qs
+        if q["meta"]["variant"] == "no_precedents"
     )
+    assert sizes == [("mc_all", 12)] * 4 + [("mc_single", 6)] * 4
     _check_rules(qs)
     # --vary solvent asks the chemist's other question: EtOH or MeOH, 2 options < 3: none
     declared = import_table(

@@ -158,3 +158,17 @@ def test_slicing_rule_on_a_full_grid_and_on_scattered_rows() -> None:
     scattered = [row(t=str(t), c=str(c)) for t, c in [(1, 1), (1, 2), (1, 3), (2, 4), (3, 5)] * 3]
     cut = slice_group(scattered[:5], ("t", "c"), 2, None, 0, "s")
     assert sum(len(s.rows) for s in cut.slices) + cut.rows_outside == 5
+
+
+def test_a_row_index_names_its_file_when_a_table_has_several(data_dir: Path) -> None:
+    """EDBO Mitsunobu is read from four round files: a row number alone would be ambiguous."""
+    from labreplay.suites.conditions.compiler import compile_datasets
+
+    compiled = compile_datasets(["edbo_mitsunobu"], data_dir, seed=0)
+    multi = [q for q in compiled.questions if ";" in q["meta"]["source_file"]]
+    assert multi
+    for q in multi:
+        files = q["meta"]["source_file"].split(";")
+        for entry in q["meta"]["option_source_entries"]:
+            assert entry["file"] in files and entry["source_row_files"][0] == entry["file"]
+            assert len(entry["source_row_files"]) == len(entry["source_rows"])

@@ -258,3 +258,12 @@ def test_every_run_command_takes_an_executor(command: tuple[str, str]) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "--executor" in done.stdout and "--scheduler" in done.stdout
+
+
+def test_the_readme_fourth_suite_reaches_the_core_through_the_sdk_only() -> None:
+    # examples/fourth_suite/meltsuite: scanned as if it were `suites/meltsuite`
+    example = SRC.parents[1] / "examples" / "fourth_suite"
+    files = sorted((example / "meltsuite").glob("*.py"))
+    assert len(files) >= 4
+    assert sum("from labreplay" in p.read_text(encoding="utf-8") for p in files) >= 3
+    assert [hit for p in files for hit in _non_sdk_imports(p, example)] == []

@@ -43,13 +43,17 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any
+from typing import Any
 
+from labreplay.agents.process_tree import kill_tree
+from labreplay.agents.sandbox import Limits, limits_from_env, sandbox_prefix, sandbox_status
 from labreplay.errors import AgentError
 
 _PROTOCOL = 2
 DEFAULT_TIMEOUT_S = 60.0
+MAX_TIMEOUT_S = 7 * 24 * 3600.0  # a week: beyond it a timeout is a typo (and overflows waits)
 STARTUP_TIMEOUT_S = 60.0  # the child's interpreter start and imports, before its first answer
 CAMPAIGN_CONTRACT = "labreplay.agents.contracts:CampaignAgent"
 
@@ -168,19 +172,59 @@ def plain_repr(value: Any, clean: Callable[[str], str] | None = None) -> str:
     return (clean(text) if clean is not None else text)[:2000]
 
 
-def json_problem(method: str, value: Any) -> str | None:
-    """Why `value` (returned by `method`) cannot cross the contract as JSON, or None."""
+MAX_REPLY_BYTES = 4 * 1024 * 1024  # one reply of an agent, as JSON
+MAX_REPLY_DEPTH = 64  # nesting of lists and objects in one reply
+
+
+def too_deep(value: Any, limit: int = MAX_REPLY_DEPTH) -> bool:
+    """Whether `value` nests lists/dicts deeper than `limit` (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _problem_and_text(method: str, value: Any) -> tuple[str | None, str]:
+    if too_deep(value):
+        return f"{method}() returned a value nested deeper than {MAX_REPLY_DEPTH} levels", ""
     try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return f"{method}() returned a non-JSON value ({type(value).__name__})"
-    return None
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return f"{method}() returned a non-JSON value ({type(value).__name__})", ""
+    if len(text) > MAX_REPLY_BYTES:  # characters <= bytes: checked again on bytes below
+        return f"{method}() returned {len(text)} characters of JSON, over {MAX_REPLY_BYTES}", ""
+    return None, text
+
+
+def json_problem(method: str, value: Any) -> str | None:
+    """Why `value` (returned by `method`) cannot cross the contract as JSON, or None: not
+    JSON, nested deeper than MAX_REPLY_DEPTH, or longer than MAX_REPLY_BYTES (the same rules
+    in-process and isolated; the agent's bad reply is an invalid action, not a crash)."""
+    return _problem_and_text(method, value)[0]
+
+
+def encode_reply(method: str, value: Any, clean: Callable[[str], str]) -> str:
+    """The child's reply line for `value`: {"value": ...}, or {"nonjson": why, "raw": repr}."""
+    problem, text = _problem_and_text(method, value)
+    if problem is None:
+        return '{"value": ' + text + "}"
+    return json.dumps({"nonjson": problem, "raw": plain_repr(value, clean)})
 
 
 class IsolatedAgent:
     """An agent served by a child process: `name` and `params()` as the child reports them,
     and the contract's methods (campaign `reset`/`act`/`forecast`, conditions `answer`,
-    configsearch `suggest`/`observe`) forwarded as JSON."""
+    configsearch `suggest`/`observe`) forwarded as JSON. `sandbox` is "bwrap" when the child
+    runs in the bubblewrap sandbox (`labreplay.agents.sandbox`), else "none"."""
 
     isolation = "subprocess"
 
@@ -192,42 +236,82 @@ class IsolatedAgent:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         label: str | None = None,
         pass_env: Sequence[str] = (),
+        sandbox: bool | None = None,
+        limits: Limits | None = None,
+        hide: Sequence[str] = (),
     ) -> None:
-        if timeout_s <= 0:
-            raise AgentError(f"the isolated agent's timeout must be > 0 s, got {timeout_s}")
+        if not 0 < timeout_s <= MAX_TIMEOUT_S:
+            raise AgentError(
+                f"the isolated agent's timeout must be > 0 and <= {MAX_TIMEOUT_S:g} s, "
+                f"got {timeout_s}"
+            )
         self.timeout_s = timeout_s
         self.label = label or ref
+        limits = limits or limits_from_env()
+        use_sandbox = sandbox_status().available if sandbox is None else sandbox
         self._workdir = tempfile.TemporaryDirectory(prefix="labreplay-agent-")
         # Allow-listed: no key, no path to sealed data. The user's module is importable from
         # where they ran the command, as in-process.
-        env = child_environment(os.environ, pass_env, os.getcwd())
+        cwd = os.getcwd()
+        env = child_environment(os.environ, pass_env, cwd)
+        prefix = sandbox_prefix(self._workdir.name, cwd, hide) if use_sandbox else []
+        # the protocol's own pipes: what the agent prints (fd 1 included) never mixes in
+        to_child, self._requests_w = os.pipe()
+        self._replies_r, from_child = os.pipe()
+        command = [
+            *prefix,
+            sys.executable,
+            "-m",
+            "labreplay.agents.isolated_child",
+            str(to_child),
+            str(from_child),
+            str(limits.memory_mb),
+            str(limits.cpu_s),
+            ref,
+            contract,
+        ]
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "labreplay.agents.isolated", ref, contract],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=2,  # the child's fd 1 is the user's stderr
                 stderr=None,  # the agent's own messages reach the user's terminal
-                text=True,
-                encoding="utf-8",
                 cwd=self._workdir.name,  # not the spec directory
                 env=env,
-                # its own process group, so that stopping the agent also stops every process
-                # it started (they would otherwise outlive the run)
+                pass_fds=(to_child, from_child),
+                # its own session and group: a terminal's Ctrl-C reaches labreplay only
                 start_new_session=True,
             )
         except OSError as exc:
+            for fd in (to_child, from_child, self._requests_w, self._replies_r):
+                os.close(fd)
             self._workdir.cleanup()
             raise AgentError(f"agent {self.label!r}: cannot start its process: {exc}") from exc
-        self._replies: queue.Queue[str] = queue.Queue()
+        finally:
+            for fd in (to_child, from_child):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.sandbox = "bwrap" if use_sandbox else "none"
+        self._requests = os.fdopen(self._requests_w, "w", encoding="utf-8")
+        self._sequence = 0  # each request's id; a reply names the one it answers
+        self._replies: queue.Queue[tuple[str, bytes]] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
         # Starting an interpreter and importing the agent's module is not the agent's answer
         # time: on a loaded machine it alone can exceed a short per-call timeout.
         startup = max(self.timeout_s, STARTUP_TIMEOUT_S)
-        hello = self._call({"op": "hello", "protocol": _PROTOCOL}, "hello", startup)
+        try:
+            hello = self._call({"op": "hello", "protocol": _PROTOCOL}, "hello", startup)
+        except AgentError:
+            self.close()
+            raise
+        hello = hello.get("value", hello) if isinstance(hello.get("value"), dict) else hello
         if "refused" in hello:  # the child could not build or check the agent
             self.close()
             raise AgentError(str(hello["refused"]))
+        if "nonjson" in hello:  # its name or params break the reply limits
+            self.close()
+            raise AgentError(f"agent {self.label!r}: {hello['nonjson']}")
         self.name: str = str(hello["name"])
         self._params: dict[str, Any] = dict(hello["params"])
         # the methods the contract declares, as the child read them off the Protocol: any
@@ -274,140 +358,109 @@ class IsolatedAgent:
 
     # ------------------------------------------------------------------ plumbing
     def _read(self) -> None:
-        stdout = self._proc.stdout
-        assert stdout is not None
-        for line in stdout:
-            self._replies.put(line)
-        self._replies.put("")  # end of stream: the child exited
+        """Reply lines, each at most MAX_REPLY_BYTES: a longer one is read to its end and
+        dropped (reported as "oversize"), so a flood never sits in memory."""
+        with os.fdopen(self._replies_r, "rb", buffering=1 << 16) as replies:
+            while True:
+                line = replies.readline(MAX_REPLY_BYTES + 2)
+                if not line:
+                    break
+                if line.endswith(b"\n"):
+                    self._replies.put(("line", line))
+                    continue
+                size = len(line)
+                while line and not line.endswith(b"\n"):
+                    line = replies.readline(1 << 20)
+                    size += len(line)
+                self._replies.put(("oversize", str(size).encode()))
+        self._replies.put(("eof", b""))  # end of stream: the child exited
+
+    def _decode(self, kind: str, line: bytes, method: str) -> dict[str, Any]:
+        """A reply line as a dict; a reply over the limits is the agent's bad reply."""
+        if kind == "oversize":
+            bad = f"{method}() sent a reply of {int(line)} bytes, over {MAX_REPLY_BYTES}"
+            return {"nonjson": bad, "raw": ""}
+        try:
+            reply = json.loads(line)
+        except RecursionError:
+            return {"nonjson": f"{method}() sent a reply nested too deep", "raw": ""}
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            self._kill()
+            raise AgentUnavailable(
+                f"agent {self.label!r}: its process wrote a line that is not the protocol"
+            ) from None
+        if not isinstance(reply, dict):
+            self._kill()
+            raise AgentUnavailable(
+                f"agent {self.label!r}: its reply to {method}() is not an object"
+            )
+        if too_deep(reply, MAX_REPLY_DEPTH + 1):  # the reply's own wrapper is one level
+            return {"nonjson": f"{method}() sent a reply nested deeper than {MAX_REPLY_DEPTH}"}
+        return reply
 
     def _call(
         self, message: Mapping[str, Any], method: str, timeout_s: float | None = None
     ) -> dict[str, Any]:
         wait = self.timeout_s if timeout_s is None else timeout_s
-        stdin = self._proc.stdin
-        if stdin is None or self._proc.poll() is not None:
+        if self._proc.poll() is not None:
             raise AgentUnavailable(
                 f"agent {self.label!r}: its process exited (code {self._proc.returncode})"
             )
+        self._sequence += 1
+        ident = self._sequence
         try:
-            stdin.write(json.dumps(message, allow_nan=False) + "\n")
-            stdin.flush()
+            self._requests.write(json.dumps({**message, "id": ident}, allow_nan=False) + "\n")
+            self._requests.flush()
         except (OSError, ValueError) as exc:
             raise AgentUnavailable(f"agent {self.label!r}: cannot send {method}(): {exc}") from exc
-        try:
-            line = self._replies.get(timeout=wait)
-        except queue.Empty:
-            self._kill()
-            raise AgentUnavailable(
-                f"agent {self.label!r}: {method}() did not answer within {wait:g} s "
-                "(its process was stopped)"
-            ) from None
-        if not line:
-            self._proc.wait(timeout=5)
-            raise AgentUnavailable(
-                f"agent {self.label!r}: its process exited during {method}() "
-                f"(code {self._proc.returncode})"
-            )
-        try:
-            reply: dict[str, Any] = json.loads(line)
-        except json.JSONDecodeError:
-            raise AgentUnavailable(
-                f"agent {self.label!r}: its process wrote a line that is not the protocol"
-            ) from None
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                kind, line = self._replies.get(timeout=max(deadline - time.monotonic(), 0.0))
+            except queue.Empty:
+                self._kill()
+                raise AgentUnavailable(
+                    f"agent {self.label!r}: {method}() did not answer within {wait:g} s "
+                    "(its process was stopped)"
+                ) from None
+            if kind == "eof":
+                self._stop_processes()
+                raise AgentUnavailable(
+                    f"agent {self.label!r}: its process exited during {method}() "
+                    f"(code {self._proc.returncode})"
+                )
+            reply = self._decode(kind, line, method)
+            # a line for an earlier request (the agent wrote onto the protocol pipe itself,
+            # and its own reply came after) is dropped; one over the limits has no readable
+            # id and is this call's bad reply
+            if reply.get("id", ident) == ident:
+                break
         if "error" in reply:
             raise AgentUnavailable(f"agent {self.label!r}: {reply['error']}")
         return reply
 
-    def _kill(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.kill()
-            self._proc.wait()
-        self._kill_group()
+    def _stop_processes(self, grace_s: float = 0.0) -> None:
+        """Stop the child and every process below it (any session or group), and reap it."""
+        if grace_s > 0:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=grace_s)
+        kill_tree(self._proc.pid, include_root=self._proc.poll() is None)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signal.SIGKILL)  # a group the supervisor lost
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=5)
 
-    def _kill_group(self) -> None:
-        """Stop what the agent started and left running (its group outlives its leader)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError, AttributeError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
+    def _kill(self) -> None:
+        self._stop_processes()
 
     def close(self) -> None:
-        if self._proc.poll() is None:
-            try:
-                if self._proc.stdin is not None:
-                    self._proc.stdin.close()
-                self._proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                self._kill()
-        self._kill_group()
+        """End the agent: its pipe closes (the server exits, the supervisor kills what is left
+        below it); anything still running after a grace period is killed from here."""
+        with contextlib.suppress(OSError, ValueError):
+            self._requests.close()
+        self._stop_processes(grace_s=5.0 if self._proc.poll() is None else 0.0)
         self._workdir.cleanup()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
-
-
-# ---------------------------------------------------------------------- the child
-def _scrubbed(text: str) -> str:
-    from labreplay._provenance import scrub_text
-
-    return scrub_text(text)
-
-
-def _hello(ref: str, contract_ref: str) -> tuple[Any, dict[str, Any]]:
-    from labreplay.agents.resolve import build_from_ref, check_agent_object, import_attribute
-
-    try:
-        agent = build_from_ref(ref)
-        contract = import_attribute(contract_ref)
-        name, params = check_agent_object(agent, contract, ref)
-    except AgentError as exc:
-        return None, {"refused": str(exc)}
-    except Exception as exc:
-        return None, {
-            "refused": f"agent {ref!r}: building it raised {type(exc).__name__}: {one_line(exc)}"
-        }
-    from labreplay.agents.resolve import contract_members
-
-    return agent, {"name": name, "params": params, "methods": contract_members(contract)[1]}
-
-
-def _serve(ref: str, contract_ref: str, out: IO[str]) -> None:
-    agent: Any = None
-    methods: list[str] = []
-    for line in sys.stdin:
-        message = json.loads(line)
-        op = message.get("op")
-        if op == "hello":
-            agent, reply = _hello(ref, contract_ref)
-            methods = list(reply.get("methods", []))
-        elif op == "call" and agent is not None and message.get("method") in methods:
-            method = str(message["method"])
-            try:
-                value = getattr(agent, method)(*message.get("args", []))
-            except Exception as exc:
-                reply = {"raised": type(exc).__name__, "message": one_line(exc)}
-            else:
-                problem = json_problem(method, value)
-                reply = (
-                    {"value": value}
-                    if problem is None
-                    else {"nonjson": problem, "raw": plain_repr(value, _scrubbed)}
-                )
-        else:
-            reply = {"error": f"unknown request {op!r} {message.get('method')!r}"}
-        out.write(json.dumps(reply, allow_nan=False) + "\n")
-        out.flush()
-
-
-def main() -> None:
-    ref, contract_ref = sys.argv[1], sys.argv[2]
-    # The protocol owns the real stdout; anything the agent prints goes to stderr instead.
-    out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
-    from labreplay._scrubbed_io import scrubbing
-
-    sys.stderr = scrubbing(sys.stderr)  # a key the user passed on is not printed either
-    sys.stdout = sys.stderr
-    _serve(ref, contract_ref, out)
-
-
-if __name__ == "__main__":
-    main()

@@ -229,6 +229,35 @@ IsolateOption = typer.Option(
     "contract as JSON, with an allow-listed environment (no keys, no LABREPLAY_*; "
     "LABREPLAY_AGENT_ENV=NAME,... passes variables on).",
 )
+RequireSandboxOption = typer.Option(
+    False,
+    "--require-sandbox",
+    help="With --isolate: refuse to run (exit 2) unless the agent's child runs in the "
+    "bubblewrap sandbox (its own file system view, /proc and pids; docs/isolation.md).",
+)
+
+
+def check_isolation(isolate: bool, require_sandbox: bool) -> None:
+    """--require-sandbox needs --isolate and a usable sandbox (else one line, exit 2); an
+    --isolate run without the sandbox says so in one line on stderr and goes on."""
+    from labreplay.agents.sandbox import sandbox_status
+    from labreplay.errors import LabreplayError
+
+    if require_sandbox and not isolate:
+        raise LabreplayError("--require-sandbox: needs --isolate (the sandbox holds its child)")
+    if not isolate:
+        return
+    status = sandbox_status()
+    if status.available:
+        return
+    if require_sandbox:
+        raise LabreplayError(f"--require-sandbox: no sandbox on this machine ({status.reason})")
+    sys.stderr.write(
+        f"labreplay: note: --isolate without a sandbox ({status.reason}): the agent's child "
+        "runs as your user and can read what you can (docs/isolation.md)\n"
+    )
+
+
 AgentTimeoutOption = typer.Option(
     None,
     "--agent-timeout",

@@ -16,14 +16,29 @@ app = typer.Typer(help="Results-store maintenance.", no_args_is_help=True)
 @app.command("verify")
 def verify(
     store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
+    public_key: Path | None = typer.Option(
+        None,
+        "--public-key",
+        help="Also check every run's Ed25519 signature (`store sign`) with this PEM public key.",
+    ),
     json_out: bool = JsonOption,
 ) -> None:
-    """Re-verify every run's hash chain against its stored, hash-checked spec."""
+    """Re-verify every run's hash chain against its stored, hash-checked spec (and, with
+    --public-key, its signature)."""
     from labreplay.store.sqlite import Store
     from labreplay.store.verify import verify_store
 
+    key = None
+    if public_key is not None:  # before the store is opened: a bad key touches nothing
+        from labreplay.store.signing import load_public_key
+
+        key = load_public_key(public_key)
     with Store(store, readonly=True) as db:
         report = verify_store(db)
+        if key is not None:
+            from labreplay.store.signing import verify_signatures
+
+            report.problems.extend(verify_signatures(db, key))
     if json_out:
         print_json(
             {
@@ -31,10 +46,21 @@ def verify(
                 "events": report.events,
                 "problems": report.problems,
                 "superseded": report.superseded,
+                "unverifiable": report.unverifiable,
+                "signatures_checked": key is not None,
             }
         )
     elif report.ok:
-        console.print(f"ok: {report.runs} runs, {report.events} events verified")
+        signed = ", every signature verified" if key is not None else ""
+        console.print(f"ok: {report.runs} runs, {report.events} events verified{signed}")
+        if report.unverifiable:
+            console.print(
+                f"{len(report.unverifiable_runs)} run(s) hold figures nothing in the store "
+                f"re-derives (boards mark them); first: {report.unverifiable[0]}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
         if report.superseded:
             console.print(
                 f"{len(report.superseded)} run(s) were removed to be redone (store remove): "
@@ -124,4 +150,53 @@ def remove(
     for r in rows:
         console.print(
             f"  {r['run_id']}  {r['agent']}  {r['spec_id']}  {r['branch']}  {r['status']}"
+        )
+
+
+@app.command("keygen")
+def keygen(
+    out: Path = typer.Option(..., "--out", help="Directory for the new key pair."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Write a new Ed25519 key pair for `store sign`: the private key (mode 0600; keep it
+    out of the store and of any shared place) and the public key to give to verifiers."""
+    from labreplay.store.signing import generate_key_pair
+
+    private, public, kid = generate_key_pair(out)
+    if json_out:
+        print_json({"private_key": str(private), "public_key": str(public), "key_id": kid})
+        return
+    console.print(f"key {kid}: private key {private} (mode 0600), public key {public}")
+
+
+@app.command("sign")
+def sign(
+    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
+    key: Path = typer.Option(..., "--key", help="Ed25519 private key, PEM (`store keygen`)."),
+    json_out: bool = JsonOption,
+) -> None:
+    """Sign every finished run (its row, event chain head, scores and calls) and the set of
+    runs with an Ed25519 key; `store verify --public-key` checks them. Signing again replaces
+    the signatures. Only signatures and the key's id are stored, never the key."""
+    from labreplay.store.signing import load_private_key, sign_store
+    from labreplay.store.sqlite import Store
+
+    private_key = load_private_key(key)  # before the store is opened: a bad key touches nothing
+    with Store(store, readonly=True) as check:
+        check.runs()  # a damaged store is refused before anything is written to it
+    with Store(store) as db:
+        report = sign_store(db, private_key)
+    if json_out:
+        print_json(
+            {"signed": report.signed, "skipped_running": report.skipped_running,
+             "key_id": report.key_id}
+        )  # fmt: skip
+        return
+    console.print(f"signed {report.signed} run(s) with key {report.key_id}")
+    if report.skipped_running:
+        err_console.print(
+            f"labreplay: {len(report.skipped_running)} run(s) still running were not signed "
+            f"(first: {report.skipped_running[0]}); sign again once they finish",
+            markup=False,
+            highlight=False,
         )

@@ -142,8 +142,10 @@ class BridgeAgent:
         cache: ResponseCache | None = None,
         model: str | None = None,
         isolation: str = ISOLATION,
+        methods: tuple[str, ...] = (),
     ) -> None:
         self.channel = channel
+        self.methods = methods  # a contract's other methods, forwarded (see __getattr__)
         self.model = model  # declared by the harness; recorded on the run row
         self.endpoint: str | None = None  # a harness has no endpoint of ours
         self.isolation = isolation
@@ -201,6 +203,19 @@ class BridgeAgent:
 
     def answer(self, question_view: Mapping[str, Any]) -> Any:
         return self._call("answer", question_view)
+
+    def __getattr__(self, name: str) -> Any:
+        """A method of the suite's contract that is not one of the built-in three (`methods`,
+        declared by the suite): forwarded to the harness like them. Only declared names, so
+        the optional capabilities the core probes for (`close`, `bind_store`, ...) are not
+        mistaken for the harness's."""
+        if name.startswith("_") or name not in self.__dict__.get("methods", ()):
+            raise AttributeError(name)
+
+        def forward(payload: Mapping[str, Any]) -> Any:
+            return self._call(name, payload)
+
+        return forward
 
 
 __all__ = ["ISOLATION", "BridgeAgent", "Channel", "Request", "start_worker"]

@@ -10,13 +10,16 @@ that raises is answered with an error result: the server never crashes on a harn
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from labreplay.errors import LabreplayError
+from labreplay.harness.sessions import Handler, SessionSlots
 
 INSTALL_HINT = "pip install 'labreplay[mcp]'"
+MAX_HTTP_BODY_BYTES = 4 * 1024 * 1024  # one JSON-RPC message over HTTP
+ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -26,9 +29,6 @@ class ToolDef:
     input_schema: Mapping[str, Any]
 
 
-Handler = Callable[[str, Mapping[str, Any] | None], Mapping[str, Any]]
-
-
 def require_mcp() -> None:
     try:
         import mcp  # noqa: F401
@@ -36,9 +36,12 @@ def require_mcp() -> None:
         raise LabreplayError(f"serving over MCP needs the `mcp` package: {INSTALL_HINT}") from exc
 
 
-def build_server(name: str, instructions: str, tools: Sequence[ToolDef], handle: Handler) -> Any:
+def build_server(
+    name: str, instructions: str, tools: Sequence[ToolDef], handle: Handler | SessionSlots
+) -> Any:
     """A low-level `mcp` server exposing `tools`; `handle(tool, arguments)` returns the JSON
-    result of one call (run in a worker thread)."""
+    result of one call (run in a worker thread). With `SessionSlots`, each MCP session has its
+    own handler (`labreplay.harness.sessions`)."""
     require_mcp()
     import anyio
     import mcp_types as types
@@ -57,7 +60,12 @@ def build_server(name: str, instructions: str, tools: Sequence[ToolDef], handle:
     async def call_tool(ctx: Any, params: Any) -> Any:
         arguments = params.arguments
         try:
-            result = await anyio.to_thread.run_sync(handle, params.name, arguments)
+            handler = (
+                handle.handler_for(*_session_of(ctx, server))
+                if isinstance(handle, SessionSlots)
+                else handle
+            )
+            result = await anyio.to_thread.run_sync(handler, params.name, arguments)
             is_error = bool(result.get("error")) and "expected" not in result
         except Exception as exc:  # a bug of ours: reported, the session goes on
             result, is_error = {"error": f"{type(exc).__name__}: {exc}"}, True
@@ -68,13 +76,56 @@ def build_server(name: str, instructions: str, tools: Sequence[ToolDef], handle:
             is_error=is_error,
         )
 
-    return Server(
+    server = Server(
         name,
         version=__version__,
         instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    return server
+
+
+def _oversize_as_json_rpc(app: ASGIApp) -> ASGIApp:
+    """`app`, except that a POST whose declared length is over MAX_HTTP_BODY_BYTES is answered
+    413 with a JSON-RPC error (the SDK's own limit, which also covers a body without a
+    length, answers in plain text), before its body is read. Malformed and too-deep bodies
+    get the SDK's JSON-RPC parse error."""
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http" and scope.get("method") == "POST":
+            length = dict(scope.get("headers") or ()).get(b"content-length", b"")
+            if length.isdigit() and int(length) > MAX_HTTP_BODY_BYTES:
+                message = (
+                    f"request of {int(length)} bytes, over the {MAX_HTTP_BODY_BYTES}-byte limit"
+                )
+                body = json.dumps(
+                    {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+                ).encode()
+                headers = [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ]
+                await send({"type": "http.response.start", "status": 413, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def _session_of(ctx: Any, server: Any) -> tuple[str, frozenset[str]]:
+    """The MCP session id of a request (its `mcp-session-id` header; "" over stdio, a single
+    session) and the ids of the sessions the HTTP transport still holds open."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    session_id = str(headers.get("mcp-session-id", "")) if headers is not None else ""
+    # the SDK's session manager keeps its open sessions by id (not a public API: without it,
+    # no slot is ever freed and a reconnecting harness gets a fresh campaign)
+    manager = getattr(server, "_session_manager", None)
+    live = frozenset(getattr(manager, "_server_instances", None) or ())
+    return session_id, live | {""}
 
 
 def serve(server: Any, transport: str, host: str = "127.0.0.1", port: int = 8765) -> None:
@@ -85,19 +136,23 @@ def serve(server: Any, transport: str, host: str = "127.0.0.1", port: int = 8765
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
+        from labreplay.harness.stdio_guard import guarded_stdio
+
         async def run_stdio() -> None:
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+            # a malformed, oversize or too deep line is answered with a JSON-RPC error
+            with guarded_stdio() as (lines, out):
+                async with stdio_server(stdin=lines, stdout=anyio.wrap_file(out)) as (read, write):  # type: ignore[arg-type]
+                    await server.run(read, write, server.create_initialization_options())
 
         anyio.run(run_stdio)
         return
     if transport == "http":
         import uvicorn
 
-        app = server.streamable_http_app(host=host)
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        app = server.streamable_http_app(host=host, max_request_body_size=MAX_HTTP_BODY_BYTES)
+        uvicorn.run(_oversize_as_json_rpc(app), host=host, port=port, log_level="warning")
         return
     raise LabreplayError(f"--transport must be stdio or http, got {transport!r}")
 
 
-__all__ = ["INSTALL_HINT", "ToolDef", "build_server", "require_mcp", "serve"]
+__all__ = ["INSTALL_HINT", "SessionSlots", "ToolDef", "build_server", "require_mcp", "serve"]

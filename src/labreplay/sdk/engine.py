@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from labreplay.sdk._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from labreplay.api import compile, run
     from labreplay.compile.spec import (
         EnvironmentSpec,
         load_spec,
@@ -36,10 +37,14 @@ if TYPE_CHECKING:
         judge,
     )
     from labreplay.runtime.trajectory import Trajectory
+    from labreplay.store.signing import load_public_key
     from labreplay.store.sqlite import RunInfo, Store, run_isolation, run_key
-    from labreplay.suite import ReportSection, Suite
+    from labreplay.store.verify import require_verified
+    from labreplay.suite import Rederived, ReportSection, Suite
 
 _SOURCES: dict[str, tuple[str, ...]] = {
+    # the one door (`labreplay.compile` / `labreplay.run`), for a suite's own CLI commands
+    "labreplay.api": ("compile", "run"),
     "labreplay.compile.spec": (
         "EnvironmentSpec",
         "load_spec",
@@ -65,6 +70,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "judge",
     ),
     "labreplay.runtime.trajectory": ("Trajectory",),
+    "labreplay.store.signing": ("load_public_key",),
+    "labreplay.store.verify": ("require_verified",),
     "labreplay.store.sqlite": (
         "RunInfo",
         "Store",
@@ -72,6 +79,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "run_key",
     ),
     "labreplay.suite": (
+        "Rederived",
         "ReportSection",
         "Suite",
     ),
@@ -84,6 +92,7 @@ __all__ = [
     "REPLIES_INVALID",
     "EnvironmentSpec",
     "Executor",
+    "Rederived",
     "ReportSection",
     "RunHealth",
     "RunInfo",
@@ -93,10 +102,14 @@ __all__ = [
     "Unit",
     "Verdict",
     "cap_kind",
+    "compile",
     "decision_failed",
     "judge",
+    "load_public_key",
     "load_spec",
     "open_executor",
+    "require_verified",
+    "run",
     "run_isolation",
     "run_key",
     "run_units",

@@ -15,7 +15,14 @@ from labreplay.sdk._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from labreplay.harness.bridge import BridgeAgent, Channel, Request, start_worker
-    from labreplay.harness.mcp_server import ToolDef, build_server, require_mcp, serve
+    from labreplay.harness.generic import SuiteRunSession, serve_suite_run
+    from labreplay.harness.mcp_server import (
+        SessionSlots,
+        ToolDef,
+        build_server,
+        require_mcp,
+        serve,
+    )
 
 _SOURCES: dict[str, tuple[str, ...]] = {
     "labreplay.harness.bridge": (
@@ -24,7 +31,12 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "Request",
         "start_worker",
     ),
+    "labreplay.harness.generic": (
+        "SuiteRunSession",
+        "serve_suite_run",
+    ),
     "labreplay.harness.mcp_server": (
+        "SessionSlots",
         "ToolDef",
         "build_server",
         "require_mcp",
@@ -36,10 +48,13 @@ __all__ = [
     "BridgeAgent",
     "Channel",
     "Request",
+    "SessionSlots",
+    "SuiteRunSession",
     "ToolDef",
     "build_server",
     "require_mcp",
     "serve",
+    "serve_suite_run",
     "start_worker",
 ]
 

@@ -11,6 +11,9 @@ Schema (one file per table, `<table>.parquet` | `.csv` | `.jsonl`):
   purpose (policy | checkpoint | answer), cached_tokens (provider prefix cache), resolved_model
   (the model id the provider answered with), parse_error (why the reply was unusable),
   max_tokens (the response budget sent), prompt_chars, reply_chars
+- signatures: subject (a run id, or `*store*` for the manifest of signed runs), key_id,
+  message (the exact ASCII JSON signed), signature (Ed25519, base64), signed: written by
+  `labreplay store sign` (docs/signing.md); empty for an unsigned store
 JSON columns hold canonical JSON text. No cell holds a credential (every text is scrubbed on
 export as when it was stored: `labreplay._provenance.scrub_text`).
 """
@@ -25,7 +28,7 @@ from labreplay._provenance import scrub_text
 from labreplay.errors import StoreError
 from labreplay.store.sqlite import Store
 
-TABLES = ("runs", "specs", "events", "scores", "llm_calls")
+TABLES = ("runs", "specs", "events", "scores", "llm_calls", "signatures")
 FORMATS = ("parquet", "csv", "jsonl")
 
 
@@ -47,13 +50,17 @@ def export_store(
         for name in TABLES:
             # Scrubbed again on the way out: a store written by an older version, or before
             # a key was known, may hold one (`scrub_text`; JSON texts stay JSON).
+            # A signature is exported as stored (base64 and ASCII JSON: nothing to scrub, and
+            # a scrubbed message would no longer verify).
+            keep = name == "signatures"
             rows = [
-                {k: scrub_text(v) if isinstance(v, str) else v for k, v in row.items()}
-                for row in store.table(name)
+                {k: scrub_text(v) if isinstance(v, str) and not keep else v for k, v in row.items()}
+                for row in (store.table(name) if store.has_table(name) else [])
             ]
             # Columns from the schema, not the rows: an empty table still exports a header
             # that reads back (a header-less empty CSV makes pandas raise EmptyDataError).
-            frame = pd.DataFrame(rows, columns=store.columns(name))
+            columns = store.columns(name) if store.has_table(name) else store.schema_columns(name)
+            frame = pd.DataFrame(rows, columns=columns)
             for fmt in formats:
                 path = tmp / f"{name}.{fmt}"
                 if fmt == "parquet":

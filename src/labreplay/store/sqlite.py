@@ -58,6 +58,9 @@ CREATE TABLE IF NOT EXISTS superseded (
     reason TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS contents (
     sha256 TEXT PRIMARY KEY, kind TEXT NOT NULL, content BLOB NOT NULL, created TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS signatures (
+    subject TEXT PRIMARY KEY, key_id TEXT NOT NULL, message TEXT NOT NULL,
+    signature TEXT NOT NULL, signed TEXT NOT NULL);
 """
 
 
@@ -99,7 +102,20 @@ class RunInfo:
     chain: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class SignatureRow:
+    """One Ed25519 signature (`labreplay.store.signing`): `subject` is a run id or the store
+    manifest; `message` the exact bytes signed (ASCII JSON); `signature` base64."""
+
+    subject: str
+    key_id: str
+    message: str
+    signature: str
+
+
 IN_PROCESS = "in-process"
+# A cell as SQLite returns it.
+StoredCell = str | int | float | bytes | None
 
 
 def run_key(
@@ -475,6 +491,7 @@ class Store:
         with self.transaction() as conn:
             for table in ("events", "scores", "llm_calls", *self._legacy_tables(conn)):
                 conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
+            self._drop_signature(conn, run_id)
             conn.execute(
                 "UPDATE runs SET status='running', finished=NULL, summary=NULL WHERE run_id=?",
                 (run_id,),
@@ -508,6 +525,7 @@ class Store:
                 )
                 for table in ("events", "scores", "llm_calls", *self._legacy_tables(conn)):
                     conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run.run_id,))
+                self._drop_signature(conn, run.run_id)
                 conn.execute("DELETE FROM runs WHERE run_id=?", (run.run_id,))
         return removed
 
@@ -756,11 +774,62 @@ class Store:
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
+    # ------------------------------------------------------------------ signatures
+    def has_table(self, name: str) -> bool:
+        """Whether the file has table `name` (a store written before it was added, opened
+        read-only, has not)."""
+        row = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)
+        ).fetchone()
+        return row is not None
+
+    def rows_of(self, name: str, run_id: str) -> list[dict[str, StoredCell]]:
+        """A run's rows of table `name` (runs, scores, llm_calls, events), exactly as stored,
+        in key order: what a signature covers."""
+        order = {"runs": "run_id", "scores": "metric", "llm_calls": "call_index", "events": "seq"}
+        if name not in order:
+            raise StoreError(f"unknown per-run table {name!r}")
+        cursor = self._conn.execute(
+            f"SELECT * FROM {name} WHERE run_id=? ORDER BY {order[name]}", (run_id,)
+        )
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def signatures(self) -> list[SignatureRow]:
+        """Every stored signature ([] for a store written before signing existed)."""
+        if not self.has_table("signatures"):
+            return []
+        cursor = self._conn.execute(
+            "SELECT subject, key_id, message, signature FROM signatures ORDER BY subject"
+        )
+        return [SignatureRow(str(a), str(b), str(c), str(d)) for a, b, c, d in cursor]
+
+    def replace_signatures(self, rows: Sequence[SignatureRow]) -> None:
+        """Replace every stored signature by `rows`, in one transaction."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM signatures")
+            conn.executemany(
+                "INSERT INTO signatures VALUES (?,?,?,?,?)",
+                [(r.subject, r.key_id, r.message, r.signature, utc_now()) for r in rows],
+            )
+
+    def _drop_signature(self, conn: sqlite3.Connection, run_id: str) -> None:
+        """A run reset or removed is no longer what was signed: its signature goes with it
+        (the manifest then no longer verifies until the store is signed again)."""
+        if self.has_table("signatures"):
+            conn.execute("DELETE FROM signatures WHERE subject=?", (run_id,))
+
     # ------------------------------------------------------------------ export
     def table(self, name: str) -> list[dict[str, Any]]:
         cursor = self._conn.execute(f"SELECT * FROM {self._exportable(name)}")
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    @staticmethod
+    def schema_columns(name: str) -> list[str]:
+        """Column names of an exportable table in this version's schema (for a table an
+        older store lacks, exported empty)."""
+        return list(_COLUMNS[Store._exportable(name)])
 
     def columns(self, name: str) -> list[str]:
         """Column names of an exportable table (known even when it has no rows)."""
@@ -769,6 +838,7 @@ class Store:
 
     @staticmethod
     def _exportable(name: str) -> str:
-        if name not in {"runs", "specs", "events", "scores", "llm_calls", "superseded"}:
+        known = {"runs", "specs", "events", "scores", "llm_calls", "superseded", "signatures"}
+        if name not in known:
             raise StoreError(f"unknown table {name!r}")
         return name

@@ -10,27 +10,35 @@ For each run, reading only:
   derived from spec hash, agent, agent parameters, seed, branch and isolation, so an edited
   `agent` (or any of those) no longer gives the row's id; `spec_hash` must equal the one in
   the run's provenance; a `complete` run must have its finished record;
-- every stored score must equal the score recomputed from the events and the stored (sealed)
-  evaluator, where the run's suite can recompute it (`Suite.rescore`).
+- every figure a board reads must be what the events, the spec and the call log give
+  (`labreplay.store.figures`): each score row (none deleted, none added), each score detail
+  (curves), the status, the summary counts and the call accounting; and the control runs a
+  board needs beside a run must exist. What no suite can re-derive is listed as unverifiable.
 Each problem names the run, the table and the field.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay.compile.spec import EnvironmentSpec, spec_from_stored
 from labreplay.errors import LabreplayError, SpecError, StoreError
 from labreplay.runtime.trajectory import Trajectory
+from labreplay.store.figures import (
+    Findings,
+    Rederive,
+    Rescore,
+    control_findings,
+    score_findings,
+    status_findings,
+    summary_findings,
+)
 from labreplay.store.sqlite import RunInfo, Store, run_isolation, run_key
 
-Rescore = Callable[
-    [EnvironmentSpec, Sequence[Mapping[str, Any]], RunInfo, Store], Mapping[str, Any]
-]
-_TOLERANCE = 1e-9
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,11 @@ class VerifyReport:
     problems: list[str]
     # runs removed by `labreplay store remove` (what each was and why), said, not a problem
     superseded: list[dict[str, Any]] = field(default_factory=list)
+    # figures nothing in the store re-derives (a search's scores, a status resting on a
+    # recorded harness stop): not problems, but boards must not rank on them as verified
+    unverifiable: list[str] = field(default_factory=list)
+    # run id -> its unverifiable notes (what a board marks)
+    unverifiable_runs: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -51,6 +64,13 @@ def _rescorers() -> dict[str, Rescore]:
     from labreplay.suite import Rescores, load_suites
 
     return {suite.name: suite.rescore for suite in load_suites() if isinstance(suite, Rescores)}
+
+
+def _rederivers() -> dict[str, Rederive]:
+    """Suite name -> its `rederive` (details, status, summary counts, needed controls)."""
+    from labreplay.suite import Rederives, load_suites
+
+    return {s.name: s.rederive for s in load_suites() if isinstance(s, Rederives)}
 
 
 def _chain_problems(run: RunInfo, events: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -100,44 +120,12 @@ def _row_problems(run: RunInfo) -> list[str]:
     return problems
 
 
-def _score_problems(
-    store: Store,
-    run: RunInfo,
-    spec: EnvironmentSpec,
-    events: Sequence[Mapping[str, Any]],
-    rescore: Rescore | None,
-) -> list[str]:
-    stored = store.scores(run.run_id)
-    if rescore is None or not stored or run.status != "complete":
-        return []
-    try:
-        fresh = dict(rescore(spec, events, run, store))
-    except (LabreplayError, ValueError, KeyError, TypeError) as exc:
-        return [f"table scores: cannot be recomputed from the events ({exc})"]
-    problems = []
-    for metric, value in sorted(stored.items()):
-        if metric not in fresh:
-            continue
-        want = fresh[metric]
-        if value is None and want is None:
-            continue
-        same = (
-            value is not None
-            and want is not None
-            and math.isclose(float(value), float(want), rel_tol=_TOLERANCE, abs_tol=_TOLERANCE)
-        )
-        if not same:
-            problems.append(
-                f"table scores, field {metric}: stored {value!r}, recomputed from the events "
-                f"{want!r}"
-            )
-    return problems
-
-
 def verify_store(store: Store) -> VerifyReport:
     problems: list[str] = []
+    unverifiable: dict[str, list[str]] = {}
     n_events = 0
-    rescorers = _rescorers()
+    rescorers, rederivers = _rescorers(), _rederivers()
+    superseded = store.superseded()
     runs = store.runs()
     for run in runs:
         where = f"run {run.run_id} ({run.suite}, {run.spec_id}, {run.branch})"
@@ -155,10 +143,63 @@ def verify_store(store: Store) -> VerifyReport:
         except StoreError as exc:
             problems.append(f"{where}: table events: {exc}")
             continue
-        found = _row_problems(run) + _chain_problems(run, events)
-        found += _score_problems(store, run, spec, events, rescorers.get(run.suite))
-        problems.extend(f"{where}: {p}" for p in found)
-    return VerifyReport(len(runs), n_events, problems, store.superseded())
+        found = Findings(_row_problems(run) + _chain_problems(run, events))
+        found.extend(_figures(store, run, runs, spec, events, rescorers, rederivers, superseded))
+        problems.extend(f"{where}: {p}" for p in found.problems)
+        if found.unverifiable:
+            unverifiable[run.run_id] = found.unverifiable
+    notes = [f"run {r}: {n}" for r, found in unverifiable.items() for n in found]
+    return VerifyReport(len(runs), n_events, problems, superseded, notes, unverifiable)
 
 
-__all__ = ["VerifyReport", "verify_store"]
+def _figures(
+    store: Store,
+    run: RunInfo,
+    runs: Sequence[RunInfo],
+    spec: EnvironmentSpec,
+    events: Sequence[Mapping[str, Any]],
+    rescorers: Mapping[str, Rescore],
+    rederivers: Mapping[str, Rederive],
+    superseded: Sequence[Mapping[str, Any]],
+) -> Findings:
+    out = Findings()
+    rederive = rederivers.get(run.suite)
+    derived = None
+    if rederive is not None and run.status != "running":
+        try:
+            derived = rederive(spec, events, run, store)
+        except (LabreplayError, ValueError, KeyError, TypeError) as exc:
+            return Findings([f"cannot be re-derived from the events ({exc})"])
+    out.extend(status_findings(run, derived))
+    if run.status != "running":
+        out.extend(summary_findings(store, run, derived))
+    out.extend(score_findings(store, run, spec, events, rescorers.get(run.suite), derived))
+    out.extend(control_findings(run, runs, derived, superseded))
+    return out
+
+
+class UnverifiedStoreError(StoreError):
+    """A board asked to rank only what verifies was given a store that does not (exit 1, as
+    `store verify`)."""
+
+    exit_code = 1
+
+
+def require_verified(store: Store, public_key: Ed25519PublicKey | None = None) -> VerifyReport:
+    """`store verify` (and, with a public key, every signature) before a board ranks: any
+    problem refuses the whole board in one line; the unverifiable notes come back for the
+    board to mark."""
+    report = verify_store(store)
+    if public_key is not None:
+        from labreplay.store.signing import verify_signatures
+
+        report.problems.extend(verify_signatures(store, public_key))
+    if report.problems:
+        raise UnverifiedStoreError(
+            f"store {store.path}: store verify finds {len(report.problems)} problem(s), so "
+            f"nothing is ranked; first: {report.problems[0]}"
+        )
+    return report
+
+
+__all__ = ["UnverifiedStoreError", "VerifyReport", "require_verified", "verify_store"]

@@ -37,14 +37,14 @@ PHASE_ACTIONS: dict[str, tuple[str, ...]] = {
 _PROB = {"type": "number", "minimum": 0, "maximum": 1}
 
 
-def forecast_properties() -> dict[str, Any]:
+def forecast_properties(categories: Sequence[str] = CATEGORIES) -> dict[str, Any]:
     return {
         "p_valid": {**_PROB, "description": "P(physically valid and characterizable)"},
         "categories": {
             "type": "object",
             "description": "distribution over reaction categories if valid (sums to 1)",
-            "properties": {k: _PROB for k in CATEGORIES},
-            "required": list(CATEGORIES),
+            "properties": {k: _PROB for k in categories},
+            "required": list(categories),
             "additionalProperties": False,
         },
     }
@@ -56,6 +56,7 @@ def action_schema(
     open_id: str | None,
     kinds: Sequence[str] = EVIDENCE_KINDS,
     review_possible: bool = True,
+    categories: Sequence[str] = CATEGORIES,
 ) -> dict[str, Any]:
     """The actions that can succeed now: the phase's actions, minus a selection without
     candidates, an inspection without an affordable, not yet exhausted kind (`kinds`), and a
@@ -64,7 +65,7 @@ def action_schema(
     open_ref = {"type": "string", "enum": [open_id]} if open_id else {"type": "string"}
     variants: dict[str, dict[str, Any]] = {
         "select_experiment": {"experiment_id": ids},
-        "submit_forecast": {"experiment_id": open_ref, **forecast_properties()},
+        "submit_forecast": {"experiment_id": open_ref, **forecast_properties(categories)},
         "inspect_evidence": {
             "experiment_id": open_ref,
             "kind": {"type": "string", "enum": list(kinds)},
@@ -114,23 +115,31 @@ def _prob(value: Any, name: str) -> str | None:
     return None
 
 
-def check_distribution(categories: Any) -> tuple[dict[str, float] | None, str | None]:
+def check_distribution(
+    categories: Any, names: Sequence[str] = CATEGORIES
+) -> tuple[dict[str, float] | None, str | None]:
+    """`names`: the spec's categories (the four solid-state ones for the built-in records)."""
     if not isinstance(categories, Mapping):
         return None, "categories must be an object with one probability per category"
     keys = set(categories)
-    if keys != set(CATEGORIES):
-        return None, f"categories must have exactly the keys {list(CATEGORIES)}, got {sorted(keys)}"
-    for k in CATEGORIES:
+    if keys != set(names):
+        return None, f"categories must have exactly the keys {list(names)}, got {sorted(keys)}"
+    for k in names:
         if (err := _prob(categories[k], f"categories.{k}")) is not None:
             return None, err
-    total = float(sum(categories[k] for k in CATEGORIES))
+    total = float(sum(categories[k] for k in names))
     if abs(total - 1.0) > 1e-3:
         return None, f"categories must sum to 1 (within 1e-3), got {total:.6f}"
-    return {k: float(categories[k]) / total for k in CATEGORIES}, None
+    return {k: float(categories[k]) / total for k in names}, None
 
 
-def validate_fields(action: Mapping[str, Any]) -> str | None:
-    """Type-level checks of an action's own fields (phase rules are the runtime's)."""
+def validate_fields(
+    action: Mapping[str, Any],
+    kinds: Sequence[str] = EVIDENCE_KINDS,
+    categories: Sequence[str] = CATEGORIES,
+) -> str | None:
+    """Type-level checks of an action's own fields (phase rules are the runtime's); `kinds`
+    and `categories` are the spec's (a record card's table declares its own)."""
     kind = action.get("type")
     required: dict[str, tuple[str, ...]] = {
         "select_experiment": ("experiment_id",),
@@ -153,12 +162,10 @@ def validate_fields(action: Mapping[str, Any]) -> str | None:
     if kind == "submit_forecast":
         if (err := _prob(action["p_valid"], "p_valid")) is not None:
             return err
-        _, err = check_distribution(action["categories"])
+        _, err = check_distribution(action["categories"], categories)
         return err
-    if kind == "inspect_evidence" and action["kind"] not in EVIDENCE_KINDS:
-        return (
-            f"inspect_evidence: kind must be one of {list(EVIDENCE_KINDS)}, got {action['kind']!r}"
-        )
+    if kind == "inspect_evidence" and action["kind"] not in kinds:
+        return f"inspect_evidence: kind must be one of {list(kinds)}, got {action['kind']!r}"
     if kind == "request_review":
         if (err := _prob(action["expect_change"], "expect_change")) is not None:
             return err

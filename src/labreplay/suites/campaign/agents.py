@@ -24,14 +24,14 @@ from labreplay.suites.campaign.bayes_rules import (
     pipeline_availability,
 )
 from labreplay.suites.campaign.model import (
-    CLASSES,
     AffinityModel,
+    classes_of,
     from_forecast,
     label_of,
     posterior,
     to_forecast,
 )
-from labreplay.suites.campaign.protocol import precursors_of
+from labreplay.suites.campaign.protocol import EVIDENCE_KINDS, precursors_of
 
 ORACLE_NAME = "oracle"
 
@@ -43,20 +43,20 @@ def allowed_types(observation: Mapping[str, Any]) -> list[str]:
 def _context_model(state: Mapping[str, Any]) -> AffinityModel:
     context = state["context"]
     if isinstance(context, list):
-        return AffinityModel().fit_context(context)
-    return AffinityModel(beta=0.0).fit_summary(context)
+        return AffinityModel(categories=state["categories"]).fit_context(context)
+    return AffinityModel(beta=0.0, categories=state["categories"]).fit_summary(context)
 
 
 def _base_rate_forecast(state: Mapping[str, Any]) -> dict[str, Any]:
     context = state["context"]
-    counts = {k: 0.5 for k in CLASSES}
+    counts = {k: 0.5 for k in classes_of(state["categories"])}
     if isinstance(context, list):
         for row in context:
             label = label_of(row["outcome"])
             if label:
                 counts[label] += 1
     else:
-        for k in CLASSES:
+        for k in counts:
             counts[k] += float(context["outcome_counts"].get(k, 0))
     total = sum(counts.values())
     return to_forecast({k: v / total for k, v in counts.items()})
@@ -251,6 +251,7 @@ class BayesAgent(_Base):
         Declared reading of the rules and of what the agent has seen:
         - a refinement first; a second one while it is still offered and no expert-selected
           refinement was seen (the claims' support rule needs the selected one);
+        - a kind a record card declares beyond the built-in ones (a measured assay), once;
         - the execution record, thermal history, XRD scan and automated refinement come from
           one pipeline run, treated as one group: once one of them came back "none recorded"
           for this experiment the others are not bought, and the group is skipped when, across
@@ -270,6 +271,10 @@ class BayesAgent(_Base):
         ):
             return "refinement"
         seen = {r.get("kind") for r in record["revealed"]}
+        # A kind a record card declares (e.g. a measured assay): bought once when offered.
+        declared = [k for k in offered if k not in EVIDENCE_KINDS and k not in seen]
+        if declared:
+            return declared[0]
         if any(r.get("kind") in PIPELINE_KINDS and "missing" in r for r in record["revealed"]):
             return None
         found, tries = pipeline_availability(state)

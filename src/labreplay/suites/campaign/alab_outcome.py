@@ -1,55 +1,84 @@
-"""The A-Lab pipeline outcome rule (used by `records_alab`).
+"""The A-Lab pipeline outcome rule `alab-pipeline-outcome/2` (used by `records_alab`).
 
-Outcome rule (the pipeline records no reaction category, so both fields are derived from
-recorded fields only; anything undecidable stays Missing with the reason):
+The pipeline records neither a validity nor a reaction category: both are derived from recorded
+fields, and whatever a chemist could not decide from those fields stays a typed Missing with its
+reason (the reason's text before any ':' names the kind, so undecided runs can be counted).
 
-* `valid` (physically valid and characterizable):
-  - Missing when the recovered mass is not recorded, or is negative (a recording error: the
-    crucible weight was not subtracted);
-  - False when no powder was recovered (0 mg) or no XRD pattern was recorded: nothing to
-    characterise;
-  - True otherwise (powder recovered and measured by XRD).
-  `xrd_met_target_mass` is kept in the execution record but not used: on the 191 runs of
-  Precursor Genome samples, 54 with the flag False are valid in the ledger.
-* `category`, only when `valid` is True and the DARA refinement succeeded: each refined phase's
-  formula (the text before the first `_` of its name) is matched to the target and to each
-  precursor by atomic fractions (every element within 0.01); weight fractions are normalised
-  to their sum and a phase counts as present at >= 0.03:
-  - no precursor phase, target present -> completely_reacted;
-  - no precursor phase, target absent -> transformed;
-  - precursor phase(s) plus target or other phases -> partially_reacted;
-  - only precursor phases -> unreacted.
-  Otherwise Missing: invalid run, failed refinement (its error), or undecidable validity.
+Validity (`valid`: the run gave a powder that could be characterised):
+
+* Missing when the export holds no XRD pattern file for the run: a missing file says what the
+  export lacks, not what happened in the furnace (the first rule read it as a physical failure;
+  the ledger's experts classified all 7 such Precursor Genome runs);
+* Missing when the recovered mass is not recorded, negative (the crucible was not tared), or 0 mg
+  while an XRD pattern was measured (a contradiction: a pattern needs powder);
+* False when no powder was recovered (0 mg) and no pattern exists;
+* True otherwise. `xrd_met_target_mass` is shown in the execution record but not used: 54 runs
+  with the flag False are valid in the Precursor Genome ledger.
+
+Category (only for a valid run), read from the automated (DARA) refinement the way the ledger's
+experts define their categories. Applied to the experts' own selected refinements (the 995
+classified ledger samples with a phase list), `category_of` decides 982 and gives the experts'
+category for 951 (97%): the reading is theirs; what differs on the A-Lab runs is the automated
+phase identification, not the rule.
+
+* a phase is present when the refinement lists it with a positive weight. The export's weight
+  fractions are not normalised (a one-phase refinement reports 0.0745), so they are read as
+  present/absent only, never against a threshold;
+* a formula's characteristic elements are those other than O, H, C and N (the anion and
+  volatile framework of oxide, hydroxide, carbonate, oxalate and ammonium precursors);
+* a phase *is* a precursor when their atomic fractions agree within 0.02 per element (hydrate
+  water ignored): below the smallest gap between two oxides of one metal (Fe3O4/Fe2O3,
+  Mn3O4/Mn2O3: 0.029), so a reduced or oxidised precursor never passes for itself, while a
+  refined structure's non-stoichiometry (Ni0.96O for NiO) does;
+* a *product* is any other phase whose characteristic elements no single precursor holds (a
+  reaction between precursors made it); a precursor *remains* when a phase is that precursor or
+  holds only its characteristic elements (left over, or transformed on its own);
+* every precursor's characteristic elements must appear in some present phase, else Missing:
+  what became of the missing one (amorphous, unindexed, volatilised, or inside an unidentified
+  product) cannot be read from the refinement; a phase without a characteristic element
+  (water, carbon) says nothing about the precursors and is skipped;
+* product, two or more precursors remain -> partially_reacted; product, at most one remains
+  (the limiting precursor consumed; the other may be stoichiometric excess) ->
+  completely_reacted; no product but a phase that is not a precursor -> transformed; only
+  precursor phases -> unreacted.
+
+Missing as well: an invalid or undecidable run, no refinement, a failed refinement (its error),
+no recorded precursors, a precursor without a characteristic element, an unparseable formula.
+
+The outcome is therefore a function of evidence an agent can buy (the execution record, whether
+an XRD scan exists, the automated refinement): `OUTCOME_FROM_EVIDENCE` declares it, every A-Lab
+spec carries the declaration and the campaign board prints it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from labreplay.sdk import Missing
 from labreplay.suites.campaign import evidence as ev
+from labreplay.suites.campaign.chem import parse_formula, phase_formula
 
-PRESENCE_THRESHOLD = 0.03
+RULE_NAME = "alab-pipeline-outcome/2"
+FRAMEWORK_ELEMENTS = frozenset({"O", "H", "C", "N"})
+SAME_PHASE_TOLERANCE = 0.02  # atomic fraction per element; see the module docstring
 
-
-def _anhydrous(formula: str) -> str:
-    import re
-
-    return re.sub(r"\(H2O\)[0-9.]*", "", formula)
+# Which purchasable evidence kinds each outcome field is computed from (declared in the spec).
+OUTCOME_FROM_EVIDENCE: dict[str, Any] = {
+    "rule": RULE_NAME,
+    "fields": {
+        "valid": ["execution_record", "xrd_scan"],
+        "category": ["automated_refinement"],
+    },
+    "note": "the outcome is computed from these purchasable evidence kinds by a declared rule: "
+    "buying them on a candidate reveals its recorded outcome",
+}
 
 
 def derive_outcome(run: Mapping[str, Any]) -> dict[str, Any]:
     """The documented rule of this module's docstring."""
-    facts = run["facts"]
-    collected = facts["weight_collected_mg"]
-    valid: bool | Missing
-    if collected is None:
-        valid = Missing("recovered mass not recorded")
-    elif collected < 0:
-        valid = Missing(f"negative recovered mass {float(collected):g} mg (recording error)")
-    else:
-        valid = collected > 0 and bool(facts["xrd_recorded"])
+    valid = _validity(run["facts"])
     if valid is not True:
         reason = "run not valid" if valid is False else f"validity undecidable: {valid.reason}"
         return {"valid": valid, "category": Missing(reason)}
@@ -62,26 +91,74 @@ def derive_outcome(run: Mapping[str, Any]) -> dict[str, Any]:
             "valid": valid,
             "category": Missing(f"automated refinement failed: {content['error']}"),
         }
-    return {"valid": valid, "category": _category(content["phases"], run)}
+    return {"valid": valid, "category": category_of(content["phases"], run["precursors"])}
 
 
-def _category(phases: list[dict[str, Any]], run: Mapping[str, Any]) -> str | Missing:
-    weights = [(p["name"].split("_", 1)[0], p["weight_fraction"] or 0.0) for p in phases]
-    total = sum(w for _, w in weights)
-    if total <= 0:
+def _validity(facts: Mapping[str, Any]) -> bool | Missing:
+    collected, scanned = facts["weight_collected_mg"], bool(facts["xrd_recorded"])
+    if collected is None:
+        return Missing("recovered mass not recorded")
+    if collected < 0:
+        return Missing(f"negative recovered mass: {float(collected):g} mg (recording error)")
+    if collected == 0:
+        if scanned:
+            return Missing("recovered mass 0 mg with an XRD pattern recorded: contradictory")
+        return False
+    if not scanned:
+        return Missing("no XRD pattern file recorded in the export")
+    return True
+
+
+def _characteristic(formula: str) -> frozenset[str] | None:
+    try:
+        return frozenset(parse_formula(formula)) - FRAMEWORK_ELEMENTS
+    except ValueError:
+        return None
+
+
+def _is_precursor(formula: str, precursor: str) -> bool:
+    anhydrous = re.sub(r"\(H2O\)[0-9.]*", "", precursor)
+    return any(
+        ev.same_composition(formula, p, SAME_PHASE_TOLERANCE) for p in {precursor, anhydrous}
+    )
+
+
+def category_of(phases: Sequence[Mapping[str, Any]], precursors: Sequence[str]) -> str | Missing:
+    """The reaction category of one refinement's phases (see the module docstring)."""
+    if not precursors:
+        return Missing("no precursors recorded")
+    owned: list[frozenset[str]] = []
+    for precursor in precursors:
+        elements = _characteristic(precursor)
+        if not elements:
+            return Missing(f"precursor without a characteristic element: {precursor}")
+        owned.append(elements)
+    present = [phase_formula(str(p["name"])) for p in phases if (p["weight_fraction"] or 0) > 0]
+    if not present:
         return Missing("automated refinement reports no phase weight")
-    target = str(run["target_formula"])
-    precursors = [f for p in run["precursors"] for f in {p, _anhydrous(p)}]
-    has_target = has_precursor = has_other = False
-    for formula, weight in weights:
-        if weight / total < PRESENCE_THRESHOLD:
+    found: set[str] = set()
+    remaining: set[int] = set()
+    product = changed = False
+    for formula in present:
+        elements = _characteristic(formula)
+        if elements is None:
+            return Missing(f"unparseable phase formula: {formula}")
+        if not elements:  # water, carbon: says nothing about any precursor
             continue
-        if any(ev.same_composition(formula, p) for p in precursors):
-            has_precursor = True
-        elif ev.same_composition(formula, target):
-            has_target = True
+        found |= elements
+        same = [i for i, p in enumerate(precursors) if _is_precursor(formula, p)]
+        if same:
+            remaining.update(same)
+            continue
+        changed = True
+        sources = [i for i, e in enumerate(owned) if elements <= e]
+        if sources:
+            remaining.update(sources)
         else:
-            has_other = True
-    if not has_precursor:
-        return "completely_reacted" if has_target else "transformed"
-    return "partially_reacted" if (has_target or has_other) else "unreacted"
+            product = True
+    unaccounted = [p for p, e in zip(precursors, owned, strict=True) if not e & found]
+    if unaccounted:
+        return Missing(f"no phase of a precursor in the refinement: {', '.join(unaccounted)}")
+    if product:
+        return "partially_reacted" if len(remaining) >= 2 else "completely_reacted"
+    return "transformed" if changed else "unreacted"

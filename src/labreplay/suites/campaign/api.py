@@ -12,8 +12,8 @@ from labreplay.sdk.agents import Agent
 from labreplay.sdk.data import resolve_data_dir
 from labreplay.sdk.engine import EnvironmentSpec, load_spec
 from labreplay.suites.campaign.agents import ORACLE_NAME, REFERENCE_AGENTS
-from labreplay.suites.campaign.compiler import build_specs, index_of, write_specs
-from labreplay.suites.campaign.protocol import Partition, protocol_for
+from labreplay.suites.campaign.compiler import write_specs
+from labreplay.suites.campaign.protocol import Partition
 from labreplay.suites.campaign.runner import AgentFactory, run_assignment
 
 if TYPE_CHECKING:
@@ -38,27 +38,27 @@ def load_records(record: str, data_dir: str | Path | None = None) -> list[Record
 
 
 def compile_specs(
-    record: str = "precursor-genome",
+    record: str | None = None,
     protocol: str = "sdl1",
     seed: int = 0,
     data_dir: str | Path | None = None,
     records: Sequence[Record] | None = None,
     allow_modified_data: bool = False,
+    record_card: str | Path | None = None,
     **overrides: Any,
 ) -> tuple[Partition, list[EnvironmentSpec], dict[str, Any]]:
-    """Compile one partition seed. The files read are hashed and checked against the manifest
-    first (a modified file stops here unless `allow_modified_data`)."""
-    from labreplay.suites.campaign.datafiles import data_provenance
+    """Compile one partition seed of a record card: `record_card` (a NAME.card.toml or .yaml
+    file), or the packaged card of a built-in `record` (default precursor-genome): both go
+    through `card_compile.compile_card`. The files read are hashed and checked first (a
+    modified file stops here unless `allow_modified_data`)."""
+    from labreplay.suites.campaign.card_compile import compile_card, resolve_card
 
     if protocol != "sdl1":
         raise SpecError(f"unknown campaign protocol {protocol!r} (available: ['sdl1'])")
-    if record not in RECORDS:
-        raise DataError(f"unknown campaign record (choose from {list(RECORDS)})", value=record)
-    params = protocol_for(record, **overrides)
-    data = data_provenance(record, resolve_data_dir(data_dir), allow_modified_data)
-    recs = list(records) if records is not None else load_records(record, data_dir)
-    part, specs = build_specs(recs, record, params, seed, data)
-    return part, specs, index_of(part, specs, record, params, seed, data)
+    card = resolve_card(record, record_card)
+    return compile_card(
+        card, seed, resolve_data_dir(data_dir), records, allow_modified_data, overrides
+    )
 
 
 def parse_seeds(text: str) -> list[int]:

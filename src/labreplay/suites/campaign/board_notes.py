@@ -2,8 +2,10 @@
 where a ranked system beats the oracle (a labelled reference, not an upper bound), where a
 ranked system scores below a reference row, and where the reference model's ceiling (a greedy
 best-T gain of the context-trained model, not a bound on other learners) is exceeded by a
-system's held-out gain or is negative. Assignments are labelled `seed<k>/<id>`: short ids repeat
-when partition seeds are pooled."""
+system's held-out gain or is negative; and where the specs declare that the recorded outcome is
+computed from evidence an agent can buy (`outcome_from_evidence`, the A-Lab record): buying it
+on a candidate reveals that candidate's outcome. Assignments are labelled `seed<k>/<id>`: short
+ids repeat when partition seeds are pooled."""
 
 from __future__ import annotations
 
@@ -103,13 +105,33 @@ def reference_ceiling_notes(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]
     return {"exceeded": exceeded, "negative": sorted(negative.values())}
 
 
+def outcome_from_evidence(bodies: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The specs' declarations that the outcome is computed from purchasable evidence, one per
+    rule, with how many of the board's specs carry it."""
+    out: dict[str, dict[str, Any]] = {}
+    for body in bodies:
+        declared = body.get("record", {}).get("outcome_from_evidence")
+        if not isinstance(declared, Mapping):
+            continue
+        entry = out.setdefault(
+            str(declared.get("rule")),
+            {"rule": str(declared.get("rule")), "fields": dict(declared.get("fields") or {})},
+        )
+        entry["specs"] = entry.get("specs", 0) + 1
+    return [{**entry, "of": len(bodies)} for entry in out.values()]
+
+
 def board_notes(
-    rows: Sequence[Mapping[str, Any]], references: Sequence[Mapping[str, Any]]
+    rows: Sequence[Mapping[str, Any]],
+    references: Sequence[Mapping[str, Any]],
+    bodies: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
+    """`bodies`: the spec bodies of the board's assignments (for their declarations)."""
     return {
         "oracle_beaten": oracle_beaten(rows, references),
         "below_reference": below_references(rows, references),
         "reference_ceiling": reference_ceiling_notes(rows),
+        "outcome_from_evidence": outcome_from_evidence(bodies),
     }
 
 
@@ -159,4 +181,10 @@ def notes_text(notes: Mapping[str, Any]) -> list[str]:
         + "; negative on "
         + (f"{len(negative)} assignment(s) ({_list(negative)})" if negative else "none")
     )
+    for d in notes.get("outcome_from_evidence") or []:  # said only where a spec declares it
+        fields = "; ".join(f"{k} from {' + '.join(v)}" for k, v in d["fields"].items())
+        lines.append(
+            f"outcome computed from purchasable evidence (rule {d['rule']}, {d['specs']} of "
+            f"{d['of']} assignments): {fields}; buying it on a candidate reveals its outcome"
+        )
     return lines

@@ -28,8 +28,10 @@ TAU_DELTA_DEFAULT = 0.05
 
 def context_model(body: Mapping[str, Any]) -> AffinityModel:
     if body["context_rows"]:
-        return AffinityModel().fit_context(body["context_rows"])
-    return AffinityModel(beta=0.0).fit_summary(body["context_summary"])
+        return AffinityModel(categories=body["categories"]).fit_context(body["context_rows"])
+    return AffinityModel(beta=0.0, categories=body["categories"]).fit_summary(
+        body["context_summary"]
+    )
 
 
 def model_panel_loss(model: AffinityModel, body: Mapping[str, Any]) -> float:

@@ -31,11 +31,13 @@ from labreplay.sdk.cli import (
     PriceOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
+    RequireSandboxOption,
     SchedulerOption,
     TemperatureOption,
     TimeoutOption,
     TokenParamOption,
     agent_options,
+    check_isolation,
     choice,
     console,
     finite_float_check,
@@ -54,7 +56,15 @@ app = typer.Typer(
 
 @app.command("compile")
 def compile_cmd(
-    record: str = typer.Option("precursor-genome", help="precursor-genome | alab-pipeline"),
+    record: str | None = typer.Option(
+        None, help="A built-in record: precursor-genome (default) | alab-pipeline."
+    ),
+    record_card: Path | None = typer.Option(
+        None,
+        "--record-card",
+        help="A record card (NAME.card.toml or NAME.card.yaml, docs/record-cards.md) describing "
+        "your own table of experiments.",
+    ),
     protocol: str = typer.Option("sdl1", help="Protocol family."),
     seed: int = typer.Option(0, help="Seed of the frozen partition.", callback=seed_check()),
     seeds: str | None = typer.Option(
@@ -81,7 +91,7 @@ def compile_cmd(
     import contextlib
 
     from labreplay.sdk import atomic_directory
-    from labreplay.suites.campaign.api import compile_specs, load_records, parse_seeds
+    from labreplay.suites.campaign.api import compile_specs, parse_seeds
     from labreplay.suites.campaign.compiler import write_specs
 
     seed_list = parse_seeds(seeds) if seeds is not None else [seed]
@@ -96,6 +106,7 @@ def compile_cmd(
         for s in seed_list:
             _, specs, index = compile_specs(
                 record=record,
+                record_card=record_card,
                 protocol=protocol,
                 seed=s,
                 data_dir=data_dir,
@@ -104,20 +115,40 @@ def compile_cmd(
                 allow_modified_data=allow_modified_data,
             )
             if records is None and len(seed_list) > 1:
-                records = load_records(record, data_dir)
+                records = _records_once(record, record_card, data_dir)
             if building is not None:
                 write_specs(building / f"seed{s}" if seeds is not None else building, index, specs)
             indexes.append(index)
             if not json_out:
-                _print_index(record, protocol, s, index)
+                _print_index(index["record"], protocol, s, index)
             del specs
     if json_out:
         print_json(indexes if seeds is not None else indexes[0])
         return
+    from labreplay.suites.campaign.card_compile import resolve_card
+
+    # The A-Lab rule (by --record or by its card): how far its outcomes agree with the experts'
+    if resolve_card(record, record_card).rule == "alab-pipeline":
+        from labreplay.suites.campaign.alab_agreement import agreement_lines, ledger_agreement
+
+        for line in agreement_lines(ledger_agreement(data_dir)):
+            console.print(line, soft_wrap=True)
     if out is not None:
         total = sum(len(i["assignments"]) for i in indexes)
         where = f"{out}/seed<N>/" if seeds is not None else str(out)
         console.print(f"wrote {total} specs and index.json to {where}")
+
+
+def _records_once(record: str | None, record_card: Path | None, data_dir: Path | None) -> Any:
+    """The records, loaded once for several seeds (a card's table or a built-in loader)."""
+    from labreplay.sdk.data import resolve_data_dir
+    from labreplay.suites.campaign.api import load_records
+    from labreplay.suites.campaign.card_compile import resolve_card
+    from labreplay.suites.campaign.table_record import load_table_records
+
+    card = resolve_card(record, record_card)
+    root = resolve_data_dir(data_dir)
+    return load_records(card.rule, root) if card.builtin else load_table_records(card, root)
 
 
 def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -> None:
@@ -134,6 +165,8 @@ def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -
         f"long assignments cover {index['long_experiments']}, short cover "
         f"{index['short_experiments']}"
     )
+    if "qc" in index:
+        _print_qc(index["qc"])
     table = Table()
     for col in ("assignment", "candidates", "queries", "budgets (exp/evid/rev)", "spec_hash"):
         table.add_column(col)
@@ -147,6 +180,21 @@ def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -
             a["spec_hash"],
         )
     print_table(table, "assignment")
+
+
+def _print_qc(qc: dict[str, Any]) -> None:
+    per = ", ".join(f"{k} {v}" for k, v in qc["rows_per_category"].items())
+    console.print(
+        f"QC: {qc['decidable_rows']} of {qc['rows']} rows decidable ({per}); panel "
+        f"{qc['panel_size']}; {qc['assignments']} assignments"
+    )
+    for s in qc["scores"]:
+        context = s["context_model_score"]
+        shown = "n/a (no scorable panel)" if context is None else context
+        console.print(
+            f"QC {s['assignment']}: base-rate score {s['base_rate_score']}, context-model score "
+            f"{shown}"
+        )
 
 
 @app.command("run")
@@ -203,6 +251,7 @@ def run_cmd(
     scheduler: str | None = SchedulerOption,
     isolate: bool = IsolateOption,
     agent_timeout: float | None = AgentTimeoutOption,
+    require_sandbox: bool = RequireSandboxOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""
@@ -238,6 +287,7 @@ def run_cmd(
         from labreplay.errors import LabreplayError
 
         raise LabreplayError("--isolate runs with --executor in-process (one child per agent)")
+    check_isolation(isolate, require_sandbox)
     # The same options class, defaults and runner as `labreplay.run("campaign", ...)`.
     run_options = CampaignRunOptions(
         controls=controls,
@@ -360,6 +410,18 @@ def leaderboard_cmd(
         help="Rank only agents kept from the evaluator (--isolate runs, LLM agents); in-process "
         "runs are left out and listed.",
     ),
+    verified: bool = typer.Option(
+        False,
+        "--verified",
+        help="Run `store verify` first: refuse to rank a store it finds any problem in (exit "
+        "1), and mark the runs whose figures it cannot re-derive.",
+    ),
+    public_key: Path | None = typer.Option(
+        None,
+        "--public-key",
+        help="As --verified, and every run must carry a valid signature by this Ed25519 "
+        "public key (`labreplay store sign`).",
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """The paper's board (long assignments) and the short board, with paired bootstrap 95%
@@ -374,7 +436,13 @@ def leaderboard_cmd(
     if not difference > 0:
         raise SpecError(f"--difference must be positive, got {difference!r}")
     hashes = [s.spec_hash for s in load_specs(specs)] if specs is not None else None
+    from labreplay.sdk.engine import load_public_key, require_verified
+
+    key = load_public_key(public_key) if public_key is not None else None  # before the store
+    marked: dict[str, list[str]] = {}
     with Store(store, readonly=True) as db:
+        if verified or key is not None:
+            marked = require_verified(db, key).unverifiable_runs
         runs = db.runs(suite="campaign")
         if not runs:
             suites = sorted({r.suite for r in db.runs()})
@@ -384,6 +452,9 @@ def leaderboard_cmd(
             db, spec_hashes=hashes, difference=difference, require_isolated=require_isolated
         )
     add_call_health(board, runs)
+    if verified or key is not None:
+        ids = {r.run_id for r in runs}
+        board["unverifiable"] = {r: notes for r, notes in marked.items() if r in ids}
     from labreplay.sdk.agents import parse_price
     from labreplay.suites.campaign.costs import add_costs, cost_lines
 
@@ -402,6 +473,14 @@ def leaderboard_cmd(
     if board.get("not_isolated"):
         console.print(
             "not ranked (--require-isolated; ran in-process): " + ", ".join(board["not_isolated"])
+        )
+    if board.get("unverifiable"):
+        first = next(iter(board["unverifiable"].items()))
+        console.print(
+            f"marked: {len(board['unverifiable'])} run(s) hold figures store verify cannot "
+            f"re-derive (first: {first[0]}: {first[1][0]})",
+            markup=False,
+            highlight=False,
         )
     if board.get("failed"):
         causes = board.get("failed_causes") or {}

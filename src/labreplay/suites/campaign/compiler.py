@@ -61,11 +61,8 @@ def _visible(record: Record) -> dict[str, Any]:
     return {"experiment_id": record.record_id, "descriptors": to_json(record.descriptors)}
 
 
-def _private(record: Record) -> dict[str, Any]:
-    evidence = {
-        kind: to_json(record.evidence.get(kind, _missing_kind(kind)))
-        for kind in (*EVIDENCE_KINDS, REVIEW_KIND)
-    }
+def _private(record: Record, kinds: Sequence[str]) -> dict[str, Any]:
+    evidence = {kind: to_json(record.evidence.get(kind, _missing_kind(kind))) for kind in kinds}
     return {"outcome": to_json(record.outcome), "evidence": evidence}
 
 
@@ -75,14 +72,31 @@ def _missing_kind(kind: str) -> Any:
     return Missing(f"the record holds no {kind.replace('_', ' ')}")
 
 
+def _outcome_declaration(record_source: str) -> dict[str, Any]:
+    """Where a record's outcome is computed from evidence an agent can buy, the spec says so
+    (`outcome_from_evidence`, printed on the board); other records' specs are unchanged."""
+    if record_source != "alab-pipeline":
+        return {}
+    from labreplay.suites.campaign.alab_outcome import OUTCOME_FROM_EVIDENCE
+
+    return {"outcome_from_evidence": OUTCOME_FROM_EVIDENCE}
+
+
 def build_specs(
     records: Sequence[Record],
     record_source: str,
     params: ProtocolParams,
     seed: int,
     data: Mapping[str, Any],
+    *,
+    categories: Sequence[str] = CATEGORIES,
+    evidence_kinds: Sequence[str] = EVIDENCE_KINDS,
+    record_extra: Mapping[str, Any] | None = None,
 ) -> tuple[Partition, list[EnvironmentSpec]]:
-    """`data`: the real hashes of the files read (`datafiles.data_provenance`)."""
+    """`data`: the real hashes of the files read (`datafiles.data_provenance`). A record card's
+    table passes its own categories and evidence kinds and what the card declares
+    (`record_extra`, under `record`); the built-in records keep their bodies unchanged."""
+    kinds = (*evidence_kinds, REVIEW_KIND) if REVIEW_KIND not in evidence_kinds else evidence_kinds
     by_id = {r.record_id: r for r in records}
     if len(by_id) != len(records):
         raise ValueError("duplicate record ids")
@@ -105,6 +119,8 @@ def build_specs(
                 "data_files_sha256": sha256_json(data["files"]),
                 "data_verified": bool(data["verified"]),
                 "modified_files": list(data["modified"]),
+                **_outcome_declaration(record_source),
+                **dict(record_extra or {}),
             },
             "protocol_params": params.to_json(),
             "seed": seed,
@@ -114,12 +130,12 @@ def build_specs(
             "prices": dict(params.evidence_prices),
             "eps": params.eps,
             "acceleration_target": None,  # bound below, from the context-trained model
-            "categories": list(CATEGORIES),
+            "categories": list(categories),
             "candidates": [_visible(by_id[i]) for i in a.candidates],
             "queries": [_visible(by_id[i]) for i in a.queries],
             "context_summary": summary,
             "context_rows": context_rows,
-            "evaluator": {i: _private(by_id[i]) for i in (*a.candidates, *a.queries)},
+            "evaluator": {i: _private(by_id[i], kinds) for i in (*a.candidates, *a.queries)},
             "roles": {
                 "context": len(part.context),
                 "candidates": len(a.candidates),

@@ -128,13 +128,13 @@ def _neutral(observation: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """A neutral action of `kind` for the open experiment: its last accepted forecast (else
     uniform), claims and review expectations at 0.5."""
     from labreplay.suites.campaign.actions import CLAIMS
-    from labreplay.suites.campaign.env import UNIFORM
+    from labreplay.suites.campaign.env import uniform
 
     state = observation["state"]
     eid = state["open_experiment"]
     if kind == "submit_forecast":
         forecasts = state["experiments"][eid]["forecasts"]
-        last: Mapping[str, Any] = forecasts[-1] if forecasts else UNIFORM
+        last: Mapping[str, Any] = forecasts[-1] if forecasts else uniform(state["categories"])
         return {
             "type": kind,
             "experiment_id": eid,

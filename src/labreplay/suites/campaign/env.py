@@ -13,7 +13,7 @@ Every event is appended to a hash-chained trajectory bound to the spec hash.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +63,13 @@ class CampaignEnv:
         body = spec.body
         self.budgets_total: dict[str, int] = dict(body["budgets"])
         self.prices: dict[str, int] = dict(body["prices"])
+        # The spec's categories and evidence kinds (the built-in ones in their declared order;
+        # a record card's table declares its own).
+        self.categories: tuple[str, ...] = tuple(body.get("categories", CATEGORIES))
+        self.kinds: tuple[str, ...] = (
+            *(k for k in EVIDENCE_KINDS if k in self.prices),
+            *(k for k in self.prices if k not in EVIDENCE_KINDS),
+        )
         self.candidate_ids = [c["experiment_id"] for c in body["candidates"]]
         self.query_ids = [q["experiment_id"] for q in body["queries"]]
         self._private: Mapping[str, Any] = body["evaluator"]
@@ -115,7 +122,7 @@ class CampaignEnv:
             "budgets_left": dict(self.budgets),
             "budgets_total": dict(self.budgets_total),
             "evidence_prices": dict(self.prices),
-            "categories": list(CATEGORIES),
+            "categories": list(self.categories),
             "candidates": [
                 {**c, "status": self.status[c["experiment_id"]]} for c in self._candidates_view
             ],
@@ -138,6 +145,7 @@ class CampaignEnv:
                 self.open_id,
                 self.inspectable_kinds(),
                 self.review_possible(),
+                self.categories,
             ),
             "state": self.visible_state(),
             "last_result": self.last_result,
@@ -153,7 +161,7 @@ class CampaignEnv:
         if eid is None:
             return []
         out = []
-        for kind in EVIDENCE_KINDS:
+        for kind in self.kinds:
             if self.budgets["evidence"] < int(self.prices.get(kind, 1)):
                 continue
             items = self._private[eid]["evidence"][kind]
@@ -181,7 +189,7 @@ class CampaignEnv:
                 "valid, a distribution over the reaction categories. This does not advance the "
                 "campaign or spend budget."
             ),
-            "response_schema": panel_schema(self.query_ids),
+            "response_schema": panel_schema(self.query_ids, self.categories),
             "state": state,
             "state_hash": sha256_json(state),
             "panel": self._queries_view,
@@ -202,7 +210,7 @@ class CampaignEnv:
             # the agent's own failure (act raised, a non-JSON or unparseable reply): its
             # one-line message is the reason the action was rejected
             return self._reject(action, action["error"] or "invalid action")
-        err = validate_fields(action)
+        err = validate_fields(action, self.kinds, self.categories)
         if err is not None:
             return self._reject(action, err)
         kind = action["type"]
@@ -280,7 +288,7 @@ class CampaignEnv:
     def _do_submit_forecast(self, action: Mapping[str, Any]) -> StepResult:
         if (err := self._check_open(action)) is not None:
             return self._reject(action, err)
-        dist, _ = check_distribution(action["categories"])
+        dist, _ = check_distribution(action["categories"], self.categories)
         assert dist is not None
         phase = self.phase
         record = self.experiments[action["experiment_id"]]
@@ -405,7 +413,9 @@ class CampaignEnv:
         if recorded is not None:
             forecasts, fallbacks, errors = dict(recorded), 0, []
         else:
-            forecasts, fallbacks, errors = normalise_panel(response, self.query_ids, carried_from)
+            forecasts, fallbacks, errors = normalise_panel(
+                response, self.query_ids, carried_from, self.categories
+            )
         payload = {
             "t": t,
             "state_hash": state_hash,
@@ -446,14 +456,16 @@ class CampaignEnv:
         )
 
 
-def panel_schema(query_ids: list[str] | None = None) -> dict[str, Any]:
+def panel_schema(
+    query_ids: list[str] | None = None, categories: Sequence[str] = CATEGORIES
+) -> dict[str, Any]:
     """The JSON Schema of a panel forecast; with `query_ids`, only those experiments."""
     experiment: dict[str, Any] = {"type": "string"}
     if query_ids is not None:
         experiment["enum"] = query_ids
     item = {
         "type": "object",
-        "properties": {"experiment_id": experiment, **forecast_properties()},
+        "properties": {"experiment_id": experiment, **forecast_properties(categories)},
         "required": ["experiment_id", "p_valid", "categories"],
         "additionalProperties": False,
     }
@@ -465,11 +477,19 @@ def panel_schema(query_ids: list[str] | None = None) -> dict[str, Any]:
     }
 
 
-UNIFORM = {"p_valid": 0.5, "categories": {k: 1.0 / len(CATEGORIES) for k in CATEGORIES}}
+def uniform(categories: Sequence[str] = CATEGORIES) -> dict[str, Any]:
+    """The fallback forecast: p_valid 0.5, uniform over the spec's categories."""
+    return {"p_valid": 0.5, "categories": {k: 1.0 / len(categories) for k in categories}}
+
+
+UNIFORM = uniform()
 
 
 def normalise_panel(
-    response: Any, query_ids: list[str], previous: Mapping[str, Any] | None
+    response: Any,
+    query_ids: list[str],
+    previous: Mapping[str, Any] | None,
+    categories: Sequence[str] = CATEGORIES,
 ) -> tuple[dict[str, Any], int, list[str]]:
     given: dict[str, Any] = {}
     errors: list[str] = []
@@ -483,7 +503,7 @@ def normalise_panel(
             errors.append(f"ignored entry {str(entry)[:80]}")
             continue
         p = entry.get("p_valid")
-        dist, err = check_distribution(entry.get("categories"))
+        dist, err = check_distribution(entry.get("categories"), categories)
         if err or isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p <= 1:
             errors.append(f"{entry.get('experiment_id')}: {err or 'bad p_valid'}")
             continue
@@ -495,5 +515,5 @@ def normalise_panel(
             out[qid] = given[qid]
         else:
             fallbacks += 1
-            out[qid] = dict(previous[qid]) if previous and qid in previous else dict(UNIFORM)
+            out[qid] = dict(previous[qid]) if previous and qid in previous else uniform(categories)
     return out, fallbacks, errors

@@ -198,7 +198,7 @@ def _persist(
     store: Store,
     computed: Mapping[str, BranchResult],
 ) -> dict[str, Any]:
-    from labreplay.suites.campaign.runner import assignment_summary, persist_branch
+    from labreplay.suites.campaign.runner import assignment_summary, persist_branch, requested
 
     adaptive_id = run_key(spec.spec_hash, name, params, seed, "adaptive", isolation)
     written: dict[str, BranchResult] = {}
@@ -214,6 +214,9 @@ def _persist(
             parent_run_id=None if branch == "adaptive" else adaptive_id,
             model=model,
             endpoint=endpoint,
-            extra_provenance={"agent_isolation": isolation},
+            extra_provenance={
+                "agent_isolation": isolation,
+                **(requested(controls) if branch == "adaptive" else {}),
+            },
         )
     return assignment_summary(spec, written)

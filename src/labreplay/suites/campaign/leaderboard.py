@@ -256,7 +256,7 @@ def _board(
         # The reference model's ceiling: a greedy best-T gain of the context-trained model,
         # not an upper bound on other learners (where it is exceeded or negative: `flags`).
         "reference_ceiling": float(np.mean(best)) if specs else None,
-        "flags": board_notes(rows, references),
+        "flags": board_notes(rows, references, [bodies[s] for s in specs]),
         "acceleration_target": "context-trained model score at t = 0 + 0.05 nats (per spec)",
     }
 
@@ -283,7 +283,10 @@ def _flat_references(
     base, context = [], []
     for s in specs:
         body = bodies[s]
-        state = {"context": body["context_rows"] or body["context_summary"]}
+        state = {
+            "context": body["context_rows"] or body["context_summary"],
+            "categories": body["categories"],
+        }
         forecast = RandomAgent().forecast({"state": state, "panel": body["queries"]})["forecasts"]
         loss, _ = panel_loss(
             {f["experiment_id"]: f for f in forecast}, body["evaluator"], float(body["eps"])

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from labreplay.sdk.scoring import (
+    CATEGORIES,
     adaptive_auc,
     binary_log_loss,
     carry_forward,
@@ -31,7 +32,11 @@ def _outcome(evaluator: Mapping[str, Any], eid: str) -> tuple[bool, str | None] 
 def _loss(
     forecast: Mapping[str, Any], outcome: tuple[bool, str | None], eps: float | None
 ) -> float:
-    return joint_log_loss(forecast["p_valid"], forecast["categories"], outcome[0], outcome[1], eps)
+    q = forecast["categories"]
+    # The spec's categories: the four built-in ones in their declared order (the loss sums
+    # them in that order, so stored scores recompute to the same bits), else the forecast's.
+    categories = CATEGORIES if set(q) == set(CATEGORIES) else tuple(q)
+    return joint_log_loss(forecast["p_valid"], q, outcome[0], outcome[1], eps, categories)
 
 
 def panel_loss(

@@ -26,6 +26,13 @@ from labreplay.suites.campaign.chem import close_compound, parse_formula, phase_
 from labreplay.suites.campaign.protocol import precursors_of
 
 CLASSES: tuple[str, ...] = (*CATEGORIES, "physical_failure")
+
+
+def classes_of(categories: Sequence[str]) -> tuple[str, ...]:
+    """The model's classes: the spec's categories and a physical failure."""
+    return (*categories, "physical_failure")
+
+
 _TEMP_BANDS = (300.0, 500.0, 700.0, 900.0)
 
 
@@ -42,20 +49,22 @@ def label_of(outcome: Mapping[str, Any]) -> str | None:
     valid = outcome.get("valid")
     if valid is False:
         return "physical_failure"
-    if valid is True and outcome.get("category") in CATEGORIES:
+    # A valid outcome's category is one of the spec's (the loaders and cards check it).
+    if valid is True and isinstance(outcome.get("category"), str):
         return str(outcome["category"])
     return None
 
 
 def to_forecast(dist: Mapping[str, float]) -> dict[str, Any]:
+    categories = [k for k in dist if k != "physical_failure"]
     p_fail = dist["physical_failure"]
-    valid_mass = sum(dist[k] for k in CATEGORIES)
-    return {"p_valid": 1.0 - p_fail, "categories": {k: dist[k] / valid_mass for k in CATEGORIES}}
+    valid_mass = sum(dist[k] for k in categories)
+    return {"p_valid": 1.0 - p_fail, "categories": {k: dist[k] / valid_mass for k in categories}}
 
 
 def from_forecast(forecast: Mapping[str, Any]) -> dict[str, float]:
     v = float(forecast["p_valid"])
-    out = {k: v * float(forecast["categories"][k]) for k in CATEGORIES}
+    out = {k: v * float(p) for k, p in forecast["categories"].items()}
     out["physical_failure"] = 1.0 - v
     return out
 
@@ -66,10 +75,17 @@ def _normalise(weights: Mapping[str, float]) -> dict[str, float]:
 
 
 class AffinityModel:
-    def __init__(self, alpha: float = 4.0, beta: float = 1.0, floor: float = 0.01) -> None:
+    def __init__(
+        self,
+        alpha: float = 4.0,
+        beta: float = 1.0,
+        floor: float = 0.01,
+        categories: Sequence[str] = CATEGORIES,
+    ) -> None:
         self.alpha, self.beta, self.floor = alpha, beta, floor
+        self.classes = classes_of(categories)
         self.counts: dict[str, dict[str, float]] = {}
-        self.base = {k: 1.0 for k in CLASSES}
+        self.base = {k: 1.0 for k in self.classes}
         self.band_counts: dict[str, dict[str, float]] = {}
 
     # ------------------------------------------------------------------ training
@@ -81,11 +97,11 @@ class AffinityModel:
         weight: float = 1.0,
     ) -> None:
         for p in precursors:
-            row = self.counts.setdefault(p, {k: 0.0 for k in CLASSES})
-            for k in CLASSES:
+            row = self.counts.setdefault(p, {k: 0.0 for k in self.classes})
+            for k in self.classes:
                 row[k] += weight * dist.get(k, 0.0)
-        band = self.band_counts.setdefault(temp_band(temperature), {k: 0.5 for k in CLASSES})
-        for k in CLASSES:
+        band = self.band_counts.setdefault(temp_band(temperature), {k: 0.5 for k in self.classes})
+        for k in self.classes:
             band[k] += weight * dist.get(k, 0.0)
             self.base[k] += weight * dist.get(k, 0.0)
 
@@ -102,29 +118,29 @@ class AffinityModel:
     def fit_summary(self, summary: Mapping[str, Any]) -> AffinityModel:
         """Train from the compact per-precursor context summary (no temperatures in it)."""
         for precursor, counts in summary["per_precursor"].items():
-            row = self.counts.setdefault(precursor, {k: 0.0 for k in CLASSES})
-            for k in CLASSES:
+            row = self.counts.setdefault(precursor, {k: 0.0 for k in self.classes})
+            for k in self.classes:
                 row[k] += float(counts.get(k, 0))
-        for k in CLASSES:
+        for k in self.classes:
             self.base[k] += float(summary["outcome_counts"].get(k, 0))
         return self
 
     # ------------------------------------------------------------------ prediction
     def predict(self, descriptors: Mapping[str, Any]) -> dict[str, float]:
         base = _normalise(self.base)
-        num = {k: self.alpha * base[k] for k in CLASSES}
+        num = {k: self.alpha * base[k] for k in self.classes}
         den = self.alpha
         for p in precursors_of(descriptors):
             row = self.counts.get(p)
             if row:
-                for k in CLASSES:
+                for k in self.classes:
                     num[k] += row[k]
                 den += sum(row.values())
-        dist = {k: num[k] / den for k in CLASSES}
+        dist = {k: num[k] / den for k in self.classes}
         band = self.band_counts.get(temp_band(descriptors.get("temperature_c")))
         if band and self.beta:
             band_rate = _normalise(band)
-            dist = {k: dist[k] * (band_rate[k] / base[k]) ** self.beta for k in CLASSES}
+            dist = {k: dist[k] * (band_rate[k] / base[k]) ** self.beta for k in self.classes}
         dist = _normalise(dist)
         return _normalise({k: max(v, self.floor) for k, v in dist.items()})
 
@@ -244,9 +260,17 @@ def posterior(
     revealed: Sequence[Mapping[str, Any]],
     review: Mapping[str, Any] | None,
 ) -> dict[str, float]:
-    log_post = {k: math.log(max(prior[k], 1e-9)) for k in CLASSES}
+    log_post = {k: math.log(max(prior[k], 1e-9)) for k in prior}
     trust = review_weight(review.get("content", {})) if review and "content" in review else 1.0
     for item in revealed:
+        implied = item.get("implies_category")
+        if isinstance(implied, str) and implied in log_post:
+            # A record card's measured assay read through the card's declared outcome rule
+            # (e.g. a yield and its bin): strong, not certain (a recorded value can be wrong).
+            rest = 0.1 / max(1, len(log_post) - 1)
+            for k in log_post:
+                log_post[k] += math.log(0.9 if k == implied else rest)
+            continue
         content = item.get("content")
         if not isinstance(content, Mapping):
             continue
@@ -260,7 +284,7 @@ def posterior(
             like, weight = execution_likelihood(content, descriptors), 1.0
         else:
             continue
-        for k in CLASSES:
+        for k in log_post:
             log_post[k] += weight * math.log(like[k])
     top = max(log_post.values())
     post = _normalise({k: math.exp(v - top) for k, v in log_post.items()})

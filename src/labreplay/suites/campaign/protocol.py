@@ -15,6 +15,8 @@ Declared choices where the paper is silent:
   per-precursor summary of the context outcomes (`context_detail = "summary"`); `"rows"` puts
   every context row in the state.
 - Other panel experiments of an assignment (neither candidate nor query) are withheld.
+- A short block never holds more candidates than a long one: on a large panel the surplus
+  beyond `short_assignments` x `long_candidates` is withheld (counted in the index).
 - Records where most outcomes are Missing (the A-Lab record): only experiments with a decidable
   outcome join the panel, evaluation precursors are drawn among theirs, and 16 are drawn
   instead of 6 so that the panel can hold long assignments; the rest is context.
@@ -101,18 +103,23 @@ class Partition:
 
 
 def precursors_of(descriptors: Mapping[str, Any]) -> list[str]:
-    """The recorded precursors, or [] when the record holds none (a typed Missing)."""
+    """The experiment's grouping levels: the recorded precursors, or for a record-card table
+    its `groups` (`COLUMN=value` per grouping column); [] when the record holds none (a typed
+    Missing). The panel's evaluation groups are drawn among these."""
     value = descriptors.get("precursors")
+    if not isinstance(value, list):
+        value = descriptors.get("groups")
     return [str(p) for p in value] if isinstance(value, list) else []
 
 
-def _decidable(record: Record) -> bool:
+def decidable(record: Record) -> bool:
     valid = record.outcome.get("valid")
     return valid is False or (valid is True and isinstance(record.outcome.get("category"), str))
 
 
 def _scaled(budget: int, n: int, full: int) -> int:
-    return max(1, int(budget * n / full + 0.5))
+    """Scaled half up, at least 1; a budget of 0 (no reviews in the record) stays 0."""
+    return max(1, int(budget * n / full + 0.5)) if budget else 0
 
 
 def _blocks(ids: Sequence[str], sizes: Sequence[int]) -> list[tuple[str, ...]]:
@@ -125,7 +132,7 @@ def _blocks(ids: Sequence[str], sizes: Sequence[int]) -> list[tuple[str, ...]]:
 
 def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> Partition:
     # Experiments without recorded precursors cannot join the panel: they stay context.
-    eligible = [r for r in records if not params.panel_requires_outcome or _decidable(r)]
+    eligible = [r for r in records if not params.panel_requires_outcome or decidable(r)]
     precursors = sorted({p for r in eligible for p in precursors_of(r.descriptors)})
     if len(precursors) < params.eval_precursors:
         raise SpecError(
@@ -139,7 +146,7 @@ def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> P
         r.record_id
         for r in records
         if chosen_set.intersection(precursors_of(r.descriptors))
-        and (not params.panel_requires_outcome or _decidable(r))
+        and (not params.panel_requires_outcome or decidable(r))
     )
     context = sorted(r.record_id for r in records if r.record_id not in set(panel))
     if params.expected_panel is not None and len(panel) != params.expected_panel:
@@ -170,6 +177,8 @@ def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> P
     if n_short:
         base, extra = divmod(len(short_pool), n_short)
         sizes = [base + (1 if i < extra else 0) for i in range(n_short)]
+        if n_long:  # a short block never exceeds a long one: the surplus is withheld
+            sizes = [min(size, params.long_candidates) for size in sizes]
         short_blocks = _blocks(short_pool, sizes)
         for i, block in enumerate(short_blocks):
             budgets = {

@@ -227,7 +227,7 @@ def run_branch(
 
     have_s0 = False  # the pre-campaign forecast is recorded (the curve's first point)
     try:
-        agent.reset(seed)
+        _reset(agent, seed)
         last = checkpoint(0, None, initial_forecast)
         have_s0 = True
         streak = 0
@@ -277,6 +277,17 @@ def run_branch(
     return BranchResult(
         recorder.run_id, branch, events, metrics, head, calls, failure, caps, health
     )
+
+
+def _reset(agent: Any, seed: int) -> None:
+    """`agent.reset(seed)`; an exception there ends the branch like a dead agent (failed, with
+    the cause), not the whole command with a traceback and the run left `running`."""
+    try:
+        agent.reset(seed)
+    except (AgentUnavailable, CapReached):
+        raise
+    except Exception as exc:
+        raise AgentUnavailable(raised_message("reset", exc)) from None
 
 
 def _fallback_s0(
@@ -485,6 +496,11 @@ def run_assignment_branches(
             close_agent(agent)
 
 
+def requested(controls: Sequence[str]) -> dict[str, Any]:
+    """The adaptive run's provenance entry naming the controls asked for beside it."""
+    return {"controls": sorted(controls)}
+
+
 def _branches(
     spec: EnvironmentSpec,
     make_agent: AgentFactory,
@@ -492,7 +508,11 @@ def _branches(
     seed: int,
     controls: tuple[str, ...],
 ) -> dict[str, BranchResult]:
-    adaptive = run_branch(spec, make_agent(), seed, "adaptive", store)
+    # The controls asked for are recorded with the adaptive run: `store verify` then sees a
+    # deleted control (a board needs them to rank the run).
+    adaptive = run_branch(
+        spec, make_agent(), seed, "adaptive", store, extra_provenance=requested(controls)
+    )
     results = {"adaptive": adaptive}
     if branch_verdict(adaptive.calls, adaptive.health).status == "failed":
         # The agent could not act (its endpoint, its replies, a cap): controls would measure

@@ -295,14 +295,29 @@ def serve_campaign(
     port: int = 8765,
     model: str | None = None,
 ) -> None:
-    """Serve the specs of `spec_dir` over MCP until the harness disconnects."""
-    from labreplay.sdk.harness import build_server, require_mcp, serve
+    """Serve the specs of `spec_dir` over MCP until the harness disconnects (stdio) or the
+    server is stopped (http). Each MCP session plays its own campaign
+    (`labreplay.sdk.harness.SessionSlots`): a second session neither sees nor acts on the
+    first's, and a session that ended leaves its campaign to the next one to connect."""
+    from labreplay.sdk.harness import SessionSlots, build_server, require_mcp, serve
     from labreplay.suites.campaign.api import load_specs, select_specs
 
     require_mcp()
     specs = select_specs(load_specs(spec_dir), only)
-    session = CampaignSession(specs, store_path, agent_name, seed, controls, model)
-    server = build_server("labreplay-campaign", INSTRUCTIONS, tool_defs(), session.call)
+
+    # slot 1 plays as the declared name (a lone harness, and resume after a restart), built
+    # now as before; a concurrent session as NAME-k, so two sessions never write the same runs
+    first = CampaignSession(specs, store_path, agent_name, seed, controls, model)
+
+    def campaign_of(slot: int) -> Any:
+        if slot == 1:
+            return first.call
+        return CampaignSession(
+            specs, store_path, f"{agent_name}-{slot}", seed, controls, model
+        ).call
+
+    slots = SessionSlots(campaign_of)
+    server = build_server("labreplay-campaign", INSTRUCTIONS, tool_defs(), slots)
     serve(server, transport, port=port)
 
 

@@ -11,7 +11,7 @@ from labreplay.sdk.engine import ReportSection
 if TYPE_CHECKING:
     import typer
 
-    from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
+    from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, Store
 
 
 class CampaignSuite:
@@ -43,14 +43,15 @@ class CampaignSuite:
         run_demo(data_dir, store, out_dir)
 
     def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
-        """Options: record (precursor-genome | alab), protocol (sdl1), seed, overrides."""
+        """Options: record (precursor-genome | alab-pipeline) or record_card (a card file),
+        protocol (sdl1), seed, overrides."""
         import dataclasses
 
         from labreplay.sdk.options import refuse_unknown
         from labreplay.suites.campaign.api import compile_specs
         from labreplay.suites.campaign.protocol import ProtocolParams
 
-        own = ("record", "protocol", "seed", "records", "allow_modified_data")
+        own = ("record", "record_card", "protocol", "seed", "records", "allow_modified_data")
         overrides = (f.name for f in dataclasses.fields(ProtocolParams))
         refuse_unknown("campaign compile", options, {*own, *overrides})
         _, specs, _ = compile_specs(data_dir=data_dir, **options)
@@ -123,6 +124,19 @@ class CampaignSuite:
             for k, v in metrics.items()
             if isinstance(v, int | float) or v is None
         }
+
+    def rederive(
+        self,
+        spec: EnvironmentSpec,
+        events: Sequence[Mapping[str, Any]],
+        run: Any,
+        store: Store | None = None,
+    ) -> Rederived:
+        """A stored branch's curves, closures, summary counts and status, recomputed from
+        its events, its call log and the failed-run rule (`store verify`)."""
+        from labreplay.suites.campaign.verify import rederive_branch
+
+        return rederive_branch(spec, events, run, store)
 
     def agent_problems(
         self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any

@@ -66,6 +66,54 @@ def role_rank(key: str) -> int:
     return len(ROLE_FAMILIES)
 
 
+# What kind of factor an axis is, for choosing the axes a user's table varies by default. A
+# chemist optimising a reaction screens the species that make it work (catalyst, ligand, base,
+# solvent, reagents) and the process settings; an additive or inhibitor screen probes robustness
+# (e.g. the isoxazole additives of a Buchwald-Hartwig robustness screen), so varying it alone
+# asks which spectator hurts least, not which conditions a chemist would pick. Detection is by
+# words in the column name (or its --role), checked in this order: amounts and process settings
+# first (a loading is not the species it measures; a light source is not a ligand), then
+# additive words, then species words; any other axis is "process". `--axis-kind COL=KIND`
+# overrides it.
+AXIS_KINDS = ("species", "process", "additive")
+_PROCESS_WORDS = (
+    *_AMOUNT_WORDS,
+    *ROLE_FAMILIES[4],
+    "light",
+    "current",
+    "electrode",
+    "atmosphere",
+    "wavelength",
+)
+_ADDITIVE_WORDS = ("additive", "inhibitor", "poison", "spike", "impurit", "contaminant")
+_SPECIES_WORDS = (
+    *ROLE_FAMILIES[0],
+    "base",
+    "acid",
+    "solvent",
+    "reagent",
+    "oxidant",
+    "reductant",
+    "electrolyte",
+    "metal",
+    "promoter",
+)
+
+
+def axis_kind(key: str) -> tuple[str, str]:
+    """(kind, why) of a condition axis by the words of its name (see AXIS_KINDS)."""
+    name = key.lower()
+    for kind, words in (
+        ("process", _PROCESS_WORDS),
+        ("additive", _ADDITIVE_WORDS),
+        ("species", _SPECIES_WORDS),
+    ):
+        hit = next((w for w in words if w in name), None)
+        if hit is not None:
+            return kind, f"name contains {hit!r}"
+    return "process", "name matches no species or additive word"
+
+
 @dataclass(frozen=True)
 class Component:
     """A named chemical (or a plain condition value) with its SMILES when the source gives one."""

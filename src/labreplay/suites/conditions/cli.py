@@ -30,12 +30,14 @@ from labreplay.sdk.cli import (
     PriceOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
+    RequireSandboxOption,
     SchedulerOption,
     TemperatureOption,
     TimeoutOption,
     TokenParamOption,
     WorkersOption,
     agent_options,
+    check_isolation,
     console,
     int_range,
     print_json,
@@ -110,8 +112,15 @@ def compile_cmd(
     vary: list[str] = typer.Option(
         None,
         "--vary",
-        help="Condition column a table varies (repeatable; default: the axis with the most "
-        "levels, ties catalyst/ligand > base > reagent/additive > solvent > temperature/time).",
+        help="Condition column a table varies (repeatable). Default for --table: the axis set "
+        "keeping the most rows, with no additive/inhibitor axis unless it keeps more, then the "
+        "most axes per table, species before process settings (printed; see --axis-kind).",
+    ),
+    axis_kind: list[str] = typer.Option(
+        None,
+        "--axis-kind",
+        help="COL=species|process|additive: override the kind read from a condition column's "
+        "name (additive/inhibitor axes are not varied alone by default).",
     ),
     name: str | None = typer.Option(
         None,
@@ -215,6 +224,7 @@ def compile_cmd(
                 ("--condition-cols", condition_cols),
                 ("--slice-cols", slice_cols),
                 ("--vary", vary),
+                ("--axis-kind", axis_kind),
                 ("--name", name),
                 ("--yield-col", yield_col),
                 ("--smiles-cols", smiles_cols),
@@ -257,6 +267,7 @@ def compile_cmd(
                 roles=_pairs(role, "--role"),
                 slice_cols=_csv_list(slice_cols),
                 vary_cols=[c for raw in vary or [] for c in _csv_list(raw)],
+                axis_kinds=_pairs(axis_kind, "--axis-kind"),
                 max_options=max_options,
                 max_tables=max_tables,
                 min_options=min_options,
@@ -394,6 +405,7 @@ def run_cmd(
     workers: int | None = WorkersOption,
     isolate: bool = IsolateOption,
     agent_timeout: float | None = AgentTimeoutOption,
+    require_sandbox: bool = RequireSandboxOption,
     json_out: bool = JsonOption,
 ) -> None:
     """Answer every question with one agent, score, and store the run (resumes if interrupted)."""
@@ -433,6 +445,7 @@ def run_cmd(
     chosen = first_in_seeded_order(qs, limit, seed, "conditions")
     if isolate and executor != "in-process":
         raise LabreplayError("--isolate runs with --executor in-process (one child per run)")
+    check_isolation(isolate, require_sandbox)
     from labreplay.suites.conditions.runner import question_spec
     from labreplay.suites.conditions.suite import SUITE
 
@@ -485,19 +498,44 @@ def run_cmd(
 def score_cmd(
     questions: Path = typer.Option(..., "--questions", help="Question file."),
     predictions: Path = typer.Option(..., "--predictions", help="JSONL: {id, answer|text}."),
+    lenient: bool = typer.Option(
+        False,
+        "--lenient",
+        help="Score malformed predictions as invalid (and count them) instead of exiting 2.",
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Official-style evaluator: score a predictions file against a question file.
-    Unknown or duplicate prediction ids exit 2 (see the README for the format)."""
-    from labreplay.suites.conditions.evaluate import score_predictions
+    Every malformed prediction (option out of range or not an integer, a bad FIB slot, an
+    unknown or repeated id) is named on stderr, one a line; the command then exits 2 unless
+    --lenient (see the README for the format)."""
+    import sys
+
+    from labreplay.suites.conditions.evaluate import check_predictions, problem_lines, score_read
     from labreplay.suites.conditions.questions import load_questions
 
-    out = score_predictions(load_questions(questions), predictions)
+    qs = load_questions(questions)
+    read = check_predictions(predictions, {q["id"]: q for q in qs})
+    head = "warning: malformed prediction" if lenient else "malformed prediction"
+    for line in problem_lines(read.problems):
+        sys.stderr.write(f"labreplay: {head}: {line}\n")
+    if read.problems and not lenient:
+        raise LabreplayError(
+            f"{predictions}: {len(read.problems)} malformed prediction(s) listed above; fix "
+            "them, or pass --lenient to score them as invalid"
+        )
+    out = score_read(qs, read)
+    if read.problems:
+        sys.stderr.write(
+            f"labreplay: warning: --lenient: {len(read.problems)} malformed prediction(s); "
+            f"{len(read.invalid_ids)} question(s) scored as invalid, the rest (unknown ids, "
+            "lines that are not a prediction) ignored\n"
+        )
     if json_out:
         print_json(out)
         return
     for k, v in out.items():
-        if k != "summary":
+        if k not in {"summary", "malformed"}:
             console.print(f"{k}: {v}")
 
 
@@ -556,6 +594,10 @@ def leaderboard_cmd(
             + ", ".join(board["unverified_data"]),
             markup=False,
         )
+    from labreplay.suites.conditions.robustness import audit_lines
+
+    for line in audit_lines(board["utility_audit"]):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if not board["runs"]:
         raise typer.Exit(1)
 

@@ -272,6 +272,15 @@ def _fill_scores(ctx: _Ctx, question: dict[str, Any], options: list[ObservedRow]
                 "entry_idx": table.rows.index(r),
                 "rxn_id": f"{table.table_id}:{table.rows.index(r)}",
                 "source_rows": [p["row"] for p in r.provenance],
+                # a row number means nothing without its file when the table has several
+                **(
+                    {
+                        "file": r.provenance[0]["file"],
+                        "source_row_files": [p["file"] for p in r.provenance],
+                    }
+                    if ";" in ctx.source_file
+                    else {}
+                ),
             }
             for r in options
         ],

@@ -17,9 +17,17 @@ from typing import Any
 
 from labreplay.errors import DataError
 from labreplay.sdk import sha256_file, sha256_json
-from labreplay.suites.conditions.chem import ROLES, Component, canonical_smiles, clean_text
+from labreplay.suites.conditions.chem import (
+    AXIS_KINDS,
+    ROLES,
+    Component,
+    axis_kind,
+    canonical_smiles,
+    clean_text,
+)
 from labreplay.suites.conditions.compiler import CompiledSet, compile_tables
 from labreplay.suites.conditions.outcomes import OBJECTIVES
+from labreplay.suites.conditions.slicing import INFORMATIVE_RULE
 from labreplay.suites.conditions.tables import RawRow, TableRule, build_tables
 
 
@@ -68,7 +76,8 @@ class ImportOptions:
     max_options: int | None = 12
     max_tables: int | None = 10
     min_options: int = 3
-    vary_cols: Sequence[str] = ()  # condition columns to vary (default: the screened axis)
+    vary_cols: Sequence[str] = ()  # condition columns to vary (default: INFORMATIVE_RULE)
+    axis_kinds: Mapping[str, str] = field(default_factory=dict)  # col -> species|process|additive
     merge_by: str = "smiles"  # smiles | name: option identity where SMILES are given
     force_scale: bool = False
     fib_max_hit_floor: float = 0.8
@@ -150,6 +159,11 @@ def _check(path: Path, columns: Sequence[str], o: ImportOptions) -> tuple[str, d
     for col in o.roles:
         if col not in o.condition_cols:
             _fail("--role names a column that is not a condition column", path, col)
+    for col, kind in o.axis_kinds.items():
+        if col not in o.condition_cols:
+            _fail("--axis-kind names a column that is not a condition column", path, col)
+        if kind not in AXIS_KINDS:
+            _fail(f"unknown axis kind (kinds: {', '.join(AXIS_KINDS)})", path, col, kind)
     for key in o.constants:
         if key in keys.values():
             _fail("a --constant key is also a varying condition column", path, key)
@@ -164,6 +178,7 @@ def import_table(path: Path, options: ImportOptions) -> CompiledSet:
     objective, keys = _check(path, list(frame.columns), o)
     content = rows_sha256(frame, o)
     name = o.dataset or f"table_{content[:12]}"
+    kinds = axis_kinds(o, keys)
     rule = TableRule(
         dataset=name,
         citation="user table",
@@ -185,6 +200,7 @@ def import_table(path: Path, options: ImportOptions) -> CompiledSet:
         constant_conditions=tuple(sorted(o.constants.items())),
         yield_column=o.yield_col or "",
         notes="generic importer",
+        axis_kinds=tuple((keys[c], kinds[c][0]) for c in o.condition_cols),
     )
     outcome_cols = {
         "yield": o.yield_col,
@@ -231,9 +247,28 @@ def import_table(path: Path, options: ImportOptions) -> CompiledSet:
             )
 
     tables = build_tables(rows(), rule, o.seed)
+    tables.qc["axis_rule"] = (
+        [f"declared --vary {', '.join(o.vary_cols)}"]
+        if o.vary_cols
+        else [
+            ", ".join(f"{c} {kind} ({why})" for c, (kind, why) in kinds.items()),
+            f"default axes per reaction: {INFORMATIVE_RULE} (override: --axis-kind COL=KIND, "
+            "or --vary COL)",
+        ]
+    )
     return compile_tables(
         [(rule, tables)], {}, o.seed, {name: content}, {path.name: sha256_file(path)}
     )
+
+
+def axis_kinds(o: ImportOptions, keys: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Condition column -> (kind, why): the user's --axis-kind, else `chem.axis_kind` of the
+    column's key (its --role when given, else its name)."""
+    out: dict[str, tuple[str, str]] = {}
+    for col in o.condition_cols:
+        declared = o.axis_kinds.get(col)
+        out[col] = (declared, "--axis-kind") if declared else axis_kind(keys[col])
+    return out
 
 
 def _cell_text(value: object) -> str:

@@ -174,6 +174,8 @@ def qc_lines(info: dict[str, Any]) -> list[str]:
             + (f" ({where})" if where else "")
             + f", {qc['tables']} tables ({qc['tables_capped']} more left out by the cap)"
         )
+        for rule_line in qc.get("axis_rule", []):  # a user's table: what it varies and why
+            lines.append(f"axis rule {ds}: {rule_line}")
         for warning in qc.get("warnings", []):
             lines.append(f"QC warning {ds}: {warning}")
     for ds, skipped in info.get("skipped_by_dataset", {}).items():

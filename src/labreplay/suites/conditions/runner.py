@@ -47,7 +47,7 @@ from labreplay.suites.conditions.agents import QuestionAgent
 from labreplay.suites.conditions.prompts import normalise_answer
 from labreplay.suites.conditions.questions import agent_view
 from labreplay.suites.conditions.scoring import AnswerKey, answer_key, score_answer
-from labreplay.suites.conditions.summary import headline, spearman_yield_only, summarise
+from labreplay.suites.conditions.summary import headline, summarise
 
 SUITE = "conditions"
 PROTOCOL = "rxnoptbench-questions"
@@ -308,10 +308,20 @@ def _usage_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def leaderboard(store: Store) -> dict[str, Any]:
-    """Every finished conditions run, with its headline metrics, plus the over-agent audit."""
+    """Every finished conditions run, with its headline metrics, plus the over-agent utility
+    robustness audit per question file (`robustness`)."""
     rows: list[dict[str, Any]] = []
     unverified: dict[str, list[str]] = {}  # spec hash -> modified data files behind it
+    audited: list[dict[str, Any]] = []  # what the utility audit re-scores
     for run in store.runs(suite=SUITE, status="complete"):
+        audited.append(
+            {
+                "run_id": run.run_id,
+                "agent": run.agent,
+                "seed": run.seed,
+                "_spec_hash": run.spec_hash,
+            }
+        )
         scores = {k: v for k, v in store.scores(run.run_id).items() if k != "summary"}
         if run.spec_hash not in unverified:
             body = loads_strict(store.get_spec(run.spec_hash)).get("body", {})
@@ -339,13 +349,13 @@ def leaderboard(store: Store) -> dict[str, Any]:
             str(r["agent"]),
         )
     )
-    audits = {}
-    for spec in sorted({str(r["spec_hash"]) for r in rows}):
-        audits[spec] = spearman_yield_only([r for r in rows if r["spec_hash"] == spec])
+    from labreplay.suites.conditions.robustness import leaderboard_audit
+
+    audits = leaderboard_audit(store, audited)
     marked = sorted({str(r["question_file"]) for r in rows if r.get("unverified_data")})
     return {
         "runs": rows,
-        "yield_only_spearman": audits,
+        "utility_audit": audits,
         "unverified_data": marked,
         "precedent_references": _precedent_references(store, rows),
     }
@@ -376,19 +386,18 @@ def _precedent_references(store: Store, rows: Sequence[Mapping[str, Any]]) -> di
     return out
 
 
-def rescore_run(
+def rescored_summary(
     spec: EnvironmentSpec, events: Sequence[Mapping[str, Any]], seed: int, store: Store
-) -> dict[str, float | None]:
-    """The headline scores of a stored run, recomputed from its answer events and the
-    question file the store keeps under the spec's sha256 ({} for a store written before
-    question files were kept: nothing to recompute from)."""
+) -> dict[str, Any] | None:
+    """A stored run's full summary (the `summary` detail), recomputed from its answer events
+    and the question file the store keeps (None: a store written before it was kept)."""
     import tempfile
 
     from labreplay.suites.conditions.questions import load_questions
 
     data = store.content(str(spec.body["sha256"]))
     if data is None:
-        return {}
+        return None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "questions.jsonl"
         path.write_bytes(data)
@@ -396,7 +405,19 @@ def rescore_run(
     answers = [e["payload"] for e in events if e["kind"] == "answer"]
     keys = [answer_key(by_id[str(a["question_id"])]) for a in answers]
     results = [score_answer(k, a["answer"]) for k, a in zip(keys, answers, strict=True)]
-    flat = headline(summarise(keys, results, seed))
+    return summarise(keys, results, seed)
+
+
+def rescore_run(
+    spec: EnvironmentSpec, events: Sequence[Mapping[str, Any]], seed: int, store: Store
+) -> dict[str, float | None]:
+    """The headline scores of a stored run, recomputed from its answer events and the
+    question file the store keeps under the spec's sha256 ({} for a store written before
+    question files were kept: nothing to recompute from)."""
+    summary = rescored_summary(spec, events, seed, store)
+    if summary is None:
+        return {}
+    flat = headline(summary)
     return {
         k: (float(v) if v is not None else None)
         for k, v in flat.items()

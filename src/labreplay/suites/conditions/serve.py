@@ -170,11 +170,25 @@ def serve_questions(
     port: int = 8765,
     model: str | None = None,
 ) -> None:
-    from labreplay.sdk.harness import build_server, require_mcp, serve
+    """Serve the question file over MCP; each MCP session answers it as its own run (slot 1
+    as `agent_name`, a concurrent session k as `NAME-k`: `labreplay.sdk.harness.SessionSlots`)."""
+    from labreplay.sdk.harness import SessionSlots, build_server, require_mcp, serve
 
     require_mcp()
-    session = QuestionSession(questions_path, store_path, agent_name, seed, model)
-    server = build_server("labreplay-conditions", INSTRUCTIONS, tool_defs(), session.call)
+
+    # the first session is built now: a bad question file is refused before serving
+    first = QuestionSession(questions_path, store_path, agent_name, seed, model)
+
+    def session_of(slot: int) -> Any:
+        name = f"{agent_name}-{slot}"
+        return (
+            first.call
+            if slot == 1
+            else QuestionSession(questions_path, store_path, name, seed, model).call
+        )
+
+    slots = SessionSlots(session_of)
+    server = build_server("labreplay-conditions", INSTRUCTIONS, tool_defs(), slots)
     serve(server, transport, port=port)
 
 

@@ -29,7 +29,7 @@ of the split axis, so no row (and no answer) appears in two tables.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Protocol
@@ -149,30 +149,19 @@ def _split(
     ]
 
 
-def slice_group(
+def _cut(
     rows: Sequence[HasConditions],
-    keys: Sequence[str],
-    max_options: int | None,
-    max_tables: int | None,
+    varied: Sequence[str],
+    fixed_keys: Sequence[str],
+    limit: int,
+    min_rows: int,
     seed: int,
-    *stream: str,
-    min_rows: int = 2,
-    vary: Sequence[str] = (),
-) -> SliceResult:
-    """Apply the rule to one group's distinct rows (see the module docstring)."""
-    if not vary and (max_options is None or len(rows) <= max_options):
-        return SliceResult([Slice(list(range(len(rows))), {})], list(keys), [], "whole group")
-    limit = max_options if max_options is not None else len(rows)
-    varying = [k for k in keys if _levels(rows, k) > 1]
-    if vary:
-        varied, why = [k for k in keys if k in vary], "declared --vary"
-    else:
-        varied, why = _default_axes(rows, varying, limit, min_rows)
-    fixed_keys = [k for k in varying if k not in varied]
+    stream: Sequence[str],
+) -> tuple[list[Slice], dict[str, list[int]], int]:
+    """The tables of one choice of varied axes (before the per-reaction cap), the rows left
+    out by reason, and how many contexts were split."""
     outside: dict[str, list[int]] = {}
     small = OUTSIDE_SMALL.format(n=min_rows)
-    if not varied:
-        return SliceResult([], [], fixed_keys, why, len(rows), 0, {small: list(range(len(rows)))})
     slices: list[Slice] = []
     split_contexts = 0
     for n, (_, members) in enumerate(_contexts(rows, fixed_keys)):
@@ -189,6 +178,88 @@ def slice_group(
         if left:
             outside.setdefault(OUTSIDE_SUBSET, []).extend(left)
         slices.extend(Slice(p, fixed, info) for p, info in parts)
+    return slices, outside, split_contexts
+
+
+AXIS_TIER = {"species": 0, "process": 1, "additive": 2}  # lower is varied first
+INFORMATIVE_RULE = (
+    "the axes keeping the most rows in tables; then no additive/inhibitor axis unless it keeps "
+    "more rows; then the most axes varied per table (literature tables vary ~3); then species "
+    "(catalyst, ligand, base, solvent, reagents) before process settings; then most levels"
+)
+
+
+def _informative_axes(
+    rows: Sequence[HasConditions],
+    varying: list[str],
+    limit: int,
+    min_rows: int,
+    kinds: Mapping[str, str],
+    seed: int,
+    stream: Sequence[str],
+) -> tuple[list[str], str]:
+    """The default V of a user's table (INFORMATIVE_RULE): every axis set of up to
+    MAX_SUBSET_SIZE axes is cut as it would be, and ranked by the rows it keeps, then by
+    additive axes (fewer), axes its tables actually vary (more), kind, fewer declared axes
+    (when the tables vary no more), and levels."""
+    order = preference(rows, varying)
+    best: tuple[tuple[Any, ...], list[str]] | None = None
+    for size in range(1, min(MAX_SUBSET_SIZE, len(varying)) + 1):
+        for subset in combinations(varying, size):
+            fixed = [k for k in varying if k not in subset]
+            slices, _, _ = _cut(rows, subset, fixed, limit, min_rows, seed, stream)
+            covered = sum(len(piece.rows) for piece in slices)
+            if not covered:
+                continue
+            axes = sum(
+                sum(1 for k in subset if _levels([rows[i] for i in piece.rows], k) > 1)
+                for piece in slices
+            ) / len(slices)
+            tiers = [AXIS_TIER.get(kinds.get(k, "process"), 1) for k in subset]
+            rank = (
+                covered,
+                -tiers.count(AXIS_TIER["additive"]),
+                round(axes, 9),
+                -sum(tiers) / len(tiers),
+                -size,  # an axis that no table varies (split one level per part) is not added
+                tuple(-r for r in sorted(order.index(k) for k in subset)),
+            )
+            if best is None or rank > best[0]:
+                best = (rank, list(subset))
+    if best is None:
+        return [], "no fixed context holds enough rows"
+    return best[1], INFORMATIVE_RULE
+
+
+def slice_group(
+    rows: Sequence[HasConditions],
+    keys: Sequence[str],
+    max_options: int | None,
+    max_tables: int | None,
+    seed: int,
+    *stream: str,
+    min_rows: int = 2,
+    vary: Sequence[str] = (),
+    kinds: Mapping[str, str] | None = None,
+) -> SliceResult:
+    """Apply the rule to one group's distinct rows (see the module docstring). With `kinds`
+    (axis -> species | process | additive, a user's table) the default V of a group larger
+    than `max_options` follows INFORMATIVE_RULE (a smaller one is the chemist's own table)."""
+    if not vary and (max_options is None or len(rows) <= max_options):
+        return SliceResult([Slice(list(range(len(rows))), {})], list(keys), [], "whole group")
+    limit = max_options if max_options is not None else len(rows)
+    varying = [k for k in keys if _levels(rows, k) > 1]
+    if vary:
+        varied, why = [k for k in keys if k in vary], "declared --vary"
+    elif kinds is not None:
+        varied, why = _informative_axes(rows, varying, limit, min_rows, kinds, seed, stream)
+    else:
+        varied, why = _default_axes(rows, varying, limit, min_rows)
+    fixed_keys = [k for k in varying if k not in varied]
+    small = OUTSIDE_SMALL.format(n=min_rows)
+    if not varied:
+        return SliceResult([], [], fixed_keys, why, len(rows), 0, {small: list(range(len(rows)))})
+    slices, outside, split_contexts = _cut(rows, varied, fixed_keys, limit, min_rows, seed, stream)
     capped = 0
     if max_tables is not None and len(slices) > max_tables:
         pick = make_rng(seed, "table-cap", *stream).choice(len(slices), max_tables, replace=False)

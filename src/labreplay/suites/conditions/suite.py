@@ -12,7 +12,7 @@ from labreplay.sdk.engine import ReportSection
 if TYPE_CHECKING:
     import typer
 
-    from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
+    from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, Store
 
 
 class ConditionsSuite:
@@ -168,10 +168,25 @@ class ConditionsSuite:
         """The headline scores of a stored run, recomputed from its answers and the question
         file the store keeps (`store verify` compares them with the `scores` rows)."""
         from labreplay.suites.conditions.runner import rescore_run
+        from labreplay.suites.conditions.verify import call_share
 
         if store is None:
             return {}
-        return rescore_run(spec, events, int(getattr(run, "seed", 0)), store)
+        fresh = rescore_run(spec, events, int(getattr(run, "seed", 0)), store)
+        return {**fresh, **call_share(run, store)} if fresh else {}
+
+    def rederive(
+        self,
+        spec: EnvironmentSpec,
+        events: Sequence[Mapping[str, Any]],
+        run: Any,
+        store: Store | None = None,
+    ) -> Rederived:
+        """A stored run's summary detail and status, recomputed from its answers, the
+        question file the store keeps and its call log (`store verify`)."""
+        from labreplay.suites.conditions.verify import rederive_run
+
+        return rederive_run(spec, events, run, store)
 
     def reference_agents(self) -> list[str]:
         return ["random", "ranker"]

@@ -32,7 +32,7 @@ from labreplay.suites.conditions.outcomes import (
     selectivity_factor,
     utility,
 )
-from labreplay.suites.conditions.slicing import slice_group
+from labreplay.suites.conditions.slicing import OUTSIDE_CAP, slice_group
 
 __all__ = [
     "OUTCOME_FIELDS",
@@ -171,6 +171,10 @@ class TableRule:
     # its floors read relative to the dataset's largest response. An undeclared column named
     # like a ratio or an area is refused as a yield.
     response: str = "yield"
+    # A user's table: axis -> species | process | additive (chem.axis_kind or --axis-kind),
+    # which selects the informative default axes (slicing.INFORMATIVE_RULE). Empty: the
+    # built-in datasets' rule (most levels first).
+    axis_kinds: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -195,7 +199,7 @@ class TableRule:
             "yield_floor": self.yield_floor,
             "noise_points": self.noise_points,
             "response": self.response,
-        }
+        } | ({"axis_kinds": dict(self.axis_kinds)} if self.axis_kinds else {})
 
 
 def _merge(
@@ -434,6 +438,15 @@ def build_tables(raw_rows: Iterable[RawRow], rule: TableRule, seed: int) -> Tabl
         shared = by_reaction.setdefault(tuple(items[0][0].reaction), [])
         tables.extend(_tables_of_group(group_key, items, rule, seed, qc, display, shared))
     qc["tables"] = len(tables)
+    capped_rows = qc["rows_outside_by_reason"].get(OUTSIDE_CAP, 0)
+    if qc["tables_capped"] and capped_rows:
+        n_tables = len(tables) + qc["tables_capped"]
+        share = 100.0 * capped_rows / max(qc["rows_read"], 1)
+        warnings.append(
+            f"the per-reaction table cap (max_tables {rule.max_tables}) left out "
+            f"{qc['tables_capped']} of {n_tables} tables: {capped_rows} of {qc['rows_read']} "
+            f"rows ({share:.0f}%) are in no question; raise --max-tables to keep them"
+        )
     qc["rows_excluded"] = dict(sorted(qc["rows_excluded"].items()))
     qc["rows_outside_by_reason"] = dict(sorted(qc["rows_outside_by_reason"].items()))
     tables.qc = qc
@@ -479,6 +492,7 @@ def _tables_of_group(
         *group_key,
         min_rows=rule.min_options,
         vary=rule.vary_keys,
+        kinds=dict(rule.axis_kinds) if rule.axis_kinds else None,
     )
     in_table = {i for piece in cut.slices for i in piece.rows}
     qc["rows_outside_tables"] += sum(

@@ -26,12 +26,14 @@ from labreplay.sdk.cli import (
     MaxTokensTotalOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
+    RequireSandboxOption,
     SchedulerOption,
     TemperatureOption,
     TimeoutOption,
     TokenParamOption,
     WorkersOption,
     agent_options,
+    check_isolation,
     choice,
     console,
     finite_float_check,
@@ -406,6 +408,7 @@ def run_cmd(
     ),
     isolate: bool = IsolateOption,
     agent_timeout: float | None = AgentTimeoutOption,
+    require_sandbox: bool = RequireSandboxOption,
     base_url: str | None = BaseUrlOption,
     api_key_env: str | None = ApiKeyEnvOption,
     temperature: float | None = TemperatureOption,
@@ -447,6 +450,7 @@ def run_cmd(
         raise LabreplayError("--isolate: give the optimiser to isolate with --agent MODULE:ATTR")
     if isolate and executor != "in-process":
         raise LabreplayError("--isolate runs with --executor in-process (one child per search)")
+    check_isolation(isolate, require_sandbox)
     # the optimiser is checked before the store is opened (one line, exit 2)
     tally = None
     if agent is not None and agent.startswith("openai:"):

@@ -1,0 +1,348 @@
+"""Record cards: a declarative description of a lab's record, validated against a JSON Schema.
+
+A card (`NAME.card.toml`, or `NAME.card.yaml` when PyYAML is installed) names the source files
+with their sha256, the experiment id, the descriptors visible before the result, the outcome
+rule, the evidence kinds an agent can buy, the grouping key(s) of the panel partition and
+protocol overrides. The schema (`card_schema.json`, shipped in the package) is the published
+contract; `check_schema` checks a card against it without a jsonschema dependency (the schema
+uses only type, enum, pattern, minimum, minItems, minLength, required, properties and
+additionalProperties, all checked here). The built-in records are cards in `cards/`.
+
+Every refusal is a `DataError` naming the card file, the field (a dotted path) and the value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from labreplay.errors import DataError
+
+BUILTIN_RULES = ("precursor-genome", "alab-pipeline")
+TABLE_RULES = ("bins", "columns")
+CARD_SUFFIXES = (".card.toml", ".card.yaml", ".card.yml")
+
+
+@dataclass(frozen=True)
+class Source:
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class EvidenceKind:
+    kind: str
+    reveals: str
+    shows: str
+    budget: str
+    price: int
+
+
+@dataclass(frozen=True)
+class Bin:
+    category: str
+    below: float | None
+
+
+@dataclass(frozen=True)
+class RecordCard:
+    """A validated card. `file` is where it was read from; `root` what source paths are
+    relative to (the card's folder, or the data dir when `sources_root = "data-dir"`)."""
+
+    file: Path
+    name: str
+    description: str
+    sources_root: str
+    sources: tuple[Source, ...]
+    table_file: str | None
+    table_format: str
+    id_column: str
+    descriptors: tuple[str, ...]
+    rule: str
+    outcome_column: str | None
+    bins: tuple[Bin, ...]
+    category_column: str | None
+    categories: tuple[str, ...]
+    valid_column: str | None
+    evidence: tuple[EvidenceKind, ...]
+    grouping: tuple[str, ...]
+    protocol: Mapping[str, Any]
+
+    @property
+    def builtin(self) -> bool:
+        return self.rule in BUILTIN_RULES
+
+    def error(self, message: str, field: str, value: object) -> DataError:
+        return card_error(self.file, message, field, value)
+
+
+def card_error(file: Path, message: str, field: str, value: object) -> DataError:
+    return DataError(message, file=f"card {file.name}", field=field, value=value)
+
+
+@lru_cache(maxsize=1)
+def card_schema() -> dict[str, Any]:
+    """The published JSON Schema of record cards (version 1)."""
+    text = resources.files("labreplay.suites.campaign").joinpath("card_schema.json").read_text()
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def builtin_card_path(record: str) -> Path:
+    """The packaged card of a built-in record (`precursor-genome`, `alab-pipeline`)."""
+    base = resources.files("labreplay.suites.campaign").joinpath("cards")
+    return Path(str(base.joinpath(f"{record}.card.toml")))
+
+
+def read_card_file(path: Path) -> dict[str, Any]:
+    """The card's raw mapping (TOML, or YAML with PyYAML); bad syntax names the card."""
+    name = path.name
+    if not name.endswith(CARD_SUFFIXES):
+        raise card_error(path, f"a card file is named NAME{' or NAME'.join(CARD_SUFFIXES)}",
+                         "file", name)  # fmt: skip
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise card_error(
+            path, f"unreadable card ({exc.strerror or exc})", "file", str(path)
+        ) from exc
+    try:
+        if name.endswith(".card.toml"):
+            data: object = tomllib.loads(raw.decode("utf-8"))
+        else:
+            data = _load_yaml(path, raw)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise card_error(path, f"not a valid card file: {message}", "file", name) from exc
+    if not isinstance(data, dict):
+        raise card_error(path, "a card is a mapping of fields", "file", name)
+    return data
+
+
+def _load_yaml(path: Path, raw: bytes) -> object:
+    try:
+        import yaml
+    except ImportError as exc:
+        raise card_error(
+            path, "YAML cards need PyYAML: pip install pyyaml (or write NAME.card.toml)",
+            "file", path.name,
+        ) from exc  # fmt: skip
+    try:
+        return yaml.safe_load(raw.decode("utf-8"))
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc).replace("\n", " ")) from exc
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+}
+
+
+def check_schema(value: object, schema: Mapping[str, Any], where: str) -> tuple[str, str] | None:
+    """The first violation as (dotted field, reason), or None. Covers the keywords the card
+    schema uses; an unknown field is refused by `additionalProperties: false`."""
+    kind = schema.get("type")
+    if kind is not None:
+        ok = isinstance(value, _JSON_TYPES[kind]) and (
+            kind == "boolean" or not isinstance(value, bool)
+        )
+        if not ok:
+            return where, f"expected {kind}"
+    if "enum" in schema and value not in schema["enum"]:
+        return where, f"expected one of {schema['enum']}"
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            return where, "empty"
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            return where, f"does not match {schema['pattern']}"
+    if isinstance(value, int | float) and "minimum" in schema and value < schema["minimum"]:
+        return where, f"below the minimum {schema['minimum']}"
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            return where, f"needs at least {schema['minItems']} item(s)"
+        for i, item in enumerate(value):
+            if (found := check_schema(item, schema.get("items", {}), f"{where}[{i}]")) is not None:
+                return found
+    if isinstance(value, dict):
+        props: Mapping[str, Any] = schema.get("properties", {})
+        for key in schema.get("required", ()):
+            if key not in value:
+                return _join(where, key), "required field is missing"
+        for key, item in value.items():
+            sub = _join(where, str(key))
+            if key not in props:
+                if schema.get("additionalProperties", True) is False:
+                    return sub, f"unknown card field (known: {', '.join(sorted(props))})"
+                continue
+            if (found := check_schema(item, props[key], sub)) is not None:
+                return found
+    return None
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def load_card(path: str | Path) -> RecordCard:
+    """Read and validate a card: the schema first, then the rules the schema cannot say."""
+    path = Path(path)
+    data = read_card_file(path)
+    if (found := check_schema(data, card_schema(), "")) is not None:
+        field, reason = found
+        raise card_error(path, reason, field, _value_at(data, field))
+    return _semantic(path, data)
+
+
+def _value_at(data: Mapping[str, Any], field: str) -> object:
+    value: object = data
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
+        if part.startswith("[") and isinstance(value, list):
+            value = value[int(part[1:-1])]
+        elif isinstance(value, Mapping) and part in value:
+            value = value[part]
+        else:
+            return None
+    return value if not isinstance(value, dict | list) else json.dumps(value)[:80]
+
+
+def _semantic(path: Path, data: Mapping[str, Any]) -> RecordCard:
+    outcome: Mapping[str, Any] = data["outcome"]
+    rule = str(outcome["rule"])
+    table: Mapping[str, Any] = data.get("table", {})
+    sources = tuple(Source(s["path"], s["sha256"]) for s in data["sources"])
+
+    def refuse(message: str, field: str, value: object) -> DataError:
+        return card_error(path, message, field, value)
+
+    paths = [s.path for s in sources]
+    if len(set(paths)) != len(paths):
+        raise refuse("a source is listed twice", "sources", sorted(p for p in paths if paths.count(p) > 1)[0])  # fmt: skip
+    if rule in TABLE_RULES:
+        if not table:
+            raise refuse(f"rule {rule!r} reads a table: declare table.file", "table", None)
+        if table["file"] not in paths:
+            raise refuse("the table is not one of the sources", "table.file", table["file"])
+    bins = tuple(Bin(str(b["category"]), b.get("below")) for b in outcome.get("bins", ()))
+    if rule == "bins":
+        if "column" not in outcome or not bins:
+            raise refuse("rule 'bins' needs outcome.column and outcome.bins", "outcome.rule", rule)
+        for i, b in enumerate(bins):
+            last = i == len(bins) - 1
+            if (b.below is None) != last:
+                raise refuse("every bin but the last has `below`; the last has none",
+                             f"outcome.bins[{i}].below", b.below)  # fmt: skip
+            if i and b.below is not None and bins[i - 1].below is not None and b.below <= bins[i - 1].below:  # type: ignore[operator]  # fmt: skip
+                raise refuse("bin bounds must increase", f"outcome.bins[{i}].below", b.below)
+        categories = tuple(b.category for b in bins)
+    elif rule == "columns":
+        if "category_column" not in outcome or "categories" not in outcome:
+            raise refuse("rule 'columns' needs outcome.category_column and outcome.categories",
+                         "outcome.rule", rule)  # fmt: skip
+        categories = tuple(outcome["categories"])
+    else:
+        categories = ()
+    if len(set(categories)) != len(categories):
+        raise refuse("a category is declared twice", "outcome.categories", list(categories))
+    evidence = tuple(
+        EvidenceKind(e["kind"], e["reveals"], e["shows"], e["budget"], int(e["price"]))
+        for e in data["evidence"]
+    )
+    kinds = [e.kind for e in evidence]
+    for i, e in enumerate(evidence):
+        if kinds.count(e.kind) > 1:
+            raise refuse("an evidence kind is declared twice", f"evidence[{i}].kind", e.kind)
+        if rule in TABLE_RULES and e.budget != "evidence":
+            raise refuse("a table's evidence is bought from the evidence budget",
+                         f"evidence[{i}].budget", e.budget)  # fmt: skip
+    return RecordCard(
+        file=path,
+        name=str(data["name"]),
+        description=str(data.get("description", "")),
+        sources_root=str(data.get("sources_root", "card")),
+        sources=sources,
+        table_file=table.get("file"),
+        table_format=str(
+            table.get("format", "tsv" if str(table.get("file", "")).endswith(".tsv") else "csv")
+        ),
+        id_column=str(data["experiment"]["id"]),
+        descriptors=tuple(data["experiment"]["descriptors"]),
+        rule=rule,
+        outcome_column=outcome.get("column"),
+        bins=bins,
+        category_column=outcome.get("category_column"),
+        categories=categories,
+        valid_column=outcome.get("valid_column"),
+        evidence=evidence,
+        grouping=tuple(data["grouping"]),
+        protocol=dict(data.get("protocol", {})),
+    )
+
+
+def source_paths(card: RecordCard, data_dir: Path) -> dict[str, Path]:
+    """Each source's path on disk (card-relative or data-dir-relative)."""
+    root = data_dir if card.sources_root == "data-dir" else card.file.parent
+    return {s.path: root / s.path for s in card.sources}
+
+
+def check_sources(
+    card: RecordCard, data_dir: Path, allow_modified: bool, known: Mapping[str, str] | None = None
+) -> tuple[dict[str, str], list[str]]:
+    """Hash every source; a missing file or a sha256 other than the card's stops the compile
+    (unless `allow_modified`: then the real hash is recorded and the path returned as
+    modified). `known`: digests already computed (path -> sha256) by the built-in loaders."""
+    from labreplay.sdk import sha256_file
+
+    files: dict[str, str] = {}
+    modified: list[str] = []
+    for i, (source, on_disk) in enumerate(zip(card.sources, source_paths(card, data_dir).values(), strict=True)):  # fmt: skip
+        field = f"sources[{i}].path"
+        digest = (known or {}).get(source.path)
+        if digest is None:
+            if not on_disk.is_file():
+                raise card.error("source file not found", field, source.path)
+            try:
+                digest = sha256_file(on_disk)
+            except OSError as exc:
+                raise card.error(
+                    f"unreadable source ({exc.strerror or exc})", field, source.path
+                ) from exc
+        files[source.path] = digest
+        if digest != source.sha256:
+            if not allow_modified:
+                raise card.error(
+                    f"sha256 differs from the card's (real {digest[:16]}...); restore the file, "
+                    "fix the card, or pass --allow-modified-data",
+                    f"sources[{i}].sha256", source.sha256[:16] + "...",
+                )  # fmt: skip
+            modified.append(source.path)
+    return files, modified
+
+
+def protocol_overrides(card: RecordCard) -> dict[str, Any]:
+    return dict(card.protocol)
+
+
+def describe(card: RecordCard) -> list[str]:
+    """Short lines for the compile QC header."""
+    kinds = ", ".join(f"{e.kind} ({e.budget}, price {e.price})" for e in card.evidence)
+    return [
+        f"card {card.file.name}: record {card.name}, rule {card.rule}, grouping "
+        f"{', '.join(card.grouping)}",
+        f"evidence kinds: {kinds}",
+    ]
+
+
+def names(values: Sequence[str]) -> str:
+    return ", ".join(values)

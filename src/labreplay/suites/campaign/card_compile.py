@@ -1,0 +1,237 @@
+"""Compile one partition seed of a record card: the built-in records and lab tables alike.
+
+Built-in rules (`precursor-genome`, `alab-pipeline`) load through their own loaders, with the
+sdl1 defaults, so their specs are byte-identical whether named by `--record` or by their card.
+A table (rules `bins`, `columns`) gets its protocol from declared scaling rules
+(`table_protocol`), which the card's `[protocol]` section may override:
+
+- evaluation groups: a quarter of the grouping levels per grouping column (at least 1), so
+  the panel holds about a quarter of the record, as on the Precursor Genome (255 of 1,035);
+- long candidates: decidable rows / 48, clamped to [4, 32] (32 from 1,536 decidable rows);
+- experiment budget: 3/8 of the long candidates (12 of 32, as on the Precursor Genome), at
+  least 1; evidence budget: the experiment budget x min(3, evidence kinds) x the highest
+  price, so every kind can be bought; review budget 0 unless a kind uses the reviews budget.
+A partition without two assignments is refused with the numbers that fall short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from labreplay.errors import DataError
+from labreplay.sdk import Record, sha256_file, sha256_json
+from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.suites.campaign.card import RecordCard, builtin_card_path, check_sources, load_card
+from labreplay.suites.campaign.compiler import build_specs, index_of
+from labreplay.suites.campaign.protocol import (
+    EVIDENCE_KINDS,
+    REVIEW_KIND,
+    Partition,
+    ProtocolParams,
+    protocol_for,
+)
+
+BUILTIN_RECORDS = ("precursor-genome", "alab-pipeline")
+
+
+def resolve_card(record: str | None, record_card: str | Path | None) -> RecordCard:
+    if record is not None and record_card is not None:
+        raise DataError("give a built-in record or a record card, not both", field="record",
+                        value=record)  # fmt: skip
+    if record_card is not None:
+        return load_card(record_card)
+    name = record or "precursor-genome"
+    if name not in BUILTIN_RECORDS:
+        raise DataError(
+            f"unknown campaign record (choose from {list(BUILTIN_RECORDS)}, or pass a record "
+            "card: --record-card NAME.card.toml)",
+            value=name,
+        )
+    return load_card(builtin_card_path(name))
+
+
+def compile_card(
+    card: RecordCard,
+    seed: int,
+    data_dir: Path,
+    records: Sequence[Record] | None,
+    allow_modified: bool,
+    overrides: Mapping[str, Any],
+) -> tuple[Partition, list[EnvironmentSpec], dict[str, Any]]:
+    if card.builtin:
+        return _compile_builtin(card, seed, data_dir, records, allow_modified, overrides)
+    return _compile_table(card, seed, data_dir, records, allow_modified, overrides)
+
+
+def _compile_builtin(
+    card: RecordCard,
+    seed: int,
+    data_dir: Path,
+    records: Sequence[Record] | None,
+    allow_modified: bool,
+    overrides: Mapping[str, Any],
+) -> tuple[Partition, list[EnvironmentSpec], dict[str, Any]]:
+    from labreplay.suites.campaign.api import load_records
+    from labreplay.suites.campaign.datafiles import data_provenance
+
+    kinds = [e.kind for e in card.evidence]
+    if sorted(kinds) != sorted((*EVIDENCE_KINDS, REVIEW_KIND)):
+        raise card.error(
+            f"rule {card.rule!r} provides exactly the kinds {[*EVIDENCE_KINDS, REVIEW_KIND]}",
+            "evidence", ", ".join(kinds),
+        )  # fmt: skip
+    if list(card.grouping) != ["precursors"]:
+        raise card.error(f"rule {card.rule!r} groups by precursors", "grouping", list(card.grouping))  # fmt: skip
+    data = data_provenance(card.rule, data_dir, allow_modified)
+    check_sources(card, data_dir, allow_modified, known=data["files"])
+    prices = {e.kind: e.price for e in card.evidence if e.budget == "evidence"}
+    options: dict[str, Any] = {**card.protocol, **overrides}
+    if any(p != 1 for p in prices.values()):
+        options.setdefault("evidence_prices", prices)
+    params = protocol_for(card.rule, **options)
+    recs = list(records) if records is not None else load_records(card.rule, data_dir)
+    part, specs = build_specs(recs, card.name, params, seed, data)
+    return part, specs, index_of(part, specs, card.name, params, seed, data)
+
+
+def table_protocol(card: RecordCard, records: Sequence[Record], **overrides: Any) -> ProtocolParams:
+    """The declared scaling rules (module docstring); card and caller overrides win."""
+    from labreplay.suites.campaign.protocol import decidable
+    from labreplay.suites.campaign.table_record import GROUPS_FIELD
+
+    levels: dict[str, set[str]] = {c: set() for c in card.grouping}
+    for r in records:
+        if decidable(r):
+            for g in r.descriptors[GROUPS_FIELD]:
+                levels[g.split("=", 1)[0]].add(g)
+    eval_groups = sum(max(1, len(v) // 4) for v in levels.values())
+    n_decidable = sum(1 for r in records if decidable(r))
+    long_candidates = min(32, max(4, n_decidable // 48))
+    experiments = max(1, round(long_candidates * 3 / 8))
+    evidence_kinds = [e for e in card.evidence if e.budget == "evidence"]
+    top_price = max((e.price for e in evidence_kinds), default=1)
+    rules: dict[str, Any] = {
+        "eval_precursors": eval_groups,
+        "long_candidates": long_candidates,
+        "experiment_budget": experiments,
+        "evidence_budget": experiments * min(3, len(evidence_kinds)) * top_price,
+        "review_budget": 0,
+        "evidence_prices": {e.kind: e.price for e in evidence_kinds},
+        "panel_requires_outcome": True,
+        "expected_panel": None,
+    }
+    return ProtocolParams(**{**rules, **card.protocol, **overrides})
+
+
+def _compile_table(
+    card: RecordCard,
+    seed: int,
+    data_dir: Path,
+    records: Sequence[Record] | None,
+    allow_modified: bool,
+    overrides: Mapping[str, Any],
+) -> tuple[Partition, list[EnvironmentSpec], dict[str, Any]]:
+    from labreplay.suites.campaign.protocol import decidable
+    from labreplay.suites.campaign.table_record import load_table_records
+
+    files, modified = check_sources(card, data_dir, allow_modified)
+    recs = list(records) if records is not None else load_table_records(card, data_dir)
+    params = table_protocol(card, recs, **overrides)
+    if params.evidence_budget < min(params.evidence_prices.values()):
+        raise card.error(
+            f"the evidence budget ({params.evidence_budget}) buys no evidence (cheapest price "
+            f"{min(params.evidence_prices.values())})",
+            "protocol.evidence_budget", params.evidence_budget,
+        )  # fmt: skip
+    data = {
+        "dataset_hashes": {card.name: sha256_json(sorted([p, d] for p, d in files.items()))},
+        "files": files,
+        "verified": not modified,
+        "modified": sorted(modified),
+    }
+    extra: dict[str, Any] = {
+        "card": card.file.name,
+        "card_sha256": sha256_file(card.file),
+        "outcome_rule": card.rule,
+        "grouping": list(card.grouping),
+
+        "evidence_kinds": [
+            {"kind": e.kind, "reveals": e.reveals, "shows": e.shows, "budget": e.budget,
+             "price": e.price} for e in card.evidence
+        ],
+    }  # fmt: skip
+    deciding = [e.kind for e in card.evidence if e.reveals in (card.outcome_column, card.category_column)]  # fmt: skip
+    if deciding:
+        # The kinds whose reveal decides the recorded outcome under the card's rule (a measured
+        # yield and its bin): declared as the A-Lab record's is, and printed on the board.
+        extra["outcome_from_evidence"] = {
+            "rule": f"{card.name}: {card.rule} of {card.outcome_column or card.category_column}",
+            "fields": {"category": deciding},
+            "note": "the outcome is read off these purchasable evidence kinds by the card's "
+            "rule: buying one on a candidate reveals its recorded outcome",
+        }
+    part, specs = build_specs(
+        recs, card.name, params, seed, data,
+        categories=card.categories,
+        evidence_kinds=tuple(e.kind for e in card.evidence),
+        record_extra=extra,
+    )  # fmt: skip
+    long = [a for a in part.assignments if a.kind == "long"]
+    if len(part.assignments) < 2:
+        raise card.error(
+            f"record too small for protocol sdl1 at seed {seed}: panel {len(part.panel)} "
+            f"decidable experiments in {len(part.eval_precursors)} evaluation group(s) gives "
+            f"{len(long)} long and {len(part.assignments) - len(long)} short assignments; "
+            f"needs 2 long x {params.long_candidates} or 2 short x "
+            f"{params.min_short_candidates} candidates",
+            "protocol", f"{sum(1 for r in recs if decidable(r))} decidable rows",
+        )  # fmt: skip
+    index = index_of(part, specs, card.name, params, seed, data)
+    index["qc"] = table_qc(recs, part, specs)
+    return part, specs, index
+
+
+def table_qc(
+    records: Sequence[Record], part: Partition, specs: Sequence[EnvironmentSpec]
+) -> dict[str, Any]:
+    """What compile prints about a table: decidable rows, rows per category, panel size,
+    assignments, and per assignment the base-rate score of its held-out queries (mean
+    log-likelihood of the recorded category under the context's category frequencies, +1
+    smoothing) next to the context-trained model's score bound in the spec."""
+    import math
+    from collections import Counter
+
+    from labreplay.suites.campaign.protocol import decidable
+
+    per_category = Counter(
+        str(r.outcome["category"]) for r in records if r.outcome.get("valid") is True
+    )
+    scores = []
+    for spec in specs:
+        body = spec.body
+        counts = Counter(body["context_summary"]["outcome_counts"])
+        total = sum(counts[c] for c in body["categories"]) + len(body["categories"])
+        outcomes = [body["evaluator"][q["experiment_id"]]["outcome"] for q in body["queries"]]
+        losses = [
+            -math.log((counts[o["category"]] + 1) / total)
+            for o in outcomes
+            if o.get("valid") is True
+        ]
+        target = body["acceleration_target"]["context_model_score_t0"]
+        scores.append(
+            {
+                "assignment": body["assignment"]["id"],
+                "base_rate_score": round(-sum(losses) / len(losses), 4) if losses else None,
+                "context_model_score": target,
+            }
+        )
+    return {
+        "decidable_rows": sum(1 for r in records if decidable(r)),
+        "rows": len(records),
+        "rows_per_category": dict(sorted(per_category.items())),
+        "panel_size": len(part.panel),
+        "assignments": len(part.assignments),
+        "scores": scores,
+    }

@@ -1,0 +1,169 @@
+"""A table of experiments (CSV/TSV, one row each) read through a record card into Records.
+
+Descriptors are the card's descriptor columns (numbers parsed as numbers, an empty cell a
+typed Missing) plus `groups`: one `COLUMN=value` entry per grouping column, which the panel
+partition draws its evaluation groups from. The outcome is `{"valid", "category"}`:
+- rule `bins`: a numeric column binned by the card's bounds (an empty or non-numeric cell is
+  Missing: undecidable, never a failure); every row with a number is valid.
+- rule `columns`: the category read from a column (an empty cell is Missing), validity from
+  `valid_column` when declared (true/false/1/0; a row declared invalid is a failure).
+Each evidence kind reveals one column of the row: one item, or a typed Missing when empty.
+
+Refused (one line naming the card, the field and the value): a missing column, duplicate or
+empty ids, a category or bin with no rows, a grouping key with one level, evidence revealing
+a column the table does not have.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from labreplay.sdk import Missing, Record
+from labreplay.suites.campaign.card import RecordCard, source_paths
+
+GROUPS_FIELD = "groups"
+_TRUE = {"true", "1", "yes"}
+_FALSE = {"false", "0", "no"}
+
+
+def read_rows(card: RecordCard, data_dir: Path) -> tuple[list[str], list[dict[str, str]]]:
+    assert card.table_file is not None
+    path = source_paths(card, data_dir)[card.table_file]
+    delimiter = "\t" if card.table_format == "tsv" else ","
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle, delimiter=delimiter)
+            rows = list(reader)
+            header = list(reader.fieldnames or [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise card.error(f"unreadable table ({exc})", "table.file", card.table_file) from exc
+    return header, rows
+
+
+def _cell(raw: str | None) -> Any:
+    text = (raw or "").strip()
+    if not text:
+        return Missing("empty cell in the recorded table")
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else Missing(f"non-finite number {text!r}")
+
+
+def _check_columns(card: RecordCard, header: list[str]) -> None:
+    wanted: list[tuple[str, str]] = [("experiment.id", card.id_column)]
+    wanted += [(f"experiment.descriptors[{i}]", c) for i, c in enumerate(card.descriptors)]
+    wanted += [(f"grouping[{i}]", c) for i, c in enumerate(card.grouping)]
+    for field in ("outcome_column", "category_column", "valid_column"):
+        value = getattr(card, field)
+        if value is not None:
+            wanted.append((f"outcome.{field.replace('outcome_', '')}", value))
+    for field, column in wanted:
+        if column not in header:
+            raise card.error(f"no such column in {card.table_file}", field, column)
+    for i, e in enumerate(card.evidence):
+        if e.reveals not in header:
+            raise card.error(
+                f"evidence points at nothing: no column {e.reveals!r} in {card.table_file}",
+                f"evidence[{i}].reveals", e.reveals,
+            )  # fmt: skip
+
+
+def _outcome(card: RecordCard, row: dict[str, str]) -> dict[str, Any]:
+    if card.rule == "bins":
+        assert card.outcome_column is not None
+        value = _cell(row[card.outcome_column])
+        if not isinstance(value, float):
+            reason = value.reason if isinstance(value, Missing) else f"not a number: {value!r}"
+            return {
+                "valid": Missing(f"{card.outcome_column}: {reason}"),
+                "category": Missing(reason),
+            }
+        for b in card.bins:
+            if b.below is None or value < b.below:
+                return {"valid": True, "category": b.category}
+    assert card.category_column is not None
+    if card.valid_column is not None:
+        flag = (row[card.valid_column] or "").strip().lower()
+        if flag in _FALSE:
+            return {"valid": False, "category": Missing("recorded as invalid")}
+        if flag not in _TRUE:
+            why = f"{card.valid_column} not recorded as true/false ({flag!r})"
+            return {"valid": Missing(why), "category": Missing(why)}
+    category = (row[card.category_column] or "").strip()
+    if not category:
+        missing = Missing(f"{card.category_column}: empty cell")
+        return {"valid": missing, "category": missing}
+    if category not in card.categories:
+        raise card.error(
+            f"category not declared in outcome.categories {list(card.categories)}",
+            f"outcome.category_column ({card.category_column})", category,
+        )  # fmt: skip
+    return {"valid": True, "category": category}
+
+
+def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
+    header, rows = read_rows(card, data_dir)
+    _check_columns(card, header)
+    if not rows:
+        raise card.error("the table has no rows", "table.file", card.table_file)
+    ids = [(row[card.id_column] or "").strip() for row in rows]
+    for i, eid in enumerate(ids):
+        if not eid:
+            raise card.error(f"row {i + 2} has an empty id", "experiment.id", card.id_column)
+    repeated = [k for k, n in Counter(ids).items() if n > 1]
+    if repeated:
+        raise card.error(f"experiment id {repeated[0]!r} is not unique", "experiment.id", card.id_column)  # fmt: skip
+    records = []
+    for line, (eid, row) in enumerate(zip(ids, rows, strict=True), start=2):
+        descriptors: dict[str, Any] = {c: _cell(row[c]) for c in card.descriptors}
+        descriptors[GROUPS_FIELD] = [
+            f"{c}={row[c].strip()}" for c in card.grouping if (row[c] or "").strip()
+        ]
+        outcome = _outcome(card, row)
+        evidence: dict[str, Any] = {}
+        for e in card.evidence:
+            value = _cell(row[e.reveals])
+            item = {"item_id": f"{e.kind}:{eid}:0", "kind": e.kind, "column": e.reveals,
+                    "shows": e.shows, "value": value}  # fmt: skip
+            if e.reveals in (card.outcome_column, card.category_column) and isinstance(
+                outcome["category"], str
+            ):
+                # The reading decides the outcome under the card's published rule: say so.
+                item["implies_category"] = outcome["category"]
+            evidence[e.kind] = value if isinstance(value, Missing) else [item]
+        records.append(
+            Record(
+                record_id=eid,
+                source=card.name,
+                descriptors=descriptors,
+                outcome=outcome,
+                evidence=evidence,
+                provenance={"file": card.table_file, "row": line},
+            )
+        )
+    _check_levels(card, records)
+    return records
+
+
+def _check_levels(card: RecordCard, records: list[Record]) -> None:
+    counts = Counter(
+        r.outcome["category"] for r in records if isinstance(r.outcome.get("category"), str)
+    )
+    field = "outcome.bins" if card.rule == "bins" else "outcome.categories"
+    for i, category in enumerate(card.categories):
+        if not counts[category]:
+            where = f"outcome.bins[{i}].category" if card.rule == "bins" else field
+            raise card.error("no decidable row falls in this category", where, category)
+    for i, column in enumerate(card.grouping):
+        levels = {g for r in records for g in r.descriptors[GROUPS_FIELD] if g.startswith(f"{column}=")}  # fmt: skip
+        if len(levels) < 2:
+            raise card.error(
+                f"a grouping key needs at least two levels to hold groups out (has {len(levels)})",
+                f"grouping[{i}]", column,
+            )  # fmt: skip

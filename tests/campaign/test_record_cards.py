@@ -1,0 +1,255 @@
+"""Record cards: built-in cards give the same bytes as --record; a lab's table compiles; bad
+cards exit 2 with one line naming the card, the field and the value, and write nothing."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from labreplay.cli.main import run
+from labreplay.suites.campaign.card import builtin_card_path, card_schema, load_card
+
+GOOD = """\
+card_version = 1
+name = "toy-screen"
+grouping = ["ligand"]
+
+[[sources]]
+path = "screen.csv"
+sha256 = "{sha}"
+
+[table]
+file = "screen.csv"
+
+[experiment]
+id = "well"
+descriptors = ["ligand", "base", "temperature_c"]
+
+[outcome]
+rule = "bins"
+column = "yield"
+bins = [{{ category = "low", below = 10 }}, {{ category = "mid", below = 50 }}, {{ category = "high" }}]
+
+[[evidence]]
+kind = "yield_assay"
+reveals = "yield"
+shows = "the measured yield (%)"
+budget = "evidence"
+price = 1
+"""
+
+
+def _table(folder: Path, rows: int = 400) -> str:
+    rng = np.random.default_rng(7)
+    path = folder / "screen.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        out = csv.writer(handle)
+        out.writerow(["well", "ligand", "base", "temperature_c", "constant", "yield"])
+        for i in range(rows):
+            out.writerow([f"W{i:04d}", f"L{i % 12}", f"B{i % 3}", 60 + 20 * (i % 2), "same",
+                          f"{rng.uniform(0, 100):.2f}" if i % 17 else ""])  # fmt: skip
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _card(folder: Path, text: str) -> Path:
+    path = folder / "toy-screen.card.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_builtin_cards_validate_and_schema_is_published():
+    assert card_schema()["title"].startswith("labreplay record card")
+    for name in ("precursor-genome", "alab-pipeline"):
+        card = load_card(builtin_card_path(name))
+        assert card.name == name and card.rule == name and card.grouping == ("precursors",)
+
+
+def test_builtin_card_gives_byte_identical_specs(tmp_path):
+    by_name, by_card = tmp_path / "by-name", tmp_path / "by-card"
+    assert run(["campaign", "compile", "--record", "precursor-genome", "--out", str(by_name)]) == 0
+    card = str(builtin_card_path("precursor-genome"))
+    assert run(["campaign", "compile", "--record-card", card, "--out", str(by_card)]) == 0
+    files = sorted(p.relative_to(by_name) for p in by_name.rglob("*") if p.is_file())
+    assert len(files) == 12 + 12 + 2  # visible + sealed specs, index + sealed index
+    assert files == sorted(p.relative_to(by_card) for p in by_card.rglob("*") if p.is_file())
+    for f in files:
+        assert (by_name / f).read_bytes() == (by_card / f).read_bytes(), f
+
+
+def test_table_card_compiles_with_declared_scaling(tmp_path, capsys):
+    sha = _table(tmp_path)
+    card = _card(tmp_path, GOOD.format(sha=sha))
+    out = tmp_path / "specs"
+    assert run(["campaign", "compile", "--record-card", str(card), "--seeds", "0-1",
+                "--out", str(out), "--json"]) == 0  # fmt: skip
+    import json
+
+    indexes = json.loads(capsys.readouterr().out)
+    for index in indexes:
+        long = [a for a in index["assignments"] if a["kind"] == "long"]
+        short = [a for a in index["assignments"] if a["kind"] == "short"]
+        assert long and short
+        assert max(a["candidates"] for a in short) <= min(a["candidates"] for a in long)
+        params = index["protocol_params"]
+        assert params["evidence_prices"] == {"yield_assay": 1}
+        assert params["evidence_budget"] >= 1 and params["review_budget"] == 0
+    spec = json.loads(next((out / "seed0").glob("long-1.json")).read_text())
+    assert spec["body"]["categories"] == ["low", "mid", "high"]
+    assert spec["body"]["record"]["grouping"] == ["ligand"]
+    assert all(g.startswith("ligand=") for g in spec["body"]["eval_precursors"])
+
+
+def test_yaml_card(tmp_path):
+    pytest.importorskip("yaml")
+    sha = _table(tmp_path)
+    text = f"""
+card_version: 1
+name: toy-screen
+grouping: [ligand]
+sources: [{{path: screen.csv, sha256: "{sha}"}}]
+table: {{file: screen.csv}}
+experiment: {{id: well, descriptors: [ligand, base]}}
+outcome:
+  rule: bins
+  column: yield
+  bins: [{{category: low, below: 30}}, {{category: high}}]
+evidence: [{{kind: yield_assay, reveals: yield, shows: the yield, budget: evidence, price: 1}}]
+"""
+    path = tmp_path / "toy-screen.card.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert run(["campaign", "compile", "--record-card", str(path), "--json"]) == 0
+
+
+BAD = {
+    "unknown card field": (
+        lambda t: t.replace('name = "toy-screen"', 'name = "toy-screen"\ncolour = "blue"'),
+        "colour", "unknown card field",
+    ),
+    "missing column": (
+        lambda t: t.replace('id = "well"', 'id = "plate_well"'), "experiment.id", "plate_well"
+    ),
+    "missing file": (
+        lambda t: t.replace('path = "screen.csv"', 'path = "gone.csv"').replace(
+            'file = "screen.csv"', 'file = "gone.csv"'
+        ),
+        "sources[0].path", "gone.csv",
+    ),
+    "category with no rows": (
+        lambda t: t.replace('below = 50 }}, {{ category = "high" }}', 'below = 50 }}, {{ category = "high", below = 100 }}, {{ category = "over" }}'),
+        "outcome.bins[3].category", "over",
+    ),
+    "empty bin": (
+        lambda t: t.replace('category = "low", below = 10', 'category = "low", below = -5'),
+        "outcome.bins[0].category", "low",
+    ),
+    "grouping key with one level": (
+        lambda t: t.replace('grouping = ["ligand"]', 'grouping = ["constant"]'),
+        "grouping[0]", "constant",
+    ),
+    "evidence pointing at nothing": (
+        lambda t: t.replace('reveals = "yield"', 'reveals = "hplc_trace"'),
+        "evidence[0].reveals", "hplc_trace",
+    ),
+    "wrong sha256": (lambda t: t.replace("{sha}", "0" * 64), "sources[0].sha256", "0000"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_card_exits_2_with_one_line_and_writes_nothing(case, tmp_path, capsys):
+    edit, field, value = BAD[case]
+    sha = _table(tmp_path)
+    card = _card(tmp_path, edit(GOOD).format(sha=sha))
+    before = card.read_bytes()
+    out = tmp_path / "specs"
+    code = run(["campaign", "compile", "--record-card", str(card), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert card.name in err and field in err and value in err, err
+    assert not out.exists() and card.read_bytes() == before
+
+
+def test_too_small_record_is_refused_with_the_numbers(tmp_path, capsys):
+    sha = _table(tmp_path, rows=24)
+    card = _card(
+        tmp_path, GOOD.format(sha=sha).replace('grouping = ["ligand"]', 'grouping = ["base"]')
+    )
+    out = tmp_path / "specs"
+    assert run(["campaign", "compile", "--record-card", str(card), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "record too small" in err and "panel" in err, err
+    assert not out.exists()
+
+
+def test_compile_prints_qc(tmp_path, capsys):
+    card = _card(tmp_path, GOOD.format(sha=_table(tmp_path)))
+    assert run(["campaign", "compile", "--record-card", str(card)]) == 0
+    text = capsys.readouterr().out
+    assert "rows decidable (high" in text and "base-rate score -" in text
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "cards"
+
+
+@pytest.mark.parametrize(
+    "name", ["buchwald-hartwig-ahneman2018", "edbo-direct-arylation-shields2021"]
+)
+def test_example_cards_compile_on_the_real_tables(name, data_dir):
+    from labreplay.suites.campaign.api import compile_specs
+
+    _, specs, index = compile_specs(
+        record_card=EXAMPLES / f"{name}.card.toml", seed=0, data_dir=data_dir
+    )
+    qc = index["qc"]
+    assert qc["decidable_rows"] == qc["rows"] and len(qc["rows_per_category"]) == 3
+    long = [s for s in specs if s.body["assignment"]["kind"] == "long"]
+    short = [s for s in specs if s.body["assignment"]["kind"] == "short"]
+    assert len(long) >= 2
+    assert max(len(s.body["candidates"]) for s in short) <= len(long[0].body["candidates"])
+    assert all(s.body["prices"] == {"yield_assay": 1} for s in specs)
+    assert all(s.body["budgets"]["evidence"] >= 1 for s in specs)
+    assert all(v["base_rate_score"] is not None for v in qc["scores"])
+
+
+@pytest.mark.parametrize(
+    "name", ["buchwald-hartwig-ahneman2018", "edbo-direct-arylation-shields2021"]
+)
+def test_bayes_and_matched_controls_run_on_example_cards(name, data_dir):
+    """Small settings (2 long x 8, 2 short): bayes, random and no-evidence close the same
+    experiments, buy the card's assay, and the reference rows score the panel."""
+    from labreplay.suites.campaign.agents import REFERENCE_AGENTS
+    from labreplay.suites.campaign.api import compile_specs
+    from labreplay.suites.campaign.ceiling import context_score
+    from labreplay.suites.campaign.runner import run_assignment_branches
+
+    _, specs, _ = compile_specs(
+        record_card=EXAMPLES / f"{name}.card.toml", seed=0, data_dir=data_dir,
+        long_assignments=2, short_assignments=2, long_candidates=8, experiment_budget=3,
+        evidence_budget=3,
+    )  # fmt: skip
+    assert [s.body["assignment"]["kind"] for s in specs] == ["long", "long", "short", "short"]
+    for spec in specs:
+        results = run_assignment_branches(spec, REFERENCE_AGENTS["bayes"], None, 0)
+        adaptive, rnd, ne = (results[b] for b in ("adaptive", "random", "no-evidence"))
+        closed = adaptive.metrics["experiments_closed"]
+        assert closed == spec.body["budgets"]["experiments"]
+        assert rnd.metrics["experiments_closed"] == ne.metrics["experiments_closed"] == closed
+        assert all(r.metrics["invalid_actions"] == 0 for r in results.values())
+        assert adaptive.metrics["held_out_gain"] != 0.0
+        assert -5.0 < context_score(spec.body) < 0.0
+
+
+def test_python_api_takes_record_card(tmp_path):
+    import labreplay
+
+    card = _card(tmp_path, GOOD.format(sha=_table(tmp_path)))
+    specs = labreplay.compile("campaign", record_card=card, seed=1)
+    assert specs and all(s.body["record"]["source"] == "toy-screen" for s in specs)
+    declared = specs[0].body["record"]["outcome_from_evidence"]
+    assert declared["fields"] == {"category": ["yield_assay"]}
+    with pytest.raises(Exception, match="record_cards"):
+        labreplay.compile("campaign", record_cards=card)
