@@ -582,10 +582,10 @@ def leaderboard_cmd(
             cells[1] += " UNVERIFIED"
         view.add_row(*cells)
     print_table(view, "agent")
-    from labreplay.suites.conditions.precedent_audit import audit_lines
+    from labreplay.suites.conditions.precedent_audit import precedent_reference_lines
 
     for name, lifts in board.get("precedent_references", {}).items():
-        for line in audit_lines(lifts):  # reference rows beside the precedent lifts
+        for line in precedent_reference_lines(lifts):  # reference rows beside the lifts
             console.print(f"{name}: {line}", markup=False)
     if board["unverified_data"]:
         console.print(

@@ -131,7 +131,7 @@ def reference_lifts(
     return out
 
 
-def audit_lines(lifts: Mapping[str, Mapping[str, Mapping[str, Lift]]]) -> list[str]:
+def precedent_reference_lines(lifts: Mapping[str, Mapping[str, Mapping[str, Lift]]]) -> list[str]:
     """One line per reference over all datasets, then the datasets whose exclusion baseline
     lift excludes 0 (none, when precedents are chosen blind to outcomes)."""
     if not any(per.get("all") for per in lifts.values()):

@@ -9,7 +9,7 @@ from typing import Any
 from labreplay.sdk import atomic_write_text, canonical_json
 from labreplay.suites.conditions.compiler import CompiledSet
 from labreplay.suites.conditions.independence import ranker_reference, share_lines
-from labreplay.suites.conditions.precedent_audit import audit_lines, reference_lifts
+from labreplay.suites.conditions.precedent_audit import precedent_reference_lines, reference_lifts
 from labreplay.suites.conditions.questions import write_questions
 from labreplay.suites.conditions.scoring import answer_key
 from labreplay.suites.conditions.summary import gold_position_audit
@@ -185,7 +185,7 @@ def qc_lines(info: dict[str, Any]) -> list[str]:
         shares = info["answer_shares"]
         lines.extend(share_lines(shares["before"], shares["after"], info.get("ranker_reference")))
     if info.get("precedent_references"):
-        lines.extend(audit_lines(info["precedent_references"]))
+        lines.extend(precedent_reference_lines(info["precedent_references"]))
     return lines
 
 
