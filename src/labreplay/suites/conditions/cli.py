@@ -582,6 +582,7 @@ def leaderboard_cmd(
         "fib_strict",
         "fib_score_given_hit",
         "delta_axis",
+        "precedent_lift_mc_all_score",  # read against the reference lines printed below
         "prompt_tokens",
         "completion_tokens",
     )
@@ -599,6 +600,11 @@ def leaderboard_cmd(
             cells[1] += " UNVERIFIED"
         view.add_row(*cells)
     print_table(view, "agent")
+    from labreplay.suites.conditions.precedent_audit import precedent_reference_lines
+
+    for name, lifts in board.get("precedent_references", {}).items():
+        for line in precedent_reference_lines(lifts):  # reference rows beside the lifts
+            console.print(f"{name}: {line}", markup=False)
     if board["unverified_data"]:
         console.print(
             f"UNVERIFIED DATA: {len(board['unverified_data'])} question file(s) were compiled "
