@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from labreplay.suites.conditions.questions import value_label
+from labreplay.suites.conditions.questions import table_id_of, value_label
 from labreplay.suites.conditions.tables import parse_amount, parse_ratio, utility
 
 
@@ -36,6 +36,15 @@ def _utility_of_scores(s: Mapping[str, Any], objective: str) -> float | None:
         if isinstance(ratio, tuple):
             outcome[name] = ratio
     return utility(outcome, objective)
+
+
+def utility_of_outcome(outcome: Mapping[str, Any]) -> float | None:
+    """The utility of an outcome as the release layout shows it (a precedent's), or None; a
+    declared ratio response (``response_ratio``) ranks as recorded."""
+    ratio = outcome.get("response_ratio")
+    if isinstance(ratio, int | float) and not isinstance(ratio, bool):
+        return float(ratio)
+    return _utility_of_scores(outcome, "utility")
 
 
 def _numbers(values: object, n: int) -> list[float] | None:
@@ -73,6 +82,7 @@ class AnswerKey:
     candidates: Mapping[str, tuple[str, ...]]
     row_index: Mapping[tuple[str, ...], int]  # legal observed tuple -> option index
     gold_rows: tuple[tuple[str, ...], ...]
+    table: str = ""  # the source table (clusters of every interval over questions)
 
 
 def answer_key(q: Mapping[str, Any]) -> AnswerKey:
@@ -116,6 +126,7 @@ def answer_key(q: Mapping[str, Any]) -> AnswerKey:
         candidates=candidates,
         row_index={t: i for i, t in enumerate(tuples)},
         gold_rows=tuple(tuples[i] for i in sorted(answer)),
+        table=table_id_of(q),
     )
 
 
