@@ -99,6 +99,26 @@ def _configsearch_runs(store: Store) -> None:
             best = [min(maes[: k + 1]) for k in range(len(maes))]
             store.put_scores(run_id, {"best_mae": best[-1], "steps": 6}, {"trace": best})
             store.finish_run(run_id, "complete", {})
+    # an exhaustive sweep over a small grid: the claims table is computed from it
+    sweep_id, _ = store.open_run(
+        suite="configsearch",
+        spec_hash="c" * 64,
+        spec_id="band_gap",
+        branch="sweep/exhaustive",
+        agent="exhaustive",
+        agent_params={**params, "problem": "sweep", "min_test_points": 30},
+        seed=42,
+    )
+    trajectory = Trajectory("c" * 64)
+    for r in (0.0, 0.5):
+        for n in (4, 8, 24, 48):
+            for s in (1, 2, 4, 10):
+                mae = 0.3 + 0.1 * r + 0.5 / n + 0.01 * s
+                config = {"r": r, "n": n, "s": s}
+                trajectory.append("evaluation", {"config": config, "mae": mae})
+    store.append_events(sweep_id, trajectory.events)
+    store.put_scores(sweep_id, {"best_mae": 0.32}, {})
+    store.finish_run(sweep_id, "complete", {})
 
 
 @pytest.fixture(scope="module")
@@ -151,8 +171,13 @@ def test_every_suite_section_is_legible_in_chromium(tmp_path: Path, three_suite_
     page = _measure(report, tmp_path)
     tables = parse_html(report.read_text(encoding="utf-8")).tables
     # readable labels: the agent and only the parameters that tell its runs apart
-    assert [r[0] for r in tables["configsearch-leaderboard"]] == ["bo", "random"]
-    assert [r[2] for r in tables["configsearch-leaderboard"]] == ["0-2", "0-2"]  # seeds
+    assert [r[0] for r in tables["configsearch-leaderboard"]] == ["bo", "exhaustive", "random"]
+    assert [r[2] for r in tables["configsearch-leaderboard"]] == ["0-2", "42", "0-2"]  # seeds
+    claims = tables["configsearch-claims"]  # the claims in HTML, not only Markdown
+    assert {r[2] for r in claims} == {"robust (n*s >= 30)", "full space"}
+    # conditions: score beside the floor with an interval; precedent lift with its interval
+    assert all(" to " in r[7] for r in tables["conditions-datasets"])
+    assert len(tables["conditions-precedent-lift"]) == 2
 
     assert {"campaign", "conditions", "configsearch"} <= set(page["sections"])
     # no sideways scrolling of the page: wide tables scroll inside their own box

@@ -42,8 +42,8 @@ def num(value: Any, fmt: str = f".{SIGNIFICANT}g") -> str:
 
 
 def signed(value: float | None) -> str:
-    """A difference: sign always shown, at most `SIGNIFICANT` significant digits."""
-    return num(value, f"+.{SIGNIFICANT}g")
+    """A difference: sign shown (none on an exact 0), at most `SIGNIFICANT` significant digits."""
+    return "0" if value == 0 else num(value, f"+.{SIGNIFICANT}g")
 
 
 def interval(lo: float | None, hi: float | None) -> str:
