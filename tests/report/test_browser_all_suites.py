@@ -94,7 +94,9 @@ def _configsearch_runs(store: Store) -> None:
             maes = [0.4 / (1 + k + seed / 7) for k in range(6)]
             for k, mae in enumerate(maes):
                 config = {"r": k / 5, "n": 4 + k, "s": 1 + k % 3}
-                trajectory.append("evaluate", {"config_id": f"c{k}", "config": config, "mae": mae})
+                trajectory.append("evaluation", {"config": config, "mae": mae})
+                best = min(maes[: k + 1])
+                trajectory.append("step", {"step": k + 1, "config": config, "best_so_far": best})
             store.append_events(run_id, trajectory.events)
             best = [min(maes[: k + 1]) for k in range(len(maes))]
             store.put_scores(run_id, {"best_mae": best[-1], "steps": 6}, {"trace": best})
@@ -173,6 +175,8 @@ def test_every_suite_section_is_legible_in_chromium(tmp_path: Path, three_suite_
     # readable labels: the agent and only the parameters that tell its runs apart
     assert [r[0] for r in tables["configsearch-leaderboard"]] == ["bo", "exhaustive", "random"]
     assert [r[2] for r in tables["configsearch-leaderboard"]] == ["0-2", "42", "0-2"]  # seeds
+    images = {i.get("id", "") for i in parse_html(report.read_text(encoding="utf-8")).images}
+    assert "configsearch-best-band_gap" in images  # best-so-far of bo against random, banded
     claims = tables["configsearch-claims"]  # the claims in HTML, not only Markdown
     assert {r[2] for r in claims} == {"robust (n*s >= 30)", "full space"}
     # conditions: score beside the floor with an interval; precedent lift with its interval

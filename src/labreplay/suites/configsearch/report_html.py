@@ -8,8 +8,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from labreplay.sdk.engine import Store
-from labreplay.sdk.report import details, interval, num, table
+from labreplay.sdk.report import details, image, interval, num, png_bytes, system_labels, table
 from labreplay.suites.configsearch.claims import claims_table
 from labreplay.suites.configsearch.space import Config
 from labreplay.suites.configsearch.targets import MIN_TEST_POINTS
@@ -92,4 +94,65 @@ def claims_html(store: Store) -> str:
     )
 
 
-__all__ = ["claims_html", "stored_claims"]
+def _best_so_far(store: Store, run_id: str) -> list[float]:
+    """The run's best objective after each step (its `step` events, in order)."""
+    trace = []
+    for event in store.events(run_id):
+        payload = event["payload"]
+        if event["kind"] == "step" and isinstance(payload, Mapping):
+            value = payload.get("best_so_far")
+            if isinstance(value, int | float):
+                trace.append(float(value))
+    return trace
+
+
+def stored_traces(store: Store) -> dict[str, dict[str, list[list[float]]]]:
+    """task -> system label -> the best-so-far trace of each of its complete search runs."""
+    runs = [
+        r for r in store.runs(suite="configsearch", status="complete") if r.branch != SWEEP_BRANCH
+    ]
+    labels = system_labels(runs)
+    out: dict[str, dict[str, list[list[float]]]] = {}
+    for run in runs:
+        trace = _best_so_far(store, run.run_id)
+        if trace:
+            task = str((run.agent_params or {}).get("task", run.spec_id))
+            out.setdefault(task, {}).setdefault(labels[run.run_id], []).append(trace)
+    return out
+
+
+def traces_png(task: str, by_system: Mapping[str, list[list[float]]]) -> bytes:
+    """Median best-so-far objective against steps per system, band: 25th-75th percentile over
+    its seeds (a step is counted while at least half the seeds reached it)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.0, 3.2), layout="constrained")
+    ax = fig.subplots()
+    for i, (system, traces) in enumerate(sorted(by_system.items())):
+        length = sorted(len(t) for t in traces)[len(traces) // 2]
+        rows = [t for t in traces if len(t) >= length]
+        values = np.array([t[:length] for t in rows])
+        steps = np.arange(1, length + 1)
+        lo, mid, hi = np.percentile(values, [25, 50, 75], axis=0)
+        ax.plot(steps, mid, color=f"C{i}", label=f"{system} ({len(rows)} seeds)")
+        ax.fill_between(steps, lo, hi, color=f"C{i}", alpha=0.2, linewidth=0)
+    ax.set_xlabel("step")
+    ax.set_ylabel("best objective so far (MAE)")
+    ax.set_title(f"{task}: median best-so-far, band 25-75% over seeds", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return png_bytes(fig)
+
+
+def traces_html(store: Store) -> str:
+    """HTML: one best-so-far figure per task (empty string when no search run is stored)."""
+    parts = [
+        image(traces_png(task, by_system), f"best so far {task}", f"configsearch-best-{task}")
+        for task, by_system in sorted(stored_traces(store).items())
+    ]
+    if not parts:
+        return ""
+    return "<h3>Best so far: searches against each other</h3>" + "".join(parts)
+
+
+__all__ = ["claims_html", "stored_claims", "stored_traces", "traces_html"]
