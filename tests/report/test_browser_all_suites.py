@@ -177,6 +177,7 @@ def test_every_suite_section_is_legible_in_chromium(tmp_path: Path, three_suite_
     assert [r[2] for r in tables["configsearch-leaderboard"]] == ["0-2", "42", "0-2"]  # seeds
     images = {i.get("id", "") for i in parse_html(report.read_text(encoding="utf-8")).images}
     assert "configsearch-best-band_gap" in images  # best-so-far of bo against random, banded
+    assert any(i.startswith("configsearch-map-") for i in images)  # heat maps per r
     claims = tables["configsearch-claims"]  # the claims in HTML, not only Markdown
     assert {r[2] for r in claims} == {"robust (n*s >= 30)", "full space"}
     # conditions: score beside the floor with an interval; precedent lift with its interval
