@@ -6,13 +6,16 @@ few thousandths (the s-claims) is visible next to n and r effects a hundred time
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from labreplay.sdk.engine import Store
 from labreplay.sdk.report import details, image, png_bytes
 from labreplay.suites.configsearch.targets import MIN_TEST_POINTS, Landscape, standard_error
+
+if TYPE_CHECKING:  # matplotlib is imported lazily, when a figure is drawn
+    from matplotlib.patches import Rectangle
 
 SWEEP_BRANCH = "sweep/exhaustive"
 
@@ -80,10 +83,8 @@ def landscape_png(title: str, points: Sequence[Mapping[str, Any]], min_test_poin
                     continue
                 if n * s < min_test_points:  # below C_min: no search or target uses it
                     top.text(j, i, "x", ha="center", va="center", color="white", fontsize=7)
-                elif tau is not None and value <= tau:
-                    top.add_patch(
-                        _box(j, i)  # on target
-                    )
+                elif tau is not None and value <= tau:  # on target
+                    top.add_patch(_box(j, i))
         for ax, name in ((top, f"r = {r:g}: MAE"), (bottom, f"r = {r:g}: MAE - row mean")):
             ax.set_title(name, fontsize=8)
             ax.set_xticks(range(len(ss)), [str(s) for s in ss], fontsize=6)
@@ -100,7 +101,8 @@ def landscape_png(title: str, points: Sequence[Mapping[str, Any]], min_test_poin
     return png_bytes(fig)
 
 
-def _box(j: int, i: int) -> Any:
+def _box(j: int, i: int) -> Rectangle:
+    """The outline of cell (i, j) of a heat map."""
     from matplotlib.patches import Rectangle
 
     return Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=1.2)
