@@ -33,7 +33,7 @@ def test_report_shows_leaderboard_curves_and_trajectory(tmp_path, campaign_store
     board_rows = page.tables["campaign-leaderboard"]
     ranked = [r for r in board_rows if r[0].isdigit()]
     assert [r[2] for r in ranked] == [r["system"] for r in board["rows"]]
-    assert [r[3] for r in ranked] == [f"{r['adaptive_auc']:.3f}" for r in board["rows"]]
+    assert [r[3] for r in ranked] == [f"{r['adaptive_auc']:.4g}" for r in board["rows"]]
     # Reference agents (no-evidence, random policy) are reference rows, never ranked.
     assert {r[2] for r in board_rows if r[0] == "ref"} == {
         "random",

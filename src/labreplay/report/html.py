@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,14 +19,21 @@ th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:to
 th{background:#f1f3f5} td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.rejected td{color:#a33} tr.checkpoint td{background:#eef6ff} .note{color:#555;font-size:.85em}
 img{max-width:100%;border:1px solid #eee;margin:.4em 0}
+.scroll{overflow-x:auto;max-width:100%} .scroll table{margin:.2em 0}
+pre{overflow-x:auto;max-width:100%} td{overflow-wrap:anywhere}
+details{margin:.4em 0} summary{cursor:pointer;font-weight:600;margin:.3em 0}
 """
+
+# Scores are printed to at most this many significant digits: more is noise, not information.
+SIGNIFICANT = 4
 
 
 def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def num(value: Any, fmt: str = ".3f") -> str:
+def num(value: Any, fmt: str = f".{SIGNIFICANT}g") -> str:
+    """A number as text (default: at most `SIGNIFICANT` significant digits); None is "-"."""
     if value is None:
         return "-"
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -35,8 +41,39 @@ def num(value: Any, fmt: str = ".3f") -> str:
     return format(value, fmt)
 
 
+def signed(value: float | None) -> str:
+    """A difference: sign shown (none on an exact 0), at most `SIGNIFICANT` significant digits."""
+    return "0" if value == 0 else num(value, f"+.{SIGNIFICANT}g")
+
+
+def interval(lo: float | None, hi: float | None) -> str:
+    """A confidence interval as "lo to hi" (not "[lo, hi]", which reads as a JSON list)."""
+    return f"{signed(lo)} to {signed(hi)}"
+
+
 def ci_text(ci: Mapping[str, float] | None) -> str:
-    return "-" if not ci else f"{ci['mean']:+.3f} [{ci['lo']:+.3f}, {ci['hi']:+.3f}]"
+    if not ci:
+        return "-"
+    return f"{signed(ci['mean'])} ({interval(ci['lo'], ci['hi'])})"
+
+
+def details(summary: str, body: str, *, open_: bool = False, details_id: str = "") -> str:
+    """A collapsible block (`<details>`): long tables stay one click away, the page short."""
+    ident = f' id="{esc(details_id)}"' if details_id else ""
+    state = " open" if open_ else ""
+    return f"<details{ident}{state}><summary>{esc(summary)}</summary>\n{body}\n</details>"
+
+
+def seed_list(seeds: Iterable[int]) -> str:
+    """Seeds as runs of consecutive numbers: [0, 1, 2, 5] -> "0-2, 5"."""
+    ordered = sorted(set(seeds))
+    spans: list[list[int]] = []
+    for s in ordered:
+        if spans and s == spans[-1][1] + 1:
+            spans[-1][1] = s
+        else:
+            spans.append([s, s])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def table(
@@ -55,9 +92,10 @@ def table(
             for j, c in enumerate(row)
         )
         body.append(f"<tr{cls}>{cells}</tr>")
+    # The box scrolls sideways, not the page: a wide table never widens the document.
     return (
-        f'<table id="{esc(table_id)}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table>"
+        f'<div class="scroll"><table id="{esc(table_id)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
     )
 
 
@@ -75,6 +113,8 @@ _slug = slug
 
 
 def suite_html(section: Mapping[str, Any]) -> str:
+    """The generic section: the leaderboard open; intervals, per-key accuracy and the list of
+    runs in collapsible blocks; a table with no rows is not drawn."""
     suite = section["suite"]
     slug = _slug(suite)
     parts = [f'<h2 id="{esc(slug)}">{esc(suite)} suite</h2>']
@@ -86,54 +126,46 @@ def suite_html(section: Mapping[str, Any]) -> str:
             f"{slug}-leaderboard",
             ["system", "runs", "seeds", *metrics],
             [
-                [
-                    s,
-                    m["runs"],
-                    ", ".join(map(str, m["seeds"])),
-                    *[num(m["means"].get(k)) for k in metrics],
-                ]
+                [s, m["runs"], seed_list(m["seeds"]), *[num(m["means"].get(k)) for k in metrics]]
                 for s, m in means.items()
             ],
             lambda j: j == 1 or j >= 3,
         )
     )
     if section["pairwise"]:
-        parts.append(
+        pairs = section["pairwise"]
+        body = (
             f'<p class="note">Paired bootstrap 95% intervals over shared units, seed '
             f"{BOOTSTRAP_SEED}, 10000 resamples.</p>"
-        )
-        parts.append(
-            table(
-                f"{slug}-pairwise",
-                ["a", "b", "shared units", "mean score difference", "95% CI", "separable"],
+        ) + table(
+            f"{slug}-pairwise",
+            ["a", "b", "shared units", "mean score difference", "95% CI", "separable"],
+            [
                 [
-                    [
-                        p["a"],
-                        p["b"],
-                        p["units"],
-                        num(p["diff"], "+.4f"),
-                        f"[{p['lo']:+.4f}, {p['hi']:+.4f}]",
-                        "yes" if p["separable"] else "no (tie)",
-                    ]
-                    for p in section["pairwise"]
-                ],
-                lambda j: j in (2, 3),
-            )
+                    p["a"],
+                    p["b"],
+                    p["units"],
+                    signed(p["diff"]),
+                    interval(p["lo"], p["hi"]),
+                    "yes" if p["separable"] else "no (tie)",
+                ]
+                for p in pairs
+            ],
+            lambda j: j in (2, 3),
         )
+        parts.append(details(f"Pairwise differences ({len(pairs)} pairs)", body, open_=True))
     if section["per_key"]:
         keys = sorted({k for v in section["per_key"].values() for k in v})
-        parts.append("<h3>Per-key accuracy</h3>")
-        parts.append(
-            table(
-                f"{slug}-per-key",
-                ["run / field", *keys],
-                [
-                    [label, *[num(v.get(k)) for k in keys]]
-                    for label, v in sorted(section["per_key"].items())
-                ],
-                lambda j: j >= 1,
-            )
+        body = '<p class="note">Mean over the runs of each system.</p>' + table(
+            f"{slug}-per-key",
+            ["system (answers scored)", *keys],
+            [
+                [label, *[num(v.get(k)) for k in keys]]
+                for label, v in sorted(section["per_key"].items())
+            ],
+            lambda j: j >= 1,
         )
+        parts.append(details(f"Per-key accuracy ({len(keys)} keys)", body))
     if section["traces"]:
         parts.append("<h3>Traces</h3>")
         parts.append(
@@ -148,25 +180,16 @@ def suite_html(section: Mapping[str, Any]) -> str:
                 f"{slug}-scatter3d",
             )
         )
-    parts.append("<h3>Runs</h3>")
-    parts.append(
-        table(
-            f"{slug}-runs",
-            ["run", "system", "spec", "branch", "seed", "status", "scores"],
-            [
-                [
-                    r["run_id"],
-                    r["system"],
-                    r["spec_id"],
-                    r["branch"],
-                    r["seed"],
-                    r["status"],
-                    json.dumps({k: v for k, v in r["scores"].items()}, sort_keys=True),
-                ]
-                for r in section["runs"]
-            ],
-        )
+    runs = section["runs"]
+    runs_table = table(
+        f"{slug}-runs",
+        ["run", "system", "spec", "branch", "seed", "status"],
+        [
+            [r["run_id"], r["system"], r["spec_id"], r["branch"], r["seed"], r["status"]]
+            for r in runs
+        ],
     )
+    parts.append(details(f"Runs ({len(runs)})", runs_table))
     return "\n".join(parts)
 
 

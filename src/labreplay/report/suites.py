@@ -14,9 +14,10 @@ reads an event payload as (three coordinates, objective); they are drawn as a 3-
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from labreplay.scoring.stats import BOOTSTRAP_SEED, paired_bootstrap_ci
@@ -32,12 +33,58 @@ TRACE_KEYS = ("trace", "best_so_far", "curve")
 PointOf = Callable[[Mapping[str, Any]], tuple[float, float, float, float] | None]
 
 
-def system_of(run: RunInfo) -> str:
-    return (
-        run.agent
-        if not run.agent_params
-        else f"{run.agent} {json.dumps(run.agent_params, sort_keys=True)}"
-    )
+# A parameter value longer than this is shown by a short hash of its canonical JSON.
+LABEL_VALUE_CHARS = 24
+
+
+def _param_text(value: Any) -> str:
+    """A parameter value as label text: scalars as themselves (floats to 4 significant digits),
+    lists of scalars joined by commas, anything longer or nested as `#` + 8 hex of its hash."""
+    if isinstance(value, float):
+        text = format(value, ".4g")
+    elif isinstance(value, str | int | bool) or value is None:
+        text = str(value)
+    elif isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        text = ",".join(_param_text(v) for v in value)
+    else:
+        text = LABEL_VALUE_CHARS * "x" + "x"
+    if len(text) > LABEL_VALUE_CHARS:
+        canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+        text = "#" + hashlib.sha256(canonical.encode()).hexdigest()[:8]
+    return text
+
+
+def system_of(run: RunInfo, keys: Iterable[str] | None = None) -> str:
+    """A readable system label: the agent name and `key=value` for the parameters in `keys`
+    (default: all of them), never a JSON blob."""
+    params = run.agent_params or {}
+    chosen = sorted(params) if keys is None else [k for k in sorted(keys) if k in params]
+    return " ".join([run.agent, *(f"{k}={_param_text(params[k])}" for k in chosen)])
+
+
+def system_labels(runs: Iterable[RunInfo]) -> dict[str, str]:
+    """run_id -> label: the agent name plus only the parameters that differ between runs of
+    the same agent (so that two configurations of one agent stay apart, and one stays short)."""
+    by_agent: dict[str, list[RunInfo]] = defaultdict(list)
+    for run in runs:
+        by_agent[run.agent].append(run)
+    labels: dict[str, str] = {}
+    for group in by_agent.values():
+        keys = sorted({k for r in group for k in (r.agent_params or {})})
+        varying = [
+            k
+            for k in keys
+            if len(
+                {
+                    json.dumps((r.agent_params or {}).get(k), sort_keys=True, default=str)
+                    for r in group
+                }
+            )
+            > 1
+        ]
+        for run in group:
+            labels[run.run_id] = system_of(run, varying)
+    return labels
 
 
 def _walk(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -63,11 +110,12 @@ def suite_section(
     runs = store.runs(suite=suite)
     rows: list[dict[str, Any]] = []
     units: dict[str, dict[str, float]] = defaultdict(dict)
-    per_key: dict[str, dict[str, float]] = {}
+    per_key_runs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     traces: dict[str, list[float]] = {}
     points: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
+    labels = system_labels(runs)
     for run in runs:
-        system = system_of(run)
+        system = labels[run.run_id]
         scores = store.scores(run.run_id)
         rows.append(
             {
@@ -84,8 +132,9 @@ def suite_section(
             leaf = path.rsplit(".", 1)[-1]
             if leaf.startswith("per_key_accuracy") and isinstance(value, Mapping):
                 numeric = {str(k): v for k, v in value.items() if _number(v) is not None}
-                if numeric:
-                    per_key[f"{system} | {run.spec_id} | {path}"] = numeric
+                kind = leaf.removeprefix("per_key_accuracy").strip("_") or "all"
+                for key, v in numeric.items():  # summarised: mean over runs and score paths
+                    per_key_runs[f"{system} ({kind})"][key].append(float(v))
             elif leaf in TRACE_KEYS and isinstance(value, list) and value:
                 numbers = [_number(v) for v in value]
                 if all(v is not None for v in numbers):
@@ -108,7 +157,10 @@ def suite_section(
         "metrics": sorted({m for r in rows for m in r["scores"]}),
         "means": _means(rows),
         "pairwise": _pairwise(units),
-        "per_key": per_key,
+        "per_key": {
+            label: {k: sum(v) / len(v) for k, v in sorted(keys.items())}
+            for label, keys in sorted(per_key_runs.items())
+        },
         "traces": traces,
         "points": dict(points),
         "axes": axes,

@@ -4,21 +4,43 @@ generic section (leaderboard, pairwise intervals, traces) every suite may start 
     from labreplay.sdk.report import generic_section, table, image, png_bytes
 """
 
-from labreplay.report.html import ci_text, esc, image, num, slug, table
+from labreplay.report.html import (
+    ci_text,
+    details,
+    esc,
+    image,
+    interval,
+    num,
+    seed_list,
+    signed,
+    slug,
+    table,
+)
 from labreplay.report.plots import png_bytes, scatter3d, traces
-from labreplay.report.suites import PointOf, generic_section, suite_section, system_of
+from labreplay.report.suites import (
+    PointOf,
+    generic_section,
+    suite_section,
+    system_labels,
+    system_of,
+)
 
 __all__ = [
     "PointOf",
     "ci_text",
+    "details",
     "esc",
     "generic_section",
     "image",
+    "interval",
     "num",
     "png_bytes",
     "scatter3d",
+    "seed_list",
+    "signed",
     "slug",
     "suite_section",
+    "system_labels",
     "system_of",
     "table",
     "traces",

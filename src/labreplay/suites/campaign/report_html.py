@@ -6,7 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from labreplay.sdk.report import ci_text, esc, image, num, slug, table
+from labreplay.sdk.report import (
+    ci_text,
+    details,
+    esc,
+    image,
+    interval,
+    num,
+    seed_list,
+    signed,
+    slug,
+    table,
+)
 from labreplay.suites.campaign import report_plots as plots
 
 
@@ -33,12 +44,12 @@ def campaign_html(section: Mapping[str, Any]) -> str:
                 r["system"],
                 num(r["adaptive_auc"]),
                 ci_text(r.get("skill_over_context")),
-                num(r["held_out_gain"], "+.3f"),
+                signed(r["held_out_gain"]),
                 ci_text(r["selection_lift"]),
                 ci_text(r["evidence_lift"]),
                 num(r["overclaim_rate"], ".2f"),
                 num(r["invalid_actions"], ".0f"),
-                ", ".join(str(s) for s in rep.get("seeds", [])),
+                seed_list(rep.get("seeds", [])),
                 r["assignments"],
                 " / ".join(str(rep.get("complete", {}).get(b, 0)) for b in plots.BRANCH_STYLE),
             ]
@@ -46,7 +57,7 @@ def campaign_html(section: Mapping[str, Any]) -> str:
     for ref in board.get("references", []):
         rows.append(
             ["ref", "-", ref["system"], num(ref["adaptive_auc"])]
-            + [ci_text(ref.get("skill_over_context")), num(ref["held_out_gain"], "+.3f")]
+            + [ci_text(ref.get("skill_over_context")), signed(ref["held_out_gain"])]
             + [ci_text(ref.get("selection_lift")), ci_text(ref.get("evidence_lift"))]
             + ["-"] * 3
             + [ref.get("covers", ref["assignments"]), "-"]
@@ -54,7 +65,7 @@ def campaign_html(section: Mapping[str, Any]) -> str:
     for c in board.get("ceiling", []):  # older boards: the oracle is a reference row now
         rows.append(
             ["oracle (reference)", "-", f"{c['system']} (sees outcomes)", num(c["adaptive_auc"])]
-            + ["-", num(c["held_out_gain"], "+.3f")]
+            + ["-", signed(c["held_out_gain"])]
             + ["-"] * 7
         )
     headers = [
@@ -102,25 +113,26 @@ def campaign_html(section: Mapping[str, Any]) -> str:
             )
         )
     parts.append("<h3>Pairwise adaptive-AUC differences (a - b)</h3>")
-    if len(board["rows"]) < 2:
+    if not board["pairwise"]:  # no empty table: say why there is nothing to compare
         parts.append('<p class="note">Fewer than two ranked systems: nothing to compare.</p>')
-    parts.append(
-        table(
-            "campaign-pairwise",
-            ["a", "b", "AUC difference", "95% CI", "separable"],
-            [
+    else:
+        parts.append(
+            table(
+                "campaign-pairwise",
+                ["a", "b", "AUC difference", "95% CI", "separable"],
                 [
-                    p["a"],
-                    p["b"],
-                    num(p["auc_diff"], "+.4f"),
-                    f"[{p['lo']:+.4f}, {p['hi']:+.4f}]",
-                    "yes" if p["separable"] else "no (tie)",
-                ]
-                for p in board["pairwise"]
-            ],
-            lambda j: j == 2,
+                    [
+                        p["a"],
+                        p["b"],
+                        signed(p["auc_diff"]),
+                        interval(p["lo"], p["hi"]),
+                        "yes" if p["separable"] else "no (tie)",
+                    ]
+                    for p in board["pairwise"]
+                ],
+                lambda j: j == 2,
+            )
         )
-    )
     parts.append("<h3>Leave-one-assignment-out ranks</h3>")
     assignments = board["assignments"]
     parts.append(
@@ -176,9 +188,9 @@ def trajectory_html(traj: Mapping[str, Any]) -> str:
                 s.get("evidence", ""),
                 s.get("forecast", ""),
                 num(s.get("local_loss")) if "local_loss" in s else "",
-                num(s.get("local_change"), "+.3f") if "local_change" in s else "",
+                signed(s.get("local_change")) if "local_change" in s else "",
                 num(s.get("panel_score")) if "panel_score" in s else "",
-                num(s.get("panel_change"), "+.4f") if "panel_change" in s else "",
+                signed(s.get("panel_change")) if "panel_change" in s else "",
                 *[s["budgets_left"].get(b, "") for b in budget_names],
                 s.get("note", ""),
             ]
@@ -201,13 +213,12 @@ def trajectory_html(traj: Mapping[str, Any]) -> str:
         *[f"{b} left" for b in budget_names],
         "note",
     ]
-    parts.append(
-        table(
-            "belief-trajectory-table",
-            headers,
-            rows,
-            lambda j: 5 <= j <= 8 + len(budget_names),
-            classes,
-        )
+    steps_table = table(
+        "belief-trajectory-table",
+        headers,
+        rows,
+        lambda j: 5 <= j <= 8 + len(budget_names),
+        classes,
     )
+    parts.append(details(f"Every event of the run ({len(rows)})", steps_table))
     return "\n".join(parts)

@@ -90,7 +90,7 @@ def per_assignment_lifts(rows: Sequence[Mapping[str, Any]]) -> bytes:
     replicates averaged first), with +-2 SE of the replicate mean; a hollow marker is an
     unresolved sign (|lift| <= 2 SE, or one replicate). Assignments are labelled seed/id."""
     fig = Figure(figsize=(9.0, 3.2))
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.3, top=0.88)
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.3, top=0.88)  # the y label whole
     ax = fig.subplots()
     labels: list[str] = []
     for i, row in enumerate(rows):

@@ -32,12 +32,16 @@ class ConditionsSuite:
 
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
         from labreplay.sdk.report import generic_section
-        from labreplay.suites.conditions.report_html import cost_panel, dataset_bars
+        from labreplay.suites.conditions.report_html import (
+            cost_panel,
+            dataset_bars,
+            precedent_lifts,
+        )
 
         section = generic_section(store, self.name)
         if section is None:
             return None
-        html = section.html + dataset_bars(store) + cost_panel(store)
+        html = section.html + dataset_bars(store) + precedent_lifts(store) + cost_panel(store)
         return ReportSection(section.suite, html, section.info)
 
     def demo(self, data_dir: Path, store: Path, out_dir: Path, *, full: bool = False) -> None:

@@ -54,8 +54,17 @@ class ConfigsearchSuite:
 
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
         from labreplay.sdk.report import generic_section
+        from labreplay.suites.configsearch.report_html import claims_html, traces_html
+        from labreplay.suites.configsearch.report_maps import landscapes_html
 
-        return generic_section(store, self.name, config_point, ("r", "n", "s"))
+        section = generic_section(store, self.name, config_point, ("r", "n", "s"))
+        if section is None:
+            return None
+        return ReportSection(
+            section.suite,
+            section.html + traces_html(store) + claims_html(store) + landscapes_html(store),
+            section.info,
+        )
 
     def demo(self, data_dir: Path, store: Path, out_dir: Path, *, full: bool = False) -> None:
         from labreplay.suites.configsearch.demo import run_demo
