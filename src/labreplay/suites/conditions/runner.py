@@ -85,7 +85,9 @@ def question_spec(
         ids_sha256 = sha256_json(sorted(str(q["id"]) for q in questions))
         body["question_ids_sha256"] = ids_sha256
         spec_id = f"{spec_id}-subset-{ids_sha256[:8]}"
-    return EnvironmentSpec(SUITE, PROTOCOL, PROTOCOL_VERSION, spec_id, body)
+    # the file's place travels with the spec (not hashed), so `run` needs no questions=PATH
+    attached = {sha256: str(questions_path.resolve())}
+    return EnvironmentSpec(SUITE, PROTOCOL, PROTOCOL_VERSION, spec_id, body, attached)
 
 
 def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
