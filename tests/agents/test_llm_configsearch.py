@@ -17,14 +17,14 @@ from labreplay.testing.schema_server import SchemaAnswerer
 RECORDED = Path(__file__).resolve().parents[2] / "benchmarks" / "references" / "configsearch"
 
 
-def _replay(base_url: str) -> tuple[int, str]:
+def _replay(base_url: str, *extra: str) -> tuple[int, str]:
     # band gap has degenerate (all-metal) test folds in every configuration: not scored
     ref = sorted(RECORDED.glob("refractive_index__*.json.gz"))
     if not ref:
         pytest.skip("no recorded reference files")
     args = ["replay", "--references", str(ref[0]), "--seeds", "2", "--budget", "4"]
     llm = ["--agent", "openai:frontier", "--base-url", base_url, "--timeout", "5"]
-    result = CliRunner().invoke(app, [*args, *llm, "--max-retries", "0", "--json"])
+    result = CliRunner().invoke(app, [*args, *llm, "--max-retries", "0", "--json", *extra])
     return result.exit_code, result.output
 
 
@@ -53,3 +53,16 @@ def test_llm_optimiser_on_a_garbage_endpoint_is_failed_and_unranked() -> None:
     assert agent["status"] == "failed" and not agent["ranked"]
     assert agent["llm_usage"]["calls"] == agent["llm_usage"]["failed_calls"] > 0
     assert agent["invalid_steps"] == 2  # every suggestion failed: recorded, never a crash
+
+
+def test_llm_optimiser_calls_are_priced_from_a_price_file(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"frontier": {"input": 3, "output": 15, "cached_input": 0.3}}))
+    with StubServer(SchemaAnswerer()) as server:
+        code, out = _replay(server.base_url, "--prices", str(prices))
+    assert code == 0, out
+    usage = json.loads(out)[0]["agent"]["llm_usage"]
+    cached = usage["cached_tokens"]
+    fresh = usage["prompt_tokens"] - cached
+    expected = (fresh * 3 + cached * 0.3 + usage["completion_tokens"] * 15) / 1e6
+    assert usage["cost_usd"] == pytest.approx(expected, abs=1e-6)

@@ -155,6 +155,10 @@ BAD = {
         "evidence[0].reveals", "hplc_trace",
     ),
     "wrong sha256": (lambda t: t.replace("{sha}", "0" * 64), "sources[0].sha256", "0000"),
+    "claim supported by nothing": (
+        lambda t: t + '\n[[claims]]\nname = "yield_ok"\nsupported_by = ["hplc_trace"]\n',
+        "claims[0].supported_by", "hplc_trace",
+    ),
 }  # fmt: skip
 
 
@@ -239,6 +243,13 @@ def test_bayes_and_matched_controls_run_on_example_cards(name, data_dir):
         assert closed == spec.body["budgets"]["experiments"]
         assert rnd.metrics["experiments_closed"] == ne.metrics["experiments_closed"] == closed
         assert all(r.metrics["invalid_actions"] == 0 for r in results.values())
+        # the table's own claim, not the four solid-state ones: stated at every closure and
+        # supported exactly when the outcome's assay was bought (bayes buys it: no overclaim)
+        assert spec.body["claims"] == [
+            {"name": "outcome_category", "supported_by": ["yield_assay"]}
+        ]
+        assert adaptive.metrics["claim_log_loss"] is not None
+        assert adaptive.metrics["overclaim_rate"] == 0.0
         assert adaptive.metrics["held_out_gain"] != 0.0
         assert -5.0 < context_score(spec.body) < 0.0
 

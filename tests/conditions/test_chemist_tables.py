@@ -71,8 +71,13 @@ def amination_grid(tmp_path: Path) -> Path:
     sheet.append(["Aryl halide", "Base", "Ligand", "Additive", "Yield (%)"])
     for halide in ("4-bromoanisole", "3-iodopyridine"):
         for base, ligand, additive in product(BASES, LIGANDS, ADDITIVES):
+            # the best base and ligand change with the additive (rotated orders): a screen
+            # whose one combination won everywhere would be one answer repeated (issue 36)
+            a = ADDITIVES.index(additive)
             effect = (
-                10 * BASES.index(base) + 8 * LIGANDS.index(ligand) - 3 * ADDITIVES.index(additive)
+                10 * ((BASES.index(base) + a) % len(BASES))
+                + 8 * ((LIGANDS.index(ligand) + a) % len(LIGANDS))
+                - 3 * a
             )
             sheet.append(
                 [
@@ -154,10 +159,26 @@ def test_full_amination_grid_becomes_literature_sized_questions(
     _assert_one_line_error(proc, "unknown axis kind", "'Additive'", "'spectator'")
 
 
-def test_slice_cols_declare_the_tables(amination_grid: Path, tmp_path: Path) -> None:
+def test_slice_cols_declare_the_tables(tmp_path: Path) -> None:
+    # the amination grid with the ligand order changing from one (base, additive) slice to the
+    # next: with one ligand best everywhere the answer-share cap (issue 36) would keep nothing
+    import openpyxl
+
+    rng = np.random.default_rng(11)
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.append(["Aryl halide", "Base", "Ligand", "Additive", "Yield (%)"])
+    for halide in ("4-bromoanisole", "3-iodopyridine"):
+        for base, additive in product(BASES, ADDITIVES):
+            order = rng.permutation(len(LIGANDS))
+            for ligand, rank in zip(LIGANDS, order, strict=True):
+                sheet.append([halide, base, ligand, additive, float(20 + 15 * rank)])
+    grid = tmp_path / "amination_grid.xlsx"
+    book.save(grid)
     out = tmp_path / "sliced.jsonl"
     proc = _compile(
-        amination_grid, out, "--reaction-cols", "Aryl halide",
+        grid, out, "--reaction-cols", "Aryl halide",
         "--condition-cols", "Base,Ligand,Additive", "--yield-col", "Yield (%)",
         "--slice-cols", "Additive,Base", "--json", "--name", "amination_grid",
     )  # fmt: skip

@@ -78,6 +78,12 @@ def test_ranker_beats_random_floor_and_store_keeps_everything(
         assert store.score_details(rank["run_id"])["summary"]["precedent_lift"]
         board = leaderboard(store)
         assert {r["agent"] for r in board["runs"]} == {"random", "ranker_leave_table_out"}
+        # the reference rows beside every precedent lift on the board (issue 36)
+        refs = board["precedent_references"][run.spec_id]
+        assert refs["exclusion"]["all"]["mc.score"]["contains_zero"]
+        assert refs["precedent_ranker"]["all"]["mc.score"]["ci95"][0] > 0
+        lift = store.score_details(rank["run_id"])["summary"]["precedent_lift"]["mc_single.score"]
+        assert lift["clusters"] < lift["n"] and lift["resampled"] == "source tables"
 
 
 class _Crashing(RandomAgent):

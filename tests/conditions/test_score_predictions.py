@@ -121,13 +121,17 @@ def test_bad_fib_slots_and_lines_that_are_not_predictions(
 ) -> None:
     qs = _questions(question_file)
     fib = _by_type(qs, "fib_all")
+    # the other substrate's FIB (FIB precedents come from outside the table: no twin here)
+    other_fib = next(
+        q for q in qs.values() if q["question_type"] == "fib_all" and q["id"] != fib["id"]
+    )
     n_lig = len(fib["candidates"]["ligand"])
     preds = tmp_path / "p.jsonl"
     preds.write_text(
         "\n".join(
             [
                 json.dumps({"id": fib["id"], "answer": {"choices": {"ligand": n_lig, "base": 0}}}),
-                json.dumps({"id": fib["id"] + "_prec", "answer": {"choices": [0, 1]}}),
+                json.dumps({"id": other_fib["id"], "answer": {"choices": [0, 1]}}),
                 "[1, 2]",
                 "{not json",
                 json.dumps({"answer": {"option": 0}}),

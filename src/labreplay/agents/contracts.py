@@ -83,6 +83,12 @@ class CallRecord(TypedDict, total=False):
     # The request field that carried `max_tokens` when it was not "max_tokens" (a reasoning
     # model's "max_completion_tokens"); absent for the ordinary field.
     token_param: str
+    # USD this call spent at the run's prices (`llm_prices`): provider-cached prompt tokens at
+    # the cached rate, 0 for a response-cache hit, None when the model's price is unknown.
+    cost_usd: float | None
+    # Prompt tokens written to the provider's prompt cache (Anthropic), priced at its cache
+    # write rate; absent where the provider reports none.
+    cache_write_tokens: int
 
 
 @runtime_checkable

@@ -87,6 +87,7 @@ def client_options(
     reasoning_tokens: int | None = None,
     max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
     call_time_s: float | None = None,
+    provider: str = "auto",
 ) -> dict[str, Any]:
     """The LLM client's keyword arguments. `temperature=None` is the default: 0 for an
     ordinary model, none sent to a reasoning model (which takes none); a given temperature is
@@ -117,4 +118,5 @@ def client_options(
         "meter": CapMeter(caps),
         "token_param": token_param,
         "reasoning_tokens": reasoning_tokens,
+        "provider": provider,
     }

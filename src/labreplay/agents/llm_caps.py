@@ -1,4 +1,4 @@
-"""Caps on what one run may spend on a model: calls, tokens, wall time.
+"""Caps on what one run may spend on a model: calls, tokens, wall time, money.
 
 A cap is declared before a run and recorded with it (the run summary's `caps`). The client
 checks it before every request; once one is reached no further request is sent, the reply is
@@ -10,6 +10,15 @@ resumed run stops at the same call as an uninterrupted one).
 
 Token caps count the provider's `usage` where it reports it, else a declared estimate
 (`estimate_tokens`: characters / 4).
+
+Money (`llm_prices`): every call record gets `cost_usd`, what it spent at the run's price
+table (provider-cached prompt tokens at the cached rate, a response-cache hit 0, None when the
+model's price is unknown). `--max-cost USD` caps one run at the list cost of its calls (a
+response-cache hit counts at what it cost when it was paid, so a resumed run stops at the same
+call as an uninterrupted one); `--max-total-cost USD` caps the money every run of one command
+really spends (hits are free). Both are checked before each call, so a run may pass its cap by
+the calls in flight when it was reached (one call, for a sequential agent). Either cap on a
+model whose price is unknown is refused before any call.
 """
 
 from __future__ import annotations
@@ -17,12 +26,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from labreplay.agents.contracts import CallRecord
+from labreplay.agents.llm_prices import ModelPrice, PriceTable, SpendLedger
 from labreplay.errors import AgentError, LabreplayError
 
 CHARS_PER_TOKEN_ESTIMATE = 4.0
+# The words every money cap's message carries (what stopped the run).
+COST_CAP = "cost cap"
 
 
 def estimate_tokens(chars: int | None) -> int:
@@ -57,6 +70,11 @@ class RunCaps:
     max_calls: int | None = None
     max_tokens_total: int | None = None
     max_time_s: float | None = None
+    max_cost_usd: float | None = None
+    # How tokens become money (None: the built-in table) and the whole command's spend
+    # (`--max-total-cost`); neither is a cap of the run itself, so neither is compared.
+    prices: PriceTable | None = field(default=None, compare=False)
+    ledger: SpendLedger | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("max_calls", "max_tokens_total"):
@@ -65,13 +83,25 @@ class RunCaps:
                 raise AgentError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
         if self.max_time_s is not None and not self.max_time_s > 0:
             raise AgentError(f"--max-time must be > 0 seconds, got {self.max_time_s}")
+        cost = self.max_cost_usd
+        if cost is not None and not (math.isfinite(cost) and cost > 0):
+            raise AgentError(f"--max-cost must be a number > 0 (USD), got {cost}")
 
     def as_params(self) -> dict[str, Any]:
-        return {
+        params: dict[str, Any] = {
             "max_calls": self.max_calls,
             "max_tokens_total": self.max_tokens_total,
             "max_time_s": self.max_time_s,
         }
+        # Only when set: the caps recorded before money caps existed keep their form.
+        if self.max_cost_usd is not None:
+            params["max_cost_usd"] = self.max_cost_usd
+        if self.ledger is not None:
+            params["max_total_cost_usd"] = self.ledger.limit_usd
+        return params
+
+    def price_for(self, model: str) -> ModelPrice | None:
+        return (self.prices or PriceTable()).price_for(model)
 
 
 class CapMeter:
@@ -79,17 +109,43 @@ class CapMeter:
 
     def __init__(self, caps: RunCaps | None = None) -> None:
         self.caps = caps or RunCaps()
+        self.price: ModelPrice | None = None
         self.reset()
 
     def reset(self) -> None:
         self.calls = 0
         self.tokens = 0
+        self.cost_usd = 0.0  # list cost of this run's calls (response-cache hits included)
         self.started = time.monotonic()
 
-    def charge(self, call: Mapping[str, Any]) -> None:
-        """Count a finished call's tokens (its call was counted when admitted)."""
+    def bind_model(self, model: str) -> None:
+        """Price this meter's calls as `model`'s; a money cap on an unpriced model is refused."""
+        self.price = self.caps.price_for(model)
+        if self.price is None and (self.caps.max_cost_usd or self.caps.ledger):
+            option = "--max-cost" if self.caps.max_cost_usd else "--max-total-cost"
+            source = self.caps.prices.source if self.caps.prices else "the built-in prices"
+            raise AgentError(
+                f"{option} needs the price of model {model!r}, which is not in {source}: give "
+                f'--prices FILE with {{"{model}": {{"input": IN, "output": OUT}}}} (USD per '
+                "million tokens)"
+            )
+
+    def charge(self, call: CallRecord) -> None:
+        """Count a finished call's tokens and money (its call was counted when admitted), and
+        write what it spent on the record (`cost_usd`: 0 for a response-cache hit, None for a
+        model without a price)."""
         prompt, completion, _ = call_tokens(call)
         self.tokens += prompt + completion
+        if self.price is None:
+            call["cost_usd"] = None
+            return
+        cached, written = int(call.get("cached_tokens") or 0), call.get("cache_write_tokens", 0)
+        listed = self.price.cost(prompt, cached, completion, written)
+        self.cost_usd += listed
+        spent = 0.0 if call.get("cached") else listed
+        call["cost_usd"] = spent
+        if self.caps.ledger is not None:
+            self.caps.ledger.charge(spent)
 
     def admit(self) -> CapReached | None:
         """Count one more call, or say which cap forbids it. Calls are counted when they are
@@ -128,5 +184,15 @@ class CapMeter:
         if caps.max_tokens_total is not None and self.tokens >= caps.max_tokens_total:
             return CapReached(
                 f"--max-tokens-total {caps.max_tokens_total}", f"{self.tokens} tokens spent"
+            )
+        if caps.max_cost_usd is not None and self.cost_usd >= caps.max_cost_usd:
+            return CapReached(
+                f"--max-cost {caps.max_cost_usd:g}",
+                f"{COST_CAP}: ${self.cost_usd:.4f} listed for this run's calls",
+            )
+        if caps.ledger is not None and caps.ledger.over():
+            return CapReached(
+                f"--max-total-cost {caps.ledger.limit_usd:g}",
+                f"{COST_CAP}: ${caps.ledger.spent_usd:.4f} spent by this command",
             )
         return self.time_exceeded()

@@ -22,6 +22,13 @@ from typing import Any
 from labreplay._provenance import register_secret, scrub_text
 from labreplay._rng import derive_seed, make_rng
 from labreplay.agents.base import CallRecord, ResponseCache
+from labreplay.agents.llm_anthropic import (
+    ANTHROPIC_ENDPOINT,
+    AsyncMessagesClient,
+    MessagesClient,
+    messages_request,
+    resolve_provider,
+)
 from labreplay.agents.llm_budget import response_budget
 from labreplay.agents.llm_caps import CapMeter, CapReached
 from labreplay.agents.llm_config import (
@@ -32,6 +39,7 @@ from labreplay.agents.llm_config import (
     Sampling,
     StructuredMode,
     check_base_url,
+    ignoring_host,
     is_reasoning_model,
     public_endpoint,
     secret_query_values,
@@ -151,6 +159,9 @@ class _ClientCore:
     # False when the sampling temperature is only the default (0): then it is not sent to a
     # reasoning model, which takes none. A temperature the user set is always sent.
     temperature_explicit: bool = True
+    # The wire format: "openai" (chat completions), "anthropic" (the Messages API) or "auto"
+    # (anthropic for a base URL on api.anthropic.com); see `llm_anthropic`.
+    provider: str = "auto"
 
     def __post_init__(self) -> None:
         if not self.model:
@@ -163,8 +174,13 @@ class _ClientCore:
             )
         if self.reasoning_tokens is not None and self.reasoning_tokens < 0:
             raise AgentError(f"--reasoning-tokens must be >= 0, got {self.reasoning_tokens}")
+        self._provider = resolve_provider(self.provider, self.base_url)
+        if self._provider == "anthropic":
+            self.base_url = self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+            self.base_url = self.base_url or ANTHROPIC_ENDPOINT
         self.base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
         check_base_url(self.base_url)
+        self.meter.bind_model(self.model)  # its price; a money cap on an unpriced model refused
         # Circuit breaker: an endpoint that never answered and failed a whole call (with its
         # retries), or failed CIRCUIT_LIMIT calls in a row, is not asked again by this client;
         # the calls are recorded as failed at once instead of each waiting out its retries.
@@ -176,6 +192,11 @@ class _ClientCore:
         # server accepts is kept; one it refuses is dropped for the rest of this client's life.
         self._formats: list[str] = list(STRUCTURED_FALLBACKS.get(self.structured, ()))
         self._format_confirmed = self.structured != "auto"
+        # An endpoint that ignores response_format and seed gets neither: nothing it did not
+        # apply is sent, and none is recorded as applied (see `params`).
+        self._ignoring = ignoring_host(self.base_url) if self._provider == "openai" else None
+        if self._ignoring is not None or self._provider == "anthropic":
+            self._formats, self._format_confirmed = [], True
         self._adopt_detected()
         # The server refused `max_tokens` for `max_completion_tokens` (token_param "auto").
         self._learned_completion_tokens = False
@@ -196,15 +217,26 @@ class _ClientCore:
         reasoning = (
             {"reasoning_tokens": self._reasoning_budget()} if self._declared_reasoning() else {}
         )
+        seed: Any = (
+            self.sampling.seed if self.sampling.seed is not None else "derived-from-run-seed"
+        )
+        structured: str = self.structured
+        if self._ignoring is not None:  # what was applied, never what was asked for
+            seed = f"not sent: {self._ignoring} ignores seed"
+            structured = f"none: {self._ignoring} ignores response_format"
+        provider: dict[str, str] = {}
+        if self._provider == "anthropic":  # only then: other runs keep their ids
+            provider = {"provider": "anthropic"}
+            seed = "not sent: the Messages API has no seed"
+            structured = "none: the Messages API has no response_format (prompt + validation)"
         return {
             "model": self.model,
+            **provider,
             "endpoint": public_endpoint(self.base_url),
             **sampling.as_params(),
             **reasoning,
-            "sampling_seed": (
-                self.sampling.seed if self.sampling.seed is not None else "derived-from-run-seed"
-            ),
-            "structured": self.structured,
+            "sampling_seed": seed,
+            "structured": structured,
             "max_repairs": self.max_repairs,
             "retry": self.retry.as_params(),
             "jitter_seed": self.jitter_seed,
@@ -239,7 +271,8 @@ class _ClientCore:
 
     # ------------------------------------------------------------------ shared steps
     def _make_client_kwargs(self, api_key: str | None) -> dict[str, Any]:
-        key = api_key or os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+        default_env = "ANTHROPIC_API_KEY" if self._provider == "anthropic" else "OPENAI_API_KEY"
+        key = api_key or os.environ.get(default_env) or _PLACEHOLDER_KEY
         if key != _PLACEHOLDER_KEY:
             register_secret(key)  # from now on no stored text can hold it
         for secret in secret_query_values(self.base_url):
@@ -290,7 +323,9 @@ class _ClientCore:
             self._learned_completion_tokens = True  # another client of this process found out
         reasoning = self._reasoning()
         sampling = self._configured_sampling(reasoning)
-        if sampling.seed is None and self._derived_sampling_seed is not None:
+        if self._ignoring is not None:
+            sampling = replace(sampling, seed=None)
+        elif sampling.seed is None and self._derived_sampling_seed is not None:
             sampling = replace(sampling, seed=self._derived_sampling_seed)
         if sampling.max_tokens is None:
             # The response budget is what the reply must hold (llm_budget), not a constant.
@@ -299,6 +334,15 @@ class _ClientCore:
             # Hidden reasoning tokens count against the same budget: room for them on top.
             budget = (sampling.max_tokens or 0) + self._reasoning_budget()
             sampling = replace(sampling, max_tokens=budget)
+        if self._provider == "anthropic":
+            return messages_request(
+                self.model,
+                [{"role": m["role"], "content": m["content"]} for m in messages],
+                max_tokens=sampling.max_tokens or 1,
+                temperature=sampling.temperature,
+                top_p=sampling.top_p,
+                thinking_tokens=self._reasoning_budget() if reasoning else None,
+            )
         fmt = self._formats[0] if self._formats else None
         return build_request(self.model, messages, sampling, schema, name, fmt)
 
@@ -374,6 +418,8 @@ class _ClientCore:
             prompt_chars=sum(len(m["content"]) for m in attempt.messages),
             reply_chars=len(completion.text) if completion else None,
         )
+        if completion is not None and completion.cache_write_tokens:
+            record["cache_write_tokens"] = completion.cache_write_tokens
         if "max_completion_tokens" in attempt.request:  # what was sent (absent: max_tokens)
             record["token_param"] = "max_completion_tokens"
         self._note(attempt, record.get("error"), cached)
@@ -481,7 +527,8 @@ class _ClientCore:
 
     def _accept(self, attempt: _Attempt, response: Any) -> Completion | str:
         """Turn an SDK response into a Completion, or an error text for a malformed one."""
-        completion = parse_completion(response)
+        # The Messages endpoint hands back its own parse; the openai SDK an object to parse.
+        completion = response if isinstance(response, Completion) else parse_completion(response)
         if isinstance(completion, str):
             return scrub_text(completion)
         # A server or proxy that echoes the request headers must not hand the key to the agent
@@ -506,7 +553,12 @@ class LLMClient(_ClientCore):
     def __init__(self, model: str, *, api_key: str | None = None, **options: Any) -> None:
         super().__init__(model, **options)
         openai = _import_openai()
-        self._sdk = openai.OpenAI(**self._make_client_kwargs(api_key))
+        kwargs = self._make_client_kwargs(api_key)
+        self._sdk: Any = (
+            MessagesClient(str(self.base_url), kwargs["api_key"], kwargs["timeout"])
+            if self._provider == "anthropic"
+            else openai.OpenAI(**kwargs)
+        )
 
     def _send(self, attempt: _Attempt) -> Any:
         """One request in the calling thread. The SDK's timeout bounds each read, so an answer
@@ -597,7 +649,12 @@ class AsyncLLMClient(_ClientCore):
             raise AgentError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.max_concurrency = max_concurrency
         openai = _import_openai()
-        self._sdk = openai.AsyncOpenAI(**self._make_client_kwargs(api_key))
+        kwargs = self._make_client_kwargs(api_key)
+        self._sdk: Any = (
+            AsyncMessagesClient(str(self.base_url), kwargs["api_key"], kwargs["timeout"])
+            if self._provider == "anthropic"
+            else openai.AsyncOpenAI(**kwargs)
+        )
         self._gate: asyncio.Semaphore | None = None
 
     def params(self) -> dict[str, Any]:

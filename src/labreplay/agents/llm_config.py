@@ -198,6 +198,23 @@ class RetryPolicy:
         return params
 
 
+# Hosts whose OpenAI-compatible endpoint accepts `response_format` and `seed` but ignores them
+# (Anthropic's: it answers 200 either way), so a detection that the server "took" a format would
+# record structured output that never happened. To these none is sent, and provenance says so.
+IGNORES_FORMAT_AND_SEED = ("api.anthropic.com",)
+
+
+def ignoring_host(base_url: str | None) -> str | None:
+    """The host of `base_url` if it is one that ignores response_format and seed, else None."""
+    if not base_url:
+        return None
+    try:
+        host = (urlsplit(base_url).hostname or "").lower()
+    except ValueError:
+        return None
+    return host if host in IGNORES_FORMAT_AND_SEED else None
+
+
 def check_base_url(base_url: str | None) -> None:
     """Refuse, before any call, a base URL no request could reach (no scheme, no host...)."""
     if base_url is None:

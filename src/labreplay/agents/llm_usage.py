@@ -8,9 +8,12 @@ calls that sent their budget as `max_completion_tokens` (a reasoning model's fie
 declared estimate of `llm_caps.estimate_tokens` (characters / 4); `estimated_calls` says how
 many calls used the estimate. `add_usage` sums such summaries (per system, per branch).
 
-`cost(usage, price)` turns tokens into money at `--price-per-mtok IN,OUT` (price per million
-prompt and completion tokens); provider-cached prompt tokens are priced like the others (the
-discount differs between providers; the cached share is shown beside it).
+Money: `cost_usd` is the sum of the calls' recorded `cost_usd` (see `llm_caps`: cached prompt
+tokens at the cached rate, response-cache hits free), present only when every call of the run
+had a price. `cost(usage, price)` is that, or with an explicit price (`--price-per-mtok
+IN,OUT[,CACHED]` or a `ModelPrice`) the tokens priced again: provider-cached prompt tokens at
+the cached rate, the tokens of response-cache hits (`cache_hit_*`) at 0. None means the price
+is unknown, which `usage_line` says in words, never as 0.
 """
 
 from __future__ import annotations
@@ -20,7 +23,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from labreplay.agents.llm_caps import call_tokens
+from labreplay.agents.llm_prices import ModelPrice, PriceTable, load_prices
 from labreplay.errors import AgentError
+
+# A price as the commands pass it: a model's price, the legacy (IN, OUT) pair, or unknown.
+Price = ModelPrice | tuple[float, float] | None
+# Tokens of the calls answered from the response cache (free), present when there are any.
+_HIT_COUNTS = ("cache_hit_prompt_tokens", "cache_hit_cached_tokens", "cache_hit_completion_tokens")
 
 _COUNTS = (
     "calls",
@@ -41,6 +50,8 @@ def usage_summary(calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     latency = 0.0
     models: set[str] = set()
     completion_field = 0  # calls that sent their budget as max_completion_tokens
+    hits = [0, 0, 0]  # prompt, provider-cached, completion tokens of response-cache hits
+    spent, priced = 0.0, True
     for c in calls:
         out["calls"] += 1
         completion_field += int(c.get("token_param") == "max_completion_tokens")
@@ -54,6 +65,13 @@ def usage_summary(calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         out["estimated_calls"] += int(estimated)
         out["cached_tokens"] += int(c.get("cached_tokens") or 0)
         out["retries"] += int(c.get("retries") or 0)
+        if c.get("cached"):
+            hits[0] += prompt
+            hits[1] += int(c.get("cached_tokens") or 0)
+            hits[2] += completion
+        money = c.get("cost_usd")
+        priced = priced and isinstance(money, int | float)
+        spent += float(money) if isinstance(money, int | float) else 0.0
         latency += float(c.get("latency_s") or 0.0)
         if c.get("resolved_model"):
             models.add(str(c["resolved_model"]))
@@ -61,6 +79,10 @@ def usage_summary(calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     out["resolved_models"] = sorted(models)
     if completion_field:  # only then: an ordinary run's summary keeps its keys
         out["max_completion_tokens_calls"] = completion_field
+    if any(hits):
+        out.update(zip(_HIT_COUNTS, hits, strict=True))
+    if priced and out["calls"]:
+        out["cost_usd"] = round(spent, 6)
     return out
 
 
@@ -69,18 +91,30 @@ def add_usage(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = dict.fromkeys(_COUNTS, 0)
     latency = 0.0
     models: set[str] = set()
+    hits = [0, 0, 0]
+    spent, priced = 0.0, True
     for part in parts:
         for key in _COUNTS:
             out[key] += int(part.get(key) or 0)
+        for i, key in enumerate(_HIT_COUNTS):
+            hits[i] += int(part.get(key) or 0)
+        money = part.get("cost_usd")
+        priced = priced and (isinstance(money, int | float) or not part.get("calls"))
+        spent += float(money) if isinstance(money, int | float) else 0.0
         latency += float(part.get("latency_s") or 0.0)
         models.update(part.get("resolved_models") or [])
     out["latency_s"] = round(latency, 3)
     out["resolved_models"] = sorted(models)
+    if any(hits):
+        out.update(zip(_HIT_COUNTS, hits, strict=True))
+    if priced and out["calls"]:
+        out["cost_usd"] = round(spent, 6)
     return out
 
 
-def parse_price(text: str | None) -> tuple[float, float] | None:
-    """`--price-per-mtok IN,OUT` (e.g. "2.5,10"): money per million prompt / completion tokens."""
+def parse_price(text: str | None) -> ModelPrice | None:
+    """`--price-per-mtok IN,OUT[,CACHED]` (e.g. "2.5,10,1.25"): USD per million prompt /
+    completion / provider-cached prompt tokens (CACHED defaults to IN: no discount)."""
     if text is None:
         return None
     parts = text.split(",")
@@ -88,23 +122,49 @@ def parse_price(text: str | None) -> tuple[float, float] | None:
         values = tuple(float(p) for p in parts)
     except ValueError:
         values = ()
-    if len(values) != 2 or any(not (math.isfinite(v) and v >= 0) for v in values):
+    if len(values) not in (2, 3) or any(not (math.isfinite(v) and v >= 0) for v in values):
         raise AgentError(
-            f"--price-per-mtok must be two non-negative numbers IN,OUT (price per million prompt "
-            f"and completion tokens), e.g. 2.5,10; got {text!r}"
+            f"--price-per-mtok must be two or three non-negative numbers IN,OUT[,CACHED] (USD "
+            f"per million prompt, completion and cached prompt tokens), e.g. 2.5,10,1.25; "
+            f"got {text!r}"
         )
-    return values[0], values[1]
+    cached = values[2] if len(values) == 3 else None
+    return ModelPrice(values[0], values[1], cached, source="--price-per-mtok")
 
 
-def cost(usage: Mapping[str, Any], price: tuple[float, float] | None) -> float | None:
+def run_price(
+    model: str | None, price_per_mtok: str | None = None, prices_file: str | None = None
+) -> ModelPrice | None:
+    """The price of a model's calls (`model` a name or an `openai:MODEL` spec):
+    `--price-per-mtok` if given, else the model's in `--prices FILE` over the built-in table;
+    None for a model in neither (or no model)."""
+    explicit = parse_price(price_per_mtok)
+    if explicit is not None:
+        return explicit
+    table = load_prices(prices_file) if prices_file else PriceTable()
+    return table.price_for(model.removeprefix("openai:")) if model else None
+
+
+def cost(usage: Mapping[str, Any], price: Price = None) -> float | None:
+    """USD of a usage summary: repriced at `price` when given, else what its calls recorded
+    (None: unknown)."""
     if price is None:
-        return None
-    prompt = int(usage.get("prompt_tokens") or 0)
-    completion = int(usage.get("completion_tokens") or 0)
-    return round((prompt * price[0] + completion * price[1]) / 1e6, 6)
+        recorded = usage.get("cost_usd")
+        return float(recorded) if isinstance(recorded, int | float) else None
+    if isinstance(price, tuple):
+        price = ModelPrice(price[0], price[1], source="--price-per-mtok")
+    hit_prompt, hit_cached, hit_completion = (int(usage.get(k) or 0) for k in _HIT_COUNTS)
+    return round(
+        price.cost(
+            int(usage.get("prompt_tokens") or 0) - hit_prompt,
+            int(usage.get("cached_tokens") or 0) - hit_cached,
+            int(usage.get("completion_tokens") or 0) - hit_completion,
+        ),
+        6,
+    )
 
 
-def usage_line(usage: Mapping[str, Any], price: tuple[float, float] | None = None) -> str:
+def usage_line(usage: Mapping[str, Any], price: Price = None) -> str:
     """One line for run output: calls, tokens, cached share, latency, model ids, cost."""
     prompt = int(usage.get("prompt_tokens") or 0)
     cached = int(usage.get("cached_tokens") or 0)
@@ -118,6 +178,10 @@ def usage_line(usage: Mapping[str, Any], price: tuple[float, float] | None = Non
         f"replies, {usage.get('truncated_replies', 0)} cut off, {usage.get('retries', 0)} "
         f"retries); tokens{estimated} {prompt:,} prompt + "
         f"{int(usage.get('completion_tokens') or 0):,} completion{share}; "
-        f"latency {float(usage.get('latency_s') or 0):.1f} s; model {models}"
-        + (f"; cost {money:.4f}" if money is not None else "")
+        f"latency {float(usage.get('latency_s') or 0):.1f} s; model {models}; "
+        + (
+            f"cost ${money:.4f}"
+            if money is not None
+            else "cost unknown (no price for this model: give --prices FILE)"
+        )
     )

@@ -34,9 +34,12 @@ class Completion:
     # with (a dated snapshot behind an alias): None where the provider does not say.
     cached_tokens: int | None = None
     resolved_model: str | None = None
+    # Prompt tokens written to the provider's prompt cache (Anthropic's
+    # `cache_creation_input_tokens`, billed above the input rate); None where not reported.
+    cache_write_tokens: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "text": self.text,
             "finish_reason": self.finish_reason,
             "prompt_tokens": self.prompt_tokens,
@@ -44,6 +47,9 @@ class Completion:
             "cached_tokens": self.cached_tokens,
             "resolved_model": self.resolved_model,
         }
+        if self.cache_write_tokens is not None:  # only then: cached replies keep their form
+            out["cache_write_tokens"] = self.cache_write_tokens
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Completion:
@@ -54,6 +60,7 @@ class Completion:
             completion_tokens=data.get("completion_tokens"),
             cached_tokens=data.get("cached_tokens"),
             resolved_model=data.get("resolved_model"),
+            cache_write_tokens=data.get("cache_write_tokens"),
         )
 
 
@@ -136,9 +143,21 @@ def parse_completion(response: Any) -> Completion | str:
         finish_reason=getattr(choice, "finish_reason", None),
         prompt_tokens=_int_or_none(getattr(usage, "prompt_tokens", None)),
         completion_tokens=_int_or_none(getattr(usage, "completion_tokens", None)),
-        cached_tokens=_int_or_none(getattr(details, "cached_tokens", None)),
+        cached_tokens=cached_prompt_tokens(usage, details),
         resolved_model=resolved if isinstance(resolved, str) and resolved else None,
     )
+
+
+def cached_prompt_tokens(usage: object, details: object = None) -> int | None:
+    """Prompt tokens served from the provider's prefix cache, in either usage form: OpenAI's
+    `prompt_tokens_details.cached_tokens` or Anthropic's `cache_read_input_tokens` (which its
+    OpenAI-compatible endpoint and proxies pass through at the top of `usage`)."""
+    found = _int_or_none(getattr(details, "cached_tokens", None))
+    if found is None:
+        found = _int_or_none(getattr(usage, "cache_read_input_tokens", None))
+    if found is None and isinstance(usage, Mapping):
+        found = _int_or_none(usage.get("cache_read_input_tokens"))
+    return found
 
 
 def _int_or_none(value: object) -> int | None:

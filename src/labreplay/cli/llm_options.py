@@ -1,5 +1,5 @@
 """The one LLM option set of every LLM run command (`campaign run`, `conditions run`, the
-configsearch optimiser): endpoint, sampling, budgets, retries, caps, price, dry run.
+configsearch optimiser): endpoint, sampling, budgets, retries, caps, prices, dry run.
 
 Each command lists these typer options and hands their values to `agent_options`, which
 returns the keyword arguments of the suites' LLM agent builders (`make_agent`,
@@ -32,6 +32,14 @@ BaseUrlOption = typer.Option(
     help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (default: OPENAI_BASE_URL, "
     "else the OpenAI API).",
     callback=url_check("--base-url"),
+)
+ProviderOption = typer.Option(
+    None,
+    "--provider",
+    help="Wire format: auto | openai | anthropic. auto (default): anthropic (the Messages API, "
+    "x-api-key, ANTHROPIC_API_KEY) for a base URL on api.anthropic.com, else OpenAI chat "
+    "completions.",
+    callback=choice("--provider", ("auto", "openai", "anthropic")),
 )
 ApiKeyEnvOption = typer.Option(
     None,
@@ -141,8 +149,42 @@ def _price_check(value: str | None) -> str | None:
 PriceOption = typer.Option(
     None,
     "--price-per-mtok",
-    help="IN,OUT: price per million prompt / completion tokens, to show costs (e.g. 2.5,10).",
+    help="IN,OUT[,CACHED]: USD per million prompt / completion / provider-cached prompt "
+    "tokens, over any table (e.g. 2.5,10,1.25).",
     callback=_price_check,
+)
+
+
+def _prices_check(value: str | None) -> str | None:
+    """A bad price file is refused as the option is parsed, before any store is opened."""
+    from labreplay.agents.llm_prices import load_prices
+
+    if value is not None:
+        load_prices(value)
+    return value
+
+
+PricesOption = typer.Option(
+    None,
+    "--prices",
+    help="JSON or TOML price file over the built-in list prices: one table per model, "
+    'e.g. {"my-model": {"input": 3, "output": 15, "cached_input": 0.3}} (USD per million '
+    "tokens). A model in neither has an unknown cost, shown as such.",
+    callback=_prices_check,
+)
+MaxCostOption = typer.Option(
+    None,
+    "--max-cost",
+    help="Cap: USD per run, at the list cost of its calls (cached prompt tokens at the cached "
+    "rate). Reaching it ends the run failed, 'cost cap' named; needs the model's price.",
+    callback=finite_float_check("--max-cost", 0.0, 1e9, lo_open=True),
+)
+MaxTotalCostOption = typer.Option(
+    None,
+    "--max-total-cost",
+    help="Cap: USD this command may spend over all its runs (response-cache hits are free). "
+    "Once reached, every run still to go ends failed, 'cost cap' named.",
+    callback=finite_float_check("--max-total-cost", 0.0, 1e9, lo_open=True),
 )
 DryRunOption = typer.Option(
     False,
@@ -174,6 +216,10 @@ def agent_options(
     reasoning_tokens: int | None = None,
     max_retry_wait: float | None = None,
     max_call_time: float | None = None,
+    prices: str | None = None,
+    max_cost: float | None = None,
+    max_total_cost: float | None = None,
+    provider: str | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for the LLM agent builders (only what the user set)."""
     if temperature is not None and not 0.0 <= temperature <= 2.0:
@@ -192,6 +238,7 @@ def agent_options(
             ("reasoning_tokens", reasoning_tokens),
             ("max_retry_wait_s", max_retry_wait),
             ("call_time_s", max_call_time),
+            ("provider", provider),
         )
         if v is not None
     }
@@ -201,8 +248,17 @@ def agent_options(
         options["api_key_env"] = api_key_env
         # whatever its name, its value is a key: no text this process stores or prints holds it
         register_secret(os.environ[api_key_env])
-    caps = RunCaps(max_calls=max_calls, max_tokens_total=max_tokens_total, max_time_s=max_time)
-    if caps != RunCaps():
+    from labreplay.agents.llm_prices import SpendLedger, load_prices
+
+    caps = RunCaps(
+        max_calls=max_calls,
+        max_tokens_total=max_tokens_total,
+        max_time_s=max_time,
+        max_cost_usd=max_cost,
+        prices=load_prices(prices) if prices else None,
+        ledger=SpendLedger(max_total_cost) if max_total_cost is not None else None,
+    )
+    if caps != RunCaps() or caps.prices is not None or caps.ledger is not None:
         options["caps"] = caps
     return options
 

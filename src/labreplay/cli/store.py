@@ -122,7 +122,7 @@ def remove(
             and (
                 assignment is None
                 or r.spec_id == assignment
-                or r.spec_id.endswith(f"-{assignment}")
+                or r.spec_id.endswith((f"-{assignment}", f"/{assignment}"))
             )
             and (status is None or r.status == status)
         ]

@@ -50,7 +50,21 @@ if TYPE_CHECKING:
         public_endpoint,
     )
     from labreplay.agents.llm_progress import CallProgress
-    from labreplay.agents.llm_usage import add_usage, cost, parse_price, usage_line, usage_summary
+    from labreplay.agents.llm_tokens import (
+        cached_prefix_tokens,
+        chat_tokens,
+        count_tokens,
+        token_rule,
+    )
+    from labreplay.agents.llm_usage import (
+        Price,
+        add_usage,
+        cost,
+        parse_price,
+        run_price,
+        usage_line,
+        usage_summary,
+    )
     from labreplay.agents.llm_wire import JsonReply, extract_json_object
     from labreplay.agents.resolve import (
         ResolvedAgent,
@@ -116,11 +130,19 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "labreplay.agents.llm_progress": ("CallProgress",),
     "labreplay.agents.llm_usage": (
+        "Price",
         "add_usage",
         "cost",
         "parse_price",
+        "run_price",
         "usage_line",
         "usage_summary",
+    ),
+    "labreplay.agents.llm_tokens": (
+        "cached_prefix_tokens",
+        "chat_tokens",
+        "count_tokens",
+        "token_rule",
     ),
     "labreplay.agents.llm_wire": (
         "JsonReply",
@@ -154,6 +176,7 @@ __all__ = [
     "Observation",
     "Optimizer",
     "OptimizerHistory",
+    "Price",
     "QuestionAgent",
     "ResolvedAgent",
     "ResponseCache",
@@ -165,11 +188,14 @@ __all__ = [
     "add_usage",
     "bind_response_cache",
     "build_from_ref",
+    "cached_prefix_tokens",
     "call_failures",
+    "chat_tokens",
     "check_user_budget",
     "client_options",
     "close_agent",
     "cost",
+    "count_tokens",
     "drain_calls",
     "extract_json_object",
     "isolation_of",
@@ -183,6 +209,8 @@ __all__ = [
     "resolve_agent",
     "resolve_isolated",
     "response_budget",
+    "run_price",
+    "token_rule",
     "usage_line",
     "usage_summary",
 ]

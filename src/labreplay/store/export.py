@@ -10,7 +10,9 @@ Schema (one file per table, `<table>.parquet` | `.csv` | `.jsonl`):
   latency_s, finish_reason, retries, error, cached (1 = answered from the response cache),
   purpose (policy | checkpoint | answer), cached_tokens (provider prefix cache), resolved_model
   (the model id the provider answered with), parse_error (why the reply was unusable),
-  max_tokens (the response budget sent), prompt_chars, reply_chars
+  max_tokens (the response budget sent), prompt_chars, reply_chars, cost_usd (USD spent at
+  the run's prices: provider-cached tokens at the cached rate, 0 for a response-cache hit,
+  NULL when the model's price was unknown)
 - signatures: subject (a run id, or `*store*` for the manifest of signed runs), key_id,
   message (the exact ASCII JSON signed), signature (Ed25519, base64), signed: written by
   `labreplay store sign` (docs/signing.md); empty for an unsigned store

@@ -82,6 +82,7 @@ class LlmCallRow(TypedDict):
     max_tokens: int | None
     prompt_chars: int | None
     reply_chars: int | None
+    cost_usd: float | None  # the call's price from the declared price table, when known
 
 
 class SignatureExportRow(TypedDict):

@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     model TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL,
     finish_reason TEXT, retries INTEGER, error TEXT, cached INTEGER,
     purpose TEXT, cached_tokens INTEGER, resolved_model TEXT, parse_error TEXT,
-    max_tokens INTEGER, prompt_chars INTEGER, reply_chars INTEGER,
+    max_tokens INTEGER, prompt_chars INTEGER, reply_chars INTEGER, cost_usd REAL,
     PRIMARY KEY (run_id, call_index));
 CREATE TABLE IF NOT EXISTS response_cache (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, response TEXT NOT NULL, created TEXT NOT NULL);
@@ -740,7 +740,7 @@ class Store:
     def record_llm_calls(self, run_id: str, calls: Iterable[Mapping[str, Any]]) -> None:
         with self.transaction() as conn:
             conn.executemany(
-                "INSERT OR REPLACE INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR REPLACE INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
                         run_id,
@@ -762,6 +762,7 @@ class Store:
                         c.get("max_tokens"),
                         c.get("prompt_chars"),
                         c.get("reply_chars"),
+                        c.get("cost_usd"),
                     )
                     for c in calls
                 ],

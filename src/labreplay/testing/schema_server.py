@@ -28,6 +28,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from labreplay.agents.llm_tokens import word_pieces
 from labreplay.testing.fault_server import Responder, SeenRequest, StubReply
 
 RESOLVED_SUFFIX = "-2026-01-01"
@@ -40,11 +41,12 @@ LOOPING = ("submit_forecast", "select_experiment", "stop")
 
 
 def count_tokens(text: str) -> int:
-    """The server's tokeniser: one token per word, digit, run of spaces or punctuation mark.
+    """The server's tokeniser: one token per word, digit, run of spaces or punctuation mark
+    (`llm_tokens.word_pieces`, the dry runs' declared fallback rule).
 
     Digits count one each, as in the small models' tokenisers, which makes numbers the costly
     part of a forecast, as they are for real models."""
-    return len(_PIECE.findall(text))
+    return word_pieces(text)
 
 
 def instance(schema: Mapping[str, Any], prefer: Sequence[str] = FINISHING) -> Any:

@@ -20,6 +20,25 @@ CLAIMS: tuple[str, ...] = (
     "phase_quantification",
 )
 
+
+def claim_names(body: Mapping[str, Any]) -> tuple[str, ...]:
+    """The claims a spec asks for at closure: its declared `claims` (a record card's), else
+    the four SDL-1 claims of the built-in solid-state records."""
+    declared = body.get("claims")
+    if isinstance(declared, Sequence) and not isinstance(declared, str):
+        return tuple(str(c["name"]) for c in declared)
+    return CLAIMS
+
+
+def schema_claims(action_schema_: Mapping[str, Any]) -> tuple[str, ...]:
+    """The claim names an observation's action schema asks for (agents read them there)."""
+    for variant in action_schema_.get("oneOf", []):
+        props = variant.get("properties", {})
+        if props.get("type", {}).get("const") == "close_experiment":
+            return tuple(props["claims"]["required"])
+    return CLAIMS
+
+
 PHASE_ACTIONS: dict[str, tuple[str, ...]] = {
     "select": ("select_experiment", "stop"),
     "prior_forecast": ("submit_forecast", "stop"),
@@ -57,6 +76,7 @@ def action_schema(
     kinds: Sequence[str] = EVIDENCE_KINDS,
     review_possible: bool = True,
     categories: Sequence[str] = CATEGORIES,
+    claims: Sequence[str] = CLAIMS,
 ) -> dict[str, Any]:
     """The actions that can succeed now: the phase's actions, minus a selection without
     candidates, an inspection without an affordable, not yet exhausted kind (`kinds`), and a
@@ -80,8 +100,8 @@ def action_schema(
             "claims": {
                 "type": "object",
                 "description": "per claim, P(your inspected evidence suffices to support it)",
-                "properties": {c: _PROB for c in CLAIMS},
-                "required": list(CLAIMS),
+                "properties": {c: _PROB for c in claims},
+                "required": list(claims),
                 "additionalProperties": False,
             },
         },
@@ -137,9 +157,10 @@ def validate_fields(
     action: Mapping[str, Any],
     kinds: Sequence[str] = EVIDENCE_KINDS,
     categories: Sequence[str] = CATEGORIES,
+    claims: Sequence[str] = CLAIMS,
 ) -> str | None:
-    """Type-level checks of an action's own fields (phase rules are the runtime's); `kinds`
-    and `categories` are the spec's (a record card's table declares its own)."""
+    """Type-level checks of an action's own fields (phase rules are the runtime's); `kinds`,
+    `categories` and `claims` are the spec's (a record card's table declares its own)."""
     kind = action.get("type")
     required: dict[str, tuple[str, ...]] = {
         "select_experiment": ("experiment_id",),
@@ -173,10 +194,10 @@ def validate_fields(
         if isinstance(tier, bool) or tier not in (1, 2, 3):
             return f"request_review: expected_tier must be 1, 2 or 3, got {tier!r}"
     if kind == "close_experiment":
-        claims = action["claims"]
-        if not isinstance(claims, Mapping) or set(claims) != set(CLAIMS):
-            return f"close_experiment: claims must have exactly the keys {list(CLAIMS)}"
-        for c in CLAIMS:
-            if (err := _prob(claims[c], f"claims.{c}")) is not None:
+        given = action["claims"]
+        if not isinstance(given, Mapping) or set(given) != set(claims):
+            return f"close_experiment: claims must have exactly the keys {list(claims)}"
+        for c in claims:
+            if (err := _prob(given[c], f"claims.{c}")) is not None:
                 return err
     return None

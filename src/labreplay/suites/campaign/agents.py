@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from labreplay.sdk import make_rng
-from labreplay.suites.campaign.actions import CLAIMS
+from labreplay.suites.campaign.actions import schema_claims
 from labreplay.suites.campaign.bayes_rules import (
     LEARN_WEIGHT,
     PIPELINE_KINDS,
@@ -116,7 +116,9 @@ class RandomAgent(_Base):
         return {
             "type": "close_experiment",
             "experiment_id": open_id,
-            "claims": {c: float(self.rng.random()) for c in CLAIMS},
+            "claims": {
+                c: float(self.rng.random()) for c in schema_claims(observation["action_schema"])
+            },
         }
 
     def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
@@ -239,7 +241,7 @@ class BayesAgent(_Base):
             return {
                 "type": "close_experiment",
                 "experiment_id": eid,
-                "claims": self._claims(record),
+                "claims": self._claims(record, state.get("claims")),
             }
         return {"type": "stop"}
 
@@ -297,7 +299,15 @@ class BayesAgent(_Base):
         return has_selected and max(self._local(state, eid).values()) < 0.75
 
     @staticmethod
-    def _claims(record: Mapping[str, Any]) -> dict[str, float]:
+    def _claims(record: Mapping[str, Any], declared: Any = None) -> dict[str, float]:
+        if isinstance(declared, list):  # a record card's claims: supported by what was seen
+            seen = {str(r.get("kind")) for r in record["revealed"]}
+            if record.get("review"):
+                seen.add("expert_review")
+            return {
+                str(c["name"]): 0.9 if all(str(k) in seen for k in c["supported_by"]) else 0.1
+                for c in declared
+            }
         selected = any(
             r.get("kind") == "refinement"
             and isinstance(r.get("content"), Mapping)

@@ -74,6 +74,9 @@ class RecordCard:
     evidence: tuple[EvidenceKind, ...]
     grouping: tuple[str, ...]
     protocol: Mapping[str, Any]
+    # (name, evidence kinds that support it); None: the rule's own (the SDL-1 four, or a
+    # table's default `outcome_category`, see `table_claims`)
+    claims: tuple[tuple[str, tuple[str, ...]], ...] | None = None
 
     @property
     def builtin(self) -> bool:
@@ -266,6 +269,19 @@ def _semantic(path: Path, data: Mapping[str, Any]) -> RecordCard:
         if rule in TABLE_RULES and e.budget != "evidence":
             raise refuse("a table's evidence is bought from the evidence budget",
                          f"evidence[{i}].budget", e.budget)  # fmt: skip
+    claims = None
+    if "claims" in data:
+        if rule not in TABLE_RULES:
+            raise refuse("a built-in rule keeps its own claims", "claims", rule)
+        claims = tuple((str(c["name"]), tuple(map(str, c["supported_by"]))) for c in data["claims"])
+        names_ = [n for n, _ in claims]
+        for i, (name, supported_by) in enumerate(claims):
+            if names_.count(name) > 1:
+                raise refuse("a claim is declared twice", f"claims[{i}].name", name)
+            unknown = [k for k in supported_by if k not in kinds]
+            if unknown:
+                raise refuse("a claim is supported by an evidence kind the card does not declare",
+                             f"claims[{i}].supported_by", unknown[0])  # fmt: skip
     return RecordCard(
         file=path,
         name=str(data["name"]),
@@ -287,6 +303,7 @@ def _semantic(path: Path, data: Mapping[str, Any]) -> RecordCard:
         evidence=evidence,
         grouping=tuple(data["grouping"]),
         protocol=dict(data.get("protocol", {})),
+        claims=claims,
     )
 
 

@@ -177,6 +177,7 @@ def _compile_table(
         categories=card.categories,
         evidence_kinds=tuple(e.kind for e in card.evidence),
         record_extra=extra,
+        claims=table_claims(card, deciding),
     )  # fmt: skip
     long = [a for a in part.assignments if a.kind == "long"]
     if len(part.assignments) < 2:
@@ -191,6 +192,16 @@ def _compile_table(
     index = index_of(part, specs, card.name, params, seed, data)
     index["qc"] = table_qc(recs, part, specs)
     return part, specs, index
+
+
+def table_claims(card: RecordCard, deciding: Sequence[str]) -> list[dict[str, Any]]:
+    """The claims a table's agent states at each closure: the card's, else one claim
+    `outcome_category` ("the evidence inspected supports the outcome forecast"), supported when
+    every evidence kind that reveals the outcome (else every declared kind) was inspected."""
+    if card.claims is not None:
+        return [{"name": n, "supported_by": list(kinds)} for n, kinds in card.claims]
+    kinds = list(deciding) or [e.kind for e in card.evidence]
+    return [{"name": "outcome_category", "supported_by": kinds}]
 
 
 def table_qc(

@@ -23,12 +23,16 @@ from labreplay.sdk.cli import (
     LlmSeedOption,
     MaxCallsOption,
     MaxCallTimeOption,
+    MaxCostOption,
     MaxRetriesOption,
     MaxRetryWaitOption,
     MaxTimeOption,
     MaxTokensOption,
     MaxTokensTotalOption,
+    MaxTotalCostOption,
     PriceOption,
+    PricesOption,
+    ProviderOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
     RequireSandboxOption,
@@ -219,6 +223,7 @@ def run_cmd(
         callback=int_range("--random-replicates", 1, 50),
     ),
     base_url: str | None = BaseUrlOption,
+    provider: str | None = ProviderOption,
     api_key_env: str | None = ApiKeyEnvOption,
     temperature: float | None = TemperatureOption,
     llm_seed: int | None = LlmSeedOption,
@@ -234,6 +239,9 @@ def run_cmd(
     max_tokens_total: int | None = MaxTokensTotalOption,
     max_time: float | None = MaxTimeOption,
     price_per_mtok: str | None = PriceOption,
+    prices: str | None = PricesOption,
+    max_cost: float | None = MaxCostOption,
+    max_total_cost: float | None = MaxTotalCostOption,
     dry_run: bool = DryRunOption,
     limit: int | None = LimitOption,
     structured: str | None = typer.Option(
@@ -257,13 +265,13 @@ def run_cmd(
     """Run an agent with its matched controls on every assignment; resumable."""
     import dataclasses
 
-    from labreplay.sdk.agents import parse_price
+    from labreplay.sdk.agents import run_price
     from labreplay.sdk.engine import Store, open_executor
     from labreplay.suites.campaign.api import load_specs, resolve_campaign_agent, select_specs
     from labreplay.suites.campaign.options import CampaignRunOptions
     from labreplay.suites.campaign.suite import SUITE
 
-    price = parse_price(price_per_mtok)
+    price = run_price(agent, price_per_mtok, prices)
     options = agent_options(
         base_url=base_url,
         api_key_env=api_key_env,
@@ -275,6 +283,10 @@ def run_cmd(
         max_calls=max_calls,
         max_tokens_total=max_tokens_total,
         max_time=max_time,
+        prices=prices,
+        max_cost=max_cost,
+        max_total_cost=max_total_cost,
+        provider=provider,
         token_param=token_param,
         reasoning_effort=reasoning_effort,
         reasoning_tokens=reasoning_tokens,
@@ -283,6 +295,14 @@ def run_cmd(
     )
     if structured is not None:
         options["structured"] = structured
+    if max_total_cost is not None and executor == "dask":
+        from labreplay.errors import LabreplayError
+
+        # Its spend is counted in this process; dask workers are other processes.
+        raise LabreplayError(
+            "--max-total-cost counts the spend of this process: use --executor in-process or "
+            "threads with it, not dask"
+        )
     if isolate and (executor != "in-process" or max_concurrency > 1):
         from labreplay.errors import LabreplayError
 

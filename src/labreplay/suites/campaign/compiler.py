@@ -92,10 +92,12 @@ def build_specs(
     categories: Sequence[str] = CATEGORIES,
     evidence_kinds: Sequence[str] = EVIDENCE_KINDS,
     record_extra: Mapping[str, Any] | None = None,
+    claims: Sequence[Mapping[str, Any]] | None = None,
 ) -> tuple[Partition, list[EnvironmentSpec]]:
     """`data`: the real hashes of the files read (`datafiles.data_provenance`). A record card's
-    table passes its own categories and evidence kinds and what the card declares
-    (`record_extra`, under `record`); the built-in records keep their bodies unchanged."""
+    table passes its own categories, evidence kinds, claims (name and the evidence kinds that
+    support each) and what the card declares (`record_extra`, under `record`); the built-in
+    records keep their bodies unchanged (no `claims` key: the four SDL-1 claims)."""
     kinds = (*evidence_kinds, REVIEW_KIND) if REVIEW_KIND not in evidence_kinds else evidence_kinds
     by_id = {r.record_id: r for r in records}
     if len(by_id) != len(records):
@@ -133,6 +135,7 @@ def build_specs(
             "categories": list(categories),
             "candidates": [_visible(by_id[i]) for i in a.candidates],
             "queries": [_visible(by_id[i]) for i in a.queries],
+            **({"claims": [dict(c) for c in claims]} if claims is not None else {}),
             "context_summary": summary,
             "context_rows": context_rows,
             "evaluator": {i: _private(by_id[i], kinds) for i in (*a.candidates, *a.queries)},

@@ -30,7 +30,13 @@ from typing import Any
 import numpy as np
 
 from labreplay.sdk import MISSING_TAG, make_rng
-from labreplay.sdk.agents import Agent, drain_calls, isolation_of
+from labreplay.sdk.agents import (
+    Agent,
+    ResponseCache,
+    bind_response_cache,
+    drain_calls,
+    isolation_of,
+)
 from labreplay.suites.campaign.events import campaign_events
 from labreplay.suites.campaign.protocol import REVIEW_KIND
 
@@ -128,7 +134,7 @@ SUBSTITUTE_AFTER = 3  # below the harness's stop after 8 invalid actions in a ro
 def _neutral(observation: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """A neutral action of `kind` for the open experiment: its last accepted forecast (else
     uniform), claims and review expectations at 0.5."""
-    from labreplay.suites.campaign.actions import CLAIMS
+    from labreplay.suites.campaign.actions import schema_claims
     from labreplay.suites.campaign.env import uniform
 
     state = observation["state"]
@@ -144,7 +150,8 @@ def _neutral(observation: Mapping[str, Any], kind: str) -> dict[str, Any]:
         }
     if kind == "request_review":
         return {"type": kind, "experiment_id": eid, "expect_change": 0.5, "expected_tier": 2}
-    return {"type": kind, "experiment_id": eid, "claims": dict.fromkeys(CLAIMS, 0.5)}
+    claims = schema_claims(observation["action_schema"])
+    return {"type": kind, "experiment_id": eid, "claims": dict.fromkeys(claims, 0.5)}
 
 
 def _invalid(action: Any, why: str) -> dict[str, Any]:
@@ -171,6 +178,11 @@ class ControlWrapper:
 
     def drain_calls(self) -> list[Any]:
         return list(drain_calls(self.inner))
+
+    def bind_store(self, store: ResponseCache | None) -> None:
+        """The response cache reaches the wrapped model agent too: a control branch redone
+        after `store remove` (or resumed) re-asks no call that was answered."""
+        bind_response_cache(self.inner, store)
 
     def drain_departures(self) -> list[dict[str, Any]]:
         out, self.departures = self.departures, []

@@ -6,7 +6,8 @@ runs, with the matched controls' share separately (the controls call the model t
 schedule-matched random branch for its checkpoint forecasts, the no-evidence branch for every
 turn), plus its checkpoint fallbacks. `board["costs"]` holds the per-system detail (per
 branch), `cost_lines` the text board's lines, `cost_panel_html` the HTML report's panel.
-Money needs a price (`--price-per-mtok IN,OUT`); without one only tokens are shown.
+Money is what the calls recorded (`cost_usd`, at the prices of their run), or the tokens
+priced again at `--price-per-mtok`; a system whose model had no price shows its cost unknown.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labreplay.sdk.agents import add_usage, cost
+from labreplay.sdk.agents import Price, add_usage, cost
 from labreplay.sdk.engine import RunInfo
 from labreplay.suites.campaign.leaderboard import _system_keys, system_of
 
@@ -29,9 +30,7 @@ ROW_KEYS = (
 )
 
 
-def system_costs(
-    runs: Sequence[RunInfo], price: tuple[float, float] | None = None
-) -> dict[str, dict[str, Any]]:
+def system_costs(runs: Sequence[RunInfo], price: Price = None) -> dict[str, dict[str, Any]]:
     names = _system_keys(runs)
     by_branch: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
     fallbacks: dict[str, int] = {}
@@ -56,14 +55,20 @@ def system_costs(
             "checkpoint_fallbacks": fallbacks.get(system, 0),
             "cost": cost(total, price),
             "controls_cost": cost(controls, price),
-            "price_per_mtok": list(price) if price else None,
+            "price_per_mtok": _price_json(price),
         }
     return out
 
 
-def add_costs(
-    board: dict[str, Any], runs: Sequence[RunInfo], price: tuple[float, float] | None = None
-) -> None:
+def _price_json(price: Price) -> dict[str, Any] | None:
+    if price is None:
+        return None
+    if isinstance(price, tuple):
+        return {"input": price[0], "output": price[1]}
+    return price.as_json()
+
+
+def add_costs(board: dict[str, Any], runs: Sequence[RunInfo], price: Price = None) -> None:
     """Token / call / fallback columns on every row of every table, and `board["costs"]`."""
     costs = system_costs(runs, price)
     board["costs"] = costs
@@ -97,7 +102,7 @@ def cost_lines(board: Mapping[str, Any]) -> list[str]:
         if not total["calls"] and not c["checkpoint_fallbacks"]:
             continue
         share = c["controls_token_share"]
-        money = f"; cost {c['cost']:.2f} (controls {c['controls_cost']:.2f})" if c["cost"] else ""
+        money = _money(c["cost"], c["controls_cost"], total["calls"])
         cached = total["cached_tokens"] / total["prompt_tokens"] if total["prompt_tokens"] else 0
         models = ", ".join(total["resolved_models"]) or "-"
         lines.append(
@@ -110,6 +115,13 @@ def cost_lines(board: Mapping[str, Any]) -> list[str]:
             f"fallbacks; model {models}{money}"
         )
     return lines
+
+
+def _money(cost: float | None, controls: float | None, calls: int) -> str:
+    """The cost part of a board line: in USD, or said to be unknown (never shown as 0)."""
+    if cost is None:
+        return "; cost unknown (no price for this model: give --prices FILE)" if calls else ""
+    return f"; cost ${cost:.2f} (controls ${controls or 0.0:.2f})"
 
 
 def cost_panel_html(board: Mapping[str, Any]) -> str:

@@ -8,28 +8,32 @@ So calls and prompt sizes are the real prompts of a plausible campaign under the
 and caps, not a formula; a real model that inspects more evidence or repairs replies makes
 more calls (measured against real runs in `make bench`; see the README).
 
-Tokens are characters / `CHARS_PER_TOKEN` (declared), completion tokens the stand-in replies'
-size on the same scale; the response budget of every call is derived as in a real run.
+Tokens follow the one declared rule of every dry run (`labreplay.sdk.agents.token_rule`:
+o200k_base where tiktoken has it offline, else characters / 4), completion tokens the
+stand-in replies' size under the same rule; the response budget of every call is derived as
+in a real run. `cached_tokens` is what a provider's prefix cache would serve: each prompt's
+common prefix with the branch's previous one, from 1,024 tokens on (`cached_prefix_tokens`).
+Measured against a run on the schema-answering server (short-1, long-1): the
+same calls per branch and the same prompt characters.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labreplay.sdk.agents import response_budget
+from labreplay.sdk.agents import (
+    cached_prefix_tokens,
+    chat_tokens,
+    count_tokens,
+    response_budget,
+    token_rule,
+)
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.sdk.testing import FINISHING, instance
 from labreplay.suites.campaign.runner import run_assignment_branches
-
-# Characters per token of these prompts (compact JSON tables of formulas and numbers, English
-# rules), measured with SmolLM2's tokeniser on every long-1 adaptive prompt of
-# lr-llm-prompts-3: 1.89. Larger tokenisers (GPT-4o class) need fewer tokens for the same
-# text, so for them this over-estimates.
-CHARS_PER_TOKEN = 1.9
 
 
 @dataclass
@@ -39,16 +43,27 @@ class Tally:
     checkpoint_calls: int = 0
     prompt_chars: int = 0
     reply_chars: int = 0
-    largest_prompt_chars: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0  # what a provider's prefix cache would serve (`cached_prefix_tokens`)
+    reply_tokens: int = 0
+    largest_prompt_tokens: int = 0
     largest_budget: int = 0
     first_prompts: list[str] = field(default_factory=list)
+    last_prompt: str = ""
 
     def add(self, messages: Sequence[Mapping[str, str]], reply: Any, schema: Any) -> None:
         chars = sum(len(m["content"]) for m in messages)
+        tokens = chat_tokens(messages)
+        text = json.dumps(reply)
+        prompt = "\n".join(m["content"] for m in messages)
+        self.cached_tokens += cached_prefix_tokens(self.last_prompt, prompt)
+        self.last_prompt = prompt
         self.calls += 1
         self.prompt_chars += chars
-        self.reply_chars += len(json.dumps(reply))
-        self.largest_prompt_chars = max(self.largest_prompt_chars, chars)
+        self.prompt_tokens += tokens
+        self.reply_chars += len(text)
+        self.reply_tokens += count_tokens(text)
+        self.largest_prompt_tokens = max(self.largest_prompt_tokens, tokens)
         self.largest_budget = max(self.largest_budget, response_budget(schema))
         if len(self.first_prompts) < 2:
             self.first_prompts.append(messages[-1]["content"])
@@ -91,10 +106,6 @@ class DryRunAgent:
         return dict(reply if wire is None else wire.decode(reply))
 
 
-def tokens(chars: int) -> int:
-    return math.ceil(chars / CHARS_PER_TOKEN)
-
-
 def dry_run_assignment(
     spec: EnvironmentSpec,
     agent_name: str,
@@ -118,10 +129,11 @@ def dry_run_assignment(
             "calls": t.calls,
             "policy_calls": t.policy_calls,
             "checkpoint_calls": t.checkpoint_calls,
-            "prompt_tokens": tokens(t.prompt_chars),
-            "completion_tokens": tokens(t.reply_chars),
+            "prompt_tokens": t.prompt_tokens,
+            "cached_tokens": t.cached_tokens,
+            "completion_tokens": t.reply_tokens,
             "prompt_chars": t.prompt_chars,
-            "largest_prompt_tokens": tokens(t.largest_prompt_chars),
+            "largest_prompt_tokens": t.largest_prompt_tokens,
             "largest_response_budget": t.largest_budget,
             "first_prompt": t.first_prompts[0] if t.first_prompts else "",
         }
@@ -139,7 +151,7 @@ def dry_run(
 ) -> dict[str, Any]:
     """The whole command's estimate: per assignment, and totals with the controls' share."""
     per = [dry_run_assignment(s, agent_name, params, seed, controls) for s in specs]
-    total = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    total = {"calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
     controls_total = dict(total)
     for a in per:
         for b, t in a["branches"].items():
@@ -150,7 +162,7 @@ def dry_run(
     return {
         "dry_run": True,
         "agent": agent_name,
-        "chars_per_token": CHARS_PER_TOKEN,
+        "token_rule": token_rule(),
         "assignments": per,
         "total": total,
         "controls": controls_total,

@@ -26,6 +26,7 @@ from labreplay.suites.campaign.actions import (
     PHASE_ACTIONS,
     action_schema,
     check_distribution,
+    claim_names,
     forecast_properties,
     validate_fields,
 )
@@ -66,6 +67,7 @@ class CampaignEnv:
         # The spec's categories and evidence kinds (the built-in ones in their declared order;
         # a record card's table declares its own).
         self.categories: tuple[str, ...] = tuple(body.get("categories", CATEGORIES))
+        self.claims: tuple[str, ...] = claim_names(body)
         self.kinds: tuple[str, ...] = (
             *(k for k in EVIDENCE_KINDS if k in self.prices),
             *(k for k in self.prices if k not in EVIDENCE_KINDS),
@@ -115,7 +117,16 @@ class CampaignEnv:
 
     # ------------------------------------------------------------------ agent views
     def visible_state(self) -> dict[str, Any]:
-        """Everything the agent may see now. Built from visible data only."""
+        """Everything the agent may see now. Built from visible data only. A record card's
+        declared claims (name and the evidence kinds that support each) are shown; the
+        built-in records' four SDL-1 claims are described by the rules text."""
+        state = self._visible_state()
+        declared = self.spec.body.get("claims")
+        if isinstance(declared, list):
+            state["claims"] = [dict(c) for c in declared]
+        return state
+
+    def _visible_state(self) -> dict[str, Any]:
         return {
             "assignment": self.spec.body["assignment"]["id"],
             "eval_precursors": self.spec.body["eval_precursors"],
@@ -146,6 +157,7 @@ class CampaignEnv:
                 self.inspectable_kinds(),
                 self.review_possible(),
                 self.categories,
+                self.claims,
             ),
             "state": self.visible_state(),
             "last_result": self.last_result,
@@ -210,7 +222,7 @@ class CampaignEnv:
             # the agent's own failure (act raised, a non-JSON or unparseable reply): its
             # one-line message is the reason the action was rejected
             return self._reject(action, action["error"] or "invalid action")
-        err = validate_fields(action, self.kinds, self.categories)
+        err = validate_fields(action, self.kinds, self.categories, self.claims)
         if err is not None:
             return self._reject(action, err)
         kind = action["type"]

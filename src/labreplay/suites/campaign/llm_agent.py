@@ -115,6 +115,7 @@ def make_agent(
     reasoning_tokens: int | None = None,
     max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
     call_time_s: float | None = None,
+    provider: str = "auto",
 ) -> LLMCampaignAgent:
     """Build an LLM campaign agent from `openai:MODEL` (used by the CLI's --agent).
 
@@ -149,5 +150,6 @@ def make_agent(
         reasoning_tokens=reasoning_tokens,
         max_retry_wait_s=max_retry_wait_s,
         call_time_s=call_time_s,
+        provider=provider,
     )
     return LLMCampaignAgent(LLMClient(model, api_key=api_key, **options))

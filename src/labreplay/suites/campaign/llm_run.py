@@ -10,6 +10,7 @@ from typing import Any
 from labreplay.sdk.agents import (
     Agent,
     CallProgress,
+    Price,
     add_usage,
     check_user_budget,
     cost,
@@ -64,7 +65,7 @@ def print_dry_run(
     make: AgentFactory,
     seed: int,
     controls: tuple[str, ...],
-    price: tuple[float, float] | None,
+    price: Price,
     json_out: bool,
 ) -> None:
     from labreplay.errors import AgentError
@@ -77,7 +78,9 @@ def print_dry_run(
         )
     params = make().params()  # builds the client: the endpoint is checked, nothing is sent
     estimate = dry_run(specs, agent, params, seed, controls)
-    estimate["cost"] = cost(estimate["total"], price)
+    estimate["cost"] = cost(estimate["total"], price)  # cached prefixes at the cached rate
+    # the bound if the provider cached nothing
+    estimate["cost_uncached"] = cost({**estimate["total"], "cached_tokens": 0}, price)
     if json_out:
         print_json(estimate)
         return
@@ -96,19 +99,22 @@ def print_dry_run(
         )
         console.print(first["first_prompt"][:600] + " ...", markup=False)
     total, ctl = estimate["total"], estimate["controls"]
-    money = f"; cost {estimate['cost']:.2f}" if estimate["cost"] is not None else ""
+    money = (
+        f"; cost ${estimate['cost']:.2f} with prefix caching, ${estimate['cost_uncached']:.2f} "
+        "without"
+        if estimate["cost"] is not None
+        else "; cost unknown (no price for this model)"
+    )
     console.print(
         f"DRY RUN (no model called): {len(specs)} assignments, {total['calls']:,} calls, "
         f"~{total['prompt_tokens']:,} prompt + ~{total['completion_tokens']:,} completion tokens"
         f"{money}; controls {ctl['calls']:,} calls, ~{ctl['prompt_tokens']:,} prompt tokens "
         f"({ctl['prompt_tokens'] / max(1, total['prompt_tokens']):.0%}). Estimated with a "
-        f"stand-in policy and {estimate['chars_per_token']} characters per token."
+        f"stand-in policy; tokens counted as {estimate['token_rule']}."
     )
 
 
-def print_run_costs(
-    console: Any, results: Sequence[Mapping[str, Any]], price: tuple[float, float] | None
-) -> None:
+def print_run_costs(console: Any, results: Sequence[Mapping[str, Any]], price: Price) -> None:
     """Per assignment: the adaptive branch's and the controls' accounting, then the total."""
     everything: list[Mapping[str, Any]] = []
     for r in results:

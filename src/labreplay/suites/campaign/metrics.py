@@ -53,8 +53,21 @@ def panel_loss(
     return (sum(losses) / len(losses) if losses else math.nan), excluded
 
 
-def claim_targets(record: Mapping[str, Any]) -> dict[str, int]:
-    """1 iff the support rule holds for the evidence the agent inspected (SDL-1)."""
+def claim_targets(
+    record: Mapping[str, Any], declared: Sequence[Mapping[str, Any]] | None = None
+) -> dict[str, int]:
+    """1 iff the support rule holds for the evidence the agent inspected. `declared`: a
+    record card's claims, each supported when every evidence kind of its `supported_by` was
+    inspected for the experiment; None: the four SDL-1 claims of the solid-state records
+    (a selected refinement and an accepted expert review of tier 1-2; tier 1 for phase
+    quantification)."""
+    if declared is not None:
+        seen = {str(r.get("kind")) for r in record["revealed"]}
+        if record.get("review"):
+            seen.add("expert_review")
+        return {
+            str(c["name"]): int(all(str(k) in seen for k in c["supported_by"])) for c in declared
+        }
     selected = any(
         r.get("kind") == "refinement"
         and isinstance(r.get("content"), Mapping)
@@ -168,6 +181,8 @@ def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any])
             else None
         )
         entry = item or {"item_id": item_id, "kind": kind}
+        if "kind" not in entry:  # a declared claim's support rule reads the kind inspected
+            entry = {**entry, "kind": kind}
         if kind == "expert_review":
             experiments[eid]["review"] = entry
         else:
@@ -199,8 +214,9 @@ def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any])
                 local_gains.append(prior - final)
             local_change = prior - final
         if record["claims"]:
-            targets = claim_targets(record)
-            for c in CLAIMS:
+            declared = body.get("claims")
+            targets = claim_targets(record, declared if isinstance(declared, list) else None)
+            for c in targets:
                 p = float(record["claims"][c])
                 claim_losses.append(binary_log_loss(p, targets[c], eps))
                 eligible_claims += 1

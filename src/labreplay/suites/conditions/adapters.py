@@ -259,7 +259,10 @@ _add(
             ("catalyst", "base"),
             yield_scale="fraction",
             yield_basis="conversion",
-            notes="one table per nucleophile; conversion as the yield basis",
+            response="ratio",
+            notes="one table per nucleophile; the 'Conversion' column holds MALDI "
+            "product/internal-standard ratios (0-0.40), not yields: declared a ratio response, "
+            "ranked as given, noise floors relative to the largest ratio",
         ),
         lambda d, r: _read_currybo(
             d,

@@ -7,13 +7,17 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from labreplay.errors import AgentError
 from labreplay.sdk import make_rng, sha256_json
 from labreplay.sdk.agents import QuestionAgent
 from labreplay.suites.conditions.questions import table_id_of, value_label
+from labreplay.suites.conditions.scoring import utility_of_outcome
 
 
 class RandomAgent:
@@ -127,13 +131,150 @@ class LeaveTableOutRanker:
         return {"option": max(range(len(scores)), key=lambda i: (scores[i], -i))}
 
 
+def _pick(scores: Sequence[float], rng: np.random.Generator, best: str) -> int:
+    """The index of the highest (`best="max"`) or lowest score; a seeded choice among ties."""
+    target = max(scores) if best == "max" else min(scores)
+    tied = [i for i, v in enumerate(scores) if v == target]
+    return tied[int(rng.integers(len(tied)))]
+
+
+def _precedent_values(
+    precedents: Sequence[Mapping[str, Mapping[str, object]]],
+) -> list[tuple[dict[str, str], float]]:
+    """Each precedent's condition labels and its utility (0 when its outcome has none)."""
+    return [
+        (
+            {k: value_label(v) for k, v in p["conditions"].items()},
+            utility_of_outcome(p.get("outcome") or {}) or 0.0,
+        )
+        for p in precedents
+    ]
+
+
+class ExclusionBaseline:
+    """Chemistry-free reference for the precedent lift (METRICS.md): picks the option whose
+    values appear least often among the precedents (FIB: per slot, the least shown candidate),
+    ties broken by a seeded draw; without precedents every option ties (a uniform draw). Were
+    precedents chosen by outcome (e.g. only rows below the best), this agent would earn a lift
+    from exclusion alone; with outcome-blind precedents its lift is 0 in expectation."""
+
+    name = "exclusion_baseline"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def params(self) -> dict[str, Any]:
+        return {"seed": self.seed, "basis": "least represented among the precedents"}
+
+    @staticmethod
+    def slot_scores(view: Mapping[str, Any]) -> dict[str, list[float]]:
+        """How often each option (``"option"``; FIB: each slot's candidates) is shown."""
+        shown = Counter(
+            (k, label)
+            for conds, _ in _precedent_values(view.get("precedents") or [])
+            for k, label in conds.items()
+        )
+        if view["question_type"] == "fib_all":
+            return {
+                k: [float(shown[(k, value_label(c))]) for c in view["candidates"][k]]
+                for k in view["varying_keys"]
+            }
+        return {
+            "option": [
+                float(sum(shown[(k, value_label(v))] for k, v in opt.items()))
+                for opt in view["options"]
+            ]
+        }
+
+    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]:
+        rng = make_rng(self.seed, "exclusion-baseline", question_view["id"])
+        view = question_view
+        scores = self.slot_scores(view)
+        return _answer(view["question_type"], view["varying_keys"], scores, rng, "min")
+
+
+class PrecedentRanker:
+    """Chemistry-using reference for the precedent lift: a condition value scores the mean
+    utility of the precedents run with it (a value no precedent used: the mean over all
+    precedents), an option the mean over its values; the best option (FIB: per slot), seeded
+    ties. It transfers what the precedents' outcomes say about each condition to this
+    question; without precedents it is a uniform draw, so its lift is what the outcomes teach."""
+
+    name = "precedent_ranker"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def params(self) -> dict[str, Any]:
+        return {"seed": self.seed, "basis": "mean precedent utility per condition value"}
+
+    @staticmethod
+    def slot_scores(view: Mapping[str, Any]) -> dict[str, list[float]]:
+        """Each option's (FIB: each slot candidate's) mean precedent utility."""
+        precedents = _precedent_values(view.get("precedents") or [])
+        sums: dict[tuple[str, str], list[float]] = {}
+        for conds, u in precedents:
+            for k, label in conds.items():
+                acc = sums.setdefault((k, label), [0.0, 0.0])
+                acc[0] += u
+                acc[1] += 1
+        prior = sum(u for _, u in precedents) / len(precedents) if precedents else 0.0
+
+        def value_score(key: str, components: object) -> float:
+            s, n = sums.get((key, value_label(components)), [0.0, 0.0])
+            return s / n if n else prior
+
+        if view["question_type"] == "fib_all":
+            return {
+                k: [value_score(k, c) for c in view["candidates"][k]] for k in view["varying_keys"]
+            }
+        return {
+            "option": [
+                sum(value_score(k, v) for k, v in opt.items()) / max(len(opt), 1)
+                for opt in view["options"]
+            ]
+        }
+
+    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]:
+        rng = make_rng(self.seed, "precedent-ranker", question_view["id"])
+        view = question_view
+        scores = self.slot_scores(view)
+        return _answer(view["question_type"], view["varying_keys"], scores, rng, "max")
+
+
+def _answer(
+    qtype: str,
+    keys: Sequence[str],
+    scores: Mapping[str, list[float]],
+    rng: np.random.Generator,
+    best: str,
+) -> dict[str, int | dict[str, int]]:
+    if qtype == "fib_all":
+        return {"choices": {k: _pick(scores[k], rng, best) for k in keys}}
+    return {"option": _pick(scores["option"], rng, best)}
+
+
 def reference_agent(name: str, questions: Sequence[Mapping[str, Any]], seed: int) -> QuestionAgent:
-    """Build a non-LLM reference by name (`random`, `ranker`)."""
+    """Build a non-LLM reference by name (`random`, `ranker`, `exclusion`, `precedent_ranker`)."""
     if name == "random":
         return RandomAgent(seed)
     if name in {"ranker", LeaveTableOutRanker.name}:
         return LeaveTableOutRanker(questions)
-    raise AgentError(f"unknown conditions agent {name!r} (known: random, ranker, llm)")
+    if name in {"exclusion", ExclusionBaseline.name}:
+        return ExclusionBaseline(seed)
+    if name == PrecedentRanker.name:
+        return PrecedentRanker(seed)
+    raise AgentError(
+        f"unknown conditions agent {name!r} "
+        "(known: random, ranker, exclusion, precedent_ranker, llm)"
+    )
 
 
-__all__ = ["LeaveTableOutRanker", "QuestionAgent", "RandomAgent", "reference_agent"]
+__all__ = [
+    "ExclusionBaseline",
+    "LeaveTableOutRanker",
+    "PrecedentRanker",
+    "QuestionAgent",
+    "RandomAgent",
+    "reference_agent",
+]

@@ -22,12 +22,16 @@ from labreplay.sdk.cli import (
     LlmSeedOption,
     MaxCallsOption,
     MaxCallTimeOption,
+    MaxCostOption,
     MaxRetriesOption,
     MaxRetryWaitOption,
     MaxTimeOption,
     MaxTokensOption,
     MaxTokensTotalOption,
+    MaxTotalCostOption,
     PriceOption,
+    PricesOption,
+    ProviderOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
     RequireSandboxOption,
@@ -377,6 +381,7 @@ def run_cmd(
     seed: int = typer.Option(0, "--seed", callback=seed_check()),
     model: str | None = typer.Option(None, "--model", help="Model name for --agent llm."),
     base_url: str | None = BaseUrlOption,
+    provider: str | None = ProviderOption,
     api_key_env: str | None = ApiKeyEnvOption,
     temperature: float | None = TemperatureOption,
     llm_seed: int | None = LlmSeedOption,
@@ -398,6 +403,9 @@ def run_cmd(
     max_tokens_total: int | None = MaxTokensTotalOption,
     max_time: float | None = MaxTimeOption,
     price_per_mtok: str | None = PriceOption,
+    prices: str | None = PricesOption,
+    max_cost: float | None = MaxCostOption,
+    max_total_cost: float | None = MaxTotalCostOption,
     dry_run: bool = DryRunOption,
     limit: int | None = LimitOption,
     executor: str = ExecutorOption,
@@ -409,7 +417,7 @@ def run_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Answer every question with one agent, score, and store the run (resumes if interrupted)."""
-    from labreplay.sdk.agents import parse_price
+    from labreplay.sdk.agents import run_price
     from labreplay.sdk.engine import Store, open_executor
     from labreplay.suites.conditions.execute import resolve_question_agent
     from labreplay.suites.conditions.llm_run import (
@@ -421,7 +429,7 @@ def run_cmd(
 
     if agent.startswith("openai:"):
         agent, model = "llm", agent
-    price = parse_price(price_per_mtok)
+    price = run_price(model if agent == "llm" else agent, price_per_mtok, prices)
     options = agent_options(
         base_url=base_url,
         api_key_env=api_key_env,
@@ -433,6 +441,10 @@ def run_cmd(
         max_calls=max_calls,
         max_tokens_total=max_tokens_total,
         max_time=max_time,
+        prices=prices,
+        max_cost=max_cost,
+        max_total_cost=max_total_cost,
+        provider=provider,
         token_param=token_param,
         reasoning_effort=reasoning_effort,
         reasoning_tokens=reasoning_tokens,
@@ -441,6 +453,12 @@ def run_cmd(
     )
     if max_concurrency is not None:
         options["max_concurrency"] = max_concurrency
+    if max_total_cost is not None and executor == "dask":
+        # Its spend is counted in this process; dask workers are other processes.
+        raise LabreplayError(
+            "--max-total-cost counts the spend of this process: use --executor in-process or "
+            "threads with it, not dask"
+        )
     qs = load_questions(questions)
     chosen = first_in_seeded_order(qs, limit, seed, "conditions")
     if isolate and executor != "in-process":
@@ -564,6 +582,7 @@ def leaderboard_cmd(
         "fib_strict",
         "fib_score_given_hit",
         "delta_axis",
+        "precedent_lift_mc_all_score",  # read against the reference lines printed below
         "prompt_tokens",
         "completion_tokens",
     )
@@ -581,6 +600,11 @@ def leaderboard_cmd(
             cells[1] += " UNVERIFIED"
         view.add_row(*cells)
     print_table(view, "agent")
+    from labreplay.suites.conditions.precedent_audit import precedent_reference_lines
+
+    for name, lifts in board.get("precedent_references", {}).items():
+        for line in precedent_reference_lines(lifts):  # reference rows beside the lifts
+            console.print(f"{name}: {line}", markup=False)
     if board["unverified_data"]:
         console.print(
             f"UNVERIFIED DATA: {len(board['unverified_data'])} question file(s) were compiled "

@@ -8,20 +8,18 @@ Per table (the rows of one fixed context, `slicing`):
     are the observed rows, so a Hit requires the recombined tuple to be one of them.
 
 Which questions are asked (each rule counted per dataset when it drops a question):
-  * FIB only where Hit means something: its Hit floor on the table's observed rows *before*
-    precedent removal (observed / candidate combinations) is at most ``fib_max_hit_floor``
-    (0.8). On a fully measured grid every combination was run, so every non-Hit would be a
-    hidden measured row. A non-Hit is a recombined tuple that is not a legal answer: a
-    combination the table never ran in this context, or one of the precedent rows (excluded
-    from both twins' legal answers, as in the paper).
+  * FIB only where Hit means something: its Hit floor on the table's observed rows
+    (observed / candidate combinations) is at most ``fib_max_hit_floor`` (0.8). On a fully
+    measured grid every combination was run, so every non-Hit would be a hidden measured row.
+    A non-Hit is a recombined tuple the table never ran in this context.
   * Precedent pairs: each question has a twin sharing options, answer and scoring, which also
-    shows 2-5 lower-to-mid utility rows with their outcomes. For MC they come from rows outside
-    the question's options -- other contexts of the table, sibling tables of the same reaction,
-    its rows outside every table -- the closest contexts first, and every one is below the
-    question's best option (the prompt says none of them is the best one, and it is true).
-    For FIB they are rows of the table itself (never its optimum), removed from the legal
-    answers of both twins.
-  * At least ``min_options`` (3) options after precedent removal; one question per (table,
+    shows 2-5 rows of the same reaction with their outcomes: other contexts of the table,
+    sibling tables (other substrates), its rows outside every table -- never an option (FIB:
+    never a row of the table) -- drawn uniformly (seeded) from the closest contexts. Their
+    outcomes play no part in the choice: an option's presence among them carries no
+    information about its rank, so an agent that avoids (or copies) what it sees gains nothing
+    by exclusion; only the chemistry the outcomes carry can help.
+  * At least ``min_options`` (3) options; one question per (table,
     option set) -- MC_single first, then MC_all; on a single-axis table MC_all and FIB would
     repeat MC_single, so only MC_single is asked; no question whose best utility is 0.
 Every question records its random floors in ``meta.random_floor``. Option and candidate order
@@ -46,7 +44,7 @@ from labreplay.suites.conditions.tables import (
 )
 
 PROTOCOL = "rxnoptbench-compile"
-VERSION = 3
+VERSION = 4  # 4: outcome-blind precedents (issue 36)
 QUESTION_TYPES = ("mc_single", "mc_all", "fib_all")
 PRECEDENTS_MIN, PRECEDENTS_MAX = 2, 5
 
@@ -55,18 +53,27 @@ QUESTION_RULES = {
     "min_options": "the dataset rule's min_options (default 3), counted after precedent removal",
     "mc_single_context": "most-covered observed context of the other varying keys; seeded tie-break",
     "mc_all_options": "distinct observed rows projected on all varying keys",
-    "fib_legal_answers": "observed rows minus the precedent rows (both twins)",
-    "fib_hit_floor": "FIB only where observed rows / candidate combinations, before precedent "
-    "removal, <= fib_max_hit_floor; a non-Hit is an unrun combination or a precedent row",
+    "fib_legal_answers": "the table's observed rows (precedents come from outside the table)",
+    "fib_hit_floor": "FIB only where observed rows / candidate combinations <= "
+    "fib_max_hit_floor; a non-Hit is a combination the table never ran",
     "precedents": {
         "count": [PRECEDENTS_MIN, PRECEDENTS_MAX],
         "mc_pool": "rows of the same reaction outside the question's options (other contexts of "
-        "the table, sibling tables, rows outside every table), utility below the best option "
-        "and at most the options' median; the closest contexts first (fewest differing axes)",
-        "fib_pool": "rows of the table below its best and at most its median, removed from both "
-        "twins' legal answers, leaving at least min_options",
+        "the table, sibling tables, rows outside every table) in the closest contexts (fewest "
+        "differing axes); a uniform seeded draw, blind to every outcome",
+        "fib_pool": "as mc_pool, outside the whole table (every table row stays a legal answer)",
+        "rule": "presence among the precedents carries no information about an option's rank "
+        "(exclusion baseline, METRICS.md)",
     },
     "uninformative": "questions whose best option utility is 0 are not emitted (counted)",
+    "answer_share_cap": "per dataset and MC type no answer (the gold option's labels) correct "
+    "in more than 0.4 of the questions: the most repeated answer's questions withheld (seeded, "
+    "twins with them) until under the cap; fewer than 3 distinct answers keep none; a type "
+    "with fewer than 5 questions is reported, not capped",
+    "noise_floor": "excluded and counted: the best option's yield below the dataset rule's "
+    "yield_floor (0.05), or best minus second-best utility below the table's pooled replicate "
+    "SD (else, or when it is 0, noise_points: 2 yield points); a declared ratio response reads both relative to "
+    "the dataset's largest response",
     "table_slicing": "groups above max_options rows: vary the declared --vary axes, else the "
     "axis with the most levels that some context varies (ties: catalyst/ligand > base > "
     "reagent/additive > solvent > temperature/time > other, then declared order), joined by "
@@ -85,6 +92,10 @@ SKIP_REASONS = (
     "single_axis_table",
     "fib_hit_floor_too_high",
     "no_precedent_twin",
+    "below_yield_floor",
+    "within_noise",
+    "precedents_leak_by_exclusion",
+    "answer_share_cap",
 )
 
 
@@ -317,45 +328,39 @@ def _mc_single_rows(
     return fixed, sorted(contexts[chosen], key=lambda r: r.conditions[key])
 
 
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    return ordered[(len(ordered) - 1) // 2]
-
-
-def _mc_precedents(
-    ctx: _Ctx, rng: np.random.Generator, options: list[ObservedRow], fixed: dict[str, str]
+def _closest_precedents(
+    ctx: _Ctx,
+    rng: np.random.Generator,
+    outside: list[ObservedRow],
+    fixed: dict[str, str],
+    keys: Sequence[str],
 ) -> list[ObservedRow]:
-    """2-5 rows of the same reaction outside the options, each below the question's best
-    option and at most its median option, from the closest contexts (fewest axes differing
-    from the question's fixed conditions); [] if too few."""
-    best = max(r.utility for r in options)
-    ceiling = min(_median([r.utility for r in options]), best)
+    """2-5 rows of the same reaction outside `outside` (the question's options, or for FIB its
+    whole table) from the closest contexts (fewest axes differing from the question's fixed
+    conditions), drawn without replacement with weights balanced over the question's option
+    values: a row weighs the product over `keys` of 1 / (rows there sharing its value), so a
+    value run often (a campaign's favourite) is shown no more often than one run once.
+    Outcomes play no part, so whether an option's values appear among the precedents says
+    nothing about its rank (METRICS.md, exclusion baseline); only what the precedents'
+    outcomes say about the chemistry can help. [] if too few rows lie outside."""
     reaction, table_distance = ctx.reaction()
-    eligible = (reaction.utility < best) & (reaction.utility <= ceiling)
-    eligible[[reaction.position[id(r)] for r in options if id(r) in reaction.position]] = False
+    eligible = np.ones(len(reaction.rows), dtype=bool)
+    eligible[[reaction.position[id(r)] for r in outside if id(r) in reaction.position]] = False
     distance = table_distance + reaction.distance(fixed) if fixed else table_distance
     found = np.flatnonzero(eligible)
     if len(found) < PRECEDENTS_MIN:
         return []
     ranked = found[np.argsort(distance[found], kind="stable")]  # closest first, then row order
     cutoff = distance[ranked[PRECEDENTS_MIN - 1]]  # the closest distance holding enough rows
-    chosen = [reaction.rows[i] for i in ranked if distance[i] <= cutoff]
-    n = int(rng.integers(PRECEDENTS_MIN, min(PRECEDENTS_MAX, len(chosen)) + 1))
-    return [chosen[i] for i in sorted(rng.choice(len(chosen), size=n, replace=False))]
-
-
-def _fib_precedents(ctx: _Ctx, rng: np.random.Generator) -> list[ObservedRow]:
-    """2-5 lower-to-mid rows of the table (never its optimum), leaving at least min_options
-    legal answers; [] if the table is too small."""
-    rows = ctx.table.rows
-    utilities = [r.utility for r in rows]
-    best, median = max(utilities), _median(utilities)
-    pool = [r for r in rows if r.utility < best and r.utility <= median]
-    most = min(PRECEDENTS_MAX, len(pool), len(rows) - ctx.min_options)
-    if most < PRECEDENTS_MIN:
-        return []
-    n = int(rng.integers(PRECEDENTS_MIN, most + 1))
-    return [pool[i] for i in sorted(rng.choice(len(pool), size=n, replace=False))]
+    pool = ranked[distance[ranked] <= cutoff]
+    weight = np.ones(len(pool))
+    for k in keys:
+        codes = reaction.matrix[pool, reaction.columns[k]]
+        _, inverse, counts = np.unique(codes, return_inverse=True, return_counts=True)
+        weight /= counts[inverse]
+    n = int(rng.integers(PRECEDENTS_MIN, min(PRECEDENTS_MAX, len(pool)) + 1))
+    picked = rng.choice(len(pool), size=n, replace=False, p=weight / weight.sum())
+    return [reaction.rows[i] for i in sorted(pool[picked])]
 
 
 def _shown_keys(ctx: _Ctx, row: ObservedRow) -> list[str]:
@@ -395,14 +400,55 @@ def _entry(table: ScreeningTable, row: ObservedRow) -> int | str:
     return f"reaction:{next(i for i, r in enumerate(table.reaction_rows) if r is row)}"
 
 
+@dataclass(frozen=True)
+class NoiseFloor:
+    """A dataset's declared noise floors in utility units (METRICS.md): `yield_floor` and
+    `default_noise` as fractions (x the dataset's largest response for a ratio response)."""
+
+    yield_floor: float = 0.05
+    default_noise: float = 0.02
+    applies_yield_floor: bool = True  # a selectivity objective has no yield to floor
+
+
+def replicate_sd(rows: Sequence[ObservedRow]) -> float | None:
+    """The pooled SD of the rows' merged replicates (None when no row was replicated; a
+    pooled SD of 0 says the "replicates" are copies of one record, and the declared default
+    noise applies)."""
+    dof = sum(len(r.provenance) - 1 for r in rows if r.replicate_sd is not None)
+    if dof <= 0:
+        return None
+    ss = sum(
+        (len(r.provenance) - 1) * r.replicate_sd**2 for r in rows if r.replicate_sd is not None
+    )
+    return float(np.sqrt(ss / dof))
+
+
+def noise_reason(
+    rows: Sequence[ObservedRow], table: ScreeningTable, floor: NoiseFloor
+) -> str | None:
+    """Why a question over these option rows measures noise, or None. The best yield is the
+    largest yield among the options; the gap is best minus the best non-tied utility."""
+    yields = [r.outcome["yield"] for r in rows if r.outcome.get("yield") is not None]
+    if floor.applies_yield_floor and yields and max(yields) < floor.yield_floor:
+        return "below_yield_floor"
+    utilities = sorted({r.utility for r in rows}, reverse=True)
+    gap = utilities[0] - utilities[1] if len(utilities) > 1 else 0.0
+    noise = replicate_sd(table.rows)
+    if gap < (noise if noise else floor.default_noise):  # identical "replicates": copies
+        return "within_noise"
+    return None
+
+
 def compile_table(
     table: ScreeningTable,
     seed: int,
     source_file: str,
     fib_max_hit_floor: float = 0.8,
     min_options: int = 3,
+    floor: NoiseFloor | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """All informative questions of one table, and counts of what was dropped and why."""
+    floor = floor or NoiseFloor()
     skipped = _no_skips()
     if len(table.rows) < 2 or not table.varying_keys:
         skipped["too_few_rows"] += 1
@@ -434,9 +480,10 @@ def compile_table(
             if len(rows) < min_options:
                 skipped["too_few_options"] += 1
                 continue
-            precedents = _fib_precedents(ctx, rng)
-            shown = {id(r) for r in precedents}
-            legal = [r for r in rows if id(r) not in shown]  # a precedent is never an answer
+            # Precedents come from outside the table, so every observed row stays a legal
+            # answer and avoiding a precedent's tuple gains no Hit.
+            precedents = _closest_precedents(ctx, rng, list(table.rows), {}, qkeys)
+            legal = rows
         else:
             if len(rows) < min_options:
                 skipped["too_few_options"] += 1
@@ -449,8 +496,13 @@ def compile_table(
                 skipped["duplicate_option_set"] += 1
                 continue
             seen_option_sets.add(option_set)
-            precedents = _mc_precedents(ctx, rng, rows, fixed)
+            precedents = _closest_precedents(ctx, rng, rows, fixed, qkeys)
             legal = rows
+        if max(r.utility for r in legal) > 0:
+            noisy = noise_reason(legal, table, floor)
+            if noisy is not None:
+                skipped[noisy] += 1
+                continue
         base = _base_question(ctx, rng, qid, qtype, qkeys, legal)
         if base is None:
             skipped["uninformative"] += 1
@@ -478,6 +530,8 @@ class CompiledSet:
     skipped_by_dataset: dict[str, dict[str, int]] = field(default_factory=dict)
     qc: dict[str, dict[str, Any]] = field(default_factory=dict)  # dataset -> QC summary
     sources: dict[str, str] = field(default_factory=dict)  # file read -> sha256 (not hashed)
+    # dataset -> MC type -> answer-repetition share, before and after the cap (`independence`)
+    answer_shares: dict[str, Any] = field(default_factory=dict)
 
 
 def build_spec(
@@ -507,6 +561,19 @@ def build_spec(
     return spec
 
 
+def noise_floor(rule: TableRule, tables: Sequence[ScreeningTable]) -> NoiseFloor:
+    """The dataset's floors in utility units; a ratio response reads them relative to its
+    largest recorded response (a ratio has no absolute scale to call 5% of)."""
+    scale = 1.0
+    if rule.response == "ratio":
+        scale = max((r.utility for t in tables for r in t.rows), default=0.0) or 1.0
+    return NoiseFloor(
+        yield_floor=rule.yield_floor * scale,
+        default_noise=rule.noise_points / 100.0 * scale,
+        applies_yield_floor=rule.objective != "selectivity",
+    )
+
+
 def compile_tables(
     tables_by_rule: Sequence[tuple[TableRule, list[ScreeningTable]]],
     files: dict[str, str],
@@ -526,6 +593,7 @@ def compile_tables(
     qc: dict[str, dict[str, Any]] = {}
     for rule, tables in tables_by_rule:
         mine = by_dataset.setdefault(rule.dataset, _no_skips())
+        floor = noise_floor(rule, tables)
         if isinstance(tables, TableSet):
             qc[rule.dataset] = tables.qc
         label = (rows_sha256 or {}).get(rule.dataset)
@@ -534,9 +602,13 @@ def compile_tables(
                 source = f"rows sha256:{label}"
             else:
                 source = ";".join(sorted({p["file"] for r in table.rows for p in r.provenance}))
-            qs, sk = compile_table(table, seed, source, rule.fib_max_hit_floor, rule.min_options)
+            qs, sk = compile_table(
+                table, seed, source, rule.fib_max_hit_floor, rule.min_options, floor
+            )
             for q in qs:
                 q["meta"]["spec_hash"] = spec_hash
+                if rule.response == "ratio":
+                    _as_ratio_outcomes(q)
                 if unverified:  # so a run on these questions is marked UNVERIFIED too
                     q["meta"]["unverified_data"] = sorted(unverified)
             questions.extend(qs)
@@ -546,9 +618,85 @@ def compile_tables(
             summary = table.summary()
             summary["questions"] = len(qs)
             summaries.append(summary)
+    from labreplay.suites.conditions.independence import answer_shares, cap_answer_share
+
+    before = answer_shares(questions)
+    questions, capped = cap_answer_share(questions, seed)
+    for ds, n in capped.items():
+        skipped["answer_share_cap"] += n
+        by_dataset[ds]["answer_share_cap"] += n
+    questions = _withhold_leaking_twins(questions, seed, skipped, by_dataset)
+    shares = {"before": before, "after": answer_shares(questions)}
     return CompiledSet(
-        spec, spec_hash, questions, summaries, skipped, by_dataset, qc, dict(sources or files)
+        spec,
+        spec_hash,
+        questions,
+        summaries,
+        skipped,
+        by_dataset,
+        qc,
+        dict(sources or files),
+        shares,
     )
+
+
+def _as_ratio_outcomes(question: dict[str, Any]) -> None:
+    """A declared ratio response is never shown to an agent as a yield: each precedent's
+    outcome becomes ``response_ratio`` (the recorded ratio) with no yield."""
+    for ref in question["input"].get("reference_conditions", []):
+        y = ref["outcome"].get("yield")
+        ref["outcome"] = {
+            **ref["outcome"],
+            "yield": None,
+            "response_ratio": None if y is None else _fmt(y / 100.0),
+        }
+
+
+def _withhold_leaking_twins(
+    questions: list[dict[str, Any]],
+    seed: int,
+    skipped: dict[str, int],
+    by_dataset: dict[str, dict[str, int]],
+) -> list[dict[str, Any]]:
+    """The QC gate behind every precedent lift: where the exclusion baseline's lift on a
+    headline metric (MC score, FIB Strict) of a dataset excludes 0, that dataset's precedent
+    twins of that family are withheld (counted). Outcome-blind precedents can still carry
+    information by their presence when the data's own design does (a campaign that ran its
+    favourite conditions everywhere); such twins would measure exclusion, not chemistry."""
+    from labreplay.suites.conditions.precedent_audit import HEADLINE_METRICS, reference_lifts
+
+    lifts = reference_lifts(questions, seed).get("exclusion", {})
+    leaking = {
+        (ds, metric.split(".")[0])
+        for ds, per in lifts.items()
+        if ds != "all"
+        for metric, lift in per.items()
+        if metric in HEADLINE_METRICS and lift["contains_zero"] is False
+    }
+    if not leaking:
+        return questions
+    withheld: set[str] = set()
+    for q in questions:
+        meta = q["meta"]
+        family = "fib" if q["question_type"] == "fib_all" else "mc"
+        if meta.get("variant") == "with_precedents" and (meta["dataset"], family) in leaking:
+            withheld.add(str(meta["twin_id"]))
+            skipped["precedents_leak_by_exclusion"] += 1
+            by_dataset[meta["dataset"]]["precedents_leak_by_exclusion"] += 1
+    out = []
+    for q in questions:
+        meta = q["meta"]
+        if meta.get("twin_id") in withheld:
+            if meta.get("variant") == "with_precedents":
+                continue
+            q["meta"] = {
+                k: v
+                for k, v in meta.items()
+                if k not in {"precedent_entries", "precedent_utilities"}
+            }
+            q["meta"]["twin_id"] = None
+        out.append(q)
+    return out
 
 
 def compile_datasets(

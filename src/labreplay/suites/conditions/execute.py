@@ -74,7 +74,7 @@ def build_agent(
     return reference_agent(name, questions, seed)
 
 
-BUILTIN_AGENTS = ("random", "ranker", "llm")
+BUILTIN_AGENTS = ("random", "ranker", "exclusion", "precedent_ranker", "llm")
 
 
 def resolve_question_agent(

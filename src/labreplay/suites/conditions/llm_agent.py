@@ -122,6 +122,7 @@ def make_question_agent(
     reasoning_tokens: int | None = None,
     max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
     call_time_s: float | None = None,
+    provider: str = "auto",
 ) -> LLMQuestionAgent:
     """Build a question agent from `openai:MODEL` (`render` defaults to the suite's prompt)."""
     model = parse_agent_spec(agent)
@@ -144,6 +145,7 @@ def make_question_agent(
         reasoning_tokens=reasoning_tokens,
         max_retry_wait_s=max_retry_wait_s,
         call_time_s=call_time_s,
+        provider=provider,
     )
     # One meter for both clients: the run's caps count every call, sync or concurrent.
     concurrent = AsyncLLMClient(model, api_key=api_key, max_concurrency=max_concurrency, **options)

@@ -3,15 +3,21 @@ line. Kept apart from the CLI module so the command stays thin."""
 
 from __future__ import annotations
 
-import math
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labreplay.sdk.agents import check_user_budget, cost, response_budget, usage_line
+from labreplay.sdk.agents import (
+    Price,
+    chat_tokens,
+    check_user_budget,
+    cost,
+    count_tokens,
+    response_budget,
+    token_rule,
+    usage_line,
+)
 from labreplay.suites.conditions.questions import agent_view
-
-# Characters per token of the question prompts (English and numbered condition lists).
-CHARS_PER_TOKEN = 3.2
 
 
 def _schema(view: Mapping[str, Any]) -> dict[str, Any]:
@@ -30,10 +36,13 @@ def check_answer_budget(questions: Sequence[Mapping[str, Any]], max_tokens: int 
 
 def estimate(agent: Any, questions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Calls and tokens of answering `questions` with `agent` (one call per question when every
-    reply is valid; repairs add calls), from the real rendered prompts; nothing is sent."""
+    reply is valid; repairs add calls), from the real rendered prompts; nothing is sent.
+    Tokens follow the one declared rule of every dry run (`token_rule`); a reply is counted as
+    a valid answer to its schema, compact JSON."""
+    from labreplay.sdk.testing import instance
     from labreplay.suites.conditions.llm_prompts import question_messages
 
-    prompt_chars = 0
+    prompt = 0
     completion = 0
     largest = 0
     first = ""
@@ -41,22 +50,20 @@ def estimate(agent: Any, questions: Sequence[Mapping[str, Any]]) -> dict[str, An
         view = agent_view(q)
         schema = _schema(view)
         messages = question_messages(agent.render(view), schema)
-        chars = sum(len(m["content"]) for m in messages)
-        prompt_chars += chars
-        largest = max(largest, chars)
-        completion += math.ceil(len('{"answer": 1}') / CHARS_PER_TOKEN) * max(
-            1, len(schema.get("properties", {}))
-        )
+        tokens = chat_tokens(messages)
+        prompt += tokens
+        largest = max(largest, tokens)
+        completion += count_tokens(json.dumps(instance(schema)))
         first = first or messages[-1]["content"]
     return {
         "dry_run": True,
         "agent": agent.name,
         "questions": len(questions),
         "calls": len(questions),
-        "prompt_tokens": math.ceil(prompt_chars / CHARS_PER_TOKEN),
+        "prompt_tokens": prompt,
         "completion_tokens": completion,
-        "largest_prompt_tokens": math.ceil(largest / CHARS_PER_TOKEN),
-        "chars_per_token": CHARS_PER_TOKEN,
+        "largest_prompt_tokens": largest,
+        "token_rule": token_rule(),
         "first_prompt": first,
     }
 
@@ -64,7 +71,7 @@ def estimate(agent: Any, questions: Sequence[Mapping[str, Any]]) -> dict[str, An
 def print_conditions_dry_run(
     agent: Any,
     questions: Sequence[Mapping[str, Any]],
-    price: tuple[float, float] | None,
+    price: Price,
     json_out: bool,
 ) -> None:
     from labreplay.errors import AgentError
@@ -81,15 +88,19 @@ def print_conditions_dry_run(
         return
     console.print(f"first prompt ({len(found['first_prompt']):,} characters):")
     console.print(found["first_prompt"][:600] + " ...", markup=False)
-    money = f"; cost {found['cost']:.2f}" if found["cost"] is not None else ""
+    money = (
+        f"; cost ${found['cost']:.2f}"
+        if found["cost"] is not None
+        else "; cost unknown (no price for this model)"
+    )
     console.print(
         f"DRY RUN (no model called): {found['questions']} questions, {found['calls']} calls, "
         f"~{found['prompt_tokens']:,} prompt + ~{found['completion_tokens']:,} completion "
-        f"tokens{money} ({CHARS_PER_TOKEN} characters per token)"
+        f"tokens{money} (tokens counted as {found['token_rule']})"
     )
 
 
-def print_usage(console: Any, result: Mapping[str, Any], price: tuple[float, float] | None) -> None:
+def print_usage(console: Any, result: Mapping[str, Any], price: Price) -> None:
     usage = result.get("usage")
     if not usage:
         return

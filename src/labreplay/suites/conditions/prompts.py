@@ -40,6 +40,9 @@ def _outcome(outcome: Mapping[str, Any]) -> str:
         v = outcome.get(name)
         if v is not None:
             parts.append(f"{name} {v:g}{unit}" if isinstance(v, float | int) else f"{name} {v}")
+    ratio = outcome.get("response_ratio")
+    if isinstance(ratio, float | int):  # a declared relative response, never a yield
+        parts.append(f"product/standard response ratio {ratio:g} (relative, not a yield)")
     return ", ".join(parts) or "outcome not reported"
 
 
@@ -59,7 +62,11 @@ def render_prompt(view: Mapping[str, Any]) -> str:
     if view.get("fixed_conditions"):
         lines.append(f"  also fixed for this question: {_conditions(view['fixed_conditions'])}")
     if view.get("precedents"):
-        lines += ["", "Earlier results from the same study (none of them is the best one):"]
+        lines += [
+            "",
+            "Earlier results from related experiments of the same study (other conditions or "
+            "substrates; shown whatever their outcome):",
+        ]
         for i, p in enumerate(view["precedents"], 1):
             lines.append(f"  {i}. {_conditions(p['conditions'])} -> {_outcome(p['outcome'])}")
     lines.append("")
@@ -67,8 +74,7 @@ def render_prompt(view: Mapping[str, Any]) -> str:
         keys = view["varying_keys"]
         lines.append(
             "Fill every slot below with one candidate so that the combination is the best one "
-            "the study tested. Only combinations that were actually run count"
-            + (", and copying an earlier result does not." if view.get("precedents") else ".")
+            "the study tested. Only combinations that were actually run in this context count."
         )
         for k in keys:
             lines.append(f"  {k}:")

@@ -8,6 +8,8 @@ from typing import Any
 
 from labreplay.sdk import atomic_write_text, canonical_json
 from labreplay.suites.conditions.compiler import CompiledSet
+from labreplay.suites.conditions.independence import ranker_reference, share_lines
+from labreplay.suites.conditions.precedent_audit import precedent_reference_lines, reference_lifts
 from labreplay.suites.conditions.questions import write_questions
 from labreplay.suites.conditions.scoring import answer_key
 from labreplay.suites.conditions.summary import gold_position_audit
@@ -138,6 +140,9 @@ def write_compiled(compiled: CompiledSet, out: Path) -> dict[str, Any]:
         "skipped_by_dataset": compiled.skipped_by_dataset,
         "qc": compiled.qc,
         "gold_position_audit": gold_position_audit(keys, int(compiled.spec["seed"])),
+        "precedent_references": reference_lifts(compiled.questions, int(compiled.spec["seed"])),
+        "answer_shares": compiled.answer_shares,
+        "ranker_reference": ranker_reference(compiled.questions, int(compiled.spec["seed"])),
         "profile": difficulty_profile(compiled.questions, compiled.tables),
         "sources": compiled.sources,
         "tables": compiled.tables,
@@ -176,6 +181,11 @@ def qc_lines(info: dict[str, Any]) -> list[str]:
     for ds, skipped in info.get("skipped_by_dataset", {}).items():
         dropped = ", ".join(f"{n} {reason}" for reason, n in skipped.items() if n)
         lines.append(f"dropped {ds}: {dropped or 'nothing'}")
+    if info.get("answer_shares"):
+        shares = info["answer_shares"]
+        lines.extend(share_lines(shares["before"], shares["after"], info.get("ranker_reference")))
+    if info.get("precedent_references"):
+        lines.extend(precedent_reference_lines(info["precedent_references"]))
     return lines
 
 

@@ -364,7 +364,37 @@ def leaderboard(store: Store) -> dict[str, Any]:
 
     audits = leaderboard_audit(store, audited)
     marked = sorted({str(r["question_file"]) for r in rows if r.get("unverified_data")})
-    return {"runs": rows, "utility_audit": audits, "unverified_data": marked}
+    return {
+        "runs": rows,
+        "utility_audit": audits,
+        "unverified_data": marked,
+        "precedent_references": _precedent_references(store, rows),
+    }
+
+
+def _precedent_references(store: Store, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """question file -> the exclusion baseline's and the precedent ranker's precedent lifts
+    (`precedent_audit`), the reference rows every precedent lift on the board is read against;
+    {} for a question file the store does not keep."""
+    import tempfile
+
+    from labreplay.suites.conditions.precedent_audit import reference_lifts
+    from labreplay.suites.conditions.questions import load_questions
+
+    out: dict[str, Any] = {}
+    for run in store.runs(suite=SUITE, status="complete"):
+        name = str(run.spec_id)
+        if name in out or not any(r["run_id"] == run.run_id for r in rows):
+            continue
+        body = loads_strict(store.get_spec(run.spec_hash)).get("body", {})
+        data = store.content(str(body.get("sha256", "")))
+        if data is None:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "questions.jsonl"
+            path.write_bytes(data)
+            out[name] = reference_lifts(load_questions(path), int(run.seed))
+    return out
 
 
 def rescored_summary(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labreplay.suites.conditions.events import AnswerResult
-from labreplay.suites.conditions.questions import value_label
+from labreplay.suites.conditions.questions import table_id_of, value_label
 from labreplay.suites.conditions.tables import parse_amount, parse_ratio, utility
 
 
@@ -37,6 +37,15 @@ def _utility_of_scores(s: Mapping[str, Any], objective: str) -> float | None:
         if isinstance(ratio, tuple):
             outcome[name] = ratio
     return utility(outcome, objective)
+
+
+def utility_of_outcome(outcome: Mapping[str, Any]) -> float | None:
+    """The utility of an outcome as the release layout shows it (a precedent's), or None; a
+    declared ratio response (``response_ratio``) ranks as recorded."""
+    ratio = outcome.get("response_ratio")
+    if isinstance(ratio, int | float) and not isinstance(ratio, bool):
+        return float(ratio)
+    return _utility_of_scores(outcome, "utility")
 
 
 def _numbers(values: object, n: int) -> list[float] | None:
@@ -74,6 +83,7 @@ class AnswerKey:
     candidates: Mapping[str, tuple[str, ...]]
     row_index: Mapping[tuple[str, ...], int]  # legal observed tuple -> option index
     gold_rows: tuple[tuple[str, ...], ...]
+    table: str = ""  # the source table (clusters of every interval over questions)
 
 
 def answer_key(q: Mapping[str, Any]) -> AnswerKey:
@@ -117,6 +127,7 @@ def answer_key(q: Mapping[str, Any]) -> AnswerKey:
         candidates=candidates,
         row_index={t: i for i, t in enumerate(tuples)},
         gold_rows=tuple(tuples[i] for i in sorted(answer)),
+        table=table_id_of(q),
     )
 
 

@@ -1,5 +1,9 @@
-"""Run-level metrics: per type and variant, Delta-axis, precedent lift with paired bootstrap and
-sign test, and the audits (gold position vs a shuffled null; yield-only vs product utility)."""
+"""Run-level metrics: per type and variant, Delta-axis, precedent lift with a paired bootstrap
+clustered by source table and a sign test, and the audits (gold position vs a shuffled null;
+yield-only vs product utility).
+
+Questions cut from one source table share its rows, so they are not independent: every
+interval over questions resamples whole tables (METRICS.md, fourth round)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,10 @@ from labreplay.sdk.scoring import sign_test as paired_sign_test
 from labreplay.suites.conditions.scoring import AnswerKey, aggregate
 
 BOOTSTRAP_RESAMPLES = 10_000
+# Below this many source tables a percentile bootstrap over tables under-covers (it cannot
+# draw a resample more extreme than the few tables it has): a cluster-robust t interval with
+# tables - 1 degrees of freedom is used instead, and named.
+MIN_BOOTSTRAP_CLUSTERS = 10
 MC_NULL_DRAWS = 10_000
 
 
@@ -33,6 +41,65 @@ def paired_bootstrap(
     }
 
 
+def cluster_bootstrap(
+    values: Sequence[float],
+    clusters: Sequence[str],
+    seed: int,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    purpose: str = "cluster-bootstrap",
+) -> dict[str, Any]:
+    """Mean of `values` with a percentile 95% interval that resamples whole clusters (source
+    tables) with replacement: each resample's mean pools the values of its drawn tables."""
+    if len(values) == 0:
+        return {"n": 0, "clusters": 0, "mean": None, "ci95": None, "seed": seed}
+    names = sorted(set(clusters))
+    index = {c: i for i, c in enumerate(names)}
+    members = np.array([index[c] for c in clusters])
+    sums = np.bincount(members, weights=np.asarray(values, dtype=float), minlength=len(names))
+    counts = np.bincount(members, minlength=len(names)).astype(float)
+    mean = float(sums.sum() / counts.sum())
+    if len(names) < MIN_BOOTSTRAP_CLUSTERS:
+        return {
+            "n": len(values),
+            "clusters": len(names),
+            "mean": mean,
+            "ci95": _few_clusters_interval(sums, counts, mean),
+            "seed": seed,
+            "resampled": f"none: fewer than {MIN_BOOTSTRAP_CLUSTERS} source tables, "
+            "cluster-robust t interval (df = tables - 1)",
+        }
+    rng = make_rng(seed, purpose)
+    means = np.empty(resamples)
+    block = max(1, min(resamples, 2_000_000 // len(names)))
+    for start in range(0, resamples, block):
+        stop = min(resamples, start + block)
+        drawn = rng.integers(0, len(names), size=(stop - start, len(names)))
+        means[start:stop] = sums[drawn].sum(axis=1) / counts[drawn].sum(axis=1)
+    return {
+        "n": len(values),
+        "clusters": len(names),
+        "mean": mean,
+        "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))],
+        "seed": seed,
+        "resamples": resamples,
+        "resampled": "source tables",
+    }
+
+
+def _few_clusters_interval(sums: np.ndarray, counts: np.ndarray, mean: float) -> list[float] | None:
+    """mean +- t(0.975, C - 1) x the cluster-robust standard error of a pooled mean (None with
+    one table: nothing to estimate the spread from)."""
+    from scipy.stats import t as student_t
+
+    clusters = len(sums)
+    if clusters < 2:
+        return None
+    residual = sums - mean * counts
+    se = float(np.sqrt(clusters / (clusters - 1) * (residual**2).sum()) / counts.sum())
+    half = float(student_t.ppf(0.975, clusters - 1)) * se
+    return [mean - half, mean + half]
+
+
 def sign_test(diffs: Sequence[float]) -> dict[str, Any]:
     """Two-sided exact binomial sign test over non-zero paired differences."""
     pos, neg, p = paired_sign_test(diffs)
@@ -43,7 +110,8 @@ def sign_test(diffs: Sequence[float]) -> dict[str, Any]:
 def precedent_lift(
     keys: Sequence[AnswerKey], results: Sequence[Mapping[str, Any]], seed: int
 ) -> dict[str, Any]:
-    """metric(with precedents) - metric(without), paired by twin, per question type."""
+    """metric(with precedents) - metric(without), paired by twin, per question type; the
+    interval resamples source tables (`cluster_bootstrap`)."""
     by_twin: dict[str, dict[str, tuple[AnswerKey, Mapping[str, Any]]]] = {}
     for k, r in zip(keys, results, strict=True):
         if k.twin_id and not k.uninformative:
@@ -57,14 +125,16 @@ def precedent_lift(
         ("mc_all", "correct"),
         ("fib_all", "hit"),
     ):
-        diffs = []
+        diffs: list[float] = []
+        tables: list[str] = []
         for pair in by_twin.values():
             if "with_precedents" in pair and "no_precedents" in pair:
                 (kw, rw), (_, rn) = pair["with_precedents"], pair["no_precedents"]
                 if kw.qtype == qtype:
                     diffs.append(float(rw[metric] or 0.0) - float(rn[metric] or 0.0))
+                    tables.append(kw.table or kw.qid)
         name = f"{qtype}.{'accuracy' if metric == 'correct' else metric}"
-        out[name] = {**paired_bootstrap(diffs, seed), "sign_test": sign_test(diffs)}
+        out[name] = {**cluster_bootstrap(diffs, tables, seed), "sign_test": sign_test(diffs)}
     return out
 
 

@@ -9,6 +9,7 @@ declared policy, cutting a large factorial grid into literature-sized tables by 
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -53,6 +54,15 @@ __all__ = [
 
 _clean_text = clean_text  # the readers' historical name
 REPLICATE_POLICIES = ("mean", "max", "first")
+RESPONSES = ("yield", "ratio")
+# A response column named like one of these is a relative signal, not a yield: refused as a
+# yield unless the table declares `response="ratio"` (MALDI product/standard ratios read as
+# percent yields made most of a dataset's questions noise).
+_NON_YIELD_NAME = re.compile(
+    r"ratio|area|intensit|signal|\bauc\b|abundance|/\s*i\.?s\b|istd|"
+    r"internal[ _-]?standard|maldi",
+    re.IGNORECASE,
+)
 MERGE_BY = ("smiles", "name")
 
 
@@ -77,6 +87,9 @@ class ObservedRow:
     utility: float
     provenance: list[dict[str, Any]]  # [{file, row}] of every source row merged here
     flags: list[str] = field(default_factory=list)
+    # sample SD of the merged replicates' utilities (None for a single measurement): the
+    # table's replicate noise, which decides when two options are indistinguishable
+    replicate_sd: float | None = None
 
 
 @dataclass
@@ -148,6 +161,16 @@ class TableRule:
     constant_conditions: tuple[tuple[str, str], ...] = ()  # declared, shown in every prompt
     yield_column: str = "yield"  # the source column name, for messages
     notes: str = ""
+    # Noise floors (METRICS.md): a question whose best yield is below `yield_floor`, or whose
+    # best and second-best utilities differ by less than the table's replicate SD (else
+    # `noise_points` yield points), is excluded and counted.
+    yield_floor: float = 0.05
+    noise_points: float = 2.0
+    # `yield`: the response column is a yield (or a declared yield basis); `ratio`: a relative
+    # response (product/internal-standard ratio, peak area) declared as such: ranked as given,
+    # its floors read relative to the dataset's largest response. An undeclared column named
+    # like a ratio or an area is refused as a yield.
+    response: str = "yield"
     # A user's table: axis -> species | process | additive (chem.axis_kind or --axis-kind),
     # which selects the informative default axes (slicing.INFORMATIVE_RULE). Empty: the
     # built-in datasets' rule (most levels first).
@@ -173,6 +196,9 @@ class TableRule:
             "fib_max_hit_floor": self.fib_max_hit_floor,
             "constant_conditions": dict(self.constant_conditions),
             "notes": self.notes,
+            "yield_floor": self.yield_floor,
+            "noise_points": self.noise_points,
+            "response": self.response,
         } | ({"axis_kinds": dict(self.axis_kinds)} if self.axis_kinds else {})
 
 
@@ -187,10 +213,13 @@ def _merge(
     provenance = [{"file": r.file, "row": r.row} for r, _ in rows]
     flags = [f for _, p in rows for f in p.flags]
     outcomes = [p.outcome for _, p in rows]
+    replicate_sd = None
     if len(rows) == 1:
         merged = dict(outcomes[0])
     else:
         utilities = [utility(o, objective) or 0.0 for o in outcomes]
+        mean_u = sum(utilities) / len(utilities)
+        replicate_sd = math.sqrt(sum((u - mean_u) ** 2 for u in utilities) / (len(utilities) - 1))
         if len({round(u, 9) for u in utilities}) > 1:
             flags.append(
                 f"replicates disagree (utilities {', '.join(f'{u:.3f}' for u in utilities)}); "
@@ -215,7 +244,9 @@ def _merge(
                 if ratios:  # average the desired fraction, keep a:b form summing to 100
                     frac = sum(a / (a + b) for a, b in ratios) / len(ratios)
                     merged[name] = [100.0 * frac, 100.0 * (1 - frac)]
-    return ObservedRow(conditions, merged, utility(merged, objective) or 0.0, provenance, flags)
+    return ObservedRow(
+        conditions, merged, utility(merged, objective) or 0.0, provenance, flags, replicate_sd
+    )
 
 
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
@@ -233,6 +264,7 @@ def _check_rule(rule: TableRule) -> None:
         ("replicate_policy", rule.replicate_policy, REPLICATE_POLICIES),
         ("objective", rule.objective, OBJECTIVES),
         ("yield_scale", rule.yield_scale, ("percent", "fraction")),
+        ("response", rule.response, RESPONSES),
         ("merge_by", rule.merge_by, MERGE_BY),
     )
     for name, value, known in checks:
@@ -243,6 +275,14 @@ def _check_rule(rule: TableRule) -> None:
                 field=name,
                 value=value,
             )
+    if rule.response == "yield" and _NON_YIELD_NAME.search(rule.yield_column):
+        raise DataError(
+            "the yield column is named like a relative response (a ratio, area or signal), "
+            "not a yield; declare the response as 'ratio' to rank by it",
+            record=rule.dataset,
+            field="yield_column",
+            value=rule.yield_column,
+        )
 
 
 def _parse_all(

@@ -19,11 +19,15 @@ from labreplay.sdk.cli import (
     LlmSeedOption,
     MaxCallsOption,
     MaxCallTimeOption,
+    MaxCostOption,
     MaxRetriesOption,
     MaxRetryWaitOption,
     MaxTimeOption,
     MaxTokensOption,
     MaxTokensTotalOption,
+    MaxTotalCostOption,
+    PricesOption,
+    ProviderOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
     RequireSandboxOption,
@@ -424,6 +428,10 @@ def run_cmd(
     max_calls: int | None = MaxCallsOption,
     max_tokens_total: int | None = MaxTokensTotalOption,
     max_time: float | None = MaxTimeOption,
+    provider: str | None = ProviderOption,
+    prices: str | None = PricesOption,
+    max_cost: float | None = MaxCostOption,
+    max_total_cost: float | None = MaxTotalCostOption,
     allow_modified_data: bool = AllowModifiedDataOption,
     json_out: bool = JsonOption,
 ) -> None:
@@ -470,7 +478,8 @@ def run_cmd(
             max_calls=max_calls, max_tokens_total=max_tokens_total, max_time=max_time,
             token_param=token_param, reasoning_effort=reasoning_effort,
             reasoning_tokens=reasoning_tokens, max_retry_wait=max_retry_wait,
-            max_call_time=max_call_time,
+            max_call_time=max_call_time, provider=provider, prices=prices, max_cost=max_cost,
+            max_total_cost=max_total_cost,
         )  # fmt: skip
         factory, tally = make_factory(agent, **options)
         searcher: Any = resolve_optimizer_agent(factory)

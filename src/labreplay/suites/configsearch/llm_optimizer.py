@@ -176,6 +176,7 @@ def make_factory(
     reasoning_tokens: int | None = None,
     max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
     call_time_s: float | None = None,
+    provider: str = "auto",
 ) -> tuple[Callable[[], LLMOptimizer], CallTally]:
     """A zero-argument factory of LLM optimisers (one per seed) sharing one `CallTally`, from
     the one LLM option set (`labreplay.cli.llm_options.agent_options`)."""
@@ -189,6 +190,7 @@ def make_factory(
             None, caps, token_param=token_param, reasoning_effort=reasoning_effort,
             reasoning_tokens=reasoning_tokens, max_retry_wait_s=max_retry_wait_s,
             call_time_s=call_time_s,
+            provider=provider,
         )  # fmt: skip
         return LLMOptimizer(LLMClient(model, api_key=api_key, **options), tally)
 

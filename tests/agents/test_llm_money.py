@@ -1,0 +1,290 @@
+"""Money (issue 35): a price per model that the user can override, cost per call priced with
+provider caching (cached prompt tokens at the cached rate, response-cache hits free), and the
+`--max-cost` / `--max-total-cost` caps, against local servers the tests start on 127.0.0.1
+(`schema_server.SchemaAnswerer` reports `prompt_tokens_details.cached_tokens` as a provider's
+prefix cache does). The CLI runs as a subprocess: exit codes and output are what a user sees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labreplay.agents.llm_caps import COST_CAP, CapMeter, RunCaps
+from labreplay.agents.llm_client import LLMClient
+from labreplay.agents.llm_prices import (
+    BUILTIN_PRICES,
+    ModelPrice,
+    PriceTable,
+    SpendLedger,
+    load_prices,
+    lookup,
+)
+from labreplay.agents.llm_tokens import FALLBACK, O200K
+from labreplay.agents.llm_usage import cost, usage_line, usage_summary
+from labreplay.errors import AgentError
+from labreplay.store.sqlite import Store
+from labreplay.testing import fault_server as stub
+from labreplay.testing.schema_server import SchemaAnswerer
+
+pytest.importorskip("openai")
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"pick": {"type": "string", "enum": ["a", "b"]}},
+    "required": ["pick"],
+}
+PRICE = ModelPrice(input=2.0, output=8.0, cached_input=0.5, source="test")
+
+
+def run_cli(*args: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def specs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("specs") / "specs"
+    proc = run_cli("campaign", "compile", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def _prices(tmp_path: Path, model: str = "priced-model", **row: float) -> Path:
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({model: row or {"input": 2, "output": 8, "cached_input": 0.5}}))
+    return path
+
+
+# ---------------------------------------------------------------------- the table
+def test_a_price_file_overrides_the_built_in_table_in_json_and_toml(tmp_path: Path) -> None:
+    toml = tmp_path / "p.toml"
+    toml.write_text('["gpt-4o"]\ninput = 1.0\noutput = 2.0\n\n["mine"]\ninput = 3\noutput = 4\n')
+    table = load_prices(toml)
+    assert table.price_for("gpt-4o") == ModelPrice(1.0, 2.0, None, None, "p.toml")
+    assert table.price_for("gpt-4o").cached_rate == 1.0  # no discount declared: none assumed
+    assert table.price_for("gpt-5") == BUILTIN_PRICES["gpt-5"]  # the rest stay built in
+    assert load_prices(_prices(tmp_path)).price_for("priced-model") == ModelPrice(
+        2.0, 8.0, 0.5, None, "prices.json"
+    )
+
+
+def test_names_match_exactly_or_as_a_dated_snapshot_never_by_a_looser_prefix() -> None:
+    table = {"gpt-4o": PRICE}
+    assert lookup(table, "gpt-4o-2024-08-06") is PRICE
+    assert lookup(table, "openai/gpt-4o") is PRICE
+    assert lookup({"claude-sonnet-4-5": PRICE}, "claude-sonnet-4-5-20250929") is PRICE
+    assert lookup(table, "gpt-4o-mini") is None  # a different, cheaper model
+    assert PriceTable().price_for("smollm2-135m") is None  # unknown: no price, not 0
+
+
+@pytest.mark.parametrize(
+    ("row", "said"),
+    [
+        ({"input": 1}, "field 'output' is missing"),
+        ({"input": -1, "output": 1}, "field 'input' must be a number in [0, 10000]"),
+        ({"input": 1, "output": 1, "ouput": 2}, "unknown field 'ouput'"),
+        ({"input": "1", "output": 1}, "field 'input' must be a number"),
+    ],
+)
+def test_a_bad_price_file_is_refused_naming_model_field_and_value(
+    tmp_path: Path, row: dict[str, object], said: str
+) -> None:
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"m": row}))
+    with pytest.raises(AgentError, match="--prices") as caught:
+        load_prices(path)
+    assert said in str(caught.value) and "model 'm'" in str(caught.value)
+
+
+# ---------------------------------------------------------------------- cost per call
+def test_cached_prompt_tokens_cost_the_cached_rate_and_response_cache_hits_nothing(
+    tmp_path: Path,
+) -> None:
+    caps = RunCaps(prices=PriceTable({"priced": PRICE}))
+    messages = [{"role": "user", "content": "a long stable prefix " * 20 + "then a question"}]
+    with stub.StubServer(SchemaAnswerer()) as server, Store(tmp_path / "s.sqlite") as db:
+        client = LLMClient("priced", base_url=server.base_url, cache=db, meter=CapMeter(caps))
+        first = client.complete_json(messages, SCHEMA).calls[0]
+        second = client.complete_json(messages[:1], {**SCHEMA, "title": "x"}).calls[0]
+        again = client.complete_json(messages, SCHEMA).calls[0]  # the response cache answers
+        sent = len(server.chat_requests)
+    assert sent == 2 and again["cached"] and not second["cached"]
+    assert first["cached_tokens"] == 0 and second["cached_tokens"] > 0
+    p, c, k = second["prompt_tokens"], second["completion_tokens"], second["cached_tokens"]
+    assert second["cost_usd"] == pytest.approx(((p - k) * 2.0 + k * 0.5 + c * 8.0) / 1e6)
+    assert second["cost_usd"] < (p * 2.0 + c * 8.0) / 1e6  # the discount is real
+    assert again["cost_usd"] == 0.0
+    usage = usage_summary([first, second, again])
+    assert usage["cost_usd"] == pytest.approx(first["cost_usd"] + second["cost_usd"], abs=1e-6)
+    assert cost(usage, PRICE) == pytest.approx(usage["cost_usd"], abs=1e-6)  # repriced: same
+
+
+def test_anthropic_usage_form_cached_tokens_are_read() -> None:
+    body = json.loads(stub.completion_body('{"pick": "a"}', prompt_tokens=100))
+    body["usage"]["cache_read_input_tokens"] = 60
+    reply = stub.StubReply(200, json.dumps(body).encode())
+    with stub.StubServer(stub.constant(reply)) as server:
+        meter = CapMeter(RunCaps(prices=PriceTable({"claude-x": PRICE})))
+        client = LLMClient("claude-x", base_url=server.base_url, meter=meter)
+        call = client.complete_json([{"role": "user", "content": "q"}], SCHEMA).calls[0]
+    assert call["cached_tokens"] == 60
+    assert call["cost_usd"] == pytest.approx((40 * 2.0 + 60 * 0.5 + 7 * 8.0) / 1e6)
+
+
+def test_an_unknown_model_has_an_unknown_cost_said_in_words_not_zero() -> None:
+    calls = [{"prompt_tokens": 10, "completion_tokens": 5, "cost_usd": None}]
+    usage = usage_summary(calls)
+    assert "cost_usd" not in usage and cost(usage) is None
+    assert "cost unknown" in usage_line(usage) and "$0" not in usage_line(usage)
+
+
+def test_the_money_caps_stop_the_next_call_and_name_the_cost_cap() -> None:
+    meter = CapMeter(RunCaps(max_cost_usd=0.001, prices=PriceTable({"m": PRICE})))
+    meter.bind_model("m")
+    assert meter.admit() is None
+    meter.charge({"prompt_tokens": 400, "completion_tokens": 100})  # 0.0016 USD
+    over = meter.admit()
+    assert over is not None and over.cap == "--max-cost 0.001" and COST_CAP in over.detail
+    ledger = SpendLedger(0.002)
+    shared = RunCaps(prices=PriceTable({"m": PRICE}), ledger=ledger)
+    runs = [CapMeter(shared), CapMeter(shared)]
+    for m in runs:
+        m.bind_model("m")
+    runs[0].charge({"prompt_tokens": 400, "completion_tokens": 100})
+    runs[1].charge({"prompt_tokens": 400, "completion_tokens": 100, "cached": True})  # free
+    assert runs[1].admit() is None and ledger.spent_usd == pytest.approx(0.0016)
+    runs[0].charge({"prompt_tokens": 400, "completion_tokens": 100})
+    over = runs[1].admit()  # the other run's spending stops this one
+    assert over is not None and over.cap == "--max-total-cost 0.002"
+    with pytest.raises(AgentError, match="--max-cost needs the price of model 'nameless'"):
+        CapMeter(RunCaps(max_cost_usd=1.0)).bind_model("nameless")
+
+
+# ---------------------------------------------------------------------- the CLI
+def _campaign(specs: Path, store: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(
+        "campaign", "run", "--specs", str(specs), "--base-url", url, "--store", str(store),
+        "--agent", "openai:priced-model", *extra,
+    )  # fmt: skip
+
+
+def test_max_cost_stops_a_campaign_run_failed_with_the_cost_cap_and_the_spend_stored(
+    specs: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "s.sqlite"
+    prices = str(_prices(tmp_path))
+    with stub.StubServer(SchemaAnswerer()) as server:
+        proc = _campaign(
+            specs, store, server.base_url, "--only", "short-1", "--prices", prices,
+            "--max-cost", "0.01",
+        )  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "cap reached: --max-cost 0.01" in proc.stderr and COST_CAP in proc.stderr
+    with Store(store, readonly=True) as db:
+        (run,) = db.runs()
+        calls = db.llm_calls(run.run_id)
+    assert run.status == "failed" and run.summary is not None
+    assert run.summary["cap_reached"].startswith("--max-cost 0.01")
+    spent = sum(c["cost_usd"] for c in calls)
+    last = calls[-1]["cost_usd"]
+    assert all(c["cost_usd"] > 0 for c in calls) and spent - last < 0.01 <= spent
+    assert run.summary["usage"]["cost_usd"] == pytest.approx(spent, abs=1e-6)
+
+
+def test_max_total_cost_stops_every_run_still_to_go(specs: Path, tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    prices = str(_prices(tmp_path))
+    with stub.StubServer(SchemaAnswerer()) as server:
+        proc = _campaign(
+            specs, store, server.base_url, "--limit", "2", "--prices",
+            prices, "--max-total-cost", "0.01", "--json",
+        )  # fmt: skip
+        sent = len(server.chat_requests)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    results = json.loads(proc.stdout)
+    assert [r["status"] for r in results] == ["failed", "failed"]
+    assert all("--max-total-cost 0.01" in str(r["cause"]) for r in results)
+    with Store(store, readonly=True) as db:
+        spent = sum(c["cost_usd"] for r in db.runs() for c in db.llm_calls(r.run_id))
+    assert 0.01 <= spent < 0.02 and sent >= 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (("--max-cost", "0"), "--max-cost"),
+        (("--max-cost", "5"), "--max-cost needs the price of model 'priced-model'"),
+        (("--max-total-cost", "-1"), "--max-total-cost"),
+    ],
+)
+def test_bad_money_options_are_one_line_exit_2_before_any_store(
+    specs: Path, tmp_path: Path, extra: tuple[str, ...], said: str
+) -> None:
+    store = tmp_path / "s.sqlite"
+    proc = _campaign(specs, store, "http://127.0.0.1:9/v1", "--only", "short-1", *extra)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and not store.exists()
+
+
+def test_a_bad_price_file_is_refused_by_the_cli_and_left_unchanged(
+    specs: Path, tmp_path: Path
+) -> None:
+    bad = tmp_path / "prices.toml"
+    bad.write_text('["m"]\ninput = -2\noutput = 1\n')
+    before = bad.read_bytes()
+    store = tmp_path / "s.sqlite"
+    proc = _campaign(specs, store, "http://127.0.0.1:9/v1", "--prices", str(bad))
+    assert proc.returncode == 2 and "field 'input' must be a number" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not store.exists()
+    assert bad.read_bytes() == before
+
+
+# ---------------------------------------------------------------------- the dry run
+def test_the_dry_run_counts_the_calls_and_prompts_a_real_run_sends(
+    specs: Path, tmp_path: Path
+) -> None:
+    """On the schema-answering server every reply is valid, so a real run makes exactly the
+    calls the dry run's stand-in policy plays out, with the same prompts (character for
+    character), in every branch; its tokens follow the one declared rule."""
+    store = tmp_path / "s.sqlite"
+    with stub.StubServer(SchemaAnswerer()) as server:
+        dry = _campaign(
+            specs, store, server.base_url, "--only", "short-1", "--dry-run", "--json",
+            "--prices", str(_prices(tmp_path)),
+        )  # fmt: skip
+        assert dry.returncode == 0 and not store.exists(), dry.stderr
+        real = _campaign(specs, store, server.base_url, "--only", "short-1", "--json")
+    assert real.returncode == 0, real.stderr
+    estimate = json.loads(dry.stdout)
+    assert estimate["token_rule"] in (O200K, FALLBACK)
+    branches = estimate["assignments"][0]["branches"]
+    with Store(store, readonly=True) as db:
+        measured = {r.branch: db.llm_calls(r.run_id) for r in db.runs()}
+    assert set(measured) == set(branches)
+    for branch, calls in measured.items():
+        assert len(calls) == branches[branch]["calls"], branch
+        assert sum(c["prompt_chars"] for c in calls) == branches[branch]["prompt_chars"]
+        if estimate["token_rule"] == FALLBACK:  # the server counts tokens the same way
+            served = sum(c["prompt_tokens"] for c in calls)
+            assert abs(branches[branch]["prompt_tokens"] / served - 1) < 0.05, branch
+    # The server reports the prefix shared with the request before as provider-cached; the
+    # adaptive branch runs first, so its previous request is its own, as in the estimate.
+    if estimate["token_rule"] == FALLBACK:
+        served_cache = sum(c["cached_tokens"] for c in measured["adaptive"])
+        assert abs(branches["adaptive"]["cached_tokens"] / served_cache - 1) < 0.05
+    assert 0 < estimate["cost"] < estimate["cost_uncached"]
+    total = estimate["total"]  # the bound: priced as if no prompt token were provider-cached
+    expected = (total["prompt_tokens"] * 2.0 + total["completion_tokens"] * 8.0) / 1e6
+    assert estimate["cost_uncached"] == pytest.approx(expected, abs=1e-6)
