@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 EXTRAS ?= dev,materials,chem,bo,llm,dist,gym,mcp,inspect,sign
 export LABREPLAY_DATA_DIR ?= $(abspath ../shared/data)
 OUT ?= out
-ANY_SHARE_MAX ?= 51.0
+ANY_SHARE_MAX ?= 47.8
 
 .PHONY: venv demo test lint typecheck bench clean
 

@@ -82,7 +82,7 @@ class LlmCallRow(TypedDict):
     max_tokens: int | None
     prompt_chars: int | None
     reply_chars: int | None
-    cost_usd: float | None  # the call's price from the declared price table, when known
+    cost_usd: float | None  # USD at the run's prices; NULL when the model's price was unknown
 
 
 class SignatureExportRow(TypedDict):

@@ -95,7 +95,7 @@ def extract_schedule(events: Sequence[Mapping[str, object]]) -> tuple[list[Slot]
     return slots, stopped
 
 
-def _capacity(items: Any) -> tuple[int, int]:
+def _capacity(items: object) -> tuple[int, int]:
     """(accepted inspections possible, recorded items) of one evidence kind of a record."""
     if isinstance(items, Mapping) and MISSING_TAG in items:
         return 1, 0

@@ -92,7 +92,7 @@ class AffinityModel:
     def add(
         self,
         precursors: Iterable[str],
-        temperature: Any,
+        temperature: object,
         dist: Mapping[str, float],
         weight: float = 1.0,
     ) -> None:
