@@ -61,7 +61,7 @@ def _normalise(value: Any, path: str) -> Any:
     raise ValueError(f"canonical_json: unsupported type {type(value).__name__} at {path or '$'}")
 
 
-def canonical_json(value: Any) -> str:
+def canonical_json(value: object) -> str:
     """Sorted keys, no whitespace, stable float formatting, UTF-8 (non-ASCII kept as is)."""
     return json.dumps(
         _normalise(value, ""),
@@ -82,7 +82,7 @@ def canonical_form(value: Any) -> tuple[Any, str]:
     return normal, text
 
 
-def canonical_bytes(value: Any) -> bytes:
+def canonical_bytes(value: object) -> bytes:
     return canonical_json(value).encode("utf-8")
 
 
@@ -90,7 +90,7 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_json(value: Any) -> str:
+def sha256_json(value: object) -> str:
     """Content hash of a JSON-able value under the current hash scheme."""
     return sha256_bytes(canonical_bytes(value))
 
@@ -103,5 +103,5 @@ def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
-def short_hash(value: Any, length: int = 16) -> str:
+def short_hash(value: object, length: int = 16) -> str:
     return sha256_json(value)[:length]

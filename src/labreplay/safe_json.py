@@ -27,7 +27,7 @@ def _refuse_constant(name: str) -> Any:
     raise JsonLimitError(f"{name} is not a JSON number (only finite numbers are accepted)")
 
 
-def _depth(value: Any) -> int:
+def _depth(value: object) -> int:
     """Nesting depth, walked without recursion."""
     deepest, stack = 0, [(value, 1)]
     while stack:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,10 @@ class EnvironmentSpec:
     version: str
     spec_id: str
     body: Mapping[str, Any]
+    # Where the files the body names by sha256 lie on this machine (sha256 -> path), as the
+    # compiler that wrote them left them: outside the hash, the file form and equality, so a
+    # spec read back from its file is the same spec, only without this hint.
+    attached_files: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def header(self) -> dict[str, Any]:
         return {

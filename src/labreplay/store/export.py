@@ -16,6 +16,8 @@ Schema (one file per table, `<table>.parquet` | `.csv` | `.jsonl`):
 - signatures: subject (a run id, or `*store*` for the manifest of signed runs), key_id,
   message (the exact ASCII JSON signed), signature (Ed25519, base64), signed: written by
   `labreplay store sign` (docs/signing.md); empty for an unsigned store
+The rows' JSON Schema (event payloads by kind included) is published beside this module as
+`export_schema.json` (generated from `export_rows` and the suites' `events` modules).
 JSON columns hold canonical JSON text. No cell holds a credential (every text is scrubbed on
 export as when it was stored: `labreplay._provenance.scrub_text`).
 """

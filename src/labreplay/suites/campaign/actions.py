@@ -127,7 +127,7 @@ def action_schema(
     return {"oneOf": one_of}
 
 
-def _prob(value: Any, name: str) -> str | None:
+def _prob(value: object, name: str) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"{name} must be a number in [0, 1], got {value!r}"
     if not math.isfinite(value) or value < 0 or value > 1:
@@ -136,7 +136,7 @@ def _prob(value: Any, name: str) -> str | None:
 
 
 def check_distribution(
-    categories: Any, names: Sequence[str] = CATEGORIES
+    categories: object, names: Sequence[str] = CATEGORIES
 ) -> tuple[dict[str, float] | None, str | None]:
     """`names`: the spec's categories (the four solid-state ones for the built-in records)."""
     if not isinstance(categories, Mapping):

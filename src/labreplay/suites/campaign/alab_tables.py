@@ -73,7 +73,7 @@ def value_of(raw: Any) -> Any:
     return raw
 
 
-def flag_of(raw: Any) -> bool | None:
+def flag_of(raw: object) -> bool | None:
     value = value_of(raw)
     if value is None:
         return None

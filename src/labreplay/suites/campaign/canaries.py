@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from labreplay.sdk import MISSING_TAG
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.sdk.testing import CANARY
+from labreplay.suites.campaign.events import campaign_events
 
 
 def plant_canaries(spec: EnvironmentSpec) -> tuple[EnvironmentSpec, dict[str, str]]:
@@ -38,12 +38,14 @@ def plant_canaries(spec: EnvironmentSpec) -> tuple[EnvironmentSpec, dict[str, st
     return planted, by_item
 
 
-def paid_canaries(events: Iterable[Mapping[str, Any]], by_item: Mapping[str, str]) -> set[str]:
-    return {
-        by_item[e["payload"]["revealed_item"]]
-        for e in events
-        if e["kind"] == "action" and e["payload"].get("revealed_item") in by_item
-    }
+def paid_canaries(events: Iterable[Mapping[str, object]], by_item: Mapping[str, str]) -> set[str]:
+    paid: set[str] = set()
+    for event in campaign_events(events):
+        if event["kind"] == "action":
+            item = event["payload"].get("revealed_item")
+            if item is not None and item in by_item:
+                paid.add(by_item[item])
+    return paid
 
 
 def leaked(text: str, allowed: set[str]) -> set[str]:

@@ -29,7 +29,7 @@ class _Watch:
     def reset(self, seed: int) -> None:
         self.inner.reset(seed)
 
-    def _check(self, value: Any, schema: Any, what: str) -> None:
+    def _check(self, value: object, schema: object, what: str) -> None:
         import jsonschema
 
         if not isinstance(value, Mapping):

@@ -37,6 +37,7 @@ from labreplay.sdk.agents import (
     drain_calls,
     isolation_of,
 )
+from labreplay.suites.campaign.events import campaign_events
 from labreplay.suites.campaign.protocol import REVIEW_KIND
 
 Op = tuple[str, str | None]  # ("inspect", kind) | ("review", None) | ("forecast", None)
@@ -57,12 +58,12 @@ class Slot:
     rejected: int = 0
 
 
-def extract_schedule(events: Sequence[Mapping[str, Any]]) -> tuple[list[Slot], bool]:
+def extract_schedule(events: Sequence[Mapping[str, object]]) -> tuple[list[Slot], bool]:
     """The adaptive branch's experiments in selection order, and whether it stopped."""
     slots: list[Slot] = []
     stopped = False
     leading = 0  # rejected actions before the first selection
-    for event in events:
+    for event in campaign_events(events):
         if event["kind"] != "action":
             continue
         if not event["payload"]["accepted"]:
@@ -75,11 +76,11 @@ def extract_schedule(events: Sequence[Mapping[str, Any]]) -> tuple[list[Slot], b
         action = payload["action"]
         kind = action["type"]
         if kind == "select_experiment":
-            slots.append(Slot(action["experiment_id"]))
+            slots.append(Slot(str(action["experiment_id"])))  # accepted: a candidate's id
         elif kind == "submit_forecast":
             slots[-1].ops.append(("forecast", None))
         elif kind in ("inspect_evidence", "request_review"):
-            ev_kind = action["kind"] if kind == "inspect_evidence" else REVIEW_KIND
+            ev_kind = str(action["kind"]) if kind == "inspect_evidence" else REVIEW_KIND
             op: Op = ("inspect", ev_kind) if kind == "inspect_evidence" else ("review", None)
             slots[-1].ops.append(op)
             item = str(payload.get("revealed_item") or "")
@@ -94,7 +95,7 @@ def extract_schedule(events: Sequence[Mapping[str, Any]]) -> tuple[list[Slot], b
     return slots, stopped
 
 
-def _capacity(items: Any) -> tuple[int, int]:
+def _capacity(items: object) -> tuple[int, int]:
     """(accepted inspections possible, recorded items) of one evidence kind of a record."""
     if isinstance(items, Mapping) and MISSING_TAG in items:
         return 1, 0

@@ -51,7 +51,7 @@ class StepResult:
     reveal: Mapping[str, Any] | None = None
 
 
-def is_missing_json(value: Any) -> bool:
+def is_missing_json(value: object) -> bool:
     return isinstance(value, Mapping) and set(value) == {MISSING_TAG}
 
 

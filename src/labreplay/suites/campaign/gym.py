@@ -43,7 +43,7 @@ def _gymnasium() -> Any:
     return gymnasium
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 

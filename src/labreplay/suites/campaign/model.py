@@ -36,7 +36,7 @@ def classes_of(categories: Sequence[str]) -> tuple[str, ...]:
 _TEMP_BANDS = (300.0, 500.0, 700.0, 900.0)
 
 
-def temp_band(temperature: Any) -> str:
+def temp_band(temperature: object) -> str:
     if not isinstance(temperature, int | float) or isinstance(temperature, bool):
         return "unknown"
     for edge in _TEMP_BANDS:
@@ -92,7 +92,7 @@ class AffinityModel:
     def add(
         self,
         precursors: Iterable[str],
-        temperature: Any,
+        temperature: object,
         dist: Mapping[str, float],
         weight: float = 1.0,
     ) -> None:

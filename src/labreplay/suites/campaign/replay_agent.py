@@ -12,17 +12,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from labreplay.errors import AgentError
+from labreplay.suites.campaign.events import campaign_events
 
 
 class ReplayAgent:
     name = "replay"
 
-    def __init__(self, events: Sequence[Mapping[str, Any]], source_run: str = "") -> None:
+    def __init__(self, events: Sequence[Mapping[str, object]], source_run: str = "") -> None:
         self.source_run = source_run
-        self._actions = [dict(e["payload"]["action"]) for e in events if e["kind"] == "action"]
+        typed = campaign_events(events)
+        self._actions = [dict(e["payload"]["action"]) for e in typed if e["kind"] == "action"]
         self._forecasts = [
             {"forecasts": [{"experiment_id": k, **v} for k, v in e["payload"]["forecasts"].items()]}
-            for e in events
+            for e in typed
             if e["kind"] == "checkpoint"
         ]
         self.reset(0)

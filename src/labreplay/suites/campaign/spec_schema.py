@@ -23,11 +23,11 @@ MAX_CANDIDATES = 100_000
 MAX_PRICE = 1e6
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> bool:
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -38,7 +38,7 @@ def _is_number(value: Any) -> bool:
 def check_body_schema(body: Mapping[str, Any], origin: str) -> None:
     """Refuse (SpecError, exit 2) a body outside the declared schema; see the module doc."""
 
-    def refuse(field: str, value: Any, why: str) -> SpecError:
+    def refuse(field: str, value: object, why: str) -> SpecError:
         shown = repr(value)
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
         return SpecError(f"spec {origin}: body field {field!r}: value {shown} {why}")

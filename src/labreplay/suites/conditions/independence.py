@@ -147,7 +147,9 @@ def ranker_reference(
         result = score_answer(key, ranker.answer(agent_view(q)))
         acc, score, floor, tables = rows.setdefault((key.dataset, key.qtype), ([], [], [], []))
         acc.append(float(result["correct"]))
-        score.append(float(result["score"]))
+        mc_score = result["score"]
+        assert mc_score is not None  # a multiple-choice answer always has a score (0 if invalid)
+        score.append(float(mc_score))
         floor.append(sum(key.rel) / len(key.rel))
         tables.append(key.table)
     out: dict[str, dict[str, RankerRow]] = {}

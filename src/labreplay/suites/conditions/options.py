@@ -18,7 +18,7 @@ class ConditionsRunOptions:
     """What one conditions run takes besides specs, agent, store, seed and executor.
 
     `questions`: the question file the spec was compiled into (its sha256 must match the
-    spec). `model`: the model of `--agent llm`. `limit`: answer only the first N questions
+    spec); by default the file attached to the spec by `compile`, else the store's copy. `model`: the model of `--agent llm`. `limit`: answer only the first N questions
     in an order seeded by the run seed (its own run). `isolate`/`agent_timeout_s`: serve a
     Python agent from a child process. `progress(n)`: called as answers are recorded.
     """
@@ -35,8 +35,8 @@ class ConditionsRunOptions:
         from labreplay.errors import SpecError
         from labreplay.sdk.options import int_in
 
-        if self.questions is None:
-            raise SpecError("conditions run needs questions=PATH (the compiled question file)")
+        if self.questions is not None and not isinstance(self.questions, str | Path):
+            raise SpecError(f"questions: value {self.questions!r} must be a path")
         if self.limit is not None:
             int_in("limit", self.limit, 1)
         check_agent_timeout(self.isolate, self.agent_timeout_s)

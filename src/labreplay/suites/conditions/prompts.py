@@ -15,7 +15,7 @@ from typing import Any
 from labreplay.suites.conditions.questions import value_label
 
 
-def _value(components: Any) -> str:
+def _value(components: object) -> str:
     comps = components if isinstance(components, list) else [components]
     parts = []
     for c in comps:

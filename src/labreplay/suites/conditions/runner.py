@@ -44,6 +44,7 @@ from labreplay.sdk.engine import (
     judge,
 )
 from labreplay.suites.conditions.agents import QuestionAgent
+from labreplay.suites.conditions.events import AnswerResult, conditions_events
 from labreplay.suites.conditions.prompts import normalise_answer
 from labreplay.suites.conditions.questions import agent_view
 from labreplay.suites.conditions.scoring import AnswerKey, answer_key, score_answer
@@ -85,7 +86,9 @@ def question_spec(
         ids_sha256 = sha256_json(sorted(str(q["id"]) for q in questions))
         body["question_ids_sha256"] = ids_sha256
         spec_id = f"{spec_id}-subset-{ids_sha256[:8]}"
-    return EnvironmentSpec(SUITE, PROTOCOL, PROTOCOL_VERSION, spec_id, body)
+    # the file's place travels with the spec (not hashed), so `run` needs no questions=PATH
+    attached = {sha256: str(questions_path.resolve())}
+    return EnvironmentSpec(SUITE, PROTOCOL, PROTOCOL_VERSION, spec_id, body, attached)
 
 
 def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -185,9 +188,13 @@ def open_question_run(
     return recorder, None
 
 
-def answered(recorder: Recorder) -> dict[str, dict[str, Any]]:
+def answered(recorder: Recorder) -> dict[str, AnswerResult]:
     """question id -> stored per-question result, for every answer recorded so far."""
-    return {e["payload"]["question_id"]: e["payload"]["result"] for e in recorder.events}
+    return {
+        e["payload"]["question_id"]: e["payload"]["result"]
+        for e in conditions_events(recorder.events)
+        if e["kind"] == "answer"
+    }
 
 
 def finish_question_run(
@@ -241,11 +248,15 @@ def finish_question_run(
     return {"run_id": recorder.run_id, "resumed": recorder.existed, "cached": False, **stored}
 
 
-def _health(events: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]]) -> RunHealth:
+def _health(
+    events: Sequence[Mapping[str, object]], calls: Sequence[Mapping[str, object]]
+) -> RunHealth:
     """Each answer is one policy call; it failed when the agent gave no usable answer."""
     failed_calls = {str(c["error"]) for c in calls if c.get("error")}
     health = RunHealth()
-    for event in events:
+    for event in conditions_events(events):
+        if event["kind"] != "answer":
+            continue
         raw = event["payload"].get("raw")
         error = raw.get("error") if isinstance(raw, Mapping) else None
         if not error:
@@ -260,7 +271,7 @@ def _health(events: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, An
 
 
 def answers_verdict(
-    events: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]]
+    events: Sequence[Mapping[str, object]], calls: Sequence[Mapping[str, object]]
 ) -> Verdict:
     """The one failed-run rule (`labreplay.runtime.failure`) for a conditions run; a run whose
     every model call failed measured its endpoint and is failed too."""
@@ -387,7 +398,7 @@ def _precedent_references(store: Store, rows: Sequence[Mapping[str, Any]]) -> di
 
 
 def rescored_summary(
-    spec: EnvironmentSpec, events: Sequence[Mapping[str, Any]], seed: int, store: Store
+    spec: EnvironmentSpec, events: Sequence[Mapping[str, object]], seed: int, store: Store
 ) -> dict[str, Any] | None:
     """A stored run's full summary (the `summary` detail), recomputed from its answer events
     and the question file the store keeps (None: a store written before it was kept)."""
@@ -402,14 +413,14 @@ def rescored_summary(
         path = Path(tmp) / "questions.jsonl"
         path.write_bytes(data)
         by_id = {str(q["id"]): q for q in load_questions(path)}
-    answers = [e["payload"] for e in events if e["kind"] == "answer"]
+    answers = [e["payload"] for e in conditions_events(events) if e["kind"] == "answer"]
     keys = [answer_key(by_id[str(a["question_id"])]) for a in answers]
     results = [score_answer(k, a["answer"]) for k, a in zip(keys, answers, strict=True)]
     return summarise(keys, results, seed)
 
 
 def rescore_run(
-    spec: EnvironmentSpec, events: Sequence[Mapping[str, Any]], seed: int, store: Store
+    spec: EnvironmentSpec, events: Sequence[Mapping[str, object]], seed: int, store: Store
 ) -> dict[str, float | None]:
     """The headline scores of a stored run, recomputed from its answer events and the
     question file the store keeps under the spec's sha256 ({} for a store written before

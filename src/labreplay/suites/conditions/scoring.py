@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from labreplay.suites.conditions.events import AnswerResult
 from labreplay.suites.conditions.questions import table_id_of, value_label
 from labreplay.suites.conditions.tables import parse_amount, parse_ratio, utility
 
@@ -147,23 +148,28 @@ def random_floor(key: AnswerKey) -> dict[str, float]:
     }
 
 
-def score_answer(key: AnswerKey, answer: Mapping[str, Any]) -> dict[str, Any]:
+def score_answer(key: AnswerKey, answer: Mapping[str, object]) -> AnswerResult:
     """One parsed answer -> its metrics. `answer` is {"option": i} (MC), {"choices": {k: i}}
     (FIB) or {"invalid": reason}; anything invalid scores 0 (FIB: no Hit)."""
-    out: dict[str, Any] = {"valid": False, "uninformative": key.uninformative}
+    uninformative = key.uninformative
     if key.qtype != "fib_all":
         i = answer.get("option")
         if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(key.rel):
-            out.update(
-                valid=True,
-                option=i,
-                correct=int(i in key.answer),
-                score=key.rel[i],
-                score_yield_only=key.rel_yield_only[i],
-            )
-        else:
-            out.update(correct=0, score=0.0, score_yield_only=0.0)
-        return out
+            return {
+                "valid": True,
+                "uninformative": uninformative,
+                "option": i,
+                "correct": int(i in key.answer),
+                "score": key.rel[i],
+                "score_yield_only": key.rel_yield_only[i],
+            }
+        return {
+            "valid": False,
+            "uninformative": uninformative,
+            "correct": 0,
+            "score": 0.0,
+            "score_yield_only": 0.0,
+        }
     choices = answer.get("choices")
     labels: list[str] = []
     if isinstance(choices, Mapping) and set(choices) == set(key.keys):
@@ -175,8 +181,14 @@ def score_answer(key: AnswerKey, answer: Mapping[str, Any]) -> dict[str, Any]:
                 break
             labels.append(key.candidates[k][c])
     if len(labels) != len(key.keys):
-        out.update(hit=0, strict=0, score=None, per_key={k: 0 for k in key.keys})
-        return out
+        return {
+            "valid": False,
+            "uninformative": uninformative,
+            "hit": 0,
+            "strict": 0,
+            "score": None,
+            "per_key": {k: 0 for k in key.keys},
+        }
     row = key.row_index.get(tuple(labels))
     best_match = (
         max(
@@ -185,17 +197,17 @@ def score_answer(key: AnswerKey, answer: Mapping[str, Any]) -> dict[str, Any]:
         if key.gold_rows
         else ()
     )
-    out.update(
-        valid=True,
-        hit=int(row is not None),
-        strict=int(row is not None and row in key.answer),
-        score=None if row is None else key.rel[row],
-        score_yield_only=None if row is None else key.rel_yield_only[row],
-        per_key={
+    return {
+        "valid": True,
+        "uninformative": uninformative,
+        "hit": int(row is not None),
+        "strict": int(row is not None and row in key.answer),
+        "score": None if row is None else key.rel[row],
+        "score_yield_only": None if row is None else key.rel_yield_only[row],
+        "per_key": {
             k: int(bool(best_match) and labels[j] == best_match[j]) for j, k in enumerate(key.keys)
         },
-    )
-    return out
+    }
 
 
 def _mean(values: Sequence[float]) -> float | None:

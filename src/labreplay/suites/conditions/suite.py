@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,18 +86,24 @@ class ConditionsSuite:
 
     def resolve_agent(self, agent: Any, **options: Any) -> Any:
         """Options: those of `run` (`ConditionsRunOptions` plus the LLM options)."""
-        from labreplay.suites.conditions.execute import resolve_question_agent
+        from labreplay.suites.conditions.execute import BUILTIN_AGENTS, resolve_question_agent
         from labreplay.suites.conditions.options import parse_run_options
         from labreplay.suites.conditions.questions import load_questions
 
         seed = int(options.pop("seed", 0))
         run_options, agent_kwargs = parse_run_options(options)
-        assert run_options.questions is not None  # checked
-        questions = load_questions(Path(run_options.questions))
+        given = agent
         if isinstance(agent, str) and agent.startswith("openai:"):
             agent, model = "llm", agent
         else:
             model = run_options.model
+        questions: list[dict[str, Any]] = []
+        if run_options.questions is not None:
+            questions = load_questions(Path(run_options.questions))
+        elif isinstance(agent, str) and agent in BUILTIN_AGENTS and not run_options.isolate:
+            # a reference agent is built from the questions: `run` resolves it once it has
+            # found the spec's question file (attached, or in the store)
+            return given
         return resolve_question_agent(
             agent,
             _chosen(questions, run_options.limit, seed),
@@ -121,40 +128,54 @@ class ConditionsSuite:
         compiled into; model, limit, isolate, agent_timeout_s, progress) and the LLM options.
         The CLI's `conditions run` calls this with the same defaults."""
         from labreplay.sdk.agents import ResolvedAgent
+        from labreplay.suites.conditions.attachments import question_file_of
         from labreplay.suites.conditions.execute import run_questions
         from labreplay.suites.conditions.options import parse_run_options
         from labreplay.suites.conditions.questions import load_questions
         from labreplay.suites.conditions.runner import question_spec
 
         run_options, agent_kwargs = parse_run_options(options)
-        assert run_options.questions is not None  # checked
-        path = Path(run_options.questions)
-        questions = load_questions(path)
-        found = question_spec(path, questions).spec_hash
-        for spec in specs:
-            if spec.spec_hash != found:
-                raise SpecError(f"{path} does not match spec {spec.spec_hash[:16]}... (modified?)")
         model = run_options.model
         if isinstance(agent, str) and agent.startswith("openai:"):
             model = agent
-        if not isinstance(agent, ResolvedAgent):
-            agent = self.resolve_agent(agent, seed=seed, **options)
-        chosen = _chosen(questions, run_options.limit, seed)
-        ids = [str(q["id"]) for q in chosen] if run_options.limit is not None else None
-        return [
-            run_questions(
-                store,
-                path,
-                agent,
-                seed,
-                model,
-                executor,
-                progress=run_options.progress,
-                options=agent_kwargs,
-                ids=ids,
-            )
-            for _ in specs
-        ]
+        if run_options.questions is not None:
+            path = Path(run_options.questions)
+            found = question_spec(path, load_questions(path)).spec_hash
+            for spec in specs:
+                if spec.spec_hash != found:
+                    raise SpecError(
+                        f"{path} does not match spec {spec.spec_hash[:16]}... (modified?)"
+                    )
+        else:  # each spec finds its own file before anything is recorded
+            with ExitStack() as files:
+                for spec in specs:
+                    files.enter_context(question_file_of(spec, store))
+        summaries = []
+        for spec in specs:
+            with ExitStack() as files:
+                if run_options.questions is None:
+                    path = files.enter_context(question_file_of(spec, store))
+                    options = {**options, "questions": path}
+                questions = load_questions(path)
+                resolved = agent
+                if not isinstance(agent, ResolvedAgent):
+                    resolved = self.resolve_agent(agent, seed=seed, **options)
+                chosen = _chosen(questions, run_options.limit, seed)
+                ids = [str(q["id"]) for q in chosen] if run_options.limit is not None else None
+                summaries.append(
+                    run_questions(
+                        store,
+                        path,
+                        resolved,
+                        seed,
+                        model,
+                        executor,
+                        progress=run_options.progress,
+                        options=agent_kwargs,
+                        ids=ids,
+                    )
+                )
+        return summaries
 
     def check_options(self, **options: Any) -> None:
         """Refuse bad or unknown run options before any store is opened (`labreplay.run`)."""

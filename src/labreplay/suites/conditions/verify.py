@@ -7,7 +7,6 @@ is said as not derivable (None)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from labreplay.sdk.agents import call_failures
 from labreplay.sdk.engine import EnvironmentSpec, Rederived, RunInfo, Store
@@ -22,7 +21,7 @@ def call_share(run: RunInfo, store: Store | None) -> dict[str, float | None]:
 
 def rederive_run(
     spec: EnvironmentSpec,
-    events: Sequence[Mapping[str, Any]],
+    events: Sequence[Mapping[str, object]],
     run: RunInfo,
     store: Store | None,
 ) -> Rederived:

@@ -22,7 +22,7 @@ def config_point(payload: Mapping[str, Any]) -> tuple[float, float, float, float
     scatter: numeric `r`, `n`, `s` directly or under `config`, and an objective (`mae`,
     `objective` or `value`); None for any other payload."""
 
-    def number(x: Any) -> float | None:
+    def number(x: object) -> float | None:
         return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
 
     config = payload.get("config")
