@@ -75,8 +75,8 @@ def test_inspect_conditions_log_imports_with_its_scores(
         assert run.status == "complete" and run.agent == "inspect:mockllm/model"
         assert run.agent_params["interface"] == "inspect"
         assert db.scores(run.run_id)["invalid_answers"] >= 1
-    assert len(events) == 10
-    for e in events:
+    assert len(events) == 11 and events[0]["kind"] == "header"  # then one answer per sample
+    for e in events[1:]:
         ours = e["payload"]["result"].get("score")
         assert (ours or 0.0) == pytest.approx(logged[e["payload"]["question_id"]].value)
         assert e["payload"]["raw"]["text"] == logged[e["payload"]["question_id"]].answer
@@ -209,7 +209,7 @@ def test_inspect_cli_runs_the_registered_task(question_file: Path, tmp_path: Pat
     assert result["samples"] == 10 and result["invalid_answers"] == 10  # mockllm's default text
     with Store(store, readonly=True) as db:
         (run,) = db.runs(suite="conditions")
-        assert run.status == "complete" and len(db.events(run.run_id)) == 10
+        assert run.status == "complete" and len(db.events(run.run_id)) == 11  # header + 10
 
 
 def _first_offered_model() -> Any:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         close_agent,
         isolation_of,
         model_of,
+        sandbox_of,
     )
     from labreplay.agents.isolated import (
         CAMPAIGN_CONTRACT,
@@ -81,6 +82,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "bind_response_cache",
         "close_agent",
         "isolation_of",
+        "sandbox_of",
         "model_of",
     ),
     "labreplay.agents.isolated": (
@@ -183,6 +185,7 @@ __all__ = [
     "resolve_agent",
     "resolve_isolated",
     "response_budget",
+    "sandbox_of",
     "usage_line",
     "usage_summary",
 ]

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from labreplay.sdk import MISSING_TAG, make_rng
-from labreplay.sdk.agents import Agent, drain_calls, isolation_of
+from labreplay.sdk.agents import Agent, drain_calls, isolation_of, sandbox_of
 from labreplay.suites.campaign.protocol import REVIEW_KIND
 
 Op = tuple[str, str | None]  # ("inspect", kind) | ("review", None) | ("forecast", None)
@@ -167,6 +167,11 @@ class ControlWrapper:
     def isolation(self) -> str:
         """Where the wrapped agent's code runs (a control reports the agent it wraps)."""
         return isolation_of(self.inner)
+
+    @property
+    def sandbox(self) -> str:
+        """The sandbox the wrapped agent's code runs in ("bwrap" or "none")."""
+        return sandbox_of(self.inner)
 
     def drain_calls(self) -> list[Any]:
         return list(drain_calls(self.inner))

@@ -14,9 +14,11 @@ from typing import Any
 
 from labreplay.errors import AgentError, RunFailedError
 from labreplay.sdk import (
+    HEADER_KIND,
     Recorder,
     RunHeader,
     canonical_form,
+    header_payload,
     open_run,
     sha256_bytes,
     sha256_file,
@@ -30,6 +32,7 @@ from labreplay.sdk.agents import (
     isolation_of,
     json_problem,
     raised_message,
+    sandbox_of,
     usage_summary,
 )
 from labreplay.sdk.data import loads_strict
@@ -164,7 +167,10 @@ def open_question_run(
         seed,
         model=params.get("model"),
         endpoint=params.get("endpoint") or params.get("base_url"),
-        extra_provenance={"question_file_sha256": spec.body["sha256"]},
+        extra_provenance={
+            "question_file_sha256": spec.body["sha256"],
+            "agent_sandbox": sandbox_of(agent),
+        },
     )
     # The question file travels with the run, content-addressed by the spec's sha256, so the
     # store alone is enough to recompute every score (`store verify`).
@@ -181,13 +187,33 @@ def open_question_run(
             "cached": True,
             **(info.summary or {}),
         }
-    recorder.resume()
+    if not recorder.resume():  # a run stored before headers resumes without one
+        recorder.append(
+            HEADER_KIND,
+            header_payload(
+                agent=agent.name,
+                agent_params=params,
+                isolation=isolation_of(agent),
+                sandbox=sandbox_of(agent),
+                seed=seed,
+                branch=header.branch,
+                spec_hash=spec.spec_hash,
+                protocol=spec.protocol,
+            ),
+        )
     return recorder, None
 
 
 def answered(recorder: Recorder) -> dict[str, dict[str, Any]]:
     """question id -> stored per-question result, for every answer recorded so far."""
-    return {e["payload"]["question_id"]: e["payload"]["result"] for e in recorder.events}
+    return {
+        e["payload"]["question_id"]: e["payload"]["result"] for e in answer_events(recorder.events)
+    }
+
+
+def answer_events(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The answer events of a run (its header event aside)."""
+    return [e for e in events if e["kind"] == "answer"]
 
 
 def finish_question_run(
@@ -245,7 +271,7 @@ def _health(events: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, An
     """Each answer is one policy call; it failed when the agent gave no usable answer."""
     failed_calls = {str(c["error"]) for c in calls if c.get("error")}
     health = RunHealth()
-    for event in events:
+    for event in answer_events(events):
         raw = event["payload"].get("raw")
         error = raw.get("error") if isinstance(raw, Mapping) else None
         if not error:
@@ -273,7 +299,9 @@ def answers_verdict(
 
 def _invalid(recorder: Recorder) -> int:
     """Answers recorded invalid (no usable reply: the suite scored them wrong)."""
-    return sum(1 for e in recorder.events if "invalid" in (e["payload"].get("answer") or {}))
+    return sum(
+        1 for e in answer_events(recorder.events) if "invalid" in (e["payload"].get("answer") or {})
+    )
 
 
 def run_agent(
