@@ -114,19 +114,11 @@ def _edit_params(conn: sqlite3.Connection) -> None:
     _rewrite_runs(conn, edit, copy=False)
 
 
-def _claim_sandbox(conn: sqlite3.Connection) -> None:
-    """The provenance's sandbox is not part of the id: an edit needs nothing else."""
-    for run_id, text in conn.execute("SELECT run_id, provenance FROM runs").fetchall():
-        provenance = {**json.loads(text), "agent_sandbox": "bwrap"}
-        conn.execute("UPDATE runs SET provenance=? WHERE run_id=?", (_dump(provenance), run_id))
-
-
 FORGERIES: dict[str, tuple[Callable[[sqlite3.Connection], None], str]] = {
     "renamed-agent": (_rename_agent, "field agent: 'my-agent', but the run's header event"),
     "isolation-subprocess": (_claim_subprocess, "field isolation: 'subprocess', but the run's"),
     "duplicated-as-fake-seed": (_duplicate_as_seed, "field seed: 1, but the run's header"),
     "edited-params": (_edit_params, "field agent_params:"),
-    "sandbox-bwrap": (_claim_sandbox, "field provenance.agent_sandbox: 'bwrap'"),
 }
 
 
@@ -171,9 +163,11 @@ def test_a_row_forged_with_its_ids_recomputed_fails_verify_on_the_header(
     assert any(expected in p for p in problems), problems
 
 
-def _strip_headers(conn: sqlite3.Connection) -> None:
-    """Every run as a store from before headers holds it: no header event, the chain
-    re-hashed without it and the finished record updated to match."""
+def _rechain(
+    conn: sqlite3.Connection, edit: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+) -> None:
+    """Every run's events passed through `edit`, the chain re-hashed and the finished record
+    updated to match (what a store written by other code would hold)."""
     for run_id, spec_hash, summary in conn.execute(
         "SELECT run_id, spec_hash, summary FROM runs"
     ).fetchall():
@@ -184,9 +178,8 @@ def _strip_headers(conn: sqlite3.Connection) -> None:
             )
         ]
         chain = Trajectory(spec_hash)
-        for event in events:
-            if event["kind"] != "header":
-                chain.append(event["kind"], event["payload"])
+        for event in edit(events):
+            chain.append(event["kind"], event["payload"])
         conn.execute("DELETE FROM events WHERE run_id=?", (run_id,))
         for e in chain.events:
             conn.execute(
@@ -200,6 +193,11 @@ def _strip_headers(conn: sqlite3.Connection) -> None:
             "chain": {"events": len(chain.events), "head_hash": chain.head},
         }
         conn.execute("UPDATE runs SET summary=? WHERE run_id=?", (_dump(record), run_id))
+
+
+def _strip_headers(conn: sqlite3.Connection) -> None:
+    """Every run as a store from before headers holds it: no header event."""
+    _rechain(conn, lambda events: [e for e in events if e["kind"] != "header"])
 
 
 def test_a_headerless_run_reads_back_and_is_unverifiable_not_failed(
@@ -219,12 +217,12 @@ def test_a_headerless_run_reads_back_and_is_unverifiable_not_failed(
     assert board.returncode == 0, board.stderr
 
 
-def _partial_without_headers(store: Path) -> None:
-    """The store as a run killed before headers existed leaves it: headerless chains, cut
-    short, `running`, no finished record and no scores."""
+def _partial(store: Path, edit: Callable[[sqlite3.Connection], None]) -> None:
+    """The store as a killed run leaves it (after `edit`): chains cut short, `running`, no
+    finished record and no scores."""
     conn = sqlite3.connect(store)
     with conn:
-        _strip_headers(conn)
+        edit(conn)
         for (run_id,) in conn.execute("SELECT run_id FROM runs").fetchall():
             conn.execute("DELETE FROM events WHERE run_id=? AND seq>=20", (run_id,))
             conn.execute("DELETE FROM scores WHERE run_id=?", (run_id,))
@@ -250,7 +248,7 @@ def test_a_partial_run_stored_before_headers_resumes_without_one(
         _strip_headers(conn)
     conn.close()
     store = copy_of(complete, tmp_path / "partial.sqlite")
-    _partial_without_headers(store)
+    _partial(store, _strip_headers)
     specs = tmp_path / "specs"
     assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
     first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]
@@ -269,3 +267,28 @@ def test_a_partial_run_stored_before_headers_resumes_without_one(
             assert [e["hash"] for e in events] == [e["hash"] for e in whole.events(run.run_id)]
     report = json.loads(run_cli("store", "verify", "--store", str(store), "--json").stdout)
     assert not report["problems"], report
+
+
+def _claim_bwrap(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {**e, "payload": {**e["payload"], "sandbox": "bwrap"}} if e["kind"] == "header" else e
+        for e in events
+    ]
+
+
+def test_a_partial_run_opened_under_another_sandbox_is_refused_not_mixed(
+    clean_store: Path, tmp_path: Path
+) -> None:
+    """Resuming must not chain work done without the sandbox onto a run opened in it."""
+    store = copy_of(clean_store, tmp_path / "partial.sqlite")
+    _partial(store, lambda conn: _rechain(conn, _claim_bwrap))
+    specs = tmp_path / "specs"
+    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
+    first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]
+    proc = run_cli(
+        "campaign", "run", "--specs", str(specs), "--store", str(store),
+        "--agent", "no-evidence", "--only", first["id"], "--controls", "random",
+    )  # fmt: skip
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "opened with sandbox 'bwrap', this run has 'none'" in proc.stderr, proc.stderr
+    assert "--restart" in proc.stderr

@@ -92,12 +92,13 @@ def row_isolation(agent_params: Mapping[str, Any], provenance: Mapping[str, Any]
 def header_problems(
     header: Mapping[str, Any],
     row: Mapping[str, Any],
-    provenance: Mapping[str, Any],
     protocol: str,
 ) -> list[str]:
     """Where a runs row (`row`: agent, agent_params, isolation, seed, branch, spec_hash)
-    differs from the header of its chain; also the sandbox and version its provenance records
-    and the spec's protocol."""
+    differs from the header of its chain, and the header's protocol from the spec's. (The
+    provenance's `agent_sandbox` and version are what the row's first opening recorded; a run
+    reset after a failure is reopened under the header it records then, so they are not
+    compared: the header is the record.)"""
     problems = []
     for key in _BOUND:
         stored, bound = row.get(key), header.get(key)
@@ -110,12 +111,6 @@ def header_problems(
             problems.append(
                 f"table runs, field {key}: {_short(stored)}, but the run's header event "
                 f"says {_short(bound)} (edited row?)"
-            )
-    for key, field in (("agent_sandbox", "sandbox"), ("labreplay_version", "labreplay_version")):
-        if key in provenance and provenance[key] != header.get(field):
-            problems.append(
-                f"table runs, field provenance.{key}: {_short(provenance[key])}, but the "
-                f"run's header event says {_short(header.get(field))} (edited row?)"
             )
     if header.get("protocol") != protocol:
         problems.append(

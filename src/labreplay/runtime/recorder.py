@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from labreplay._hashing import canonical_json
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import StoreError
 from labreplay.runtime.header import HEADER_KIND, HeaderPayload, find_header
@@ -81,6 +82,22 @@ class Recorder:
         stored = self.stored[seq]
         if stored["kind"] != HEADER_KIND:
             return None
+        # this run's header as the chain would store it (canonical, scrubbed)
+        fresh = Trajectory(self.spec_hash).append(HEADER_KIND, payload)["payload"]
+        was = stored["payload"]
+        changed = sorted(
+            k
+            for k in fresh.keys() | was.keys()
+            if k != "labreplay_version"
+            and canonical_json(was.get(k)) != canonical_json(fresh.get(k))
+        )
+        if changed:
+            key = changed[0]
+            raise StoreError(
+                f"run {self.run_id}: it was opened with {key} {was.get(key)!r}, this run has "
+                f"{fresh.get(key)!r} (the sandbox or the agent changed); rerun with --restart "
+                "to start it afresh"
+            )
         out = payload.copy()
         out["labreplay_version"] = str(
             stored["payload"].get("labreplay_version", payload["labreplay_version"])

@@ -145,7 +145,7 @@ def _header_findings(run: RunInfo, spec: EnvironmentSpec, events: Sequence[Any])
         "branch": run.branch,
         "spec_hash": run.spec_hash,
     }
-    return Findings(header_problems(found[1], row, run.provenance, spec.protocol))
+    return Findings(header_problems(found[1], row, spec.protocol))
 
 
 def verify_store(store: Store) -> VerifyReport:

@@ -187,20 +187,21 @@ def open_question_run(
             "cached": True,
             **(info.summary or {}),
         }
-    if not recorder.resume():  # a run stored before headers resumes without one
-        recorder.append(
-            HEADER_KIND,
-            header_payload(
-                agent=agent.name,
-                agent_params=params,
-                isolation=isolation_of(agent),
-                sandbox=sandbox_of(agent),
-                seed=seed,
-                branch=header.branch,
-                spec_hash=spec.spec_hash,
-                protocol=spec.protocol,
-            ),
-        )
+    bound = recorder.header_at(
+        0,
+        header_payload(
+            agent=agent.name,
+            agent_params=params,
+            isolation=isolation_of(agent),
+            sandbox=sandbox_of(agent),
+            seed=seed,
+            branch=header.branch,
+            spec_hash=spec.spec_hash,
+            protocol=spec.protocol,
+        ),
+    )  # checks a stored header against this run's; None: a run stored before headers
+    if not recorder.resume() and bound is not None:
+        recorder.append(HEADER_KIND, bound)
     return recorder, None
 
 
