@@ -71,7 +71,8 @@ def test_ranker_beats_random_floor_and_store_keeps_everything(
                 tolerance = max(tolerance, 3 * 0.5 / max(hits, 1) ** 0.5)
             assert abs(rnd[metric] - rnd[floor]) < tolerance, metric
         events = store.events(rank["run_id"])
-        assert len(events) == len(questions)
+        assert len(events) == len(questions) + 1  # the run's header event, then the answers
+        assert events[0]["kind"] == "header"
         assert all(e["prev_hash"] == p["hash"] for p, e in itertools.pairwise(events))
         run = store.run(rank["run_id"])
         assert run.suite == "conditions" and run.status == "complete"
@@ -107,7 +108,8 @@ def test_interrupted_run_resumes_to_the_same_result(compiled_all: Any, tmp_path:
             run_agent(store, path, questions, _Crashing(after=700), seed=0)
         partial = store.runs()[0]
         assert partial.status == "running"
-        assert len(store.events(partial.run_id)) == 500  # one full batch survived
+        # the header event and one full batch of 500 answers survived
+        assert len(store.events(partial.run_id)) == 501
         resumed = run_agent(store, path, questions, RandomAgent(0), seed=0)
         assert resumed["resumed"] and resumed["run_id"] == partial.run_id
         chain = store.events(partial.run_id)

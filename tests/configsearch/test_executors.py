@@ -57,7 +57,7 @@ def test_sweep_on_dask_equals_in_process(data_dir: Path, cache_dir: Path, tmp_pa
             campaign.sweep("rf-scm", None, dask)
     finally:
         cluster.close()
-    assert len(_events(local)) == 12 and _events(remote) == _events(local)
+    assert len(_events(local)) == 13 and _events(remote) == _events(local)
     assert any(fresh_cache.rglob("*")), "the workers wrote the shared pipeline cache"
     with Store(remote) as store:
         assert verify_store(store).ok

@@ -97,6 +97,22 @@ def _hashes(store: Path, run_id: str) -> list[str]:
         return [e["hash"] for e in db.events(run_id)]
 
 
+def verify_store_ok(store: Path) -> bool:
+    """`store verify` passes and finds every run's header (none listed as missing)."""
+    from labreplay.store.verify import verify_store
+
+    with Store(store, readonly=True) as db:
+        report = verify_store(db)
+    return report.ok and not any("no header event" in n for n in report.unverifiable)
+
+
+def _played(store: Path, run_id: str) -> list[tuple[str, Any]]:
+    """Every event but the header (which says how the optimiser ran: it differs by design
+    between in-process and isolated runs, so their chains differ from it on)."""
+    with Store(store, readonly=True) as db:
+        return [(e["kind"], e["payload"]) for e in db.events(run_id) if e["kind"] != "header"]
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_readme_optimiser_in_process_isolated_and_from_python(
     data_dir: Path, cache_dir: Path, workdir: Path, driven: list[int]
@@ -111,7 +127,13 @@ def test_readme_optimiser_in_process_isolated_and_from_python(
     (irow,) = json.loads(isolated.output)
     assert _isolated_children() == []  # every child ended with its search
     assert irow["run_id"] != row["run_id"]  # how the agent ran is part of the run's identity
-    assert _hashes(store, irow["run_id"]) == _hashes(store, row["run_id"])
+    assert _played(store, irow["run_id"]) == _played(store, row["run_id"])
+    with Store(store, readonly=True) as db:
+        headers = [db.events(r["run_id"])[0] for r in (row, irow)]
+    assert [h["kind"] for h in headers] == ["header", "header"]
+    assert [h["payload"]["isolation"] for h in headers] == ["in-process", "subprocess"]
+    assert headers[0]["payload"]["agent"] == "forest"
+    assert verify_store_ok(store)
     with Store(store, readonly=True) as db:
         run, irun = db.run(row["run_id"]), db.run(irow["run_id"])
         phases = [e["payload"]["phase"] for e in db.events(run.run_id) if e["kind"] == "step"]

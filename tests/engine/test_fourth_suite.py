@@ -122,7 +122,12 @@ def test_garbage_recorded_the_same_in_process_and_isolated(
             labreplay.run("melt", spec, "garbage_agent:Garbage", store, isolate=isolate)
         with Store(store, readonly=True) as db:
             (run,) = db.runs(suite="melt")
-            events = [e["payload"] for e in db.events(run.run_id)]
+            header, *rest = db.events(run.run_id)
+            # the header says how the agent ran; every prediction after it is the same
+            assert header["kind"] == "header" and header["payload"]["isolation"] == (
+                "subprocess" if isolate else "in-process"
+            )
+            events = [e["payload"] for e in rest]
             stored.append((events, db.scores(run.run_id), run.status))
     assert stored[0][0] == stored[1][0], (stored[0][0], stored[1][0])
     assert stored[0] == stored[1] and stored[0][2] == "failed"

@@ -90,10 +90,12 @@ def test_conditions_runs_are_bound_to_an_environment_spec_and_verify(
         run = store.run(summary["run_id"])
         spec = spec_from_stored(store.get_spec(run.spec_hash), run.spec_hash)
         assert spec.suite == "conditions" and spec.body["n_questions"] == len(questions)
-        assert store.event_count(run.run_id) == len(questions)
+        # one answer event per question, after the run's header event (seq 0)
+        assert store.event_count(run.run_id) == len(questions) + 1
+        assert store.events(run.run_id)[0]["kind"] == "header"
     ok = _verify_cli(path)
     assert ok.returncode == 0, ok.stderr
-    assert f"1 runs, {len(questions)} events verified" in ok.stdout
+    assert f"1 runs, {len(questions) + 1} events verified" in ok.stdout
     before = path.read_bytes()
     conn = sqlite3.connect(path)
     conn.execute(

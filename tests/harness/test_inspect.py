@@ -75,8 +75,8 @@ def test_inspect_conditions_log_imports_with_its_scores(
         assert run.status == "complete" and run.agent == "inspect:mockllm/model"
         assert run.agent_params["interface"] == "inspect"
         assert db.scores(run.run_id)["invalid_answers"] >= 1
-    assert len(events) == 10
-    for e in events:
+    assert len(events) == 11 and events[0]["kind"] == "header"  # then one answer per sample
+    for e in events[1:]:
         ours = e["payload"]["result"].get("score")
         assert (ours or 0.0) == pytest.approx(logged[e["payload"]["question_id"]].value)
         assert e["payload"]["raw"]["text"] == logged[e["payload"]["question_id"]].answer
@@ -209,7 +209,7 @@ def test_inspect_cli_runs_the_registered_task(question_file: Path, tmp_path: Pat
     assert result["samples"] == 10 and result["invalid_answers"] == 10  # mockllm's default text
     with Store(store, readonly=True) as db:
         (run,) = db.runs(suite="conditions")
-        assert run.status == "complete" and len(db.events(run.run_id)) == 10
+        assert run.status == "complete" and len(db.events(run.run_id)) == 11  # header + 10
 
 
 def _first_offered_model() -> Any:
@@ -261,9 +261,16 @@ def test_inspect_campaign_plays_every_branch_like_in_process(
         runs = {r.branch: r for r in db.runs(suite="campaign")}
         assert {r.agent for r in runs.values()} == {"inspect:mockllm/model"}
         assert {r.provenance["agent_isolation"] for r in runs.values()} == {"inspect"}
+    with Store(local, readonly=True) as ref, Store(store, readonly=True) as db:
         for branch, row in reference["branches"].items():
             assert runs[branch].status == "complete"
-            assert db.events(runs[branch].run_id)[-1]["hash"] == row["head_hash"], branch
+            # the same events but the header (its agent and isolation differ), so the
+            # chains differ from the header on
+            played, local_events = db.events(runs[branch].run_id), ref.events(row["run_id"])
+            assert played[1]["payload"]["isolation"] == "inspect"
+            assert [(e["kind"], e["payload"]) for e in played[2:]] == [
+                (e["kind"], e["payload"]) for e in local_events[2:]
+            ], branch
     by_id = {str(s.id): s.scores["branch_auc"].value for s in samples}
     for branch, row in reference["branches"].items():
         assert by_id[f"short-1/{branch}"] == pytest.approx(row["adaptive_auc"])

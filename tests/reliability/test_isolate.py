@@ -29,7 +29,17 @@ def test_isolated_agent_gives_the_in_process_trajectory(agent: str, spec: object
     isolated = run_assignment_branches(spec, agent_factory(agent, isolate=True), None, 3)  # type: ignore[arg-type]
     assert inline.keys() == isolated.keys()
     for branch in inline:
-        assert isolated[branch].head_hash == inline[branch].head_hash, branch
+        # the same events but the header (seq 1), which says how the agent ran; the chains
+        # differ from the header on
+        ours, theirs = inline[branch].events, isolated[branch].events
+        assert ours[1]["kind"] == theirs[1]["kind"] == "header"
+        assert (ours[1]["payload"]["isolation"], theirs[1]["payload"]["isolation"]) == (
+            "in-process",
+            "subprocess",
+        )
+        assert [(e["kind"], e["payload"]) for i, e in enumerate(theirs) if i != 1] == [
+            (e["kind"], e["payload"]) for i, e in enumerate(ours) if i != 1
+        ], branch
 
 
 def test_cli_isolate_records_the_mode(tmp_path: Path) -> None:

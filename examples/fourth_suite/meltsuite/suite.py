@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from labreplay.errors import RunFailedError
-from labreplay.sdk import RunHeader, open_run
+from labreplay.sdk import HEADER_KIND, HeaderPayload, RunHeader, header_payload, open_run
 from labreplay.sdk.agents import (
     AgentUnavailable,
     ResolvedAgent,
@@ -23,6 +23,7 @@ from labreplay.sdk.agents import (
     isolation_of,
     resolve_agent,
     resolve_isolated,
+    sandbox_of,
 )
 from labreplay.sdk.engine import EnvironmentSpec, Store, Unit, judge, run_units
 from labreplay.sdk.options import check_agent_timeout, int_in, parse_options
@@ -74,11 +75,21 @@ def _stored(run_id: str, store: Store) -> dict[str, Any] | None:
 
 
 def _record(
-    spec: EnvironmentSpec, run_id: str, recorder: Any, store: Store, value: Any
+    spec: EnvironmentSpec,
+    run_id: str,
+    recorder: Any,
+    header: HeaderPayload,
+    store: Store,
+    value: Any,
 ) -> dict[str, Any]:
-    """Write one played episode (the driver calls this; `play` never sees the store)."""
+    """Write one played episode (the driver calls this; `play` never sees the store): the
+    run's header event first (what its runs row says, bound into the chain), then each
+    prediction."""
     predictions: list[Prediction]
     predictions, stop = value
+    bound = recorder.header_at(0, header)  # None: a partial run stored before headers
+    if bound is not None:
+        recorder.append(HEADER_KIND, bound)
     for p in predictions:
         recorder.append("prediction", p)
     found = health(predictions)
@@ -153,17 +164,35 @@ class MeltSuite:
         params = dict(resolved.params)
         if isolation_of(probe) != "in-process":  # an isolated run never reuses another
             params["isolation"] = isolation_of(probe)
+        isolation, sandbox = isolation_of(probe), sandbox_of(probe)
         close_agent(probe)
         units = []
         for spec in specs:
-            header = RunHeader(spec, "main", resolved.name, params, seed)
+            header = RunHeader(
+                spec,
+                "main",
+                resolved.name,
+                params,
+                seed,
+                extra_provenance={"agent_sandbox": sandbox},
+            )
             recorder, status = open_run(store, header)
             run_id = recorder.run_id
+            bound = header_payload(
+                agent=resolved.name,
+                agent_params=params,
+                isolation=isolation,
+                sandbox=sandbox,
+                seed=seed,
+                branch="main",
+                spec_hash=spec.spec_hash,
+                protocol=spec.protocol,
+            )
             units.append(
                 Unit(
                     run_id,
                     partial(_play, spec, resolved.make, seed),
-                    partial(_record, spec, run_id, recorder),
+                    partial(_record, spec, run_id, recorder, bound),
                     stored=partial(_stored, run_id) if status == "complete" else _none,
                 )
             )

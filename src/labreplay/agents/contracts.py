@@ -364,6 +364,13 @@ def isolation_of(agent: object) -> str:
     return str(agent.isolation) if isinstance(agent, Isolated) else "in-process"
 
 
+def sandbox_of(agent: object) -> str:
+    """The sandbox the agent's code ran in: "bwrap" for an isolated agent in bubblewrap,
+    else "none" (an in-process agent, or an isolated one where no sandbox could be had)."""
+    sandbox = getattr(agent, "sandbox", None)
+    return sandbox if isinstance(sandbox, str) else "none"
+
+
 def bind_response_cache(agent: object, cache: ResponseCache | None) -> None:
     """Give a model-backed agent the response cache (a no-op for any other agent)."""
     if isinstance(agent, UsesResponseCache):
@@ -410,4 +417,5 @@ __all__ = [
     "drain_calls",
     "isolation_of",
     "model_of",
+    "sandbox_of",
 ]

@@ -19,8 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from labreplay._hashing import canonical_json
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import StoreError
+from labreplay.runtime.header import HEADER_KIND, HeaderPayload, find_header
 from labreplay.runtime.trajectory import Trajectory
 from labreplay.store.sqlite import Store
 
@@ -69,6 +71,63 @@ class Recorder:
             self._next_call = len(self.store.llm_calls(self.run_id))
         return self.stored
 
+    def header_at(self, seq: int, payload: HeaderPayload) -> HeaderPayload | None:
+        """The header event to append at `seq` (`labreplay.runtime.header`), or None when the
+        stored prefix already reaches past `seq` without one: a run stored before headers
+        resumes without one (a replayed header would differ from the stored event there).
+        Resuming a run that has one keeps the version that opened it, so an upgrade alone
+        does not change the chain."""
+        if len(self.stored) <= seq:
+            return payload
+        stored = self.stored[seq]
+        if stored["kind"] != HEADER_KIND:
+            return None
+        # this run's header as the chain would store it (canonical, scrubbed)
+        fresh = Trajectory(self.spec_hash).append(HEADER_KIND, payload)["payload"]
+        was = stored["payload"]
+        changed = sorted(
+            k
+            for k in fresh.keys() | was.keys()
+            if k != "labreplay_version"
+            and canonical_json(was.get(k)) != canonical_json(fresh.get(k))
+        )
+        if changed:
+            key = changed[0]
+            raise StoreError(
+                f"run {self.run_id}: it was opened with {key} {was.get(key)!r}, this run has "
+                f"{fresh.get(key)!r} (the sandbox or the agent changed); rerun with --restart "
+                "to start it afresh"
+            )
+        out = payload.copy()
+        out["labreplay_version"] = str(
+            stored["payload"].get("labreplay_version", payload["labreplay_version"])
+        )
+        return out
+
+    def aligned(self, events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """`events` recorded elsewhere (a worker, which cannot see the store), re-chained to
+        match the stored prefix's header: none when the stored run has none, the stored
+        header's version when it has one. Unchanged when nothing differs."""
+        found = find_header(events)
+        if found is None or len(self.stored) <= found[0]:
+            return [dict(e) for e in events]
+        seq, payload = found
+        stored = self.stored[seq]
+        if stored["kind"] == HEADER_KIND:
+            version = stored["payload"].get("labreplay_version")
+            if payload.get("labreplay_version") == version:
+                return [dict(e) for e in events]
+            kept = [
+                {**e, "payload": {**payload, "labreplay_version": version}} if i == seq else e
+                for i, e in enumerate(events)
+            ]
+        else:
+            kept = [e for i, e in enumerate(events) if i != seq]
+        chain = Trajectory(self.spec_hash)
+        for event in kept:
+            chain.append(event["kind"], event["payload"])
+        return chain.events
+
     def append(self, kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
         event = self.trajectory.append(kind, payload)
         self.sync()
@@ -95,11 +154,12 @@ class Recorder:
 
     def take(self, events: Sequence[Mapping[str, Any]]) -> None:
         """Adopt events recorded elsewhere (a worker's in-memory recorder) under the same spec:
-        the chain is verified, then synced like locally appended events."""
+        the chain is verified, aligned to the stored prefix's header (`aligned`), then synced
+        like locally appended events."""
         if self.trajectory.events:
             raise StoreError(f"run {self.run_id}: take() needs an empty trajectory")
         Trajectory.verify(events, self.spec_hash)
-        self.trajectory.events = [dict(e) for e in events]
+        self.trajectory.events = self.aligned(events)
         self.sync()
 
     def log_calls(self, calls: Iterable[Mapping[str, Any]]) -> None:

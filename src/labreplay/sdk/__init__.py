@@ -68,15 +68,18 @@ from labreplay.records._types import (
     to_json,
     value_or,
 )
+from labreplay.runtime.header import HEADER_KIND, HeaderPayload, find_header, header_payload
 from labreplay.runtime.recorder import DEFAULT_BATCH, Recorder, RunHeader, open_recorder, open_run
 
 __all__ = [
     "DEFAULT_BATCH",
     "HASH_SCHEME_VERSION",
+    "HEADER_KIND",
     "MISSING_TAG",
     "AgentError",
     "DataError",
     "DownloadError",
+    "HeaderPayload",
     "LabreplayError",
     "Missing",
     "Record",
@@ -94,8 +97,10 @@ __all__ = [
     "canonical_json",
     "derive_seed",
     "describe_os_error",
+    "find_header",
     "first_in_seeded_order",
     "from_json",
+    "header_payload",
     "is_missing",
     "make_rng",
     "open_recorder",

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         close_agent,
         isolation_of,
         model_of,
+        sandbox_of,
     )
     from labreplay.agents.isolated import (
         CAMPAIGN_CONTRACT,
@@ -95,6 +96,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "bind_response_cache",
         "close_agent",
         "isolation_of",
+        "sandbox_of",
         "model_of",
     ),
     "labreplay.agents.isolated": (
@@ -211,6 +213,7 @@ __all__ = [
     "response_budget",
     "run_price",
     "token_rule",
+    "sandbox_of",
     "usage_line",
     "usage_summary",
 ]

@@ -10,6 +10,10 @@ For each run, reading only:
   derived from spec hash, agent, agent parameters, seed, branch and isolation, so an edited
   `agent` (or any of those) no longer gives the row's id; `spec_hash` must equal the one in
   the run's provenance; a `complete` run must have its finished record;
+- those columns must equal the run's `header` event (`labreplay.runtime.header`): the run id
+  is a public function, so a forger can recompute it after editing a row, but not the chain
+  without re-hashing it (which the finished record catches, and against a forger who rewrites
+  every table, only a signature). A run stored before headers is listed as unverifiable;
 - every figure a board reads must be what the events, the spec and the call log give
   (`labreplay.store.figures`): each score row (none deleted, none added), each score detail
   (curves), the status, the summary counts and the call accounting; and the control runs a
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from labreplay.compile.spec import EnvironmentSpec, spec_from_stored
 from labreplay.errors import LabreplayError, SpecError, StoreError
+from labreplay.runtime.header import find_header, header_problems, row_isolation
 from labreplay.runtime.trajectory import Trajectory
 from labreplay.store.figures import (
     Findings,
@@ -120,6 +125,29 @@ def _row_problems(run: RunInfo) -> list[str]:
     return problems
 
 
+def _header_findings(run: RunInfo, spec: EnvironmentSpec, events: Sequence[Any]) -> Findings:
+    """The runs row against the header event of its chain."""
+    found = find_header(events)
+    if found is None:
+        if not events:
+            return Findings()
+        return Findings(
+            unverifiable=[
+                "no header event (a run stored before headers): its agent, parameters, "
+                "isolation, seed and branch rest on the runs row alone"
+            ]
+        )
+    row = {
+        "agent": run.agent,
+        "agent_params": run.agent_params,
+        "isolation": row_isolation(run.agent_params, run.provenance),
+        "seed": run.seed,
+        "branch": run.branch,
+        "spec_hash": run.spec_hash,
+    }
+    return Findings(header_problems(found[1], row, spec.protocol))
+
+
 def verify_store(store: Store) -> VerifyReport:
     problems: list[str] = []
     unverifiable: dict[str, list[str]] = {}
@@ -144,6 +172,7 @@ def verify_store(store: Store) -> VerifyReport:
             problems.append(f"{where}: table events: {exc}")
             continue
         found = Findings(_row_problems(run) + _chain_problems(run, events))
+        found.extend(_header_findings(run, spec, events))
         found.extend(_figures(store, run, runs, spec, events, rescorers, rederivers, superseded))
         problems.extend(f"{where}: {p}" for p in found.problems)
         if found.unverifiable:

@@ -36,6 +36,7 @@ from labreplay.sdk.agents import (
     bind_response_cache,
     drain_calls,
     isolation_of,
+    sandbox_of,
 )
 from labreplay.suites.campaign.events import campaign_events
 from labreplay.suites.campaign.protocol import REVIEW_KIND
@@ -175,6 +176,11 @@ class ControlWrapper:
     def isolation(self) -> str:
         """Where the wrapped agent's code runs (a control reports the agent it wraps)."""
         return isolation_of(self.inner)
+
+    @property
+    def sandbox(self) -> str:
+        """The sandbox the wrapped agent's code runs in ("bwrap" or "none")."""
+        return sandbox_of(self.inner)
 
     def drain_calls(self) -> list[Any]:
         return list(drain_calls(self.inner))

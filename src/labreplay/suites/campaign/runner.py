@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labreplay.errors import LabreplayError, SpecError, StoreError
-from labreplay.sdk import Recorder, RunHeader, open_run
+from labreplay.sdk import HEADER_KIND, Recorder, RunHeader, find_header, header_payload, open_run
 from labreplay.sdk.agents import (
     Agent,
     AgentNonJSON,
@@ -28,6 +28,7 @@ from labreplay.sdk.agents import (
     model_of,
     plain_repr,
     raised_message,
+    sandbox_of,
     usage_summary,
 )
 from labreplay.sdk.engine import (
@@ -195,8 +196,12 @@ def run_branch(
             seed,
             *model_of(agent),
             parent_run_id,
-            # "subprocess" (--isolate: it held only observations) or "in-process"
-            {**(extra_provenance or {}), "agent_isolation": isolation_of(agent)},
+            # "subprocess" (--isolate: it held only observations) or "in-process"; the sandbox
+            {
+                **(extra_provenance or {}),
+                "agent_isolation": isolation_of(agent),
+                "agent_sandbox": sandbox_of(agent),
+            },
         )
         recorder, status = open_run(store, header, batch=64)
         if status == "complete":
@@ -206,6 +211,7 @@ def run_branch(
     env = CampaignEnv(spec)
     env.reset(seed)
     recorder.attach(env.trajectory)
+    _append_header(recorder, env, agent, seed, branch)
     calls: list[Any] = []
     failure: str | None = None
     health = RunHealth()
@@ -277,6 +283,27 @@ def run_branch(
     return BranchResult(
         recorder.run_id, branch, events, metrics, head, calls, failure, caps, health
     )
+
+
+def _append_header(
+    recorder: Recorder, env: CampaignEnv, agent: Agent, seed: int, branch: str
+) -> None:
+    """The run's header event (`labreplay.runtime.header`) right after `reset`: what the runs
+    row says of the run, bound into its chain (a stored run from before headers: none)."""
+    payload = header_payload(
+        agent=agent.name,
+        agent_params=agent.params(),
+        isolation=isolation_of(agent),
+        sandbox=sandbox_of(agent),
+        seed=seed,
+        branch=branch,
+        spec_hash=env.spec_hash,
+        protocol=env.spec.protocol,
+    )
+    header = recorder.header_at(len(env.trajectory.events), payload)
+    if header is not None:
+        env.trajectory.append(HEADER_KIND, header)
+        recorder.sync()
 
 
 def _reset(agent: Any, seed: int) -> None:
@@ -377,6 +404,9 @@ def persist_branch(
     (its stored head hash must equal the result's); a partial run keeps its verified prefix and
     gets only the missing events.
     """
+    found = find_header(result.events)
+    # the sandbox the worker's agent ran in, as its header records it
+    sandbox = {"agent_sandbox": found[1]["sandbox"]} if found is not None else {}
     header = _header(
         spec,
         result.branch,
@@ -386,24 +416,25 @@ def persist_branch(
         model,
         endpoint,
         parent_run_id,
-        extra_provenance,
+        {**(extra_provenance or {}), **sandbox},
     )
     recorder, status = open_run(store, header, batch=len(result.events) + 1)
     run_id = recorder.run_id
     if status == "complete":
         stored = store.events(run_id)
-        if not stored or stored[-1]["hash"] != result.head_hash:
+        aligned = recorder.aligned(result.events)  # a stored run from before headers has none
+        if not stored or not aligned or stored[-1]["hash"] != aligned[-1]["hash"]:
             raise StoreError(
                 f"run {run_id}: stored trajectory head differs from the recomputed one "
                 "(non-deterministic agent or changed code); rerun with --restart"
             )
-        return BranchResult(run_id, result.branch, stored, result.metrics, result.head_hash)
+        return BranchResult(run_id, result.branch, stored, result.metrics, stored[-1]["hash"])
     recorder.take(result.events)
     end = result.events[-1]["payload"] if result.events else {}
     _finish(
         recorder,
         result.metrics,
-        result.events,
+        recorder.events,
         int(end.get("invalid_actions", result.metrics["invalid_actions"])),
         result.calls,
         result.failure,
@@ -413,9 +444,9 @@ def persist_branch(
     return BranchResult(
         run_id,
         result.branch,
-        result.events,
+        recorder.events,
         result.metrics,
-        result.head_hash,
+        recorder.head,
         result.calls,
         result.failure,
         result.caps,

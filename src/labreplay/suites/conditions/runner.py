@@ -14,9 +14,11 @@ from typing import Any
 
 from labreplay.errors import AgentError, RunFailedError
 from labreplay.sdk import (
+    HEADER_KIND,
     Recorder,
     RunHeader,
     canonical_form,
+    header_payload,
     open_run,
     sha256_bytes,
     sha256_file,
@@ -30,6 +32,7 @@ from labreplay.sdk.agents import (
     isolation_of,
     json_problem,
     raised_message,
+    sandbox_of,
     usage_summary,
 )
 from labreplay.sdk.data import loads_strict
@@ -167,7 +170,10 @@ def open_question_run(
         seed,
         model=params.get("model"),
         endpoint=params.get("endpoint") or params.get("base_url"),
-        extra_provenance={"question_file_sha256": spec.body["sha256"]},
+        extra_provenance={
+            "question_file_sha256": spec.body["sha256"],
+            "agent_sandbox": sandbox_of(agent),
+        },
     )
     # The question file travels with the run, content-addressed by the spec's sha256, so the
     # store alone is enough to recompute every score (`store verify`).
@@ -184,7 +190,21 @@ def open_question_run(
             "cached": True,
             **(info.summary or {}),
         }
-    recorder.resume()
+    bound = recorder.header_at(
+        0,
+        header_payload(
+            agent=agent.name,
+            agent_params=params,
+            isolation=isolation_of(agent),
+            sandbox=sandbox_of(agent),
+            seed=seed,
+            branch=header.branch,
+            spec_hash=spec.spec_hash,
+            protocol=spec.protocol,
+        ),
+    )  # checks a stored header against this run's; None: a run stored before headers
+    if not recorder.resume() and bound is not None:
+        recorder.append(HEADER_KIND, bound)
     return recorder, None
 
 
@@ -195,6 +215,11 @@ def answered(recorder: Recorder) -> dict[str, AnswerResult]:
         for e in conditions_events(recorder.events)
         if e["kind"] == "answer"
     }
+
+
+def answer_events(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The answer events of a run (its header event aside)."""
+    return [e for e in events if e["kind"] == "answer"]
 
 
 def finish_question_run(
@@ -284,7 +309,9 @@ def answers_verdict(
 
 def _invalid(recorder: Recorder) -> int:
     """Answers recorded invalid (no usable reply: the suite scored them wrong)."""
-    return sum(1 for e in recorder.events if "invalid" in (e["payload"].get("answer") or {}))
+    return sum(
+        1 for e in answer_events(recorder.events) if "invalid" in (e["payload"].get("answer") or {})
+    )
 
 
 def run_agent(

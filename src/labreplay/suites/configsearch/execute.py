@@ -240,7 +240,10 @@ def run_searches(
             chain.take(events)
             return campaign.finish_search(chain, result, models, truth)
 
-        args = (models, problem, method, budget, init, seed, gt, truth, gt_cost, cost_alpha)
+        header = campaign.search_header_payload(
+            models, problem, method, budget, init, seed, gt, cost_alpha, user
+        )
+        args = (models, problem, method, budget, init, seed, gt, truth, gt_cost, cost_alpha, header)
 
         def here(store: Store, chain: Recorder = chain, args: tuple[Any, ...] = args) -> Any:
             # in-process: this campaign's own evaluator and caches, no worker copy

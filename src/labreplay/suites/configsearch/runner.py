@@ -17,8 +17,17 @@ from typing import Any
 import numpy as np
 
 from labreplay.errors import SpecError, StoreError
-from labreplay.sdk import Recorder, RunHeader, open_recorder, open_run, sha256_json
-from labreplay.sdk.agents import Optimizer
+from labreplay.sdk import (
+    HEADER_KIND,
+    HeaderPayload,
+    Recorder,
+    RunHeader,
+    header_payload,
+    open_recorder,
+    open_run,
+    sha256_json,
+)
+from labreplay.sdk.agents import Optimizer, sandbox_of
 from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
 from labreplay.suites.configsearch.cache import CacheStats
 from labreplay.suites.configsearch.models import PropertyModel, build_model
@@ -156,6 +165,23 @@ class ConfigSearch:
             extra_provenance={"data": self.evaluator.provenance()["files"]},
         )
 
+    def _header_payload(self, header: RunHeader) -> HeaderPayload:
+        """The header event of a run opened under `header` (`labreplay.runtime.header`): a
+        user optimiser's isolation is the one its parameters record; its sandbox is filled in
+        where the optimiser runs (`search_events`)."""
+        optimizer = header.agent_params.get("optimizer")
+        isolation = optimizer.get("isolation") if isinstance(optimizer, dict) else None
+        return header_payload(
+            agent=header.agent,
+            agent_params=header.agent_params,
+            isolation=str(isolation or "in-process"),
+            sandbox="none",
+            seed=header.seed,
+            branch=header.branch,
+            spec_hash=self.spec_hash,
+            protocol=self.environment.protocol,
+        )
+
     def _open(
         self, models: Sequence[str], problem: str, method: str, seed: int, params: dict[str, Any]
     ) -> Recorder:
@@ -185,6 +211,8 @@ class ConfigSearch:
         run_id = chain.run_id
         done = self._maes(chain.resume())
         if not chain.events:
+            header = self._header([model], "sweep", "exhaustive", self.evaluator.settings.seed, {})
+            chain.append(HEADER_KIND, self._header_payload(header))
             for config, reason in sorted(self.infeasible.items()):
                 chain.append("infeasible", {"config": config.to_json(), "reason": reason})
         if executor is not None:
@@ -319,6 +347,33 @@ class ConfigSearch:
         failed-run reset are `open_run`'s). A complete run whose sweep arrived later gets its
         summary recomputed, never served stale. `optimizer`: a user optimiser's name, params
         and ref (recorded; `method` is then its name)."""
+        header = self.search_header(
+            models, problem, method, budget, init, seed, gt, cost_alpha, optimizer
+        )
+        chain, status = open_run(self._db, header, batch=1)
+        if status == "complete":
+            info = self._db.run(chain.run_id)
+            result = self._result_from_events(chain.run_id, problem, method)
+            summary = info.summary or {}
+            if "steps_to_target" not in summary and self.truth_table(models) is not None:
+                result.gt_evaluations = int(summary.get("gt_evaluations", 0))
+                summary = self._summarise(result, list(models), result.ground_truth)
+            return chain, (chain.run_id, result, summary)
+        return chain, None
+
+    def search_header(
+        self,
+        models: Sequence[str],
+        problem: str,
+        method: str,
+        budget: int,
+        init: int,
+        seed: int,
+        gt: str,
+        cost_alpha: float = COST_ALPHA,
+        optimizer: dict[str, Any] | None = None,
+    ) -> RunHeader:
+        """The runs row of one search (its key and parameters)."""
         params: dict[str, Any] = {
             "budget": budget,
             "init": init,
@@ -332,17 +387,11 @@ class ConfigSearch:
         }
         if optimizer is not None:
             params["optimizer"] = optimizer
-        header = self._header(list(models), problem, method, seed, params)
-        chain, status = open_run(self._db, header, batch=1)
-        if status == "complete":
-            info = self._db.run(chain.run_id)
-            result = self._result_from_events(chain.run_id, problem, method)
-            summary = info.summary or {}
-            if "steps_to_target" not in summary and self.truth_table(models) is not None:
-                result.gt_evaluations = int(summary.get("gt_evaluations", 0))
-                summary = self._summarise(result, list(models), result.ground_truth)
-            return chain, (chain.run_id, result, summary)
-        return chain, None
+        return self._header(list(models), problem, method, seed, params)
+
+    def search_header_payload(self, *args: Any) -> HeaderPayload:
+        """The header event of the search `search_header(*args)` opens."""
+        return self._header_payload(self.search_header(*args))
 
     def search_events(
         self,
@@ -356,14 +405,20 @@ class ConfigSearch:
         truth: dict[str, float],
         gt_cost: int,
         cost_alpha: float = COST_ALPHA,
+        header: HeaderPayload | None = None,
         *,
         optimizer: Optimizer | None = None,
     ) -> tuple[list[dict[str, Any]], SearchResult]:
         """Run one search without a store: its events (chained to the spec) and result.
         `optimizer` (a user's) replaces `method`'s built-in one, with the same budget, initial
-        design and scoring."""
+        design and scoring. `header`: the run's header event, put at seq 0 with the sandbox
+        the optimiser runs in."""
         models = list(models)
         chain = Recorder(self.spec_hash)
+        if header is not None:
+            bound = header.copy()
+            bound["sandbox"] = sandbox_of(optimizer)
+            chain.append(HEADER_KIND, bound)
         if problem == "closest":
             chain.append("ground_truth", {"gt": gt, "values": truth, "evaluations": gt_cost})
 
