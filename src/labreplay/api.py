@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.compile.spec import EnvironmentSpec
+from labreplay.errors import LabreplayError
 from labreplay.execute.base import Executor
 from labreplay.store.sqlite import Store
 from labreplay.suite import ChecksOptions, default_seed, get_suite
@@ -66,8 +67,29 @@ def run(
     resolved = target.resolve_agent(agent, seed=seed, **options)
     if isinstance(store, Store):
         return target.run(specs, resolved, store, seed=seed, executor=executor, **options)
-    with Store(store) as db:
-        return target.run(specs, resolved, db, seed=seed, executor=executor, **options)
+    path = Path(store)
+    created = not path.exists()
+    try:
+        with Store(path) as db:
+            return target.run(specs, resolved, db, seed=seed, executor=executor, **options)
+    except LabreplayError:
+        # A run refused before it recorded anything (e.g. a spec whose question file is
+        # nowhere) leaves no store behind that the call itself created.
+        if created:
+            _remove_if_empty(path)
+        raise
+
+
+def _remove_if_empty(path: Path) -> None:
+    """Delete a store this call created when it holds no run (nothing to lose)."""
+    try:
+        with Store(path, readonly=True) as db:
+            if db.runs():
+                return
+    except LabreplayError:
+        return
+    for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        leftover.unlink(missing_ok=True)
 
 
 __all__ = ["compile", "run"]

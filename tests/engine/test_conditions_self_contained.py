@@ -77,3 +77,13 @@ def test_a_spec_whose_questions_are_nowhere_is_refused_in_one_line(
     assert "\n" not in str(err.value) and loaded.body["sha256"][:16] in str(err.value)
     with Store(store, readonly=True) as db:
         assert db.runs() == []
+
+
+def test_a_refused_run_leaves_no_store_it_created(
+    compiled: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, spec_file = compiled
+    store = tmp_path / "new.sqlite"
+    with pytest.raises(SpecError, match="neither attached"):
+        labreplay.run("conditions", [load_spec(spec_file)], "random", store)
+    assert list(tmp_path.iterdir()) == []  # no store, no -wal/-shm beside it
