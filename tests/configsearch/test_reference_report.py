@@ -147,7 +147,10 @@ def test_replay_in_worker_processes_gives_the_same_rows(jobs: int) -> None:
     assert pool is not None
     with pool:
         pooled = replay(ref, "bo", [42, 43], budget=4, init=3, pool=pool)
-        batched = compare_many(plans, [42, 43], pool)
+        lines: list[str] = []
+        batched = compare_many(plans, [42, 43], pool, progress=lines.append)
     assert pooled == alone
     assert batched == one_by_one
+    # one progress line per reference plan, in plan order, never part of the rows
+    assert len(lines) == 2 and "best-model" in lines[0] and "(2/2 references" in lines[1]
     assert [row["seed"] for row in alone] == [42, 43]

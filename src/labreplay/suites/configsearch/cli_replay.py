@@ -3,6 +3,7 @@ exhaustive reference tables (no model is trained), kept apart from the live comm
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,27 @@ SeedStartOption = typer.Option(
     help="First seed: seeds N..N+k-1, chosen before the run (fresh seeds: any unused N).",
     callback=int_range("--seed-start", 0, MAX_SEED - MAX_SEED_COUNT),
 )
+
+QuietOption = typer.Option(
+    False,
+    "--quiet",
+    help="No progress lines on stderr (they are off anyway when stderr is not a terminal).",
+)
+
+
+def progress_printer(quiet: bool) -> Callable[[str], None] | None:
+    """A line per reference (or which-model task) on stderr while a replay runs, or None: off
+    with --quiet or when stderr is not a terminal (pipes and logs get the result only)."""
+    import sys
+
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    return say
+
 
 NOT_RUNS = (
     "replay: computed in memory from the recorded references; no runs are written to any "
@@ -158,6 +180,7 @@ def replay_cmd(
         help="With --json: one object {rows, pooled} (the pooled BO-vs-reference block) "
         "instead of the list of rows.",
     ),
+    quiet: bool = QuietOption,
 ) -> None:
     """BO vs random search and the no-data heuristic smallest-ns (and your optimiser) replayed on exhaustive reference tables: every
     evaluation is a lookup, so many seeds and every task take seconds, and no model is fitted.
@@ -211,7 +234,7 @@ def replay_cmd(
     with _pool(jobs) as pool:
         _replay_rows(refs, chosen, budget, init, within, cost_alpha, problem, min_test_points,
                      surrogate, factory, tally, agent, pool, references, seeds,
-                     json_out, json_pooled)  # fmt: skip
+                     json_out, json_pooled, progress_printer(quiet))  # fmt: skip
 
 
 def _pool(jobs: int) -> Any:
@@ -227,15 +250,15 @@ def _replay_rows(
     refs: list[Any], chosen: range, budget: int, init: int, within: int, cost_alpha: float,
     problem: str, min_test_points: int, surrogate: str, factory: Any, tally: Any,
     agent: str | None, pool: Any, references: Path, seeds: int, json_out: bool,
-    json_pooled: bool = False,
+    json_pooled: bool = False, progress: Callable[[str], None] | None = None,
 ) -> None:  # fmt: skip
     from labreplay.errors import LabreplayError
     from labreplay.suites.configsearch.references import (
         ReplayPlan,
         compare,
         compare_many,
-        compare_which_model,
     )
+    from labreplay.suites.configsearch.which_model import compare_which_model
 
     if problem == "which-model":
         by_task: dict[str, list[Any]] = {}
@@ -244,10 +267,13 @@ def _replay_rows(
         pairs = [v for v in by_task.values() if len(v) == 2]
         if not pairs:
             raise LabreplayError(f"--references: no task in {references} has two models")
-        rows = [
-            compare_which_model(a, b, chosen, budget, init, min_test_points, surrogate, pool)
-            for a, b in pairs
-        ]
+        rows = []
+        for a, b in pairs:
+            rows.append(
+                compare_which_model(a, b, chosen, budget, init, min_test_points, surrogate, pool)
+            )
+            if progress is not None:
+                progress(f"which-model {a.task}: {len(chosen)} seeds done")
         if json_out:
             print_json({"rows": rows} if json_pooled else rows)
             return
@@ -255,21 +281,14 @@ def _replay_rows(
             if not row.get("scored", True):
                 console.print(f"{row['task']} which-model: {row['reason']}", markup=False)
                 continue
-            t = row["truth"]
-            lo, hi = t["paired_difference_ci95"]
-            console.print(
-                f"{row['task']} which-model over {row['configurations']} C_min configurations: "
-                f"{t['difference']} = {t['paired_difference']:.4g} [{lo:.4g}, {hi:.4g}] -> "
-                f"{t['verdict']}; T = {budget}: "
-                + "; ".join(f"{m} {v}" for m, v in row["methods"].items())
-            )
+            console.print(_which_model_line(row), markup=False)
         return
     if factory is None:  # every reference's seeds in one batch (the same rows as one by one)
         plans = [
             ReplayPlan(ref, problem, budget, init, within, cost_alpha, min_test_points, surrogate)
             for ref in refs
         ]
-        rows = compare_many(plans, chosen, pool)
+        rows = compare_many(plans, chosen, pool, progress)
     else:
         rows = [
             compare(
@@ -289,6 +308,25 @@ def _replay_rows(
         _print_pooled(block, chosen)
     if failed:
         raise typer.Exit(1)
+
+
+def _which_model_line(row: dict[str, Any]) -> str:
+    t = row["truth"]
+    lo, hi = t["paired_difference_ci95"]
+    pr = row["methods"]["paired random"]
+    named = ", ".join(f"{m} {k}" for m, k in pr["named"].items())
+    loc = row["largest_difference"]
+    bo, rnd = loc["methods"]["bo"], loc["methods"]["random"]
+    return (
+        f"{row['task']} which-model over {row['configurations']} C_min configurations: "
+        f"{t['difference']} = {t['paired_difference']:.4g} [{lo:.4g}, {hi:.4g}] -> "
+        f"{t['verdict']}\n  paired random design, T = {row['budget']} configurations per seed: "
+        f"{pr['tied']} tied, {named}; {pr['agrees_with_truth']}/{row['seeds']} agree with the "
+        f"truth\n  largest |difference| (a separate search problem; target >= "
+        f"{loc['target']:.4g}, {loc['on_target']} configurations, largest {loc['largest']:.4g}): "
+        f"BO {bo['hits']}/{row['seeds']} (mean found {bo['mean_found']:.4g}), random "
+        f"{rnd['hits']}/{row['seeds']} (mean found {rnd['mean_found']:.4g})"
+    )
 
 
 def _print_pooled(block: dict[str, Any], chosen: range) -> None:
@@ -435,6 +473,7 @@ def reference_report_cmd(
     keep_degenerate: bool = KeepDegenerateOption,
     jobs: int = ReplayJobsOption,
     json_out: bool = JsonOption,
+    quiet: bool = QuietOption,
 ) -> None:
     """The paper's claims table (robust C_min and full-space readings), BO vs random replays
     (every problem at T = 12, T0 = 4), which-model verdicts, (n, s) MAE heat maps per r and
@@ -453,8 +492,9 @@ def reference_report_cmd(
     refs = _degenerate_rule(refs, keep_degenerate)
     with _pool(jobs) as pool:
         report = reference_report.build(
-            refs, range(seed_start, seed_start + seeds), min_test_points, surrogate, pool
-        )
+            refs, range(seed_start, seed_start + seeds), min_test_points, surrogate, pool,
+            progress=progress_printer(quiet),
+        )  # fmt: skip
     files = reference_report.write(report, refs, out)
     if json_out:
         print_json({**report["summary"], "out": str(out), "files": files})

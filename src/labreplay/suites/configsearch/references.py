@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -361,17 +362,21 @@ class ReplayPlan:
 
 
 def compare_many(
-    plans: Sequence[ReplayPlan], seeds: Sequence[int], pool: Executor | None = None
+    plans: Sequence[ReplayPlan],
+    seeds: Sequence[int],
+    pool: Executor | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """`compare` of each plan, the same rows. With a pool, every (plan, method, seed) replay is
     submitted at once, the longest first (BO with the most acquisition steps), so workers never
-    wait at the end of one reference or problem for the other's last seed."""
+    wait at the end of one reference or problem for the other's last seed. `progress` gets one
+    line per reference as its searches finish (never part of the rows)."""
     for plan in plans:
         require_surrogate(plan.surrogate)
     reasons = [unscorable(p.ref, p.problem, p.min_test_points) for p in plans]
     if any(reasons):
         scored = [p for p, why in zip(plans, reasons, strict=True) if why is None]
-        done = iter(compare_many(scored, seeds, pool) if scored else [])
+        done = iter(compare_many(scored, seeds, pool, progress) if scored else [])
         return [
             next(done) if why is None else _unscored_row(p, seeds, why)
             for p, why in zip(plans, reasons, strict=True)
@@ -384,9 +389,9 @@ def compare_many(
         for method in REFERENCE_METHODS
         for seed in seeds
     ]  # fmt: skip
-    if pool is None:
-        rows = [_replay_seed(args) for _, _, args in tasks]
-    else:
+    started = time.perf_counter()
+    futures: dict[int, Any] = {}
+    if pool is not None:
 
         def cost(task: tuple[int, str, tuple[Any, ...]]) -> int:
             i, method, _ = task
@@ -394,7 +399,16 @@ def compare_many(
 
         order = sorted(range(len(tasks)), key=lambda k: -cost(tasks[k]))  # stable: ties in order
         futures = {k: pool.submit(_replay_seed, tasks[k][2]) for k in order}
-        rows = [futures[k].result() for k in range(len(tasks))]
+    rows: list[dict[str, Any]] = []
+    for k, (i, _, args) in enumerate(tasks):
+        rows.append(futures[k].result() if pool is not None else _replay_seed(args))
+        last_of_plan = k + 1 == len(tasks) or tasks[k + 1][0] != i
+        if progress is not None and last_of_plan:
+            progress(
+                f"replayed {plans[i].ref.label} {plans[i].problem}: {len(seeds)} seeds x "
+                f"{len(REFERENCE_METHODS)} methods ({i + 1}/{len(plans)} references, "
+                f"{time.perf_counter() - started:.0f} s)"
+            )
     runs: list[dict[str, list[dict[str, Any]]]] = [
         {m: [] for m in REFERENCE_METHODS} for _ in plans
     ]
@@ -707,83 +721,6 @@ def _unscored_row(plan: ReplayPlan, seeds: Sequence[int], reason: str) -> dict[s
 def targets_in_space(ref: Reference, min_test_points: int = MIN_TEST_POINTS) -> int:
     """How many configurations are on the best-model target."""
     return replay_landscape(ref, "best-model", min_test_points).on_target
-
-
-def compare_which_model(
-    first: Reference,
-    second: Reference,
-    seeds: Sequence[int],
-    budget: int,
-    init: int,
-    min_test_points: int = MIN_TEST_POINTS,
-    surrogate: str = "botorch",
-    pool: Executor | None = None,
-) -> dict[str, Any]:
-    """Formal Algorithm 1 on one task with two references: every step evaluates both models at
-    one configuration (paired). The truth is the paired difference over every C_min
-    configuration (95% t interval; "tied" when it contains 0); each search's verdict is the same
-    computation over the configurations it evaluated."""
-    from labreplay.suites.configsearch.search import Step, which_model_answer
-
-    require_surrogate(surrogate)
-    refs = {first.model: first, second.model: second}
-    models = sorted(refs)
-    common = sorted(set(first.admissible()) & set(second.admissible()))
-    cmin = [c for c in common if c.n * c.s >= min_test_points]
-    if not cmin:
-        why = unscorable(first, "which-model", min_test_points) or unscorable(
-            second, "which-model", min_test_points
-        )
-        if why is not None:
-            return {
-                "task": first.task, "problem": "which-model", "models": models,
-                "scored": False, "reason": why, "configurations": 0, "seeds": len(seeds),
-                "budget": budget, "init": init,
-            }  # fmt: skip
-
-    def exhaustive(configs: Sequence[Config]) -> dict[str, Any]:
-        return which_model_answer(
-            [Step(i, "exhaustive", None, {m: refs[m].maes[c] for m in models}, 0.0, 0.0, None,
-                  0.0) for i, c in enumerate(configs, 1)]
-        )  # fmt: skip
-
-    truth = exhaustive(cmin)
-    out: dict[str, Any] = {
-        "task": first.task,
-        "problem": "which-model",
-        "scored": True,
-        "models": models,
-        "min_test_points": min_test_points,
-        "configurations": len(cmin),
-        "truth": truth,
-        # beside it, the full-space reading (configurations below C_min included)
-        "truth_full": exhaustive(common),
-        "seeds": len(seeds),
-        "budget": budget,
-        "init": init,
-        "bo": surrogate_identity(surrogate),
-        "methods": {},
-    }
-    methods = ("bo", "random")
-    # both methods' seeds in one map: no worker waits between them
-    args = [(refs, m, budget, init, min_test_points, surrogate, s) for m in methods for s in seeds]
-    every = list((pool.map if pool is not None else map)(_which_model_verdict, args))
-    for k, method in enumerate(methods):
-        verdicts = every[k * len(seeds) : (k + 1) * len(seeds)]
-        out["methods"][method] = {
-            "tied": verdicts.count("tied"),
-            "named": {m: verdicts.count(m) for m in models},
-            "agrees_with_truth": verdicts.count(truth["verdict"]),
-        }
-    return out
-
-
-def _which_model_verdict(args: tuple[Any, ...]) -> str:
-    refs, method, budget, init, min_test_points, surrogate, seed = args
-    result = _search_tables(
-        refs, "which-model", method, budget, init, seed, min_test_points, surrogate
-    )
-    return str(result.answer()["verdict"])
 
 
 def _search_tables(
