@@ -297,15 +297,27 @@ def _replay_rows(
             )
             for ref in refs
         ]  # fmt: skip
+    from labreplay.suites.configsearch.cost import pooled_cost_claims
     from labreplay.suites.configsearch.pooled import pooled
 
     failed = tally is not None and _mark_llm_rows(rows, tally)
     block = pooled(rows)
+    scored = [r for r in rows if r["scored"]]
+    cost_pooled = pooled_cost_claims(scored)
     if json_out:
-        print_json({"rows": rows, "pooled": block} if json_pooled else rows)
+        whole = {"rows": rows, "pooled": block, "cost_claims_pooled": cost_pooled}
+        print_json(whole if json_pooled else rows)
     else:
         _print_replay_rows(rows, problem, seeds, min_test_points, within)
         _print_pooled(block, chosen)
+        for c in cost_pooled:
+            lo, hi = c["saved_ci95"]
+            console.print(
+                f"  cost, {c['method']} vs {c['protocol']} over {c['references']} references: "
+                f'{c["saved"]:.0%} saved [{lo:.0%}, {hi:.0%}] -> "more than half the cost '
+                f'saved" {c["verdict"]}',
+                markup=False,
+            )
     if failed:
         raise typer.Exit(1)
 
@@ -372,6 +384,7 @@ def _print_replay_rows(
     rows: list[dict[str, Any]], problem: str, seeds: int, min_test_points: int, within: int
 ) -> None:
     from labreplay.sdk.agents import usage_line
+    from labreplay.suites.configsearch.cost import cost_claim_line
 
     # A replay is computed in memory from recorded references: say so, so no reader takes
     # these rows for stored, verifiable runs.
@@ -421,6 +434,7 @@ def _print_replay_rows(
             markup=False,
         )
         console.print("  " + _cost_line(row["cost"]), markup=False)
+        console.print("  " + cost_claim_line(row["cost"]["claim"]), markup=False)
         usage = row.get("agent", {}).get("llm_usage")
         if usage is not None:
             status = row["agent"]["status"]

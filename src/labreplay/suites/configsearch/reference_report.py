@@ -18,6 +18,7 @@ from typing import Any
 from labreplay.sdk import atomic_write_bytes
 from labreplay.suites.configsearch import pictures
 from labreplay.suites.configsearch.claims import CLAIMS, claims_table
+from labreplay.suites.configsearch.cost import cost_claim_markdown, pooled_cost_claims
 from labreplay.suites.configsearch.optimizers import require_surrogate, surrogate_identity
 from labreplay.suites.configsearch.pooled import pooled
 from labreplay.suites.configsearch.references import (
@@ -114,6 +115,12 @@ def build(
             row for r in refs for row in claims_table(r.task, r.model, r.maes, min_test_points)
         ],
         "replays": replays,
+        # "more than half the cost saved", per replay and pooled (cost.py)
+        "cost_claims": [
+            {"reference": r["reference"], "problem": r["problem"], **r["cost"]["claim"]}
+            for r in replays
+        ],
+        "cost_claims_pooled": pooled_cost_claims(replays),
         "which_model": which,
         "not_scored": not_scored,
         # BO vs random and vs smallest-ns per problem, pooled over references (pooled.py)
@@ -235,6 +242,7 @@ def markdown(report: dict[str, Any]) -> str:
             f"- {claim} (robust): "
             + ", ".join(f"{k} on {v}/{total}" for k, v in sorted(by.items()))
         )
+    lines += ["", *cost_claim_markdown(report["cost_claims"], report["cost_claims_pooled"])]
     lines += [
         "",
         "## BO vs random search replayed on the references",

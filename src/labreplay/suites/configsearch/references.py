@@ -633,6 +633,13 @@ def _cost(ref: Reference, runs: dict[str, list[dict[str, Any]]]) -> dict[str, An
             "saved_vs_exhaustive": 1.0 - mean / exhaustive if exhaustive else None,
             "times_single_config": mean / single if single else None,
         }
+    from labreplay.suites.configsearch.cost import cost_claims
+
+    out["claim"] = cost_claims(
+        {m: [int(x["fits_used"]) for x in rows] for m, rows in runs.items()
+         if m in REFERENCE_METHODS},
+        exhaustive, single,
+    )  # fmt: skip
     return out
 
 
