@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from labreplay.suites.configsearch.cost import (
     cost_claim_line,
     cost_claims,
@@ -44,3 +46,15 @@ def test_replay_rows_carry_the_cost_claim_and_one_reference_pools_to_no_verdict(
     assert bo_vs_single["mean_fits"] == row["cost"]["methods"]["bo"]["mean_fits"]
     for pooled in pooled_cost_claims([row]):
         assert pooled["references"] == 1 and pooled["verdict"].startswith("untestable")
+
+
+def test_chance_shown_is_that_of_the_random_search_run() -> None:
+    from labreplay.suites.configsearch.targets import chance_of_target
+
+    ref = load_reference(RECORDED / "shear_modulus__rf-scm.json.gz")
+    row = compare(ref, [500, 501, 502, 503], 6, 3, 6, surrogate="sklearn-gp")
+    # BO and random share each seed's initial design: the design hits are the same
+    k, seeds, size = row["bo_hits_in_initial_design"], row["seeds"], row["candidates"]
+    after = chance_of_target(row["configs_on_target"], size - 3, 3)
+    assert row["random_chance_within"] == pytest.approx((k + (seeds - k) * after) / seeds)
+    assert row["uniform_chance_within"] == chance_of_target(row["configs_on_target"], size, 6)

@@ -410,8 +410,9 @@ def _print_replay_rows(
         console.print(
             f"{row['reference']} {problem} (C_min n*s >= {min_test_points}, surrogate "
             f"{row['bo']['surrogate']}): on target {row['configs_on_target']}/"
-            f"{row['candidates']} (chance of {within} uniform draws {row['random_chance_within']:.0%}"
-            f"); BO {row['bo_hits']}/{seeds} ({row['bo_hits_in_initial_design']} in the initial "
+            f"{row['candidates']} (chance of the random search run, its initial design then uniform draws, "
+            f"{row['random_chance_within']:.0%}; of {within} uniform draws "
+            f"{row['uniform_chance_within']:.0%}); BO {row['bo_hits']}/{seeds} ({row['bo_hits_in_initial_design']} in the initial "
             f"design), random {row['random_hits']}/{seeds}; steps saved "
             f"{row['steps_saved_mean']:.2f} [{lo:.2f}, {hi:.2f}]{extra}"
             + "".join(f"\n  warning: {w}" for w in row["warnings"])

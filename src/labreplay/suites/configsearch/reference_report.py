@@ -247,8 +247,9 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "## BO vs random search replayed on the references",
         "",
-        "Hits = seeds whose best so far is on target within T evaluations; chance = that T "
-        "uniform draws hit (exact hypergeometric); steps saved = random - BO (a miss counts as "
+        "Hits = seeds whose best so far is on target within T evaluations; chance = that the "
+        "random search as run hits (its shared initial design, then uniform draws; exact given "
+        "each seed's design, averaged over seeds); steps saved = random - BO (a miss counts as "
         "T + 1) and normalised gain = BO - random after T, paired over seeds, bootstrap 95%.",
         "",
         "| reference | problem | T / T0 | on target | chance | BO hits | random hits | "

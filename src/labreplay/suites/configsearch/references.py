@@ -417,6 +417,19 @@ def compare_many(
     return [_compared(p, seeds, r, land) for p, r, land in zip(plans, runs, lands, strict=True)]
 
 
+def _random_search_chance(
+    rows: list[dict[str, Any]], land: Landscape, init: int, within: int
+) -> float:
+    """P(hit within `within`) of the random search as run, averaged over its seeds: 1 where the
+    seed's initial design holds a target, else the chance that within - T0 uniform draws from
+    the N - T0 other candidates hit one of the K targets (all left, exact hypergeometric)."""
+    from labreplay.suites.configsearch.targets import chance_of_target
+
+    size, design = len(land.values), min(init, within)
+    after = chance_of_target(land.on_target, size - design, within - design)
+    return float(np.mean([1.0 if m["target_in_initial_design"] else after for m in rows]))
+
+
 def _steps(m: dict[str, Any], budget: int) -> int:
     return int(m["steps_to_target"]) if m["reached_target"] else budget + 1
 
@@ -506,7 +519,10 @@ def _compared(
         "scored": True,
         **land.summary(),
         "targets_in_space": land.on_target,
-        "random_chance_within": land.chance(within),
+        # the floor of T uniform draws, and the chance of the random search actually run (its
+        # shared maximin initial design, then uniform draws), exact given each seed's design
+        "uniform_chance_within": land.chance(within),
+        "random_chance_within": _random_search_chance(runs["random"], land, plan.init, within),
         "warnings": land.warnings(within)
         + ([] if ref.se_known else ["reference has no abs_error_sd: SE term of the band unknown"]),
         "seeds": len(seeds),
