@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -52,6 +53,10 @@ def test_export_round_trips_a_real_sweep_byte_stably(
     doc = json.loads(gzip.decompress(first.read_bytes()))
     assert doc["spec_hash"] == campaign.spec_hash and "--tasks band_gap" in doc["regenerate"]
     assert doc["model_params"] == campaign.model("rf-scm").params()
+    # the reference records what the fits ran with: commit and library versions
+    made = doc["sweep_provenance"]
+    assert set(made) >= {"git_commit", "labreplay_version", "libraries"}
+    assert made["libraries"]["numpy"] == np.__version__
     # a sweep is the truth only for the model settings it was recorded with
     with Store(store_path) as store:
         again = ConfigSearch(

@@ -199,6 +199,12 @@ def _sweep_doc(store: Store, run: Any) -> dict[str, Any]:
         # sweeps recorded before model settings were stored have none: absent, not invented
         **({"model_params": params["model_params"][model]} if "model_params" in params else {}),
         "spec_hash": run.spec_hash,
+        # what the fits ran with: code commit and library versions at sweep time (sweeps
+        # recorded before library versions were stored carry null, never a guess)
+        "sweep_provenance": {
+            k: run.provenance.get(k)
+            for k in ("labreplay_version", "python", "git_commit", "git_dirty", "libraries")
+        },
         "protocol": {k: params[k] for k in ("n_total", "n_ood", "s_max", "space", "space_size")},
         "space": spec["body"]["space"],
         "pipeline": spec["body"]["pipeline"],
@@ -250,7 +256,8 @@ def _assemble(docs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _own_slice(doc: dict[str, Any]) -> dict[str, Any]:
-    return {"spec_hash": doc["spec_hash"], "r": doc["space"]["r"]}
+    kept = {k: doc[k] for k in ("sweep_provenance",) if k in doc}
+    return {"spec_hash": doc["spec_hash"], "r": doc["space"]["r"], **kept}
 
 
 def load_reference(path: Path) -> Reference:
