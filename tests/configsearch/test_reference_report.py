@@ -156,6 +156,7 @@ def test_replay_in_worker_processes_gives_the_same_rows(jobs: int) -> None:
         batched = compare_many(plans, [42, 43], pool, progress=lines.append)
     assert pooled == alone
     assert batched == one_by_one
-    # one progress line per reference plan, in plan order, never part of the rows
-    assert len(lines) == 2 and "best-model" in lines[0] and "(2/2 references" in lines[1]
+    # one progress line per reference plan as it finishes, never part of the rows
+    assert len(lines) == 2 and "(1/2 references" in lines[0] and "(2/2 references" in lines[1]
+    assert {"best-model", "closest"} == {line.split()[4].rstrip(":") for line in lines}
     assert [row["seed"] for row in alone] == [42, 43]

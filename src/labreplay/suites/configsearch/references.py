@@ -397,25 +397,41 @@ def compare_many(
         for seed in seeds
     ]  # fmt: skip
     started = time.perf_counter()
-    futures: dict[int, Any] = {}
-    if pool is not None:
+    left = {i: 0 for i in range(len(plans))}
+    for i, _, _ in tasks:
+        left[i] += 1
+    finished = 0
+
+    def one_done(i: int) -> None:
+        # a line when the last search of a reference is in (in the order they finish)
+        nonlocal finished
+        left[i] -= 1
+        if left[i] == 0 and progress is not None:
+            finished += 1
+            progress(
+                f"replayed {plans[i].ref.label} {plans[i].problem}: {len(seeds)} seeds x "
+                f"{len(REFERENCE_METHODS)} methods ({finished}/{len(plans)} references, "
+                f"{time.perf_counter() - started:.0f} s)"
+            )
+
+    if pool is None:
+        rows = []
+        for i, _, args in tasks:
+            rows.append(_replay_seed(args))
+            one_done(i)
+    else:
+        from concurrent.futures import as_completed
 
         def cost(task: tuple[int, str, tuple[Any, ...]]) -> int:
             i, method, _ = task
             return plans[i].budget - plans[i].init if method == "bo" else 0
 
         order = sorted(range(len(tasks)), key=lambda k: -cost(tasks[k]))  # stable: ties in order
-        futures = {k: pool.submit(_replay_seed, tasks[k][2]) for k in order}
-    rows: list[dict[str, Any]] = []
-    for k, (i, _, args) in enumerate(tasks):
-        rows.append(futures[k].result() if pool is not None else _replay_seed(args))
-        last_of_plan = k + 1 == len(tasks) or tasks[k + 1][0] != i
-        if progress is not None and last_of_plan:
-            progress(
-                f"replayed {plans[i].ref.label} {plans[i].problem}: {len(seeds)} seeds x "
-                f"{len(REFERENCE_METHODS)} methods ({i + 1}/{len(plans)} references, "
-                f"{time.perf_counter() - started:.0f} s)"
-            )
+        futures = {pool.submit(_replay_seed, tasks[k][2]): k for k in order}
+        for future in as_completed(futures):
+            one_done(tasks[futures[future]][0])
+        by_task = {k: f.result() for f, k in futures.items()}
+        rows = [by_task[k] for k in range(len(tasks))]
     runs: list[dict[str, list[dict[str, Any]]]] = [
         {m: [] for m in REFERENCE_METHODS} for _ in plans
     ]
