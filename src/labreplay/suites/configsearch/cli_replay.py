@@ -3,6 +3,7 @@ exhaustive reference tables (no model is trained), kept apart from the live comm
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,27 @@ SeedStartOption = typer.Option(
     help="First seed: seeds N..N+k-1, chosen before the run (fresh seeds: any unused N).",
     callback=int_range("--seed-start", 0, MAX_SEED - MAX_SEED_COUNT),
 )
+
+QuietOption = typer.Option(
+    False,
+    "--quiet",
+    help="No progress lines on stderr (they are off anyway when stderr is not a terminal).",
+)
+
+
+def progress_printer(quiet: bool) -> Callable[[str], None] | None:
+    """A line per reference (or which-model task) on stderr while a replay runs, or None: off
+    with --quiet or when stderr is not a terminal (pipes and logs get the result only)."""
+    import sys
+
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    return say
+
 
 NOT_RUNS = (
     "replay: computed in memory from the recorded references; no runs are written to any "
@@ -166,6 +188,7 @@ def replay_cmd(
         help="With --json: one object {rows, pooled} (the pooled BO-vs-reference block) "
         "instead of the list of rows.",
     ),
+    quiet: bool = QuietOption,
 ) -> None:
     """BO vs random search and the no-data heuristic smallest-ns (and your optimiser) replayed on exhaustive reference tables: every
     evaluation is a lookup, so many seeds and every task take seconds, and no model is fitted.
@@ -221,7 +244,7 @@ def replay_cmd(
     with _pool(jobs) as pool:
         _replay_rows(refs, chosen, budget, init, within, cost_alpha, problem, min_test_points,
                      surrogate, factory, tally, agent, pool, references, seeds,
-                     json_out, json_pooled)  # fmt: skip
+                     json_out, json_pooled, progress_printer(quiet))  # fmt: skip
 
 
 def _pool(jobs: int) -> Any:
@@ -237,15 +260,15 @@ def _replay_rows(
     refs: list[Any], chosen: range, budget: int, init: int, within: int, cost_alpha: float,
     problem: str, min_test_points: int, surrogate: str, factory: Any, tally: Any,
     agent: str | None, pool: Any, references: Path, seeds: int, json_out: bool,
-    json_pooled: bool = False,
+    json_pooled: bool = False, progress: Callable[[str], None] | None = None,
 ) -> None:  # fmt: skip
     from labreplay.errors import LabreplayError
     from labreplay.suites.configsearch.references import (
         ReplayPlan,
         compare,
         compare_many,
-        compare_which_model,
     )
+    from labreplay.suites.configsearch.which_model import compare_which_model
 
     if problem == "which-model":
         by_task: dict[str, list[Any]] = {}
@@ -254,10 +277,13 @@ def _replay_rows(
         pairs = [v for v in by_task.values() if len(v) == 2]
         if not pairs:
             raise LabreplayError(f"--references: no task in {references} has two models")
-        rows = [
-            compare_which_model(a, b, chosen, budget, init, min_test_points, surrogate, pool)
-            for a, b in pairs
-        ]
+        rows = []
+        for a, b in pairs:
+            rows.append(
+                compare_which_model(a, b, chosen, budget, init, min_test_points, surrogate, pool)
+            )
+            if progress is not None:
+                progress(f"which-model {a.task}: {len(chosen)} seeds done")
         if json_out:
             print_json({"rows": rows} if json_pooled else rows)
             return
@@ -265,21 +291,14 @@ def _replay_rows(
             if not row.get("scored", True):
                 console.print(f"{row['task']} which-model: {row['reason']}", markup=False)
                 continue
-            t = row["truth"]
-            lo, hi = t["paired_difference_ci95"]
-            console.print(
-                f"{row['task']} which-model over {row['configurations']} C_min configurations: "
-                f"{t['difference']} = {t['paired_difference']:.4g} [{lo:.4g}, {hi:.4g}] -> "
-                f"{t['verdict']}; T = {budget}: "
-                + "; ".join(f"{m} {v}" for m, v in row["methods"].items())
-            )
+            console.print(_which_model_line(row), markup=False)
         return
     if factory is None:  # every reference's seeds in one batch (the same rows as one by one)
         plans = [
             ReplayPlan(ref, problem, budget, init, within, cost_alpha, min_test_points, surrogate)
             for ref in refs
         ]
-        rows = compare_many(plans, chosen, pool)
+        rows = compare_many(plans, chosen, pool, progress)
     else:
         rows = [
             compare(
@@ -288,17 +307,48 @@ def _replay_rows(
             )
             for ref in refs
         ]  # fmt: skip
+    from labreplay.suites.configsearch.cost import pooled_cost_claims
     from labreplay.suites.configsearch.pooled import pooled
 
     failed = tally is not None and _mark_llm_rows(rows, tally)
     block = pooled(rows)
+    scored = [r for r in rows if r["scored"]]
+    cost_pooled = pooled_cost_claims(scored)
     if json_out:
-        print_json({"rows": rows, "pooled": block} if json_pooled else rows)
+        whole = {"rows": rows, "pooled": block, "cost_claims_pooled": cost_pooled}
+        print_json(whole if json_pooled else rows)
     else:
         _print_replay_rows(rows, problem, seeds, min_test_points, within)
         _print_pooled(block, chosen)
+        for c in cost_pooled:
+            lo, hi = c["saved_ci95"]
+            console.print(
+                f"  cost, {c['method']} vs {c['protocol']} over {c['references']} references: "
+                f'{c["saved"]:.0%} saved [{lo:.0%}, {hi:.0%}] -> "more than half the cost '
+                f'saved" {c["verdict"]}',
+                markup=False,
+            )
     if failed:
         raise typer.Exit(1)
+
+
+def _which_model_line(row: dict[str, Any]) -> str:
+    t = row["truth"]
+    lo, hi = t["paired_difference_ci95"]
+    pr = row["methods"]["paired random"]
+    named = ", ".join(f"{m} {k}" for m, k in pr["named"].items())
+    loc = row["largest_difference"]
+    bo, rnd = loc["methods"]["bo"], loc["methods"]["random"]
+    return (
+        f"{row['task']} which-model over {row['configurations']} C_min configurations: "
+        f"{t['difference']} = {t['paired_difference']:.4g} [{lo:.4g}, {hi:.4g}] -> "
+        f"{t['verdict']}\n  paired random design, T = {row['budget']} configurations per seed: "
+        f"{pr['tied']} tied, {named}; {pr['agrees_with_truth']}/{row['seeds']} agree with the "
+        f"truth\n  largest |difference| (a separate search problem; target >= "
+        f"{loc['target']:.4g}, {loc['on_target']} configurations, largest {loc['largest']:.4g}): "
+        f"BO {bo['hits']}/{row['seeds']} (mean found {bo['mean_found']:.4g}), random "
+        f"{rnd['hits']}/{row['seeds']} (mean found {rnd['mean_found']:.4g})"
+    )
 
 
 def _print_pooled(block: dict[str, Any], chosen: range) -> None:
@@ -344,6 +394,7 @@ def _print_replay_rows(
     rows: list[dict[str, Any]], problem: str, seeds: int, min_test_points: int, within: int
 ) -> None:
     from labreplay.sdk.agents import usage_line
+    from labreplay.suites.configsearch.cost import cost_claim_line
 
     # A replay is computed in memory from recorded references: say so, so no reader takes
     # these rows for stored, verifiable runs.
@@ -369,8 +420,9 @@ def _print_replay_rows(
         console.print(
             f"{row['reference']} {problem} (C_min n*s >= {min_test_points}, surrogate "
             f"{row['bo']['surrogate']}): on target {row['configs_on_target']}/"
-            f"{row['candidates']} (chance of {within} uniform draws {row['random_chance_within']:.0%}"
-            f"); BO {row['bo_hits']}/{seeds} ({row['bo_hits_in_initial_design']} in the initial "
+            f"{row['candidates']} (chance of the random search run, its initial design then uniform draws, "
+            f"{row['random_chance_within']:.0%}; of {within} uniform draws "
+            f"{row['uniform_chance_within']:.0%}); BO {row['bo_hits']}/{seeds} ({row['bo_hits_in_initial_design']} in the initial "
             f"design), random {row['random_hits']}/{seeds}; steps saved "
             f"{row['steps_saved_mean']:.2f} [{lo:.2f}, {hi:.2f}]{extra}"
             + "".join(f"\n  warning: {w}" for w in row["warnings"])
@@ -393,6 +445,7 @@ def _print_replay_rows(
             markup=False,
         )
         console.print("  " + _cost_line(row["cost"]), markup=False)
+        console.print("  " + cost_claim_line(row["cost"]["claim"]), markup=False)
         usage = row.get("agent", {}).get("llm_usage")
         if usage is not None:
             status = row["agent"]["status"]
@@ -445,6 +498,7 @@ def reference_report_cmd(
     keep_degenerate: bool = KeepDegenerateOption,
     jobs: int = ReplayJobsOption,
     json_out: bool = JsonOption,
+    quiet: bool = QuietOption,
 ) -> None:
     """The paper's claims table (robust C_min and full-space readings), BO vs random replays
     (every problem at T = 12, T0 = 4), which-model verdicts, (n, s) MAE heat maps per r and
@@ -463,8 +517,9 @@ def reference_report_cmd(
     refs = _degenerate_rule(refs, keep_degenerate)
     with _pool(jobs) as pool:
         report = reference_report.build(
-            refs, range(seed_start, seed_start + seeds), min_test_points, surrogate, pool
-        )
+            refs, range(seed_start, seed_start + seeds), min_test_points, surrogate, pool,
+            progress=progress_printer(quiet),
+        )  # fmt: skip
     files = reference_report.write(report, refs, out)
     if json_out:
         print_json({**report["summary"], "out": str(out), "files": files})

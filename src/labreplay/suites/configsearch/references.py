@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -198,6 +199,12 @@ def _sweep_doc(store: Store, run: Any) -> dict[str, Any]:
         # sweeps recorded before model settings were stored have none: absent, not invented
         **({"model_params": params["model_params"][model]} if "model_params" in params else {}),
         "spec_hash": run.spec_hash,
+        # what the fits ran with: code commit and library versions at sweep time (sweeps
+        # recorded before library versions were stored carry null, never a guess)
+        "sweep_provenance": {
+            k: run.provenance.get(k)
+            for k in ("labreplay_version", "python", "git_commit", "git_dirty", "libraries")
+        },
         "protocol": {k: params[k] for k in ("n_total", "n_ood", "s_max", "space", "space_size")},
         "space": spec["body"]["space"],
         "pipeline": spec["body"]["pipeline"],
@@ -249,7 +256,8 @@ def _assemble(docs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _own_slice(doc: dict[str, Any]) -> dict[str, Any]:
-    return {"spec_hash": doc["spec_hash"], "r": doc["space"]["r"]}
+    kept = {k: doc[k] for k in ("sweep_provenance",) if k in doc}
+    return {"spec_hash": doc["spec_hash"], "r": doc["space"]["r"], **kept}
 
 
 def load_reference(path: Path) -> Reference:
@@ -361,17 +369,21 @@ class ReplayPlan:
 
 
 def compare_many(
-    plans: Sequence[ReplayPlan], seeds: Sequence[int], pool: Executor | None = None
+    plans: Sequence[ReplayPlan],
+    seeds: Sequence[int],
+    pool: Executor | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """`compare` of each plan, the same rows. With a pool, every (plan, method, seed) replay is
     submitted at once, the longest first (BO with the most acquisition steps), so workers never
-    wait at the end of one reference or problem for the other's last seed."""
+    wait at the end of one reference or problem for the other's last seed. `progress` gets one
+    line per reference as its searches finish (never part of the rows)."""
     for plan in plans:
         require_surrogate(plan.surrogate)
     reasons = [unscorable(p.ref, p.problem, p.min_test_points) for p in plans]
     if any(reasons):
         scored = [p for p, why in zip(plans, reasons, strict=True) if why is None]
-        done = iter(compare_many(scored, seeds, pool) if scored else [])
+        done = iter(compare_many(scored, seeds, pool, progress) if scored else [])
         return [
             next(done) if why is None else _unscored_row(p, seeds, why)
             for p, why in zip(plans, reasons, strict=True)
@@ -384,23 +396,61 @@ def compare_many(
         for method in REFERENCE_METHODS
         for seed in seeds
     ]  # fmt: skip
+    started = time.perf_counter()
+    left = {i: 0 for i in range(len(plans))}
+    for i, _, _ in tasks:
+        left[i] += 1
+    finished = 0
+
+    def one_done(i: int) -> None:
+        # a line when the last search of a reference is in (in the order they finish)
+        nonlocal finished
+        left[i] -= 1
+        if left[i] == 0 and progress is not None:
+            finished += 1
+            progress(
+                f"replayed {plans[i].ref.label} {plans[i].problem}: {len(seeds)} seeds x "
+                f"{len(REFERENCE_METHODS)} methods ({finished}/{len(plans)} references, "
+                f"{time.perf_counter() - started:.0f} s)"
+            )
+
     if pool is None:
-        rows = [_replay_seed(args) for _, _, args in tasks]
+        rows = []
+        for i, _, args in tasks:
+            rows.append(_replay_seed(args))
+            one_done(i)
     else:
+        from concurrent.futures import as_completed
 
         def cost(task: tuple[int, str, tuple[Any, ...]]) -> int:
             i, method, _ = task
             return plans[i].budget - plans[i].init if method == "bo" else 0
 
         order = sorted(range(len(tasks)), key=lambda k: -cost(tasks[k]))  # stable: ties in order
-        futures = {k: pool.submit(_replay_seed, tasks[k][2]) for k in order}
-        rows = [futures[k].result() for k in range(len(tasks))]
+        futures = {pool.submit(_replay_seed, tasks[k][2]): k for k in order}
+        for future in as_completed(futures):
+            one_done(tasks[futures[future]][0])
+        by_task = {k: f.result() for f, k in futures.items()}
+        rows = [by_task[k] for k in range(len(tasks))]
     runs: list[dict[str, list[dict[str, Any]]]] = [
         {m: [] for m in REFERENCE_METHODS} for _ in plans
     ]
     for (i, method, _), row in zip(tasks, rows, strict=True):
         runs[i][method].append(row)
     return [_compared(p, seeds, r, land) for p, r, land in zip(plans, runs, lands, strict=True)]
+
+
+def _random_search_chance(
+    rows: list[dict[str, Any]], land: Landscape, init: int, within: int
+) -> float:
+    """P(hit within `within`) of the random search as run, averaged over its seeds: 1 where the
+    seed's initial design holds a target, else the chance that within - T0 uniform draws from
+    the N - T0 other candidates hit one of the K targets (all left, exact hypergeometric)."""
+    from labreplay.suites.configsearch.targets import chance_of_target
+
+    size, design = len(land.values), min(init, within)
+    after = chance_of_target(land.on_target, size - design, within - design)
+    return float(np.mean([1.0 if m["target_in_initial_design"] else after for m in rows]))
 
 
 def _steps(m: dict[str, Any], budget: int) -> int:
@@ -492,7 +542,10 @@ def _compared(
         "scored": True,
         **land.summary(),
         "targets_in_space": land.on_target,
-        "random_chance_within": land.chance(within),
+        # the floor of T uniform draws, and the chance of the random search actually run (its
+        # shared maximin initial design, then uniform draws), exact given each seed's design
+        "uniform_chance_within": land.chance(within),
+        "random_chance_within": _random_search_chance(runs["random"], land, plan.init, within),
         "warnings": land.warnings(within)
         + ([] if ref.se_known else ["reference has no abs_error_sd: SE term of the band unknown"]),
         "seeds": len(seeds),
@@ -619,6 +672,13 @@ def _cost(ref: Reference, runs: dict[str, list[dict[str, Any]]]) -> dict[str, An
             "saved_vs_exhaustive": 1.0 - mean / exhaustive if exhaustive else None,
             "times_single_config": mean / single if single else None,
         }
+    from labreplay.suites.configsearch.cost import cost_claims
+
+    out["claim"] = cost_claims(
+        {m: [int(x["fits_used"]) for x in rows] for m, rows in runs.items()
+         if m in REFERENCE_METHODS},
+        exhaustive, single,
+    )  # fmt: skip
     return out
 
 
@@ -707,83 +767,6 @@ def _unscored_row(plan: ReplayPlan, seeds: Sequence[int], reason: str) -> dict[s
 def targets_in_space(ref: Reference, min_test_points: int = MIN_TEST_POINTS) -> int:
     """How many configurations are on the best-model target."""
     return replay_landscape(ref, "best-model", min_test_points).on_target
-
-
-def compare_which_model(
-    first: Reference,
-    second: Reference,
-    seeds: Sequence[int],
-    budget: int,
-    init: int,
-    min_test_points: int = MIN_TEST_POINTS,
-    surrogate: str = "botorch",
-    pool: Executor | None = None,
-) -> dict[str, Any]:
-    """Formal Algorithm 1 on one task with two references: every step evaluates both models at
-    one configuration (paired). The truth is the paired difference over every C_min
-    configuration (95% t interval; "tied" when it contains 0); each search's verdict is the same
-    computation over the configurations it evaluated."""
-    from labreplay.suites.configsearch.search import Step, which_model_answer
-
-    require_surrogate(surrogate)
-    refs = {first.model: first, second.model: second}
-    models = sorted(refs)
-    common = sorted(set(first.admissible()) & set(second.admissible()))
-    cmin = [c for c in common if c.n * c.s >= min_test_points]
-    if not cmin:
-        why = unscorable(first, "which-model", min_test_points) or unscorable(
-            second, "which-model", min_test_points
-        )
-        if why is not None:
-            return {
-                "task": first.task, "problem": "which-model", "models": models,
-                "scored": False, "reason": why, "configurations": 0, "seeds": len(seeds),
-                "budget": budget, "init": init,
-            }  # fmt: skip
-
-    def exhaustive(configs: Sequence[Config]) -> dict[str, Any]:
-        return which_model_answer(
-            [Step(i, "exhaustive", None, {m: refs[m].maes[c] for m in models}, 0.0, 0.0, None,
-                  0.0) for i, c in enumerate(configs, 1)]
-        )  # fmt: skip
-
-    truth = exhaustive(cmin)
-    out: dict[str, Any] = {
-        "task": first.task,
-        "problem": "which-model",
-        "scored": True,
-        "models": models,
-        "min_test_points": min_test_points,
-        "configurations": len(cmin),
-        "truth": truth,
-        # beside it, the full-space reading (configurations below C_min included)
-        "truth_full": exhaustive(common),
-        "seeds": len(seeds),
-        "budget": budget,
-        "init": init,
-        "bo": surrogate_identity(surrogate),
-        "methods": {},
-    }
-    methods = ("bo", "random")
-    # both methods' seeds in one map: no worker waits between them
-    args = [(refs, m, budget, init, min_test_points, surrogate, s) for m in methods for s in seeds]
-    every = list((pool.map if pool is not None else map)(_which_model_verdict, args))
-    for k, method in enumerate(methods):
-        verdicts = every[k * len(seeds) : (k + 1) * len(seeds)]
-        out["methods"][method] = {
-            "tied": verdicts.count("tied"),
-            "named": {m: verdicts.count(m) for m in models},
-            "agrees_with_truth": verdicts.count(truth["verdict"]),
-        }
-    return out
-
-
-def _which_model_verdict(args: tuple[Any, ...]) -> str:
-    refs, method, budget, init, min_test_points, surrogate, seed = args
-    result = _search_tables(
-        refs, "which-model", method, budget, init, seed, min_test_points, surrogate
-    )
-    return str(result.answer()["verdict"])
 
 
 def _search_tables(

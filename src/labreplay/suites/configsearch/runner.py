@@ -162,7 +162,11 @@ class ConfigSearch:
                 **params,
             },
             seed,
-            extra_provenance={"data": self.evaluator.provenance()["files"]},
+            extra_provenance={
+                "data": self.evaluator.provenance()["files"],
+                # the versions the fits ran with (a reference file carries them on)
+                "libraries": library_versions(),
+            },
         )
 
     def _header_payload(self, header: RunHeader) -> HeaderPayload:
@@ -542,3 +546,19 @@ class ConfigSearch:
             for key, p in self._payloads(self._db.events(run.run_id)).items():
                 out.setdefault(key, standard_error(p.get("abs_error_sd"), int(p["n_test"])))
         return out
+
+
+FITTING_LIBRARIES = ("numpy", "scipy", "scikit-learn", "torch", "botorch", "gpytorch", "pandas")
+
+
+def library_versions() -> dict[str, str | None]:
+    """Installed versions of the libraries a fit or a search depends on (None: not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {}
+    for name in FITTING_LIBRARIES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out

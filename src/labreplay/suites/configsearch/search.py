@@ -201,13 +201,22 @@ class SearchResult:
         return out
 
 
-def which_model_answer(steps: Sequence[Step]) -> dict[str, Any]:
-    """Formal Algorithm 1: M(o) per model over the evaluated configurations, the paired
-    difference first - second with its 95% t interval, and "tied" when it contains 0."""
-    models = sorted(steps[0].maes)
-    per_model = {m: [s.maes[m] for s in steps] for m in models}
-    diffs = np.array(per_model[models[0]]) - np.array(per_model[models[1]])
-    mean = float(np.mean(diffs))
+# Steps whose configuration was chosen before any outcome was seen: the only ones a
+# which-model verdict averages over (a guided step's choice depends on the differences it saw).
+OUTCOME_BLIND_PHASES = ("init", "random", "exhaustive", "paired-random")
+
+
+def which_model_answer(steps: Sequence[Step], order: Sequence[str] | None = None) -> dict[str, Any]:
+    """Formal Algorithm 1 (METRICS.md fourth round): M(o) per model over the configurations
+    chosen blind to the outcomes, the paired difference order[0] - order[1] with its 95% t
+    interval, and "tied" when it contains 0. Symmetric: swapping `order` mirrors the difference
+    and its interval and names the same model. Guided steps (BO) only locate the largest
+    |difference|, reported apart as `largest_difference`."""
+    models = list(order) if order is not None else sorted(steps[0].maes)
+    first, second = models[0], models[1]
+    blind = [s for s in steps if s.phase in OUTCOME_BLIND_PHASES]
+    diffs = np.array([s.maes[first] - s.maes[second] for s in blind])
+    mean = float(np.mean(diffs)) if len(diffs) else float("nan")
     lo = hi = mean
     if len(diffs) > 1:
         from scipy.stats import t
@@ -215,30 +224,39 @@ def which_model_answer(steps: Sequence[Step]) -> dict[str, Any]:
         half = float(t.ppf(0.975, len(diffs) - 1) * np.std(diffs, ddof=1) / np.sqrt(len(diffs)))
         lo, hi = mean - half, mean + half
     tied = len(diffs) < 2 or lo <= 0.0 <= hi
-    verdict = "tied" if tied else (models[0] if mean < 0 else models[1])
+    verdict = "tied" if tied else (first if mean < 0 else second)
+    widest = max(steps, key=lambda s: (abs(s.maes[first] - s.maes[second]), -s.index))
+    assert widest.candidate is not None
     return {
-        "mean_mae": {m: float(np.mean(v)) for m, v in per_model.items()},
-        "difference": f"{models[0]} - {models[1]}",
+        "mean_mae": {m: float(np.mean([s.maes[m] for s in blind])) for m in models}
+        if blind
+        else {},
+        "difference": f"{first} - {second}",
         "paired_difference": mean,
         "paired_difference_ci95": [lo, hi],
         "configurations": len(diffs),
+        "guided_steps_left_out": len(steps) - len(blind),
         "verdict": verdict,
         "best_model": None if tied else verdict,
+        "largest_difference": {
+            "config": widest.candidate.config.to_json(),
+            "abs_difference": abs(widest.maes[first] - widest.maes[second]),
+        },
     }
 
 
 def direction(problem: str) -> str:
-    """which-model searches where |difference| is largest is not its goal; its optimisers
-    minimise the paired difference (its GP still maps the difference surface; the answer is the
-    mean over every evaluated configuration, not the optimum)."""
-    return "max" if problem == "discriminate" else "min"
+    """which-model's search locates where |difference| is largest (a problem of its own,
+    symmetric in the models); its verdict is never the optimum's nor an average over the
+    configurations a guided search chose (`which_model_answer`)."""
+    return "max" if problem in ("discriminate", "which-model") else "min"
 
 
 def objective(problem: str, maes: dict[str, float], gt: dict[str, float]) -> float:
     if problem == "which-model":
-        # the paired difference of the first two models (sorted): what the search estimates
+        # |difference|: symmetric in the models (the locator of the largest difference)
         first, second = sorted(maes)[:2]
-        return maes[first] - maes[second]
+        return abs(maes[first] - maes[second])
     if problem == "best-model":
         (value,) = maes.values()
         return value
