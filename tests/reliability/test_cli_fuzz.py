@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import shutil
-import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,34 +31,9 @@ def _cli(*argv: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def seeds(fuzz_seeds: dict[str, Path]) -> dict[str, Path]:
     """Real inputs to mutate: compiled specs and a store holding one real campaign."""
-    root = tmp_path_factory.mktemp("fuzz-seeds")
-    specs = root / "specs"
-    code, err = _cli("campaign", "compile", "--out", str(specs))
-    assert code == 0, err
-    index = json.loads((specs / "index.json").read_text(encoding="utf-8"))
-    first = index["assignments"][0]["id"]
-    store = root / "store.sqlite"
-    code, err = _cli(
-        "campaign",
-        "run",
-        "--specs",
-        str(specs),
-        "--store",
-        str(store),
-        "--agent",
-        "random",
-        "--only",
-        first,
-        "--controls",
-        "random",
-    )
-    assert code == 0, err
-    conn = sqlite3.connect(store)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the whole store in one file
-    conn.close()
-    return {"specs": specs, "store": store, "root": root}
+    return fuzz_seeds
 
 
 def _json_shapes() -> st.SearchStrategy[bytes]:
