@@ -219,7 +219,8 @@ def test_cli_never_tracebacks_and_never_modifies_inputs(
 # this file; comma lists of numbers (typed as text) are named here.
 NUMBER_LISTS = ("--r-values", "--n-values", "--s-values", "--seeds", "--price-per-mtok")
 # Always wrong for a number: refused (exit 2) in one line naming the option, nothing created.
-NEVER_A_NUMBER = ["nan", "inf", "-inf", "abc", "1e309"]
+# Huge finite values are past every option's declared maximum (a duration, a count, a seed).
+NEVER_A_NUMBER = ["nan", "inf", "-inf", "abc", "1e309", "1e23", "99999999999999999999999"]
 # Wrong for most options; where one is accepted the run must still end in {0, 1, 2}.
 HOSTILE = [*NEVER_A_NUMBER, "-1", "-5", "0", "-0", "99999999999999999999999", "", "0x10", "1.5"]
 
@@ -337,3 +338,39 @@ def test_numeric_options_never_traceback(
     for value in values:
         with numeric_workspace(root) as work:
             _try_value(work, command, option, value)
+
+
+# ------------------------------------------------------------ values no command may take
+# (command, arguments before the value, option, value): each refused in one line naming the
+# option, exit 2, before anything is created.
+REFUSED: list[tuple[tuple[str, ...], str, str]] = [
+    (("campaign", "run"), "--controls", ""),
+    (("campaign", "run"), "--controls", " "),
+    (("campaign", "run"), "--scheduler", "tcp://127.0.0.1:1"),  # with the in-process executor
+    (("conditions", "run"), "--scheduler", "tcp://127.0.0.1:1"),
+    (("configsearch", "sweep"), "--scheduler", "tcp://127.0.0.1:1"),
+    (("configsearch", "run"), "--scheduler", "tcp://127.0.0.1:1"),
+    (("campaign", "serve"), "--agent-name", ""),
+    (("campaign", "serve"), "--agent-name", "two\nlines"),
+    (("conditions", "serve"), "--agent-name", " "),
+    (("campaign", "serve"), "--controls", ""),
+    (("configsearch", "run"), "--n-total", "100000000000000000000000"),
+    (("data", "fetch"), "--timeout", "1e23"),
+]
+
+
+@pytest.mark.parametrize(("command", "option", "value"), REFUSED)
+def test_values_no_command_takes(
+    command: tuple[str, ...], option: str, value: str, tmp_path: Path, seeds: dict[str, Path]
+) -> None:
+    with numeric_workspace(tmp_path) as work:
+        # real inputs, so that the value is what is refused, not a missing file
+        real = {"{w}/nospecs": str(seeds["specs"]), "{w}/none.jsonl": str(seeds["questions"])}
+        base = [real.get(a, a).replace("{w}", str(work)) for a in BASES[command]]
+        if command == ("data", "fetch"):
+            base = ["precursor-genome", "--data-dir", str(work / "data")]
+        before = sorted(p.name for p in work.iterdir())
+        code, err = _cli(*command, *base, option, value)
+        assert code == 2 and option in err, (command, option, value, code, err)
+        assert len(err.strip().splitlines()) == 1, err
+        assert sorted(p.name for p in work.iterdir()) == before

@@ -484,9 +484,9 @@ def run_cmd(
     if dry_run:
         print_conditions_dry_run(built.probe or built.make(), chosen, price, json_out)
         return
-    with (
-        Store(store) as db,
+    with (  # the executor first: an unusable scheduler is refused before a store exists
         open_executor(executor, scheduler, workers) as ex,
+        Store(store) as db,
         progress_bar("answering", len(chosen), enabled=not json_out) as bar,
     ):
         (result,) = SUITE.run(
