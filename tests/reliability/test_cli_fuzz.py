@@ -374,3 +374,130 @@ def test_values_no_command_takes(
         assert code == 2 and option in err, (command, option, value, code, err)
         assert len(err.strip().splitlines()) == 1, err
         assert sorted(p.name for p in work.iterdir()) == before
+
+
+# ------------------------------------------------------------ every text option, every command
+# Arguments ending cheaply for the commands without numeric options (see BASES).
+TEXT_BASES: dict[tuple[str, ...], list[str]] = {
+    **BASES,
+    ("conditions", "leaderboard"): ["--store", "{w}/foreign.sqlite"],
+    ("conditions", "score"): ["--questions", "{w}/none.jsonl", "--predictions", "{w}/none.jsonl"],
+    ("configsearch", "export-references"): ["--store", "{w}/foreign.sqlite", "--out", "{w}/o"],
+    ("configsearch", "report"): ["--store", "{w}/foreign.sqlite", "--out", "{w}/o"],
+    ("data", "verify"): ["nosuch-source", "--data-dir", "{w}/data"],
+    ("export",): ["--store", "{w}/foreign.sqlite", "--out", "{w}/o"],
+    ("import", "inspect-log"): ["{w}/nolog.json", "--store", "{w}/s.sqlite"],
+    ("report",): ["--store", "{w}/foreign.sqlite", "--out", "{w}/o"],
+    ("store", "keygen"): ["--out", "{w}/key"],
+    ("store", "remove"): ["--store", "{w}/foreign.sqlite", "--reason", "hostile"],
+    ("store", "sign"): ["--store", "{w}/foreign.sqlite", "--key", "{w}/nokey"],
+    ("store", "verify"): ["--store", "{w}/foreign.sqlite"],
+    # a missing data directory ends these even where the drawn value makes --store usable
+    ("configsearch", "references"): [
+        *("--tasks", "band_gap", "--store", "{w}/foreign.sqlite", "--data-dir", "{w}/nodata"),
+    ],
+    ("configsearch", "sweep"): [
+        *("--task", "band_gap", "--store", "{w}/foreign.sqlite", "--data-dir", "{w}/nodata"),
+    ],
+    ("configsearch", "run"): [
+        *("--task", "band_gap", "--store", "{w}/foreign.sqlite", "--data-dir", "{w}/nodata"),
+    ],
+}
+# Values no text option expects. Paths stay inside the workspace (the CLI runs with the
+# workspace as its working directory), so no case can write outside it.
+HOSTILE_TEXT = [
+    "",
+    " ",
+    "\x00",
+    "a\nb",
+    "\t",
+    "-",
+    ",",
+    "a,,b",
+    "=",
+    "k=v=w",
+    "x" * 5000,
+    "\udcff",  # an undecodable byte from argv (surrogateescape)
+    "\u202e",
+    "💥",
+    "%s%n",
+    "' OR 1=1 --",
+    "{w}",  # a directory
+    "{w}/foreign.sqlite",  # someone else's file
+    "nosuch:attr",
+    "http://",
+    "tcp://",
+]
+
+
+def text_options() -> list[tuple[tuple[str, ...], str]]:
+    """(command, option) for every option that takes text or a path, from the CLI itself."""
+    import typing
+
+    import typer
+
+    from labreplay.cli.main import _add_suite_groups, app
+
+    _add_suite_groups()
+    found: list[tuple[tuple[str, ...], str]] = []
+
+    def walk(command: Any, path: tuple[str, ...]) -> None:
+        for name, sub in sorted((getattr(command, "commands", None) or {}).items()):
+            walk(sub, (*path, name))
+        for param in getattr(command, "params", []):
+            kinds = typing.get_args(param.type_descriptor.annotation) or (
+                param.type_descriptor.annotation,
+            )
+            numeric = any(k in (int, float) for k in kinds)
+            if param.opts[0].startswith("--") and not numeric and not param.is_flag:
+                found.append((path, param.opts[0]))
+
+    walk(typer.main.get_command(app), ())
+    return sorted(found)
+
+
+TEXT_CASES = text_options()
+
+
+def test_every_text_option_has_a_cheap_base() -> None:
+    assert sorted({c for c, _ in TEXT_CASES} - set(TEXT_BASES)) == []
+
+
+@settings(
+    max_examples=2 * _EXAMPLES,
+    deadline=None,
+    derandomize=_EXAMPLES == 45,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    case=st.sampled_from(TEXT_CASES),
+    value=st.one_of(
+        st.sampled_from(HOSTILE_TEXT),
+        st.text(max_size=12).filter(lambda t: "/" not in t and ".." not in t),
+    ),
+)
+def test_text_options_never_traceback(
+    case: tuple[tuple[str, ...], str], value: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A hostile text on any text option of any command: an exit in {0, 1, 2}, no traceback,
+    every stderr line from labreplay, the foreign store unchanged, nothing created on a
+    refusal naming the option."""
+    command, option = case
+    with numeric_workspace(tmp_path_factory.getbasetemp()) as work:
+        here = Path.cwd()
+        os.chdir(work)
+        try:
+            argv = [*command, *(a.replace("{w}", str(work)) for a in TEXT_BASES[command])]
+            argv += [option, value.replace("{w}", str(work))]
+            before_digests = _digests([work / "foreign.sqlite"])
+            before_names = sorted(p.name for p in work.iterdir())
+            code, err = _cli(*argv)
+        finally:
+            os.chdir(here)
+        assert code in (0, 1, 2), (argv, code, err)
+        assert "Traceback" not in err, err
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert all(line.startswith("labreplay:") for line in lines), (argv, err)
+        assert _digests([work / "foreign.sqlite"]) == before_digests, argv
+        if code == 2 and lines and option in lines[-1]:
+            assert sorted(p.name for p in work.iterdir()) == before_names, (argv, err)
