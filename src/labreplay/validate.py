@@ -17,6 +17,13 @@ from labreplay.errors import LabreplayError
 
 MAX_SEED = 2**63 - 1  # what a SQLite INTEGER column holds
 MAX_SEED_COUNT = 1_000  # seeds one command may expand to (each one is a compiled set or a run)
+# Declared maxima of the options that take a duration or a count, so that a huge finite value
+# (1e23) is refused in one line by its own range instead of overflowing a timer, an SQLite
+# INTEGER or an allocation somewhere later.
+MAX_TIMEOUT_S = 86_400.0  # one call or request: a day
+MAX_RUN_TIME_S = 30 * 86_400.0  # one run's wall-time cap: thirty days
+MAX_COUNT = 1_000_000_000  # a count of units, calls, rows or steps
+MAX_TOKENS_TOTAL = 10**12  # a run's token cap
 
 
 class OptionError(LabreplayError):
@@ -184,6 +191,21 @@ def _expand(pieces: Sequence[tuple[int, int]]) -> Iterator[int]:
         yield from range(lo, hi + 1)
 
 
+MAX_NAME_CHARS = 200
+
+
+def display_name(option: str, value: Any) -> str:
+    """A declared name (an agent's, a harness's): non-empty, printable, one line, at most
+    `MAX_NAME_CHARS` characters. It lands in the store, on boards and in run ids."""
+    if not isinstance(value, str) or not value.strip():
+        raise bad(option, value, "is empty; give a name")
+    if len(value) > MAX_NAME_CHARS:
+        raise bad(option, value[:40] + "...", f"is longer than {MAX_NAME_CHARS} characters")
+    if not value.isprintable():
+        raise bad(option, value, "holds a control character")
+    return value
+
+
 def scheduler_address(option: str, value: Any) -> str:
     """A Dask scheduler address: `tcp://host:port` (or `host:port`), port in 1..65535."""
     from urllib.parse import urlsplit
@@ -202,11 +224,16 @@ def scheduler_address(option: str, value: Any) -> str:
 
 
 __all__ = [
+    "MAX_COUNT",
+    "MAX_RUN_TIME_S",
     "MAX_SEED",
     "MAX_SEED_COUNT",
+    "MAX_TIMEOUT_S",
+    "MAX_TOKENS_TOTAL",
     "OptionError",
     "bad",
     "choice",
+    "display_name",
     "finite_float",
     "id_set",
     "int_in",

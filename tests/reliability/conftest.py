@@ -107,3 +107,32 @@ def specs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def first_assignment(specs_dir: Path) -> str:
     index = json.loads((specs_dir / "index.json").read_text(encoding="utf-8"))
     return str(index["assignments"][0]["id"])
+
+
+@pytest.fixture(scope="session")
+def fuzz_seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Real inputs to mutate, made once per session (in-process CLI): compiled campaign specs
+    and a store holding one real campaign (random agent and control), checkpointed into one
+    file so that a copy is the whole store."""
+    root = tmp_path_factory.mktemp("fuzz-seeds")
+    specs = root / "specs"
+    done = run_cli_in_process("campaign", "compile", "--out", str(specs))
+    assert done.returncode == 0, done.stderr
+    index = json.loads((specs / "index.json").read_text(encoding="utf-8"))
+    first = str(index["assignments"][0]["id"])
+    store = root / "store.sqlite"
+    done = run_cli_in_process(
+        "campaign",
+        *("run", "--specs", str(specs), "--store", str(store), "--agent", "random"),
+        *("--only", first, "--controls", "random"),
+    )
+    assert done.returncode == 0, done.stderr
+    conn = sqlite3.connect(store)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    questions = root / "questions.jsonl"
+    done = run_cli_in_process(
+        "conditions", "compile", "--out", str(questions), "--dataset", "summit_reizman"
+    )
+    assert done.returncode == 0, done.stderr
+    return {"specs": specs, "store": store, "root": root, "questions": questions}

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import shutil
-import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,34 +31,9 @@ def _cli(*argv: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def seeds(fuzz_seeds: dict[str, Path]) -> dict[str, Path]:
     """Real inputs to mutate: compiled specs and a store holding one real campaign."""
-    root = tmp_path_factory.mktemp("fuzz-seeds")
-    specs = root / "specs"
-    code, err = _cli("campaign", "compile", "--out", str(specs))
-    assert code == 0, err
-    index = json.loads((specs / "index.json").read_text(encoding="utf-8"))
-    first = index["assignments"][0]["id"]
-    store = root / "store.sqlite"
-    code, err = _cli(
-        "campaign",
-        "run",
-        "--specs",
-        str(specs),
-        "--store",
-        str(store),
-        "--agent",
-        "random",
-        "--only",
-        first,
-        "--controls",
-        "random",
-    )
-    assert code == 0, err
-    conn = sqlite3.connect(store)
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the whole store in one file
-    conn.close()
-    return {"specs": specs, "store": store, "root": root}
+    return fuzz_seeds
 
 
 def _json_shapes() -> st.SearchStrategy[bytes]:
@@ -245,7 +219,8 @@ def test_cli_never_tracebacks_and_never_modifies_inputs(
 # this file; comma lists of numbers (typed as text) are named here.
 NUMBER_LISTS = ("--r-values", "--n-values", "--s-values", "--seeds", "--price-per-mtok")
 # Always wrong for a number: refused (exit 2) in one line naming the option, nothing created.
-NEVER_A_NUMBER = ["nan", "inf", "-inf", "abc", "1e309"]
+# Huge finite values are past every option's declared maximum (a duration, a count, a seed).
+NEVER_A_NUMBER = ["nan", "inf", "-inf", "abc", "1e309", "1e23", "99999999999999999999999"]
 # Wrong for most options; where one is accepted the run must still end in {0, 1, 2}.
 HOSTILE = [*NEVER_A_NUMBER, "-1", "-5", "0", "-0", "99999999999999999999999", "", "0x10", "1.5"]
 
@@ -363,3 +338,166 @@ def test_numeric_options_never_traceback(
     for value in values:
         with numeric_workspace(root) as work:
             _try_value(work, command, option, value)
+
+
+# ------------------------------------------------------------ values no command may take
+# (command, arguments before the value, option, value): each refused in one line naming the
+# option, exit 2, before anything is created.
+REFUSED: list[tuple[tuple[str, ...], str, str]] = [
+    (("campaign", "run"), "--controls", ""),
+    (("campaign", "run"), "--controls", " "),
+    (("campaign", "run"), "--scheduler", "tcp://127.0.0.1:1"),  # with the in-process executor
+    (("conditions", "run"), "--scheduler", "tcp://127.0.0.1:1"),
+    (("configsearch", "sweep"), "--scheduler", "tcp://127.0.0.1:1"),
+    (("configsearch", "run"), "--scheduler", "tcp://127.0.0.1:1"),
+    (("campaign", "serve"), "--agent-name", ""),
+    (("campaign", "serve"), "--agent-name", "two\nlines"),
+    (("conditions", "serve"), "--agent-name", " "),
+    (("campaign", "serve"), "--controls", ""),
+    (("configsearch", "run"), "--n-total", "100000000000000000000000"),
+    (("data", "fetch"), "--timeout", "1e23"),
+]
+
+
+@pytest.mark.parametrize(("command", "option", "value"), REFUSED)
+def test_values_no_command_takes(
+    command: tuple[str, ...], option: str, value: str, tmp_path: Path, seeds: dict[str, Path]
+) -> None:
+    with numeric_workspace(tmp_path) as work:
+        # real inputs, so that the value is what is refused, not a missing file
+        real = {"{w}/nospecs": str(seeds["specs"]), "{w}/none.jsonl": str(seeds["questions"])}
+        base = [real.get(a, a).replace("{w}", str(work)) for a in BASES[command]]
+        if command == ("data", "fetch"):
+            base = ["precursor-genome", "--data-dir", str(work / "data")]
+        before = sorted(p.name for p in work.iterdir())
+        code, err = _cli(*command, *base, option, value)
+        assert code == 2 and option in err, (command, option, value, code, err)
+        assert len(err.strip().splitlines()) == 1, err
+        assert sorted(p.name for p in work.iterdir()) == before
+
+
+# ------------------------------------------------------------ every text option, every command
+# Arguments ending cheaply for the commands without numeric options (see BASES).
+TEXT_BASES: dict[tuple[str, ...], list[str]] = {
+    **BASES,
+    ("conditions", "leaderboard"): ["--store", "{w}/foreign.sqlite"],
+    ("conditions", "score"): ["--questions", "{w}/none.jsonl", "--predictions", "{w}/none.jsonl"],
+    ("configsearch", "export-references"): ["--store", "{w}/foreign.sqlite", "--out", "{w}/o"],
+    ("configsearch", "report"): ["--store", "{w}/foreign.sqlite", "--out", "{w}/o"],
+    ("data", "verify"): ["nosuch-source", "--data-dir", "{w}/data"],
+    ("export",): ["--store", "{w}/foreign.sqlite", "--out", "{w}/o"],
+    ("import", "inspect-log"): ["{w}/nolog.json", "--store", "{w}/s.sqlite"],
+    ("report",): ["--store", "{w}/foreign.sqlite", "--out", "{w}/o"],
+    ("store", "keygen"): ["--out", "{w}/key"],
+    ("store", "remove"): ["--store", "{w}/foreign.sqlite", "--reason", "hostile"],
+    ("store", "sign"): ["--store", "{w}/foreign.sqlite", "--key", "{w}/nokey"],
+    ("store", "verify"): ["--store", "{w}/foreign.sqlite"],
+    # a missing data directory ends these even where the drawn value makes --store usable
+    ("configsearch", "references"): [
+        *("--tasks", "band_gap", "--store", "{w}/foreign.sqlite", "--data-dir", "{w}/nodata"),
+    ],
+    ("configsearch", "sweep"): [
+        *("--task", "band_gap", "--store", "{w}/foreign.sqlite", "--data-dir", "{w}/nodata"),
+    ],
+    ("configsearch", "run"): [
+        *("--task", "band_gap", "--store", "{w}/foreign.sqlite", "--data-dir", "{w}/nodata"),
+    ],
+}
+# Values no text option expects. Paths stay inside the workspace (the CLI runs with the
+# workspace as its working directory), so no case can write outside it.
+HOSTILE_TEXT = [
+    "",
+    " ",
+    "\x00",
+    "a\nb",
+    "\t",
+    "-",
+    ",",
+    "a,,b",
+    "=",
+    "k=v=w",
+    "x" * 5000,
+    "\udcff",  # an undecodable byte from argv (surrogateescape)
+    "\u202e",
+    "💥",
+    "%s%n",
+    "' OR 1=1 --",
+    "{w}",  # a directory
+    "{w}/foreign.sqlite",  # someone else's file
+    "nosuch:attr",
+    "http://",
+    "tcp://",
+]
+
+
+def text_options() -> list[tuple[tuple[str, ...], str]]:
+    """(command, option) for every option that takes text or a path, from the CLI itself."""
+    import typing
+
+    import typer
+
+    from labreplay.cli.main import _add_suite_groups, app
+
+    _add_suite_groups()
+    found: list[tuple[tuple[str, ...], str]] = []
+
+    def walk(command: Any, path: tuple[str, ...]) -> None:
+        for name, sub in sorted((getattr(command, "commands", None) or {}).items()):
+            walk(sub, (*path, name))
+        for param in getattr(command, "params", []):
+            kinds = typing.get_args(param.type_descriptor.annotation) or (
+                param.type_descriptor.annotation,
+            )
+            numeric = any(k in (int, float) for k in kinds)
+            if param.opts[0].startswith("--") and not numeric and not param.is_flag:
+                found.append((path, param.opts[0]))
+
+    walk(typer.main.get_command(app), ())
+    return sorted(found)
+
+
+TEXT_CASES = text_options()
+
+
+def test_every_text_option_has_a_cheap_base() -> None:
+    assert sorted({c for c, _ in TEXT_CASES} - set(TEXT_BASES)) == []
+
+
+@settings(
+    max_examples=2 * _EXAMPLES,
+    deadline=None,
+    derandomize=_EXAMPLES == 45,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    case=st.sampled_from(TEXT_CASES),
+    value=st.one_of(
+        st.sampled_from(HOSTILE_TEXT),
+        st.text(max_size=12).filter(lambda t: "/" not in t and ".." not in t),
+    ),
+)
+def test_text_options_never_traceback(
+    case: tuple[tuple[str, ...], str], value: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A hostile text on any text option of any command: an exit in {0, 1, 2}, no traceback,
+    every stderr line from labreplay, the foreign store unchanged, nothing created on a
+    refusal naming the option."""
+    command, option = case
+    with numeric_workspace(tmp_path_factory.getbasetemp()) as work:
+        here = Path.cwd()
+        os.chdir(work)
+        try:
+            argv = [*command, *(a.replace("{w}", str(work)) for a in TEXT_BASES[command])]
+            argv += [option, value.replace("{w}", str(work))]
+            before_digests = _digests([work / "foreign.sqlite"])
+            before_names = sorted(p.name for p in work.iterdir())
+            code, err = _cli(*argv)
+        finally:
+            os.chdir(here)
+        assert code in (0, 1, 2), (argv, code, err)
+        assert "Traceback" not in err, err
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert all(line.startswith("labreplay:") for line in lines), (argv, err)
+        assert _digests([work / "foreign.sqlite"]) == before_digests, argv
+        if code == 2 and lines and option in lines[-1]:
+            assert sorted(p.name for p in work.iterdir()) == before_names, (argv, err)

@@ -151,9 +151,19 @@ def seed_check(option: str = "--seed") -> Any:
     return int_range(option, 0, validate.MAX_SEED)
 
 
-def positive_float(option: str) -> Any:
-    """Callback refusing a float that is not finite and > 0."""
-    return finite_float_check(option, lo=0, lo_open=True)
+def positive_float(option: str, hi: float | None = None) -> Any:
+    """Callback refusing a float that is not finite, > 0 and <= `hi` (when given)."""
+    return finite_float_check(option, lo=0, hi=hi, lo_open=True)
+
+
+def timeout_check(option: str) -> Any:
+    """A per-call or per-request timeout in seconds: (0, a day]."""
+    return positive_float(option, validate.MAX_TIMEOUT_S)
+
+
+def count_check(option: str, lo: int = 1) -> Any:
+    """A count (units, calls, rows, steps): [lo, 10^9]."""
+    return int_range(option, lo, validate.MAX_COUNT)
 
 
 def finite_float_check(
@@ -173,6 +183,15 @@ def finite_float_check(
 def scheduler_check(option: str = "--scheduler") -> Any:
     def check(value: str | None) -> str | None:
         return None if value is None else validate.scheduler_address(option, value)
+
+    return check
+
+
+def name_check(option: str) -> Any:
+    """Callback refusing an empty, multi-line or overlong declared name."""
+
+    def check(value: str | None) -> str | None:
+        return None if value is None else validate.display_name(option, value)
 
     return check
 
@@ -262,7 +281,7 @@ AgentTimeoutOption = typer.Option(
     None,
     "--agent-timeout",
     help="With --isolate: seconds the agent has per call before the run is failed (60).",
-    callback=positive_float("--agent-timeout"),
+    callback=timeout_check("--agent-timeout"),
 )
 ExecutorOption = typer.Option(
     "in-process",

@@ -13,10 +13,10 @@ from labreplay.cli._common import (
     DataDirOption,
     JsonOption,
     console,
-    positive_float,
     print_json,
     print_table,
     progress_bar,
+    timeout_check,
     url_check,
 )
 from labreplay.records import manifest
@@ -113,7 +113,7 @@ def fetch_cmd(
         callback=url_check("--mirror"),
     ),
     timeout: float = typer.Option(
-        60.0, help="Per-request timeout in seconds.", callback=positive_float("--timeout")
+        60.0, help="Per-request timeout in seconds.", callback=timeout_check("--timeout")
     ),
     json_out: bool = JsonOption,
 ) -> None:

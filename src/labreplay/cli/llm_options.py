@@ -18,13 +18,16 @@ from labreplay._provenance import register_secret
 from labreplay.agents.llm_caps import RunCaps
 from labreplay.cli._common import (
     choice,
+    count_check,
     finite_float_check,
     int_range,
     positive_float,
     seed_check,
+    timeout_check,
     url_check,
 )
 from labreplay.errors import AgentError
+from labreplay.validate import MAX_RUN_TIME_S, MAX_TOKENS_TOTAL
 
 BaseUrlOption = typer.Option(
     None,
@@ -65,7 +68,7 @@ MaxTokensOption = typer.Option(
     "--max-tokens",
     help="Response budget per call. Default: derived from each reply's schema (e.g. panel "
     "size x forecast size, x1.5 margin); a value too small for the panel is refused.",
-    callback=int_range("--max-tokens", 1),
+    callback=count_check("--max-tokens"),
 )
 TimeoutOption = typer.Option(
     None,
@@ -73,7 +76,7 @@ TimeoutOption = typer.Option(
     help="Per-request timeout in s. Default: derived per call from its response budget, "
     "max(60, max-tokens / 20 tokens/s) (a 3,173-token panel forecast gets 159 s), and the "
     "call's total retry time max(180, 2 x that timeout).",
-    callback=positive_float("--timeout"),
+    callback=timeout_check("--timeout"),
 )
 MaxRetryWaitOption = typer.Option(
     None,
@@ -122,19 +125,19 @@ MaxCallsOption = typer.Option(
     "--max-calls",
     help="Cap: model calls per run (a campaign branch, a conditions run). Reaching it ends the "
     "run failed, the cap named; rerun with a higher cap to resume.",
-    callback=int_range("--max-calls", 1),
+    callback=count_check("--max-calls"),
 )
 MaxTokensTotalOption = typer.Option(
     None,
     "--max-tokens-total",
     help="Cap: prompt + completion tokens per run.",
-    callback=int_range("--max-tokens-total", 1),
+    callback=int_range("--max-tokens-total", 1, MAX_TOKENS_TOTAL),
 )
 MaxTimeOption = typer.Option(
     None,
     "--max-time",
     help="Cap: wall time per run in seconds.",
-    callback=positive_float("--max-time"),
+    callback=positive_float("--max-time", MAX_RUN_TIME_S),
 )
 
 
@@ -195,7 +198,7 @@ LimitOption = typer.Option(
     None,
     "--limit",
     help="Run only the first N units (assignments, questions) in an order seeded by --seed.",
-    callback=int_range("--limit", 1),
+    callback=count_check("--limit"),
 )
 
 

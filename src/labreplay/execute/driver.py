@@ -148,7 +148,15 @@ def open_executor(
 
     Dask without a scheduler address starts a LocalCluster of worker processes (one thread
     each; `workers` of them, default one per core) and closes it afterwards.
+
+    A scheduler address with another executor would be silently unused (the work would run
+    here, not on the cluster the user named): refused in one line, before any store exists.
     """
+    if scheduler is not None and name != "dask":
+        raise LabreplayError(
+            f"--scheduler: value {scheduler!r} is only used with --executor dask "
+            f"(got --executor {name}); drop it or add --executor dask"
+        )
     if name == "in-process":
         yield InProcessExecutor()
         return

@@ -64,6 +64,24 @@ CREATE TABLE IF NOT EXISTS signatures (
 """
 
 
+# Tables every store of this schema version has had since version 1 was written: one missing is
+# a damaged store, refused (a writer does not recreate it empty: `DROP TABLE scores` would pass
+# for a store without scores). Tables added since (superseded, contents, signatures) are added
+# to an older store by a writer.
+CORE_TABLES = ("meta", "specs", "runs", "events", "scores", "llm_calls", "response_cache")
+
+# Stored JSON columns (table, key shown in a refusal, column): a writer checks them all before
+# its first write, so a store with a damaged row is refused byte-identical instead of being
+# written to until a read trips on the row.
+_JSON_COLUMNS = (
+    ("runs", "run_id", "agent_params"),
+    ("runs", "run_id", "provenance"),
+    ("runs", "run_id", "summary"),
+    ("events", "run_id || ' seq ' || seq", "payload"),
+    ("scores", "run_id || ' metric ' || metric", "detail"),
+    ("response_cache", "key", "response"),
+)
+
 # Per-run tables older schema versions created and this one does not (see `_legacy_tables`).
 LEGACY_RUN_TABLES = ("forecasts",)
 
@@ -216,6 +234,10 @@ class Store:
             # WAL-mode one) is left exactly as it was, side files included.
             self._probe_ownership()
             uri = self.path.resolve().as_uri() + ("?mode=ro" if self.readonly else "?mode=rw")
+            if self.readonly and not Path(f"{self.path}-wal").exists():
+                # No writer is at work (a WAL writer keeps its -wal file while connected): read
+                # it as immutable, so a reader leaves no -wal/-shm file beside the store.
+                uri += "&immutable=1"
             conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
             if self.readonly and not os.access(self.path.parent, os.W_OK):
                 # A WAL store in a read-only directory cannot create its -shm file; nobody can
@@ -242,6 +264,8 @@ class Store:
         try:
             self._conn = probe
             self._check_ours(probe_only=True)
+            if not self.readonly:
+                self._check_json_rows()
         finally:
             probe.close()
         if self.readonly:
@@ -323,6 +347,12 @@ class Store:
             raise StoreError(
                 f"{where} has schema version {found[0]!r}, this labreplay reads {SCHEMA_VERSION}"
             )
+        missing_tables = [t for t in CORE_TABLES if t not in tables]
+        if missing_tables:
+            raise StoreError(
+                f"{where} is damaged: table(s) {', '.join(missing_tables)} missing "
+                "(a labreplay store has had them since schema version 1)"
+            )
         grown: list[tuple[str, list[str]]] = []
         for table in sorted(tables & set(_COLUMNS)):
             have = [r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")]
@@ -337,6 +367,25 @@ class Store:
             return  # the ownership probe only reads; the real (writable) open grows tables
         for table, have in grown:  # only once every table has passed
             self._grow(table, have)
+
+    def _check_json_rows(self) -> None:
+        """Refuse a store holding a stored JSON value that does not parse (SQLite's
+        `json_valid`, one scan per column in C), naming the first such row."""
+        for table, key, column in _JSON_COLUMNS:
+            try:
+                row = self._conn.execute(
+                    f"SELECT {key} FROM {table} "
+                    f"WHERE {column} IS NOT NULL AND NOT json_valid({column}) LIMIT 1"
+                ).fetchone()
+            except sqlite3.OperationalError as exc:
+                if "no such function" in str(exc):
+                    return  # an SQLite built without JSON: reads still check every row
+                raise
+            if row is not None:
+                raise StoreError(
+                    f"store {self.path}: table {table}, row {row[0]}, field {column}: "
+                    "damaged JSON; refusing to write to a damaged store"
+                )
 
     def _grow(self, table: str, have: list[str]) -> None:
         """A store written before columns were appended to `table`: add them (writable), or

@@ -180,11 +180,20 @@ def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
 CONTROLS = ("random", "no-evidence")
 
 
+NO_CONTROLS = "none"
+
+
 def parse_controls(text: Any) -> tuple[str, ...]:
     """`random,no-evidence` (or a list of names, from Python) -> the control branches; an
-    unknown name is named (exit 2). Empty means: the adaptive branch alone."""
-    from labreplay.sdk.options import name_list
+    unknown name is named (exit 2). `none` (or an empty list, from Python) means the adaptive
+    branch alone; an empty text is refused (an unset variable in a script is no choice)."""
+    from labreplay.sdk.options import bad, name_list
 
+    if isinstance(text, str):
+        if not text.strip():
+            raise bad("--controls", text, f"is empty; give {', '.join(CONTROLS)} or {NO_CONTROLS}")
+        if text.strip() == NO_CONTROLS:
+            return ()
     return name_list("--controls", text, CONTROLS, allow_empty=True)
 
 

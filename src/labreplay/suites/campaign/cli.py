@@ -210,7 +210,10 @@ def run_cmd(
         "(your class or factory, importable from PYTHONPATH or the working directory).",
     ),
     store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    controls: str = typer.Option("random,no-evidence", help="Comma list of control branches."),
+    controls: str = typer.Option(
+        "random,no-evidence",
+        help="Comma list of control branches (random, no-evidence), or none.",
+    ),
     seed: int = typer.Option(
         0, help="Run seed (agent and control randomness).", callback=seed_check()
     ),
@@ -414,7 +417,7 @@ def leaderboard_cmd(
         0.01,
         "--difference",
         help="AUC difference for the power line's 'assignments needed'.",
-        callback=finite_float_check("--difference", lo=0, lo_open=True),
+        callback=finite_float_check("--difference", lo=0, hi=2, lo_open=True),
     ),
     price_per_mtok: str | None = PriceOption,
     fmt: str | None = typer.Option(

@@ -43,6 +43,8 @@ from labreplay.sdk.cli import (
     agent_options,
     check_isolation,
     console,
+    count_check,
+    finite_float_check,
     int_range,
     print_json,
     print_table,
@@ -140,7 +142,10 @@ def compile_cmd(
         None, "--ddg-col", help="ΔΔG‡ (kcal/mol, positive favours the desired enantiomer)."
     ),
     temperature_k: float | None = typer.Option(
-        None, "--temperature-k", help="Temperature (K) converting ΔΔG‡ to ee."
+        None,
+        "--temperature-k",
+        help="Temperature (K) converting ΔΔG‡ to ee.",
+        callback=finite_float_check("--temperature-k", lo=0, hi=10_000, lo_open=True),
     ),
     objective: str | None = typer.Option(
         None,
@@ -173,10 +178,16 @@ def compile_cmd(
         None, "--role", help="COL=ROLE: map a condition column onto an RxnOptBench role."
     ),
     max_options: int = typer.Option(
-        12, "--max-options", help="Larger reaction groups are sliced into tables of <= this."
+        12,
+        "--max-options",
+        help="Larger reaction groups are sliced into tables of <= this.",
+        callback=count_check("--max-options"),
     ),
     max_tables: int = typer.Option(
-        10, "--max-tables", help="At most this many sliced tables per reaction (seeded)."
+        10,
+        "--max-tables",
+        help="At most this many sliced tables per reaction (seeded).",
+        callback=count_check("--max-tables"),
     ),
     min_options: int = typer.Option(
         3, "--min-options", help="An MC question needs this many options (after precedents)."
@@ -491,9 +502,9 @@ def run_cmd(
     if dry_run:
         print_conditions_dry_run(built.probe or built.make(), chosen, price, json_out)
         return
-    with (
-        Store(store) as db,
+    with (  # the executor first: an unusable scheduler is refused before a store exists
         open_executor(executor, scheduler, workers) as ex,
+        Store(store) as db,
         progress_bar("answering", len(chosen), enabled=not json_out) as bar,
     ):
         (result,) = SUITE.run(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from labreplay.sdk.cli import choice, int_range, seed_check
+from labreplay.sdk.cli import choice, int_range, name_check, seed_check
 
 
 def serve_cmd(
@@ -16,6 +16,7 @@ def serve_cmd(
         "mcp-harness",
         "--agent-name",
         help="Declared name of the model-harness system (the run's agent; keep it to resume).",
+        callback=name_check("--agent-name"),
     ),
     model: str | None = typer.Option(None, "--model", help="Declared model (provenance only)."),
     seed: int = typer.Option(0, "--seed", callback=seed_check()),

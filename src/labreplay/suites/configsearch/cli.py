@@ -40,6 +40,7 @@ from labreplay.sdk.cli import (
     check_isolation,
     choice,
     console,
+    count_check,
     finite_float_check,
     int_range,
     out_dir_check,
@@ -82,13 +83,13 @@ NTotalOption = typer.Option(
     RUN_DEFAULTS.n_total,
     "--n-total",
     help="Materials per sample (paper: 1,600).",
-    callback=int_range("--n-total", 1),
+    callback=count_check("--n-total"),
 )
 NOodOption = typer.Option(
     RUN_DEFAULTS.n_ood,
     "--n-ood",
     help="OOD candidates per sample (paper: 480).",
-    callback=int_range("--n-ood", 1),
+    callback=count_check("--n-ood"),
 )
 NJobsOption = typer.Option(
     1,
@@ -221,16 +222,14 @@ def sweep_cmd(
     space = _space(r_values, n_values, s_values, n_total, n_ood)
     tasks = [] if task is None else [task]
     unverified = preflight.data_files(data_dir, tasks, allow_modified_data)
-    with Store(store) as db:
+    # The executor first: an unusable scheduler is refused before a store is created.
+    with open_executor(executor, scheduler, workers) as ex, Store(store) as db:
         campaign = _campaign(
             data_dir, db, task, dataset, dataset_b, target, n_total, n_ood, n_jobs, space,
             allow_modified_data=allow_modified_data,
         )  # fmt: skip
         label = f"sweep {campaign.task} {model}"
-        with (
-            open_executor(executor, scheduler, workers) as ex,
-            progress_bar(label, len(campaign.feasible), not json_out) as bar,
-        ):
+        with progress_bar(label, len(campaign.feasible), not json_out) as bar:
             run_id, _ = campaign.sweep(model, bar, None if executor == "in-process" else ex)
         summary = db.run(run_id).summary or {}
     marked = {"unverified_data": unverified} if unverified else {}
@@ -358,13 +357,13 @@ def run_cmd(
     ),
     method: str = typer.Option("bo", "--method", help="bo | random | exhaustive."),
     budget: int = typer.Option(
-        RUN_DEFAULTS.budget, "--budget", help="Search steps T.", callback=int_range("--budget", 1)
+        RUN_DEFAULTS.budget, "--budget", help="Search steps T.", callback=count_check("--budget")
     ),
     init: int = typer.Option(
         RUN_DEFAULTS.init,
         "--init",
         help="Random initial steps T0.",
-        callback=int_range("--init", 1),
+        callback=count_check("--init"),
     ),
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Search seed.", callback=seed_check()),
     seeds: int = typer.Option(
@@ -383,7 +382,7 @@ def run_cmd(
         RUN_DEFAULTS.cost_alpha,
         "--cost-alpha",
         help="BO: weight of the fit cost in the acquisition (0 = plain EI).",
-        callback=finite_float_check("--cost-alpha", lo=0),
+        callback=finite_float_check("--cost-alpha", lo=0, hi=100),
     ),
     store: Path = StoreOption,
     data_dir: Path | None = DataDirOption,
@@ -403,7 +402,7 @@ def run_cmd(
         RUN_DEFAULTS.min_test_points,
         "--min-test-points",
         help="C_min: search configurations with n*s >= this only.",
-        callback=int_range("--min-test-points", 1),
+        callback=count_check("--min-test-points"),
     ),
     agent: str | None = typer.Option(
         None,

@@ -28,6 +28,7 @@ from labreplay.sdk.cli import (
     agent_options,
     choice,
     console,
+    count_check,
     finite_float_check,
     int_range,
     out_dir_check,
@@ -125,21 +126,26 @@ def replay_cmd(
         "--budget",
         help="Search steps T (default the paper's 12 for every problem; the bench also reports "
         "T = 8 with --init 3).",
+        callback=count_check("--budget"),
     ),
     init: int | None = typer.Option(
         None,
         "--init",
         help="Initial design T0 (default the paper's 4, at most T - 1 so at least one step is "
         "the optimiser's).",
+        callback=count_check("--init"),
     ),
     within: int | None = typer.Option(
-        None, "--within", help="Count seeds reaching the target within this many evaluations (T)."
+        None,
+        "--within",
+        help="Count seeds reaching the target within this many evaluations (T).",
+        callback=count_check("--within"),
     ),
     cost_alpha: float = typer.Option(
         COST_ALPHA_DEFAULT,
         "--cost-alpha",
         help="BO: weight of the fit cost (0 = plain EI).",
-        callback=finite_float_check("--cost-alpha", lo=0),
+        callback=finite_float_check("--cost-alpha", lo=0, hi=100),
     ),
     problem: str = typer.Option(
         "best-model",
@@ -151,7 +157,7 @@ def replay_cmd(
         30,
         "--min-test-points",
         help="C_min: search configurations with n*s >= this only.",
-        callback=int_range("--min-test-points", 1),
+        callback=count_check("--min-test-points"),
     ),
     surrogate: str = typer.Option(
         "botorch",
@@ -487,7 +493,7 @@ def reference_report_cmd(
         30,
         "--min-test-points",
         help="C_min: n*s >= this.",
-        callback=int_range("--min-test-points", 1),
+        callback=count_check("--min-test-points"),
     ),
     surrogate: str = typer.Option(
         "botorch",

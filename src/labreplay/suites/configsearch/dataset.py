@@ -84,11 +84,36 @@ def _structure(row: dict[str, Any], path: Path, record: str) -> Any:
     )
 
 
+# The pools last read, by file identity: `check_dataset` reads a file before any store exists
+# and the task's loader then gets the same pool without parsing every structure again.
+_LAST_READ: dict[tuple[str, int, int, str, str, str], Pool] = {}
+
+
 def read_dataset(path: Path, target: str, task: str, source: str) -> Pool:
     """The materials of one JSONL(.gz) file (see the module doc)."""
     path = Path(path)
     if not path.is_file():
         raise DataError("dataset file does not exist", file=str(path))
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, target, task, source)
+    if key not in _LAST_READ:
+        pool = _read_dataset(path, target, task, source)
+        if len(_LAST_READ) >= 4:
+            _LAST_READ.clear()
+        _LAST_READ[key] = pool
+    return _LAST_READ[key]
+
+
+def check_dataset(path: Path, target: str, path_b: Path | None = None) -> None:
+    """Read a user dataset (and its second source) in full, so that a bad file is refused in
+    one line before a store is created or opened (the reads are kept for the run)."""
+    name = register_dataset(path, target, path_b)
+    read_dataset(Path(path), target, name, "a")
+    if path_b is not None:
+        read_dataset(Path(path_b), target, name, "b")
+
+
+def _read_dataset(path: Path, target: str, task: str, source: str) -> Pool:
     out: list[Material] = []
     seen: set[str] = set()
     group = f"{task}:{source}"

@@ -99,6 +99,10 @@ def task_or_dataset(
     for option, path in (("--dataset", dataset), ("--dataset-b", dataset_b)):
         if path is not None and not Path(path).is_file():
             raise bad(option, str(path), "is not a file")
+    from labreplay.suites.configsearch.dataset import check_dataset
+
+    assert dataset is not None  # given exactly one of task and dataset, checked above
+    check_dataset(dataset, target, dataset_b)
 
 
 def model_list(option: str, text: str) -> tuple[str, ...]:
