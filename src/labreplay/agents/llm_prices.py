@@ -126,8 +126,8 @@ def load_prices(path: str | Path) -> PriceTable:
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AgentError(f"--prices {file}: cannot be read ({exc})") from exc
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise AgentError(f"--prices {str(path)!r}: cannot be read ({exc})") from exc
     data: Any
     try:
         if file.suffix.lower() == ".toml":
