@@ -212,8 +212,8 @@ __all__ = [
     "resolve_isolated",
     "response_budget",
     "run_price",
-    "token_rule",
     "sandbox_of",
+    "token_rule",
     "usage_line",
     "usage_summary",
 ]
