@@ -101,11 +101,12 @@ def test_unusable_replies_are_recorded_as_invalid_and_resume_from_cache(
         assert [c["finish_reason"] for c in calls] == ["length"] * 3
         assert all(c["completion_tokens"] == 3 for c in calls)
 
-        # A resumed run: same work, answered from the response cache, same trajectory.
+        # A resumed run: same agent (its parameters are bound into the chain's header), same
+        # work, answered from the response cache, same trajectory.
         store.reset_run(first.run_id)
         again = run_branch(
             spec,
-            _campaign_agent(url, store, max_tokens=3, max_repairs=0),
+            _campaign_agent(url, store, max_tokens=3, max_repairs=0, timeout_s=120),
             5,
             "adaptive",
             store,
