@@ -142,3 +142,13 @@ class FirstOffered:
                 for q in snapshot["panel"]
             ]
         }
+
+
+def played_digest(events: Sequence[Mapping[str, Any]]) -> str:
+    """sha256 of a run's played events (kind and payload), its `header` event aside: the
+    header names the agent and its interface, which differ between a harness and in-process
+    by design; everything the run played must not."""
+    import hashlib
+
+    played = [[e["kind"], e["payload"]] for e in events if e["kind"] != "header"]
+    return hashlib.sha256(json.dumps(played, sort_keys=True).encode()).hexdigest()

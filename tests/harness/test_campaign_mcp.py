@@ -20,18 +20,19 @@ from labreplay.suites.campaign.agents import BayesAgent, RandomAgent
 from labreplay.suites.campaign.canaries import leaked, paid_canaries
 from labreplay.suites.campaign.runner import run_assignment
 
-from .clients import FirstOffered, drive, drive_http, serve_args
+from .clients import FirstOffered, drive, drive_http, played_digest, serve_args
 
 pytest.importorskip("mcp")
 
 
 def _stored(store: Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """(assignment spec id, branch) -> head hash, adaptive AUC, agent, isolation, status."""
+    """(assignment spec id, branch) -> played events, adaptive AUC, agent, isolation, status."""
     out = {}
     with Store(store, readonly=True) as db:
         for run in db.runs(suite="campaign"):
             out[(run.spec_id, run.branch)] = {
-                "head": db.events(run.run_id)[-1]["hash"],
+                # the played events: the header names the agent and its interface by design
+                "played": played_digest(db.events(run.run_id)),
                 "auc": db.scores(run.run_id)["adaptive_auc"],
                 "agent": run.agent,
                 "isolation": run.provenance.get("agent_isolation"),
@@ -51,7 +52,7 @@ def _in_process(specs: list[Any], agent: type, store: Path) -> dict[tuple[str, s
 def _same_trajectories(mcp: dict[Any, Any], local: dict[Any, Any]) -> None:
     assert set(mcp) == set(local)
     for key, row in local.items():
-        assert mcp[key]["head"] == row["head"], key
+        assert mcp[key]["played"] == row["played"], key
         assert mcp[key]["auc"] == row["auc"], key
         assert mcp[key]["status"] == "complete"
 
