@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labreplay.errors import SpecError
-from labreplay.sdk import MISSING_TAG, canonical_json, sha256_json
+from labreplay.sdk import HEADER_KIND, MISSING_TAG, canonical_json, sha256_json
 from labreplay.sdk.agents import Observation, Snapshot
 from labreplay.sdk.engine import EnvironmentSpec, Trajectory
 from labreplay.sdk.scoring import CATEGORIES
@@ -98,6 +98,11 @@ class CampaignEnv:
         self.n_actions = 0
         self.n_invalid = 0
         self.last_result: dict[str, Any] | None = None
+
+    def record_header(self, payload: Mapping[str, Any]) -> None:
+        """The run's `header` event (what the run is: agent, seed, isolation, ...), which the
+        runner writes right after `reset`; the trajectory stays written by the env alone."""
+        self.trajectory.append(HEADER_KIND, dict(payload))
 
     def reset(self, seed: int) -> None:
         self.trajectory = Trajectory(self.spec_hash)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from labreplay.errors import LabreplayError, SpecError, StoreError
-from labreplay.sdk import HEADER_KIND, Recorder, RunHeader, find_header, header_payload, open_run
+from labreplay.sdk import Recorder, RunHeader, find_header, header_payload, open_run
 from labreplay.sdk.agents import (
     Agent,
     AgentNonJSON,
@@ -302,7 +302,7 @@ def _append_header(
     )
     header = recorder.header_at(len(env.trajectory.events), payload)
     if header is not None:
-        env.trajectory.append(HEADER_KIND, header)
+        env.record_header(header)
         recorder.sync()
 
 
