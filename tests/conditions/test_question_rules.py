@@ -301,15 +301,15 @@ def test_low_yield_percent_table_needs_force_scale(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("flag", "value", "needle"),
     [
-        ("--max-options", "-5", "--max-options must be at least 2"),
+        ("--max-options", "-5", "--max-options: value -5 is out of range"),
         ("--max-options", "1", "--max-options must be at least 2"),
         ("--min-options", "1", "--min-options must be between 2"),
         ("--min-options", "20", "--min-options must be between 2"),
         ("--fib-max-hit-floor", "2", "--fib-max-hit-floor must be in (0, 1]"),
         ("--fib-max-hit-floor", "-1", "--fib-max-hit-floor must be in (0, 1]"),
         ("--fib-max-hit-floor", "nan", "--fib-max-hit-floor must be in (0, 1]"),
-        ("--temperature-k", "inf", "--temperature-k must be a finite"),
-        ("--max-tables", "0", "--max-tables must be at least 1"),
+        ("--temperature-k", "inf", "--temperature-k: value inf must be a finite"),
+        ("--max-tables", "0", "--max-tables: value 0 is out of range"),
         ("--yield-scale", "permille", "--yield-scale must be percent or fraction"),
         ("--objective", "cost", "--objective must be one of"),
     ],

@@ -51,9 +51,10 @@ def test_report_shows_leaderboard_curves_and_trajectory(tmp_path, campaign_store
     assert run.branch == "adaptive" and run.agent == board["rows"][0]["system"].split("#")[0]
     steps = page.tables["belief-trajectory-table"]
     assert [int(r[0]) for r in steps] == list(range(n_events))
-    assert steps[0][1] == "reset" and steps[1][1] == "checkpoint t=0"
+    # reset, the run's header event (what the run is), then the pre-campaign checkpoint
+    assert [r[1] for r in steps[:3]] == ["reset", "header", "checkpoint t=0"]
     assert any(r[3].startswith("refinement:") for r in steps) or run.agent == "random"
-    assert any(r[7] for r in steps[2:])  # a panel score after a later checkpoint
+    assert any(r[7] for r in steps[3:])  # a panel score after a later checkpoint
     ids = {img.get("id") for img in page.images}
     assert {"campaign-lifts", "campaign-lift-per-assignment", "trajectory-plot"} <= ids
     assert sum(1 for i in ids if i and i.startswith("curve-")) == 3  # one per agent

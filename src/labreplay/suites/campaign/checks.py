@@ -66,6 +66,9 @@ def agent_problems(
         agent = _Watch(make_agent())
         result = run_branch(planted, agent, seed, "adaptive")
         heads.append(result.head_hash)
+        if result.failure is not None:  # e.g. reset() raised: the branch ended, failed
+            problems.append(f"run: the branch failed: {result.failure}")
+            break
         if strict and agent.violations:
             problems.append(f"schema: {agent.violations[0]} ({len(agent.violations)} in all)")
         paid = paid_canaries(result.events, by_item)
@@ -74,6 +77,6 @@ def agent_problems(
             if found:
                 problems.append(f"firewall: shown {sorted(found)[:2]} without paying for it")
                 break
-    if heads[0] != heads[1]:
+    if len(heads) == 2 and heads[0] != heads[1]:
         problems.append("determinism: two plays with the same seed ended on different hashes")
     return problems
