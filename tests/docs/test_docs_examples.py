@@ -99,3 +99,18 @@ def test_bibtex_entries_carry_what_citation_cff_records() -> None:
         assert [int(y) for y in year] == ([years[_normal(title)]] if years[_normal(title)] else [])
         seen.add(_normal(title))
     assert seen == set(years), f"no BibTeX entry for {sorted(set(years) - seen)}"
+
+
+def test_cite_page_shows_the_entries_labreplay_cite_prints() -> None:
+    """docs/cite.md's BibTeX blocks are the package's entries (labreplay/cite.py, the one
+    source `labreplay cite` prints), each exactly, and every entry of the package is shown."""
+    from labreplay import cite
+
+    bibtex = "".join(b.code for b in blocks(ROOT / "docs" / "cite.md") if b.lang == "bibtex")
+    shown = {
+        m.group(1): m.group(0)
+        for m in re.finditer(r"^@\w+\{([^,]+),\n.*?^\}\n", bibtex, re.S | re.M)
+    }
+    assert list(shown) == list(cite.ENTRIES)
+    for key, entry in shown.items():
+        assert entry == cite.ENTRIES[key], key

@@ -71,6 +71,31 @@ def export(
         console.print(f"wrote {len(written)} files to {out}")
 
 
+@app.command("cite")
+def cite(
+    store: Path | None = typer.Option(
+        None,
+        "--store",
+        help="Results store (SQLite file): cite only the papers and datasets its runs used.",
+    ),
+) -> None:
+    """Print BibTeX: labreplay and the three papers, or with --store what that store's runs
+    used (the papers of its suites and the datasets their specs read)."""
+    from labreplay import cite as citing
+    from labreplay.errors import StoreError
+
+    if store is None:
+        typer.echo(citing.bibtex(citing.default_keys()), nl=False)  # plain: no markup, no wrap
+        return
+    if not store.is_file():
+        raise StoreError(f"--store {store}: no such results store")
+    suites, sources = citing.store_usage(store)
+    text = citing.bibtex(citing.store_keys(suites, sources))
+    for name in citing.uncited(sources):
+        text += f"\n% {name}: no BibTeX entry; cite it as `labreplay data list` gives it\n"
+    typer.echo(text, nl=False)
+
+
 _built: list[Any] = []
 
 

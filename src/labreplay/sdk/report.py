@@ -2,6 +2,9 @@
 generic section (leaderboard, pairwise intervals, traces) every suite may start from.
 
     from labreplay.sdk.report import generic_section, table, image, png_bytes
+
+A suite that follows a paper adds `paper_html(PaperComparison(...))`: the paper's published
+figures beside this store's, and why they differ.
 """
 
 from labreplay.report.html import (
@@ -16,6 +19,7 @@ from labreplay.report.html import (
     slug,
     table,
 )
+from labreplay.report.papers import Paper, PaperComparison, Published, paper_html
 from labreplay.report.plots import png_bytes, scatter3d, traces
 from labreplay.report.suites import (
     PointOf,
@@ -26,7 +30,10 @@ from labreplay.report.suites import (
 )
 
 __all__ = [
+    "Paper",
+    "PaperComparison",
     "PointOf",
+    "Published",
     "ci_text",
     "details",
     "esc",
@@ -34,6 +41,7 @@ __all__ = [
     "image",
     "interval",
     "num",
+    "paper_html",
     "png_bytes",
     "scatter3d",
     "seed_list",

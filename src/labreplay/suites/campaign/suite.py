@@ -24,6 +24,8 @@ class CampaignSuite:
         return app
 
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
+        from labreplay.sdk.report import paper_html
+        from labreplay.suites.campaign.papers import comparison
         from labreplay.suites.campaign.report import campaign_section
         from labreplay.suites.campaign.report_html import campaign_html
 
@@ -33,7 +35,7 @@ class CampaignSuite:
         trajectory = section["trajectory"]
         return ReportSection(
             self.name,
-            campaign_html(section),
+            campaign_html(section) + paper_html(comparison(section["board"])),
             {"trajectory_run": trajectory["run_id"] if trajectory else None},
         )
 

@@ -32,7 +32,8 @@ class ConditionsSuite:
         return app
 
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
-        from labreplay.sdk.report import generic_section
+        from labreplay.sdk.report import generic_section, paper_html
+        from labreplay.suites.conditions.papers import comparison
         from labreplay.suites.conditions.report_html import (
             cost_panel,
             dataset_bars,
@@ -43,6 +44,7 @@ class ConditionsSuite:
         if section is None:
             return None
         html = section.html + dataset_bars(store) + precedent_lifts(store) + cost_panel(store)
+        html += paper_html(comparison(store))
         return ReportSection(section.suite, html, section.info)
 
     def demo(self, data_dir: Path, store: Path, out_dir: Path, *, full: bool = False) -> None:

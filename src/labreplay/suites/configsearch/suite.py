@@ -53,7 +53,8 @@ class ConfigsearchSuite:
         return app
 
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
-        from labreplay.sdk.report import generic_section
+        from labreplay.sdk.report import generic_section, paper_html
+        from labreplay.suites.configsearch.papers import comparison_of
         from labreplay.suites.configsearch.report_html import claims_html, traces_html
         from labreplay.suites.configsearch.report_maps import landscapes_html
 
@@ -62,7 +63,11 @@ class ConfigsearchSuite:
             return None
         return ReportSection(
             section.suite,
-            section.html + traces_html(store) + claims_html(store) + landscapes_html(store),
+            section.html
+            + traces_html(store)
+            + claims_html(store)
+            + landscapes_html(store)
+            + paper_html(comparison_of(store)),
             section.info,
         )
 
