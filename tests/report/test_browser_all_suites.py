@@ -185,6 +185,8 @@ def test_every_suite_section_is_legible_in_chromium(tmp_path: Path, three_suite_
     assert len(tables["conditions-precedent-lift"]) == 2
 
     assert {"campaign", "conditions", "configsearch"} <= set(page["sections"])
+    for suite in ("campaign", "conditions", "configsearch"):  # the paper beside the store
+        assert tables[f"{suite}-paper-published"] and tables[f"{suite}-paper-here"], suite
     # no sideways scrolling of the page: wide tables scroll inside their own box
     assert page["scrollWidth"] <= page["clientWidth"], page["scrollWidth"]
     raw_json = [c for c in page["cells"] if c[:1] in ("{", "[") and c]
@@ -195,3 +197,44 @@ def test_every_suite_section_is_legible_in_chromium(tmp_path: Path, three_suite_
     assert not empty, empty
     assert page["details"] >= 3  # the long tables are collapsible
     assert page["height"] <= MAX_HEIGHT_PX, page["height"]
+
+
+def test_each_suite_shows_its_paper_beside_the_store(tmp_path: Path, three_suite_store: Path):
+    """Plain HTML (no browser): every suite's "paper beside this store" block quotes the
+    paper's figures with their sources, shows this store's figures computed from its runs (the
+    same values the suites' boards give), lists why they differ, and holds no raw JSON."""
+    from labreplay.report.html import num
+    from labreplay.suites.campaign.leaderboard import leaderboard
+    from labreplay.suites.campaign.papers import PAPER as CAMPAIGN
+
+    built = build_report(three_suite_store, tmp_path / "report")
+    text = Path(built["path"]).read_text(encoding="utf-8")
+    tables = parse_html(text).tables
+    for suite in ("campaign", "conditions", "configsearch"):
+        assert f'id="{suite}-paper"' in text
+        published = tables[f"{suite}-paper-published"]
+        assert published and all(len(r) == 3 and r[2] for r in published)  # each with a source
+        assert tables[f"{suite}-paper-here"], suite
+        assert text.count(f'<ul id="{suite}-paper-differences"><li>') == 1
+        cells = [
+            c
+            for table in ("published", "here")
+            for r in tables[f"{suite}-paper-{table}"]
+            for c in r
+        ]
+        assert not [c for c in cells if c[:1] in ("{", "[")], suite
+    assert [r[1] for r in tables["campaign-paper-published"]] == [
+        p.value for p in CAMPAIGN.published
+    ]
+    # this store's figures are the board's, not typed
+    with Store(three_suite_store, readonly=True) as store:
+        board = leaderboard(store)
+        ranker = next(r for r in store.runs(suite="conditions") if r.agent.startswith("ranker"))
+        mc_all = store.scores(ranker.run_id)["mc_all_score"]
+    here = {r[0]: r for r in tables["campaign-paper-here"]}
+    for row in board["rows"]:
+        assert here[row["system"]][3] == num(row["adaptive_auc"])
+    conditions = {r[0]: r for r in tables["conditions-paper-here"]}
+    assert conditions[ranker.agent][3].endswith(f"/ {mc_all:.3f}")
+    configsearch = {r[1]: r for r in tables["configsearch-paper-here"]}
+    assert configsearch["-, bo"][3] == "3" and configsearch["-, random"][3] == "3"  # seeds

@@ -54,7 +54,7 @@ class ConfigsearchSuite:
 
     def report_section(self, store: Store, run_id: str | None = None) -> ReportSection | None:
         from labreplay.sdk.report import generic_section, paper_html
-        from labreplay.suites.configsearch.papers import comparison_of
+        from labreplay.suites.configsearch.papers import comparison
         from labreplay.suites.configsearch.report_html import claims_html, traces_html
         from labreplay.suites.configsearch.report_maps import landscapes_html
 
@@ -67,7 +67,7 @@ class ConfigsearchSuite:
             + traces_html(store)
             + claims_html(store)
             + landscapes_html(store)
-            + paper_html(comparison_of(store)),
+            + paper_html(comparison(store)),
             section.info,
         )
 
