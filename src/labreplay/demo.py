@@ -17,10 +17,14 @@ import sys
 import time
 from pathlib import Path
 
-from labreplay.cli._common import console, err_console
+from labreplay.cli._common import console, err_console, progress_printer
 from labreplay.errors import LabreplayError
 from labreplay.records.sources import resolve_data_dir
 from labreplay.suite import get_suite, list_suites
+
+
+def _elapsed(started: float) -> str:
+    return f"{time.perf_counter() - started:.0f} s"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--suites", default=None, help="comma list (default: every registered)")
     parser.add_argument("--full", action="store_true", help="configsearch at full size (slow)")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress lines on stderr (off anyway when it is not a terminal)",
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -37,11 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         data_dir = resolve_data_dir(args.data_dir)
-        for name in suites:
+        say = progress_printer(args.quiet)
+        for i, name in enumerate(suites, 1):
+            if say is not None:
+                say(f"demo: {name} ({i} of {len(suites)}), {_elapsed(started)} so far")
             get_suite(name).demo(data_dir, store, out, full=args.full)
         from labreplay.report import build_report
 
-        report = build_report(store, out / "report")
+        report = build_report(store, out / "report", progress=say)
     except LabreplayError as exc:
         err_console.print(f"labreplay: error: {exc}", markup=False, highlight=False)
         return exc.exit_code

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -102,6 +102,25 @@ def print_json(value: Any) -> None:
     from labreplay.safe_json import dumps_strict
 
     sys.stdout.write(dumps_strict(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+QuietOption = typer.Option(
+    False,
+    "--quiet",
+    help="No progress lines on stderr (they are off anyway when stderr is not a terminal).",
+)
+
+
+def progress_printer(quiet: bool = False) -> Callable[[str], None] | None:
+    """A function printing one progress line on stderr, or None: off with --quiet or when
+    stderr is not a terminal, so pipes and logs get the result only (stdout never changes)."""
+    if quiet or not sys.stderr.isatty():
+        return None
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    return say
 
 
 @contextmanager

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import typer
 
-from labreplay.cli._common import JsonOption, console, out_dir_check, print_json
+from labreplay.cli._common import (
+    JsonOption,
+    QuietOption,
+    console,
+    out_dir_check,
+    print_json,
+    progress_printer,
+)
 
 
 def report(
@@ -18,11 +25,12 @@ def report(
         None, "--run", help="Campaign run id for the belief-trajectory viewer (default: best)."
     ),
     json_out: bool = JsonOption,
+    quiet: bool = QuietOption,
 ) -> None:
     """Write a self-contained static HTML report: leaderboards, curves, a trajectory viewer."""
     from labreplay.report import build_report
 
-    result = build_report(store, out, run_id=run)
+    result = build_report(store, out, run_id=run, progress=progress_printer(quiet))
     if json_out:
         print_json(result)
         return

@@ -7,6 +7,7 @@ the same bytes (no timestamps are printed).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,13 @@ REPORT_FILE = "index.html"
 
 
 def build_report(
-    store_path: str | Path, out_dir: str | Path, run_id: str | None = None
+    store_path: str | Path,
+    out_dir: str | Path,
+    run_id: str | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Write the report; returns {"path", "suites", "runs", "events", "trajectory_run"}."""
+    """Write the report; returns {"path", "suites", "runs", "events", "trajectory_run"}.
+    `progress` is told, one line at a time, which suite's section is being built."""
     from labreplay.report.html import page
     from labreplay.report.suites import generic_section
     from labreplay.suite import ReportSection, load_suites
@@ -32,7 +37,10 @@ def build_report(
         runs = store.runs()
         events = store.event_count()
         registered = load_suites()
+        present = {r.suite for r in runs}
         for suite in registered:
+            if progress is not None and suite.name in present:
+                progress(f"report: the {suite.name} section")
             section = suite.report_section(store, run_id)
             if section is not None:
                 sections.append(section)
@@ -63,6 +71,8 @@ def build_report(
     # report, and a failure (a full disk) leaves no new, empty --out directory behind.
     with atomic_directory(out) as building:
         atomic_write_text(building / REPORT_FILE, text)
+    if progress is not None:
+        progress(f"report: wrote {target}")
     return {
         "path": str(target),
         "suites": suites,

@@ -33,6 +33,7 @@ from labreplay.sdk.cli import (
     PriceOption,
     PricesOption,
     ProviderOption,
+    QuietOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
     RequireSandboxOption,
@@ -50,6 +51,7 @@ from labreplay.sdk.cli import (
     print_json,
     print_table,
     progress_bar,
+    progress_printer,
     seed_check,
 )
 
@@ -90,6 +92,7 @@ def compile_cmd(
     ),
     data_dir: Path | None = DataDirOption,
     json_out: bool = JsonOption,
+    quiet: bool = QuietOption,
 ) -> None:
     """Compile a record into frozen, hashed assignment specs and print the partition."""
     import contextlib
@@ -105,9 +108,12 @@ def compile_cmd(
     # it was, with no partial spec set.
     indexes: list[dict[str, Any]] = []
     records = None
+    say = progress_printer(quiet)
     with contextlib.ExitStack() as stack:
         building = stack.enter_context(atomic_directory(out)) if out is not None else None
-        for s in seed_list:
+        for i, s in enumerate(seed_list, 1):
+            if say is not None:
+                say(f"compile: partition seed {s} ({i} of {len(seed_list)})")
             _, specs, index = compile_specs(
                 record=record,
                 record_card=record_card,

@@ -32,6 +32,7 @@ from labreplay.sdk.cli import (
     PriceOption,
     PricesOption,
     ProviderOption,
+    QuietOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
     RequireSandboxOption,
@@ -49,6 +50,7 @@ from labreplay.sdk.cli import (
     print_json,
     print_table,
     progress_bar,
+    progress_printer,
     seed_check,
 )
 
@@ -209,6 +211,7 @@ def compile_cmd(
         "every question are then marked UNVERIFIED.",
     ),
     json_out: bool = JsonOption,
+    quiet: bool = QuietOption,
 ) -> None:
     """Compile questions from built-in datasets or from your own table."""
     from labreplay.suites.conditions.report import (
@@ -307,7 +310,12 @@ def compile_cmd(
             "fib_max_hit_floor": fib_max_hit_floor,
         }
         compiled = compile_datasets(
-            names, resolve_data_dir(data_dir), seed, overrides, allow_modified_data
+            names,
+            resolve_data_dir(data_dir),
+            seed,
+            overrides,
+            allow_modified_data,
+            progress=progress_printer(quiet),
         )
     if not compiled.questions:
         raise LabreplayError(

@@ -28,7 +28,7 @@ are shuffled with the recorded seed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -705,9 +705,11 @@ def compile_datasets(
     seed: int = 0,
     overrides: Mapping[str, Any] | None = None,
     allow_modified_data: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> CompiledSet:
     """Load and compile the named real datasets (see `datasets.ADAPTERS`); `overrides` replaces
     fields of every dataset's `TableRule` (e.g. max_options, min_options, fib_max_hit_floor).
+    `progress` is told, one line at a time, which dataset is being loaded.
 
     Every file is checked against the manifest before it is read (as campaign compile does): a
     modified file is refused unless `allow_modified_data`, and then the spec (hence every
@@ -718,7 +720,9 @@ def compile_datasets(
     tables_by_rule = []
     files: dict[str, str] = {}
     modified: list[str] = []
-    for name in names:
+    for i, name in enumerate(names, 1):
+        if progress is not None:
+            progress(f"compile: loading {name} ({i} of {len(names)})")
         adapter = ADAPTERS.get(name)
         if adapter is not None:
             digests, changed = checked_digests(data_dir, adapter.files, allow_modified_data)
@@ -728,5 +732,9 @@ def compile_datasets(
         tables = load_tables(name, data_dir, seed, rule)
         assert adapter is not None and rule is not None  # load_tables refuses unknown names
         tables_by_rule.append((rule, tables))
+    if progress is not None:
+        progress(
+            f"compile: building questions from {sum(len(t) for _, t in tables_by_rule)} tables"
+        )
     compiled = compile_tables(tables_by_rule, files, seed, unverified=sorted(set(modified)))
     return compiled

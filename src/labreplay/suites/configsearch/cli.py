@@ -28,6 +28,7 @@ from labreplay.sdk.cli import (
     MaxTotalCostOption,
     PricesOption,
     ProviderOption,
+    QuietOption,
     ReasoningEffortOption,
     ReasoningTokensOption,
     RequireSandboxOption,
@@ -210,6 +211,7 @@ def sweep_cmd(
     workers: int | None = WorkersOption,
     allow_modified_data: bool = AllowModifiedDataOption,
     json_out: bool = JsonOption,
+    quiet: bool = QuietOption,
 ) -> None:
     """Exhaustive sweep of one model over every configuration (resumable). On threads or Dask,
     one work unit per (r, n) training set."""
@@ -229,7 +231,7 @@ def sweep_cmd(
             allow_modified_data=allow_modified_data,
         )  # fmt: skip
         label = f"sweep {campaign.task} {model}"
-        with progress_bar(label, len(campaign.feasible), not json_out) as bar:
+        with progress_bar(label, len(campaign.feasible), not (json_out or quiet)) as bar:
             run_id, _ = campaign.sweep(model, bar, None if executor == "in-process" else ex)
         summary = db.run(run_id).summary or {}
     marked = {"unverified_data": unverified} if unverified else {}
@@ -259,6 +261,7 @@ def references_cmd(
     r_values: str | None = RValuesOption,
     allow_modified_data: bool = AllowModifiedDataOption,
     json_out: bool = JsonOption,
+    quiet: bool = QuietOption,
 ) -> None:
     """Regenerate the exhaustive reference sweeps (every task x model; resumable, and every
     stage is cached by its input hashes, so a rerun only computes what is missing)."""
@@ -279,7 +282,7 @@ def references_cmd(
             )  # fmt: skip
             for model in chosen_models:
                 label = f"sweep {task} {model}"
-                with progress_bar(label, len(campaign.feasible), not json_out) as bar:
+                with progress_bar(label, len(campaign.feasible), not (json_out or quiet)) as bar:
                     run_id, _ = campaign.sweep(model, bar)
                 summary = db.run(run_id).summary or {}
                 marked = campaign.evaluator.unverified

@@ -23,6 +23,7 @@ from labreplay.sdk.cli import (
     MaxTotalCostOption,
     PricesOption,
     ProviderOption,
+    QuietOption,
     TemperatureOption,
     TimeoutOption,
     agent_options,
@@ -33,6 +34,7 @@ from labreplay.sdk.cli import (
     int_range,
     out_dir_check,
     print_json,
+    progress_printer,
 )
 from labreplay.sdk.options import MAX_SEED, MAX_SEED_COUNT
 from labreplay.suites.configsearch.search import COST_ALPHA as COST_ALPHA_DEFAULT
@@ -82,27 +84,6 @@ SeedStartOption = typer.Option(
     help="First seed: seeds N..N+k-1, chosen before the run (fresh seeds: any unused N).",
     callback=int_range("--seed-start", 0, MAX_SEED - MAX_SEED_COUNT),
 )
-
-QuietOption = typer.Option(
-    False,
-    "--quiet",
-    help="No progress lines on stderr (they are off anyway when stderr is not a terminal).",
-)
-
-
-def progress_printer(quiet: bool) -> Callable[[str], None] | None:
-    """A line per reference (or which-model task) on stderr while a replay runs, or None: off
-    with --quiet or when stderr is not a terminal (pipes and logs get the result only)."""
-    import sys
-
-    if quiet or not sys.stderr.isatty():
-        return None
-
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    return say
-
 
 NOT_RUNS = (
     "replay: computed in memory from the recorded references; no runs are written to any "
