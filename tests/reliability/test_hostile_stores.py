@@ -81,6 +81,7 @@ def reader_commands(store: Path, out: Path) -> dict[str, list[str]]:
         "store verify": ["store", "verify", "--store", str(store)],
         "report": ["report", "--store", str(store), "--out", str(out)],
         "export": ["export", "--store", str(store), "--out", str(out)],
+        "cite": ["cite", "--store", str(store)],
     }
 
 
