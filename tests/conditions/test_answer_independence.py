@@ -28,6 +28,7 @@ from labreplay.suites.conditions.independence import (
     dedupe_option_sets,
 )
 from labreplay.suites.conditions.questions import load_questions, value_label
+from labreplay.suites.conditions.scoring import answer_key
 
 runner = CliRunner()
 
@@ -174,6 +175,9 @@ def test_a_ratio_response_is_declared_and_ranked_as_recorded(
     assert max(max(q["meta"]["effective_scores"]) for q in questions) == 12 * 700
     assert all(q["input"]["reactants"][0]["content"] != "s4" for q in questions)
     for q in questions:
+        # the yield-only audit reads the response relative to the largest, never clipped flat
+        assert answer_key(q).rel_yield_only == pytest.approx(answer_key(q).rel)
+        assert max(q["meta"]["yields"]) <= 100 and q["meta"]["scores"][0]["response_ratio"] > 1
         for ref in q["input"].get("reference_conditions", []):
             assert ref["outcome"]["yield"] is None and ref["outcome"]["response_ratio"] > 1
     info = json.loads(out.with_name(out.name + ".spec.json").read_text())

@@ -600,6 +600,7 @@ def compile_tables(
     for rule, tables in tables_by_rule:
         mine = by_dataset.setdefault(rule.dataset, _no_skips())
         floor = noise_floor(rule, tables)
+        largest = max((r.outcome.get("yield") or 0.0 for t in tables for r in t.rows), default=0.0)
         if isinstance(tables, TableSet):
             qc[rule.dataset] = tables.qc
         label = (rows_sha256 or {}).get(rule.dataset)
@@ -615,6 +616,7 @@ def compile_tables(
                 q["meta"]["spec_hash"] = spec_hash
                 if rule.response == "ratio":
                     _as_ratio_outcomes(q)
+                    _ratio_scores(q, largest)
                 if unverified:  # so a run on these questions is marked UNVERIFIED too
                     q["meta"]["unverified_data"] = sorted(unverified)
             questions.extend(qs)
@@ -675,6 +677,25 @@ def _as_ratio_outcomes(question: dict[str, Any]) -> None:
             "yield": None,
             "response_ratio": None if y is None else _fmt(y / 100.0),
         }
+
+
+def _ratio_scores(question: dict[str, Any], largest: float) -> None:
+    """A declared ratio response in the options' release-layout `scores`: `response_ratio` is
+    the recorded value and `yield` the response relative to the dataset's largest, in % (a
+    ratio or an area is not bounded by 100%; read as a yield it would be clipped there and
+    every option would tie in the yield-only audit). Relative scores are unchanged. New
+    lists: a precedent twin shares its base's."""
+    meta = question["meta"]
+    scale = 100.0 / largest if largest > 0 else 0.0
+    scores = [
+        {
+            **s,
+            "yield": None if s.get("yield") is None else _fmt(s["yield"] / 100.0 * scale),
+            "response_ratio": None if s.get("yield") is None else _fmt(s["yield"] / 100.0),
+        }
+        for s in meta["scores"]
+    ]
+    question["meta"] = {**meta, "scores": scores, "yields": [s["yield"] for s in scores]}
 
 
 def _withhold_leaking_twins(
