@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from labreplay.cli import main as cli_main
+from labreplay.suites.conditions.compiler import QUESTION_RULES
 from labreplay.suites.conditions.independence import (
     MAX_ANSWER_SHARE,
     MAX_PER_OPTION_SET,
@@ -102,6 +103,7 @@ def test_builtin_option_sets_are_asked_at_most_20_times(compiled_all: Any) -> No
         for q in _base_mc(compiled_all.questions)
     )
     assert max(per_set.values()) <= MAX_PER_OPTION_SET == 20
+    assert "at most 20 base MC questions" in QUESTION_RULES["option_set_repeats"]  # hashed
     repeats = compiled_all.answer_shares["option_set_repeats"]
     # Buchwald-Hartwig asks its 3 bases, its ligands and its ligand x base grid of > 100 aryl
     # halide x additive tables; cut to 20 each
