@@ -15,9 +15,11 @@ from labreplay.suites.conditions.questions import value_label
 from labreplay.suites.conditions.scoring import answer_key, random_floor, score_answer
 
 
-def test_compiles_thousands_of_questions(compiled_all: Any) -> None:
+def test_compiles_hundreds_of_questions(compiled_all: Any) -> None:
     qs = compiled_all.questions
-    assert len(qs) > 2000  # after the noise floors and the answer-share cap (issue 36)
+    # after the noise floors, 20 questions per repeated option set and the answer-share cap
+    # (issue 36): 832 on seed 0
+    assert len(qs) > 800
     assert {q["question_type"] for q in qs} == {"mc_single", "mc_all", "fib_all"}
     assert len({q["id"] for q in qs}) == len(qs)
     assert all(q["meta"]["spec_hash"] == compiled_all.spec_hash for q in qs)

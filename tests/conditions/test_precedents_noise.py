@@ -37,7 +37,8 @@ def test_exclusion_baseline_lift_contains_zero_on_every_dataset(lifts: dict[str,
             if metric in metrics and metrics[metric]["ci95"] is not None:
                 assert metrics[metric]["contains_zero"], (ds, metric, metrics[metric])
     overall = per["all"]["mc.score"]
-    assert overall["clusters"] > 500 and abs(overall["mean"]) < 0.02
+    # 319 source tables with twins after the option-set cut (20 per set; was 993)
+    assert overall["clusters"] > 300 and abs(overall["mean"]) < 0.02
 
 
 def test_precedent_ranker_keeps_a_positive_lift(lifts: dict[str, Any]) -> None:
@@ -191,7 +192,7 @@ def test_leave_table_out_ranker_is_a_reference_row(questions_file: Path) -> None
 
     info = json.loads(questions_file.with_name(questions_file.name + ".spec.json").read_text())
     rows = info["ranker_reference"]
-    assert rows["buchwald_hartwig"]["mc_all"]["n"] > 50
+    assert rows["buchwald_hartwig"]["mc_all"]["n"] >= 15  # 20 per option set, then the cap
     for per in rows.values():
         for row in per.values():
             assert 0 <= row["accuracy"] <= 1 and row["floor_score"] > 0

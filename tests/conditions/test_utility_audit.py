@@ -83,9 +83,25 @@ def test_two_agents_report_a_flip_and_claim_no_correlation() -> None:
     assert audit["gap"]["additive"]["mean"] == pytest.approx(-0.5)
     assert audit["gap"]["additive"]["ci95"][1] < 0  # every table says so: outside noise
     assert "flips under additive (outside noise)" in audit["can_tell"]
-    assert "holds under yield_only, maximin" in audit["can_tell"]
+    assert "holds under yield_only (outside noise), maximin (outside noise)" in audit["can_tell"]
+    assert "under the product utility a leads b by +0.500 (outside noise)" in audit["can_tell"]
     assert "needs at least 3 agents; none is claimed" in audit["cannot_tell"]
     assert "6 MC_all question(s) with selectivity" in audit["cannot_tell"]
+
+
+def test_two_agents_within_noise_say_so() -> None:
+    """Two agents whose per-table gaps disagree in sign: the order is reported with its noise,
+    and what 2 agents cannot tell is said."""
+    questions = {f"q{i}": _view(f"q{i}", f"t{i % 4}") for i in range(8)}
+    runs = {
+        "a": {q: _scores(0.9 if int(q[1:]) % 4 < 2 else 0.5, 0.7) for q in questions},
+        "b": {q: _scores(0.6, 0.7 if int(q[1:]) % 4 else 0.9) for q in questions},
+    }
+    audit = utility_audit(runs, questions)
+    assert audit["order_product"] == ["a", "b"]
+    assert "leads b by +0.100 (within noise: interval holds 0)" in audit["can_tell"]
+    assert "which agent is better where the gap interval holds 0" in audit["cannot_tell"]
+    assert all(c["spearman_rho"] is None for c in audit["comparisons"].values())
 
 
 def test_one_agent_tells_nothing_and_three_give_a_correlation() -> None:

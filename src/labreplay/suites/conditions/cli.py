@@ -156,6 +156,13 @@ def compile_cmd(
         "selectivity when there is no yield column).",
     ),
     yield_scale: str = typer.Option("percent", "--yield-scale", help="percent | fraction."),
+    response: str | None = typer.Option(
+        None,
+        "--response",
+        help="yield | ratio: what --yield-col holds (default yield). A ratio (product/internal-"
+        "standard ratio, peak area) is ranked as recorded, never shown as a yield, its noise "
+        "floors relative to its largest value; a column named like one is refused as a yield.",
+    ),
     force_scale: bool = typer.Option(
         False,
         "--force-scale",
@@ -233,6 +240,7 @@ def compile_cmd(
         yield_scale=yield_scale,
         objective=objective,
         merge_by=merge_by,
+        response=response,
     )
     if table is None:
         given = [
@@ -254,6 +262,7 @@ def compile_cmd(
                 ("--er-col", er_col),
                 ("--dr-col", dr_col),
                 ("--rr-col", rr_col),
+                ("--response", response),
             )
             if value
         ]
@@ -279,6 +288,7 @@ def compile_cmd(
                 temperature_k=temperature_k,
                 objective=objective,
                 yield_scale=yield_scale,
+                response=response or "yield",
                 smiles_cols=_pairs([smiles_cols], "--smiles-cols"),
                 product_col=product_col,
                 constants=_pairs(constant, "--constant"),
@@ -354,6 +364,7 @@ def check_compile_options(
     yield_scale: str,
     objective: str | None,
     merge_by: str,
+    response: str | None = None,
 ) -> None:
     """Every compile option checked before any file is read or written (one line, exit 2)."""
     import math
@@ -382,6 +393,8 @@ def check_compile_options(
         )
     if merge_by not in {"smiles", "name"}:
         raise LabreplayError(f"--merge-by must be smiles or name, got {merge_by!r}")
+    if response is not None and response not in {"yield", "ratio"}:
+        raise LabreplayError(f"--response must be yield or ratio, got {response!r}")
 
 
 @app.command("run")

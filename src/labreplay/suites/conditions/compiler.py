@@ -66,10 +66,12 @@ QUESTION_RULES = {
         "(exclusion baseline, METRICS.md)",
     },
     "uninformative": "questions whose best option utility is 0 are not emitted (counted)",
-    "answer_share_cap": "per dataset and MC type no answer (the gold option's labels) correct "
-    "in more than 0.4 of the questions: the most repeated answer's questions withheld (seeded, "
-    "twins with them) until under the cap; fewer than 3 distinct answers keep none; a type "
-    "with fewer than 5 questions is reported, not capped",
+    "answer_share_cap": "per dataset and MC type, then per dataset over its MC_single and "
+    "MC_all questions pooled, no answer (the gold option's labels over the question's varying "
+    "keys; base questions only) correct in more than 0.4 of the questions: the most repeated "
+    "answer's questions withheld (seeded, twins with them, named in QC) until under the cap; "
+    "fewer than 3 distinct answers keep none; a group with fewer than 5 questions is "
+    "reported, not capped",
     "noise_floor": "excluded and counted: the best option's yield below the dataset rule's "
     "yield_floor (0.05), or best minus second-best utility below the table's pooled replicate "
     "SD (else, or when it is 0, noise_points: 2 yield points); a declared ratio response reads both relative to "
@@ -81,6 +83,9 @@ QUESTION_RULES = {
     "keeping the most rows; oversized contexts split into seeded near-equal level subsets "
     "(the context's best level in exactly one); at most max_tables_per_reaction tables, seeded",
     "distinct_option_sets": "one MC question per (table, option set); MC_single first, then MC_all",
+    "option_set_repeats": "at most 20 base MC questions per (dataset, MC type, identical option "
+    "set): a seeded uniform choice, blind to outcomes, before the answer-share cap; the rest "
+    "withheld with their twins (counted, printed per dataset)",
     "utility": "objective per dataset: utility = yield x signed selectivity, yield, or "
     "selectivity (METRICS.md)",
 }
@@ -95,6 +100,7 @@ SKIP_REASONS = (
     "below_yield_floor",
     "within_noise",
     "precedents_leak_by_exclusion",
+    "option_set_repeats",
     "answer_share_cap",
 )
 
@@ -594,6 +600,7 @@ def compile_tables(
     for rule, tables in tables_by_rule:
         mine = by_dataset.setdefault(rule.dataset, _no_skips())
         floor = noise_floor(rule, tables)
+        largest = max((r.outcome.get("yield") or 0.0 for t in tables for r in t.rows), default=0.0)
         if isinstance(tables, TableSet):
             qc[rule.dataset] = tables.qc
         label = (rows_sha256 or {}).get(rule.dataset)
@@ -609,6 +616,7 @@ def compile_tables(
                 q["meta"]["spec_hash"] = spec_hash
                 if rule.response == "ratio":
                     _as_ratio_outcomes(q)
+                    _ratio_scores(q, largest)
                 if unverified:  # so a run on these questions is marked UNVERIFIED too
                     q["meta"]["unverified_data"] = sorted(unverified)
             questions.extend(qs)
@@ -618,15 +626,34 @@ def compile_tables(
             summary = table.summary()
             summary["questions"] = len(qs)
             summaries.append(summary)
-    from labreplay.suites.conditions.independence import answer_shares, cap_answer_share
+    from labreplay.suites.conditions.independence import (
+        MAX_PER_OPTION_SET,
+        Withheld,
+        answer_shares,
+        cap_answer_share,
+        dedupe_option_sets,
+    )
 
+    questions, repeated, sets_cut = dedupe_option_sets(questions, seed)
+    for ds, n in repeated.items():
+        skipped["option_set_repeats"] += n
+        by_dataset[ds]["option_set_repeats"] += n
     before = answer_shares(questions)
-    questions, capped = cap_answer_share(questions, seed)
+    withheld: list[Withheld] = []
+    questions, capped = cap_answer_share(questions, seed, log=withheld)
     for ds, n in capped.items():
         skipped["answer_share_cap"] += n
         by_dataset[ds]["answer_share_cap"] += n
     questions = _withhold_leaking_twins(questions, seed, skipped, by_dataset)
-    shares = {"before": before, "after": answer_shares(questions)}
+    shares = {
+        "before": before,
+        "after": answer_shares(questions),
+        "withheld": withheld,
+        "option_set_repeats": {
+            ds: {"max_per_set": MAX_PER_OPTION_SET, "sets_cut": sets_cut[ds], "withheld": n}
+            for ds, n in sorted(repeated.items())
+        },
+    }
     return CompiledSet(
         spec,
         spec_hash,
@@ -650,6 +677,25 @@ def _as_ratio_outcomes(question: dict[str, Any]) -> None:
             "yield": None,
             "response_ratio": None if y is None else _fmt(y / 100.0),
         }
+
+
+def _ratio_scores(question: dict[str, Any], largest: float) -> None:
+    """A declared ratio response in the options' release-layout `scores`: `response_ratio` is
+    the recorded value and `yield` the response relative to the dataset's largest, in % (a
+    ratio or an area is not bounded by 100%; read as a yield it would be clipped there and
+    every option would tie in the yield-only audit). Relative scores are unchanged. New
+    lists: a precedent twin shares its base's."""
+    meta = question["meta"]
+    scale = 100.0 / largest if largest > 0 else 0.0
+    scores = [
+        {
+            **s,
+            "yield": None if s.get("yield") is None else _fmt(s["yield"] / 100.0 * scale),
+            "response_ratio": None if s.get("yield") is None else _fmt(s["yield"] / 100.0),
+        }
+        for s in meta["scores"]
+    ]
+    question["meta"] = {**meta, "scores": scores, "yields": [s["yield"] for s in scores]}
 
 
 def _withhold_leaking_twins(

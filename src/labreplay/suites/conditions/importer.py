@@ -28,7 +28,7 @@ from labreplay.suites.conditions.chem import (
 from labreplay.suites.conditions.compiler import CompiledSet, compile_tables
 from labreplay.suites.conditions.outcomes import OBJECTIVES
 from labreplay.suites.conditions.slicing import INFORMATIVE_RULE
-from labreplay.suites.conditions.tables import RawRow, TableRule, build_tables
+from labreplay.suites.conditions.tables import RESPONSES, RawRow, TableRule, build_tables
 
 
 def _read_frame(path: Path) -> Any:
@@ -67,6 +67,9 @@ class ImportOptions:
     temperature_k: float | None = None
     objective: str | None = None  # default: utility with a yield column, else selectivity
     yield_scale: str = "percent"
+    # what --yield-col holds: "yield", or "ratio" (a relative response: product/internal-
+    # standard ratio, peak area), ranked as recorded with floors relative to its largest value
+    response: str = "yield"
     smiles_cols: Mapping[str, str] = field(default_factory=dict)  # name col -> SMILES col
     product_col: str | None = None
     constants: Mapping[str, str] = field(default_factory=dict)
@@ -96,6 +99,10 @@ def _check(path: Path, columns: Sequence[str], o: ImportOptions) -> tuple[str, d
         _fail("declare at least one condition column", path, "--condition-cols")
     if o.yield_scale not in {"percent", "fraction"}:
         _fail("yield scale must be 'percent' or 'fraction'", path, "--yield-scale", o.yield_scale)
+    if o.response not in RESPONSES:
+        _fail(f"unknown response (known: {', '.join(RESPONSES)})", path, "--response", o.response)
+    if o.response == "ratio" and not o.yield_col:
+        _fail("--response ratio needs --yield-col (the response column)", path, "--response")
     selectivity_cols = [c for c in (o.ee_col, o.dr_col, o.er_col, o.rr_col, o.ddg_col) if c]
     if not o.yield_col and not selectivity_cols:
         _fail(
@@ -184,7 +191,9 @@ def import_table(path: Path, options: ImportOptions) -> CompiledSet:
         citation="user table",
         doi="",
         condition_keys=tuple(keys[c] for c in o.condition_cols),
-        yield_scale=o.yield_scale,
+        # a ratio is read as recorded: no percent/fraction scale applies to it
+        yield_scale="fraction" if o.response == "ratio" else o.yield_scale,
+        response=o.response,
         replicate_policy=o.replicate_policy,
         max_options=o.max_options,
         max_tables=o.max_tables,
@@ -247,6 +256,13 @@ def import_table(path: Path, options: ImportOptions) -> CompiledSet:
             )
 
     tables = build_tables(rows(), rule, o.seed)
+    if o.response == "ratio":
+        tables.qc.setdefault("warnings", []).append(
+            f"response {o.yield_col!r} declared a ratio (--response ratio): ranked as "
+            "recorded (no yield scale, no 100% bound, never shown as a yield); noise floors "
+            f"relative to the largest response: best below {rule.yield_floor:g} x it, or a "
+            f"gap below the replicate SD (else {rule.noise_points / 100:g} x it)"
+        )
     tables.qc["axis_rule"] = (
         [f"declared --vary {', '.join(o.vary_cols)}"]
         if o.vary_cols

@@ -132,10 +132,12 @@ def parse_outcome(
     yield_scale: str,
     yield_basis: str = "yield",
     temperature_k: float | None = None,
+    unbounded: tuple[str, ...] = (),
 ) -> ParsedOutcome:
     """Parse one row's outcome cells. Negative yield-like values are clipped to 0 here; values
     above 100% and |ee| > 100 are reported in ``out_of_range`` and clipped (the caller refuses
-    them unless the table allows them)."""
+    them unless the table allows them). Fields in `unbounded` (a declared ratio response) are
+    read as recorded: no scale, no upper bound."""
     parsed = ParsedOutcome({})
     out = parsed.outcome
     scale = 100.0 if yield_scale == "percent" else 1.0
@@ -148,7 +150,12 @@ def parse_outcome(
         if cell.value is None:
             continue
         value = cell.value
-        if name in FRACTION_FIELDS:
+        if name in unbounded:  # a relative response: only a negative reading is impossible
+            if value < 0:
+                parsed.flags.append(f"{name}: {cells[name]!r} below 0, clipped to 0")
+                parsed.clipped_negative += 1
+                value = 0.0
+        elif name in FRACTION_FIELDS:
             if not cell.percent:
                 parsed.scale_samples.append((name, value))
             # a cell with its own % sign is a percent whatever the column's declared scale

@@ -8,7 +8,11 @@ from typing import Any
 
 from labreplay.sdk import atomic_write_text, canonical_json
 from labreplay.suites.conditions.compiler import CompiledSet
-from labreplay.suites.conditions.independence import ranker_reference, share_lines
+from labreplay.suites.conditions.independence import (
+    option_set_lines,
+    ranker_reference,
+    share_lines,
+)
 from labreplay.suites.conditions.precedent_audit import precedent_reference_lines, reference_lifts
 from labreplay.suites.conditions.questions import write_questions
 from labreplay.suites.conditions.scoring import answer_key
@@ -183,7 +187,15 @@ def qc_lines(info: dict[str, Any]) -> list[str]:
         lines.append(f"dropped {ds}: {dropped or 'nothing'}")
     if info.get("answer_shares"):
         shares = info["answer_shares"]
-        lines.extend(share_lines(shares["before"], shares["after"], info.get("ranker_reference")))
+        lines.extend(option_set_lines(shares.get("option_set_repeats", {})))
+        lines.extend(
+            share_lines(
+                shares["before"],
+                shares["after"],
+                info.get("ranker_reference"),
+                shares.get("withheld", ()),
+            )
+        )
     if info.get("precedent_references"):
         lines.extend(precedent_reference_lines(info["precedent_references"]))
     return lines

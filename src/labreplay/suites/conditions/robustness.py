@@ -234,20 +234,26 @@ def utility_audit(
 
 def _statement(out: Mapping[str, Any], n_agents: int, selective: int) -> tuple[str, str]:
     flips = [u for u, c in out["comparisons"].items() if not c["same_order_as_product"]]
-    held = ", ".join(u for u in UTILITIES[1:] if u not in flips)
     gaps = out.get("gap") or {}
 
-    def noise(u: str) -> str:  # with 2 agents: is the flipped gap's interval clear of 0?
+    def noise(u: str) -> str:  # with 2 agents: is the gap's interval clear of 0?
         ci = (gaps.get(u) or {}).get("ci95")
         if not ci:
             return ""
         return " (outside noise)" if ci[0] > 0 or ci[1] < 0 else " (within noise: interval holds 0)"
 
+    held = ", ".join(u + noise(u) for u in UTILITIES[1:] if u not in flips)
     what = (
         f"the order of the {n_agents} agents under each alternative: "
         + ("it flips under " + ", ".join(u + noise(u) for u in flips) if flips else "no flip")
         + (f"; it holds under {held}" if held else "")
     )
+    if n_agents == 2 and (gaps.get("product") or {}).get("mean") is not None:
+        first, second = out["order_product"]
+        what += (
+            f"; under the product utility {first} leads {second} by "
+            f"{gaps['product']['mean']:+.3f}{noise('product')}"
+        )
     limits = []
     if n_agents == 2:
         limits.append("a rank correlation (needs at least 3 agents; none is claimed)")

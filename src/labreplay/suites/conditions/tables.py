@@ -278,11 +278,16 @@ def _check_rule(rule: TableRule) -> None:
     if rule.response == "yield" and _NON_YIELD_NAME.search(rule.yield_column):
         raise DataError(
             "the yield column is named like a relative response (a ratio, area or signal), "
-            "not a yield; declare the response as 'ratio' to rank by it",
+            "not a yield; declare the response as 'ratio' (--response ratio) to rank by it",
             record=rule.dataset,
             field="yield_column",
             value=rule.yield_column,
         )
+
+
+def _response_fields(rule: TableRule) -> tuple[str, ...]:
+    """The outcome fields holding the response: the yield, or the declared yield basis."""
+    return ("yield",) if rule.yield_basis == "yield" else ("yield", "conversion")
 
 
 def _parse_all(
@@ -307,6 +312,7 @@ def _parse_all(
             yield_scale=rule.yield_scale,
             yield_basis=rule.yield_basis,
             temperature_k=rule.temperature_k,
+            unbounded=_response_fields(rule) if rule.response == "ratio" else (),
         )
         for name, value in p.scale_samples:
             samples.setdefault(name, []).append(value)
@@ -316,6 +322,8 @@ def _parse_all(
         parsed.append((raw, p))
     fix = "fraction" if rule.yield_scale == "percent" else "percent"
     for name in FRACTION_FIELDS:
+        if rule.response == "ratio" and name in _response_fields(rule):
+            continue  # a ratio has no percent/fraction scale to mismatch
         why = scale_mismatch(samples.get(name, []), rule.yield_scale)
         if why:
             column = rule.yield_column if name in {"yield", rule.yield_basis} else name
