@@ -203,7 +203,7 @@ def test_each_suite_shows_its_paper_beside_the_store(tmp_path: Path, three_suite
     """Plain HTML (no browser): every suite's "paper beside this store" block quotes the
     paper's figures with their sources, shows this store's figures computed from its runs (the
     same values the suites' boards give), lists why they differ, and holds no raw JSON."""
-    from labreplay.report.html import num
+    from labreplay.report.html import ci_text, num
     from labreplay.suites.campaign.leaderboard import leaderboard
     from labreplay.suites.campaign.papers import PAPER as CAMPAIGN
 
@@ -232,8 +232,11 @@ def test_each_suite_shows_its_paper_beside_the_store(tmp_path: Path, three_suite
         ranker = next(r for r in store.runs(suite="conditions") if r.agent.startswith("ranker"))
         mc_all = store.scores(ranker.run_id)["mc_all_score"]
     here = {r[0]: r for r in tables["campaign-paper-here"]}
+    assert board["rows"]  # bayes is ranked
     for row in board["rows"]:
         assert here[row["system"]][3] == num(row["adaptive_auc"])
+        assert here[row["system"]][5] == ci_text(row["selection_lift"])
+        assert here[row["system"]][6] == ci_text(row["evidence_lift"])  # both controls ran
     conditions = {r[0]: r for r in tables["conditions-paper-here"]}
     assert conditions[ranker.agent][3].endswith(f"/ {mc_all:.3f}")
     configsearch = {r[1]: r for r in tables["configsearch-paper-here"]}

@@ -70,9 +70,16 @@ PAPER = Paper(
         "labreplay campaign leaderboard --store runs.sqlite\n"
         "labreplay report --store runs.sqlite --out report/"
     ),
-    here_figures="adaptive AUC, skill over context and selection lift of every system on the "
-    "paper's board",
+    here_figures="adaptive AUC, skill over context, selection and evidence lift of every system "
+    "on the paper's board",
 )
+
+
+def _ci(value: object) -> str:
+    """A mean with its interval, or "-" where the board has none (e.g. no control ran)."""
+    if isinstance(value, Mapping) and value.get("mean") is not None:
+        return ci_text(value)
+    return "-"
 
 
 def _movements(row: Mapping[str, Any]) -> str:
@@ -86,21 +93,23 @@ def comparison(board: Mapping[str, Any]) -> PaperComparison:
     kind = "long" if board["tables"]["long"]["assignments"] else "short"
     rows = []
     for row in [*board["rows"], *board["references"]]:
-        lift = row.get("selection_lift")
+        lift, evidence = row.get("selection_lift"), row.get("evidence_lift")
         rows.append(
             (
                 str(row["system"]),
                 "reference" if row.get("reference") else "ranked",
                 str(row.get("assignments", "-")),
                 num(row.get("adaptive_auc")),
-                ci_text(row.get("skill_over_context")),
-                ci_text(lift) if isinstance(lift, Mapping) else "-",
+                _ci(row.get("skill_over_context")),
+                _ci(lift),
+                _ci(evidence),
                 _movements(row),
             )
         )
     notes = [
         f"Board: the {kind} assignments of this store ({len(board['assignments'])} in all); "
-        "skill over context and selection lift with paired bootstrap 95% intervals; opposite "
+        "skill over context, selection and evidence lift with paired bootstrap 95% intervals; "
+        "evidence lift where the no-evidence control ran; opposite "
         "moves: closures whose local and held-out forecasts moved in opposite directions, of "
         "those where both changed."
     ]
@@ -116,6 +125,7 @@ def comparison(board: Mapping[str, Any]) -> PaperComparison:
             "adaptive AUC",
             "skill over context",
             "selection lift",
+            "evidence lift",
             "opposite moves",
         ),
         tuple(rows),
