@@ -442,7 +442,9 @@ class InspectEndpoint:
             mapped = as_openai_error(exc, self.where)
             if mapped is exc:
                 raise
-            raise mapped from exc
+            # The provider's own error keeps its cause (what `describe_failure` shows); a
+            # translated one has the provider's error as its cause.
+            raise mapped from (mapped.__cause__ if mapped is _unwrap(exc) else exc)
         return completion_of(output)
 
     def create(self, *, timeout: float, **body: Any) -> Any:
