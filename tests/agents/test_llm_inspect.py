@@ -123,7 +123,7 @@ def test_a_campaign_through_openai_api_completes_with_every_call_recorded(
     assert adaptive.agent == LOCAL and adaptive.model == LOCAL
     params = adaptive.agent_params
     assert params["layer"] == "inspect_ai" and params["provider"] == "openai-api"
-    assert params["structured"] == "auto: response_format json_schema, sent as is"
+    assert params["structured"] == "auto: response_format sent as is"
     assert calls and not any(c["error"] or c["parse_error"] for c in calls)
     assert all(c["prompt_tokens"] > 0 and c["completion_tokens"] > 0 for c in calls)
     assert all(c["resolved_model"] == "stub-2026-01-01" for c in calls)
@@ -147,6 +147,26 @@ def test_the_sent_request_carries_our_schema_seed_and_budget() -> None:
     assert isinstance(body["seed"], int) and body["max_tokens"] == reply.calls[0]["max_tokens"]
     assert body["response_format"]["json_schema"]["schema"] == ACTION_SCHEMA  # not degraded
     assert body["messages"] == MESSAGES
+
+
+def test_a_refused_response_format_falls_back_as_natively() -> None:
+    """A server that refuses json_schema (llama-cpp-python's 500) is asked again at once with
+    json_object and its schema, then keeps it: the native detection, through inspect."""
+    refusal = json.dumps(
+        {"error": {"message": "Input should be 'text' or 'json_object' (response_format.type)"}}
+    ).encode()
+
+    def respond(request: stub.SeenRequest, _n: int) -> stub.StubReply:
+        fmt = (request.body or {}).get("response_format") or {}
+        return stub.StubReply(500, refusal) if fmt.get("type") == "json_schema" else stub.ok(GOOD)
+
+    with stub.StubServer(respond) as server:
+        client = _client(LOCAL, server.base_url, retry=RetryPolicy(timeout_s=5.0))
+        replies = [client.complete_json(MESSAGES, ACTION_SCHEMA, "action") for _ in range(2)]
+        sent = [(r.body or {})["response_format"]["type"] for r in server.chat_requests]
+    assert all(r.ok and r.calls[0]["retries"] == 0 for r in replies)
+    assert sent == ["json_schema", "json_object", "json_object"]
+    assert client.structured_format == "json_object"
 
 
 def test_a_provider_without_response_format_gets_a_lossless_schema_or_none() -> None:
@@ -249,7 +269,7 @@ def test_a_429_retry_after_is_honoured_and_its_excess_refused_as_natively() -> N
 
 
 def test_a_hung_endpoint_times_out_into_the_circuit_breaker_as_natively() -> None:
-    policy = RetryPolicy(max_retries=0, timeout_s=0.3)
+    policy = RetryPolicy(max_retries=0, timeout_s=1.5)  # room for a loaded machine
     with stub.StubServer(stub.constant(stub.hung())) as server:
         client = _client(LOCAL, server.base_url, retry=policy)
         records = [client.chat(MESSAGES, ACTION_SCHEMA)[1] for _ in range(CIRCUIT_LIMIT + 2)]

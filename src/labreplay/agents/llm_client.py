@@ -214,10 +214,10 @@ class _ClientCore:
         self._ignoring = ignoring_host(self.base_url) if self._provider == "openai" else None
         if self._ignoring is not None or self._provider == "anthropic":
             self._formats, self._format_confirmed = [], True
-        if self._inspect is not None:
-            # inspect's one structured form is response_schema (json_schema), passed on only
-            # by the providers in SCHEMA_PROVIDERS: none is sent to any other.
-            self._ignoring = None
+        if self._inspect is not None and self._inspect not in CHAT_PROVIDERS:
+            # Our response_format goes as is to OpenAI chat providers (detected as natively);
+            # to the others only as inspect's response_schema (json_schema), and only by the
+            # providers in SCHEMA_PROVIDERS: none is sent to any other.
             keep = self._inspect in SCHEMA_PROVIDERS and "json_schema" in self._formats
             self._formats = ["json_schema"] if keep else []
             self._format_confirmed = self._format_confirmed or not keep
@@ -259,18 +259,17 @@ class _ClientCore:
             if self._inspect not in SEED_PROVIDERS:
                 seed = f"not sent: inspect_ai's {self._inspect} provider passes no seed on"
             if self._formats and self._inspect in CHAT_PROVIDERS:
-                structured = f"{self.structured}: response_format json_schema, sent as is"
+                structured = f"{self.structured}: response_format sent as is"
             elif self._formats:
                 structured = (
                     f"{self.structured}: response_schema (json_schema) via inspect_ai, when the "
                     "schema converts without loss; else none (prompt + validation)"
                 )
-            else:
+            elif self.structured != "off":
                 structured = (
-                    f"none: inspect_ai's {self._inspect} provider gets no response_schema "
-                    "(prompt + validation)"
-                    if self.structured != "off"
-                    else "off"
+                    f"none: inspect_ai's {self._inspect} provider gets no "
+                    f"{'json_object' if self.structured == 'json_object' else 'response_schema'}"
+                    " (prompt + validation)"
                 )
         return {
             "model": self.model,

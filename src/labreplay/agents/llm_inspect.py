@@ -21,6 +21,7 @@ client is refused in one line (exit 2) before any store exists.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import math
 import re
@@ -424,6 +425,10 @@ class InspectEndpoint:
         except Exception as exc:  # inspect's own refusal (a missing key, a bad name): one line
             text = " ".join(str(exc).split())[:300] or type(exc).__name__
             raise AgentError(f"model {model!r}: inspect_ai refused it ({text})") from None
+        # inspect reads its model database (YAML, seconds on a busy machine) on the first
+        # request: read it now, so no request's timeout pays for it.
+        with contextlib.suppress(Exception):  # a warm-up only: a request says what is wrong
+            self._model.api.model_family()
         self._async = is_async
         self._unused: list[Any] = []
         self.chat, self.completions = self, self
