@@ -132,6 +132,7 @@ def test_a_campaign_through_openai_api_completes_with_every_call_recorded(
     # what the server got: our exact schema, the key as a bearer token; neither key in the store
     sent = [r for r in answering.chat_requests if r.body]
     assert sent and all(r.body["response_format"]["type"] == "json_schema" for r in sent)
+    assert all(r.headers.get("Authorization") == f"Bearer {KEY}" for r in sent)
     assert KEY.encode() not in store.read_bytes()
 
 
@@ -202,6 +203,55 @@ def test_the_conditions_and_configsearch_llm_agents_take_an_inspect_model_string
     usage = row["agent"]["llm_usage"]
     assert row["agent"]["status"] == "complete" and usage["failed_calls"] == 0
     assert usage["calls"] == 2 and usage["prompt_tokens"] > 0
+
+
+def test_inspect_output_maps_to_our_completion() -> None:
+    from inspect_ai.model import ModelOutput, ModelUsage
+
+    output = ModelOutput.from_content("m", '{"a": 1}', stop_reason="max_tokens")
+    output.usage = ModelUsage(
+        input_tokens=30, output_tokens=9, input_tokens_cache_read=1000,
+        input_tokens_cache_write=200, reasoning_tokens=4,
+    )  # fmt: skip
+    got = llm_inspect.completion_of(output)
+    assert got.text == '{"a": 1}' and got.finish_reason == "length"  # cut off, as natively
+    assert got.prompt_tokens == 1230 and got.completion_tokens == 9
+    assert got.cached_tokens == 1000 and got.cache_write_tokens == 200
+    assert got.resolved_model == "m"
+
+
+def test_other_sdks_failures_become_the_openai_kinds_we_classify() -> None:
+    import httpx
+    import openai
+    import tenacity
+
+    from labreplay.agents.llm_faults import failure_kind, is_timeout, retry_after_s
+
+    class RateLimitError(Exception):  # shaped like anthropic's / google's HTTP errors
+        def __init__(self, response: httpx.Response) -> None:
+            super().__init__("slow down")
+            self.status_code, self.response = response.status_code, response
+
+    request = httpx.Request("POST", "http://127.0.0.1:9/v1/messages")
+    limited = httpx.Response(429, headers={"retry-after": "7"}, json={}, request=request)
+    mapped = llm_inspect.as_openai_error(RateLimitError(limited), "x")
+    assert isinstance(mapped, openai.RateLimitError) and retry_after_s(mapped) == 7.0
+    assert failure_kind(mapped) == "transient"
+    broken = httpx.Response(503, json={"error": {"message": "busy"}}, request=request)
+    assert isinstance(
+        llm_inspect.as_openai_error(RateLimitError(broken), "x"), openai.InternalServerError
+    )
+
+    class APITimeoutError(Exception):
+        pass
+
+    assert is_timeout(llm_inspect.as_openai_error(APITimeoutError(), "x"))
+    assert is_timeout(llm_inspect.as_openai_error(httpx.ReadTimeout("late"), "x"))
+    # inspect's retry wrapper (tenacity) hands back the last attempt's own error
+    future = tenacity.Future(attempt_number=1)
+    future.set_exception(llm_inspect.timeout_error("http://127.0.0.1:9/v1"))
+    assert is_timeout(llm_inspect.as_openai_error(tenacity.RetryError(future), "x"))
+    assert isinstance(llm_inspect.as_openai_error(KeyError("bug"), "x"), KeyError)  # ours
 
 
 # ---------------------------------------------------------------------- (b) a reasoning model
