@@ -132,7 +132,7 @@ def test_a_campaign_through_openai_api_completes_with_every_call_recorded(
     # what the server got: our exact schema, the key as a bearer token; neither key in the store
     sent = [r for r in answering.chat_requests if r.body]
     assert sent and all(r.body["response_format"]["type"] == "json_schema" for r in sent)
-    assert all(r.headers.get("Authorization") == f"Bearer {KEY}" for r in sent)
+    assert all(r.headers.get("authorization") == f"Bearer {KEY}" for r in sent)
     assert KEY.encode() not in store.read_bytes()
 
 
@@ -367,6 +367,11 @@ def test_unknown_provider_is_one_line_exit_2_and_nothing_created(
 def test_a_missing_provider_package_or_inspect_is_named_in_one_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    for name in ("OPENAI_API_KEY", "AZUREAI_OPENAI_API_KEY", "AZURE_OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(AgentError, match=r"inspect_ai refused it \(.*No OPENAI_API_KEY") as no_key:
+        _client("openai/gpt-4o-mini", None)
+    assert "[bold]" not in str(no_key.value)  # inspect's console markup is dropped
     monkeypatch.setattr(llm_inspect, "_installed", lambda module: module != "anthropic")
     with pytest.raises(AgentError, match=r"needs the anthropic package: pip install anthropic"):
         _client("anthropic/claude-sonnet-4-5", None)

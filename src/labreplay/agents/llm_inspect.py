@@ -82,6 +82,8 @@ CHAT_PROVIDERS = frozenset(
     {"openai", "openai-api", "vllm", "sglang", "ollama", "together", "fireworks", "openrouter",
      "deepseek"}
 )  # fmt: skip
+# The console markup inspect's messages carry ("[bold][blue]OPENAI_API_KEY[/blue][/bold]").
+_RICH_MARKUP = re.compile(r"\[/?(?:bold|italic|underline|dim|red|green|blue|yellow|cyan|magenta)\]")
 # inspect's stop reasons as chat-completion finish reasons (what `validate_reply` reads).
 _STOP_REASONS = {"max_tokens": "length", "model_length": "length"}
 # Local servers accept any key, but inspect's OpenAI-family providers insist on one.
@@ -423,7 +425,7 @@ class InspectEndpoint:
         try:
             self._model = get_model(model, base_url=base_url, api_key=key, **args)
         except Exception as exc:  # inspect's own refusal (a missing key, a bad name): one line
-            text = " ".join(str(exc).split())[:300] or type(exc).__name__
+            text = _RICH_MARKUP.sub("", " ".join(str(exc).split()))[:300] or type(exc).__name__
             raise AgentError(f"model {model!r}: inspect_ai refused it ({text})") from None
         # inspect reads its model database (YAML, seconds on a busy machine) on the first
         # request: read it now, so no request's timeout pays for it.
