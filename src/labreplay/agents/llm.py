@@ -1,5 +1,7 @@
-"""Shared plumbing of the LLM agents over any OpenAI-compatible endpoint: the `openai:MODEL`
-agent spec, the client options every suite's LLM agent takes, and the per-run call log.
+"""Shared plumbing of the LLM agents over any OpenAI-compatible endpoint: the agent spec
+(`openai:MODEL`, or an inspect model string such as `openai/gpt-5`, `openai-api/local/m` or
+`mockllm/model`, served through inspect_ai's model API: `llm_inspect`), the client options
+every suite's LLM agent takes, and the per-run call log.
 
 The agents themselves live in their suites (the campaign policy in
 `labreplay.suites.campaign.llm_agent`, the conditions question agent in
@@ -19,6 +21,7 @@ from labreplay.agents.llm_config import (
     RetryPolicy,
     Sampling,
 )
+from labreplay.agents.llm_inspect import is_inspect_spec
 from labreplay.errors import AgentError
 
 AGENT_PREFIX = "openai:"
@@ -59,14 +62,43 @@ class CallLog:
         return out
 
 
+def is_llm_agent(agent: object) -> bool:
+    """Whether `agent` names an LLM agent: `openai:MODEL` (our own OpenAI-compatible client) or
+    an inspect model string `PROVIDER/MODEL` (inspect_ai's model API)."""
+    return isinstance(agent, str) and (agent.startswith(AGENT_PREFIX) or is_inspect_spec(agent))
+
+
 def parse_agent_spec(agent: str) -> str:
-    """The model name in `openai:MODEL` (the model may itself contain ':', as Ollama's do)."""
+    """The model of an LLM agent spec: MODEL of `openai:MODEL` (the model may itself contain
+    ':', as Ollama's do), or the inspect model string itself (`openai-api/local/smollm2`)."""
+    if is_inspect_spec(agent):
+        return agent.strip()
     if not agent.startswith(AGENT_PREFIX) or not agent[len(AGENT_PREFIX) :].strip():
         raise AgentError(
-            f"agent {agent!r} is not an LLM agent spec; expected 'openai:MODEL', "
-            "e.g. openai:gpt-4o-mini or openai:llama3.2:1b"
+            f"agent {agent!r} is not an LLM agent spec; expected 'openai:MODEL' or an inspect "
+            "model string PROVIDER/MODEL, e.g. openai:gpt-4o-mini, openai:llama3.2:1b, "
+            "openai/gpt-5 or openai-api/local/smollm2"
         )
     return agent[len(AGENT_PREFIX) :].strip()
+
+
+def agent_provider(agent: str, provider: str | None) -> str:
+    """The client's `provider` of an agent spec: "inspect" for an inspect model string (which
+    names its provider itself), else `--provider` (default "auto")."""
+    if not is_inspect_spec(agent):
+        return provider or "auto"
+    if provider not in (None, "auto"):
+        raise AgentError(
+            f"--provider {provider} applies to openai:MODEL; {agent!r} is an inspect model "
+            "string, whose provider is its first part"
+        )
+    return "inspect"
+
+
+def agent_name(client: Any) -> str:
+    """The agent's name of a client: `openai:MODEL`, or the inspect model string."""
+    model = str(client.model)
+    return model if getattr(client, "_inspect", None) else f"{AGENT_PREFIX}{model}"
 
 
 def client_options(

@@ -55,6 +55,14 @@ from labreplay.agents.llm_faults import (
     refuses_max_tokens,
     retry_after_s,
 )
+from labreplay.agents.llm_inspect import (
+    CHAT_PROVIDERS,
+    SCHEMA_PROVIDERS,
+    SEED_PROVIDERS,
+    InspectEndpoint,
+    check_available,
+    inspect_schema,
+)
 from labreplay.agents.llm_wire import (
     SCHEMA_FAULT,
     Completion,
@@ -160,7 +168,9 @@ class _ClientCore:
     # reasoning model, which takes none. A temperature the user set is always sent.
     temperature_explicit: bool = True
     # The wire format: "openai" (chat completions), "anthropic" (the Messages API) or "auto"
-    # (anthropic for a base URL on api.anthropic.com); see `llm_anthropic`.
+    # (anthropic for a base URL on api.anthropic.com); see `llm_anthropic`. "inspect": the
+    # model is an inspect model string (`openai/gpt-5`, `openai-api/local/m`...) sent through
+    # inspect_ai's model API (`llm_inspect`); everything else here wraps it unchanged.
     provider: str = "auto"
 
     def __post_init__(self) -> None:
@@ -174,11 +184,18 @@ class _ClientCore:
             )
         if self.reasoning_tokens is not None and self.reasoning_tokens < 0:
             raise AgentError(f"--reasoning-tokens must be >= 0, got {self.reasoning_tokens}")
-        self._provider = resolve_provider(self.provider, self.base_url)
+        # The inspect_ai provider serving the calls (None: our own clients do).
+        self._inspect: str | None = None
+        if self.provider == "inspect":
+            self._provider = "inspect"
+            self._inspect = check_available(self.model)  # one line, before any store
+        else:
+            self._provider = resolve_provider(self.provider, self.base_url)
         if self._provider == "anthropic":
             self.base_url = self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
             self.base_url = self.base_url or ANTHROPIC_ENDPOINT
-        self.base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        if self._inspect is None:  # inspect's providers read their own variables
+            self.base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
         check_base_url(self.base_url)
         self.meter.bind_model(self.model)  # its price; a money cap on an unpriced model refused
         # Circuit breaker: an endpoint that never answered and failed a whole call (with its
@@ -197,6 +214,13 @@ class _ClientCore:
         self._ignoring = ignoring_host(self.base_url) if self._provider == "openai" else None
         if self._ignoring is not None or self._provider == "anthropic":
             self._formats, self._format_confirmed = [], True
+        if self._inspect is not None and self._inspect not in CHAT_PROVIDERS:
+            # Our response_format goes as is to OpenAI chat providers (detected as natively);
+            # to the others only as inspect's response_schema (json_schema), and only by the
+            # providers in SCHEMA_PROVIDERS: none is sent to any other.
+            keep = self._inspect in SCHEMA_PROVIDERS and "json_schema" in self._formats
+            self._formats = ["json_schema"] if keep else []
+            self._format_confirmed = self._format_confirmed or not keep
         self._adopt_detected()
         # The server refused `max_tokens` for `max_completion_tokens` (token_param "auto").
         self._learned_completion_tokens = False
@@ -229,10 +253,28 @@ class _ClientCore:
             provider = {"provider": "anthropic"}
             seed = "not sent: the Messages API has no seed"
             structured = "none: the Messages API has no response_format (prompt + validation)"
+        if self._inspect is not None:
+            # Which layer and provider served the calls, and what it was sent (never inferred).
+            provider = {"layer": "inspect_ai", "provider": self._inspect}
+            if self._inspect not in SEED_PROVIDERS:
+                seed = f"not sent: inspect_ai's {self._inspect} provider passes no seed on"
+            if self._formats and self._inspect in CHAT_PROVIDERS:
+                structured = f"{self.structured}: response_format sent as is"
+            elif self._formats:
+                structured = (
+                    f"{self.structured}: response_schema (json_schema) via inspect_ai, when the "
+                    "schema converts without loss; else none (prompt + validation)"
+                )
+            elif self.structured != "off":
+                structured = (
+                    f"none: inspect_ai's {self._inspect} provider gets no "
+                    f"{'json_object' if self.structured == 'json_object' else 'response_schema'}"
+                    " (prompt + validation)"
+                )
         return {
             "model": self.model,
             **provider,
-            "endpoint": public_endpoint(self.base_url),
+            "endpoint": self.endpoint,
             **sampling.as_params(),
             **reasoning,
             "sampling_seed": seed,
@@ -244,6 +286,8 @@ class _ClientCore:
 
     @property
     def endpoint(self) -> str:
+        if self._inspect is not None and not self.base_url:
+            return f"inspect_ai:{self._inspect} (its default endpoint)"
         return public_endpoint(self.base_url)
 
     def _adopt_detected(self) -> None:
@@ -252,7 +296,7 @@ class _ClientCore:
             self._formats, self._format_confirmed = list(known), True
 
     def _detection_key(self) -> tuple[str, str]:
-        return public_endpoint(self.base_url), self.model
+        return self.endpoint, self.model
 
     @property
     def structured_format(self) -> str | None:
@@ -273,6 +317,8 @@ class _ClientCore:
     def _make_client_kwargs(self, api_key: str | None) -> dict[str, Any]:
         default_env = "ANTHROPIC_API_KEY" if self._provider == "anthropic" else "OPENAI_API_KEY"
         key = api_key or os.environ.get(default_env) or _PLACEHOLDER_KEY
+        if self._inspect is not None:
+            key = api_key or _PLACEHOLDER_KEY  # else inspect's provider reads its own variable
         if key != _PLACEHOLDER_KEY:
             register_secret(key)  # from now on no stored text can hold it
         for secret in secret_query_values(self.base_url):
@@ -283,6 +329,10 @@ class _ClientCore:
             "max_retries": 0,  # we retry ourselves, bounded and seeded
             "timeout": self.retry.timeout_for(None),  # each request passes its own
         }
+
+    def _inspect_endpoint(self, api_key: str | None, *, is_async: bool) -> InspectEndpoint:
+        """The inspect transport; the key (given, never stored) goes to inspect's provider."""
+        return InspectEndpoint(self.model, self.base_url, api_key, is_async=is_async)
 
     # ------------------------------------------------------------------ reasoning models
     def _declared_reasoning(self) -> bool:
@@ -334,6 +384,8 @@ class _ClientCore:
             # Hidden reasoning tokens count against the same budget: room for them on top.
             budget = (sampling.max_tokens or 0) + self._reasoning_budget()
             sampling = replace(sampling, max_tokens=budget)
+        if self._inspect is not None:
+            return self._inspect_request(messages, sampling, schema, name, reasoning)
         if self._provider == "anthropic":
             return messages_request(
                 self.model,
@@ -345,6 +397,29 @@ class _ClientCore:
             )
         fmt = self._formats[0] if self._formats else None
         return build_request(self.model, messages, sampling, schema, name, fmt)
+
+    def _inspect_request(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        sampling: Sampling,
+        schema: Mapping[str, Any],
+        name: str,
+        reasoning: bool,
+    ) -> dict[str, Any]:
+        """Our request body of an inspect call (hashed and cached like any): what inspect's
+        provider is sent, in OpenAI form (`llm_inspect.generate_args` translates it)."""
+        if self._inspect not in SEED_PROVIDERS:
+            sampling = replace(sampling, seed=None)
+        fmt = self._formats[0] if self._formats else None
+        converted: Mapping[str, Any] | None = schema
+        if fmt and self._inspect not in CHAT_PROVIDERS:
+            converted = inspect_schema(schema)  # inspect's response_schema model
+        request = build_request(self.model, messages, sampling, converted or {}, name, fmt)
+        if converted is None:
+            request.pop("response_format", None)  # lossy: not sent, the reply is validated
+        if reasoning and self._reasoning_budget():
+            request["reasoning_tokens"] = self._reasoning_budget()  # e.g. Claude's thinking
+        return request
 
     def _cached(self, request: Mapping[str, Any]) -> Completion | None:
         if self.cache is None:
@@ -558,6 +633,8 @@ class LLMClient(_ClientCore):
             MessagesClient(str(self.base_url), kwargs["api_key"], kwargs["timeout"])
             if self._provider == "anthropic"
             else openai.OpenAI(**kwargs)
+            if self._inspect is None
+            else self._inspect_endpoint(api_key, is_async=False)
         )
 
     def _send(self, attempt: _Attempt) -> Any:
@@ -654,6 +731,8 @@ class AsyncLLMClient(_ClientCore):
             AsyncMessagesClient(str(self.base_url), kwargs["api_key"], kwargs["timeout"])
             if self._provider == "anthropic"
             else openai.AsyncOpenAI(**kwargs)
+            if self._inspect is None
+            else self._inspect_endpoint(api_key, is_async=True)
         )
         self._gate: asyncio.Semaphore | None = None
 

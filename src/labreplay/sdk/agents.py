@@ -41,7 +41,15 @@ if TYPE_CHECKING:
         plain_repr,
         raised_message,
     )
-    from labreplay.agents.llm import AGENT_PREFIX, CallLog, client_options, parse_agent_spec
+    from labreplay.agents.llm import (
+        AGENT_PREFIX,
+        CallLog,
+        agent_name,
+        agent_provider,
+        client_options,
+        is_llm_agent,
+        parse_agent_spec,
+    )
     from labreplay.agents.llm_budget import check_user_budget, response_budget
     from labreplay.agents.llm_caps import CapReached, RunCaps
     from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
@@ -50,6 +58,7 @@ if TYPE_CHECKING:
         StructuredMode,
         public_endpoint,
     )
+    from labreplay.agents.llm_inspect import is_builtin_spec
     from labreplay.agents.llm_progress import CallProgress
     from labreplay.agents.llm_tokens import (
         cached_prefix_tokens,
@@ -110,9 +119,13 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "labreplay.agents.llm": (
         "AGENT_PREFIX",
         "CallLog",
+        "agent_name",
+        "agent_provider",
         "client_options",
+        "is_llm_agent",
         "parse_agent_spec",
     ),
+    "labreplay.agents.llm_inspect": ("is_builtin_spec",),
     "labreplay.agents.llm_budget": (
         "check_user_budget",
         "response_budget",
@@ -188,6 +201,8 @@ __all__ = [
     "Trial",
     "acquisition_of",
     "add_usage",
+    "agent_name",
+    "agent_provider",
     "bind_response_cache",
     "build_from_ref",
     "cached_prefix_tokens",
@@ -200,6 +215,8 @@ __all__ = [
     "count_tokens",
     "drain_calls",
     "extract_json_object",
+    "is_builtin_spec",
+    "is_llm_agent",
     "isolation_of",
     "json_problem",
     "model_of",

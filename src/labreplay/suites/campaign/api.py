@@ -239,12 +239,12 @@ def resolve_campaign_agent(
     (`labreplay.agents.isolated`; its module is imported there, never here), each call
     answered within `agent_timeout_s` (default 60 s) or the run is recorded failed.
     """
-    from labreplay.sdk.agents import CampaignAgent, ResolvedAgent, resolve_agent
+    from labreplay.sdk.agents import CampaignAgent, ResolvedAgent, is_llm_agent, resolve_agent
 
     if isolate:
         from labreplay.sdk.agents import CAMPAIGN_CONTRACT, resolve_isolated
 
-        if isinstance(agent, str) and agent.startswith("openai:"):
+        if is_llm_agent(agent):
             raise AgentError(
                 f"agent {agent!r}: --isolate runs Python agents; an LLM agent already sends the "
                 "model only the visible state"
@@ -267,7 +267,7 @@ def resolve_campaign_agent(
         return ResolvedAgent(
             agent, per_spec_only, ceiling.name, ceiling.params(), None, ORACLE_NAME, None
         )
-    if isinstance(agent, str) and agent.startswith("openai:"):
+    if isinstance(agent, str) and is_llm_agent(agent):
         make = _llm_factory(agent, **options)
         llm = make()
         return ResolvedAgent(agent, make, llm.name, llm.params(), None, agent, llm)

@@ -329,7 +329,9 @@ def run_cmd(
     chosen = first_in_seeded_order(select_specs(load_specs(specs), only), limit, seed, "campaign")
     # Every agent problem is one line, exit 2, before the store exists.
     resolved = resolve_campaign_agent(agent, isolate, agent_timeout, **options)
-    is_llm = isinstance(agent, str) and agent.startswith("openai:")
+    from labreplay.sdk.agents import is_llm_agent
+
+    is_llm = is_llm_agent(agent)
     if is_llm:
         from labreplay.suites.campaign.llm_run import check_max_tokens
 

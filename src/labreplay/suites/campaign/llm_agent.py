@@ -18,7 +18,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from labreplay.sdk.agents import (
-    AGENT_PREFIX,
     DEFAULT_MAX_RETRY_WAIT_S,
     CallLog,
     CallRecord,
@@ -26,9 +25,10 @@ from labreplay.sdk.agents import (
     ResponseCache,
     RunCaps,
     StructuredMode,
+    agent_name,
+    agent_provider,
     client_options,
     parse_agent_spec,
-    public_endpoint,
 )
 from labreplay.suites.campaign.llm_panel import panel_wire
 from labreplay.suites.campaign.llm_prompts import (
@@ -44,10 +44,10 @@ class LLMCampaignAgent:
 
     def __init__(self, client: LLMClient) -> None:
         self.client = client
-        self.name = f"{AGENT_PREFIX}{client.model}"
+        self.name = agent_name(client)
         # The campaign runner records these two on the run row.
         self.model = client.model
-        self.endpoint = public_endpoint(client.base_url)
+        self.endpoint = client.endpoint
         self._log = CallLog()
         self._layout = StateLayout()
 
@@ -150,6 +150,6 @@ def make_agent(
         reasoning_tokens=reasoning_tokens,
         max_retry_wait_s=max_retry_wait_s,
         call_time_s=call_time_s,
-        provider=provider,
+        provider=agent_provider(agent, provider),
     )
     return LLMCampaignAgent(LLMClient(model, api_key=api_key, **options))

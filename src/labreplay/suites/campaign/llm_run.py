@@ -14,6 +14,7 @@ from labreplay.sdk.agents import (
     add_usage,
     check_user_budget,
     cost,
+    is_llm_agent,
     response_budget,
     usage_line,
 )
@@ -72,7 +73,7 @@ def print_dry_run(
     from labreplay.sdk.cli import console, print_json
     from labreplay.suites.campaign.dry_run import dry_run
 
-    if not agent.startswith("openai:"):
+    if not is_llm_agent(agent):
         raise AgentError(
             f"--dry-run estimates LLM runs (--agent openai:MODEL); {agent!r} is not one"
         )

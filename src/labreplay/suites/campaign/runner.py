@@ -66,7 +66,9 @@ def random_branches(replicates: int) -> tuple[str, ...]:
 def default_replicates(agent: str) -> int:
     """3 schedule-matched random replicates for Python agents; 1 for LLM agents (`openai:`),
     where each replicate is a full campaign of model calls."""
-    return 1 if agent.startswith("openai:") else 3
+    from labreplay.sdk.agents import is_llm_agent
+
+    return 1 if is_llm_agent(agent) else 3
 
 
 def with_replicates(controls: Sequence[str], replicates: int) -> tuple[str, ...]:

@@ -449,7 +449,7 @@ def run_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Answer every question with one agent, score, and store the run (resumes if interrupted)."""
-    from labreplay.sdk.agents import run_price
+    from labreplay.sdk.agents import is_llm_agent, run_price
     from labreplay.sdk.engine import Store, open_executor
     from labreplay.suites.conditions.execute import resolve_question_agent
     from labreplay.suites.conditions.llm_run import (
@@ -459,7 +459,7 @@ def run_cmd(
     )
     from labreplay.suites.conditions.questions import load_questions
 
-    if agent.startswith("openai:"):
+    if is_llm_agent(agent):
         agent, model = "llm", agent
     price = run_price(model if agent == "llm" else agent, price_per_mtok, prices)
     options = agent_options(

@@ -22,9 +22,11 @@ from labreplay.sdk.agents import (
     ResponseCache,
     RunCaps,
     StructuredMode,
+    agent_name,
+    agent_provider,
     client_options,
+    is_builtin_spec,
     parse_agent_spec,
-    public_endpoint,
 )
 from labreplay.suites.conditions.llm_prompts import (
     PROMPT_VERSION,
@@ -56,9 +58,9 @@ class LLMQuestionAgent:
         self.client = client
         self.concurrent = concurrent
         self.render = render
-        self.name = f"{AGENT_PREFIX}{client.model}"
+        self.name = agent_name(client)
         self.model = client.model
-        self.endpoint = public_endpoint(client.base_url)
+        self.endpoint = client.endpoint
         self._log = CallLog()
 
     def params(self) -> dict[str, Any]:
@@ -145,7 +147,7 @@ def make_question_agent(
         reasoning_tokens=reasoning_tokens,
         max_retry_wait_s=max_retry_wait_s,
         call_time_s=call_time_s,
-        provider=provider,
+        provider=agent_provider(agent, provider),
     )
     # One meter for both clients: the run's caps count every call, sync or concurrent.
     concurrent = AsyncLLMClient(model, api_key=api_key, max_concurrency=max_concurrency, **options)
@@ -161,7 +163,10 @@ def conditions_agent(model: str | None = None, seed: int = 0, **options: Any) ->
             "--agent llm needs --model MODEL (served at OPENAI_BASE_URL, e.g. a local "
             "llama.cpp server: --model smollm2)"
         )
-    spec = model if model.startswith(AGENT_PREFIX) else f"{AGENT_PREFIX}{model}"
+    # `openai:MODEL` as given; a model named by one of inspect's own providers
+    # (`openai-api/local/m`) through inspect; any other name (`Qwen/Qwen2.5-7B`) as before.
+    builtin = is_builtin_spec(model)
+    spec = model if model.startswith(AGENT_PREFIX) or builtin else f"{AGENT_PREFIX}{model}"
     agent = make_question_agent(spec, **options)
     agent.reset(seed)
     return agent

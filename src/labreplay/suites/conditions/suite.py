@@ -94,8 +94,10 @@ class ConditionsSuite:
 
         seed = int(options.pop("seed", 0))
         run_options, agent_kwargs = parse_run_options(options)
+        from labreplay.sdk.agents import is_llm_agent
+
         given = agent
-        if isinstance(agent, str) and agent.startswith("openai:"):
+        if is_llm_agent(agent):
             agent, model = "llm", agent
         else:
             model = run_options.model
@@ -138,7 +140,9 @@ class ConditionsSuite:
 
         run_options, agent_kwargs = parse_run_options(options)
         model = run_options.model
-        if isinstance(agent, str) and agent.startswith("openai:"):
+        from labreplay.sdk.agents import is_llm_agent
+
+        if is_llm_agent(agent):
             model = agent
         if run_options.questions is not None:
             path = Path(run_options.questions)

@@ -463,7 +463,9 @@ def run_cmd(
     check_isolation(isolate, require_sandbox)
     # the optimiser is checked before the store is opened (one line, exit 2)
     tally = None
-    if agent is not None and agent.startswith("openai:"):
+    from labreplay.sdk.agents import is_llm_agent
+
+    if agent is not None and is_llm_agent(agent):
         from labreplay.suites.configsearch.llm_optimizer import make_factory
 
         if isolate:

@@ -198,7 +198,9 @@ def replay_cmd(
     if agent is not None:
         if problem == "which-model":
             raise LabreplayError("--agent: which-model replays BO and paired random only")
-        if agent.startswith("openai:"):
+        from labreplay.sdk.agents import is_llm_agent
+
+        if is_llm_agent(agent):
             from labreplay.suites.configsearch.llm_optimizer import make_factory
 
             options = agent_options(

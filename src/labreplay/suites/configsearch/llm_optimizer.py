@@ -27,10 +27,11 @@ from typing import Any
 from labreplay.errors import AgentError
 from labreplay.sdk import canonical_json
 from labreplay.sdk.agents import (
-    AGENT_PREFIX,
     DEFAULT_MAX_RETRY_WAIT_S,
     LLMClient,
     RunCaps,
+    agent_name,
+    agent_provider,
     client_options,
     parse_agent_spec,
     usage_summary,
@@ -127,7 +128,7 @@ class LLMOptimizer:
 
     def __init__(self, client: LLMClient, tally: CallTally | None = None) -> None:
         self.client = client
-        self.name = f"{AGENT_PREFIX}{client.model}"
+        self.name = agent_name(client)
         self.tally = tally if tally is not None else CallTally()
         self._calls = CallTally()  # this search's own calls (the tally spans every seed)
 
@@ -190,7 +191,7 @@ def make_factory(
             None, caps, token_param=token_param, reasoning_effort=reasoning_effort,
             reasoning_tokens=reasoning_tokens, max_retry_wait_s=max_retry_wait_s,
             call_time_s=call_time_s,
-            provider=provider,
+            provider=agent_provider(agent, provider),
         )  # fmt: skip
         return LLMOptimizer(LLMClient(model, api_key=api_key, **options), tally)
 

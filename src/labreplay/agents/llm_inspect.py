@@ -1,0 +1,471 @@
+"""inspect_ai's model API as the transport of our LLM clients, for an agent named by one of
+inspect's model strings: `openai/gpt-5`, `anthropic/claude-...`, `google/gemini-...`,
+`openai-api/<service>/<model>` (any OpenAI-compatible server), `mockllm/model`...
+
+Only the sending goes through inspect (`Model.generate`, one attempt: `max_retries=0`). What is
+ours stays ours and wraps it unchanged (`llm_client._ClientCore`): the request we hash and cache
+(an OpenAI-form body, translated here into inspect's messages and `GenerateConfig`), retries
+with seeded backoff, Retry-After, the circuit breaker, deadlines, caps, prices and the call
+records. inspect's and its providers' failures are raised as the `openai` package's exceptions
+of the same kind (timeout, connection, HTTP status with its headers), so `llm_faults` classifies
+them as on the native path.
+
+What the endpoint is sent is only what its provider applies: `seed` to the providers that pass
+it on, `response_schema` to those that pass it on and only when our schema converts into
+inspect's JSON Schema model without loss; provenance says which (never inferred).
+
+inspect_ai is imported lazily: without it, or without the package its provider needs, the
+client is refused in one line (exit 2) before any store exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import math
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from labreplay.agents.llm_faults import MalformedResponse
+from labreplay.agents.llm_wire import Completion
+from labreplay.errors import AgentError
+
+INSPECT_PIP = "pip install 'labreplay[inspect]'"
+# An inspect model string: provider "/" model (the model may hold more "/", e.g. openai-api's
+# service prefix); the provider is a lower-case registry name.
+_SPEC = re.compile(r"^([a-z][a-z0-9_-]*)/(\S+)$")
+# inspect_ai 0.3.285's own providers: where a bare model name could be either ours or inspect's
+# (`conditions run --agent llm --model M`), only these prefixes mean inspect.
+BUILTIN_PROVIDERS = frozenset(
+    {"groq", "openai", "openai-api", "openai-api-completions", "anthropic", "google", "hf",
+     "vllm", "vllm-completions", "cloudflare", "mistral", "grok", "together", "fireworks",
+     "moonshot", "meta", "litellm-proxy", "deepseek", "sambanova", "ollama", "openrouter",
+     "perplexity", "llama-cpp-python", "azureai", "bedrock", "mockllm", "sagemaker", "sglang",
+     "transformer_lens", "nnterp", "hf-inference-providers"}
+)  # fmt: skip
+# The package each provider needs, as (module to look for, pip name): a provider whose package
+# is missing is refused before inspect is asked (inspect would raise at the first call).
+PROVIDER_PACKAGES: dict[str, tuple[str, str]] = {
+    "openai": ("openai", "openai"),
+    "openai-api": ("openai", "openai"),
+    "anthropic": ("anthropic", "anthropic"),
+    "google": ("google.genai", "google-genai"),
+    "mistral": ("mistralai", "mistralai"),
+    "groq": ("groq", "groq"),
+    "bedrock": ("aioboto3", "aioboto3"),
+    "together": ("openai", "openai"),
+    "fireworks": ("openai", "openai"),
+    "vllm": ("openai", "openai"),
+    "sglang": ("openai", "openai"),
+    "ollama": ("openai", "openai"),
+    "openrouter": ("openai", "openai"),
+    "deepseek": ("openai", "openai"),
+}
+# Providers that pass `GenerateConfig.seed` and `response_schema` on to their API (read from
+# inspect_ai 0.3.285's providers). To any other neither is sent, and provenance says so.
+SEED_PROVIDERS = frozenset(
+    {"openai", "openai-api", "vllm", "sglang", "ollama", "together", "fireworks", "groq",
+     "grok", "mistral", "openrouter", "deepseek", "azureai", "hf"}
+)  # fmt: skip
+SCHEMA_PROVIDERS = frozenset(
+    {"openai", "openai-api", "anthropic", "google", "vllm", "sglang", "ollama", "together",
+     "fireworks", "groq", "grok", "mistral", "openrouter", "deepseek", "bedrock"}
+)  # fmt: skip
+# Providers that send OpenAI chat completions through the `openai` SDK (inspect's
+# OpenAICompatibleAPI family; `openai` with the Responses API off): our `response_format` goes
+# to them exactly as on the native path, in the request's extra body, where inspect's
+# `response_schema` model would drop what it has no field for (minItems, oneOf...).
+CHAT_PROVIDERS = frozenset(
+    {"openai", "openai-api", "vllm", "sglang", "ollama", "together", "fireworks", "openrouter",
+     "deepseek"}
+)  # fmt: skip
+# The console markup inspect's messages carry ("[bold][blue]OPENAI_API_KEY[/blue][/bold]").
+_RICH_MARKUP = re.compile(r"\[/?(?:bold|italic|underline|dim|red|green|blue|yellow|cyan|magenta)\]")
+# inspect's stop reasons as chat-completion finish reasons (what `validate_reply` reads).
+_STOP_REASONS = {"max_tokens": "length", "model_length": "length"}
+# Local servers accept any key, but inspect's OpenAI-family providers insist on one.
+PLACEHOLDER_KEY = "no-key-needed"
+
+
+def split_spec(agent: str) -> tuple[str, str] | None:
+    """(provider, model) of an inspect model string, or None for any other agent name."""
+    found = _SPEC.match(agent.strip())
+    return (found.group(1), found.group(2)) if found else None
+
+
+def is_inspect_spec(agent: str) -> bool:
+    return split_spec(agent) is not None
+
+
+def is_builtin_spec(agent: str) -> bool:
+    """An inspect model string whose provider is one of inspect_ai's own."""
+    found = split_spec(agent)
+    return found is not None and found[0] in BUILTIN_PROVIDERS
+
+
+def provider_of(model: str) -> str:
+    found = split_spec(model)
+    if found is None:
+        raise AgentError(
+            f"model {model!r} is not an inspect model string; expected PROVIDER/MODEL, e.g. "
+            "openai/gpt-5 or openai-api/local/smollm2"
+        )
+    return found[0]
+
+
+def check_available(model: str) -> str:
+    """The provider of `model`, after checking inspect_ai and the provider's package are
+    installed and inspect knows the provider (one `AgentError` line otherwise)."""
+    provider = provider_of(model)
+    if importlib.util.find_spec("inspect_ai") is None:
+        raise AgentError(f"model {model!r} runs through inspect_ai: {INSPECT_PIP}")
+    needed = PROVIDER_PACKAGES.get(provider)
+    if needed is not None and not _installed(needed[0]):
+        raise AgentError(
+            f"model {model!r}: inspect_ai's {provider!r} provider needs the {needed[1]} "
+            f"package: pip install {needed[1]}"
+        )
+    known = registered_providers()
+    if provider not in known:
+        raise AgentError(
+            f"model {model!r}: inspect_ai has no provider {provider!r} (known: "
+            f"{', '.join(sorted(known))})"
+        )
+    return provider
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing (google for google.genai)
+        return False
+
+
+def registered_providers() -> set[str]:
+    """The model API names in inspect's registry (its own providers and any plugin's)."""
+    import inspect_ai.model  # noqa: F401 - registers the built-in providers
+    from inspect_ai._util.registry import registry_find, registry_unqualified_name
+
+    return {
+        registry_unqualified_name(info)
+        for info in registry_find(lambda info: info.type == "modelapi")
+    }
+
+
+# ---------------------------------------------------------------------- response schemas
+def inspect_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Our JSON Schema in the form inspect's `JSONSchema` model holds, or None when it cannot
+    hold it without loss (then no response_schema is sent: the reply is validated as always).
+    `const: v` becomes `enum: [v]` (the same constraint); `oneOf` becomes `anyOf` only when its
+    branches are told apart by one property's distinct constants (then exactly one can match)."""
+    converted = _convert(schema)
+    if converted is None:
+        return None
+    from inspect_ai.util import JSONSchema
+    from inspect_ai.util._json import json_schema_dump
+
+    try:
+        dumped = json_schema_dump(JSONSchema.model_validate(converted))
+    except ValueError:  # pydantic's ValidationError
+        return None
+    return dumped if dumped == converted else None
+
+
+def _convert(node: Any) -> Any:
+    if isinstance(node, list):
+        items = [_convert(v) for v in node]
+        return None if any(v is None for v in items) else items
+    if not isinstance(node, Mapping):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "const":
+            out["enum"] = [value]
+            continue
+        if key == "oneOf":
+            if not _exclusive(value):
+                return None
+            key = "anyOf"
+        if key in ("enum", "default", "examples", "required"):
+            out[key] = value
+            continue
+        if key == "properties" and isinstance(value, Mapping):
+            props = {k: _convert(v) for k, v in value.items()}
+            if any(v is None for v in props.values()):
+                return None
+            out[key] = props
+            continue
+        converted = _convert(value)
+        if converted is None and value is not None:
+            return None
+        out[key] = converted
+    return out
+
+
+def _exclusive(branches: Any) -> bool:
+    """True when `branches` are objects each fixing one shared property to a distinct value."""
+    if not isinstance(branches, list) or not branches:
+        return False
+    for key in _fixed_keys(branches[0]):
+        values = [_fixed(b, key) for b in branches]
+        if all(v is not None for v in values) and len(set(values)) == len(values):
+            return True
+    return False
+
+
+def _fixed_keys(branch: Any) -> list[str]:
+    props = branch.get("properties") if isinstance(branch, Mapping) else None
+    return [k for k in props if _fixed(branch, k) is not None] if isinstance(props, Mapping) else []
+
+
+def _fixed(branch: Any, key: str) -> str | None:
+    """The one value `branch` requires for property `key` (JSON text), else None."""
+    if not isinstance(branch, Mapping) or key not in (branch.get("required") or []):
+        return None
+    prop = (branch.get("properties") or {}).get(key)
+    if not isinstance(prop, Mapping):
+        return None
+    if "const" in prop:
+        return repr(prop["const"])
+    enum = prop.get("enum")
+    return repr(enum[0]) if isinstance(enum, list) and len(enum) == 1 else None
+
+
+# ---------------------------------------------------------------------- requests and replies
+def generate_args(body: Mapping[str, Any], provider: str) -> tuple[list[Any], Any]:
+    """inspect's (input messages, GenerateConfig) of our request body for `provider`."""
+    from inspect_ai.model import (
+        ChatMessageAssistant,
+        ChatMessageSystem,
+        ChatMessageUser,
+        GenerateConfig,
+        ResponseSchema,
+    )
+    from inspect_ai.util import JSONSchema
+
+    kinds: dict[str, Any] = {
+        "system": ChatMessageSystem,
+        "user": ChatMessageUser,
+        "assistant": ChatMessageAssistant,
+    }
+    messages = [kinds[m["role"]](content=m["content"]) for m in body["messages"]]
+    fields: dict[str, Any] = {"max_retries": 0}  # our loop retries, bounded and seeded
+    budget = body.get("max_tokens", body.get("max_completion_tokens"))
+    if budget is not None:
+        fields["max_tokens"] = budget
+    for name in ("temperature", "top_p", "seed", "reasoning_effort", "reasoning_tokens"):
+        if body.get(name) is not None:
+            fields[name] = body[name]
+    found = body.get("response_format")
+    if isinstance(found, Mapping) and provider in CHAT_PROVIDERS:
+        fields["extra_body"] = {"response_format": dict(found)}  # sent as is
+    elif isinstance(found, Mapping) and found.get("type") == "json_schema":
+        spec = found["json_schema"]
+        fields["response_schema"] = ResponseSchema(
+            name=spec["name"],
+            json_schema=JSONSchema.model_validate(spec["schema"]),
+            strict=bool(spec.get("strict")),
+        )
+    return messages, GenerateConfig(**fields)
+
+
+def completion_of(output: Any) -> Completion:
+    """Our Completion of inspect's ModelOutput (an unusable one raises MalformedResponse)."""
+    if not getattr(output, "choices", None):
+        error = getattr(output, "error", None) or "no choices"
+        raise MalformedResponse(f"malformed response: inspect_ai returned no reply ({error})")
+    usage = getattr(output, "usage", None)
+    prompt = completion_tokens = read = written = None
+    if usage is not None:
+        read, written = usage.input_tokens_cache_read, usage.input_tokens_cache_write
+        # inspect's input_tokens excludes the cache reads and writes (its ModelUsage docs).
+        prompt = usage.input_tokens + (read or 0) + (written or 0)
+        completion_tokens = usage.output_tokens
+    stop = str(output.stop_reason)
+    model = getattr(output, "model", None)
+    return Completion(
+        text=output.completion or "",
+        finish_reason=_STOP_REASONS.get(stop, stop),
+        prompt_tokens=prompt,
+        completion_tokens=completion_tokens,
+        cached_tokens=read,
+        resolved_model=model if isinstance(model, str) and model else None,
+        cache_write_tokens=written or None,
+    )
+
+
+# ---------------------------------------------------------------------- failures
+def as_openai_error(exc: BaseException, where: str) -> BaseException:
+    """The `openai` exception of a provider's failure (so retries, Retry-After and the circuit
+    breaker treat every provider alike); anything else unchanged. SDKs differ in their httpx
+    flavour (httpx, httpx2), so classes are matched by name."""
+    import openai
+
+    inner = _unwrap(exc)
+    if isinstance(inner, openai.OpenAIError):
+        return inner
+    if _named(inner, "TimeoutException") or _named(inner, "APITimeoutError"):
+        return timeout_error(where)
+    if _named(inner, "TransportError") or _named(inner, "APIConnectionError"):
+        text = str(inner) or type(inner).__name__
+        return openai.APIConnectionError(message=text, request=_request(where))
+    status = getattr(inner, "status_code", None)
+    response = getattr(inner, "response", None)
+    # Any SDK's HTTP error (anthropic's, google's...): its response, whatever httpx flavour.
+    if isinstance(status, int) and hasattr(response, "headers") and hasattr(response, "json"):
+        from labreplay.agents.llm_anthropic import status_error
+
+        return status_error(response)  # keeps the headers: Retry-After is read from them
+    return inner
+
+
+def timeout_error(where: str) -> Exception:
+    import openai
+
+    return openai.APITimeoutError(request=_request(where))
+
+
+def _request(where: str) -> Any:
+    """A request object of the httpx flavour the `openai` package uses (for its exceptions)."""
+    import importlib
+
+    for name in ("httpx2", "httpx"):
+        try:
+            return importlib.import_module(name).Request("POST", where)
+        except ImportError:
+            continue
+    return None
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """The last attempt's exception of tenacity's RetryError (inspect retries through it)."""
+    attempt = getattr(exc, "last_attempt", None)
+    found = attempt.exception() if attempt is not None else None
+    return found if isinstance(found, BaseException) else exc
+
+
+def _named(exc: BaseException, name: str) -> bool:
+    return any(cls.__name__ == name for cls in type(exc).__mro__)
+
+
+# ---------------------------------------------------------------------- the event loop
+_LOOP: dict[str, asyncio.AbstractEventLoop] = {}
+_LOOP_LOCK = threading.Lock()
+_PATCHED: list[bool] = []  # mockllm's offline token count is installed (once per process)
+
+
+def _loop() -> asyncio.AbstractEventLoop:
+    """One event loop thread for every inspect model of the process: a model's HTTP client is
+    bound to the loop of its first request, and our sync client has none, while `run_many`
+    starts a fresh loop per batch. Every request runs here; callers wait on it."""
+    with _LOOP_LOCK:
+        loop = _LOOP.get("loop")
+        if loop is None:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(
+                target=loop.run_forever, name="labreplay-inspect", daemon=True
+            )
+            thread.start()
+            _LOOP["loop"] = loop
+        return loop
+
+
+def allow_mockllm_offline() -> None:
+    """mockllm counts its prompt's tokens with tiktoken's o200k_base, which it downloads on
+    first use: offline that is a ConnectionError on every call. Count one token per 4 bytes
+    instead when the encoding cannot be fetched (mockllm only; its usage is a stand-in)."""
+    if _PATCHED:
+        return
+    try:
+        from inspect_ai.model._providers.mockllm import MockLLM
+    except ImportError:
+        return
+    original = MockLLM.count_text_tokens
+    failed: list[bool] = []
+
+    async def count_text_tokens(self: Any, text: str) -> int:
+        if not failed:
+            try:
+                return int(await original(self, text))
+            except OSError:  # requests' ConnectionError...: no download possible
+                failed.append(True)
+        return max(1, math.ceil(len(text.encode("utf-8")) / 4))
+
+    MockLLM.count_text_tokens = count_text_tokens  # type: ignore[method-assign]
+    _PATCHED.append(True)
+
+
+class InspectEndpoint:
+    """What our clients use of the `openai` SDK (`chat.completions.create(**body, timeout=)`,
+    `with_options`, `close`), over inspect_ai's `Model.generate`; `create` returns a
+    `Completion` in the calling thread (sync) or as a coroutine (`is_async`)."""
+
+    def __init__(
+        self, model: str, base_url: str | None, api_key: str | None, *, is_async: bool
+    ) -> None:
+        from inspect_ai.model import get_model
+
+        self.provider = check_available(model)
+        if self.provider == "mockllm":
+            allow_mockllm_offline()
+        self.where = base_url or f"inspect_ai:{self.provider}"
+        args: dict[str, Any] = {}
+        if PROVIDER_PACKAGES.get(self.provider, ("",))[0] in ("openai", "anthropic"):
+            args["max_retries"] = 0  # the SDK's own retries too: ours are the only ones
+        if self.provider == "openai":
+            # Chat completions, as on the native path (inspect would use the Responses API
+            # for reasoning models, which OpenAI-compatible servers lack).
+            args["responses_api"] = False
+        key = api_key
+        if key is None and self.provider in ("openai-api", "openai") and base_url:
+            key = PLACEHOLDER_KEY  # a local server takes any key; the provider wants one
+        try:
+            self._model = get_model(model, base_url=base_url, api_key=key, **args)
+        except Exception as exc:  # inspect's own refusal (a missing key, a bad name): one line
+            text = _RICH_MARKUP.sub("", " ".join(str(exc).split()))[:300] or type(exc).__name__
+            raise AgentError(f"model {model!r}: inspect_ai refused it ({text})") from None
+        # inspect reads its model database (YAML, seconds on a busy machine) on the first
+        # request: read it now, so no request's timeout pays for it.
+        with contextlib.suppress(Exception):  # a warm-up only: a request says what is wrong
+            self._model.api.model_family()
+        self._async = is_async
+        self._unused: list[Any] = []
+        self.chat, self.completions = self, self
+
+    async def _generate(self, body: Mapping[str, Any], timeout: float) -> Completion:
+        messages, config = generate_args(body, self.provider)
+        try:
+            output = await asyncio.wait_for(
+                self._model.generate(input=messages, config=config), timeout
+            )
+        except TimeoutError as late:
+            raise timeout_error(self.where) from late
+        except MalformedResponse:
+            raise
+        except Exception as exc:
+            mapped = as_openai_error(exc, self.where)
+            if mapped is exc:
+                raise
+            # The provider's own error keeps its cause (what `describe_failure` shows); a
+            # translated one has the provider's error as its cause.
+            raise mapped from (mapped.__cause__ if mapped is _unwrap(exc) else exc)
+        return completion_of(output)
+
+    def create(self, *, timeout: float, **body: Any) -> Any:
+        future = asyncio.run_coroutine_threadsafe(self._generate(body, timeout), _loop())
+        if self._async:
+            return asyncio.wrap_future(future)
+        return future.result()
+
+    def with_options(self, *, http_client: Any) -> InspectEndpoint:
+        """The same endpoint: its requests run on inspect's own loop, not the caller's (the
+        pool handed in is closed unused)."""
+        self._unused.append(http_client)
+        return self
+
+    async def close(self) -> None:
+        while self._unused:
+            await self._unused.pop().aclose()
