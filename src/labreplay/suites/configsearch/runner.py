@@ -74,7 +74,7 @@ class Advances(Protocol):
 
 
 # a search's run id, result and run summary (what the scores table and the CLI read)
-SearchOutcome = tuple[str, "SearchResult", dict[str, object]]
+SearchOutcome = tuple[str, SearchResult, dict[str, object]]
 
 
 class ConfigSearch:
