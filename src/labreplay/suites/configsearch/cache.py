@@ -12,7 +12,7 @@ import os
 import threading
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -36,6 +36,12 @@ def cache_root(explicit: Path | None = None) -> Path:
     return root
 
 
+class StageCounts(TypedDict):
+    hits: int
+    misses: int
+    ratio: float | None
+
+
 class CacheStats:
     """Hit and miss counts per pipeline stage (features, embedding, kmeans, fits)."""
 
@@ -55,12 +61,14 @@ class CacheStats:
         total = hits + sum(self.misses[s] for s in stages)
         return hits / total if total else None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, StageCounts | float | None]:
+        """Counts per stage, and the hit ratio over every stage as "overall_ratio"."""
         stages = sorted(set(self.hits) | set(self.misses))
-        return {
+        out: dict[str, StageCounts | float | None] = {
             s: {"hits": self.hits[s], "misses": self.misses[s], "ratio": self.ratio(s)}
             for s in stages
-        } | {"overall_ratio": self.ratio()}
+        }
+        return out | {"overall_ratio": self.ratio()}
 
 
 def save_npz(path: Path, **arrays: np.ndarray) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypedDict, Unpack
 
 import numpy as np
 
@@ -120,11 +120,44 @@ def _signed_verdict(lo: float, hi: float, blocks: int, below: str, above: str, n
     return none
 
 
-def _row(claim: str, reading: str, verdict: str, **fields: Any) -> dict[str, Any]:
+class ClaimFields(TypedDict, total=False):
+    """What a claim row says besides its claim, reading and verdict (by claim)."""
+
+    statistic: str
+    value: float
+    ci95: list[float]
+    blocks: int
+    clusters: int
+    best_s: int
+    best_n: int
+    margin: float
+    p_value: float | None
+    r_values: list[float]
+    r_range: float
+    top5_share_s1: float
+    base_rate_s1: float
+    test: str
+
+
+class ClaimRow(ClaimFields):
+    claim: str
+    reading: str
+    verdict: str
+
+
+class ClaimTableRow(ClaimRow):
+    """`claims_table`: one claim under one reading of one task x model."""
+
+    task: str
+    model: str
+    configurations: int
+
+
+def _row(claim: str, reading: str, verdict: str, **fields: Unpack[ClaimFields]) -> ClaimRow:
     return {"claim": claim, "reading": reading, "verdict": verdict, **fields}
 
 
-def _claims_on(maes: dict[Config, float], task: str, reading: str) -> list[dict[str, Any]]:
+def _claims_on(maes: dict[Config, float], task: str, reading: str) -> list[ClaimRow]:
     by_s, by_n, by_r = (_marginal(maes, a) for a in ("s", "n", "r"))
     mean_mae = float(np.mean(list(maes.values())))
     rows = []
@@ -210,10 +243,10 @@ def _claims_on(maes: dict[Config, float], task: str, reading: str) -> list[dict[
 
 def claims_table(
     task: str, model: str, maes: dict[Config, float], min_test_points: int
-) -> list[dict[str, Any]]:
+) -> list[ClaimTableRow]:
     """Every claim under the robust reading (C_min) and the full-space reading, one row each."""
     robust = {c: v for c, v in maes.items() if c.n * c.s >= min_test_points}
-    rows = []
+    rows: list[ClaimTableRow] = []
     for reading, table in ((f"robust (n*s >= {min_test_points})", robust), ("full space", maes)):
         if len(table) < 3:
             continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -52,6 +52,12 @@ from labreplay.sdk.cli import (
 from labreplay.sdk.options import MAX_SEED_COUNT
 from labreplay.suites.configsearch import cli_replay
 from labreplay.suites.configsearch.options import DEFAULT_SEED, RUN_DEFAULTS
+
+if TYPE_CHECKING:  # the commands import their modules when they run (a fast --help)
+    from labreplay.sdk.agents import ResolvedAgent
+    from labreplay.sdk.engine import Store
+    from labreplay.suites.configsearch.runner import ConfigSearch
+    from labreplay.suites.configsearch.space import ConfigSpace
 
 app = typer.Typer(
     help="Search OOD benchmark configurations (r, n, s) of materials-property "
@@ -116,7 +122,7 @@ def _space(
     n_total: int,
     n_ood: int,
     min_test_points: int | None = None,
-) -> Any:
+) -> ConfigSpace | None:
     """The restricted space (None: the paper's), every value checked before any work."""
     from labreplay.suites.configsearch import preflight
 
@@ -138,7 +144,7 @@ def _refuse_dask_with_own_dataset(executor: str, dataset: Path | None) -> None:
 
 def _campaign(
     data_dir: Path | None,
-    store: Any,
+    store: Store,
     task: str | None,
     dataset: Path | None,
     dataset_b: Path | None,
@@ -146,10 +152,10 @@ def _campaign(
     n_total: int,
     n_ood: int,
     n_jobs: int,
-    space: Any = None,
+    space: ConfigSpace | None = None,
     min_test_points: int = 30,
     allow_modified_data: bool = False,
-) -> Any:
+) -> ConfigSearch:
     from labreplay.suites.configsearch.api import open_campaign
 
     return open_campaign(
@@ -486,7 +492,7 @@ def run_cmd(
             max_total_cost=max_total_cost,
         )  # fmt: skip
         factory, tally = make_factory(agent, **options)
-        searcher: Any = resolve_optimizer_agent(factory)
+        searcher: str | ResolvedAgent = resolve_optimizer_agent(factory)
     else:
         searcher = (
             method if agent is None else resolve_optimizer_agent(agent, isolate, agent_timeout)

@@ -4,8 +4,10 @@ exhaustive reference tables (no model is trained), kept apart from the live comm
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -38,6 +40,13 @@ from labreplay.sdk.cli import (
 )
 from labreplay.sdk.options import MAX_SEED, MAX_SEED_COUNT
 from labreplay.suites.configsearch.search import COST_ALPHA as COST_ALPHA_DEFAULT
+
+if TYPE_CHECKING:
+    from labreplay.suites.configsearch.llm_optimizer import CallTally
+    from labreplay.suites.configsearch.optimizers import OptimizerFactory
+    from labreplay.suites.configsearch.pooled import MeasureCI, PooledBlock
+    from labreplay.suites.configsearch.references import CompareRow, CostRow, Reference
+    from labreplay.suites.configsearch.which_model import WhichModelRow
 
 ReplayJobsOption = typer.Option(
     1,
@@ -72,7 +81,7 @@ KeepDegenerateOption = typer.Option(
 )
 
 
-def _degenerate_rule(refs: list[Any], keep: bool) -> list[Any]:
+def _degenerate_rule(refs: list[Reference], keep: bool) -> list[Reference]:
     import dataclasses
 
     return [dataclasses.replace(r, exclude_degenerate=not keep) for r in refs]
@@ -193,7 +202,7 @@ def replay_cmd(
     if init > budget:
         raise LabreplayError(f"--init: value {init} exceeds --budget {budget}")
     require_surrogate(surrogate)
-    factory: Any = None  # a zero-argument optimiser factory
+    factory: OptimizerFactory | None = None  # a zero-argument optimiser factory
     tally = None
     if agent is not None:
         if problem == "which-model":
@@ -236,7 +245,7 @@ def replay_cmd(
                      json_out, json_pooled, progress_printer(quiet))  # fmt: skip
 
 
-def _pool(jobs: int) -> Any:
+def _pool(jobs: int) -> AbstractContextManager[Executor | None]:
     import contextlib
 
     from labreplay.suites.configsearch.references import replay_pool
@@ -246,9 +255,10 @@ def _pool(jobs: int) -> Any:
 
 
 def _replay_rows(
-    refs: list[Any], chosen: range, budget: int, init: int, within: int, cost_alpha: float,
-    problem: str, min_test_points: int, surrogate: str, factory: Any, tally: Any,
-    agent: str | None, pool: Any, references: Path, seeds: int, json_out: bool,
+    refs: list[Reference], chosen: range, budget: int, init: int, within: int,
+    cost_alpha: float, problem: str, min_test_points: int, surrogate: str,
+    factory: OptimizerFactory | None, tally: CallTally | None, agent: str | None,
+    pool: Executor | None, references: Path, seeds: int, json_out: bool,
     json_pooled: bool = False, progress: Callable[[str], None] | None = None,
 ) -> None:  # fmt: skip
     from labreplay.errors import LabreplayError
@@ -260,24 +270,24 @@ def _replay_rows(
     from labreplay.suites.configsearch.which_model import compare_which_model
 
     if problem == "which-model":
-        by_task: dict[str, list[Any]] = {}
+        by_task: dict[str, list[Reference]] = {}
         for ref in refs:
             by_task.setdefault(ref.task, []).append(ref)
         pairs = [v for v in by_task.values() if len(v) == 2]
         if not pairs:
             raise LabreplayError(f"--references: no task in {references} has two models")
-        rows = []
+        which_rows = []
         for a, b in pairs:
-            rows.append(
+            which_rows.append(
                 compare_which_model(a, b, chosen, budget, init, min_test_points, surrogate, pool)
             )
             if progress is not None:
                 progress(f"which-model {a.task}: {len(chosen)} seeds done")
         if json_out:
-            print_json({"rows": rows} if json_pooled else rows)
+            print_json({"rows": which_rows} if json_pooled else which_rows)
             return
-        for row in rows:
-            if not row.get("scored", True):
+        for row in which_rows:
+            if not row["scored"]:
                 console.print(f"{row['task']} which-model: {row['reason']}", markup=False)
                 continue
             console.print(_which_model_line(row), markup=False)
@@ -287,7 +297,7 @@ def _replay_rows(
             ReplayPlan(ref, problem, budget, init, within, cost_alpha, min_test_points, surrogate)
             for ref in refs
         ]
-        rows = compare_many(plans, chosen, pool, progress)
+        rows: list[CompareRow] = compare_many(plans, chosen, pool, progress)
     else:
         rows = [
             compare(
@@ -321,12 +331,13 @@ def _replay_rows(
         raise typer.Exit(1)
 
 
-def _which_model_line(row: dict[str, Any]) -> str:
+def _which_model_line(row: WhichModelRow) -> str:
     t = row["truth"]
     lo, hi = t["paired_difference_ci95"]
     pr = row["methods"]["paired random"]
     named = ", ".join(f"{m} {k}" for m, k in pr["named"].items())
     loc = row["largest_difference"]
+    assert loc is not None  # the replay locates it (compare_which_model's default)
     bo, rnd = loc["methods"]["bo"], loc["methods"]["random"]
     return (
         f"{row['task']} which-model over {row['configurations']} C_min configurations: "
@@ -340,7 +351,7 @@ def _which_model_line(row: dict[str, Any]) -> str:
     )
 
 
-def _print_pooled(block: dict[str, Any], chosen: range) -> None:
+def _print_pooled(block: PooledBlock, chosen: range) -> None:
     b = block["bootstrap"]
     console.print(
         f"pooled over {len(block['references'])} references x {block['seeds_per_reference']} "
@@ -352,7 +363,9 @@ def _print_pooled(block: dict[str, Any], chosen: range) -> None:
     if block["left_out"]:
         console.print(f"  left out (no scored target): {', '.join(block['left_out'])}")
 
-    def cell(m: dict[str, Any], fmt: str) -> str:
+    def cell(m: MeasureCI | int, fmt: str) -> str:
+        if isinstance(m, int):  # the counts of `vs` are printed as they are, not as cells
+            return str(m)
         lo, hi = m["ci95"]
         note = "" if m["resolved"] else ", unresolved"
         return f"{m['mean']:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]{note}"
@@ -367,12 +380,12 @@ def _print_pooled(block: dict[str, Any], chosen: range) -> None:
         )
 
 
-def _mark_llm_rows(rows: list[dict[str, Any]], tally: Any) -> bool:
+def _mark_llm_rows(rows: list[CompareRow], tally: CallTally) -> bool:
     """Put the LLM optimiser's usage and status on each row; True when every call failed (the
     run is failed and unranked: its invalid steps say nothing about search)."""
     failed = bool(tally.all_failed())
     for row in rows:
-        if "agent" in row:
+        if row["scored"] and "agent" in row:  # an unscored row ran no optimiser
             row["agent"]["llm_usage"] = tally.usage()
             row["agent"]["status"] = "failed" if failed else "complete"
             row["agent"]["ranked"] = not failed
@@ -380,7 +393,7 @@ def _mark_llm_rows(rows: list[dict[str, Any]], tally: Any) -> bool:
 
 
 def _print_replay_rows(
-    rows: list[dict[str, Any]], problem: str, seeds: int, min_test_points: int, within: int
+    rows: list[CompareRow], problem: str, seeds: int, min_test_points: int, within: int
 ) -> None:
     from labreplay.sdk.agents import usage_line
     from labreplay.suites.configsearch.cost import cost_claim_line
@@ -442,7 +455,7 @@ def _print_replay_rows(
             console.print(f"  {row['agent']['label']}: {status}{note}; {usage_line(usage)}")
 
 
-def _cost_line(cost: dict[str, Any]) -> str:
+def _cost_line(cost: CostRow) -> str:
     parts = [
         f"{m} {c['mean_fits']:.0f} ({c['saved_vs_exhaustive']:.0%} saved, "
         f"{c['times_single_config']:.1f}x single)"

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from labreplay.suites.configsearch.references import ScoredRow
 
 CLAIM = "more than half the cost saved"
 HALF = 0.5
@@ -41,6 +44,25 @@ class CostClaims(TypedDict):
     rule: str
     methods: dict[str, list[SavingClaim]]
     bo_extra_fits_vs_random: NotRequired[Interval]
+
+
+class ReplayCostClaims(CostClaims):
+    """One replay's cost claims, named by its reference and problem (the report's rows)."""
+
+    reference: str
+    problem: str
+
+
+class PooledCostClaim(TypedDict):
+    """`pooled_cost_claims`: one (problem, method, protocol) saving over references."""
+
+    problem: str
+    method: str
+    protocol: str
+    references: int
+    saved: float
+    saved_ci95: list[float]
+    verdict: str
 
 
 def _t_interval(values: Sequence[float]) -> tuple[float, float, float]:
@@ -118,7 +140,7 @@ def cost_claim_line(claims: CostClaims) -> str:
     return f'"{CLAIM}": ' + "; ".join(parts) + tail
 
 
-def pooled_cost_claims(replays: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def pooled_cost_claims(replays: Sequence[ScoredRow]) -> list[PooledCostClaim]:
     """Per (problem, method, protocol): the mean saving over references, a 95% t interval over
     references (each reference's seeds share its table: the reference is the cluster), the
     verdict by the same rule."""
@@ -128,7 +150,7 @@ def pooled_cost_claims(replays: Sequence[dict[str, Any]]) -> list[dict[str, Any]
             for row in rows:
                 key = (r["problem"], method, row["protocol"])
                 groups.setdefault(key, []).append(row["saved"])
-    out = []
+    out: list[PooledCostClaim] = []
     for (problem, method, protocol), saved in groups.items():
         mean, lo, hi = _t_interval(saved)
         verdict = _verdict(lo, hi, len(saved), "reference")
@@ -140,7 +162,7 @@ def pooled_cost_claims(replays: Sequence[dict[str, Any]]) -> list[dict[str, Any]
 
 
 def cost_claim_markdown(
-    per_replay: Sequence[dict[str, Any]], pooled: Sequence[dict[str, Any]]
+    per_replay: Sequence[ReplayCostClaims], pooled: Sequence[PooledCostClaim]
 ) -> list[str]:
     """The claims-table section for the cost claim: pooled rows first, then each replay."""
     lines = [

@@ -19,12 +19,19 @@ refractive_index__crabnet reference was computed with the old schedule (its spec
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from labreplay.errors import DataError, SpecError
+from labreplay.sdk.events import JsonObject
 from labreplay.suites.configsearch.models import ModelData
+
+if TYPE_CHECKING:
+    import torch
+
+    from labreplay.suites.configsearch.torch_fit import _Scaled
 
 MAX_ELEMENTS = 10
 
@@ -46,7 +53,9 @@ def encode_formulas(formulas: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return z, frac
 
 
-def trimmed_batches(z: np.ndarray, frac: np.ndarray) -> Any:
+def trimmed_batches(
+    z: np.ndarray, frac: np.ndarray
+) -> Callable[[np.ndarray], tuple[torch.Tensor, torch.Tensor]]:
     """A function rows -> the rows' (z, frac) as tensors, cut to the widest formula among the
     rows (encode_formulas fills each row's elements from slot 0, so the rest is padding)."""
     import torch
@@ -54,7 +63,7 @@ def trimmed_batches(z: np.ndarray, frac: np.ndarray) -> Any:
     widths = (z > 0).sum(axis=1)
     z_all, frac_all = torch.from_numpy(z), torch.from_numpy(frac)
 
-    def take(rows: np.ndarray) -> tuple[Any, Any]:
+    def take(rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(1, int(widths[rows].max())) if len(rows) else 1
         index = torch.from_numpy(np.asarray(rows, dtype=np.int64))
         return z_all[index, :width], frac_all[index, :width]
@@ -62,7 +71,7 @@ def trimmed_batches(z: np.ndarray, frac: np.ndarray) -> Any:
     return take
 
 
-def _network(seed: int, d_model: int = 32) -> Any:
+def _network(seed: int, d_model: int = 32) -> torch.nn.Module:
     import torch
 
     torch.manual_seed(seed)
@@ -82,12 +91,13 @@ def _network(seed: int, d_model: int = 32) -> Any:
                 torch.nn.Linear(d_model, 64), torch.nn.SiLU(), torch.nn.Linear(64, 1)
             )
 
-        def forward(self, z: Any, frac: Any) -> Any:
+        def forward(self, z: torch.Tensor, frac: torch.Tensor) -> torch.Tensor:
             frac_features = torch.stack([frac, torch.log(frac + 1e-6)], dim=-1)
             tokens = self.element(z) + self.fraction(frac_features)
             hidden = self.encoder(tokens, src_key_padding_mask=(z == 0))
             pooled = (hidden * frac.unsqueeze(-1)).sum(dim=1)
-            return self.head(pooled)
+            out: torch.Tensor = self.head(pooled)  # a module's call is untyped
+            return out
 
     return Attention()
 
@@ -98,9 +108,9 @@ class CompositionAttention:
 
     def __init__(self, epochs: int = 120, patience: int = 8, batch_size: int = 128) -> None:
         self.epochs, self.patience, self.batch_size = epochs, patience, batch_size
-        self._model: Any = None
+        self._model: _Scaled | None = None
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         # every setting that changes predictions; "padding" names the per-batch trim (float
         # rounding differs from full MAX_ELEMENTS padding, so its fits are not the old ones)
         return {
@@ -118,12 +128,16 @@ class CompositionAttention:
         tokens: tuple[np.ndarray, np.ndarray] = data.extra["crabnet_tokens"]
         return tokens
 
-    def _batches(self, data: ModelData) -> Any:
+    def _batches(
+        self, data: ModelData
+    ) -> Callable[[np.ndarray], tuple[torch.Tensor, torch.Tensor]]:
         """rows -> (atomic numbers, fractions) tensors of those rows, trimmed to the widest
         formula among them. Converted to tensors once per sample, not per batch."""
         if "crabnet_batches" not in data.extra:
             data.extra["crabnet_batches"] = trimmed_batches(*self._encoded(data))
-        return data.extra["crabnet_batches"]
+        batches: Callable[[np.ndarray], tuple[torch.Tensor, torch.Tensor]]
+        batches = data.extra["crabnet_batches"]
+        return batches
 
     def fit(self, data: ModelData, train: np.ndarray, val: np.ndarray, seed: int) -> None:
         from labreplay.suites.configsearch.torch_fit import fit_regressor

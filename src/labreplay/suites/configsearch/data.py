@@ -89,7 +89,7 @@ def _read_jsonl_gz(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _number(row: Mapping[str, Any], name: str, path: Path, record: str) -> float:
+def _number(row: Mapping[str, object], name: str, path: Path, record: str) -> float:
     value = row.get(name)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise DataError(

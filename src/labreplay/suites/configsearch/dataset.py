@@ -23,14 +23,18 @@ import math
 import re
 import warnings
 import zlib
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labreplay.errors import DataError
 from labreplay.sdk.data import JsonLimitError, loads_strict
 from labreplay.suites.configsearch.data import Material, Pool, TaskDef, register_task
 from labreplay.suites.configsearch.space import ConfigSpace
+
+if TYPE_CHECKING:
+    from pymatgen.core.structure import Structure
 
 ID_FIELDS = ("id", "mbid", "material_id", "jid")
 
@@ -47,14 +51,15 @@ def _lines(path: Path) -> list[tuple[int, str]]:
     return [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
-def _structure(row: dict[str, Any], path: Path, record: str) -> Any:
+def _structure(row: Mapping[str, object], path: Path, record: str) -> Structure:
     from pymatgen.core.structure import Structure
 
-    if isinstance(row.get("cif"), str):
+    cif = row.get("cif")
+    if isinstance(cif, str):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                structure = Structure.from_str(row["cif"], fmt="cif")
+                structure = Structure.from_str(cif, fmt="cif")
         except Exception as exc:  # pymatgen raises many types on bad CIF text
             raise DataError(
                 f"unparseable CIF ({type(exc).__name__})",

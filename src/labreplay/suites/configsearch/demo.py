@@ -13,19 +13,50 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from labreplay.sdk.engine import Store
+from labreplay.suites.configsearch.cache import StageCounts
+from labreplay.suites.configsearch.json_numbers import as_float
 from labreplay.suites.configsearch.pipeline import PipelineSettings
 from labreplay.suites.configsearch.report import write_report
 from labreplay.suites.configsearch.runner import ConfigSearch
 from labreplay.suites.configsearch.space import PAPER_S, ConfigSpace
 
 QUICK_SETTINGS = PipelineSettings(n_total=300, n_ood=90)
+
+
+class DemoRow(TypedDict):
+    """One method over the demo's seeds."""
+
+    method: str
+    seeds: int
+    reached_within_12: int
+    median_steps_to_target: float | None
+    mean_final_best_mae: float
+    exhaustive_optimum: object  # as the run summaries hold it
+    cost_saved_fits_vs_exhaustive: float
+    bo_overhead_max_s: float
+
+
+class DemoSummary(TypedDict):
+    task: str
+    model: str
+    quick: bool
+    configurations: int
+    infeasible: int
+    mae_min: float
+    mae_max: float
+    mae_max_min_ratio: float | None
+    comparison: list[DemoRow]
+    cache: dict[str, StageCounts | float | None]
+    report_files: object  # the report's files, as `write_report` lists them
+
+
 QUICK_SPACE = ConfigSpace(r_values=(0.0, 0.3), n_values=(4, 6, 8), s_values=PAPER_S, s_cap=())
 
 
-def run_demo(data_dir: Path, store: Path, out_dir: Path, quick: bool) -> dict[str, Any]:
+def run_demo(data_dir: Path, store: Path, out_dir: Path, quick: bool) -> DemoSummary:
     from rich.table import Table
 
     from labreplay.sdk.cli import console, print_table
@@ -36,28 +67,32 @@ def run_demo(data_dir: Path, store: Path, out_dir: Path, quick: bool) -> dict[st
         campaign = ConfigSearch(data_dir, "band_gap", db, settings=settings, space=space)
         _, table = campaign.sweep("rf-scm")
         values = [table[("rf-scm", c)] for c in campaign.feasible]
-        rows = []
+        rows: list[DemoRow] = []
         for method in ("bo", "random"):
             results = [
                 campaign.run(["rf-scm"], "best-model", method, 12, 4, seed)[2] for seed in seeds
             ]
-            reached = [r["steps_to_target"] for r in results if r["steps_to_target"] is not None]
+            # the summaries are JSON objects: steps_to_target an int, or None when missed
+            reached = [s for r in results if isinstance(s := r["steps_to_target"], int)]
             rows.append(
                 {
                     "method": method,
                     "seeds": len(results),
                     "reached_within_12": len(reached),
                     "median_steps_to_target": statistics.median(reached) if reached else None,
-                    "mean_final_best_mae": sum(r["best_objective"] for r in results) / len(results),
+                    "mean_final_best_mae": sum(as_float(r["best_objective"]) for r in results)
+                    / len(results),
                     "exhaustive_optimum": results[0]["exhaustive_optimum"],
                     "cost_saved_fits_vs_exhaustive": statistics.mean(
-                        r["cost_saved_fits_vs_exhaustive"] for r in results
+                        as_float(r["cost_saved_fits_vs_exhaustive"]) for r in results
                     ),
-                    "bo_overhead_max_s": max((r["bo_overhead_max_s"] or 0.0) for r in results),
+                    "bo_overhead_max_s": max(
+                        as_float(r["bo_overhead_max_s"] or 0.0) for r in results
+                    ),
                 }
             )
         report = write_report(db, out_dir)
-    summary = {
+    summary: DemoSummary = {
         "task": "band_gap",
         "model": "rf-scm",
         "quick": quick,

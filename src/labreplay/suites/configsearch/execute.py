@@ -10,13 +10,12 @@ evaluations and steps to the run's recorder in the in-process order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any
 
-from labreplay.sdk import Recorder
+from labreplay.sdk import HeaderPayload, Recorder
 from labreplay.sdk.agents import (
     AgentUnavailable,
     Optimizer,
@@ -26,13 +25,21 @@ from labreplay.sdk.agents import (
     isolation_of,
 )
 from labreplay.sdk.engine import Executor, Store, Unit, run_units
+from labreplay.sdk.events import JsonObject
+from labreplay.suites.configsearch.events import EvaluationPayload
 from labreplay.suites.configsearch.pipeline import PipelineSettings
-from labreplay.suites.configsearch.runner import ConfigSearch
+from labreplay.suites.configsearch.runner import Advances, ConfigSearch, SearchOutcome
 from labreplay.suites.configsearch.search import COST_ALPHA, SearchResult
 from labreplay.suites.configsearch.space import Config, ConfigSpace
 from labreplay.suites.configsearch.targets import MIN_TEST_POINTS
 
 OPTIMIZER_CONTRACT = "labreplay.agents.contracts:Optimizer"
+
+# `ConfigSearch.search_events`'s positional arguments: models, problem, method, budget, init,
+# seed, gt, truth, gt_cost, cost_alpha, header
+SearchArgs = tuple[
+    list[str], str, str, int, int, int, str, dict[str, float], int, float, HeaderPayload
+]
 
 
 @lru_cache(maxsize=2)
@@ -75,13 +82,13 @@ def sweep_unit(
     model: str,
     configs: Sequence[tuple[float, int, int]],
     cache: ResponseCache | None = None,
-) -> list[dict[str, Any]]:
+) -> list[EvaluationPayload]:
     """Evaluations (as stored) of `model` on `configs`, which share one training set."""
     copy = _worker_copy(*setup)
     return [copy.evaluate(model, Config(*c)).to_json() for c in configs]
 
 
-def _keep(store: Store, value: Any) -> Any:
+def _keep(store: Store, value: float) -> float:
     return value
 
 
@@ -89,9 +96,9 @@ def _append_evaluations(
     chain: Recorder,
     done: dict[tuple[str, Config], float],
     model: str,
-    progress: Any,
+    progress: Advances | None,
     store: Store,
-    evaluations: list[dict[str, Any]],
+    evaluations: list[EvaluationPayload],
 ) -> int:
     for payload in evaluations:
         chain.append("evaluation", payload)
@@ -108,7 +115,7 @@ def sweep_on(
     chain: Recorder,
     done: dict[tuple[str, Config], float],
     executor: Executor,
-    progress: Any = None,
+    progress: Advances | None = None,
 ) -> None:
     """Evaluate every feasible configuration not yet in `done` on `executor`, appending the
     evaluations to `chain` in the space's order."""
@@ -142,10 +149,10 @@ def sweep_on(
 
 def search_unit(
     setup: tuple[str, str, PipelineSettings, ConfigSpace, str, int],
-    args: tuple[Any, ...],
+    args: SearchArgs,
     source: str | Callable[[], Optimizer] | None = None,
     cache: ResponseCache | None = None,
-) -> tuple[list[dict[str, Any]], SearchResult]:
+) -> tuple[list[dict[str, object]], SearchResult]:
     """One search on a worker; `source` rebuilds a user's optimiser there (its MODULE:ATTR
     reference, or its factory), None for a built-in method."""
     if source is None:
@@ -157,7 +164,7 @@ def search_unit(
         return [], _failed_result(args, str(exc))
 
 
-def _failed_result(args: tuple[Any, ...], cause: str) -> SearchResult:
+def _failed_result(args: SearchArgs, cause: str) -> SearchResult:
     """The search of an optimiser that stopped answering: recorded failed with the cause."""
     result = SearchResult(args[1], args[2])
     result.failure = cause
@@ -178,7 +185,7 @@ def _built(source: str | Callable[[], Optimizer]) -> Iterator[Optimizer]:
 
 
 def resolve_optimizer_agent(
-    agent: Any, isolate: bool = False, agent_timeout_s: float | None = None
+    agent: object, isolate: bool = False, agent_timeout_s: float | None = None
 ) -> str | ResolvedAgent:
     """A built-in method's name (bo | random | exhaustive) as it is, or any optimiser (object,
     factory, registered name, MODULE:ATTR) checked against `labreplay.Optimizer` before any
@@ -200,24 +207,24 @@ def run_searches(
     campaign: ConfigSearch,
     models: Sequence[str],
     problem: str,
-    method: Any,
+    method: object,
     budget: int,
     init: int,
     seeds: Sequence[int],
     gt: str,
     executor: Executor | None = None,
     cost_alpha: float = COST_ALPHA,
-) -> list[tuple[str, SearchResult, dict[str, Any]]]:
+) -> list[SearchOutcome]:
     """One search per seed, on `executor`; each stored exactly as `ConfigSearch.run` would.
     `method`: a built-in method's name, or any optimiser `resolve_optimizer_agent` takes (or
     its result): it gets the same candidates, initial design, budget and scoring, and its
     runs are keyed by its name and params."""
     models = list(models)
     agent = resolve_optimizer_agent(method)
-    user = None
+    user: JsonObject | None = None
     source: str | Callable[[], Optimizer] | None = None
+    name = agent.name if isinstance(agent, ResolvedAgent) else agent
     if isinstance(agent, ResolvedAgent):
-        method = agent.name
         user = {"name": agent.name, "params": agent.params, "isolation": _isolation(agent)}
         # a worker rebuilds it from its reference when it has one, else from the factory
         source = agent.ref if agent.ref is not None and agent.probe is not None else agent.make
@@ -226,13 +233,17 @@ def run_searches(
     units = []
     for seed in seeds:
         chain, finished = campaign.open_search(
-            models, problem, method, budget, init, seed, gt, cost_alpha, user
+            models, problem, name, budget, init, seed, gt, cost_alpha, user
         )
 
-        def stored(store: Store, finished: Any = finished) -> Any:
+        def stored(store: Store, finished: SearchOutcome | None = finished) -> SearchOutcome | None:
             return finished
 
-        def persist(store: Store, value: Any, chain: Recorder = chain) -> Any:
+        def persist(
+            store: Store,
+            value: tuple[Sequence[Mapping[str, object]], SearchResult],
+            chain: Recorder = chain,
+        ) -> SearchOutcome:
             events, result = value
             chain.log_calls(result.model_calls)  # a failed run's calls are accounted too
             if result.failure is not None:
@@ -241,11 +252,23 @@ def run_searches(
             return campaign.finish_search(chain, result, models, truth)
 
         header = campaign.search_header_payload(
-            models, problem, method, budget, init, seed, gt, cost_alpha, user
+            models, problem, name, budget, init, seed, gt, cost_alpha, user
         )
-        args = (models, problem, method, budget, init, seed, gt, truth, gt_cost, cost_alpha, header)
+        args: SearchArgs = (
+            models,
+            problem,
+            name,
+            budget,
+            init,
+            seed,
+            gt,
+            truth,
+            gt_cost,
+            cost_alpha,
+            header,
+        )
 
-        def here(store: Store, chain: Recorder = chain, args: tuple[Any, ...] = args) -> Any:
+        def here(store: Store, chain: Recorder = chain, args: SearchArgs = args) -> SearchOutcome:
             # in-process: this campaign's own evaluator and caches, no worker copy
             if source is None:
                 events, result = campaign.search_events(*args)
@@ -266,12 +289,10 @@ def run_searches(
     return run_units("configsearch", units, campaign._db, executor)
 
 
-def _finish_failed(
-    chain: Recorder, result: SearchResult
-) -> tuple[str, SearchResult, dict[str, Any]]:
+def _finish_failed(chain: Recorder, result: SearchResult) -> SearchOutcome:
     """A run whose optimiser stopped answering is `failed` with the cause, never scored
     (the next run of it starts afresh: `open_run` resets failed runs)."""
-    summary = {"status": "failed", "cause": result.failure}
+    summary: dict[str, object] = {"status": "failed", "cause": result.failure}
     chain.finish("failed", summary)
     return chain.run_id, result, summary
 

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,6 +24,10 @@ from labreplay.errors import DataError
 from labreplay.sdk import sha256_json
 from labreplay.suites.configsearch.cache import PIPELINE_VERSION, CacheStats, load_npz, save_npz
 from labreplay.suites.configsearch.data import Material
+
+if TYPE_CHECKING:
+    from matminer.featurizers.composition import ElementProperty
+    from pymatgen.core.structure import Structure
 
 ANG_TO_BOHR = 1.8897261246
 SCM_EIGEN = 64
@@ -56,7 +60,7 @@ def _z_array(numbers: Sequence[int], material: Material) -> np.ndarray:
     return z
 
 
-def to_structure(material: Material) -> Any:
+def to_structure(material: Material) -> Structure:
     """A pymatgen Structure from the material's CIF text or JARVIS atoms dict."""
     from pymatgen.core.lattice import Lattice
     from pymatgen.core.structure import Structure
@@ -81,7 +85,7 @@ def to_structure(material: Material) -> Any:
     raise DataError("material has no structure (composition-only task)", record=material.key)
 
 
-def ofm(structure: Any, material: Material) -> np.ndarray:
+def ofm(structure: Structure, material: Material) -> np.ndarray:
     """Site-averaged orbital field matrix with distance-weighted neighbours (see module doc)."""
     table = _orbital_table()
     z = _z_array([site.specie.Z for site in structure], material)
@@ -122,7 +126,7 @@ def composition_ofm(formula: str, material: Material) -> np.ndarray:
 
 
 @lru_cache(maxsize=1)
-def _magpie() -> Any:
+def _magpie() -> ElementProperty:
     from matminer.featurizers.composition import ElementProperty
 
     return ElementProperty.from_preset("magpie")
@@ -144,7 +148,7 @@ def magpie(formula: str, material: Material) -> np.ndarray:
     return np.asarray(np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0), dtype=float)
 
 
-def sine_coulomb_eigen(structure: Any, material: Material) -> np.ndarray:
+def sine_coulomb_eigen(structure: Structure, material: Material) -> np.ndarray:
     """Eigenvalues of the sine Coulomb matrix (Faber et al. 2015), descending, zero-padded or
     truncated to SCM_EIGEN so that every material has the same length."""
     z = _z_array([site.specie.Z for site in structure], material).astype(float)

@@ -14,12 +14,18 @@ pipeline already parsed.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from labreplay.errors import SpecError
+from labreplay.sdk.events import JsonObject
 from labreplay.suites.configsearch.models import ModelData
+
+if TYPE_CHECKING:
+    import torch
+
+    from labreplay.suites.configsearch.data import Material
 
 
 def available() -> bool:
@@ -42,10 +48,10 @@ class AlignnGNN:
     ) -> None:
         self.hidden, self.epochs, self.patience, self.cutoff = hidden, epochs, patience, cutoff
         self.n_jobs = 1
-        self._graphs: dict[str, Any] = {}
-        self._state: Any = None
+        self._graphs: dict[str, object] = {}  # alignn's graph pair per material
+        self._state: tuple[torch.nn.Module, float, float] | None = None
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return {
             "hidden": self.hidden,
             "epochs": self.epochs,
@@ -54,7 +60,7 @@ class AlignnGNN:
             "layers": [1, 1],
         }
 
-    def _graph(self, material: Any) -> Any:
+    def _graph(self, material: Material) -> object:
         if material.key not in self._graphs:
             from alignn.torch_graph_builder import build_pure_torch_graph
             from jarvis.core.atoms import Atoms
@@ -76,14 +82,14 @@ class AlignnGNN:
             )
         return self._graphs[material.key]
 
-    def _batch(self, data: ModelData, rows: np.ndarray) -> Any:
+    def _batch(self, data: ModelData, rows: np.ndarray) -> tuple[object, object, None]:
         from alignn.torch_graph_builder import batch_torch_graph_pairs
 
         materials = data.extra["materials"]
         g, lg = batch_torch_graph_pairs([self._graph(materials[int(i)]) for i in rows])
         return (g, lg, None)
 
-    def _net(self, seed: int) -> Any:
+    def _net(self, seed: int) -> torch.nn.Module:
         import torch
         from alignn.models.alignn_atomwise_pure import (
             ALIGNNAtomWisePure,
@@ -104,7 +110,8 @@ class AlignnGNN:
             energy_mult_natoms=False,
             use_penalty=False,
         )
-        return ALIGNNAtomWisePure(config)
+        net: torch.nn.Module = ALIGNNAtomWisePure(config)  # alignn ships no types
+        return net
 
     def fit(self, data: ModelData, train: np.ndarray, val: np.ndarray, seed: int) -> None:
         import torch

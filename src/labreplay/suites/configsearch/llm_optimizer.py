@@ -20,22 +20,27 @@ older `History` object; both are read through `_plain_history`.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, Protocol
 
 from labreplay.errors import AgentError
 from labreplay.sdk import canonical_json
 from labreplay.sdk.agents import (
     DEFAULT_MAX_RETRY_WAIT_S,
+    CallRecord,
+    Configuration,
     LLMClient,
+    OptimizerHistory,
     RunCaps,
+    Trial,
     agent_name,
     agent_provider,
     client_options,
     parse_agent_spec,
     usage_summary,
 )
+from labreplay.sdk.events import JsonObject
 
 PROMPT_VERSION = "lr-llm-configsearch-1"
 SYSTEM = (
@@ -51,30 +56,55 @@ _AXES = ("r", "n", "s", "model")
 class CallTally:
     """Every model call of the optimisers built by one factory (all seeds of a run)."""
 
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> dict[str, object]:
         return usage_summary(self.calls)
 
     def all_failed(self) -> bool:
         return bool(self.calls) and all(c.get("error") for c in self.calls)
 
 
-def _plain_history(history: Any) -> dict[str, Any]:
+class _Observation(Protocol):
+    """One evaluated suggestion of the older `History` object."""
+
+    step: int
+    config: Configuration
+    model: str | None
+    objective: float
+
+
+class LegacyHistory(Protocol):
+    """The suite's older `History` object, as `_plain_history` reads it."""
+
+    problem: str
+    direction: str  # "min" | "max"
+    budget: int
+    candidates: Sequence[Configuration]
+    observations: Sequence[_Observation]
+
+    def untried(self) -> Iterable[int]: ...
+
+
+def _trial(o: _Observation) -> Trial:
+    configuration = o.config.copy()
+    if o.model:
+        configuration["model"] = o.model
+    return {"step": o.step, "configuration": configuration, "objective": o.objective}
+
+
+def _plain_history(history: OptimizerHistory | LegacyHistory) -> OptimizerHistory:
     if isinstance(history, Mapping):
-        return dict(history)
+        return OptimizerHistory(**history)
     # The suite's `History` object: untried candidates with their index, trials from
     # observations.
-    candidates = [{**history.candidates[i], "index": i} for i in history.untried()]
-    trials = [
-        {
-            "step": o.step,
-            "configuration": {**o.config, **({"model": o.model} if o.model else {})},
-            "objective": o.objective,
-        }
-        for o in history.observations
+    candidates: list[Configuration] = [
+        {**history.candidates[i], "index": i} for i in history.untried()
     ]
-    direction = "maximize" if history.direction == "max" else "minimize"
+    trials = [_trial(o) for o in history.observations]
+    direction: Literal["maximize", "minimize"] = (
+        "maximize" if history.direction == "max" else "minimize"
+    )
     return {
         "problem": history.problem,
         "direction": direction,
@@ -84,11 +114,11 @@ def _plain_history(history: Any) -> dict[str, Any]:
     }
 
 
-def _row(config: Mapping[str, Any], axes: Sequence[str]) -> list[Any]:
+def _row(config: Mapping[str, object], axes: Sequence[str]) -> list[object]:
     return [config.get(a) for a in axes]
 
 
-def suggestion_messages(history: Mapping[str, Any]) -> tuple[list[dict[str, str]], list[int]]:
+def suggestion_messages(history: OptimizerHistory) -> tuple[list[dict[str, str]], list[int]]:
     """The chat messages for one suggestion, and the candidate indices the reply may name."""
     candidates = list(history.get("candidates") or [])
     axes = [a for a in _AXES if any(a in c for c in candidates)]
@@ -114,7 +144,7 @@ def suggestion_messages(history: Mapping[str, Any]) -> tuple[list[dict[str, str]
     ], indices
 
 
-def _schema(indices: list[int]) -> dict[str, Any]:
+def _schema(indices: list[int]) -> dict[str, object]:
     return {
         "type": "object",
         "properties": {"index": {"type": "integer", "enum": indices}},
@@ -135,27 +165,27 @@ class LLMOptimizer:
     def every_call_failed(self) -> bool:
         return self._calls.all_failed()
 
-    def model_calls(self) -> list[dict[str, Any]]:
-        return [dict(c) for c in self._calls.calls]
+    def model_calls(self) -> list[CallRecord]:
+        return [c.copy() for c in self._calls.calls]
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return {**self.client.params(), "prompt_version": PROMPT_VERSION}
 
-    def observe(self, result: Any) -> None:
+    def observe(self, result: Trial) -> None:
         return None  # every trial is in the next history
 
-    def suggest(self, history: Any) -> dict[str, Any]:
+    def suggest(self, history: OptimizerHistory | LegacyHistory) -> Configuration:
         plain = _plain_history(history)
         messages, indices = suggestion_messages(plain)
         if not indices:
             raise AgentError("no untried candidate left")
         reply = self.client.complete_json(messages, _schema(indices), "suggestion")
-        self.tally.calls += [dict(c) for c in reply.calls]
-        self._calls.calls += [dict(c) for c in reply.calls]
+        self.tally.calls += [c.copy() for c in reply.calls]
+        self._calls.calls += [c.copy() for c in reply.calls]
         value = reply.value
         if not isinstance(value, Mapping) or value.get("index") not in indices:
             raise AgentError(reply.error or f"reply {reply.text!r} names no untried candidate")
-        chosen = dict(plain["candidates"][indices.index(int(value["index"]))])
+        chosen = plain["candidates"][indices.index(int(value["index"]))].copy()
         chosen.pop("index", None)
         chosen.pop("features", None)
         return chosen

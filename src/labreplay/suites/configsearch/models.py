@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from labreplay.errors import SpecError
+from labreplay.sdk.events import JsonObject
 
 
 @dataclass
@@ -44,7 +45,7 @@ class PropertyModel(Protocol):
     name: str
     requires: frozenset[str]
 
-    def params(self) -> dict[str, Any]: ...
+    def params(self) -> JsonObject: ...
 
     def fit(self, data: ModelData, train: np.ndarray, val: np.ndarray, seed: int) -> None: ...
 
@@ -75,7 +76,7 @@ class RandomForestSCM:
         self.requires = frozenset({"magpie", "scm"} if structure else {"magpie"})
         self._forest: Any = None
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         # n_jobs changes speed, not results, so it is not part of the cache key
         return {
             "n_estimators": self.n_estimators,
@@ -114,7 +115,7 @@ class OFMMultilayerPerceptron:
         self.hidden, self.epochs, self.patience = hidden, epochs, patience
         self._state: Any = None
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return {"hidden": self.hidden, "epochs": self.epochs, "patience": self.patience}
 
     def fit(self, data: ModelData, train: np.ndarray, val: np.ndarray, seed: int) -> None:

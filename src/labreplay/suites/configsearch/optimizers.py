@@ -34,26 +34,29 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 
 import numpy as np
 
 from labreplay.errors import SpecError
 from labreplay.sdk import derive_seed, make_rng
 from labreplay.sdk.agents import Configuration, Optimizer, OptimizerHistory, Trial
+from labreplay.sdk.events import JsonObject
+from labreplay.suites.configsearch.json_numbers import as_float, as_int
 
 SURROGATES = ("botorch", "sklearn-gp")
 
 # A zero-argument callable returning a fresh Optimizer (one per seed).
 OptimizerFactory = Callable[[], Optimizer]
 CandidateKey = tuple[float, int, int, str | None]
+_T = TypeVar("_T")
 
 
-def candidate_key(config: Mapping[str, Any], model: str | None) -> CandidateKey:
-    return (round(float(config["r"]), 9), int(config["n"]), int(config["s"]), model)
+def candidate_key(config: Mapping[str, object], model: str | None) -> CandidateKey:
+    return (round(as_float(config["r"]), 9), as_int(config["n"]), as_int(config["s"]), model)
 
 
-def key_of(candidate: Mapping[str, Any]) -> CandidateKey:
+def key_of(candidate: Mapping[str, object]) -> CandidateKey:
     """The candidate a configuration dict names (its optional `model` included)."""
     model = candidate.get("model")
     return candidate_key(candidate, None if model is None else str(model))
@@ -93,7 +96,7 @@ def make_history(
     }
 
 
-def _same(item: Any) -> Any:
+def _same(item: _T) -> _T:
     return item
 
 
@@ -149,7 +152,15 @@ def botorch_available() -> bool:
     return True
 
 
-def surrogate_identity(surrogate: str) -> dict[str, Any]:
+class SurrogateIdentity(TypedDict):
+    surrogate: str
+    model: str
+    kernel: str
+    acquisition: str
+    versions: dict[str, str | None]
+
+
+def surrogate_identity(surrogate: str) -> SurrogateIdentity:
     """Surrogate, acquisition, kernel and library versions of a BO method."""
     if surrogate == "botorch":
         return {
@@ -251,7 +262,7 @@ class BayesianOptimizer:
         self.name = "bo" if surrogate == "botorch" else f"bo-{surrogate}"
         self.last_acquisition: float | None = None  # declared: contracts.ScoresSuggestions
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         identity = surrogate_identity(self.surrogate)
         return {
             "surrogate": identity["surrogate"],
@@ -263,7 +274,7 @@ class BayesianOptimizer:
     def observe(self, result: Trial) -> None:
         return None
 
-    def suggest(self, history: OptimizerHistory) -> Mapping[str, Any]:
+    def suggest(self, history: OptimizerHistory) -> Configuration:
         trials, free = history["trials"], history["candidates"]
         sign = 1.0 if history["direction"] == "maximize" else -1.0  # the GP maximises this
         x_seen = np.array([t["features"] for t in trials], dtype=float)
@@ -287,7 +298,7 @@ class BayesianOptimizer:
 
 
 def _new_fits(
-    candidate: Mapping[str, Any], models: Sequence[str], fitted: set[tuple[str, float, int]]
+    candidate: Configuration, models: Sequence[str], fitted: set[tuple[str, float, int]]
 ) -> int:
     names = [str(candidate["model"])] if candidate.get("model") else list(models)
     r, n = round(float(candidate["r"]), 9), int(candidate["n"])
@@ -299,7 +310,7 @@ class _Unparameterised:
 
     name: str
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return {}
 
     def observe(self, result: Trial) -> None:
@@ -311,7 +322,7 @@ class RandomSearch(_Unparameterised):
 
     name = "random"
 
-    def suggest(self, history: OptimizerHistory) -> Mapping[str, Any]:
+    def suggest(self, history: OptimizerHistory) -> Configuration:
         rng = make_rng(history["seed"], "configsearch", "search-order", history["problem"])
         order = rng.permutation(history["n_candidates"])
         free = {c["index"]: c for c in history["candidates"]}
@@ -323,7 +334,7 @@ class ExhaustiveSearch(_Unparameterised):
 
     name = "exhaustive"
 
-    def suggest(self, history: OptimizerHistory) -> Mapping[str, Any]:
+    def suggest(self, history: OptimizerHistory) -> Configuration:
         return history["candidates"][0]
 
 
@@ -335,7 +346,7 @@ class SmallestNsFirst(_Unparameterised):
 
     name = "smallest-ns"
 
-    def suggest(self, history: OptimizerHistory) -> Mapping[str, Any]:
+    def suggest(self, history: OptimizerHistory) -> Configuration:
         rng = make_rng(history["seed"], "configsearch", "smallest-ns-ties", history["problem"])
         tie = np.argsort(rng.permutation(history["n_candidates"]))  # each index's seeded rank
         return min(
@@ -361,7 +372,7 @@ def builtin_optimizer(
     raise SpecError(f"unknown method {method!r}; known: bo, random, exhaustive, smallest-ns")
 
 
-def resolve_optimizer(spec: Any) -> tuple[OptimizerFactory, str]:
+def resolve_optimizer(spec: object) -> tuple[OptimizerFactory, str]:
     """An optimiser given as `MODULE:ATTR` (importable from PYTHONPATH or the working
     directory), a registered name, an object or a factory -> (factory, label), checked against
     the contract by the core resolver (`labreplay.agents.resolve`): one AgentError line naming

@@ -6,9 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labreplay.sdk.options import check_agent_timeout, parse_options
+
+if TYPE_CHECKING:
+    from labreplay.suites.configsearch.pipeline import PipelineSettings
+    from labreplay.suites.configsearch.space import ConfigSpace
 
 # The search seed of both doors when none is given (seeds 42..42+k-1, as the papers' replays).
 DEFAULT_SEED = 42
@@ -31,8 +35,8 @@ class ConfigsearchRunOptions:
     n_total: int = 1600
     n_ood: int = 480
     task: str | None = None
-    settings: Any = None
-    space: Any = None
+    settings: PipelineSettings | None = None
+    space: ConfigSpace | None = None
     cache_dir: str | Path | None = None
     data_dir: str | Path | None = None
     isolate: bool = False
@@ -62,7 +66,7 @@ RUN_DEFAULTS = ConfigsearchRunOptions()
 
 
 def parse_run_options(
-    given: Mapping[str, Any], where: str = "configsearch run"
+    given: Mapping[str, object], where: str = "configsearch run"
 ) -> ConfigsearchRunOptions:
     """The run options; an unknown key is refused naming the nearest valid one."""
     options, _ = parse_options(ConfigsearchRunOptions, where, given)

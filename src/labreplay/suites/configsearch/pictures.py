@@ -16,14 +16,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config
 
+if TYPE_CHECKING:  # matplotlib is imported lazily, when a picture is drawn
+    from types import ModuleType
 
-def _pyplot() -> Any:
+    from matplotlib.patches import Rectangle
+
+    from labreplay.suites.configsearch.which_model import WhichModelRow
+
+
+def _pyplot() -> ModuleType:
+    """matplotlib.pyplot on the Agg backend."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -108,7 +116,7 @@ def heatmaps(
     plt.close(fig)
 
 
-def _rect(x: int, y: int, hatch: str | None, edge: str, alpha: float, lw: float = 0.0) -> Any:
+def _rect(x: int, y: int, hatch: str | None, edge: str, alpha: float, lw: float = 0.0) -> Rectangle:
     from matplotlib.patches import Rectangle
 
     return Rectangle(
@@ -146,7 +154,7 @@ def traces(
     plt.close(fig)
 
 
-def which_model(rows: Sequence[dict[str, Any]], path: Path) -> None:
+def which_model(rows: Sequence[WhichModelRow], path: Path) -> None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9.0, 1.6 + 0.9 * len(rows)))
     labels = []

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,7 @@ from labreplay.suites.configsearch.data import (
     task_def,
     unverified_files,
 )
+from labreplay.suites.configsearch.events import EvaluationPayload
 from labreplay.suites.configsearch.features import FeatureStore
 from labreplay.suites.configsearch.models import ModelData, PropertyModel
 from labreplay.suites.configsearch.space import Config
@@ -95,7 +97,7 @@ class PipelineSettings:
         if not 0.0 <= self.val_fraction < 0.5:
             raise SpecError(f"val_fraction={self.val_fraction} must be in [0, 0.5)")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, int | float]:
         return asdict(self)
 
 
@@ -116,7 +118,7 @@ class Evaluation:
     # sample SD (ddof 1) of the pooled absolute errors: SE(c) = abs_error_sd / sqrt(n_test)
     abs_error_sd: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> EvaluationPayload:
         return {
             "config": self.config.to_json(),
             "model": self.model,
@@ -207,7 +209,7 @@ class Evaluator:
         mp = [self.mp.materials[i] for i in self._mp_order[: self.settings.n_total - n_j]]
         return jarvis + mp
 
-    def _cached(self, name: str, key: list[Any]) -> tuple[Path, str]:
+    def _cached(self, name: str, key: Sequence[object]) -> tuple[Path, str]:
         digest = sha256_json([self.space_key, name, *key])[:20]
         return self.root / self.task / name / f"{digest}.npz", f"{name}:{digest}"
 
@@ -429,7 +431,7 @@ class Evaluator:
             )
         return out
 
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> dict[str, object]:
         return {
             "task": self.task,
             "task_description": self.definition.description,

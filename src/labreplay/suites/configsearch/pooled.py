@@ -19,16 +19,46 @@ Differences (BO minus the reference method unless said otherwise):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
 from labreplay.sdk import make_rng
 
+if TYPE_CHECKING:
+    from labreplay.suites.configsearch.references import CompareRow, PerSeed, ReferenceMethod
+
 RESAMPLES = 10_000
 BOOTSTRAP_SEED = 0
 PURPOSE = "configsearch-pooled-cluster-bootstrap"
 MEASURES = ("hit", "steps_saved", "normalised_gain", "extra_fits")
+
+
+class MeasureCI(TypedDict):
+    """One measure's pooled mean difference and its cluster bootstrap 95% interval."""
+
+    mean: float
+    ci95: list[float]
+    resolved: bool
+
+
+class Bootstrap(TypedDict):
+    resamples: int
+    seed: int
+    purpose: str
+
+
+class PooledBlock(TypedDict):
+    """`pooled`: BO minus each reference method over the scored references. `vs[method]` maps
+    each of MEASURES to its `MeasureCI`, and "bo_hits", "<method>_hits" and "searches" to
+    counts."""
+
+    what: str
+    references: list[str]
+    left_out: list[str]
+    seeds_per_reference: int
+    bootstrap: Bootstrap
+    vs: dict[str, dict[str, MeasureCI | int]]
 
 
 def cluster_bootstrap_ci(
@@ -52,7 +82,7 @@ def cluster_bootstrap_ci(
     return float(d.mean()), float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
 
 
-def _measure(per_seed: dict[str, Any], method: str, measure: str, budget: int) -> list[float]:
+def _measure(per_seed: PerSeed, method: ReferenceMethod, measure: str, budget: int) -> list[float]:
     m = per_seed[method]
     if measure == "hit":
         return [float(h) for h in m["hit"]]
@@ -64,20 +94,20 @@ def _measure(per_seed: dict[str, Any], method: str, measure: str, budget: int) -
 
 
 def pooled(
-    rows: Sequence[dict[str, Any]],
-    against: Sequence[str] = ("random", "smallest-ns"),
+    rows: Sequence[CompareRow],
+    against: Sequence[ReferenceMethod] = ("random", "smallest-ns"),
     seed: int = BOOTSTRAP_SEED,
     resamples: int = RESAMPLES,
-) -> dict[str, Any]:
+) -> PooledBlock:
     """BO vs each method in `against` over the replay rows that are scored (a row without a
     usable target, `scored` False, is left out and named)."""
-    used = [r for r in rows if r.get("scored", True)]
-    out: dict[str, Any] = {
+    used = [r for r in rows if r["scored"]]
+    out: PooledBlock = {
         "what": "BO minus each reference method, paired by (reference, seed), pooled over the "
         "scored references with equal weight; 95% two-stage cluster bootstrap (references, "
         "then seeds within them)",
         "references": [r["reference"] for r in used],
-        "left_out": [r["reference"] for r in rows if not r.get("scored", True)],
+        "left_out": [r["reference"] for r in rows if not r["scored"]],
         "seeds_per_reference": used[0]["seeds"] if used else 0,
         "bootstrap": {"resamples": resamples, "seed": seed, "purpose": PURPOSE},
         "vs": {},
@@ -87,7 +117,7 @@ def pooled(
     if len({len(r["per_seed"]["seeds"]) for r in used}) != 1:
         raise ValueError("pooled rows need the same seeds on every reference")
     for other in against:
-        result: dict[str, Any] = {}
+        result: dict[str, MeasureCI | int] = {}
         for measure in MEASURES:
             table = []
             for r in used:

@@ -17,11 +17,12 @@ from typing import Any
 
 from labreplay.sdk import atomic_write_bytes
 from labreplay.suites.configsearch import pictures
-from labreplay.suites.configsearch.claims import CLAIMS, claims_table
+from labreplay.suites.configsearch.claims import CLAIMS, ClaimTableRow, claims_table
 from labreplay.suites.configsearch.cost import cost_claim_markdown, pooled_cost_claims
 from labreplay.suites.configsearch.optimizers import require_surrogate, surrogate_identity
 from labreplay.suites.configsearch.pooled import pooled
 from labreplay.suites.configsearch.references import (
+    CostRow,
     Reference,
     ReplayPlan,
     compare_many,
@@ -142,7 +143,7 @@ def build(
     }
 
 
-def _num(value: Any) -> str:
+def _num(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -150,7 +151,7 @@ def _num(value: Any) -> str:
     return str(value)
 
 
-def _fits(cost: dict[str, Any]) -> str:
+def _fits(cost: CostRow) -> str:
     m = cost["methods"]
     return (
         " / ".join(f"{m[k]['mean_fits']:.0f}" for k in ("bo", "random", "smallest-ns"))
@@ -162,7 +163,7 @@ def _interval(pair: Sequence[float]) -> str:
     return f"[{_num(pair[0])}, {_num(pair[1])}]"
 
 
-def _claim_cell(row: dict[str, Any] | None) -> str:
+def _claim_cell(row: ClaimTableRow | None) -> str:
     if row is None:
         return "-"
     if "ci95" in row:

@@ -27,24 +27,33 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired, TypedDict, cast
 
 import numpy as np
 
 from labreplay.errors import DataError
 from labreplay.sdk import atomic_write_bytes, canonical_json, sha256_json
-from labreplay.sdk.engine import Store
+from labreplay.sdk.agents import Optimizer
+from labreplay.sdk.engine import RunInfo, Store
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.scoring import paired_bootstrap_ci
+from labreplay.suites.configsearch.cost import CostClaims
+from labreplay.suites.configsearch.events import ConfigJson
+from labreplay.suites.configsearch.json_numbers import as_float, as_int
 from labreplay.suites.configsearch.optimizers import (
     OptimizerFactory,
+    SurrogateIdentity,
     require_surrogate,
     surrogate_identity,
 )
-from labreplay.suites.configsearch.search import COST_ALPHA, landscape, search
+from labreplay.suites.configsearch.search import COST_ALPHA, Answer, SearchResult, landscape, search
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
 from labreplay.suites.configsearch.targets import (
     MIN_TEST_POINTS,
     Landscape,
+    LandscapeNotes,
+    LandscapeSummary,
+    TargetMetrics,
     in_reference_block,
     standard_error,
     target_metrics,
@@ -62,6 +71,193 @@ DEGENERATE_RULE = (
 REGENERATE = "labreplay configsearch references --tasks {task} --models {model} --n-jobs 2"
 
 
+class SpaceDoc(TypedDict):
+    """A sweep's configuration space as its spec holds it (`ConfigSpace.to_json`)."""
+
+    r: list[float]
+    n: list[int]
+    s: list[int]
+    s_cap: list[list[int]]
+
+
+class SliceDoc(TypedDict, total=False):
+    """One r slice of an assembled reference: its spec hash, r values and sweep provenance."""
+
+    spec_hash: str
+    r: list[float]
+    sweep_provenance: JsonObject
+
+
+class ReferenceDoc(TypedDict, total=False):
+    """A reference (or slice) file: one row per configuration in the order of `columns`
+    (numbers; None where a value was not recorded), with the provenance to trust it."""
+
+    format: str
+    task: str
+    model: str
+    model_params: JsonValue
+    spec_hash: str
+    sweep_provenance: JsonObject
+    protocol: JsonObject
+    space: SpaceDoc
+    pipeline: JsonObject
+    regenerate: str
+    columns: list[str]
+    rows: list[list[float | None]]
+    slices: list[SliceDoc]
+
+
+class ReplayRow(TargetMetrics):
+    """One replayed search of one seed: its target metrics, invalid steps, final answer and
+    the model fits it needed."""
+
+    seed: int
+    invalid_steps: int
+    answer: Answer
+    fits_used: int
+
+
+class Paired(TypedDict):
+    """`_paired`: b vs a over the same seeds, each mean with its paired bootstrap 95% interval."""
+
+    steps_saved_mean: float
+    steps_saved_ci95: list[float]
+    normalised_gain_mean: float
+    normalised_gain_ci95: list[float]
+
+
+class BOIdentity(SurrogateIdentity):
+    cost_alpha: float
+
+
+class HeuristicRow(TypedDict):
+    """The no-data heuristic smallest-ns beside BO on one reference."""
+
+    method: str
+    what: str
+    hits: int
+    hits_in_initial_design: int
+    mean_final_normalised: float
+    bo_vs_heuristic: Paired
+    boundary: NotRequired[str | None]
+
+
+class MethodCost(TypedDict):
+    mean_fits: float
+    min_fits: int
+    max_fits: int
+    saved_vs_exhaustive: float | None
+    times_single_config: float | None
+
+
+class CostRow(TypedDict):
+    """`_cost`: model fits per search against the exhaustive sweep and one configuration."""
+
+    unit: str
+    exhaustive_fits: int
+    exhaustive_is: str
+    single_config_fits: int
+    single_config_is: str
+    methods: dict[str, MethodCost]
+    claim: NotRequired[CostClaims]
+
+
+class MethodSeeds(TypedDict):
+    """One method's outcome per seed (`pooled.pooled` pairs them by seed)."""
+
+    hit: list[int]
+    steps_to_target: list[int | None]
+    final_normalised: list[float | None]
+    fits_used: list[int]
+
+
+# per seed: the seeds, then each reference method's outcomes ("smallest-ns" is no identifier)
+PerSeed = TypedDict(
+    "PerSeed",
+    {"seeds": list[int], "bo": MethodSeeds, "random": MethodSeeds, "smallest-ns": MethodSeeds},
+)
+
+
+class AgentRow(TypedDict):
+    """A user's optimiser beside random search and BO on the same seeds."""
+
+    label: str | None
+    hits: int
+    hits_in_initial_design: int
+    mean_final_normalised: float
+    invalid_steps: int
+    vs_random: Paired
+    vs_bo: Paired
+    name: NotRequired[str]
+    # an LLM optimiser's (the replay command's `_mark_llm_rows`): its calls' usage, the run's
+    # status and whether it is ranked
+    llm_usage: NotRequired[dict[str, object]]
+    status: NotRequired[str]
+    ranked: NotRequired[bool]
+
+
+class RowExtras(TypedDict, total=False):
+    """What a scored row holds only when asked: traces (`keep_traces`), the closest answers in
+    the reference block (problem closest) and a user's optimiser (`agent`)."""
+
+    normalised_traces: dict[str, list[list[float | None]]]
+    closest_answers_in_reference_block: int
+    agent: AgentRow
+
+
+class ScoredRow(LandscapeSummary, RowExtras):
+    """`compare`'s row for a reference with a target: the landscape, the hits and paired
+    differences of BO, random search and the heuristic, the cost and the per-seed outcomes."""
+
+    reference: str
+    task: str
+    model: str
+    problem: str
+    scored: Literal[True]
+    targets_in_space: int
+    uniform_chance_within: float
+    random_chance_within: float
+    warnings: list[str]
+    seeds: int
+    budget: int
+    init: int
+    within: int
+    bo: BOIdentity
+    bo_hits: int
+    random_hits: int
+    bo_hits_in_initial_design: int
+    bo_mean_final_normalised: float
+    random_mean_final_normalised: float
+    steps_saved_mean: float
+    steps_saved_ci95: list[float]
+    normalised_gain_mean: float
+    normalised_gain_ci95: list[float]
+    bo_better: bool
+    bo_better_normalised: bool
+    heuristic: HeuristicRow
+    cost: CostRow
+    per_seed: PerSeed
+
+
+class UnscoredRow(LandscapeNotes):
+    """`compare`'s row for a reference no search can be measured on, and why (`reason`)."""
+
+    reference: str
+    task: str
+    model: str
+    problem: str
+    scored: Literal[False]
+    reason: str
+    candidates: int
+    seeds: int
+    budget: int
+    init: int
+    warnings: list[str]
+
+
+CompareRow = ScoredRow | UnscoredRow
+
+
 @dataclass(frozen=True)
 class Reference:
     """m(o, c) of one model over every feasible configuration of one task, with each
@@ -70,7 +266,7 @@ class Reference:
 
     task: str
     model: str
-    protocol: dict[str, Any]
+    protocol: JsonObject
     space: ConfigSpace
     maes: dict[Config, float]
     n_test: dict[Config, int] = field(default_factory=dict)
@@ -108,7 +304,7 @@ class Reference:
         return standard_error(self.abs_error_sd.get(config), n_test)
 
 
-def _space(doc: dict[str, Any]) -> ConfigSpace:
+def _space(doc: SpaceDoc) -> ConfigSpace:
     return ConfigSpace(
         tuple(float(v) for v in doc["r"]),
         tuple(int(v) for v in doc["n"]),
@@ -131,7 +327,7 @@ def export_references(
     if store is not None:
         runs = store.runs(suite="configsearch", branch="sweep/exhaustive", status="complete")
         docs += [_sweep_doc(store, run) for run in runs]
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[ReferenceDoc]] = {}
     for doc in docs:
         key = canonical_json(
             [doc["task"], doc["model"], {k: v for k, v in doc["protocol"].items()
@@ -157,7 +353,7 @@ def export_references(
     return written
 
 
-def _read_doc(path: Path, what: str) -> dict[str, Any]:
+def _read_doc(path: Path, what: str) -> ReferenceDoc:
     """A reference (or slice) file's JSON document, or one line naming the file."""
     try:
         doc = json.loads(gzip.decompress(path.read_bytes()))
@@ -165,19 +361,21 @@ def _read_doc(path: Path, what: str) -> dict[str, Any]:
         raise DataError(f"unreadable {what} ({exc})", file=str(path)) from exc
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise DataError("not a configsearch reference file", file=str(path), field="format")
-    return doc
+    # the JSON boundary: a file in FORMAT holds a reference document (what it lacks is checked
+    # where it is read)
+    return cast(ReferenceDoc, doc)
 
 
-def _slice_doc(path: Path) -> dict[str, Any]:
+def _slice_doc(path: Path) -> ReferenceDoc:
     doc = _read_doc(path, "reference slice")
     missing = [k for k in ("task", "model", "spec_hash", "protocol", "space", "pipeline", "rows")
                if k not in doc]  # fmt: skip
     if missing:
         raise DataError(f"reference slice lacks {missing}", file=str(path), field=missing[0])
-    return dict(doc)
+    return ReferenceDoc(**doc)
 
 
-def _sweep_doc(store: Store, run: Any) -> dict[str, Any]:
+def _sweep_doc(store: Store, run: RunInfo) -> ReferenceDoc:
     params = run.agent_params
     (model,) = params["models"]
     spec = json.loads(store.get_spec(run.spec_hash))
@@ -192,12 +390,10 @@ def _sweep_doc(store: Store, run: Any) -> dict[str, Any]:
              p.get("degenerate_folds", 0), p["n_test"], p.get("abs_error_sd")]
         )  # fmt: skip
     rows.sort(key=lambda row: (row[0], row[1], row[2]))
-    return {
+    doc: ReferenceDoc = {
         "format": FORMAT,
         "task": params["task"],
         "model": model,
-        # sweeps recorded before model settings were stored have none: absent, not invented
-        **({"model_params": params["model_params"][model]} if "model_params" in params else {}),
         "spec_hash": run.spec_hash,
         # what the fits ran with: code commit and library versions at sweep time (sweeps
         # recorded before library versions were stored carry null, never a guess)
@@ -212,9 +408,14 @@ def _sweep_doc(store: Store, run: Any) -> dict[str, Any]:
         "columns": list(COLUMNS),
         "rows": rows,
     }
+    # sweeps recorded before model settings were stored have none: absent, not invented (the
+    # file is canonical JSON, keys sorted: where the key is set does not show)
+    if "model_params" in params:
+        doc["model_params"] = params["model_params"][model]
+    return doc
 
 
-def _assemble(docs: list[dict[str, Any]]) -> dict[str, Any]:
+def _assemble(docs: list[ReferenceDoc]) -> ReferenceDoc:
     """r slices of one sweep -> one reference (slices in r order; r values must not overlap)."""
     docs = sorted(docs, key=lambda d: min(d["space"]["r"]))
     seen: set[float] = set()
@@ -230,7 +431,7 @@ def _assemble(docs: list[dict[str, Any]]) -> dict[str, Any]:
         seen |= set(d["space"]["r"])
     first = docs[0]
     rows = sorted((row for d in docs for row in d["rows"]), key=lambda row: tuple(row[:3]))
-    space = {**first["space"], "r": sorted(seen)}
+    space: SpaceDoc = {**first["space"], "r": sorted(seen)}
     # a file assembled earlier keeps its own slices' provenance
     slices = sorted(
         (piece for d in docs for piece in d.get("slices", [_own_slice(d)])),
@@ -255,9 +456,11 @@ def _assemble(docs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _own_slice(doc: dict[str, Any]) -> dict[str, Any]:
-    kept = {k: doc[k] for k in ("sweep_provenance",) if k in doc}
-    return {"spec_hash": doc["spec_hash"], "r": doc["space"]["r"], **kept}
+def _own_slice(doc: ReferenceDoc) -> SliceDoc:
+    piece: SliceDoc = {"spec_hash": doc["spec_hash"], "r": doc["space"]["r"]}
+    if "sweep_provenance" in doc:
+        piece["sweep_provenance"] = doc["sweep_provenance"]
+    return piece
 
 
 def load_reference(path: Path) -> Reference:
@@ -272,13 +475,13 @@ def load_reference(path: Path) -> Reference:
     sds: dict[Config, float | None] = {}
     degenerate: dict[Config, int] = {}
     for row in doc["rows"]:
-        c = Config(float(row[at["r"]]), int(row[at["n"]]), int(row[at["s"]]))
-        maes[c] = float(row[at["mae"]])
-        n_test[c] = int(row[at["n_test"]])
+        c = Config(as_float(row[at["r"]]), as_int(row[at["n"]]), as_int(row[at["s"]]))
+        maes[c] = as_float(row[at["mae"]])
+        n_test[c] = as_int(row[at["n_test"]])
         sd = row[at["abs_error_sd"]] if "abs_error_sd" in at else None
         sds[c] = None if sd is None else float(sd)
         if "degenerate_folds" in at:
-            degenerate[c] = int(row[at["degenerate_folds"]] or 0)
+            degenerate[c] = as_int(row[at["degenerate_folds"]] or 0)
     return Reference(
         doc["task"], doc["model"], doc["protocol"], _space(doc["space"]), maes, n_test, sds,
         degenerate,
@@ -301,7 +504,7 @@ def replay(
     surrogate: str = "botorch",
     agent: OptimizerFactory | None = None,
     pool: Executor | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ReplayRow]:
     """Target metrics of a search per seed, every evaluation a table lookup. Problems:
     best-model (lowest MAE) and closest (MAE nearest the model's MAE at (0, 48, 10), which must
     be in the table; its own (r, n) block is not a candidate). `agent`: a factory of a user's
@@ -318,7 +521,11 @@ def replay(
     return [_replay_one(*args, seed, agent) for seed in seeds]
 
 
-def _replay_seed(args: tuple[Any, ...]) -> dict[str, Any]:
+# `_replay_one`'s arguments but the agent, as a worker process receives them
+ReplayArgs = tuple[Reference, str, int, int, float, str, int, str, Landscape, int]
+
+
+def _replay_seed(args: ReplayArgs) -> ReplayRow:
     return _replay_one(*args)
 
 
@@ -334,23 +541,26 @@ def _replay_one(
     land: Landscape,
     seed: int,
     agent: OptimizerFactory | None = None,
-) -> dict[str, Any]:
+) -> ReplayRow:
     result = _search_tables(
         {ref.model: ref}, problem, method, budget, init, seed, min_test_points, surrogate,
         cost_alpha, _ground_truth(ref, problem), agent() if agent is not None else None,
     )  # fmt: skip
     steps = list(range(1, len(result.steps) + 1))
-    row = {"seed": seed, **target_metrics(land, result.trace(), steps, init)}
-    row["invalid_steps"] = result.invalid_steps
-    row["answer"] = result.answer()
-    # model fits this search needed: n per new (model, r, n) training set (targets.fits_of)
-    row["fits_used"] = sum(s.new_fits for s in result.steps)
-    return row
+    return {
+        "seed": seed,
+        **target_metrics(land, result.trace(), steps, init),
+        "invalid_steps": result.invalid_steps,
+        "answer": result.answer(),
+        # model fits this search needed: n per new (model, r, n) training set (targets.fits_of)
+        "fits_used": sum(s.new_fits for s in result.steps),
+    }
 
 
 # Every replay's rows: BO beside uniform random search and the no-data heuristic "smallest
 # admissible n*s first" (all three from the same shared initial design per seed).
-REFERENCE_METHODS = ("bo", "random", "smallest-ns")
+ReferenceMethod = Literal["bo", "random", "smallest-ns"]
+REFERENCE_METHODS: tuple[ReferenceMethod, ...] = ("bo", "random", "smallest-ns")
 
 
 @dataclass(frozen=True)
@@ -373,7 +583,7 @@ def compare_many(
     seeds: Sequence[int],
     pool: Executor | None = None,
     progress: Callable[[str], None] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[CompareRow]:
     """`compare` of each plan, the same rows. With a pool, every (plan, method, seed) replay is
     submitted at once, the longest first (BO with the most acquisition steps), so workers never
     wait at the end of one reference or problem for the other's last seed. `progress` gets one
@@ -389,7 +599,7 @@ def compare_many(
             for p, why in zip(plans, reasons, strict=True)
         ]
     lands = [replay_landscape(p.ref, p.problem, p.min_test_points) for p in plans]
-    tasks = [
+    tasks: list[tuple[int, str, ReplayArgs]] = [
         (i, method, (p.ref, method, p.budget, p.init, p.cost_alpha, p.problem,
                      p.min_test_points, p.surrogate, lands[i], seed))
         for i, p in enumerate(plans)
@@ -422,7 +632,7 @@ def compare_many(
     else:
         from concurrent.futures import as_completed
 
-        def cost(task: tuple[int, str, tuple[Any, ...]]) -> int:
+        def cost(task: tuple[int, str, ReplayArgs]) -> int:
             i, method, _ = task
             return plans[i].budget - plans[i].init if method == "bo" else 0
 
@@ -432,16 +642,14 @@ def compare_many(
             one_done(tasks[futures[future]][0])
         by_task = {k: f.result() for f, k in futures.items()}
         rows = [by_task[k] for k in range(len(tasks))]
-    runs: list[dict[str, list[dict[str, Any]]]] = [
-        {m: [] for m in REFERENCE_METHODS} for _ in plans
-    ]
+    runs: list[dict[str, list[ReplayRow]]] = [{m: [] for m in REFERENCE_METHODS} for _ in plans]
     for (i, method, _), row in zip(tasks, rows, strict=True):
         runs[i][method].append(row)
     return [_compared(p, seeds, r, land) for p, r, land in zip(plans, runs, lands, strict=True)]
 
 
 def _random_search_chance(
-    rows: list[dict[str, Any]], land: Landscape, init: int, within: int
+    rows: Sequence[ReplayRow], land: Landscape, init: int, within: int
 ) -> float:
     """P(hit within `within`) of the random search as run, averaged over its seeds: 1 where the
     seed's initial design holds a target, else the chance that within - T0 uniform draws from
@@ -453,11 +661,18 @@ def _random_search_chance(
     return float(np.mean([1.0 if m["target_in_initial_design"] else after for m in rows]))
 
 
-def _steps(m: dict[str, Any], budget: int) -> int:
-    return int(m["steps_to_target"]) if m["reached_target"] else budget + 1
+def _steps(m: ReplayRow, budget: int) -> int:
+    steps = m["steps_to_target"]  # None exactly when the target was not reached
+    return int(steps) if m["reached_target"] and steps is not None else budget + 1
 
 
-def _paired(a: list[dict[str, Any]], b: list[dict[str, Any]], budget: int) -> dict[str, Any]:
+def _hit(m: ReplayRow, within: int) -> bool:
+    """Reached the target within `within` steps."""
+    steps = m["steps_to_target"]  # None exactly when the target was not reached
+    return m["reached_target"] and steps is not None and steps <= within
+
+
+def _paired(a: Sequence[ReplayRow], b: Sequence[ReplayRow], budget: int) -> Paired:
     """b vs a over the same seeds: steps saved (a miss counts as budget + 1) and the normalised
     score after T, each as a mean with a paired bootstrap 95% interval."""
     saved = [_steps(y, budget) - _steps(x, budget) for x, y in zip(a, b, strict=True)]
@@ -489,7 +704,7 @@ def compare(
     agent_label: str | None = None,
     pool: Executor | None = None,
     keep_traces: bool = False,
-) -> dict[str, Any]:
+) -> CompareRow:
     """BO vs random search (and a user's optimiser) on one reference: seeds reaching the target
     within `within` evaluations beside the configurations on target and the exact chance of
     `within` uniform draws; the paired difference in steps to target and in the normalised
@@ -503,7 +718,7 @@ def compare(
     why = unscorable(ref, problem, min_test_points)
     if why is not None:
         return _unscored_row(plan, seeds, why)
-    runs = {
+    runs: dict[str, list[ReplayRow]] = {
         m: replay(ref, m, seeds, budget, init, cost_alpha, problem, min_test_points, surrogate,
                   pool=pool)
         for m in REFERENCE_METHODS
@@ -518,23 +733,71 @@ def compare(
 def _compared(
     plan: ReplayPlan,
     seeds: Sequence[int],
-    runs: dict[str, list[dict[str, Any]]],
+    runs: dict[str, list[ReplayRow]],
     land: Landscape,
     agent: OptimizerFactory | None = None,
     agent_label: str | None = None,
-) -> dict[str, Any]:
+) -> CompareRow:
     """The comparison row of `compare` from the replayed rows of each method."""
     ref, problem, budget, within = plan.ref, plan.problem, plan.budget, plan.within
     within = budget if within is None else within
 
-    def hits(rows: list[dict[str, Any]]) -> int:
-        return sum(1 for m in rows if m["reached_target"] and m["steps_to_target"] <= within)
+    def hits(rows: list[ReplayRow]) -> int:
+        return sum(1 for m in rows if _hit(m, within))
 
-    def mean_final(rows: list[dict[str, Any]]) -> float:
+    def mean_final(rows: list[ReplayRow]) -> float:
         return float(np.mean([float(m["final_normalised"] or 0.0) for m in rows]))
 
     bo_vs_random = _paired(runs["bo"], runs["random"], budget)
-    out: dict[str, Any] = {
+    bo_hits = hits(runs["bo"])
+    heuristic = runs["smallest-ns"]
+    h: HeuristicRow = {
+        "method": "smallest-ns",
+        "what": "no-data heuristic: after the shared initial design, untried candidates in "
+        "ascending n*s (seeded ties); it reads no MAE",
+        "hits": hits(heuristic),
+        "hits_in_initial_design": sum(1 for m in heuristic if m["target_in_initial_design"]),
+        "mean_final_normalised": mean_final(heuristic),
+        "bo_vs_heuristic": _paired(runs["bo"], heuristic, budget),
+    }
+    h["boundary"] = _boundary(plan, land, bo_hits, h["hits"], h["hits_in_initial_design"])
+
+    def per_seed(rows: list[ReplayRow]) -> MethodSeeds:
+        return {
+            "hit": [int(_hit(m, within)) for m in rows],
+            "steps_to_target": [m["steps_to_target"] for m in rows],
+            "final_normalised": [m["final_normalised"] for m in rows],
+            "fits_used": [int(m["fits_used"]) for m in rows],
+        }
+
+    extras: RowExtras = {}
+    if plan.keep_traces:
+        extras["normalised_traces"] = {
+            m: [row["normalised_trace"] for row in rows] for m, rows in runs.items()
+        }
+    if problem == "closest":
+        extras["closest_answers_in_reference_block"] = sum(
+            1
+            for rows in runs.values()
+            for m in rows
+            if (config := m["answer"].get("config")) and _answer_in_block(config)
+        )
+    if agent is not None:
+        agent_row: AgentRow = {
+            "label": agent_label,
+            "hits": hits(runs["agent"]),
+            "hits_in_initial_design": sum(
+                1 for m in runs["agent"] if m["target_in_initial_design"]
+            ),
+            "mean_final_normalised": mean_final(runs["agent"]),
+            "invalid_steps": sum(int(m["invalid_steps"]) for m in runs["agent"]),
+            "vs_random": _paired(runs["agent"], runs["random"], budget),
+            "vs_bo": _paired(runs["agent"], runs["bo"], budget),
+        }
+        agent_row["name"] = _agent_name(agent)
+        extras["agent"] = agent_row
+    # one literal, keys in the order the row has always had
+    return {
         "reference": ref.label,
         "task": ref.task,
         "model": ref.model,
@@ -553,7 +816,7 @@ def _compared(
         "init": plan.init,
         "within": within,
         "bo": {**surrogate_identity(plan.surrogate), "cost_alpha": plan.cost_alpha},
-        "bo_hits": hits(runs["bo"]),
+        "bo_hits": bo_hits,
         "random_hits": hits(runs["random"]),
         "bo_hits_in_initial_design": sum(1 for m in runs["bo"] if m["target_in_initial_design"]),
         "bo_mean_final_normalised": mean_final(runs["bo"]),
@@ -561,58 +824,16 @@ def _compared(
         **bo_vs_random,
         "bo_better": bool(bo_vs_random["steps_saved_ci95"][0] > 0),
         "bo_better_normalised": bool(bo_vs_random["normalised_gain_ci95"][0] > 0),
-    }
-    heuristic = runs["smallest-ns"]
-    out["heuristic"] = {
-        "method": "smallest-ns",
-        "what": "no-data heuristic: after the shared initial design, untried candidates in "
-        "ascending n*s (seeded ties); it reads no MAE",
-        "hits": hits(heuristic),
-        "hits_in_initial_design": sum(1 for m in heuristic if m["target_in_initial_design"]),
-        "mean_final_normalised": mean_final(heuristic),
-        "bo_vs_heuristic": _paired(runs["bo"], heuristic, budget),
-    }
-    h = out["heuristic"]
-    h["boundary"] = _boundary(plan, land, out["bo_hits"], h["hits"], h["hits_in_initial_design"])
-    out["cost"] = _cost(ref, runs)
-    out["per_seed"] = {
-        "seeds": [int(m["seed"]) for m in runs["bo"]],
-        **{
-            method: {
-                "hit": [int(m["reached_target"] and m["steps_to_target"] <= within) for m in rows],
-                "steps_to_target": [m["steps_to_target"] for m in rows],
-                "final_normalised": [m["final_normalised"] for m in rows],
-                "fits_used": [int(m["fits_used"]) for m in rows],
-            }
-            for method, rows in runs.items()
-            if method in REFERENCE_METHODS
+        "heuristic": h,
+        "cost": _cost(ref, runs),
+        "per_seed": {
+            "seeds": [int(m["seed"]) for m in runs["bo"]],
+            "bo": per_seed(runs["bo"]),
+            "random": per_seed(runs["random"]),
+            "smallest-ns": per_seed(runs["smallest-ns"]),
         },
+        **extras,
     }
-    if plan.keep_traces:
-        out["normalised_traces"] = {
-            m: [row["normalised_trace"] for row in rows] for m, rows in runs.items()
-        }
-    if problem == "closest":
-        out["closest_answers_in_reference_block"] = sum(
-            1
-            for rows in runs.values()
-            for m in rows
-            if m["answer"].get("config") and _answer_in_block(m["answer"]["config"])
-        )
-    if agent is not None:
-        out["agent"] = {
-            "label": agent_label,
-            "hits": hits(runs["agent"]),
-            "hits_in_initial_design": sum(
-                1 for m in runs["agent"] if m["target_in_initial_design"]
-            ),
-            "mean_final_normalised": mean_final(runs["agent"]),
-            "invalid_steps": sum(int(m["invalid_steps"]) for m in runs["agent"]),
-            "vs_random": _paired(runs["agent"], runs["random"], budget),
-            "vs_bo": _paired(runs["agent"], runs["bo"], budget),
-        }
-        out["agent"]["name"] = _agent_name(agent)
-    return out
 
 
 def _boundary(
@@ -643,7 +864,7 @@ def _boundary(
     )
 
 
-def _cost(ref: Reference, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def _cost(ref: Reference, runs: dict[str, list[ReplayRow]]) -> CostRow:
     """Model fits per search (METRICS.md cost unit: one fit per fold of each new (model, r, n)
     training set; every s of an (r, n) reuses them) against the exhaustive sweep of the
     reference table (every feasible configuration) and against a single-configuration protocol
@@ -652,7 +873,7 @@ def _cost(ref: Reference, runs: dict[str, list[dict[str, Any]]]) -> dict[str, An
 
     exhaustive = fits_of([(ref.model, c) for c in ref.maes])
     single = fits_of([(ref.model, Config(*REFERENCE_CONFIG))])
-    out: dict[str, Any] = {
+    out: CostRow = {
         "unit": "model fits (n per new (model, r, n) training set)",
         "exhaustive_fits": exhaustive,
         "exhaustive_is": "every feasible configuration of the reference table",
@@ -687,7 +908,7 @@ def _agent_name(agent: OptimizerFactory) -> str:
     return f"{made.name} {canonical_json(made.params())}"
 
 
-def _answer_in_block(config: dict[str, Any]) -> bool:
+def _answer_in_block(config: ConfigJson) -> bool:
     return in_reference_block(Config(float(config["r"]), int(config["n"]), int(config["s"])))
 
 
@@ -717,7 +938,7 @@ def replay_landscape(
     return land
 
 
-def degenerate_notes(ref: Reference, min_test_points: int) -> dict[str, Any]:
+def degenerate_notes(ref: Reference, min_test_points: int) -> LandscapeNotes:
     """What the degenerate rule did to one reference: configurations with a degenerate fold,
     in C_min and in the whole table, and whether they were excluded."""
     flagged = [c for c in ref.maes if ref.degenerate(c)]
@@ -747,7 +968,7 @@ def unscorable(ref: Reference, problem: str, min_test_points: int) -> str | None
     )
 
 
-def _unscored_row(plan: ReplayPlan, seeds: Sequence[int], reason: str) -> dict[str, Any]:
+def _unscored_row(plan: ReplayPlan, seeds: Sequence[int], reason: str) -> UnscoredRow:
     return {
         "reference": plan.ref.label,
         "task": plan.ref.task,
@@ -780,8 +1001,8 @@ def _search_tables(
     surrogate: str,
     cost_alpha: float = COST_ALPHA,
     truth: dict[str, float] | None = None,
-    optimizer: Any = None,
-) -> Any:
+    optimizer: Optimizer | None = None,
+) -> SearchResult:
     """The real `search.search` over the configurations every model's table holds, each
     evaluation a lookup: the one replay path of every problem."""
     models = sorted(refs)

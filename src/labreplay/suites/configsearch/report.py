@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from labreplay.sdk import atomic_write_bytes, sha256_json
 from labreplay.sdk.engine import RunInfo, Store
 from labreplay.sdk.scoring import paired_bootstrap_ci
 from labreplay.suites.configsearch.data import BUILTIN_TASKS
+from labreplay.suites.configsearch.events import ConfigJson, EvaluationPayload
 from labreplay.suites.configsearch.search import (
     Candidate,
     SearchResult,
@@ -41,15 +43,15 @@ GROUP_KEYS = ("budget", "init", "gt", "cost_alpha", "initial_design")
 SURROGATE_KEY = "surrogate"
 
 
-def _sweep_points(store: Store, run: RunInfo) -> list[dict[str, Any]]:
+def _sweep_points(store: Store, run: RunInfo) -> list[EvaluationPayload]:
     return [e["payload"] for e in store.events(run.run_id) if e["kind"] == "evaluation"]
 
 
-def _config(p: dict[str, Any]) -> Config:
+def _config(p: ConfigJson) -> Config:
     return Config(float(p["r"]), int(p["n"]), int(p["s"]))
 
 
-def _protocol_label(params: dict[str, Any]) -> str:
+def _protocol_label(params: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={params.get(k)}" for k in PROTOCOL_KEYS)
 
 
@@ -343,7 +345,7 @@ def _plot_traces(group: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):

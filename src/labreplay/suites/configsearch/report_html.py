@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 from labreplay.sdk.engine import Store
 from labreplay.sdk.report import details, image, interval, num, png_bytes, system_labels, table
-from labreplay.suites.configsearch.claims import claims_table
+from labreplay.suites.configsearch.claims import ClaimRow, ClaimTableRow, claims_table
 from labreplay.suites.configsearch.space import Config
 from labreplay.suites.configsearch.targets import MIN_TEST_POINTS
 
@@ -32,9 +31,9 @@ def _sweep_maes(store: Store, run_id: str) -> dict[Config, float]:
     return maes
 
 
-def stored_claims(store: Store) -> list[dict[str, Any]]:
+def stored_claims(store: Store) -> list[ClaimTableRow]:
     """The claim rows of every complete exhaustive sweep in the store (claims.claims_table)."""
-    rows: list[dict[str, Any]] = []
+    rows: list[ClaimTableRow] = []
     for run in store.runs(suite="configsearch", status="complete"):
         if run.branch != SWEEP_BRANCH:
             continue
@@ -46,15 +45,15 @@ def stored_claims(store: Store) -> list[dict[str, Any]]:
     return rows
 
 
-def _value(row: Mapping[str, Any]) -> str:
+def _value(row: ClaimRow) -> str:
     value = row.get("value")
     if not isinstance(value, int | float) or math.isnan(value):
         return "-"
     return num(value)
 
 
-def _ci(row: Mapping[str, Any]) -> str:
-    ci: Sequence[Any] = row.get("ci95") or ()
+def _ci(row: ClaimRow) -> str:
+    ci: Sequence[float] = row.get("ci95") or ()
     if len(ci) != 2 or any(not isinstance(v, int | float) or math.isnan(v) for v in ci):
         return "-"
     return interval(float(ci[0]), float(ci[1]))

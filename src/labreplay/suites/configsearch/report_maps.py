@@ -6,7 +6,7 @@ few thousandths (the s-claims) is visible next to n and r effects a hundred time
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -20,9 +20,19 @@ if TYPE_CHECKING:  # matplotlib is imported lazily, when a figure is drawn
 SWEEP_BRANCH = "sweep/exhaustive"
 
 
-def sweep_points(store: Store, run_id: str) -> list[dict[str, Any]]:
+class SweepPoint(TypedDict):
+    """One evaluated configuration of a sweep, as the heat maps read it."""
+
+    r: float
+    n: int
+    s: int
+    mae: float
+    abs_error_sd: float | None  # as stored (None in sweeps recorded before it was)
+
+
+def sweep_points(store: Store, run_id: str) -> list[SweepPoint]:
     """(r, n, s, mae, abs_error_sd, n_test) of every configuration the sweep evaluated."""
-    points = []
+    points: list[SweepPoint] = []
     for event in store.events(run_id):
         payload = event["payload"]
         if event["kind"] != "evaluation" or not isinstance(payload, Mapping):
@@ -42,7 +52,7 @@ def sweep_points(store: Store, run_id: str) -> list[dict[str, Any]]:
     return points
 
 
-def target_threshold(points: Sequence[Mapping[str, Any]], min_test_points: int) -> float | None:
+def target_threshold(points: Sequence[SweepPoint], min_test_points: int) -> float | None:
     """tau of METRICS.md over C_min (targets.Landscape), the optimum's SE where it is known."""
     reliable = [p for p in points if p["n"] * p["s"] >= min_test_points]
     if not reliable:
@@ -54,7 +64,7 @@ def target_threshold(points: Sequence[Mapping[str, Any]], min_test_points: int) 
     return land.threshold
 
 
-def landscape_png(title: str, points: Sequence[Mapping[str, Any]], min_test_points: int) -> bytes:
+def landscape_png(title: str, points: Sequence[SweepPoint], min_test_points: int) -> bytes:
     from matplotlib.figure import Figure
 
     rs = sorted({p["r"] for p in points})

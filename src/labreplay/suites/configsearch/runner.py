@@ -10,9 +10,9 @@ prefix. A search is one method name (bo | random | exhaustive) or any `labreplay
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Protocol, TypedDict, cast
 
 import numpy as np
 
@@ -29,7 +29,9 @@ from labreplay.sdk import (
 )
 from labreplay.sdk.agents import Optimizer, sandbox_of
 from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
+from labreplay.sdk.events import JsonObject
 from labreplay.suites.configsearch.cache import CacheStats
+from labreplay.suites.configsearch.events import EvaluationPayload
 from labreplay.suites.configsearch.models import PropertyModel, build_model
 from labreplay.suites.configsearch.optimizers import surrogate_identity
 from labreplay.suites.configsearch.pipeline import Evaluation, Evaluator, PipelineSettings
@@ -53,6 +55,26 @@ from labreplay.suites.configsearch.targets import (
 SUITE = "configsearch"
 PROTOCOL = "automatbench-ood"
 PROTOCOL_VERSION = 1
+
+
+class RunProtocol(TypedDict):
+    """`ConfigSearch.protocol`: what makes two runs comparable besides budget and seed."""
+
+    n_total: int
+    n_ood: int
+    s_max: int
+    space: str
+    space_size: int
+
+
+class Advances(Protocol):
+    """A progress display: `advance(n)` after n more configurations are done."""
+
+    def advance(self, n: int) -> None: ...
+
+
+# a search's run id, result and run summary (what the scores table and the CLI read)
+SearchOutcome = tuple[str, SearchResult, dict[str, object]]
 
 
 class ConfigSearch:
@@ -133,7 +155,7 @@ class ConfigSearch:
             chain.append("evaluation", result.to_json())
         return result
 
-    def protocol(self) -> dict[str, Any]:
+    def protocol(self) -> RunProtocol:
         """What makes two runs comparable besides budget and seed (the report's grouping key)."""
         settings = self.evaluator.settings
         return {
@@ -145,7 +167,12 @@ class ConfigSearch:
         }
 
     def _header(
-        self, models: Sequence[str], problem: str, method: str, seed: int, params: dict[str, Any]
+        self,
+        models: Sequence[str],
+        problem: str,
+        method: str,
+        seed: int,
+        params: Mapping[str, object],
     ) -> RunHeader:
         return RunHeader(
             self.environment,
@@ -187,7 +214,12 @@ class ConfigSearch:
         )
 
     def _open(
-        self, models: Sequence[str], problem: str, method: str, seed: int, params: dict[str, Any]
+        self,
+        models: Sequence[str],
+        problem: str,
+        method: str,
+        seed: int,
+        params: Mapping[str, object],
     ) -> Recorder:
         # batch=1: every evaluation is minutes of model fitting, so each is stored at once.
         return open_recorder(self._db, self._header(models, problem, method, seed, params), batch=1)
@@ -207,7 +239,7 @@ class ConfigSearch:
 
     # ------------------------------------------------------------------ exhaustive sweep
     def sweep(
-        self, model: str, progress: Any = None, executor: Executor | None = None
+        self, model: str, progress: Advances | None = None, executor: Executor | None = None
     ) -> tuple[str, dict[tuple[str, Config], float]]:
         """Every configuration of the space for one model; resumable from the store. With an
         executor, one unit per (r, n) training set (`execute.sweep_on`)."""
@@ -261,23 +293,27 @@ class ConfigSearch:
         return self._maes(self._db.events(run_id))
 
     @staticmethod
-    def _payloads(events: Sequence[dict[str, Any]]) -> dict[tuple[str, Config], dict[str, Any]]:
+    def _payloads(
+        events: Sequence[Mapping[str, object]],
+    ) -> dict[tuple[str, Config], EvaluationPayload]:
         out = {}
         for e in events:
             if e["kind"] == "evaluation":
-                p = e["payload"]
+                # the kind names the payload's type (events.PAYLOADS); the chain vouches for it
+                p = cast(EvaluationPayload, e["payload"])
                 c = p["config"]
                 out[(p["model"], Config(float(c["r"]), int(c["n"]), int(c["s"])))] = p
         return out
 
     @classmethod
-    def _maes(cls, events: Sequence[dict[str, Any]]) -> dict[tuple[str, Config], float]:
+    def _maes(cls, events: Sequence[Mapping[str, object]]) -> dict[tuple[str, Config], float]:
         return {k: float(p["mae"]) for k, p in cls._payloads(events).items()}
 
-    def _sweep_of(self, params: dict[str, Any], model: str) -> bool:
+    def _sweep_of(self, params: Mapping[str, object], model: str) -> bool:
         """A stored sweep is this model's truth only with today's settings (a sweep recorded
         before settings were stored, or with others, is not)."""
-        recorded = params.get("model_params", {}).get(model)
+        model_params = params.get("model_params", {})
+        recorded = model_params.get(model) if isinstance(model_params, Mapping) else None
         return params.get("models") == [model] and recorded == self.model(model).params()
 
     def truth_table(self, models: Sequence[str]) -> dict[tuple[str, Config], float] | None:
@@ -318,13 +354,13 @@ class ConfigSearch:
         self,
         models: Sequence[str],
         problem: str,
-        method: Any,
+        method: object,
         budget: int = 12,
         init: int = 4,
         seed: int = 42,
         gt: str = "reference",
         cost_alpha: float = COST_ALPHA,
-    ) -> tuple[str, SearchResult, dict[str, Any]]:
+    ) -> SearchOutcome:
         """One search, stored; through the shared driver like every other run path. `method`
         is a built-in method's name or an optimiser (object, factory, MODULE:ATTR, a resolved
         agent; see `execute.run_searches`)."""
@@ -345,8 +381,8 @@ class ConfigSearch:
         seed: int,
         gt: str,
         cost_alpha: float = COST_ALPHA,
-        optimizer: dict[str, Any] | None = None,
-    ) -> tuple[Recorder, tuple[str, SearchResult, dict[str, Any]] | None]:
+        optimizer: JsonObject | None = None,
+    ) -> tuple[Recorder, SearchOutcome | None]:
         """The search run's recorder, or its stored result if it is complete (resume and the
         failed-run reset are `open_run`'s). A complete run whose sweep arrived later gets its
         summary recomputed, never served stale. `optimizer`: a user optimiser's name, params
@@ -375,10 +411,10 @@ class ConfigSearch:
         seed: int,
         gt: str,
         cost_alpha: float = COST_ALPHA,
-        optimizer: dict[str, Any] | None = None,
+        optimizer: JsonObject | None = None,
     ) -> RunHeader:
         """The runs row of one search (its key and parameters)."""
-        params: dict[str, Any] = {
+        params: dict[str, object] = {
             "budget": budget,
             "init": init,
             "gt": gt if problem == "closest" else None,
@@ -393,9 +429,24 @@ class ConfigSearch:
             params["optimizer"] = optimizer
         return self._header(list(models), problem, method, seed, params)
 
-    def search_header_payload(self, *args: Any) -> HeaderPayload:
-        """The header event of the search `search_header(*args)` opens."""
-        return self._header_payload(self.search_header(*args))
+    def search_header_payload(
+        self,
+        models: Sequence[str],
+        problem: str,
+        method: str,
+        budget: int,
+        init: int,
+        seed: int,
+        gt: str,
+        cost_alpha: float = COST_ALPHA,
+        optimizer: JsonObject | None = None,
+    ) -> HeaderPayload:
+        """The header event of the search `search_header(...)` opens."""
+        return self._header_payload(
+            self.search_header(
+                models, problem, method, budget, init, seed, gt, cost_alpha, optimizer
+            )
+        )
 
     def search_events(
         self,
@@ -412,7 +463,7 @@ class ConfigSearch:
         header: HeaderPayload | None = None,
         *,
         optimizer: Optimizer | None = None,
-    ) -> tuple[list[dict[str, Any]], SearchResult]:
+    ) -> tuple[list[dict[str, object]], SearchResult]:
         """Run one search without a store: its events (chained to the spec) and result.
         `optimizer` (a user's) replaces `method`'s built-in one, with the same budget, initial
         design and scoring. `header`: the run's header event, put at seq 0 with the sandbox
@@ -453,7 +504,7 @@ class ConfigSearch:
 
     def finish_search(
         self, chain: Recorder, result: SearchResult, models: Sequence[str], truth: dict[str, float]
-    ) -> tuple[str, SearchResult, dict[str, Any]]:
+    ) -> SearchOutcome:
         summary = self._summarise(result, list(models), truth)
         chain.finish(
             "complete",
@@ -497,7 +548,7 @@ class ConfigSearch:
 
     def _summarise(
         self, result: SearchResult, models: list[str], truth: dict[str, float]
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         cands = candidates(result.problem, self.feasible, models, self.min_test_points)
         used = [(m, s.candidate.config) for s in result.valid_steps if s.candidate for m in s.maes]
         if result.problem == "closest" and result.gt_evaluations:
@@ -508,7 +559,7 @@ class ConfigSearch:
         overheads = [s.overhead_s for s in result.steps if s.phase == "bo"]
         cumulative = list(np.cumsum([len(s.maes) for s in result.steps]).tolist())
         init = sum(1 for s in result.steps if s.phase == "init")
-        summary: dict[str, Any] = {
+        summary: dict[str, object] = {
             "answer": result.answer(),
             "steps": len(result.steps),
             "evaluations": result.evaluations,

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Protocol, TypedDict, cast, runtime_checkable
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from labreplay.errors import SpecError
 from labreplay.sdk import make_rng
 from labreplay.sdk.agents import (
     AgentUnavailable,
+    CallRecord,
     CapReached,
     Configuration,
     Optimizer,
@@ -53,6 +54,7 @@ from labreplay.sdk.agents import (
 )
 from labreplay.sdk.agents import acquisition_of as _acquisition_of
 from labreplay.sdk.engine import AGENT_RAISED, MODEL_CALLS_FAILED, REPLIES_INVALID, RunHealth, judge
+from labreplay.suites.configsearch.events import ConfigJson, StepPayload
 from labreplay.suites.configsearch.optimizers import (
     BUILTIN_OPTIMIZERS,
     builtin_optimizer,
@@ -65,6 +67,7 @@ from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, Config
 from labreplay.suites.configsearch.targets import (
     MIN_TEST_POINTS,
     Landscape,
+    LandscapeNotes,
     in_reference_block,
     reliable,
 )
@@ -84,11 +87,45 @@ class CallsAModel(Protocol):
 
     def every_call_failed(self) -> bool: ...
 
-    def model_calls(self) -> list[dict[str, Any]]: ...
+    def model_calls(self) -> list[CallRecord]: ...
 
 
 # evaluate(model, config) -> MAE; the runner wraps the Evaluator, the store and the cache in it
 EvaluateFn = Callable[[str, Config], float]
+
+
+class BestPair(TypedDict):
+    config: ConfigJson
+    model: str | None
+    mae: float | None
+
+
+class LargestDifference(TypedDict):
+    config: ConfigJson
+    abs_difference: float
+
+
+class Answer(TypedDict, total=False):
+    """`SearchResult.answer`, by problem (empty without a valid step): best-model names
+    `best_model`, `mean_mae` and `best_pair`; which-model (`which_model_answer`) `mean_mae`,
+    the paired `difference` with its interval, the `verdict`, `best_model` and the
+    `largest_difference`; discriminate and closest the chosen `config`, its `objective` and
+    `maes` (discriminate also their `range`)."""
+
+    best_model: str | None
+    mean_mae: dict[str, float]
+    best_pair: BestPair
+    config: ConfigJson
+    objective: float | None
+    maes: dict[str, float]
+    range: float
+    difference: str
+    paired_difference: float
+    paired_difference_ci95: list[float]
+    configurations: int
+    guided_steps_left_out: int
+    verdict: str
+    largest_difference: LargestDifference
 
 
 @dataclass(frozen=True)
@@ -102,8 +139,9 @@ class Candidate:
     def key(self) -> tuple[float, int, int, str | None]:
         return candidate_key(self.config.to_json(), self.model)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = dict(self.config.to_json())
+    def to_json(self) -> Configuration:
+        c = self.config
+        out: Configuration = {"r": c.r, "n": c.n, "s": c.s}  # Config.to_json, as a candidate
         if self.model is not None:
             out["model"] = self.model
         return out
@@ -122,7 +160,7 @@ class Step:
     new_fits: int = 0
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> StepPayload:
         return {
             "step": self.index,
             "phase": self.phase,
@@ -147,7 +185,7 @@ class SearchResult:
     ground_truth: dict[str, float] = field(default_factory=dict)
     gt_evaluations: int = 0
     failure: str | None = None  # why the search stopped short (its optimiser stopped answering)
-    model_calls: list[dict[str, Any]] = field(default_factory=list)  # an LLM optimiser's calls
+    model_calls: list[CallRecord] = field(default_factory=list)  # an LLM optimiser's calls
 
     @property
     def evaluations(self) -> int:
@@ -164,7 +202,7 @@ class SearchResult:
     def invalid_steps(self) -> int:
         return len(self.steps) - len(self.valid_steps)
 
-    def answer(self) -> dict[str, Any]:
+    def answer(self) -> Answer:
         """The algorithm's final estimate (line 8-9 of Algorithms 1-3)."""
         steps = self.valid_steps
         if not steps:
@@ -191,7 +229,7 @@ class SearchResult:
         pick = max if self.problem == "discriminate" else min
         chosen = pick(steps, key=lambda s: (float(s.objective or 0.0), -s.index))
         assert chosen.candidate is not None
-        out = {
+        out: Answer = {
             "config": chosen.candidate.config.to_json(),
             "objective": chosen.objective,
             "maes": chosen.maes,
@@ -206,7 +244,7 @@ class SearchResult:
 OUTCOME_BLIND_PHASES = ("init", "random", "exhaustive", "paired-random")
 
 
-def which_model_answer(steps: Sequence[Step], order: Sequence[str] | None = None) -> dict[str, Any]:
+def which_model_answer(steps: Sequence[Step], order: Sequence[str] | None = None) -> Answer:
     """Formal Algorithm 1 (METRICS.md fourth round): M(o) per model over the configurations
     chosen blind to the outcomes, the paired difference order[0] - order[1] with its 95% t
     interval, and "tied" when it contains 0. Symmetric: swapping `order` mirrors the difference
@@ -464,7 +502,7 @@ def _ask(
     return pick, None
 
 
-def _shown(suggestion: Any) -> str:
+def _shown(suggestion: Mapping[str, object]) -> str:
     """A suggestion as an invalid step's error names it (its features left out)."""
     return repr({k: v for k, v in dict(suggestion).items() if k != "features"})
 
@@ -501,7 +539,7 @@ def landscape(
         values = [gt_se.get(m) for m in models]
         known = [v for v in values if v is not None]
         floor = float(np.mean(known)) if known and len(known) == len(values) else None
-    notes: dict[str, Any] = {
+    notes: LandscapeNotes = {
         "min_test_points": min_test_points,
         "below_min_test_points": sum(1 for c in feasible if not reliable(c, min_test_points)),
     }

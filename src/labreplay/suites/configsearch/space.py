@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from labreplay.errors import SpecError
+from labreplay.suites.configsearch.events import ConfigJson
 
 PAPER_R = tuple(round(0.1 * i, 1) for i in range(11))
 PAPER_N = (4, 6, 8, 10, 12, 24, 48, 60)
@@ -26,7 +27,7 @@ class Config:
     def label(self) -> str:
         return f"({self.r:g}, {self.n}, {self.s})"
 
-    def to_json(self) -> dict[str, float | int]:
+    def to_json(self) -> ConfigJson:
         return {"r": self.r, "n": self.n, "s": self.s}
 
 

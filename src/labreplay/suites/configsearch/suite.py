@@ -13,11 +13,13 @@ from labreplay.suites.configsearch.options import DEFAULT_SEED
 if TYPE_CHECKING:
     import typer
 
+    from labreplay.sdk.agents import Optimizer, ResolvedAgent
     from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
+    from labreplay.suites.configsearch.runner import ConfigSearch
     from labreplay.suites.configsearch.search import SearchResult
 
 
-def config_point(payload: Mapping[str, Any]) -> tuple[float, float, float, float] | None:
+def config_point(payload: Mapping[str, object]) -> tuple[float, float, float, float] | None:
     """An event payload as an evaluated configuration (r, n, s, objective) for the report's
     scatter: numeric `r`, `n`, `s` directly or under `config`, and an objective (`mae`,
     `objective` or `value`); None for any other payload."""
@@ -76,7 +78,9 @@ class ConfigsearchSuite:
 
         run_demo(data_dir, store, out_dir / self.name, quick=not full)
 
-    def _campaign(self, data_dir: Path | None, store: Store | None, options: Any) -> Any:
+    def _campaign(
+        self, data_dir: Path | None, store: Store | None, options: Mapping[str, Any]
+    ) -> ConfigSearch:
         from labreplay.sdk.data import resolve_data_dir
         from labreplay.suites.configsearch.pipeline import PipelineSettings
         from labreplay.suites.configsearch.runner import ConfigSearch
@@ -95,7 +99,7 @@ class ConfigsearchSuite:
             min_test_points=int(options.get("min_test_points", 30)),
         )
 
-    def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
+    def compile(self, data_dir: Path | None = None, **options: object) -> list[EnvironmentSpec]:
         """Options: task, n_total, n_ood (or settings), space, cache_dir, min_test_points."""
         from labreplay.sdk.options import refuse_unknown
 
@@ -103,7 +107,7 @@ class ConfigsearchSuite:
         refuse_unknown("configsearch compile", options, {*known, "min_test_points"})
         return [self._campaign(data_dir, None, options).environment]
 
-    def resolve_agent(self, agent: Any, **options: Any) -> Any:
+    def resolve_agent(self, agent: object, **options: object) -> str | ResolvedAgent:
         """A search method name (bo | random | exhaustive), or any `Optimizer` (object,
         factory, registered name, MODULE:ATTR) checked against the contract; options
         `isolate` and `agent_timeout_s` serve an importable one from a child process."""
@@ -116,13 +120,13 @@ class ConfigsearchSuite:
     def run(
         self,
         specs: Sequence[EnvironmentSpec],
-        agent: Any,
+        agent: object,
         store: Store,
         *,
         seed: int = DEFAULT_SEED,
         executor: Executor | None = None,
-        **options: Any,
-    ) -> list[dict[str, Any]]:
+        **options: object,
+    ) -> list[dict[str, object]]:
         """`agent` is a search method (bo | random | exhaustive) or any optimiser (see
         `resolve_agent`). Options: `ConfigsearchRunOptions` (the compile options plus
         data_dir, models, problem, budget, init, seeds, gt, cost_alpha), the defaults of
@@ -156,7 +160,7 @@ class ConfigsearchSuite:
             ]
         return out
 
-    def check_options(self, **options: Any) -> None:
+    def check_options(self, **options: object) -> None:
         """Refuse bad or unknown run options before any store is opened (`labreplay.run`)."""
         from labreplay.suites.configsearch.options import parse_run_options
 
@@ -168,8 +172,8 @@ class ConfigsearchSuite:
     def rescore(
         self,
         spec: EnvironmentSpec,
-        events: Sequence[Mapping[str, Any]],
-        run: Any,
+        events: Sequence[Mapping[str, object]],
+        run: object,
         store: Store | None = None,
     ) -> dict[str, float | None]:
         """The scores of an exhaustive sweep, recomputed from its evaluation events (`store
@@ -192,7 +196,11 @@ class ConfigsearchSuite:
         }
 
     def agent_problems(
-        self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
+        self,
+        make_agent: Callable[[], str | Optimizer],
+        spec: EnvironmentSpec,
+        seed: int,
+        **options: Any,
     ) -> list[str]:
         """`make_agent()` names a search method or builds an optimiser; options as for `run`
         (a small space keeps it cheap). Checks: within budget, only feasible configurations, deterministic."""

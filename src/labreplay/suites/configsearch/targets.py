@@ -28,10 +28,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Literal, TypedDict
 
 import numpy as np
 
+from labreplay.suites.configsearch.events import ConfigJson, EvaluationPayload
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config
 
 MIN_TEST_POINTS = 30
@@ -59,6 +60,93 @@ def standard_error(abs_error_sd: float | None, n_test: int) -> float | None:
     return float(abs_error_sd) / math.sqrt(n_test)
 
 
+class LandscapeNotes(TypedDict, total=False):
+    """What a landscape excluded, for reports: C_min (`search.landscape`), the reference block
+    (problem closest) and the degenerate rule (`references.degenerate_notes`)."""
+
+    min_test_points: int
+    below_min_test_points: int
+    reference_block_excluded: int
+    argopt_in_reference_block: bool
+    degenerate_rule: str
+    degenerate_known: bool
+    degenerate_configs: int
+    degenerate_configs_in_c_min: int
+    degenerate_excluded: int
+
+
+class LandscapeSummary(LandscapeNotes):
+    """`Landscape.summary`: the target and the exhaustive optimum, with the landscape's notes."""
+
+    configs_on_target: int
+    target_threshold: float
+    target_se_floor: float | None
+    target_se_known: bool
+    exhaustive_optimum: float
+    exhaustive_argopt: str
+    exhaustive_median: float
+    top1pct_threshold: float
+    candidates: int
+    degenerate_objective: bool
+
+
+class TargetMetrics(LandscapeSummary):
+    """`target_metrics`: how one run's best-so-far trace met the landscape's target."""
+
+    normalised_trace: list[float | None]
+    final_normalised: float | None
+    steps_to_target: int | None
+    evaluations_to_target: int | None
+    reached_target: bool
+    target_in_initial_design: bool
+    steps_to_top1pct: int | None
+    reached_top1pct: bool
+
+
+class Spread(TypedDict):
+    min: float | None
+    max: float | None
+    max_min_ratio: float | None
+    median: float | None
+
+
+class TestPoints(TypedDict):
+    min: int | None
+    max: int | None
+
+
+class SweepSummary(TypedDict):
+    """`sweep_summary`: the MAE landscape of one sweep."""
+
+    evaluated: int
+    configs_on_target: int
+    argmin_test_points: int | None
+    argmin_degenerate_folds: int | None
+    mae: Spread
+    mae_without_degenerate_folds: Spread
+    degenerate_folds: int
+    folds: int
+    all_degenerate_configs: int
+    short_folds: int
+    test_points: TestPoints
+    argmin: ConfigJson | None
+    argmax: ConfigJson | None
+
+
+class PaperClaims(TypedDict, total=False):
+    """`paper_claims`: the paper's findings checked on one sweep (empty without payloads)."""
+
+    best_s: int
+    s_le_8_optimal: bool
+    best_n: int
+    n_le_24_enough: bool
+    r_values: list[float]
+    r_range: float
+    n_range: float
+    r_negligible: bool | None
+    band_gap_s_is_1: bool
+
+
 def chance_of_target(on_target: int, candidates: int, evaluations: int) -> float:
     """Probability that `evaluations` distinct uniform draws from `candidates` include one of the
     `on_target` ones: the floor any search is measured against (a needle when it is small)."""
@@ -81,7 +169,7 @@ class Landscape:
     argopt: str
     se_floor: float | None = None
     se_known: bool = False
-    notes: dict[str, Any] = field(default_factory=dict)
+    notes: LandscapeNotes = field(default_factory=lambda: LandscapeNotes())
 
     # Cached: a replay asks for the threshold, median and on-target count of one landscape
     # once per trace step and per seed (each a sort of every candidate's value); the landscape
@@ -161,7 +249,7 @@ class Landscape:
             )
         return out
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> LandscapeSummary:
         return {
             "configs_on_target": self.on_target,
             "target_threshold": self.threshold,
@@ -179,7 +267,7 @@ class Landscape:
 
 def target_metrics(
     land: Landscape, trace: Sequence[float], evaluations: Sequence[int], init: int
-) -> dict[str, Any]:
+) -> TargetMetrics:
     """Target metrics of one run: `trace` = best-so-far per step, `evaluations` = cumulative
     evaluations after each step."""
     scores = [land.normalised(b) for b in trace]
@@ -209,25 +297,26 @@ def costs(
     used: Sequence[tuple[str, Config]],
     exhaustive: Sequence[tuple[str, Config]],
     models: Sequence[str],
-) -> dict[str, Any]:
+) -> dict[str, int | float | None]:
     """Evaluations, configurations and fits used vs the exhaustive sweep and vs (0, 48, 10)."""
     ref = Config(*REFERENCE_CONFIG)
     omee = [(m, ref) for m in models]
-    out: dict[str, Any] = {}
+    counts: dict[str, int] = {}
     for name, pairs in (("used", used), ("exhaustive", exhaustive), ("omee_0_48_10", omee)):
-        out[f"{name}_evaluations"] = len(set(pairs))
-        out[f"{name}_configurations"] = len({c for _, c in pairs})
-        out[f"{name}_fits"] = fits_of(pairs)
+        counts[f"{name}_evaluations"] = len(set(pairs))
+        counts[f"{name}_configurations"] = len({c for _, c in pairs})
+        counts[f"{name}_fits"] = fits_of(pairs)
+    out: dict[str, int | float | None] = dict(counts)
     for protocol in ("exhaustive", "omee_0_48_10"):
         for unit in ("evaluations", "configurations", "fits"):
-            denominator = out[f"{protocol}_{unit}"]
+            denominator = counts[f"{protocol}_{unit}"]
             out[f"cost_saved_{unit}_vs_{protocol}"] = (
-                1.0 - out[f"used_{unit}"] / denominator if denominator else None
+                1.0 - counts[f"used_{unit}"] / denominator if denominator else None
             )
     return out
 
 
-def _spread(values: Sequence[float]) -> dict[str, Any]:
+def _spread(values: Sequence[float]) -> Spread:
     if not values:
         return {"min": None, "max": None, "max_min_ratio": None, "median": None}
     lo, hi = min(values), max(values)
@@ -239,13 +328,11 @@ def _spread(values: Sequence[float]) -> dict[str, Any]:
     }
 
 
-def sweep_summary(payloads: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def sweep_summary(payloads: Sequence[EvaluationPayload]) -> SweepSummary:
     """The MAE landscape of one sweep from its evaluation payloads: the spread with and without
     degenerate folds, and the test-set sizes actually used."""
     maes = [float(p["mae"]) for p in payloads]
-    clean = [
-        float(p["mae_nondegenerate"]) for p in payloads if p.get("mae_nondegenerate") is not None
-    ]
+    clean = [float(v) for p in payloads if (v := p.get("mae_nondegenerate")) is not None]
     folds = sum(len(p.get("fold_test_sizes", [])) for p in payloads)
     short = sum(
         1 for p in payloads for size in p.get("fold_test_sizes", []) if size < p["config"]["s"]
@@ -277,14 +364,16 @@ def sweep_summary(payloads: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _marginal(payloads: Sequence[dict[str, Any]], axis: str) -> dict[float, float]:
+def _marginal(
+    payloads: Sequence[EvaluationPayload], axis: Literal["r", "n", "s"]
+) -> dict[float, float]:
     groups: dict[float, list[float]] = {}
     for p in payloads:
         groups.setdefault(float(p["config"][axis]), []).append(float(p["mae"]))
     return {k: float(np.mean(v)) for k, v in sorted(groups.items())}
 
 
-def paper_claims(payloads: Sequence[dict[str, Any]], task: str) -> dict[str, Any]:
+def paper_claims(payloads: Sequence[EvaluationPayload], task: str) -> PaperClaims:
     """The paper's findings checked on one sweep, from the marginal mean MAE per axis value:
     s <= 8 optimal (the best mean-MAE s is at most 8), n <= 24 enough (the best n <= 24 is within
     5% of the best n overall), r negligible (the range of the r marginal is under a fifth of the
@@ -292,13 +381,17 @@ def paper_claims(payloads: Sequence[dict[str, Any]], task: str) -> dict[str, Any
     the JARVIS pool allows are listed with the check, since r beyond them is infeasible here."""
     if not payloads:
         return {}
-    by_s, by_n, by_r = (_marginal(payloads, a) for a in ("s", "n", "r"))
+    by_s, by_n, by_r = (
+        _marginal(payloads, "s"),
+        _marginal(payloads, "n"),
+        _marginal(payloads, "r"),
+    )
     best_s = min(by_s, key=lambda k: by_s[k])
     best_n = min(by_n, key=lambda k: by_n[k])
     small_n = [v for k, v in by_n.items() if k <= 24]
     r_range = max(by_r.values()) - min(by_r.values())
     n_range = max(by_n.values()) - min(by_n.values())
-    out: dict[str, Any] = {
+    out: PaperClaims = {
         "best_s": int(best_s),
         "s_le_8_optimal": best_s <= 8,
         "best_n": int(best_n),

@@ -7,12 +7,23 @@ improved for `patience` epochs, and the best-validation weights are kept.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import TypeAlias
 
-def _torch() -> Any:
+    import torch
+    from torch import Tensor
+    from torch.nn import Sequential
+
+    # what a network takes: an array, or a tuple of arrays or tensors (multi-input networks)
+    NetInput: TypeAlias = np.ndarray | torch.Tensor | tuple[np.ndarray | torch.Tensor, ...]
+
+
+def _torch() -> ModuleType:
     import torch
 
     # one thread: several helpers share the machine, and it keeps results bit-stable
@@ -20,29 +31,30 @@ def _torch() -> Any:
     return torch
 
 
-def mlp(n_in: int, hidden: int, seed: int) -> Any:
+def mlp(n_in: int, hidden: int, seed: int) -> torch.nn.Sequential:
     torch = _torch()
     torch.manual_seed(seed)
-    return torch.nn.Sequential(
+    net: Sequential = torch.nn.Sequential(
         torch.nn.Linear(n_in, hidden),
         torch.nn.SiLU(),
         torch.nn.Linear(hidden, hidden // 2),
         torch.nn.SiLU(),
         torch.nn.Linear(hidden // 2, 1),
     )
+    return net
 
 
 class _Scaled:
     """A network plus the target scaling it was trained with."""
 
-    def __init__(self, net: Any, mean: float, std: float, epochs_run: int = 0) -> None:
+    def __init__(self, net: torch.nn.Module, mean: float, std: float, epochs_run: int = 0) -> None:
         self.net, self.mean, self.std = net, mean, std
         self.epochs_run = epochs_run  # where early stopping ended it (for the compute figures)
 
 
 def fit_regressor(
-    net: Any,
-    inputs: Callable[[np.ndarray], Any],
+    net: torch.nn.Module,
+    inputs: Callable[[np.ndarray], NetInput],
     target: np.ndarray,
     train: np.ndarray,
     val: np.ndarray,
@@ -91,14 +103,17 @@ def fit_regressor(
     return _Scaled(net, mean, std, ran)
 
 
-def _forward(net: Any, x: Any) -> Any:
+def _forward(net: torch.nn.Module, x: NetInput) -> torch.Tensor:
     torch = _torch()
+    out: Tensor  # a module's call is untyped
     if isinstance(x, tuple):
-        return net(*[torch.as_tensor(part) for part in x]).reshape(-1)
-    return net(torch.as_tensor(np.asarray(x, dtype=np.float32))).reshape(-1)
+        out = net(*[torch.as_tensor(part) for part in x]).reshape(-1)
+    else:
+        out = net(torch.as_tensor(np.asarray(x, dtype=np.float32))).reshape(-1)
+    return out
 
 
-def predict(model: _Scaled, x: Any) -> np.ndarray:
+def predict(model: _Scaled, x: NetInput) -> np.ndarray:
     torch = _torch()
     with torch.no_grad():
         out = _forward(model.net, x).numpy().astype(float)

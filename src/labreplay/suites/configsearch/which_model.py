@@ -19,14 +19,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from concurrent.futures import Executor
-from typing import Any
+from typing import Literal, TypedDict
 
 import numpy as np
 
 from labreplay.sdk import make_rng
-from labreplay.suites.configsearch.optimizers import require_surrogate, surrogate_identity
+from labreplay.suites.configsearch.optimizers import (
+    SurrogateIdentity,
+    require_surrogate,
+    surrogate_identity,
+)
 from labreplay.suites.configsearch.references import Reference, _search_tables, unscorable
-from labreplay.suites.configsearch.search import Step, which_model_answer
+from labreplay.suites.configsearch.search import Answer, Step, which_model_answer
 from labreplay.suites.configsearch.space import Config
 from labreplay.suites.configsearch.targets import MIN_TEST_POINTS
 
@@ -37,6 +41,66 @@ DESIGN = (
 LOCATOR_METHODS = ("bo", "random")
 
 
+class MethodFound(TypedDict):
+    hits: int
+    mean_found: float
+
+
+class DifferenceSearch(TypedDict):
+    """`_largest_difference`: BO and random search locating the largest |difference|."""
+
+    objective: str
+    largest: float
+    target: float
+    on_target: int
+    bo: SurrogateIdentity
+    methods: dict[str, MethodFound]
+
+
+class PairedRandom(TypedDict):
+    tied: int
+    named: dict[str, int]
+    agrees_with_truth: int
+
+
+class WhichModelRow(TypedDict):
+    """`compare_which_model`'s row of a task whose two references share C_min configurations."""
+
+    task: str
+    problem: str
+    scored: Literal[True]
+    models: list[str]
+    min_test_points: int
+    configurations: int
+    truth: Answer
+    truth_full: Answer
+    seeds: int
+    budget: int
+    init: int
+    design: str
+    methods: dict[str, PairedRandom]
+    largest_difference: DifferenceSearch | None
+
+
+class UnscoredWhichModel(TypedDict):
+    """`compare_which_model`'s row of a task with no C_min configuration, and why."""
+
+    task: str
+    problem: str
+    models: list[str]
+    scored: Literal[False]
+    reason: str
+    configurations: int
+    seeds: int
+    budget: int
+    init: int
+
+
+# `_search_tables`' arguments for one locator search: references, method, budget, init,
+# C_min, surrogate, seed
+LocatorArgs = tuple[dict[str, Reference], str, int, int, int, str, int]
+
+
 def _steps(refs: dict[str, Reference], configs: Sequence[Config], phase: str) -> list[Step]:
     return [
         Step(i, phase, None, {m: ref.maes[c] for m, ref in refs.items()}, 0.0, 0.0, None, 0.0)
@@ -44,9 +108,7 @@ def _steps(refs: dict[str, Reference], configs: Sequence[Config], phase: str) ->
     ]
 
 
-def _answer(
-    refs: dict[str, Reference], configs: Sequence[Config], order: Sequence[str]
-) -> dict[str, Any]:
+def _answer(refs: dict[str, Reference], configs: Sequence[Config], order: Sequence[str]) -> Answer:
     return which_model_answer(_with_candidates(_steps(refs, configs, "exhaustive"), configs), order)
 
 
@@ -77,7 +139,7 @@ def compare_which_model(
     surrogate: str = "botorch",
     pool: Executor | None = None,
     locate: bool = True,
-) -> dict[str, Any]:
+) -> WhichModelRow | UnscoredWhichModel:
     """The truth over every C_min configuration, the paired random design's verdict per seed and
     (`locate`) the largest-difference search (BO vs random) per seed; differences read
     first - second."""
@@ -138,19 +200,19 @@ def _largest_difference(
     min_test_points: int,
     surrogate: str,
     pool: Executor | None,
-) -> dict[str, Any]:
+) -> DifferenceSearch:
     """Where the models differ most: the target is a top-5% |difference| configuration."""
     a, b = sorted(refs)
     gaps = sorted((abs(refs[a].maes[c] - refs[b].maes[c]) for c in cmin), reverse=True)
     k = max(1, math.ceil(0.05 * len(gaps)))
     threshold = gaps[k - 1]
-    args = [
+    args: list[LocatorArgs] = [
         (refs, m, budget, init, min_test_points, surrogate, s)
         for m in LOCATOR_METHODS
         for s in seeds
     ]
     found = list((pool.map if pool is not None else map)(_largest_found, args))
-    methods: dict[str, Any] = {}
+    methods: dict[str, MethodFound] = {}
     for j, method in enumerate(LOCATOR_METHODS):
         mine = found[j * len(seeds) : (j + 1) * len(seeds)]
         methods[method] = {
@@ -167,7 +229,7 @@ def _largest_difference(
     }
 
 
-def _largest_found(args: tuple[Any, ...]) -> float:
+def _largest_found(args: LocatorArgs) -> float:
     refs, method, budget, init, min_test_points, surrogate, seed = args
     result = _search_tables(
         refs, "which-model", method, budget, init, seed, min_test_points, surrogate
