@@ -771,13 +771,13 @@ class Store:
         return {m: self._json(d, "scores", f"{run_id} metric {m}", "detail") for m, d in cursor}
 
     # ------------------------------------------------------------------ LLM bookkeeping
-    def cached_response(self, key: str) -> dict[str, Any] | None:
+    def cached_response(self, key: str) -> dict[str, object] | None:
         row = self._conn.execute(
             "SELECT response FROM response_cache WHERE key=?", (key,)
         ).fetchone()
         return json.loads(row[0]) if row else None
 
-    def cached_responses(self) -> dict[str, dict[str, Any]]:
+    def cached_responses(self) -> dict[str, dict[str, object]]:
         """The whole response cache (key -> response), the snapshot workers answer from."""
         rows = self._conn.execute("SELECT key, response FROM response_cache").fetchall()
         return {k: json.loads(r) for k, r in rows}

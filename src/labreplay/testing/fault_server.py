@@ -233,7 +233,7 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False  # a handler still "being slow" must not hold up shutdown
     stub: StubServer
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: object, client_address: object) -> None:
         # The client hanging up on a slow answer is the point of some tests, not an error.
         return
 
@@ -247,7 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
     wbufsize = 1 << 16
     disable_nagle_algorithm = True
 
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+    def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
         return
 
     def _serve(self) -> None:
