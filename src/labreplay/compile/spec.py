@@ -33,7 +33,7 @@ class EnvironmentSpec:
     # spec read back from its file is the same spec, only without this hint.
     attached_files: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
-    def header(self) -> dict[str, Any]:
+    def header(self) -> dict[str, str]:
         return {
             "suite": self.suite,
             "protocol": self.protocol,

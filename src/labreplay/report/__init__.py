@@ -8,7 +8,7 @@ the same bytes (no timestamps are printed).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from labreplay import __version__
 from labreplay._atomic import atomic_directory, atomic_write_text
@@ -18,9 +18,19 @@ from labreplay.store.sqlite import Store
 REPORT_FILE = "index.html"
 
 
+class ReportResult(TypedDict):
+    """What `build_report` wrote: the page, the suites and runs in it, the featured run."""
+
+    path: str
+    suites: list[str]
+    runs: int
+    events: int
+    trajectory_run: object  # a suite's `ReportSection.info["trajectory_run"]`, or None
+
+
 def build_report(
     store_path: str | Path, out_dir: str | Path, run_id: str | None = None
-) -> dict[str, Any]:
+) -> ReportResult:
     """Write the report; returns {"path", "suites", "runs", "events", "trajectory_run"}."""
     from labreplay.report.html import page
     from labreplay.report.suites import generic_section
@@ -74,4 +84,4 @@ def build_report(
     }
 
 
-__all__ = ["REPORT_FILE", "build_report"]
+__all__ = ["REPORT_FILE", "ReportResult", "build_report"]
