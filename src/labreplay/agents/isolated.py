@@ -45,7 +45,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from labreplay.agents.process_tree import kill_tree
 from labreplay.agents.sandbox import Limits, limits_from_env, sandbox_prefix, sandbox_status
@@ -308,7 +308,9 @@ class IsolatedAgent:
         except AgentError:
             self.close()
             raise
-        hello = hello.get("value", hello) if isinstance(hello.get("value"), dict) else hello
+        value = hello.get("value")
+        if isinstance(value, dict):
+            hello = value
         if "refused" in hello:  # the child could not build or check the agent
             self.close()
             raise AgentError(str(hello["refused"]))
@@ -316,12 +318,19 @@ class IsolatedAgent:
             self.close()
             raise AgentError(f"agent {self.label!r}: {hello['nonjson']}")
         self.name: str = str(hello["name"])
-        self._params: dict[str, Any] = dict(hello["params"])
+        params = hello["params"]
+        if not isinstance(params, dict):  # the child sends check_agent_object's dict
+            self.close()
+            raise AgentError(f"agent {self.label!r}: params() did not cross as a JSON object")
+        self._params: dict[str, JsonValue] = params
         # the methods the contract declares, as the child read them off the Protocol: any
         # suite's contract is forwarded, a fourth suite's included (see `__getattr__`)
-        self.methods: tuple[str, ...] = tuple(str(m) for m in hello.get("methods") or ())
+        listed = hello.get("methods") or []
+        self.methods: tuple[str, ...] = (
+            tuple(str(m) for m in listed) if isinstance(listed, list) else ()
+        )
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Callable[..., JsonValue]:
         """A contract method this class does not spell out (a fourth suite's), forwarded to
         the child like the built-in ones; anything else is absent, as on the agent."""
         if name.startswith("_") or name not in self.__dict__.get("methods", ()):
@@ -329,7 +338,7 @@ class IsolatedAgent:
         return functools.partial(self.call, name)
 
     # ------------------------------------------------------------------ contract
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, JsonValue]:
         return dict(self._params)
 
     def reset(self, seed: int) -> None:
@@ -378,7 +387,7 @@ class IsolatedAgent:
                 self._replies.put(("oversize", str(size).encode()))
         self._replies.put(("eof", b""))  # end of stream: the child exited
 
-    def _decode(self, kind: str, line: bytes, method: str) -> dict[str, Any]:
+    def _decode(self, kind: str, line: bytes, method: str) -> dict[str, JsonValue]:
         """A reply line as a dict; a reply over the limits is the agent's bad reply."""
         if kind == "oversize":
             bad = f"{method}() sent a reply of {int(line)} bytes, over {MAX_REPLY_BYTES}"
@@ -403,7 +412,7 @@ class IsolatedAgent:
 
     def _call(
         self, message: Mapping[str, object], method: str, timeout_s: float | None = None
-    ) -> dict[str, Any]:
+    ) -> dict[str, JsonValue]:
         wait = self.timeout_s if timeout_s is None else timeout_s
         if self._proc.poll() is not None:
             raise AgentUnavailable(
