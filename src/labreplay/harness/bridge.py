@@ -209,7 +209,7 @@ class BridgeAgent:
         # is declared a dict; what the harness sent is passed on unchanged)
         return self._call("answer", question_view)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Callable[[Mapping[str, object]], object]:
         """A method of the suite's contract that is not one of the built-in three (`methods`,
         declared by the suite): forwarded to the harness like them. Only declared names, so
         the optional capabilities the core probes for (`close`, `bind_store`, ...) are not

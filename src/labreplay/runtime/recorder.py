@@ -152,7 +152,7 @@ class Recorder:
         if len(self._pending) >= self.batch:
             self.flush()
 
-    def take(self, events: Sequence[Mapping[str, Any]]) -> None:
+    def take(self, events: Sequence[Mapping[str, object]]) -> None:
         """Adopt events recorded elsewhere (a worker's in-memory recorder) under the same spec:
         the chain is verified, aligned to the stored prefix's header (`aligned`), then synced
         like locally appended events."""

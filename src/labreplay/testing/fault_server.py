@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,16 @@ def completion_body(
     ).encode("utf-8")
 
 
-def ok(content: str, delay_s: float = 0.0, **kwargs: Any) -> StubReply:
+class CompletionFields(TypedDict, total=False):
+    """The fields of `completion_body` besides its content."""
+
+    model: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def ok(content: str, delay_s: float = 0.0, **kwargs: Unpack[CompletionFields]) -> StubReply:
     return StubReply(200, completion_body(content, **kwargs), {}, delay_s)
 
 
