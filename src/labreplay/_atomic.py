@@ -18,9 +18,9 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Literal, overload
 
 from labreplay.errors import LabreplayError
 
@@ -50,9 +50,26 @@ def describe_os_error(exc: OSError, path: str | Path) -> str:
     return f"{path}: {reason}"
 
 
+@overload
+def atomic_open(
+    path: str | Path, binary: Literal[False] = False
+) -> AbstractContextManager[IO[str]]: ...
+
+
+@overload
+def atomic_open(path: str | Path, binary: Literal[True]) -> AbstractContextManager[IO[bytes]]: ...
+
+
+def atomic_open(
+    path: str | Path, binary: bool = False
+) -> AbstractContextManager[IO[str] | IO[bytes]]:
+    """Open a temporary beside `path` for writing (text, or bytes when `binary`); on clean
+    exit it replaces `path`."""
+    return _atomic_open(path, binary)
+
+
 @contextmanager
-def atomic_open(path: str | Path, binary: bool = False) -> Iterator[IO[Any]]:
-    """Open a temporary beside `path` for writing; on clean exit it replaces `path`."""
+def _atomic_open(path: str | Path, binary: bool) -> Iterator[IO[str] | IO[bytes]]:
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +77,7 @@ def atomic_open(path: str | Path, binary: bool = False) -> Iterator[IO[Any]]:
     except OSError as exc:
         raise LabreplayError(f"cannot write {describe_os_error(exc, target)}") from exc
     try:
-        handle: IO[Any] = (
+        handle: IO[str] | IO[bytes] = (
             os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="")
         )
         with handle:

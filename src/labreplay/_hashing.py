@@ -12,7 +12,10 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, overload
+
+if TYPE_CHECKING:  # (the runtime package imports this module: no import at run time)
+    from labreplay.runtime.event_types import JsonObject, JsonValue
 
 # lr-cjson-2: a non-integer float that rounds to an integer at 12 digits (0.9999999999999999)
 # now canonicalises to that integer, as 1.0 does; lr-cjson-1 kept it as a float, so the two hashed
@@ -24,7 +27,7 @@ HASH_SCHEME_VERSION = "lr-cjson-2"
 _FLOAT_DIGITS = 12
 
 
-def _normalise(value: Any, path: str) -> Any:
+def _normalise(value: object, path: str) -> JsonValue:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
@@ -72,7 +75,15 @@ def canonical_json(value: object) -> str:
     )
 
 
-def canonical_form(value: Any) -> tuple[Any, str]:
+@overload
+def canonical_form(value: Mapping[str, object]) -> tuple[JsonObject, str]: ...
+
+
+@overload
+def canonical_form(value: object) -> tuple[JsonValue, str]: ...
+
+
+def canonical_form(value: object) -> tuple[JsonValue, str]:
     """The canonical value (what `json.loads(canonical_json(value))` gives) and its text, with
     one normalisation pass (the recorder's fast path)."""
     normal = _normalise(value, "")

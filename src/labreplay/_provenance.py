@@ -9,12 +9,16 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from labreplay._secret_forms import scrub_decoded as _scrub_decoded
 from labreplay._secret_forms import scrub_forms
 from labreplay._version import __version__
+
+if TYPE_CHECKING:  # (runtime imports this module: no import at run time)
+    from labreplay.runtime.event_types import JsonObject, JsonValue
 
 # Parameter names that must never be persisted, whatever an agent puts in its params. Matched
 # against the words of a name (api_key -> api, key; accessToken -> access, token), not
@@ -115,7 +119,15 @@ def scrub_text(text: str) -> str:
     return _BEARER.sub(lambda m: m.group(1) + " " + REDACTED, text)
 
 
-def scrub_json_value(value: Any) -> Any:
+@overload
+def scrub_json_value(value: Mapping[str, object]) -> dict[str, object]: ...
+
+
+@overload
+def scrub_json_value(value: object) -> object: ...
+
+
+def scrub_json_value(value: object) -> object:
     """A decoded JSON value with every string in it scrubbed (`scrub_text`): the key is
     removed after decoding as well as from the raw text."""
     return _scrub_decoded(value, scrub_text)
@@ -125,7 +137,7 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
-def git_state(start: Path | None = None) -> dict[str, Any]:
+def git_state(start: Path | None = None) -> dict[str, str | bool | None]:
     """Commit and dirty flag of the labreplay source tree, or nulls outside a checkout."""
     where = start or Path(__file__).resolve().parent
     try:
@@ -146,9 +158,9 @@ def git_state(start: Path | None = None) -> dict[str, Any]:
         return {"git_commit": None, "git_dirty": None}
 
 
-def scrub_secrets(params: dict[str, Any]) -> dict[str, Any]:
+def scrub_secrets(params: Mapping[str, JsonValue]) -> JsonObject:
     """Drop any parameter whose name looks like a credential (recursively, through lists too)."""
-    clean: dict[str, Any] = {}
+    clean: JsonObject = {}
     for name, value in params.items():
         if is_secret_name(str(name)):
             continue
@@ -156,7 +168,7 @@ def scrub_secrets(params: dict[str, Any]) -> dict[str, Any]:
     return clean
 
 
-def _scrub_value(value: Any) -> Any:
+def _scrub_value(value: JsonValue) -> JsonValue:
     if isinstance(value, dict):
         return scrub_secrets(value)
     if isinstance(value, list | tuple):
@@ -164,7 +176,7 @@ def _scrub_value(value: Any) -> Any:
     return value
 
 
-def base_provenance() -> dict[str, Any]:
+def base_provenance() -> dict[str, str | bool | None]:
     return {
         "labreplay_version": __version__,
         "python": sys.version.split()[0],

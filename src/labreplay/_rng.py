@@ -8,7 +8,7 @@ shifts the numbers an existing consumer draws.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
@@ -31,7 +31,10 @@ def derive_seed(seed: int, *keys: str) -> int:
     return int(make_rng(seed, *keys).integers(0, 2**31 - 1))
 
 
-def first_in_seeded_order(items: list[Any], limit: int | None, seed: int, what: str) -> list[Any]:
+T = TypeVar("T")
+
+
+def first_in_seeded_order(items: list[T], limit: int | None, seed: int, what: str) -> list[T]:
     """`--limit N`: the first N of `items` in an order drawn from `seed` (kept in their
     original order, so a larger N adds units and never reshuffles the smaller subset's)."""
     if limit is None or limit >= len(items):

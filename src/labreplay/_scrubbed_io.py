@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO, cast
+from typing import TextIO, cast
 
 from labreplay._provenance import scrub_text
 
@@ -35,7 +35,7 @@ class ScrubbingStream:
         for line in lines:
             self.write(line)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import LabreplayError
@@ -28,7 +27,7 @@ from labreplay.suite import ChecksOptions, default_seed, get_suite
 
 
 def compile(
-    suite: str, data_dir: str | Path | None = None, **options: Any
+    suite: str, data_dir: str | Path | None = None, **options: object
 ) -> list[EnvironmentSpec]:
     """Compile `suite`'s records into frozen, hashed specs (options: see the suite's
     `compile`)."""
@@ -38,13 +37,13 @@ def compile(
 def run(
     suite: str,
     specs: Sequence[EnvironmentSpec],
-    agent: Any,
+    agent: object,
     store: str | Path | Store,
     *,
     seed: int | None = None,
     executor: Executor | None = None,
-    **options: Any,
-) -> list[dict[str, Any]]:
+    **options: object,
+) -> list[dict[str, object]]:
     """Run `agent` (object, factory, registered name or MODULE:ATTR) on `specs`, storing
     everything in `store` (a path or an open `Store`); returns one summary per unit of work,
     in order. The agent is checked against the suite's contract before the store is opened

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, NoReturn
 
 from labreplay.errors import LabreplayError
 
@@ -23,7 +23,7 @@ class JsonLimitError(LabreplayError, ValueError):
     """A JSON text that is too large, too deep, not finite, or not JSON; exit 2."""
 
 
-def _refuse_constant(name: str) -> Any:
+def _refuse_constant(name: str) -> NoReturn:
     raise JsonLimitError(f"{name} is not a JSON number (only finite numbers are accepted)")
 
 
@@ -67,7 +67,7 @@ def loads_strict(
     return value
 
 
-def finite_or_none(value: Any) -> Any:
+def finite_or_none(value: object) -> object:
     """`value` with every non-finite float (NaN, +/-inf) replaced by None, recursively."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
@@ -78,12 +78,30 @@ def finite_or_none(value: Any) -> Any:
     return value
 
 
-def dumps_strict(value: Any, **kwargs: Any) -> str:
+def dumps_strict(
+    value: object,
+    *,
+    indent: int | None = None,
+    sort_keys: bool = False,
+    ensure_ascii: bool = True,
+    separators: tuple[str, str] | None = None,
+) -> str:
     """`json.dumps` that never writes NaN/Infinity (non-finite floats become null)."""
+
+    def dump(v: object) -> str:
+        return json.dumps(
+            v,
+            allow_nan=False,
+            indent=indent,
+            sort_keys=sort_keys,
+            ensure_ascii=ensure_ascii,
+            separators=separators,
+        )
+
     try:
-        return json.dumps(value, allow_nan=False, **kwargs)
+        return dump(value)
     except ValueError:
-        return json.dumps(finite_or_none(value), allow_nan=False, **kwargs)
+        return dump(finite_or_none(value))
 
 
 __all__ = [

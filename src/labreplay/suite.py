@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from labreplay.compile.spec import EnvironmentSpec
     from labreplay.execute.base import Executor
-    from labreplay.store.sqlite import Store
+    from labreplay.store.sqlite import RunInfo, Store
 
 ENTRY_POINT_GROUP = "labreplay.suites"
 
@@ -61,11 +61,11 @@ class Suite(Protocol):
         """`make demo`'s part for this suite: runs into `store`, writes files under `out_dir`."""
         ...
 
-    def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
+    def compile(self, data_dir: Path | None = None, **options: object) -> list[EnvironmentSpec]:
         """Records -> frozen, hashed specs (suite-specific options: record, datasets, task...)."""
         ...
 
-    def resolve_agent(self, agent: Any, **options: Any) -> Any:
+    def resolve_agent(self, agent: object, **options: object) -> object:
         """Check `agent` -- an object, a factory, a registered name (entry points
         `labreplay.agents`) or `MODULE:ATTR` -- against the suite's agent contract, before any
         store exists; one `AgentError` line naming the agent, the method and what is wrong
@@ -75,13 +75,13 @@ class Suite(Protocol):
     def run(
         self,
         specs: Sequence[EnvironmentSpec],
-        agent: Any,
+        agent: object,
         store: Store,
         *,
         seed: int = 0,
         executor: Executor | None = None,
-        **options: Any,
-    ) -> list[dict[str, Any]]:
+        **options: object,
+    ) -> list[dict[str, object]]:
         """Run `agent` (anything `resolve_agent` takes, or its result) on `specs` through the
         shared driver (`labreplay.execute.driver.run_units`); resumable."""
         ...
@@ -91,7 +91,7 @@ class Suite(Protocol):
         ...
 
     def agent_problems(
-        self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
+        self, make_agent: Callable[[], object], spec: EnvironmentSpec, seed: int, **options: object
     ) -> list[str]:
         """The suite's part of `labreplay.testing.check_agent`: schema, firewall (canaries) and
         determinism checks of agents built by `make_agent` on `spec`; [] if all hold."""
@@ -106,7 +106,7 @@ class Suite(Protocol):
 class ChecksOptions(Protocol):
     """Refuses bad or unknown run options before any store exists (`labreplay.run`)."""
 
-    def check_options(self, **options: Any) -> None: ...
+    def check_options(self, **options: object) -> None: ...
 
 
 @runtime_checkable
@@ -117,8 +117,8 @@ class Rescores(Protocol):
     def rescore(
         self,
         spec: EnvironmentSpec,
-        events: Sequence[Mapping[str, Any]],
-        run: Any,
+        events: Sequence[Mapping[str, object]],
+        run: RunInfo,
         store: Store | None = None,
     ) -> Mapping[str, float | None]: ...
 
@@ -146,8 +146,8 @@ class Rederives(Protocol):
     def rederive(
         self,
         spec: EnvironmentSpec,
-        events: Sequence[Mapping[str, Any]],
-        run: Any,
+        events: Sequence[Mapping[str, object]],
+        run: RunInfo,
         store: Store | None = None,
     ) -> Rederived: ...
 
@@ -179,8 +179,8 @@ def default_seed(suite: Suite) -> int:
     return int(suite.default_seed) if isinstance(suite, HasDefaultSeed) else 0
 
 
-def _entry_points() -> dict[str, Any]:
-    found: dict[str, Any] = {}
+def _entry_points() -> dict[str, EntryPoint]:
+    found: dict[str, EntryPoint] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep)  # the first distribution wins on a duplicate name
     return found

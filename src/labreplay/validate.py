@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Literal, SupportsFloat, SupportsIndex, overload
 
 from labreplay.errors import LabreplayError
 
@@ -36,7 +36,7 @@ def bad(option: str, value: object, why: str) -> OptionError:
 
 def finite_float(
     option: str,
-    value: Any,
+    value: object,
     *,
     lo: float | None = None,
     hi: float | None = None,
@@ -44,7 +44,9 @@ def finite_float(
     hi_open: bool = False,
 ) -> float:
     """`value` as a finite float within the bounds (open or closed), else OptionError."""
-    if isinstance(value, bool):
+    # What float() accepts; anything else is the TypeError branch below.
+    convertible = (str, bytes, bytearray, memoryview, SupportsFloat, SupportsIndex)
+    if isinstance(value, bool) or not isinstance(value, convertible):
         raise bad(option, value, "is not a number")
     try:
         number = float(value)
@@ -61,7 +63,7 @@ def finite_float(
     return number
 
 
-def int_in(option: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
+def int_in(option: str, value: object, lo: int | None = None, hi: int | None = None) -> int:
     """`value` as an int within [lo, hi] (a float or bool is not an int), else OptionError."""
     if isinstance(value, bool) or not isinstance(value, int):
         try:
@@ -77,11 +79,11 @@ def int_in(option: str, value: Any, lo: int | None = None, hi: int | None = None
     return int(value)
 
 
-def seed(option: str, value: Any) -> int:
+def seed(option: str, value: object) -> int:
     return int_in(option, value, 0, MAX_SEED)
 
 
-def choice(option: str, value: Any, choices: Collection[str]) -> str:
+def choice(option: str, value: object, choices: Collection[str]) -> str:
     if not isinstance(value, str) or value not in choices:
         shown = choices if isinstance(choices, Sequence) else sorted(choices)
         raise bad(option, value, f"is not one of {', '.join(shown)}")
@@ -90,7 +92,7 @@ def choice(option: str, value: Any, choices: Collection[str]) -> str:
 
 def name_list(
     option: str,
-    value: Any,
+    value: object,
     choices: Collection[str] | None = None,
     *,
     allow_empty: bool = False,
@@ -120,7 +122,7 @@ def name_list(
     return tuple(dict.fromkeys(names))
 
 
-def id_set(option: str, value: Any, known: Sequence[str]) -> tuple[str, ...]:
+def id_set(option: str, value: object, known: Sequence[str]) -> tuple[str, ...]:
     """A non-empty set of ids that must all exist among `known`."""
     names = name_list(option, value)
     missing = [n for n in names if n not in set(known)]
@@ -130,15 +132,39 @@ def id_set(option: str, value: Any, known: Sequence[str]) -> tuple[str, ...]:
     return names
 
 
+@overload
 def number_list(
     option: str,
-    value: Any,
+    value: object,
+    *,
+    integer: Literal[True],
+    lo: float | None = None,
+    hi: float | None = None,
+    why: str = "",
+) -> tuple[int, ...]: ...
+
+
+@overload
+def number_list(
+    option: str,
+    value: object,
+    *,
+    integer: Literal[False] = False,
+    lo: float | None = None,
+    hi: float | None = None,
+    why: str = "",
+) -> tuple[float, ...]: ...
+
+
+def number_list(
+    option: str,
+    value: object,
     *,
     integer: bool = False,
     lo: float | None = None,
     hi: float | None = None,
     why: str = "",
-) -> tuple[Any, ...]:
+) -> tuple[int, ...] | tuple[float, ...]:
     """A non-empty comma list of finite numbers (ints when `integer`) within [lo, hi], sorted
     and without duplicates. A refusal names the option, the whole value and the bad item
     (`why` says where a bound comes from, e.g. "the --n-ood OOD candidates")."""
@@ -146,7 +172,7 @@ def number_list(
     if not isinstance(parts, list | tuple) or not parts or any(p in ("", None) for p in parts):
         raise bad(option, value, "is not a non-empty comma list of numbers")
     kind = "integer" if integer else "finite number"
-    numbers: list[Any] = []
+    numbers: list[float] = []
     for part in parts:
         try:
             number = int_in(option, part) if integer else finite_float(option, part)
@@ -163,7 +189,7 @@ def _shown(bound: float | None, missing: str) -> str:
     return missing if bound is None else f"{bound:g}"
 
 
-def seed_range(option: str, value: Any, max_count: int = MAX_SEED_COUNT) -> list[int]:
+def seed_range(option: str, value: object, max_count: int = MAX_SEED_COUNT) -> list[int]:
     """`A-B` (inclusive), `A,B,C` or one seed: each in [0, 2^63-1], at most `max_count` of
     them. Checked from the text, before any seed is expanded (a range of 10^5 seeds was
     accepted and compiled into memory)."""
@@ -194,7 +220,7 @@ def _expand(pieces: Sequence[tuple[int, int]]) -> Iterator[int]:
 MAX_NAME_CHARS = 200
 
 
-def display_name(option: str, value: Any) -> str:
+def display_name(option: str, value: object) -> str:
     """A declared name (an agent's, a harness's): non-empty, printable, one line, at most
     `MAX_NAME_CHARS` characters. It lands in the store, on boards and in run ids."""
     if not isinstance(value, str) or not value.strip():
@@ -206,7 +232,7 @@ def display_name(option: str, value: Any) -> str:
     return value
 
 
-def scheduler_address(option: str, value: Any) -> str:
+def scheduler_address(option: str, value: object) -> str:
     """A Dask scheduler address: `tcp://host:port` (or `host:port`), port in 1..65535."""
     from urllib.parse import urlsplit
 

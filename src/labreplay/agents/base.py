@@ -8,12 +8,22 @@ the names below are kept importable from here (`Agent` is the campaign contract)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
 from labreplay.agents.contracts import Agent, CallRecord, ResponseCache, drain_calls
 
 
-def call_failures(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+class CallFailures(TypedDict):
+    """How a run's model calls went (`call_failures`)."""
+
+    llm_calls: int
+    failed_calls: int
+    failed_call_share: float
+    all_failed: bool
+    cause: str | None  # the first real failure's cause, None when no call failed
+
+
+def call_failures(calls: Sequence[Mapping[str, object]]) -> CallFailures:
     """How a run's model calls went: counts, the failed share and the first failure's cause.
 
     A run in which EVERY call failed (closed port, DNS, 401/403, invalid URL) measured the
@@ -43,12 +53,12 @@ def call_failures(calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 NO_JSON_REPLY = "the reply contains no JSON object"
 
 
-def _no_json(call: Mapping[str, Any]) -> bool:
+def _no_json(call: Mapping[str, object]) -> bool:
     return str(call.get("parse_error") or "").startswith(NO_JSON_REPLY)
 
 
-def _why(call: Mapping[str, Any]) -> str:
+def _why(call: Mapping[str, object]) -> str:
     return str(call.get("error") or f"unusable reply: {call.get('parse_error')}")
 
 
-__all__ = ["Agent", "CallRecord", "ResponseCache", "call_failures", "drain_calls"]
+__all__ = ["Agent", "CallFailures", "CallRecord", "ResponseCache", "call_failures", "drain_calls"]

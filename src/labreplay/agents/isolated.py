@@ -44,12 +44,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from labreplay.agents.process_tree import kill_tree
 from labreplay.agents.sandbox import Limits, limits_from_env, sandbox_prefix, sandbox_status
 from labreplay.errors import AgentError
+
+if TYPE_CHECKING:
+    from labreplay.runtime.event_types import JsonValue
 
 _PROTOCOL = 2
 DEFAULT_TIMEOUT_S = 60.0
@@ -160,7 +163,7 @@ def raised_message(method: str, exc: BaseException) -> str:
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
-def plain_repr(value: Any, clean: Callable[[str], str] | None = None) -> str:
+def plain_repr(value: object, clean: Callable[[str], str] | None = None) -> str:
     """`repr(value)` without memory addresses, at most 2,000 characters: how a non-JSON
     reply is recorded, identical in-process and in an isolated child. `clean` (a scrubber)
     runs before the cut, so a cut never leaves part of a secret no pattern matches."""
@@ -176,13 +179,13 @@ MAX_REPLY_BYTES = 4 * 1024 * 1024  # one reply of an agent, as JSON
 MAX_REPLY_DEPTH = 64  # nesting of lists and objects in one reply
 
 
-def too_deep(value: Any, limit: int = MAX_REPLY_DEPTH) -> bool:
+def too_deep(value: object, limit: int = MAX_REPLY_DEPTH) -> bool:
     """Whether `value` nests lists/dicts deeper than `limit` (iterative: no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            children: Any = item.values()
+            children: Iterable[object] = item.values()
         elif isinstance(item, (list, tuple)):
             children = item
         else:
@@ -193,7 +196,7 @@ def too_deep(value: Any, limit: int = MAX_REPLY_DEPTH) -> bool:
     return False
 
 
-def _problem_and_text(method: str, value: Any) -> tuple[str | None, str]:
+def _problem_and_text(method: str, value: object) -> tuple[str | None, str]:
     if too_deep(value):
         return f"{method}() returned a value nested deeper than {MAX_REPLY_DEPTH} levels", ""
     try:
@@ -205,14 +208,14 @@ def _problem_and_text(method: str, value: Any) -> tuple[str | None, str]:
     return None, text
 
 
-def json_problem(method: str, value: Any) -> str | None:
+def json_problem(method: str, value: object) -> str | None:
     """Why `value` (returned by `method`) cannot cross the contract as JSON, or None: not
     JSON, nested deeper than MAX_REPLY_DEPTH, or longer than MAX_REPLY_BYTES (the same rules
     in-process and isolated; the agent's bad reply is an invalid action, not a crash)."""
     return _problem_and_text(method, value)[0]
 
 
-def encode_reply(method: str, value: Any, clean: Callable[[str], str]) -> str:
+def encode_reply(method: str, value: object, clean: Callable[[str], str]) -> str:
     """The child's reply line for `value`: {"value": ...}, or {"nonjson": why, "raw": repr}."""
     problem, text = _problem_and_text(method, value)
     if problem is None:
@@ -305,7 +308,9 @@ class IsolatedAgent:
         except AgentError:
             self.close()
             raise
-        hello = hello.get("value", hello) if isinstance(hello.get("value"), dict) else hello
+        value = hello.get("value")
+        if isinstance(value, dict):
+            hello = value
         if "refused" in hello:  # the child could not build or check the agent
             self.close()
             raise AgentError(str(hello["refused"]))
@@ -313,12 +318,19 @@ class IsolatedAgent:
             self.close()
             raise AgentError(f"agent {self.label!r}: {hello['nonjson']}")
         self.name: str = str(hello["name"])
-        self._params: dict[str, Any] = dict(hello["params"])
+        params = hello["params"]
+        if not isinstance(params, dict):  # the child sends check_agent_object's dict
+            self.close()
+            raise AgentError(f"agent {self.label!r}: params() did not cross as a JSON object")
+        self._params: dict[str, JsonValue] = params
         # the methods the contract declares, as the child read them off the Protocol: any
         # suite's contract is forwarded, a fourth suite's included (see `__getattr__`)
-        self.methods: tuple[str, ...] = tuple(str(m) for m in hello.get("methods") or ())
+        listed = hello.get("methods") or []
+        self.methods: tuple[str, ...] = (
+            tuple(str(m) for m in listed) if isinstance(listed, list) else ()
+        )
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Callable[..., JsonValue]:
         """A contract method this class does not spell out (a fourth suite's), forwarded to
         the child like the built-in ones; anything else is absent, as on the agent."""
         if name.startswith("_") or name not in self.__dict__.get("methods", ()):
@@ -326,29 +338,29 @@ class IsolatedAgent:
         return functools.partial(self.call, name)
 
     # ------------------------------------------------------------------ contract
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, JsonValue]:
         return dict(self._params)
 
     def reset(self, seed: int) -> None:
         self.call("reset", seed)
 
-    def act(self, observation: Mapping[str, Any]) -> Any:
+    def act(self, observation: Mapping[str, object]) -> JsonValue:
         return self.call("act", observation)
 
-    def forecast(self, snapshot: Mapping[str, Any]) -> Any:
+    def forecast(self, snapshot: Mapping[str, object]) -> JsonValue:
         return self.call("forecast", snapshot)
 
-    def answer(self, question_view: dict[str, Any]) -> Any:
+    def answer(self, question_view: Mapping[str, object]) -> JsonValue:
         return self.call("answer", question_view)
 
-    def suggest(self, history: Mapping[str, Any]) -> Any:
+    def suggest(self, history: Mapping[str, object]) -> JsonValue:
         return self.call("suggest", history)
 
-    def observe(self, result: Mapping[str, Any]) -> None:
+    def observe(self, result: Mapping[str, object]) -> None:
         self.call("observe", result)
 
-    def call(self, method: str, *args: Any) -> Any:
-        """`method(*args)` in the child; its JSON return value."""
+    def call(self, method: str, *args: object) -> JsonValue:
+        """`method(*args)` in the child; its JSON return value (decoded)."""
         reply = self._call({"op": "call", "method": method, "args": list(args)}, method)
         if "raised" in reply:
             raise AgentRaised(str(reply["raised"]), str(reply.get("message", "")))
@@ -375,7 +387,7 @@ class IsolatedAgent:
                 self._replies.put(("oversize", str(size).encode()))
         self._replies.put(("eof", b""))  # end of stream: the child exited
 
-    def _decode(self, kind: str, line: bytes, method: str) -> dict[str, Any]:
+    def _decode(self, kind: str, line: bytes, method: str) -> dict[str, JsonValue]:
         """A reply line as a dict; a reply over the limits is the agent's bad reply."""
         if kind == "oversize":
             bad = f"{method}() sent a reply of {int(line)} bytes, over {MAX_REPLY_BYTES}"
@@ -399,8 +411,8 @@ class IsolatedAgent:
         return reply
 
     def _call(
-        self, message: Mapping[str, Any], method: str, timeout_s: float | None = None
-    ) -> dict[str, Any]:
+        self, message: Mapping[str, object], method: str, timeout_s: float | None = None
+    ) -> dict[str, JsonValue]:
         wait = self.timeout_s if timeout_s is None else timeout_s
         if self._proc.poll() is not None:
             raise AgentUnavailable(

@@ -19,7 +19,7 @@ import resource
 import signal
 import sys
 import time
-from typing import IO, Any
+from typing import IO
 
 from labreplay.agents.isolated import encode_reply, one_line
 from labreplay.agents.process_tree import (
@@ -36,7 +36,7 @@ def _scrubbed(text: str) -> str:
     return scrub_text(text)
 
 
-def _hello(ref: str, contract_ref: str) -> tuple[Any, dict[str, Any]]:
+def _hello(ref: str, contract_ref: str) -> tuple[object, dict[str, object]]:
     from labreplay.agents.resolve import (
         build_from_ref,
         check_agent_object,
@@ -57,7 +57,7 @@ def _hello(ref: str, contract_ref: str) -> tuple[Any, dict[str, Any]]:
     return agent, {"name": name, "params": params, "methods": contract_members(contract)[1]}
 
 
-def _answer(agent: Any, method: str, args: list[Any]) -> str:
+def _answer(agent: object, method: str, args: list[object]) -> str:
     """The reply line to `method(*args)`: its value, or why it cannot cross the contract."""
     try:
         value = getattr(agent, method)(*args)
@@ -66,20 +66,21 @@ def _answer(agent: Any, method: str, args: list[Any]) -> str:
     return encode_reply(method, value, _scrubbed)
 
 
-def _with_id(ident: Any, reply: str) -> str:
+def _with_id(ident: object, reply: str) -> str:
     """`reply` (a JSON object's text) with the request's id first, without re-encoding it."""
     return '{"id": ' + json.dumps(ident if isinstance(ident, int) else None) + ", " + reply[1:]
 
 
 def serve(ref: str, contract_ref: str, requests: IO[str], out: IO[str]) -> None:
-    agent: Any = None
+    agent: object = None
     methods: list[str] = []
     for line in requests:
         message = json.loads(line)
         op = message.get("op")
         if op == "hello":
             agent, hello = _hello(ref, contract_ref)
-            methods = list(hello.get("methods", []))
+            listed = hello.get("methods", [])
+            methods = [str(m) for m in listed] if isinstance(listed, list) else []
             reply = encode_reply("params", hello, _scrubbed)
         elif op == "call" and agent is not None and message.get("method") in methods:
             reply = _answer(agent, str(message["method"]), list(message.get("args", [])))

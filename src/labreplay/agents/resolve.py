@@ -29,7 +29,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from labreplay._hashing import canonical_json
@@ -67,8 +67,8 @@ def contract_members(contract: type) -> tuple[list[str], list[str]]:
     return attributes, methods
 
 
-def _entry_points() -> dict[str, Any]:
-    found: dict[str, Any] = {}
+def _entry_points() -> dict[str, EntryPoint]:
+    found: dict[str, EntryPoint] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep)
     return found
@@ -117,7 +117,7 @@ def _one_line(exc: BaseException) -> str:
     return text[:300] if text else type(exc).__name__
 
 
-def _is_factory(target: Any, methods: list[str]) -> bool:
+def _is_factory(target: object, methods: list[str]) -> bool:
     if inspect.isclass(target):
         return True
     if all(callable(getattr(target, m, None)) for m in methods):
@@ -125,8 +125,8 @@ def _is_factory(target: Any, methods: list[str]) -> bool:
     return callable(target)
 
 
-def _copying(obj: Any) -> AgentFactory:
-    def make() -> Any:
+def _copying(obj: object) -> AgentFactory:
+    def make() -> object:
         try:
             return copy.deepcopy(obj)
         except Exception:  # e.g. holds a lock or a socket: use it as it is
@@ -135,14 +135,14 @@ def _copying(obj: Any) -> AgentFactory:
     return make
 
 
-def factory_of(target: Any, methods: list[str]) -> AgentFactory:
+def factory_of(target: object, methods: list[str]) -> AgentFactory:
     """A zero-argument factory for an object or factory."""
-    if _is_factory(target, methods):
-        return target  # type: ignore[no-any-return]
+    if _is_factory(target, methods) and callable(target):  # (a factory is callable)
+        return target
     return _copying(target)
 
 
-def check_agent_object(agent: Any, contract: type, label: str) -> tuple[str, dict[str, Any]]:
+def check_agent_object(agent: object, contract: type, label: str) -> tuple[str, dict[str, object]]:
     """(name, params) of `agent` if it satisfies `contract`, else one AgentError line."""
     attributes, methods = contract_members(contract)
     what = contract.__name__
@@ -158,7 +158,7 @@ def check_agent_object(agent: Any, contract: type, label: str) -> tuple[str, dic
             f"agent {label!r}: attribute name must be a non-empty string, got {name!r}"
         )
     try:
-        params = agent.params()
+        params = getattr(agent, "params")()  # noqa: B009 (an unchecked object of the user's)
     except Exception as exc:
         raise AgentError(
             f"agent {label!r}: method params() raised {type(exc).__name__}: {_one_line(exc)}"
@@ -177,7 +177,7 @@ def check_agent_object(agent: Any, contract: type, label: str) -> tuple[str, dic
 
 
 def resolve_agent(
-    agent: Any,
+    agent: object,
     contract: type,
     *,
     builtins: Mapping[str, AgentFactory] | None = None,
@@ -234,7 +234,7 @@ def resolve_agent(
     return ResolvedAgent(label, make, name, params, ref, builtin, probe)
 
 
-def isolated_ref(agent: Any, builtin_refs: Mapping[str, str] | None = None) -> str:
+def isolated_ref(agent: object, builtin_refs: Mapping[str, str] | None = None) -> str:
     """The reference a child process builds `agent` from, without importing it here: a
     suite's reference agent (`builtin_refs`), a registered name or MODULE:ATTR."""
     known = dict(builtin_refs or {})
@@ -258,7 +258,7 @@ def isolated_ref(agent: Any, builtin_refs: Mapping[str, str] | None = None) -> s
 
 
 def resolve_isolated(
-    agent: Any,
+    agent: object,
     contract_ref: str,
     timeout_s: float | None = None,
     *,

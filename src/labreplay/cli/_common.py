@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 from urllib.parse import urlsplit
 
 import typer
@@ -97,7 +97,7 @@ DataDirOption = typer.Option(
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
 
 
-def print_json(value: Any) -> None:
+def print_json(value: object) -> None:
     """Strict JSON on stdout: never NaN/Infinity (a non-finite float is written as null)."""
     from labreplay.safe_json import dumps_strict
 
@@ -123,8 +123,21 @@ def progress_printer(quiet: bool = False) -> Callable[[str], None] | None:
     return say
 
 
+class ProgressBar(Protocol):
+    """What `progress_bar` yields: `advance(n)` moves it on by n units."""
+
+    def advance(self, n: int = 1) -> None: ...
+
+
+IntCheck = Callable[[int | None], int | None]
+FloatCheck = Callable[[float | None], float | None]
+TextCheck = Callable[[str | None], str | None]
+
+
 @contextmanager
-def progress_bar(description: str, total: int | None, enabled: bool = True) -> Iterator[Any]:
+def progress_bar(
+    description: str, total: int | None, enabled: bool = True
+) -> Iterator[ProgressBar]:
     """A rich progress bar on stderr (so --json stdout stays clean)."""
     if not enabled or not sys.stderr.isatty():
 
@@ -157,7 +170,7 @@ def progress_bar(description: str, total: int | None, enabled: bool = True) -> I
 _bad = validate.bad
 
 
-def int_range(option: str, lo: int | None = None, hi: int | None = None) -> Any:
+def int_range(option: str, lo: int | None = None, hi: int | None = None) -> IntCheck:
     """Callback refusing an int outside [lo, hi] (None passes: the option was not given)."""
 
     def check(value: int | None) -> int | None:
@@ -166,28 +179,28 @@ def int_range(option: str, lo: int | None = None, hi: int | None = None) -> Any:
     return check
 
 
-def seed_check(option: str = "--seed") -> Any:
+def seed_check(option: str = "--seed") -> IntCheck:
     return int_range(option, 0, validate.MAX_SEED)
 
 
-def positive_float(option: str, hi: float | None = None) -> Any:
+def positive_float(option: str, hi: float | None = None) -> FloatCheck:
     """Callback refusing a float that is not finite, > 0 and <= `hi` (when given)."""
     return finite_float_check(option, lo=0, hi=hi, lo_open=True)
 
 
-def timeout_check(option: str) -> Any:
+def timeout_check(option: str) -> FloatCheck:
     """A per-call or per-request timeout in seconds: (0, a day]."""
     return positive_float(option, validate.MAX_TIMEOUT_S)
 
 
-def count_check(option: str, lo: int = 1) -> Any:
+def count_check(option: str, lo: int = 1) -> IntCheck:
     """A count (units, calls, rows, steps): [lo, 10^9]."""
     return int_range(option, lo, validate.MAX_COUNT)
 
 
 def finite_float_check(
     option: str, lo: float | None = None, hi: float | None = None, **open_: bool
-) -> Any:
+) -> FloatCheck:
     """Callback refusing NaN, +/-inf and values outside [lo, hi] (`lo_open`/`hi_open` make a
     bound exclusive), by `labreplay.validate.finite_float`."""
 
@@ -199,14 +212,14 @@ def finite_float_check(
     return check
 
 
-def scheduler_check(option: str = "--scheduler") -> Any:
+def scheduler_check(option: str = "--scheduler") -> TextCheck:
     def check(value: str | None) -> str | None:
         return None if value is None else validate.scheduler_address(option, value)
 
     return check
 
 
-def name_check(option: str) -> Any:
+def name_check(option: str) -> TextCheck:
     """Callback refusing an empty, multi-line or overlong declared name."""
 
     def check(value: str | None) -> str | None:
@@ -215,7 +228,7 @@ def name_check(option: str) -> Any:
     return check
 
 
-def choice(option: str, choices: Sequence[str]) -> Any:
+def choice(option: str, choices: Sequence[str]) -> TextCheck:
     def check(value: str | None) -> str | None:
         return None if value is None else validate.choice(option, value, choices)
 
@@ -240,14 +253,14 @@ def validate_url(option: str, value: str) -> str:
     return value
 
 
-def url_check(option: str) -> Any:
+def url_check(option: str) -> TextCheck:
     def check(value: str | None) -> str | None:
         return None if value is None else validate_url(option, value)
 
     return check
 
 
-def out_dir_check(option: str = "--out") -> Any:
+def out_dir_check(option: str = "--out") -> Callable[[Path | None], Path | None]:
     """Callback refusing an output directory path that is an existing non-directory."""
 
     def check(value: Path | None) -> Path | None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -96,10 +96,11 @@ def cite(
     typer.echo(text, nl=False)
 
 
-_built: list[Any] = []
+# (typer's click command: called with click's own arguments, returns what a command returns)
+_built: list[Callable[..., object]] = []
 
 
-def _command() -> Any:
+def _command() -> Callable[..., object]:
     """The click command of `app`, built once per process: typer rebuilds it on every call
     (a tenth of a second with every suite mounted), which in-process callers (tests, the
     fuzz test's hundreds of calls) pay each time. Built after the suites are mounted."""

@@ -33,7 +33,7 @@ class EnvironmentSpec:
     # spec read back from its file is the same spec, only without this hint.
     attached_files: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
-    def header(self) -> dict[str, Any]:
+    def header(self) -> dict[str, str]:
         return {
             "suite": self.suite,
             "protocol": self.protocol,
@@ -165,7 +165,7 @@ def _read_text(path: Path, what: str) -> str:
         raise SpecError(f"{what} {path}: not valid UTF-8 (byte offset {exc.start})") from exc
 
 
-def _unseal(data: dict[str, Any], text: str, path: Path) -> str:
+def _unseal(data: Mapping[str, object], text: str, path: Path) -> str:
     """The single-file text of a sealed spec: its sealed fields read back, both hashes checked."""
     seal = data["sealed"]
     if not (

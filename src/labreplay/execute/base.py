@@ -10,30 +10,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from labreplay.errors import LabreplayError
 
+R = TypeVar("R")  # what a unit's function returns
+
 
 @dataclass(frozen=True)
-class WorkUnit:
+class WorkUnit(Generic[R]):
     key: str
-    function: Callable[..., Any]
-    args: tuple[Any, ...] = ()
+    function: Callable[..., R]
+    args: tuple[object, ...] = ()
 
 
 @runtime_checkable
 class Executor(Protocol):
     name: str
 
-    def run(self, units: Sequence[WorkUnit]) -> Iterator[tuple[str, Any]]:
+    def run(self, units: Sequence[WorkUnit[R]]) -> Iterator[tuple[str, R]]:
         """Compute every unit; yield (key, result) in the order the units were given."""
         ...
 
     def close(self) -> None: ...
 
 
-def check_unique(units: Sequence[WorkUnit]) -> None:
+def check_unique(units: Sequence[WorkUnit[R]]) -> None:
     seen: set[str] = set()
     for unit in units:
         if unit.key in seen:
@@ -46,7 +48,7 @@ class InProcessExecutor:
 
     name = "in-process"
 
-    def run(self, units: Sequence[WorkUnit]) -> Iterator[tuple[str, Any]]:
+    def run(self, units: Sequence[WorkUnit[R]]) -> Iterator[tuple[str, R]]:
         check_unique(units)
         for unit in units:
             yield unit.key, unit.function(*unit.args)
@@ -78,7 +80,7 @@ class ThreadedExecutor:
         self.max_workers = max_workers
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="labreplay")
 
-    def run(self, units: Sequence[WorkUnit]) -> Iterator[tuple[str, Any]]:
+    def run(self, units: Sequence[WorkUnit[R]]) -> Iterator[tuple[str, R]]:
         check_unique(units)
         futures = [(u.key, self._pool.submit(u.function, *u.args)) for u in units]
         for key, future in futures:

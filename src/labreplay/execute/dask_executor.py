@@ -40,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from labreplay.errors import LabreplayError
-from labreplay.execute.base import WorkUnit, check_unique
+from labreplay.execute.base import R, WorkUnit, check_unique
 
 
 def _connect_timeout() -> str:
@@ -92,7 +92,7 @@ class DaskExecutor:
                     f"cannot reach Dask scheduler {address or cluster!r}: {exc}"
                 ) from exc
 
-    def run(self, units: Sequence[WorkUnit]) -> Iterator[tuple[str, Any]]:
+    def run(self, units: Sequence[WorkUnit[R]]) -> Iterator[tuple[str, R]]:
         check_unique(units)
         futures = [
             self.client.submit(

@@ -38,16 +38,16 @@ EXECUTORS = ("in-process", "threads", "dask")
 class MemoryCache:
     """A response cache over a read-only snapshot; what is added is kept in `added`."""
 
-    def __init__(self, snapshot: Mapping[str, dict[str, Any]]) -> None:
+    def __init__(self, snapshot: Mapping[str, Mapping[str, object]]) -> None:
         self._snapshot = snapshot
-        self.added: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.added: dict[str, tuple[str, dict[str, object]]] = {}
 
-    def cached_response(self, key: str) -> dict[str, Any] | None:
+    def cached_response(self, key: str) -> Mapping[str, object] | None:
         if key in self.added:
             return self.added[key][1]
         return self._snapshot.get(key)
 
-    def cache_response(self, key: str, model: str, response: Mapping[str, Any]) -> None:
+    def cache_response(self, key: str, model: str, response: Mapping[str, object]) -> None:
         self.added[key] = (model, dict(response))
 
 
@@ -76,8 +76,9 @@ class Unit:
 
 
 def _compute_with_snapshot(
-    compute: Callable[[ResponseCache | None], Any], snapshot: Mapping[str, dict[str, Any]] | None
-) -> tuple[Any, dict[str, tuple[str, dict[str, Any]]]]:
+    compute: Callable[[ResponseCache | None], object],
+    snapshot: Mapping[str, Mapping[str, object]] | None,
+) -> tuple[object, dict[str, tuple[str, dict[str, object]]]]:
     if snapshot is None:
         return compute(None), {}
     cache = MemoryCache(snapshot)
@@ -85,8 +86,8 @@ def _compute_with_snapshot(
 
 
 def _compute_with_store(
-    compute: Callable[[ResponseCache | None], Any], store: Store
-) -> tuple[Any, dict[str, tuple[str, dict[str, Any]]]]:
+    compute: Callable[[ResponseCache | None], object], store: Store
+) -> tuple[object, dict[str, tuple[str, dict[str, object]]]]:
     return compute(store), {}
 
 

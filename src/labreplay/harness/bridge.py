@@ -49,7 +49,7 @@ class Channel:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._pending: Request | None = None
-        self._reply: Any = None
+        self._reply: object = None
         self._has_reply = False
         self._count = 0
         self.finished: dict[str, Any] | None = None
@@ -57,7 +57,7 @@ class Channel:
         self.context: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ worker side
-    def ask(self, kind: str, payload: Mapping[str, Any]) -> Any:
+    def ask(self, kind: str, payload: Mapping[str, object]) -> object:
         with self._cond:
             self._count += 1
             self._pending = Request(kind, dict(payload), dict(self.context), self._count)
@@ -68,14 +68,14 @@ class Channel:
             reply, self._reply, self._has_reply = self._reply, None, False
             return reply
 
-    def finish(self, summary: Mapping[str, Any], failure: str | None = None) -> None:
+    def finish(self, summary: Mapping[str, object], failure: str | None = None) -> None:
         with self._cond:
             self._pending = None
             self.finished = dict(summary)
             self.failure = failure
             self._cond.notify_all()
 
-    def set_context(self, **context: Any) -> None:
+    def set_context(self, **context: object) -> None:
         with self._cond:
             self.context.update(context)
 
@@ -88,7 +88,7 @@ class Channel:
             )
             return self._pending
 
-    def reply(self, value: Any, timeout: float | None = None) -> Request | None:
+    def reply(self, value: object, timeout: float | None = None) -> Request | None:
         """Deliver the harness's reply to the pending request and wait for the next one."""
         with self._cond:
             self._cond.wait_for(
@@ -106,7 +106,7 @@ class Channel:
             return self._pending
 
 
-def start_worker(channel: Channel, work: Callable[[], Mapping[str, Any]]) -> threading.Thread:
+def start_worker(channel: Channel, work: Callable[[], Mapping[str, object]]) -> threading.Thread:
     """Run `work` (the ordinary run path) in a daemon thread; its summary (or a one-line
     failure) ends the channel. A bug in the run is reported to the harness, never a crash of
     the server."""
@@ -137,8 +137,8 @@ class BridgeAgent:
         self,
         channel: Channel,
         name: str,
-        params: Mapping[str, Any],
-        session: Mapping[str, Any],
+        params: Mapping[str, object],
+        session: Mapping[str, object],
         cache: ResponseCache | None = None,
         model: str | None = None,
         isolation: str = ISOLATION,
@@ -156,7 +156,7 @@ class BridgeAgent:
         self.calls_made = 0
         self.calls_cached = 0
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         return dict(self._params)
 
     def reset(self, seed: int) -> None:
@@ -164,7 +164,7 @@ class BridgeAgent:
         self.calls_made = 0
         self.channel.set_context(**self.session)
 
-    def _key(self, kind: str, payload: Mapping[str, Any]) -> str:
+    def _key(self, kind: str, payload: Mapping[str, object]) -> str:
         return "harness:" + sha256_json(
             {
                 "harness": self.name,
@@ -177,14 +177,17 @@ class BridgeAgent:
             }
         )
 
-    def _call(self, kind: str, payload: Mapping[str, Any]) -> Any:
+    def _call(self, kind: str, payload: Mapping[str, object]) -> object:
         key = self._key(kind, payload)
         self.calls_made += 1
         if self.cache is not None:
             hit = self.cache.cached_response(key)
             if hit is not None:
                 self.calls_cached += 1
-                return json.loads(hit["reply_json"])
+                text = hit["reply_json"]  # written below as a str
+                if not isinstance(text, str | bytes | bytearray):
+                    raise TypeError(f"cached reply {key}: reply_json is not JSON text")
+                return json.loads(text)
         reply = self.channel.ask(kind, payload)
         if self.cache is not None:
             # as JSON text: the store's canonical JSON rounds floats, a replayed reply must not
@@ -195,16 +198,18 @@ class BridgeAgent:
 
     # The protocols of the suites: whatever the harness sent is passed on unchanged, so a
     # malformed reply is the runner's invalid action (recorded), exactly as in-process.
-    def act(self, observation: Mapping[str, Any]) -> Any:
+    def act(self, observation: Mapping[str, object]) -> object:
         return self._call("act", observation)
 
-    def forecast(self, snapshot: Mapping[str, Any]) -> Any:
+    def forecast(self, snapshot: Mapping[str, object]) -> object:
         return self._call("forecast", snapshot)
 
-    def answer(self, question_view: Mapping[str, Any]) -> Any:
+    def answer(self, question_view: Mapping[str, object]) -> Any:
+        # (Any: the conditions runner types this bridge as its `QuestionAgent`, whose answer
+        # is declared a dict; what the harness sent is passed on unchanged)
         return self._call("answer", question_view)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Callable[[Mapping[str, object]], object]:
         """A method of the suite's contract that is not one of the built-in three (`methods`,
         declared by the suite): forwarded to the harness like them. Only declared names, so
         the optional capabilities the core probes for (`close`, `bind_store`, ...) are not
@@ -212,7 +217,7 @@ class BridgeAgent:
         if name.startswith("_") or name not in self.__dict__.get("methods", ()):
             raise AttributeError(name)
 
-        def forward(payload: Mapping[str, Any]) -> Any:
+        def forward(payload: Mapping[str, object]) -> object:
             return self._call(name, payload)
 
         return forward

@@ -43,6 +43,7 @@ class SuiteRunSession:
         store: Path,
         agent_name: str,
         seed: int,
+        # (Any: passed on as `Suite.run`'s keyword options, `executor` among them)
         options: Mapping[str, Any] | None = None,
     ) -> None:
         target = get_suite(suite)
@@ -61,7 +62,7 @@ class SuiteRunSession:
         self._lock = threading.Lock()
         self._thread = start_worker(self.channel, self._work)
 
-    def _work(self) -> dict[str, Any]:
+    def _work(self) -> dict[str, object]:
         with Store(self.store) as db:
             agent = BridgeAgent(
                 self.channel,
@@ -74,14 +75,14 @@ class SuiteRunSession:
             runs = self.suite.run(self.specs, agent, db, seed=self.seed, **self.options)
         return {"runs": [{"run_id": r.get("run_id"), "cached": r.get("cached")} for r in runs]}
 
-    def _view(self, request: Request | None) -> dict[str, Any]:
+    def _view(self, request: Request | None) -> dict[str, object]:
         if request is None:
             if self.channel.failure is not None:
                 return {"done": True, "failure": self.channel.failure}
             return {"done": True, **(self.channel.finished or {})}
         return {"method": request.kind, "payload": request.payload, "index": request.index}
 
-    def call(self, tool: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    def call(self, tool: str, arguments: Mapping[str, object] | None) -> dict[str, object]:
         with self._lock:  # a harness's parallel tool calls are served in turn
             if tool == "next_call":
                 return self._view(self.channel.current(WAIT_S))

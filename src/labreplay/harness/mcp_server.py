@@ -10,16 +10,19 @@ that raises is answered with an error result: the server never crashes on a harn
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay.errors import LabreplayError
 from labreplay.harness.sessions import Handler, SessionSlots
 
+if TYPE_CHECKING:  # (the `mcp` extra: imported where it is used)
+    import mcp_types
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
 INSTALL_HINT = "pip install 'labreplay[mcp]'"
 MAX_HTTP_BODY_BYTES = 4 * 1024 * 1024  # one JSON-RPC message over HTTP
-ASGIApp = Callable[[Any, Any, Any], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -54,10 +57,14 @@ def build_server(
         for t in tools
     ]
 
-    async def list_tools(ctx: Any, params: Any) -> Any:
+    async def list_tools(
+        ctx: object, params: mcp_types.PaginatedRequestParams | None
+    ) -> mcp_types.ListToolsResult:
         return types.ListToolsResult(tools=listed)
 
-    async def call_tool(ctx: Any, params: Any) -> Any:
+    async def call_tool(
+        ctx: object, params: mcp_types.CallToolRequestParams
+    ) -> mcp_types.CallToolResult:
         arguments = params.arguments
         try:
             handler = (
@@ -92,7 +99,7 @@ def _oversize_as_json_rpc(app: ASGIApp) -> ASGIApp:
     length, answers in plain text), before its body is read. Malformed and too-deep bodies
     get the SDK's JSON-RPC parse error."""
 
-    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") == "http" and scope.get("method") == "POST":
             length = dict(scope.get("headers") or ()).get(b"content-length", b"")
             if length.isdigit() and int(length) > MAX_HTTP_BODY_BYTES:
@@ -115,7 +122,7 @@ def _oversize_as_json_rpc(app: ASGIApp) -> ASGIApp:
     return guarded
 
 
-def _session_of(ctx: Any, server: Any) -> tuple[str, frozenset[str]]:
+def _session_of(ctx: object, server: object) -> tuple[str, frozenset[str]]:
     """The MCP session id of a request (its `mcp-session-id` header; "" over stdio, a single
     session) and the ids of the sessions the HTTP transport still holds open."""
     request = getattr(ctx, "request", None)

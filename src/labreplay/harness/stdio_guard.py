@@ -16,7 +16,7 @@ import os
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64
@@ -64,7 +64,7 @@ def _too_deep(text: bytes) -> bool:
     return False
 
 
-def problem(line: bytes) -> tuple[int, str, Any] | None:
+def problem(line: bytes) -> tuple[int, str, object] | None:
     """(code, message, id) of the JSON-RPC error a received line gets, or None if it may pass."""
     if len(line) > MAX_LINE_BYTES:
         return INVALID_REQUEST, f"message over {MAX_LINE_BYTES} bytes", None
@@ -80,7 +80,7 @@ def problem(line: bytes) -> tuple[int, str, Any] | None:
     return None
 
 
-def error_line(code: int, message: str, ident: Any) -> str:
+def error_line(code: int, message: str, ident: object) -> str:
     error = {"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}
     return json.dumps(error) + "\n"
 

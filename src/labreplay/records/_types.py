@@ -37,7 +37,7 @@ def value_or(value: T | Missing, default: T) -> T:
     return default if isinstance(value, Missing) else value
 
 
-def to_json(value: Any) -> Any:
+def to_json(value: object) -> object:
     """Recursively turn Missing into its tagged JSON form."""
     if isinstance(value, Missing):
         return value.to_json()
@@ -74,7 +74,7 @@ class Record:
     evidence: Mapping[str, Any] = field(default_factory=dict)
     provenance: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "record_id": self.record_id,
             "source": self.source,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from labreplay import __version__
 from labreplay._atomic import atomic_directory, atomic_write_text
@@ -19,12 +19,22 @@ from labreplay.store.sqlite import Store
 REPORT_FILE = "index.html"
 
 
+class ReportResult(TypedDict):
+    """What `build_report` wrote: the page, the suites and runs in it, the featured run."""
+
+    path: str
+    suites: list[str]
+    runs: int
+    events: int
+    trajectory_run: object  # a suite's `ReportSection.info["trajectory_run"]`, or None
+
+
 def build_report(
     store_path: str | Path,
     out_dir: str | Path,
     run_id: str | None = None,
     progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> ReportResult:
     """Write the report; returns {"path", "suites", "runs", "events", "trajectory_run"}.
     `progress` is told, one line at a time, which suite's section is being built."""
     from labreplay.report.html import page
@@ -84,4 +94,4 @@ def build_report(
     }
 
 
-__all__ = ["REPORT_FILE", "build_report"]
+__all__ = ["REPORT_FILE", "ReportResult", "build_report"]

@@ -6,10 +6,13 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labreplay.report import plots
 from labreplay.scoring.stats import BOOTSTRAP_SEED
+
+if TYPE_CHECKING:
+    from labreplay.report.suites import SuiteSectionData
 
 CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;color:#222;padding:0 1em}
@@ -28,11 +31,11 @@ details{margin:.4em 0} summary{cursor:pointer;font-weight:600;margin:.3em 0}
 SIGNIFICANT = 4
 
 
-def esc(value: Any) -> str:
+def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def num(value: Any, fmt: str = f".{SIGNIFICANT}g") -> str:
+def num(value: object, fmt: str = f".{SIGNIFICANT}g") -> str:
     """A number as text (default: at most `SIGNIFICANT` significant digits); None is "-"."""
     if value is None:
         return "-"
@@ -79,7 +82,7 @@ def seed_list(seeds: Iterable[int]) -> str:
 def table(
     table_id: str,
     headers: Sequence[str],
-    rows: Iterable[Sequence[Any]],
+    rows: Iterable[Sequence[object]],
     numeric: Callable[[int], bool] = lambda i: False,
     row_class: Sequence[str] | None = None,
 ) -> str:
@@ -112,7 +115,7 @@ def slug(text: str) -> str:
 _slug = slug
 
 
-def suite_html(section: Mapping[str, Any]) -> str:
+def suite_html(section: SuiteSectionData) -> str:
     """The generic section: the leaderboard open; intervals, per-key accuracy and the list of
     runs in collapsible blocks; a table with no rows is not drawn."""
     suite = section["suite"]
@@ -193,7 +196,7 @@ def suite_html(section: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def page(title: str, header: Mapping[str, Any], body: Sequence[str]) -> str:
+def page(title: str, header: Mapping[str, object], body: Sequence[str]) -> str:
     facts = "".join(f"<li>{esc(k)}: {esc(v)}</li>" for k, v in header.items())
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -18,7 +18,7 @@ import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TypedDict
 
 from labreplay.scoring.stats import BOOTSTRAP_SEED, paired_bootstrap_ci
 from labreplay.store.sqlite import RunInfo, Store
@@ -30,14 +30,61 @@ TRACE_KEYS = ("trace", "best_so_far", "curve")
 
 
 # A suite's reading of one event payload as a point (three coordinates, objective), or None.
-PointOf = Callable[[Mapping[str, Any]], tuple[float, float, float, float] | None]
+Point = tuple[float, float, float, float]
+PointOf = Callable[[Mapping[str, object]], Point | None]
+
+
+class RunRow(TypedDict):
+    """One run in a generic section's list of runs."""
+
+    run_id: str
+    system: str
+    spec_id: str
+    branch: str
+    seed: int
+    status: str
+    scores: dict[str, float | None]
+
+
+class SystemMeans(TypedDict):
+    """One system's line of the leaderboard: its runs, seeds and mean scores."""
+
+    runs: int
+    seeds: list[int]
+    means: dict[str, float]
+
+
+class PairDiff(TypedDict):
+    """The paired bootstrap interval of two systems' per-unit score difference."""
+
+    a: str
+    b: str
+    units: int
+    diff: float
+    lo: float
+    hi: float
+    separable: bool
+
+
+class SuiteSectionData(TypedDict):
+    """What `suite_section` reads from the store and `suite_html` draws."""
+
+    suite: str
+    runs: list[RunRow]
+    metrics: list[str]
+    means: dict[str, SystemMeans]
+    pairwise: list[PairDiff]
+    per_key: dict[str, dict[str, float]]  # system (kind) -> key -> mean accuracy
+    traces: dict[str, list[float]]
+    points: dict[str, list[Point]]
+    axes: tuple[str, str, str]
 
 
 # A parameter value longer than this is shown by a short hash of its canonical JSON.
 LABEL_VALUE_CHARS = 24
 
 
-def _param_text(value: Any) -> str:
+def _param_text(value: object) -> str:
     """A parameter value as label text: scalars as themselves (floats to 4 significant digits),
     lists of scalars joined by commas, anything longer or nested as `#` + 8 hex of its hash."""
     if isinstance(value, float):
@@ -87,7 +134,7 @@ def system_labels(runs: Iterable[RunInfo]) -> dict[str, str]:
     return labels
 
 
-def _walk(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+def _walk(value: object, path: str = "") -> Iterator[tuple[str, object]]:
     if isinstance(value, Mapping):
         for k in sorted(value):
             sub = f"{path}.{k}" if path else str(k)
@@ -95,7 +142,7 @@ def _walk(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
             yield from _walk(value[k], sub)
 
 
-def _number(x: Any) -> float | None:
+def _number(x: object) -> float | None:
     return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
 
 
@@ -104,15 +151,15 @@ def suite_section(
     suite: str,
     point_of: PointOf | None = None,
     axes: tuple[str, str, str] = ("x", "y", "z"),
-) -> dict[str, Any]:
+) -> SuiteSectionData:
     """The generic section's data. `point_of` (the suite's) reads an event payload as a point
     of the "evaluated points" figure, whose coordinates are named by `axes`."""
     runs = store.runs(suite=suite)
-    rows: list[dict[str, Any]] = []
+    rows: list[RunRow] = []
     units: dict[str, dict[str, float]] = defaultdict(dict)
     per_key_runs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     traces: dict[str, list[float]] = {}
-    points: dict[str, list[tuple[float, float, float, float]]] = defaultdict(list)
+    points: dict[str, list[Point]] = defaultdict(list)
     labels = system_labels(runs)
     for run in runs:
         system = labels[run.run_id]
@@ -167,12 +214,12 @@ def suite_section(
     }
 
 
-def _means(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _means(rows: list[RunRow]) -> dict[str, SystemMeans]:
     """Per system: runs, seeds and the mean of each scalar score over its runs."""
-    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    grouped: dict[str, list[RunRow]] = defaultdict(list)
     for row in rows:
         grouped[row["system"]].append(row)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, SystemMeans] = {}
     for system, group in sorted(grouped.items()):
         metrics: dict[str, list[float]] = defaultdict(list)
         for row in group:
@@ -187,10 +234,10 @@ def _means(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _pairwise(units: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
+def _pairwise(units: Mapping[str, Mapping[str, float]]) -> list[PairDiff]:
     """Paired bootstrap 95% interval of the mean per-unit score difference, shared units only."""
     systems = sorted(units)
-    out = []
+    out: list[PairDiff] = []
     for i, a in enumerate(systems):
         for b in systems[i + 1 :]:
             shared = sorted(set(units[a]) & set(units[b]))

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 FAILED_SHARE = 0.5  # declared: more than half of the policy calls (or checkpoints) failed
 
@@ -56,7 +56,7 @@ def cap_kind(cap: str) -> str:
     return CALL_CAP
 
 
-def call_failed(call: Mapping[str, Any]) -> str | None:
+def call_failed(call: Mapping[str, object]) -> str | None:
     """Why one model call gave no usable reply (a named cause), or None."""
     if call.get("error"):
         return MODEL_CALLS_FAILED
@@ -65,7 +65,7 @@ def call_failed(call: Mapping[str, Any]) -> str | None:
     return None
 
 
-def decision_failed(error: object, calls: Sequence[Mapping[str, Any]] = ()) -> str | None:
+def decision_failed(error: object, calls: Sequence[Mapping[str, object]] = ()) -> str | None:
     """Why one policy call failed, from the error its harness recorded (None: no error) and
     the model calls made for it: the last call decides (earlier ones may have been repaired)."""
     if not error:
@@ -76,6 +76,15 @@ def decision_failed(error: object, calls: Sequence[Mapping[str, Any]] = ()) -> s
     if calls:
         return call_failed(calls[-1]) or REPLIES_INVALID
     return REPLIES_INVALID
+
+
+class HealthCounts(TypedDict):
+    """A run's policy calls and checkpoints, asked and failed (`RunHealth.to_json`)."""
+
+    policy_calls: int
+    policy_failures: dict[str, int]  # cause -> failed policy calls
+    checkpoints: int
+    checkpoint_failures: int
 
 
 @dataclass
@@ -101,7 +110,7 @@ class RunHealth:
         self.checkpoints += 1
         self.checkpoint_failures += int(failed)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> HealthCounts:
         return {
             "policy_calls": self.policy_calls,
             "policy_failures": dict(sorted(self.policy_failures.items())),

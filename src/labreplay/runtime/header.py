@@ -15,12 +15,14 @@ never gains a header mid-chain) and `store verify` lists them as unverifiable, n
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from labreplay._hashing import canonical_json
 from labreplay._provenance import scrub_secrets
 from labreplay._version import __version__
-from labreplay.runtime.event_types import HeaderPayload  # the one definition (typed events)
+from labreplay.runtime.event_types import (  # the one definition (typed events)
+    HeaderPayload,
+    JsonValue,
+)
 
 HEADER_KIND = "header"
 IN_PROCESS = "in-process"
@@ -33,7 +35,7 @@ _BOUND = ("agent", "agent_params", "isolation", "seed", "branch", "spec_hash")
 def header_payload(
     *,
     agent: str,
-    agent_params: Mapping[str, Any],
+    agent_params: Mapping[str, JsonValue],
     isolation: str,
     sandbox: str,
     seed: int,
@@ -56,15 +58,19 @@ def header_payload(
     }
 
 
-def find_header(events: Sequence[Mapping[str, Any]]) -> tuple[int, Mapping[str, Any]] | None:
+def find_header(
+    events: Sequence[Mapping[str, object]],
+) -> tuple[int, Mapping[str, object]] | None:
     """(seq, payload) of a run's header event, None for a run stored before headers."""
     for seq in _HEADER_SEQS:
         if seq < len(events) and events[seq]["kind"] == HEADER_KIND:
-            return seq, events[seq]["payload"]
+            payload = events[seq]["payload"]
+            if isinstance(payload, Mapping):
+                return seq, payload
     return None
 
 
-def row_isolation(agent_params: Mapping[str, Any], provenance: Mapping[str, Any]) -> str:
+def row_isolation(agent_params: Mapping[str, object], provenance: Mapping[str, object]) -> str:
     """The isolation a runs row claims: campaign records it in provenance (`agent_isolation`),
     conditions in the parameters (`isolation`), configsearch in the user optimiser's
     parameters (`optimizer.isolation`); a row that claims none ran in-process."""
@@ -79,8 +85,8 @@ def row_isolation(agent_params: Mapping[str, Any], provenance: Mapping[str, Any]
 
 
 def header_problems(
-    header: Mapping[str, Any],
-    row: Mapping[str, Any],
+    header: Mapping[str, object],
+    row: Mapping[str, object],
     protocol: str,
 ) -> list[str]:
     """Where a runs row (`row`: agent, agent_params, isolation, seed, branch, spec_hash)
@@ -109,7 +115,7 @@ def header_problems(
     return problems
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = canonical_json(value) if isinstance(value, dict | list) else repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 

@@ -51,8 +51,8 @@ class Recorder:
                 raise StoreError(f"run {run_id}: stored prefix does not verify: {exc}") from exc
         self._synced = 0
         self._pending: list[dict[str, Any]] = []
-        self.calls: list[dict[str, Any]] = []  # every call logged (in memory, for the driver)
-        self._calls_pending: list[dict[str, Any]] = []
+        self.calls: list[dict[str, object]] = []  # every call logged (in memory, for the driver)
+        self._calls_pending: list[dict[str, object]] = []
         self._next_call = 0
         self.existed = False
 
@@ -117,18 +117,18 @@ class Recorder:
             version = stored["payload"].get("labreplay_version")
             if payload.get("labreplay_version") == version:
                 return [dict(e) for e in events]
-            kept = [
-                {**e, "payload": {**payload, "labreplay_version": version}} if i == seq else e
+            kept: list[tuple[str, Mapping[str, object]]] = [
+                (e["kind"], {**payload, "labreplay_version": version} if i == seq else e["payload"])
                 for i, e in enumerate(events)
             ]
         else:
-            kept = [e for i, e in enumerate(events) if i != seq]
+            kept = [(e["kind"], e["payload"]) for i, e in enumerate(events) if i != seq]
         chain = Trajectory(self.spec_hash)
-        for event in kept:
-            chain.append(event["kind"], event["payload"])
+        for kind, body in kept:
+            chain.append(kind, body)
         return chain.events
 
-    def append(self, kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    def append(self, kind: str, payload: Mapping[str, object]) -> dict[str, Any]:
         event = self.trajectory.append(kind, payload)
         self.sync()
         return event
@@ -152,7 +152,7 @@ class Recorder:
         if len(self._pending) >= self.batch:
             self.flush()
 
-    def take(self, events: Sequence[Mapping[str, Any]]) -> None:
+    def take(self, events: Sequence[Mapping[str, object]]) -> None:
         """Adopt events recorded elsewhere (a worker's in-memory recorder) under the same spec:
         the chain is verified, aligned to the stored prefix's header (`aligned`), then synced
         like locally appended events."""
@@ -162,7 +162,7 @@ class Recorder:
         self.trajectory.events = self.aligned(events)
         self.sync()
 
-    def log_calls(self, calls: Iterable[Mapping[str, Any]]) -> None:
+    def log_calls(self, calls: Iterable[Mapping[str, object]]) -> None:
         """Number model calls in order across the run and queue them with the next flush."""
         for call in calls:
             row = {**call, "call_index": self._next_call}
@@ -196,9 +196,9 @@ class Recorder:
     def finish(
         self,
         status: str,
-        summary: Mapping[str, Any],
+        summary: Mapping[str, object],
         scores: Mapping[str, float | None] | None = None,
-        details: Mapping[str, Any] | None = None,
+        details: Mapping[str, object] | None = None,
     ) -> None:
         """Flush what is left, then scores and the run's final status (the `complete` mark is
         written last, so a run killed before it resumes)."""

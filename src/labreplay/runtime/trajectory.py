@@ -30,9 +30,8 @@ class Event(TypedDict):
     hash: str
 
 
-def event_hash(
-    prev_hash: str, seq: int, kind: str, payload: Mapping[str, Any], spec_hash: str
-) -> str:
+def event_hash(prev_hash: str, seq: int, kind: object, payload: object, spec_hash: str) -> str:
+    """The hash of one event (`kind` and `payload` as stored: `verify` hashes what it reads)."""
     body = canonical_json(
         {"prev": prev_hash, "seq": seq, "kind": kind, "payload": payload, "spec": spec_hash}
     )
@@ -60,7 +59,7 @@ class Trajectory:
     def head(self) -> str:
         return self.events[-1]["hash"] if self.events else GENESIS
 
-    def append(self, kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    def append(self, kind: str, payload: Mapping[str, object]) -> dict[str, Any]:
         """Append an event. The payload is kept in its canonical form (floats at the hash
         scheme's precision), so metrics computed now equal metrics recomputed from the store."""
         seq = len(self.events)
@@ -71,12 +70,12 @@ class Trajectory:
             # A credential in an action, an exception or a reply is removed before the hash,
             # so the stored (scrubbed) event still verifies.
             try:
-                value = json.loads(clean)
+                value: Mapping[str, object] = json.loads(clean)  # the text of an object
             except ValueError:
                 value = canonical
             canonical, text = canonical_form(scrub_json_value(value))
         self.texts[seq] = text
-        event = {
+        event: dict[str, Any] = {
             "seq": seq,
             "kind": kind,
             "payload": canonical,
@@ -86,15 +85,15 @@ class Trajectory:
         self.events.append(event)
         return event
 
-    def extend_verified(self, events: Sequence[Mapping[str, Any]]) -> None:
+    def extend_verified(self, events: Sequence[Mapping[str, object]]) -> None:
         """Continue from a stored prefix (checked first): later appends chain onto it."""
         if self.events:
             raise StoreError("extend_verified needs an empty trajectory")
-        self.verify([dict(e) for e in events], self.spec_hash)
+        self.verify(events, self.spec_hash)
         self.events = [dict(e) for e in events]
 
     @staticmethod
-    def verify(events: Sequence[Mapping[str, Any]], spec_hash: str) -> str:
+    def verify(events: Sequence[Mapping[str, object]], spec_hash: str) -> str:
         """Check a stored chain; returns its head hash."""
         prev = GENESIS
         for i, e in enumerate(events):
@@ -103,5 +102,5 @@ class Trajectory:
             expected = event_hash(prev, i, e["kind"], e["payload"], spec_hash)
             if expected != e["hash"]:
                 raise StoreError(f"trajectory broken at seq {i}: hash mismatch (edited event?)")
-            prev = e["hash"]
+            prev = expected
         return prev

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from labreplay.validate import (
     MAX_SEED,
@@ -34,7 +34,11 @@ from labreplay.validate import (
     seed_range,
 )
 
-OptionsT = TypeVar("OptionsT")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+# an options dataclass
+OptionsT = TypeVar("OptionsT", bound="DataclassInstance")
 
 
 def nearest(key: str, known: Iterable[str]) -> str | None:
@@ -73,7 +77,7 @@ def check_agent_timeout(isolate: bool, agent_timeout_s: float | None) -> None:
     finite_float("agent_timeout_s", agent_timeout_s, lo=0.0, hi=86_400.0, lo_open=True)
 
 
-def option_names(cls: type[Any]) -> tuple[str, ...]:
+def option_names(cls: type[DataclassInstance]) -> tuple[str, ...]:
     """The field names of an options dataclass."""
     return tuple(f.name for f in dataclasses.fields(cls))
 

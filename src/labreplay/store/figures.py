@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
 from labreplay._hashing import canonical_json
 from labreplay.compile.spec import EnvironmentSpec
@@ -23,13 +23,17 @@ from labreplay.store.sqlite import RunInfo, Store
 from labreplay.suite import Rederived
 
 Rescore = Callable[
-    [EnvironmentSpec, Sequence[Mapping[str, Any]], RunInfo, Store], Mapping[str, Any]
+    [EnvironmentSpec, Sequence[Mapping[str, object]], RunInfo, Store], Mapping[str, float | None]
 ]
-Rederive = Callable[[EnvironmentSpec, Sequence[Mapping[str, Any]], RunInfo, Store], Rederived]
+Rederive = Callable[[EnvironmentSpec, Sequence[Mapping[str, object]], RunInfo, Store], Rederived]
 _TOLERANCE = 1e-9
 STATUSES = ("running", "complete", "failed")
 # `runs.summary` call accounting (`labreplay.agents.base.call_failures`) a board shows
-_CALL_FIELDS = ("llm_calls", "failed_calls", "failed_call_share")
+_CALL_FIELDS: tuple[Literal["llm_calls", "failed_calls", "failed_call_share"], ...] = (
+    "llm_calls",
+    "failed_calls",
+    "failed_call_share",
+)
 
 
 @dataclass
@@ -42,13 +46,13 @@ class Findings:
         self.unverifiable += other.unverifiable
 
 
-def _same(value: Any, want: Any) -> bool:
+def _same(value: float | None, want: float | None) -> bool:
     if value is None or want is None:
         return value is None and want is None
     return math.isclose(float(value), float(want), rel_tol=_TOLERANCE, abs_tol=_TOLERANCE)
 
 
-def _same_json(stored: Any, fresh: Any) -> bool:
+def _same_json(stored: object, fresh: object) -> bool:
     """Equal JSON values, numbers within the tolerance (a detail is stored at the canonical
     form's 12 digits; a recomputation may differ in the last one: summation order)."""
     if isinstance(stored, dict) and isinstance(fresh, dict):
@@ -128,7 +132,7 @@ def score_findings(
     store: Store,
     run: RunInfo,
     spec: EnvironmentSpec,
-    events: Sequence[Mapping[str, Any]],
+    events: Sequence[Mapping[str, object]],
     rescore: Rescore | None,
     derived: Rederived | None,
 ) -> Findings:
@@ -195,7 +199,7 @@ def control_findings(
     run: RunInfo,
     runs: Sequence[RunInfo],
     derived: Rederived | None,
-    superseded: Sequence[Mapping[str, Any]] = (),
+    superseded: Sequence[Mapping[str, object]] = (),
 ) -> Findings:
     """The control runs a board needs beside `run` exist; a child's parent exists."""
     out = Findings()

@@ -17,11 +17,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay._hashing import canonical_json, sha256_json
 from labreplay._provenance import base_provenance, scrub_secrets, scrub_text, utc_now
 from labreplay.errors import StoreError
+
+if TYPE_CHECKING:  # (the runtime package imports this module: no import at run time)
+    from labreplay.runtime.event_types import JsonValue
 
 SCHEMA_VERSION = 1
 
@@ -86,12 +89,12 @@ _JSON_COLUMNS = (
 LEGACY_RUN_TABLES = ("forecasts",)
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     """Canonical JSON as stored: never holding a credential (see `scrub_text`)."""
     return scrub_text(canonical_json(value))
 
 
-def _clean(value: Any) -> Any:
+def _clean(value: object) -> object:
     """A column value as stored: a text without any credential (see `scrub_text`); numbers
     and NULL as they are. Every text column a run writes passes here or through `_text`."""
     return scrub_text(value) if isinstance(value, str) else value
@@ -139,7 +142,7 @@ StoredCell = str | int | float | bytes | None
 def run_key(
     spec_hash: str,
     agent: str,
-    agent_params: Mapping[str, Any],
+    agent_params: Mapping[str, JsonValue],
     seed: int,
     branch: str,
     isolation: str = IN_PROCESS,
@@ -149,7 +152,7 @@ def run_key(
     How the agent ran is part of the identity: an isolated (`subprocess`) run never finds,
     resumes or passes for an in-process one, nor the reverse. (In-process ids are unchanged
     from earlier versions, so existing stores resume.)"""
-    identity: dict[str, Any] = {
+    identity: dict[str, object] = {
         "spec": spec_hash,
         # as stored (scrubbed of credentials), so that the stored row gives its id back
         "agent": _clean(agent),
@@ -162,7 +165,7 @@ def run_key(
     return sha256_json(identity)[:24]
 
 
-def run_isolation(provenance: Mapping[str, Any]) -> str:
+def run_isolation(provenance: Mapping[str, object]) -> str:
     """The isolation a run recorded (runs from before it was recorded ran in-process)."""
     return str(provenance.get("agent_isolation", IN_PROCESS))
 
@@ -481,12 +484,12 @@ class Store:
         spec_id: str,
         branch: str,
         agent: str,
-        agent_params: Mapping[str, Any],
+        agent_params: Mapping[str, JsonValue],
         seed: int,
         model: str | None = None,
         endpoint: str | None = None,
         parent_run_id: str | None = None,
-        extra_provenance: Mapping[str, Any] | None = None,
+        extra_provenance: Mapping[str, JsonValue] | None = None,
     ) -> tuple[str, bool]:
         """Create the run row, or find the existing one. Returns (run_id, already_existed)."""
         params = scrub_secrets(dict(agent_params))
@@ -519,7 +522,7 @@ class Store:
             )
         return run_id, False
 
-    def finish_run(self, run_id: str, status: str, summary: Mapping[str, Any]) -> None:
+    def finish_run(self, run_id: str, status: str, summary: Mapping[str, object]) -> None:
         """Mark a run finished. The summary also records the chain as it stands (event count
         and head hash), so `store verify` sees a truncated or re-hashed chain."""
         with self.transaction() as conn:
@@ -578,7 +581,7 @@ class Store:
                 conn.execute("DELETE FROM runs WHERE run_id=?", (run.run_id,))
         return removed
 
-    def superseded(self) -> list[dict[str, Any]]:
+    def superseded(self) -> list[dict[str, StoredCell]]:
         """Runs removed by `remove_runs`, oldest first ([] for a store written before)."""
         try:
             return self.table("superseded")
@@ -737,7 +740,7 @@ class Store:
         self,
         run_id: str,
         scores: Mapping[str, float | None],
-        details: Mapping[str, Any] | None = None,
+        details: Mapping[str, object] | None = None,
     ) -> None:
         """Scalar metrics with optional JSON details; a detail without a scalar (a curve, a
         count table) is stored under its own name with a NULL value."""
@@ -768,25 +771,25 @@ class Store:
         return {m: self._json(d, "scores", f"{run_id} metric {m}", "detail") for m, d in cursor}
 
     # ------------------------------------------------------------------ LLM bookkeeping
-    def cached_response(self, key: str) -> dict[str, Any] | None:
+    def cached_response(self, key: str) -> dict[str, object] | None:
         row = self._conn.execute(
             "SELECT response FROM response_cache WHERE key=?", (key,)
         ).fetchone()
         return json.loads(row[0]) if row else None
 
-    def cached_responses(self) -> dict[str, dict[str, Any]]:
+    def cached_responses(self) -> dict[str, dict[str, object]]:
         """The whole response cache (key -> response), the snapshot workers answer from."""
         rows = self._conn.execute("SELECT key, response FROM response_cache").fetchall()
         return {k: json.loads(r) for k, r in rows}
 
-    def cache_response(self, key: str, model: str, response: Mapping[str, Any]) -> None:
+    def cache_response(self, key: str, model: str, response: Mapping[str, object]) -> None:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO response_cache VALUES (?,?,?,?)",
                 (key, _clean(model), _text(dict(response)), utc_now()),
             )
 
-    def record_llm_calls(self, run_id: str, calls: Iterable[Mapping[str, Any]]) -> None:
+    def record_llm_calls(self, run_id: str, calls: Iterable[Mapping[str, object]]) -> None:
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -817,7 +820,7 @@ class Store:
                 ],
             )
 
-    def llm_calls(self, run_id: str) -> list[dict[str, Any]]:
+    def llm_calls(self, run_id: str) -> list[dict[str, StoredCell]]:
         cursor = self._conn.execute(
             "SELECT * FROM llm_calls WHERE run_id=? ORDER BY call_index", (run_id,)
         )
@@ -870,7 +873,7 @@ class Store:
             conn.execute("DELETE FROM signatures WHERE subject=?", (run_id,))
 
     # ------------------------------------------------------------------ export
-    def table(self, name: str) -> list[dict[str, Any]]:
+    def table(self, name: str) -> list[dict[str, StoredCell]]:
         cursor = self._conn.execute(f"SELECT * FROM {self._exportable(name)}")
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]

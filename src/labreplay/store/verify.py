@@ -78,7 +78,7 @@ def _rederivers() -> dict[str, Rederive]:
     return {s.name: s.rederive for s in load_suites() if isinstance(s, Rederives)}
 
 
-def _chain_problems(run: RunInfo, events: Sequence[Mapping[str, Any]]) -> list[str]:
+def _chain_problems(run: RunInfo, events: Sequence[Mapping[str, object]]) -> list[str]:
     head = events[-1]["hash"] if events else None
     recorded = run.chain
     if recorded is None and run.summary is not None and "head_hash" in run.summary:
@@ -125,7 +125,9 @@ def _row_problems(run: RunInfo) -> list[str]:
     return problems
 
 
-def _header_findings(run: RunInfo, spec: EnvironmentSpec, events: Sequence[Any]) -> Findings:
+def _header_findings(
+    run: RunInfo, spec: EnvironmentSpec, events: Sequence[Mapping[str, object]]
+) -> Findings:
     """The runs row against the header event of its chain."""
     found = find_header(events)
     if found is None:
@@ -186,10 +188,10 @@ def _figures(
     run: RunInfo,
     runs: Sequence[RunInfo],
     spec: EnvironmentSpec,
-    events: Sequence[Mapping[str, Any]],
+    events: Sequence[Mapping[str, object]],
     rescorers: Mapping[str, Rescore],
     rederivers: Mapping[str, Rederive],
-    superseded: Sequence[Mapping[str, Any]],
+    superseded: Sequence[Mapping[str, object]],
 ) -> Findings:
     out = Findings()
     rederive = rederivers.get(run.suite)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from labreplay._hashing import canonical_json
 from labreplay._provenance import scrub_secrets
@@ -23,7 +22,7 @@ from labreplay.suite import Suite, get_suite
 CANARY = re.compile(r"CANARY-[A-Za-z0-9_:.\-]+")
 
 
-def contract_problems(agent: Any) -> list[str]:
+def contract_problems(agent: object) -> list[str]:
     problems = []
     name = getattr(agent, "name", None)
     if not isinstance(name, str) or not name:
@@ -53,11 +52,11 @@ def contract_problems(agent: Any) -> list[str]:
 
 
 def check_agent(
-    make_agent: Callable[[], Any],
+    make_agent: Callable[[], object],
     suite: str | Suite,
     spec: EnvironmentSpec,
     seed: int = 0,
-    **options: Any,
+    **options: object,
 ) -> None:
     """Check agents built by `make_agent` (called for each fresh copy) on `spec` of `suite`."""
     target = get_suite(suite) if isinstance(suite, str) else suite

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,16 @@ def completion_body(
     ).encode("utf-8")
 
 
-def ok(content: str, delay_s: float = 0.0, **kwargs: Any) -> StubReply:
+class CompletionFields(TypedDict, total=False):
+    """The fields of `completion_body` besides its content."""
+
+    model: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def ok(content: str, delay_s: float = 0.0, **kwargs: Unpack[CompletionFields]) -> StubReply:
     return StubReply(200, completion_body(content, **kwargs), {}, delay_s)
 
 
@@ -233,7 +242,7 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False  # a handler still "being slow" must not hold up shutdown
     stub: StubServer
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
+    def handle_error(self, request: object, client_address: object) -> None:
         # The client hanging up on a slow answer is the point of some tests, not an error.
         return
 
@@ -247,7 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
     wbufsize = 1 << 16
     disable_nagle_algorithm = True
 
-    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+    def log_message(self, format: str, *args: object) -> None:  # keep test output quiet
         return
 
     def _serve(self) -> None:

@@ -26,8 +26,11 @@ from labreplay.errors import LabreplayError
 from labreplay.store.sqlite import Store
 from labreplay.suite import Suite, get_suite
 
+# run id -> (status, branch, the chain it finished with, its scores but wall-clock ones)
+Snapshot = dict[str, tuple[str, str, object, dict[str, float | None]]]
 
-def _snapshot(path: Path) -> dict[str, Any]:
+
+def _snapshot(path: Path) -> Snapshot:
     """Runs (id -> status, head hash) and scores of a store: what a board reads."""
     with Store(path, readonly=True) as store:
         runs = store.runs()
@@ -45,7 +48,7 @@ def _snapshot(path: Path) -> dict[str, Any]:
 def check_suite(
     suite: str | Suite,
     specs: Sequence[EnvironmentSpec],
-    agent: Any,
+    agent: object,
     *,
     seed: int | None = None,
     workdir: str | Path | None = None,
@@ -92,7 +95,7 @@ def check_suite(
         raise LabreplayError(f"suite check failed for {target.name}: " + "; ".join(problems))
 
 
-def _comparable(value: Any) -> Any:
+def _comparable(value: object) -> object:
     """A run summary without wall-clock fields and resume markers."""
     if isinstance(value, dict):
         return {
