@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
 from labreplay.sdk.scoring import CATEGORIES
+from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
 
 
@@ -50,6 +51,20 @@ def _field(obj: object, name: str) -> object:
     if not isinstance(obj, Mapping):
         raise TypeError(f"expected a JSON object with {name!r}, got {type(obj).__name__}")
     return obj[name]
+
+
+def schema_variants(action_schema_: Mapping[str, object]) -> dict[str, Mapping[str, object]]:
+    """The properties of each action type an action schema offers, by type, in its order."""
+    out: dict[str, Mapping[str, object]] = {}
+    for variant in json_list(json_object(action_schema_)["oneOf"], "oneOf"):
+        props = json_object(json_object(variant)["properties"], "properties")
+        out[str(json_object(props["type"])["const"])] = props
+    return out
+
+
+def schema_variants_of(observation: Mapping[str, object]) -> dict[str, Mapping[str, object]]:
+    """`schema_variants` of an observation's `action_schema`."""
+    return schema_variants(json_object(observation["action_schema"], "action_schema"))
 
 
 def schema_claims(action_schema_: Mapping[str, object]) -> tuple[str, ...]:

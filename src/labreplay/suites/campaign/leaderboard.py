@@ -278,6 +278,7 @@ def _flat_references(
     its partition seed: short ids repeat when seeds are pooled."""
     from labreplay.suites.campaign.agents import RandomAgent
     from labreplay.suites.campaign.board_rows import ci
+    from labreplay.suites.campaign.json_values import json_list, json_object
     from labreplay.suites.campaign.metrics import panel_loss
 
     base, context = [], []
@@ -287,9 +288,10 @@ def _flat_references(
             "context": body["context_rows"] or body["context_summary"],
             "categories": body["categories"],
         }
-        forecast = RandomAgent().forecast({"state": state, "panel": body["queries"]})["forecasts"]
+        reply = RandomAgent().forecast({"state": state, "panel": body["queries"]})
+        forecast = [json_object(f) for f in json_list(reply["forecasts"])]
         loss, _ = panel_loss(
-            {f["experiment_id"]: f for f in forecast}, body["evaluator"], float(body["eps"])
+            {str(f["experiment_id"]): f for f in forecast}, body["evaluator"], float(body["eps"])
         )
         base.append(-loss)
         context.append(ceilings.context_score(s))
