@@ -50,8 +50,14 @@ def _context_model(state: VisibleState) -> AffinityModel:
 
 
 def _base_rate_forecast(state: VisibleState) -> CategoryForecast:
-    context = state["context"]
-    counts = {k: 0.5 for k in classes_of(state["categories"])}
+    return base_rate_forecast(state["context"], state["categories"])
+
+
+def base_rate_forecast(
+    context: list[dict[str, object]] | Mapping[str, object], categories: Sequence[str]
+) -> CategoryForecast:
+    """The context's outcome rates (plus 0.5 each): from its rows, or its summary's counts."""
+    counts = {k: 0.5 for k in classes_of(categories)}
     if isinstance(context, list):
         for row in context:
             label = label_of(json_object(row["outcome"], "outcome"))

@@ -26,6 +26,7 @@ from labreplay.suites.campaign.protocol import (
     partition,
     precursors_of,
 )
+from labreplay.suites.campaign.views import SpecBody, spec_body
 
 SUITE = "campaign"
 SPEC_VERSION = "1"
@@ -146,7 +147,7 @@ def build_specs(
                 "withheld": len(part.panel) - len(a.candidates) - len(a.queries),
             },
         }
-        body["acceleration_target"] = _acceleration_target(body, params)
+        body["acceleration_target"] = _acceleration_target(spec_body(body), params)
         specs.append(
             EnvironmentSpec(
                 suite=SUITE,
@@ -159,7 +160,7 @@ def build_specs(
     return part, specs
 
 
-def _acceleration_target(body: dict[str, Any], params: ProtocolParams) -> dict[str, Any]:
+def _acceleration_target(body: SpecBody, params: ProtocolParams) -> dict[str, object]:
     """tau = the context-trained model's t = 0 score + delta (None without a scorable panel)."""
     import math
 

@@ -90,6 +90,7 @@ def mean_curves(store: Store) -> dict[str, dict[int, dict[str, dict[str, Any]]]]
     from labreplay.suites.campaign.leaderboard import collect
     from labreplay.suites.campaign.metrics import branch_metrics
     from labreplay.suites.campaign.runner import random_replicate
+    from labreplay.suites.campaign.views import spec_body
 
     data = collect(store)
     acc: dict[str, dict[int, dict[str, list[list[float]]]]] = defaultdict(
@@ -108,7 +109,7 @@ def mean_curves(store: Store) -> dict[str, dict[int, dict[str, dict[str, Any]]]]
                     if spec_hash not in specs:
                         specs[spec_hash] = stored_spec(store, spec_hash)
                     events = store.events(entry["run_id"])
-                    curve = branch_metrics(events, specs[spec_hash].body)["curve"]
+                    curve = branch_metrics(events, spec_body(specs[spec_hash].body))["curve"]
                 # random replicates share one band: they are draws of one control
                 name = "random" if random_replicate(branch) is not None else branch
                 acc[system][len(curve) - 1][name].append([float(x) for x in curve])

@@ -117,8 +117,9 @@ class CampaignSuite:
         """The scalar scores of a stored branch, recomputed from its events and the stored
         evaluator (`store verify` compares them with the `scores` rows)."""
         from labreplay.suites.campaign.metrics import branch_metrics
+        from labreplay.suites.campaign.views import spec_body
 
-        metrics = branch_metrics(events, spec.body)
+        metrics = branch_metrics(events, spec_body(spec.body))
         return {
             k: (float(v) if v is not None else None)
             for k, v in metrics.items()

@@ -16,6 +16,7 @@ from typing import Any
 from labreplay.sdk.engine import EnvironmentSpec, Rederived, RunHealth, RunInfo, Store
 from labreplay.suites.campaign.metrics import branch_metrics
 from labreplay.suites.campaign.runner import branch_verdict, random_replicate
+from labreplay.suites.campaign.views import spec_body
 
 
 def _health(summary: Mapping[str, Any]) -> RunHealth:
@@ -53,7 +54,7 @@ def rederive_branch(
     run: RunInfo,
     store: Store | None,
 ) -> Rederived:
-    metrics = branch_metrics(events, spec.body)
+    metrics = branch_metrics(events, spec_body(spec.body))
     end: Mapping[str, Any] = next((e["payload"] for e in events if e["kind"] == "end"), {})
     summary: Mapping[str, Any] = run.summary or {}
     calls = store.llm_calls(run.run_id) if store is not None else []

@@ -79,12 +79,60 @@ def panel_of(snapshot: Mapping[str, object]) -> list[PanelItem]:
 
 
 __all__ = [
+    "AssignmentRef",
+    "EvaluatorRecord",
     "ExperimentRecord",
     "LocalForecast",
     "PanelItem",
     "PreReview",
+    "SpecBody",
     "VisibleCandidate",
     "VisibleState",
     "panel_of",
+    "spec_body",
     "visible_state",
 ]
+
+
+# --------------------------------------------------------------------------- the spec body
+class AssignmentRef(TypedDict):
+    id: str
+    kind: str  # "long" or "short"
+
+
+class EvaluatorRecord(TypedDict):
+    """Behind the firewall: a candidate's or query's recorded outcome and evidence (per kind
+    a list of items, or a typed-missing marker)."""
+
+    outcome: dict[str, object]
+    evidence: dict[str, object]
+
+
+class SpecBody(TypedDict):
+    """A campaign spec's body, as `compiler.build_specs` writes it (checked on load by
+    `spec_schema.check_body_schema`). `evaluator` and `acceleration_target` are sealed apart
+    in a spec directory and joined back when a run loads the spec."""
+
+    record: dict[str, object]
+    protocol_params: dict[str, object]
+    seed: int
+    assignment: AssignmentRef
+    eval_precursors: list[str]
+    budgets: dict[str, int]
+    prices: dict[str, int]
+    eps: float
+    # {"tau", "context_model_score_t0", "delta", "rule"}; older specs held a bare number
+    acceleration_target: dict[str, object] | float | None
+    categories: NotRequired[list[str]]  # absent from the oldest built-in specs: CATEGORIES
+    candidates: list[PanelItem]
+    queries: list[PanelItem]
+    claims: NotRequired[list[dict[str, object]]]  # a record card's declared claims
+    context_summary: dict[str, object]
+    context_rows: list[dict[str, object]]
+    evaluator: dict[str, EvaluatorRecord]
+    roles: dict[str, int]
+
+
+def spec_body(body: Mapping[str, object]) -> SpecBody:
+    """A campaign spec's body (`EnvironmentSpec.body`) as the `SpecBody` it was compiled as."""
+    return cast(SpecBody, body)
