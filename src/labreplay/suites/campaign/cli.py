@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -52,6 +53,9 @@ from labreplay.sdk.cli import (
     progress_bar,
     seed_check,
 )
+
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.runner import AssignmentSummary
 
 app = typer.Typer(
     help="SDL-1 budgeted campaigns over recorded reaction maps.", no_args_is_help=True
@@ -369,7 +373,9 @@ def run_cmd(
         )
 
 
-def print_results(agent: str, results: list[dict[str, Any]]) -> None:
+def print_results(agent: str, results: Sequence[AssignmentSummary]) -> None:
+    from labreplay.suites.campaign.json_values import json_number
+
     table = Table(title=f"{agent}: {len(results)} assignments")
     columns = ("assignment", "seed", "status", "adaptive AUC", "held-out gain", "selection lift")
     # What the failed-run rule and the board read: the adaptive branch's invalid actions
@@ -382,8 +388,10 @@ def print_results(agent: str, results: list[dict[str, Any]]) -> None:
         share = r.get("failed_call_share")
         branches = r.get("branches", {})
         adaptive = branches.get("adaptive", {})
-        fallbacks = sum(int(b.get("checkpoint_fallbacks") or 0) for b in branches.values())
-        invalid = int(adaptive.get("invalid_actions") or 0)
+        fallbacks = sum(
+            int(json_number(b.get("checkpoint_fallbacks") or 0)) for b in branches.values()
+        )
+        invalid = int(json_number(adaptive.get("invalid_actions") or 0))
         table.add_row(
             r["assignment"]["id"],
             str(r.get("partition_seed", "-")),

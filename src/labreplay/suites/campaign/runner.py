@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from labreplay.errors import LabreplayError, SpecError, StoreError
 from labreplay.sdk import Recorder, RunHeader, find_header, header_payload, open_run
@@ -54,7 +54,7 @@ from labreplay.suites.campaign.env import CampaignEnv
 from labreplay.suites.campaign.events import CategoryForecast, checkpoint_payloads
 from labreplay.suites.campaign.json_values import json_list, json_number, json_object
 from labreplay.suites.campaign.metrics import BranchMetrics, branch_metrics
-from labreplay.suites.campaign.views import spec_body
+from labreplay.suites.campaign.views import AssignmentRef, spec_body
 
 AgentFactory = Callable[[], Agent]
 
@@ -67,6 +67,35 @@ class PreCampaignForecast(TypedDict, total=False):
     forecasts: list[dict[str, object]]
     recorded: dict[str, CategoryForecast]
     error: str
+
+
+class AssignmentMetrics(TypedDict):
+    """An assignment's scores: per branch its run and counts, the adaptive branch's AUC and
+    gain, and the lifts and acceleration where they are estimable (METRICS.md)."""
+
+    branches: dict[str, dict[str, object]]
+    adaptive_auc: float
+    held_out_gain: float
+    random_replicates: NotRequired[int]
+    selection_lift: NotRequired[float]
+    acceleration_first: NotRequired[float | None]
+    acceleration_sustained: NotRequired[float | None]
+    target_met_at_t0: NotRequired[bool]
+    evidence_lift: NotRequired[float]
+
+
+class AssignmentSummary(AssignmentMetrics):
+    """What a run returns per assignment (`run_assignment`, `execute.run_assignments`)."""
+
+    spec_id: str
+    spec_hash: str
+    assignment: AssignmentRef
+    partition_seed: int
+    status: str  # "complete" or "failed"
+    failed_call_share: float | None
+    cause: str | None
+    cause_kind: str | None
+    usage: dict[str, dict[str, object]]  # branch -> its model calls' accounting
 
 
 # (t, the previous checkpoint's forecasts, a forecast given instead of asking) -> forecasts
@@ -235,7 +264,7 @@ def run_branch(
     calls: list[Mapping[str, object]] = []
     failure: str | None = None
     health = RunHealth()
-    caps = {**policy_turn_caps(spec.body), **agent_caps(agent)}
+    caps = {**policy_turn_caps(spec_body(spec.body)), **agent_caps(agent)}
     turns = TurnCounter(caps)
 
     def checkpoint(
@@ -486,7 +515,7 @@ def run_assignment(
     store: Store | None,
     seed: int,
     controls: tuple[str, ...] = ("random", "no-evidence"),
-) -> dict[str, Any]:
+) -> AssignmentSummary:
     """Adaptive branch, then each requested control from the same pre-campaign forecast.
     With a store this goes through the shared driver (`execute.run_assignments`), like every
     other run path; without one it only computes."""
@@ -501,7 +530,7 @@ def run_assignment(
 
 def assignment_summary(
     spec: EnvironmentSpec, results: Mapping[str, BranchResult]
-) -> dict[str, Any]:
+) -> AssignmentSummary:
     health = call_failures(results["adaptive"].calls)
     verdicts = [branch_verdict(r.calls, r.health) for r in results.values()]
     failed_verdict = next((v for v in verdicts if v.status == "failed"), None)
@@ -587,10 +616,10 @@ def _branches(
 
 def assignment_metrics(
     spec: EnvironmentSpec, results: Mapping[str, BranchResult]
-) -> dict[str, Any]:
+) -> AssignmentMetrics:
     tau = target_tau(spec.body)
     adaptive = results["adaptive"].metrics
-    out: dict[str, Any] = {
+    out: AssignmentMetrics = {
         "branches": {
             b: {
                 "run_id": r.run_id,
