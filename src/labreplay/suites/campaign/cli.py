@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -55,6 +55,8 @@ from labreplay.sdk.cli import (
 )
 
 if TYPE_CHECKING:
+    from labreplay.sdk import Record
+    from labreplay.suites.campaign.compiler import SpecIndex, TableQC
     from labreplay.suites.campaign.runner import AssignmentSummary
 
 app = typer.Typer(
@@ -107,7 +109,7 @@ def compile_cmd(
     # seed), into a temporary sibling of --out that is renamed into place only when every
     # seed has compiled and been written: a failure (bad data, a full disk) leaves --out as
     # it was, with no partial spec set.
-    indexes: list[dict[str, Any]] = []
+    indexes: list[SpecIndex] = []
     records = None
     with contextlib.ExitStack() as stack:
         building = stack.enter_context(atomic_directory(out)) if out is not None else None
@@ -147,7 +149,9 @@ def compile_cmd(
         console.print(f"wrote {total} specs and index.json to {where}")
 
 
-def _records_once(record: str | None, record_card: Path | None, data_dir: Path | None) -> Any:
+def _records_once(
+    record: str | None, record_card: Path | None, data_dir: Path | None
+) -> list[Record]:
     """The records, loaded once for several seeds (a card's table or a built-in loader)."""
     from labreplay.sdk.data import resolve_data_dir
     from labreplay.suites.campaign.api import load_records
@@ -159,10 +163,10 @@ def _records_once(record: str | None, record_card: Path | None, data_dir: Path |
     return load_records(card.rule, root) if card.builtin else load_table_records(card, root)
 
 
-def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -> None:
+def _print_index(record: str, protocol: str, seed: int, index: SpecIndex) -> None:
     if index.get("data_verified") is False:
         console.print(
-            f"UNVERIFIED DATA (--allow-modified-data): {', '.join(index['modified_files'])}"
+            f"UNVERIFIED DATA (--allow-modified-data): {', '.join(index['modified_files'] or [])}"
         )
     console.print(
         f"record {record}, protocol {protocol}, seed {seed}: evaluation precursors "
@@ -190,7 +194,7 @@ def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -
     print_table(table, "assignment")
 
 
-def _print_qc(qc: dict[str, Any]) -> None:
+def _print_qc(qc: TableQC) -> None:
     per = ", ".join(f"{k} {v}" for k, v in qc["rows_per_category"].items())
     console.print(
         f"QC: {qc['decidable_rows']} of {qc['rows']} rows decidable ({per}); panel "
