@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from labreplay.suites.campaign.json_values import json_list, json_object
+
 ALPHA = 0.05
 POWER = 0.80
 # The AUC gap between the paper's two leading LLM agents (Claude vs GPT) on its board.
@@ -156,16 +158,17 @@ def power_line(
     }
 
 
-def pairs_text(p: Mapping[str, Any]) -> str:
+def pairs_text(p: Mapping[str, object]) -> str:
+    pairs = [json_object(q, "pair") for q in json_list(p["pairs"], "pairs")]
     return ", ".join(
         f"{q['a']} vs {q['b']} (SD {q['sd']:.4f})"
         if q["sd"] is not None
         else f"{q['a']} vs {q['b']} (no SD)"
-        for q in p["pairs"]
+        for q in pairs
     )
 
 
-def _range(values: Sequence[Any], fmt: str) -> str:
+def _range(values: Sequence[object], fmt: str) -> str:
     lo, hi = values
     return (
         fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)}-{fmt.format(hi)}"

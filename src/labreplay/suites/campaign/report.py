@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -82,7 +82,15 @@ def references(store: Store) -> list[dict[str, Any]]:
     return reference_rows(store)
 
 
-def mean_curves(store: Store) -> dict[str, dict[int, dict[str, dict[str, Any]]]]:
+class CurveStats(TypedDict):
+    """One branch's learning curve over the assignments of one horizon."""
+
+    mean: list[float]  # s_0 .. s_T
+    sd: list[float]  # +-1 SD over assignments (and replicates)
+    n: int  # curves averaged
+
+
+def mean_curves(store: Store) -> dict[str, dict[int, dict[str, CurveStats]]]:
     """system -> horizon T -> branch -> {"mean": [s_0..s_T], "n": assignments}.
 
     Assignments of different lengths cannot share an x axis, so curves are averaged within each
@@ -113,7 +121,7 @@ def mean_curves(store: Store) -> dict[str, dict[int, dict[str, dict[str, Any]]]]
                 # random replicates share one band: they are draws of one control
                 name = "random" if random_replicate(branch) is not None else branch
                 acc[system][len(curve) - 1][name].append([float(x) for x in curve])
-    out: dict[str, dict[int, dict[str, dict[str, Any]]]] = {}
+    out: dict[str, dict[int, dict[str, CurveStats]]] = {}
     for system, by_t in sorted(acc.items()):
         out[system] = {
             t: {
@@ -250,11 +258,11 @@ def campaign_section(store: Store, run_id: str | None = None) -> dict[str, Any] 
             f"chose; not an upper bound); reference model's ceiling {r['reference_ceiling']:+.4f}; "
             "headroom captured " + ("-" if share is None else f"{100 * share:.0f}%")
         )
-    from labreplay.suites.campaign.board_notes import notes_text
+    from labreplay.suites.campaign.board_notes import BoardNotes, notes_text
     from labreplay.suites.campaign.board_text import skill_note
 
     notes.append(skill_note(board["tables"][paper]))
-    notes.extend(notes_text(board["tables"][paper].get("flags") or {}))
+    notes.extend(notes_text(board["tables"][paper].get("flags") or BoardNotes()))
     notes.append(power_text(board["tables"][paper]["power"]))
     if board["unverified_data"]:
         notes.append(
