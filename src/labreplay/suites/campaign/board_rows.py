@@ -115,8 +115,8 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
-def _complete(entry: Mapping[str, Any] | None) -> bool:
-    return bool(entry) and entry.get("status") == "complete"  # type: ignore[union-attr]
+def _complete(entry: Mapping[str, object] | None) -> bool:
+    return entry is not None and bool(entry) and entry.get("status") == "complete"
 
 
 def pooled_assignment(

@@ -32,6 +32,7 @@ from labreplay.sdk.scoring import BOOTSTRAP_SEED, paired_bootstrap_ci
 from labreplay.suites.campaign.agents import ORACLE_NAME
 from labreplay.suites.campaign.board_notes import board_notes
 from labreplay.suites.campaign.board_rows import Ceilings, system_row
+from labreplay.suites.campaign.json_values import json_number
 from labreplay.suites.campaign.power import power_line, power_pairs
 from labreplay.suites.campaign.views import SpecBody, spec_body
 
@@ -262,9 +263,9 @@ def _board(
     }
 
 
-def _by_spec(per: Mapping[str, Sequence[Any]]) -> dict[str, float]:
+def _by_spec(per: Mapping[str, Sequence[object]]) -> dict[str, float]:
     """A system's adaptive AUC per assignment (spec id), from `system_row`'s paired lists."""
-    return {str(s): float(a) for s, a in zip(per["spec"], per["auc"], strict=True)}
+    return {str(s): json_number(a) for s, a in zip(per["spec"], per["auc"], strict=True)}
 
 
 def _flat_references(

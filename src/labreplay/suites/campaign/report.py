@@ -24,7 +24,7 @@ def stored_spec(store: Store, spec_hash: str) -> EnvironmentSpec:
     return spec_from_stored(store.get_spec(spec_hash), spec_hash, f"store {store.path}")
 
 
-def tie_groups(rows: Sequence[dict[str, Any]], pairwise: Sequence[Mapping[str, Any]]) -> None:
+def tie_groups(rows: Sequence[dict[str, object]], pairwise: Sequence[Mapping[str, object]]) -> None:
     """Label each ranked row with its tie group: walking down the ranking, a system joins the
     current group unless its AUC difference from the group's leader is separable at 95%."""
     separable = {(p["a"], p["b"]): p["separable"] for p in pairwise}
