@@ -8,10 +8,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
 from labreplay.sdk.scoring import CATEGORIES
+from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
+
+
+class CampaignAction(TypedDict, total=False):
+    """An action that passed `validate_fields`: `type` and the fields that type requires,
+    each of the checked value type (the runtime's handlers read them)."""
+
+    type: str
+    experiment_id: str
+    p_valid: float
+    categories: dict[str, float]
+    kind: str
+    expect_change: float
+    expected_tier: int
+    claims: dict[str, float]
+
 
 CLAIMS: tuple[str, ...] = (
     "reaction_category",
@@ -21,21 +37,46 @@ CLAIMS: tuple[str, ...] = (
 )
 
 
-def claim_names(body: Mapping[str, Any]) -> tuple[str, ...]:
+def claim_names(body: Mapping[str, object]) -> tuple[str, ...]:
     """The claims a spec asks for at closure: its declared `claims` (a record card's), else
     the four SDL-1 claims of the built-in solid-state records."""
     declared = body.get("claims")
     if isinstance(declared, Sequence) and not isinstance(declared, str):
-        return tuple(str(c["name"]) for c in declared)
+        return tuple(str(_field(c, "name")) for c in declared)
     return CLAIMS
 
 
-def schema_claims(action_schema_: Mapping[str, Any]) -> tuple[str, ...]:
+def _field(obj: object, name: str) -> object:
+    """`obj[name]` of a JSON object (TypeError naming the field when `obj` is not one)."""
+    if not isinstance(obj, Mapping):
+        raise TypeError(f"expected a JSON object with {name!r}, got {type(obj).__name__}")
+    return obj[name]
+
+
+def schema_variants(action_schema_: Mapping[str, object]) -> dict[str, Mapping[str, object]]:
+    """The properties of each action type an action schema offers, by type, in its order."""
+    out: dict[str, Mapping[str, object]] = {}
+    for variant in json_list(json_object(action_schema_)["oneOf"], "oneOf"):
+        props = json_object(json_object(variant)["properties"], "properties")
+        out[str(json_object(props["type"])["const"])] = props
+    return out
+
+
+def schema_variants_of(observation: Mapping[str, object]) -> dict[str, Mapping[str, object]]:
+    """`schema_variants` of an observation's `action_schema`."""
+    return schema_variants(json_object(observation["action_schema"], "action_schema"))
+
+
+def schema_claims(action_schema_: Mapping[str, object]) -> tuple[str, ...]:
     """The claim names an observation's action schema asks for (agents read them there)."""
-    for variant in action_schema_.get("oneOf", []):
-        props = variant.get("properties", {})
-        if props.get("type", {}).get("const") == "close_experiment":
-            return tuple(props["claims"]["required"])
+    variants = action_schema_.get("oneOf", [])
+    for variant in variants if isinstance(variants, list) else []:
+        props = variant.get("properties", {}) if isinstance(variant, Mapping) else {}
+        type_ = props.get("type", {})
+        if isinstance(type_, Mapping) and type_.get("const") == "close_experiment":
+            required = _field(props["claims"], "required")
+            assert isinstance(required, list)
+            return tuple(required)
     return CLAIMS
 
 
@@ -56,7 +97,7 @@ PHASE_ACTIONS: dict[str, tuple[str, ...]] = {
 _PROB = {"type": "number", "minimum": 0, "maximum": 1}
 
 
-def forecast_properties(categories: Sequence[str] = CATEGORIES) -> dict[str, Any]:
+def forecast_properties(categories: Sequence[str] = CATEGORIES) -> dict[str, object]:
     return {
         "p_valid": {**_PROB, "description": "P(physically valid and characterizable)"},
         "categories": {
@@ -77,13 +118,13 @@ def action_schema(
     review_possible: bool = True,
     categories: Sequence[str] = CATEGORIES,
     claims: Sequence[str] = CLAIMS,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The actions that can succeed now: the phase's actions, minus a selection without
     candidates, an inspection without an affordable, not yet exhausted kind (`kinds`), and a
     review when none is possible (`review_possible`: budget left, open experiment not reviewed)."""
     ids = {"type": "string", "enum": list(candidate_ids)} if candidate_ids else {"type": "string"}
     open_ref = {"type": "string", "enum": [open_id]} if open_id else {"type": "string"}
-    variants: dict[str, dict[str, Any]] = {
+    variants: dict[str, dict[str, object]] = {
         "select_experiment": {"experiment_id": ids},
         "submit_forecast": {"experiment_id": open_ref, **forecast_properties(categories)},
         "inspect_evidence": {
@@ -154,7 +195,7 @@ def check_distribution(
 
 
 def validate_fields(
-    action: Mapping[str, Any],
+    action: Mapping[str, object],
     kinds: Sequence[str] = EVIDENCE_KINDS,
     categories: Sequence[str] = CATEGORIES,
     claims: Sequence[str] = CLAIMS,
@@ -170,7 +211,7 @@ def validate_fields(
         "close_experiment": ("experiment_id", "claims"),
         "stop": (),
     }
-    if kind not in required:
+    if kind not in required or not isinstance(kind, str):
         return f"unknown action type {kind!r}; expected one of {sorted(required)}"
     extra = set(action) - {"type", *required[kind]}
     if extra:

@@ -9,12 +9,11 @@ leaderboards. All randomness comes from a Generator seeded in `reset`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 from labreplay.sdk import make_rng
-from labreplay.suites.campaign.actions import schema_claims
+from labreplay.suites.campaign.actions import schema_claims, schema_variants_of
 from labreplay.suites.campaign.bayes_rules import (
     LEARN_WEIGHT,
     PIPELINE_KINDS,
@@ -23,6 +22,8 @@ from labreplay.suites.campaign.bayes_rules import (
     offered_kinds,
     pipeline_availability,
 )
+from labreplay.suites.campaign.events import CategoryForecast
+from labreplay.suites.campaign.json_values import json_list, json_number, json_object
 from labreplay.suites.campaign.model import (
     AffinityModel,
     classes_of,
@@ -32,32 +33,39 @@ from labreplay.suites.campaign.model import (
     to_forecast,
 )
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS, precursors_of
+from labreplay.suites.campaign.views import ExperimentRecord, VisibleState, panel_of, visible_state
 
 ORACLE_NAME = "oracle"
 
 
-def allowed_types(observation: Mapping[str, Any]) -> list[str]:
-    return [v["properties"]["type"]["const"] for v in observation["action_schema"]["oneOf"]]
+def allowed_types(observation: Mapping[str, object]) -> list[str]:
+    return list(schema_variants_of(observation))
 
 
-def _context_model(state: Mapping[str, Any]) -> AffinityModel:
+def _context_model(state: VisibleState) -> AffinityModel:
     context = state["context"]
     if isinstance(context, list):
         return AffinityModel(categories=state["categories"]).fit_context(context)
     return AffinityModel(beta=0.0, categories=state["categories"]).fit_summary(context)
 
 
-def _base_rate_forecast(state: Mapping[str, Any]) -> dict[str, Any]:
-    context = state["context"]
-    counts = {k: 0.5 for k in classes_of(state["categories"])}
+def _base_rate_forecast(state: VisibleState) -> CategoryForecast:
+    return base_rate_forecast(state["context"], state["categories"])
+
+
+def base_rate_forecast(
+    context: list[dict[str, object]] | Mapping[str, object], categories: Sequence[str]
+) -> CategoryForecast:
+    """The context's outcome rates (plus 0.5 each): from its rows, or its summary's counts."""
+    counts = {k: 0.5 for k in classes_of(categories)}
     if isinstance(context, list):
         for row in context:
-            label = label_of(row["outcome"])
+            label = label_of(json_object(row["outcome"], "outcome"))
             if label:
                 counts[label] += 1
     else:
         for k in counts:
-            counts[k] += float(context["outcome_counts"].get(k, 0))
+            counts[k] += json_number(json_object(context["outcome_counts"]).get(k, 0))
     total = sum(counts.values())
     return to_forecast({k: v / total for k, v in counts.items()})
 
@@ -68,19 +76,26 @@ class _Base:
     def __init__(self) -> None:
         self.rng: np.random.Generator = make_rng(0, self.name)
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         return {}
 
     def reset(self, seed: int) -> None:
         self.rng = make_rng(seed, "agent", self.name)
 
 
-def _variant(observation: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    return next(
-        v["properties"]
-        for v in observation["action_schema"]["oneOf"]
-        if v["properties"]["type"]["const"] == name
-    )
+def _variant(observation: Mapping[str, object], name: str) -> Mapping[str, object]:
+    return schema_variants_of(observation)[name]
+
+
+def _enum(observation: Mapping[str, object], name: str, field: str) -> list[str]:
+    """The values an action type's field may take (its schema's `enum`)."""
+    return [str(v) for v in json_list(json_object(_variant(observation, name)[field])["enum"])]
+
+
+def _content(item: Mapping[str, object]) -> Mapping[str, object] | None:
+    """An evidence item's `content`, when it holds one."""
+    content = item.get("content")
+    return content if isinstance(content, Mapping) else None
 
 
 class RandomAgent(_Base):
@@ -90,8 +105,8 @@ class RandomAgent(_Base):
 
     name = "random"
 
-    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
-        state = observation["state"]
+    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
+        state = visible_state(observation)
         allowed = [a for a in allowed_types(observation) if a != "stop"]
         open_id = state["open_experiment"]
         if not allowed:
@@ -99,12 +114,12 @@ class RandomAgent(_Base):
         choice = str(self.rng.choice(allowed))
         forecast = _base_rate_forecast(state)
         if choice == "select_experiment":
-            ids = list(_variant(observation, choice)["experiment_id"]["enum"])
+            ids = _enum(observation, choice, "experiment_id")
             return {"type": choice, "experiment_id": str(self.rng.choice(ids))}
         if choice == "submit_forecast":
             return {"type": choice, "experiment_id": open_id, **forecast}
         if choice == "inspect_evidence":
-            kinds = list(_variant(observation, choice)["kind"]["enum"])
+            kinds = _enum(observation, choice, "kind")
             return {"type": choice, "experiment_id": open_id, "kind": str(self.rng.choice(kinds))}
         if choice == "request_review":
             return {
@@ -117,14 +132,15 @@ class RandomAgent(_Base):
             "type": "close_experiment",
             "experiment_id": open_id,
             "claims": {
-                c: float(self.rng.random()) for c in schema_claims(observation["action_schema"])
+                c: float(self.rng.random())
+                for c in schema_claims(json_object(observation["action_schema"]))
             },
         }
 
-    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
-        f = _base_rate_forecast(snapshot["state"])
+    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
+        f = _base_rate_forecast(visible_state(snapshot))
         return {
-            "forecasts": [{"experiment_id": q["experiment_id"], **f} for q in snapshot["panel"]]
+            "forecasts": [{"experiment_id": q["experiment_id"], **f} for q in panel_of(snapshot)]
         }
 
 
@@ -140,7 +156,7 @@ class BayesAgent(_Base):
         self.evidence_per_experiment = evidence_per_experiment
         self.use_evidence = use_evidence
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         return {
             "evidence_per_experiment": self.evidence_per_experiment,
             "use_evidence": self.use_evidence,
@@ -151,7 +167,7 @@ class BayesAgent(_Base):
         self.model: AffinityModel | None = None
         self.learned: set[str] = set()
 
-    def _model(self, state: Mapping[str, Any]) -> AffinityModel:
+    def _model(self, state: VisibleState) -> AffinityModel:
         if self.model is None:
             self.model = _context_model(state)
         # Learn from every closed experiment once, weighted by the agent's final posterior.
@@ -172,7 +188,7 @@ class BayesAgent(_Base):
             )
         return self.model
 
-    def _local(self, state: Mapping[str, Any], eid: str) -> dict[str, float]:
+    def _local(self, state: VisibleState, eid: str) -> dict[str, float]:
         desc = next(c["descriptors"] for c in state["candidates"] if c["experiment_id"] == eid)
         prior = self._model(state).predict(desc)
         record = state["experiments"][eid]
@@ -180,7 +196,7 @@ class BayesAgent(_Base):
             return prior
         return posterior(prior, desc, record["revealed"], record["review"])
 
-    def _select(self, state: Mapping[str, Any]) -> str:
+    def _select(self, state: VisibleState) -> str:
         """The candidate with the largest expected information for the held-out panel: the
         mutual information between its outcome and the queries' outcomes under the agent's own
         model (sum over queries of E_k KL(prediction after learning k || prediction now)),
@@ -197,8 +213,8 @@ class BayesAgent(_Base):
                 best, best_value = c["experiment_id"], value
         return best
 
-    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
-        state = observation["state"]
+    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
+        state = visible_state(observation)
         allowed = allowed_types(observation)
         eid = state["open_experiment"]
         if "select_experiment" in allowed:
@@ -245,9 +261,7 @@ class BayesAgent(_Base):
             }
         return {"type": "stop"}
 
-    def _next_evidence(
-        self, state: Mapping[str, Any], eid: str, offered: Sequence[str]
-    ) -> str | None:
+    def _next_evidence(self, state: VisibleState, eid: str, offered: Sequence[str]) -> str | None:
         """The next kind worth buying for the open experiment, among the offered ones.
 
         Declared reading of the rules and of what the agent has seen:
@@ -287,7 +301,7 @@ class BayesAgent(_Base):
                 return kind
         return None
 
-    def _wants_review(self, state: Mapping[str, Any], eid: str) -> bool:
+    def _wants_review(self, state: VisibleState, eid: str) -> bool:
         if not self.use_evidence or state["budgets_left"]["reviews"] <= 0:
             return False
         record = state["experiments"][eid]
@@ -299,23 +313,25 @@ class BayesAgent(_Base):
         return has_selected and max(self._local(state, eid).values()) < 0.75
 
     @staticmethod
-    def _claims(record: Mapping[str, Any], declared: Any = None) -> dict[str, float]:
+    def _claims(
+        record: ExperimentRecord, declared: list[dict[str, object]] | None = None
+    ) -> dict[str, float]:
         if isinstance(declared, list):  # a record card's claims: supported by what was seen
             seen = {str(r.get("kind")) for r in record["revealed"]}
             if record.get("review"):
                 seen.add("expert_review")
             return {
-                str(c["name"]): 0.9 if all(str(k) in seen for k in c["supported_by"]) else 0.1
+                str(c["name"]): 0.9
+                if all(str(k) in seen for k in json_list(c["supported_by"]))
+                else 0.1
                 for c in declared
             }
         selected = any(
-            r.get("kind") == "refinement"
-            and isinstance(r.get("content"), Mapping)
-            and r["content"].get("selected")
+            r.get("kind") == "refinement" and bool((_content(r) or {}).get("selected"))
             for r in record["revealed"]
         )
         review = record["review"]
-        content = review.get("content", {}) if isinstance(review, Mapping) else {}
+        content = json_object(review.get("content", {})) if isinstance(review, Mapping) else {}
         tier = content.get("final_quality_tier")
         accepted = content.get("accepted") is True
         supported = selected and accepted and tier in (1, 2)
@@ -328,15 +344,15 @@ class BayesAgent(_Base):
             "phase_quantification": quant,
         }
 
-    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
-        model = self._model(snapshot["state"])
+    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
+        model = self._model(visible_state(snapshot))
         return {
             "forecasts": [
                 {
                     "experiment_id": q["experiment_id"],
                     **to_forecast(model.predict(q["descriptors"])),
                 }
-                for q in snapshot["panel"]
+                for q in panel_of(snapshot)
             ]
         }
 
@@ -361,23 +377,27 @@ class OracleAgent(BayesAgent):
 
     name = ORACLE_NAME
 
-    def __init__(self, evaluator: Mapping[str, Any]) -> None:
+    def __init__(self, evaluator: Mapping[str, Mapping[str, object]]) -> None:
         super().__init__()
         self.evaluator = evaluator
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         return {
             "reference": True,  # labelled, reads outcomes; not an upper bound (issue 37)
             "told": "every candidate's recorded outcome",
             "weight": LEARN_WEIGHT,
         }
 
-    def _model(self, state: Mapping[str, Any]) -> AffinityModel:
+    def _model(self, state: VisibleState) -> AffinityModel:
         if self.model is None:
             model = _context_model(state)
             for c in state["candidates"]:
                 eid = c["experiment_id"]
-                label = label_of(self.evaluator[eid]["outcome"]) if eid in self.evaluator else None
+                label = (
+                    label_of(json_object(self.evaluator[eid]["outcome"]))
+                    if eid in self.evaluator
+                    else None
+                )
                 if label is None:
                     continue  # an unknown outcome teaches nothing
                 desc = c["descriptors"]

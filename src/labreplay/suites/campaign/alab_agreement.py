@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from labreplay.sdk import Missing, Record
 
@@ -32,7 +32,7 @@ class AgreementReport(TypedDict):
     undecided_reasons: dict[str, int]  # the rule's Missing reasons (text before any ':')
 
 
-def outcome_label(outcome: Mapping[str, Any]) -> str:
+def outcome_label(outcome: Mapping[str, object]) -> str:
     """`physical_failure`, the category, or `undecided` (validity or category Missing)."""
     valid = outcome.get("valid")
     if valid is False:
@@ -43,7 +43,7 @@ def outcome_label(outcome: Mapping[str, Any]) -> str:
     return UNDECIDED
 
 
-def _undecided_reason(outcome: Mapping[str, Any]) -> str:
+def _undecided_reason(outcome: Mapping[str, object]) -> str:
     valid, category = outcome.get("valid"), outcome.get("category")
     missing = valid if isinstance(valid, Missing) else category
     reason = missing.reason if isinstance(missing, Missing) else "no outcome"
@@ -51,7 +51,7 @@ def _undecided_reason(outcome: Mapping[str, Any]) -> str:
 
 
 def outcome_agreement(
-    rule: str, run_outcomes: Mapping[str, Mapping[str, Any]], samples: Sequence[Record]
+    rule: str, run_outcomes: Mapping[str, Mapping[str, object]], samples: Sequence[Record]
 ) -> AgreementReport:
     """`run_outcomes`: pipeline run name -> the rule's outcome; `samples`: ledger records.
 

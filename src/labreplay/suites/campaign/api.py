@@ -12,7 +12,7 @@ from labreplay.sdk.agents import Agent
 from labreplay.sdk.data import resolve_data_dir
 from labreplay.sdk.engine import EnvironmentSpec, load_spec
 from labreplay.suites.campaign.agents import ORACLE_NAME, REFERENCE_AGENTS
-from labreplay.suites.campaign.compiler import write_specs
+from labreplay.suites.campaign.compiler import SpecIndex, write_specs
 from labreplay.suites.campaign.protocol import Partition
 from labreplay.suites.campaign.runner import AgentFactory, run_assignment
 
@@ -45,8 +45,8 @@ def compile_specs(
     records: Sequence[Record] | None = None,
     allow_modified_data: bool = False,
     record_card: str | Path | None = None,
-    **overrides: Any,
-) -> tuple[Partition, list[EnvironmentSpec], dict[str, Any]]:
+    **overrides: object,
+) -> tuple[Partition, list[EnvironmentSpec], SpecIndex]:
     """Compile one partition seed of a record card: `record_card` (a NAME.card.toml or .yaml
     file), or the packaged card of a built-in `record` (default precursor-genome): both go
     through `card_compile.compile_card`. The files read are hashed and checked first (a
@@ -80,7 +80,7 @@ def _seed_parts(text: str) -> list[int]:
     return out
 
 
-def compile_to_dir(out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
+def compile_to_dir(out_dir: str | Path, **kwargs: Any) -> SpecIndex:
     _, specs, index = compile_specs(**kwargs)
     write_specs(out_dir, index, specs)
     return index
@@ -183,7 +183,7 @@ CONTROLS = ("random", "no-evidence")
 NO_CONTROLS = "none"
 
 
-def parse_controls(text: Any) -> tuple[str, ...]:
+def parse_controls(text: object) -> tuple[str, ...]:
     """`random,no-evidence` (or a list of names, from Python) -> the control branches; an
     unknown name is named (exit 2). `none` (or an empty list, from Python) means the adaptive
     branch alone; an empty text is refused (an unset variable in a script is no choice)."""

@@ -9,29 +9,31 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from labreplay.suites.campaign.actions import schema_variants_of
+from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.model import AffinityModel
 from labreplay.suites.campaign.protocol import precursors_of
+from labreplay.suites.campaign.views import VisibleState
 
 PIPELINE_KINDS = frozenset(
     {"execution_record", "thermal_history", "xrd_scan", "automated_refinement"}
 )
 
 
-def offered_kinds(observation: Mapping[str, Any]) -> list[str]:
-    for v in observation["action_schema"]["oneOf"]:
-        if v["properties"]["type"]["const"] == "inspect_evidence":
-            return list(v["properties"]["kind"].get("enum", []))
-    return []
+def offered_kinds(observation: Mapping[str, object]) -> list[str]:
+    props = schema_variants_of(observation).get("inspect_evidence")
+    if props is None:
+        return []
+    return [str(k) for k in json_list(json_object(props["kind"]).get("enum", []))]
 
 
-def is_selected(item: Mapping[str, Any]) -> bool:
+def is_selected(item: Mapping[str, object]) -> bool:
     content = item.get("content")
     return isinstance(content, Mapping) and content.get("selected") is True
 
 
-def pipeline_availability(state: Mapping[str, Any]) -> tuple[int, int]:
+def pipeline_availability(state: VisibleState) -> tuple[int, int]:
     """Experiments of this campaign where a pipeline kind was bought: (run found, probed)."""
     found = tries = 0
     for record in state["experiments"].values():
@@ -51,8 +53,8 @@ def _kl(p: Mapping[str, float], q: Mapping[str, float]) -> float:
 
 def expected_panel_information(
     model: AffinityModel,
-    desc: Mapping[str, Any],
-    queries: Sequence[Mapping[str, Any]],
+    desc: Mapping[str, object],
+    queries: Sequence[Mapping[str, object]],
     now: Sequence[Mapping[str, float]],
     weight: float,
 ) -> float:

@@ -11,7 +11,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from labreplay.suites.campaign.board_notes import notes_text
+from labreplay.suites.campaign.board_notes import BoardNotes, notes_text
 from labreplay.suites.campaign.board_text import skill_note
 from labreplay.suites.campaign.power import power_text
 
@@ -79,7 +79,7 @@ def render(board: Mapping[str, Any], fmt: str, kind: str = "long") -> str:
         f"intervals ({board['bootstrap']['resamples']} resamples, seed {board['bootstrap']['seed']}); "
         "ref = reference row, never ranked. " + skill_note(table)
     )
-    notes = [*notes_text(table.get("flags") or {}), power_text(table["power"])]
+    notes = [*notes_text(table.get("flags") or BoardNotes()), power_text(table["power"])]
     if fmt == "csv":
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")

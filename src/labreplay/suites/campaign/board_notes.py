@@ -10,31 +10,73 @@ ids repeat when partition seeds are pooled."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import NotRequired, TypedDict
+
+from labreplay.suites.campaign.json_values import json_list, json_number, json_object
+from labreplay.suites.campaign.views import SpecBody
 
 ORACLE = "oracle"
 
 
-def label(p: Mapping[str, Any]) -> str:
+class OracleBeaten(TypedDict):
+    oracle: str
+    system: str
+    assignments: list[str]  # labels of the assignments where the system scores above
+    n: int
+    of: int  # assignments both cover
+
+
+class BelowReference(TypedDict):
+    system: str
+    reference: str
+    system_auc: float
+    reference_auc: float
+    assignments: int
+
+
+class CeilingNotes(TypedDict):
+    exceeded: list[dict[str, str]]  # {"system", "by", "assignment"}
+    negative: list[str]  # labels of the assignments where the ceiling is negative
+
+
+class OutcomeDeclaration(TypedDict):
+    rule: str
+    fields: dict[str, list[str]]  # outcome field -> the evidence kinds it is computed from
+    specs: NotRequired[int]  # how many of the board's specs declare it
+    of: NotRequired[int]  # the board's specs
+
+
+class BoardNotes(TypedDict, total=False):
+    oracle_beaten: list[OracleBeaten]
+    below_reference: list[BelowReference]
+    reference_ceiling: CeilingNotes
+    outcome_from_evidence: list[OutcomeDeclaration]
+
+
+def label(p: Mapping[str, object]) -> str:
     """`seed0/long-1` for a per-assignment entry (partition seed + assignment id)."""
     return f"seed{p['partition_seed']}/{p['assignment_id']}"
 
 
-def _per(row: Mapping[str, Any], key: str = "adaptive_auc") -> dict[str, tuple[str, float]]:
+def _per_assignment(row: Mapping[str, object]) -> list[Mapping[str, object]]:
+    return [json_object(p) for p in json_list(row.get("per_assignment", []))]
+
+
+def _per(row: Mapping[str, object], key: str = "adaptive_auc") -> dict[str, tuple[str, float]]:
     return {
-        p["assignment"]: (label(p), float(p[key]))
-        for p in row.get("per_assignment", [])
+        str(p["assignment"]): (label(p), json_number(p[key]))
+        for p in _per_assignment(row)
         if p.get(key) is not None
     }
 
 
 def oracle_beaten(
-    rows: Sequence[Mapping[str, Any]], references: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+    rows: Sequence[Mapping[str, object]], references: Sequence[Mapping[str, object]]
+) -> list[OracleBeaten]:
     """Per ranked system (and the context-trained model), the assignments on which it scores
     above the oracle's AUC (every oracle row: one per parameter variant)."""
-    out = []
-    oracles = [r for r in references if r["system"].split("#")[0] == ORACLE]
+    out: list[OracleBeaten] = []
+    oracles = [r for r in references if str(r["system"]).split("#")[0] == ORACLE]
     context = [r for r in references if r["system"] == "context-trained model"]
     for oracle in oracles:
         theirs = _per(oracle)
@@ -44,8 +86,8 @@ def oracle_beaten(
             above = [mine[s][0] for s in shared if mine[s][1] > theirs[s][1]]
             out.append(
                 {
-                    "oracle": oracle["system"],
-                    "system": row["system"],
+                    "oracle": str(oracle["system"]),
+                    "system": str(row["system"]),
                     "assignments": above,
                     "n": len(above),
                     "of": len(shared),
@@ -55,11 +97,11 @@ def oracle_beaten(
 
 
 def below_references(
-    rows: Sequence[Mapping[str, Any]], references: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
+    rows: Sequence[Mapping[str, object]], references: Sequence[Mapping[str, object]]
+) -> list[BelowReference]:
     """Every (ranked system, reference row) where the system's mean AUC is below the
     reference's on the assignments both cover."""
-    out = []
+    out: list[BelowReference] = []
     for row in rows:
         mine = _per(row)
         for ref in references:
@@ -72,8 +114,8 @@ def below_references(
             if a < b:
                 out.append(
                     {
-                        "system": row["system"],
-                        "reference": ref["system"],
+                        "system": str(row["system"]),
+                        "reference": str(ref["system"]),
                         "system_auc": a,
                         "reference_auc": b,
                         "assignments": len(shared),
@@ -82,33 +124,36 @@ def below_references(
     return out
 
 
-def reference_ceiling_notes(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def reference_ceiling_notes(rows: Sequence[Mapping[str, object]]) -> CeilingNotes:
     """Where a ranked system's held-out gain, or its selection value (the same model told the
     outcomes of the system's own choices), exceeds the reference model's ceiling, and the
     assignments where that ceiling is negative."""
-    exceeded = []
+    exceeded: list[dict[str, str]] = []
     negative: dict[str, str] = {}
     for row in rows:
-        for p in row.get("per_assignment", []):
-            ceiling = p.get("reference_ceiling")
-            if ceiling is None:
+        for p in _per_assignment(row):
+            ceiling_value = p.get("reference_ceiling")
+            if ceiling_value is None:
                 continue
+            ceiling = json_number(ceiling_value)
             if ceiling < 0:
-                negative[p["assignment"]] = label(p)
+                negative[str(p["assignment"])] = label(p)
             for key, what in (
                 ("held_out_gain", "held-out gain"),
                 ("selection_value", "selection value"),
             ):
                 value = p.get(key)
-                if value is not None and value > ceiling:
-                    exceeded.append({"system": row["system"], "by": what, "assignment": label(p)})
+                if value is not None and json_number(value) > ceiling:
+                    exceeded.append(
+                        {"system": str(row["system"]), "by": what, "assignment": label(p)}
+                    )
     return {"exceeded": exceeded, "negative": sorted(negative.values())}
 
 
-def outcome_from_evidence(bodies: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def outcome_from_evidence(bodies: Sequence[SpecBody]) -> list[OutcomeDeclaration]:
     """The specs' declarations that the outcome is computed from purchasable evidence, one per
     rule, with how many of the board's specs carry it."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, OutcomeDeclaration] = {}
     for body in bodies:
         declared = body.get("record", {}).get("outcome_from_evidence")
         if not isinstance(declared, Mapping):
@@ -122,10 +167,10 @@ def outcome_from_evidence(bodies: Sequence[Mapping[str, Any]]) -> list[dict[str,
 
 
 def board_notes(
-    rows: Sequence[Mapping[str, Any]],
-    references: Sequence[Mapping[str, Any]],
-    bodies: Sequence[Mapping[str, Any]] = (),
-) -> dict[str, Any]:
+    rows: Sequence[Mapping[str, object]],
+    references: Sequence[Mapping[str, object]],
+    bodies: Sequence[SpecBody] = (),
+) -> BoardNotes:
     """`bodies`: the spec bodies of the board's assignments (for their declarations)."""
     return {
         "oracle_beaten": oracle_beaten(rows, references),
@@ -140,7 +185,7 @@ def _list(items: Sequence[str], at_most: int = 8) -> str:
     return shown + (f", ... ({len(items) - at_most} more)" if len(items) > at_most else "")
 
 
-def notes_text(notes: Mapping[str, Any]) -> list[str]:
+def notes_text(notes: BoardNotes) -> list[str]:
     """The board's one-line notes (empty parts are said too, so a reader knows they were
     checked)."""
     lines = []
@@ -169,11 +214,12 @@ def notes_text(notes: Mapping[str, Any]) -> list[str]:
             else "none"
         )
     )
-    ceiling = notes.get("reference_ceiling") or {}
+    ceiling = notes.get("reference_ceiling")
     exceeded = [
-        f"{e['system']}'s {e['by']} on {e['assignment']}" for e in ceiling.get("exceeded", [])
+        f"{e['system']}'s {e['by']} on {e['assignment']}"
+        for e in (ceiling.get("exceeded", []) if ceiling else [])
     ]
-    negative = list(ceiling.get("negative", []))
+    negative = list(ceiling.get("negative", [])) if ceiling else []
     lines.append(
         "reference model's ceiling (greedy best T for the context-trained model, not an upper "
         "bound on other learners): exceeded by a ranked system "

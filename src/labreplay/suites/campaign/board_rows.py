@@ -17,8 +17,15 @@ from labreplay.sdk.scoring import (
     sign_test,
     sustained_passage,
 )
-from labreplay.suites.campaign.ceiling import ceiling_best, ceiling_selected, context_score
+from labreplay.suites.campaign.ceiling import (
+    Ceiling,
+    ceiling_best,
+    ceiling_selected,
+    context_score,
+)
+from labreplay.suites.campaign.json_values import json_number
 from labreplay.suites.campaign.runner import random_replicate, target_tau
+from labreplay.suites.campaign.views import SpecBody
 
 REQUIRED = ("adaptive", "random")
 
@@ -73,14 +80,14 @@ def _branch_summary(
     return {b: {k: int(v) for k, v in acc.items()} for b, acc in sorted(out.items())}
 
 
-_BEST: dict[str, dict[str, Any]] = {}  # spec hash -> ceiling (b): a pure function of the spec
+_BEST: dict[str, Ceiling] = {}  # spec hash -> ceiling (b): a pure function of the spec
 
 
 class Ceilings:
     """Evidence ceilings per spec (pure functions of the stored spec, so ceiling (b) is kept
     per spec hash for the life of the process)."""
 
-    def __init__(self, bodies: Mapping[str, Mapping[str, Any]]) -> None:
+    def __init__(self, bodies: Mapping[str, SpecBody]) -> None:
         self.bodies = bodies
         self.score0: dict[str, float] = {}
 
@@ -94,7 +101,7 @@ class Ceilings:
             target = self.bodies[spec].get("acceleration_target")
             stored = target.get("context_model_score_t0") if isinstance(target, Mapping) else None
             self.score0[spec] = (
-                float(stored) if stored is not None else context_score(self.bodies[spec])
+                json_number(stored) if stored is not None else context_score(self.bodies[spec])
             )
         return self.score0[spec]
 
@@ -108,12 +115,12 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
-def _complete(entry: Mapping[str, Any] | None) -> bool:
-    return bool(entry) and entry.get("status") == "complete"  # type: ignore[union-attr]
+def _complete(entry: Mapping[str, object] | None) -> bool:
+    return entry is not None and bool(entry) and entry.get("status") == "complete"
 
 
 def pooled_assignment(
-    runs: Mapping[int, Mapping[str, Any]], body: Mapping[str, Any], ceilings: Ceilings, spec: str
+    runs: Mapping[int, Mapping[str, Any]], body: SpecBody, ceilings: Ceilings, spec: str
 ) -> dict[str, Any] | None:
     """One system on one assignment, its run seeds pooled: the adaptive values are averaged
     over run seeds, every schedule-matched random branch of every run seed is one replicate

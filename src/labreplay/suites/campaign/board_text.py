@@ -8,7 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from labreplay.sdk.cli import print_table
-from labreplay.suites.campaign.board_notes import notes_text
+from labreplay.suites.campaign.board_notes import BoardNotes, notes_text
 from labreplay.suites.campaign.power import power_text
 
 # How the panel-relative score is read (declared; METRICS.md, fourth round).
@@ -138,7 +138,7 @@ def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: 
         f"{_num(table.get('reference_ceiling'), '{:+.4f}')} nats (mean over assignments)",
         soft_wrap=True,
     )
-    for line in notes_text(table.get("flags") or {}):
+    for line in notes_text(table.get("flags") or BoardNotes()):
         console.print(line, soft_wrap=True)
     for r in table["rows"]:
         est = r["acceleration_estimable"]

@@ -22,11 +22,12 @@ from typing import Any
 
 from labreplay.sdk.agents import CapReached
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
+from labreplay.suites.campaign.views import SpecBody
 
 POLICY_TURN_MULTIPLE = 3
 
 
-def policy_turn_caps(body: Mapping[str, Any]) -> dict[str, int]:
+def policy_turn_caps(body: SpecBody) -> dict[str, int]:
     budgets = body["budgets"]
     experiments, evidence = int(budgets["experiments"]), int(budgets["evidence"])
     reviews = int(budgets["reviews"])
@@ -45,9 +46,9 @@ class TurnCounter:
         self.caps = dict(caps)
         self.turns = 0
         self.in_experiment = 0
-        self._open: Any = None
+        self._open: str | None = None
 
-    def turn(self, open_experiment: Any) -> None:
+    def turn(self, open_experiment: str | None) -> None:
         if open_experiment != self._open:
             self._open, self.in_experiment = open_experiment, 0
         self.turns += 1

@@ -208,7 +208,7 @@ def load_card(path: str | Path) -> RecordCard:
     return _semantic(path, data)
 
 
-def _value_at(data: Mapping[str, Any], field: str) -> object:
+def _value_at(data: Mapping[str, object], field: str) -> object:
     value: object = data
     for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
         if part.startswith("[") and isinstance(value, list):
@@ -347,7 +347,7 @@ def check_sources(
     return files, modified
 
 
-def protocol_overrides(card: RecordCard) -> dict[str, Any]:
+def protocol_overrides(card: RecordCard) -> dict[str, object]:
     return dict(card.protocol)
 
 

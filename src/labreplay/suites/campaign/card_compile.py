@@ -24,7 +24,8 @@ from labreplay.errors import DataError
 from labreplay.sdk import Record, sha256_file, sha256_json
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.suites.campaign.card import RecordCard, builtin_card_path, check_sources, load_card
-from labreplay.suites.campaign.compiler import build_specs, index_of
+from labreplay.suites.campaign.compiler import QCScore, SpecIndex, TableQC, build_specs, index_of
+from labreplay.suites.campaign.datafiles import DataProvenance
 from labreplay.suites.campaign.protocol import (
     EVIDENCE_KINDS,
     REVIEW_KIND,
@@ -58,8 +59,8 @@ def compile_card(
     data_dir: Path,
     records: Sequence[Record] | None,
     allow_modified: bool,
-    overrides: Mapping[str, Any],
-) -> tuple[Partition, list[EnvironmentSpec], dict[str, Any]]:
+    overrides: Mapping[str, object],
+) -> tuple[Partition, list[EnvironmentSpec], SpecIndex]:
     if card.builtin:
         return _compile_builtin(card, seed, data_dir, records, allow_modified, overrides)
     return _compile_table(card, seed, data_dir, records, allow_modified, overrides)
@@ -71,8 +72,8 @@ def _compile_builtin(
     data_dir: Path,
     records: Sequence[Record] | None,
     allow_modified: bool,
-    overrides: Mapping[str, Any],
-) -> tuple[Partition, list[EnvironmentSpec], dict[str, Any]]:
+    overrides: Mapping[str, object],
+) -> tuple[Partition, list[EnvironmentSpec], SpecIndex]:
     from labreplay.suites.campaign.api import load_records
     from labreplay.suites.campaign.datafiles import data_provenance
 
@@ -87,7 +88,7 @@ def _compile_builtin(
     data = data_provenance(card.rule, data_dir, allow_modified)
     check_sources(card, data_dir, allow_modified, known=data["files"])
     prices = {e.kind: e.price for e in card.evidence if e.budget == "evidence"}
-    options: dict[str, Any] = {**card.protocol, **overrides}
+    options: dict[str, object] = {**card.protocol, **overrides}
     if any(p != 1 for p in prices.values()):
         options.setdefault("evidence_prices", prices)
     params = protocol_for(card.rule, **options)
@@ -131,8 +132,8 @@ def _compile_table(
     data_dir: Path,
     records: Sequence[Record] | None,
     allow_modified: bool,
-    overrides: Mapping[str, Any],
-) -> tuple[Partition, list[EnvironmentSpec], dict[str, Any]]:
+    overrides: Mapping[str, object],
+) -> tuple[Partition, list[EnvironmentSpec], SpecIndex]:
     from labreplay.suites.campaign.protocol import decidable
     from labreplay.suites.campaign.table_record import load_table_records
 
@@ -145,13 +146,13 @@ def _compile_table(
             f"{min(params.evidence_prices.values())})",
             "protocol.evidence_budget", params.evidence_budget,
         )  # fmt: skip
-    data = {
+    data: DataProvenance = {
         "dataset_hashes": {card.name: sha256_json(sorted([p, d] for p, d in files.items()))},
         "files": files,
         "verified": not modified,
         "modified": sorted(modified),
     }
-    extra: dict[str, Any] = {
+    extra: dict[str, object] = {
         "card": card.file.name,
         "card_sha256": sha256_file(card.file),
         "outcome_rule": card.rule,
@@ -194,7 +195,7 @@ def _compile_table(
     return part, specs, index
 
 
-def table_claims(card: RecordCard, deciding: Sequence[str]) -> list[dict[str, Any]]:
+def table_claims(card: RecordCard, deciding: Sequence[str]) -> list[dict[str, object]]:
     """The claims a table's agent states at each closure: the card's, else one claim
     `outcome_category` ("the evidence inspected supports the outcome forecast"), supported when
     every evidence kind that reveals the outcome (else every declared kind) was inspected."""
@@ -206,7 +207,7 @@ def table_claims(card: RecordCard, deciding: Sequence[str]) -> list[dict[str, An
 
 def table_qc(
     records: Sequence[Record], part: Partition, specs: Sequence[EnvironmentSpec]
-) -> dict[str, Any]:
+) -> TableQC:
     """What compile prints about a table: decidable rows, rows per category, panel size,
     assignments, and per assignment the base-rate score of its held-out queries (mean
     log-likelihood of the recorded category under the context's category frequencies, +1
@@ -219,7 +220,7 @@ def table_qc(
     per_category = Counter(
         str(r.outcome["category"]) for r in records if r.outcome.get("valid") is True
     )
-    scores = []
+    scores: list[QCScore] = []
     for spec in specs:
         body = spec.body
         counts = Counter(body["context_summary"]["outcome_counts"])

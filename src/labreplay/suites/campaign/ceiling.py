@@ -15,18 +15,28 @@ Both are held-out gains (panel loss at t = 0 minus after the update), in nats.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TypedDict
 
 from labreplay.suites.campaign.metrics import panel_loss
 from labreplay.suites.campaign.model import AffinityModel, label_of, to_forecast
 from labreplay.suites.campaign.protocol import precursors_of
+from labreplay.suites.campaign.views import SpecBody
+
+
+class Ceiling(TypedDict):
+    """The greedy best set: its held-out gain, its experiments and the update weight."""
+
+    gain: float
+    experiments: list[str]
+    weight: float | None
+
 
 UPDATE_WEIGHTS: tuple[float, ...] = (1.0, 3.0, 10.0)
 TAU_DELTA_DEFAULT = 0.05
 
 
-def context_model(body: Mapping[str, Any]) -> AffinityModel:
+def context_model(body: SpecBody) -> AffinityModel:
     if body["context_rows"]:
         return AffinityModel(categories=body["categories"]).fit_context(body["context_rows"])
     return AffinityModel(beta=0.0, categories=body["categories"]).fit_summary(
@@ -34,19 +44,19 @@ def context_model(body: Mapping[str, Any]) -> AffinityModel:
     )
 
 
-def model_panel_loss(model: AffinityModel, body: Mapping[str, Any]) -> float:
+def model_panel_loss(model: AffinityModel, body: SpecBody) -> float:
     forecasts = {
         q["experiment_id"]: to_forecast(model.predict(q["descriptors"])) for q in body["queries"]
     }
     return panel_loss(forecasts, body["evaluator"], float(body["eps"]))[0]
 
 
-def context_score(body: Mapping[str, Any]) -> float:
+def context_score(body: SpecBody) -> float:
     """The context-trained model's panel score (-loss) at t = 0."""
     return -model_panel_loss(context_model(body), body)
 
 
-def _learn(model: AffinityModel, body: Mapping[str, Any], eid: str, weight: float) -> None:
+def _learn(model: AffinityModel, body: SpecBody, eid: str, weight: float) -> None:
     label = label_of(body["evaluator"][eid]["outcome"])
     if label is None:
         return  # an unknown outcome teaches nothing
@@ -54,7 +64,7 @@ def _learn(model: AffinityModel, body: Mapping[str, Any], eid: str, weight: floa
     model.add(precursors_of(desc), desc.get("temperature_c"), {label: 1.0}, weight=weight)
 
 
-def gain_with_outcomes(body: Mapping[str, Any], ids: Sequence[str], weight: float) -> float:
+def gain_with_outcomes(body: SpecBody, ids: Sequence[str], weight: float) -> float:
     base = context_model(body)
     before = model_panel_loss(base, body)
     for eid in ids:
@@ -62,12 +72,12 @@ def gain_with_outcomes(body: Mapping[str, Any], ids: Sequence[str], weight: floa
     return before - model_panel_loss(base, body)
 
 
-def ceiling_selected(body: Mapping[str, Any], ids: Sequence[str]) -> float:
+def ceiling_selected(body: SpecBody, ids: Sequence[str]) -> float:
     """Ceiling (a): best gain over the declared weights from the system's closed experiments."""
     return max(gain_with_outcomes(body, ids, w) for w in UPDATE_WEIGHTS)
 
 
-def _query_losses(model: AffinityModel, body: Mapping[str, Any], idx: Sequence[int]) -> list[float]:
+def _query_losses(model: AffinityModel, body: SpecBody, idx: Sequence[int]) -> list[float]:
     queries, evaluator, eps = body["queries"], body["evaluator"], float(body["eps"])
     out = []
     for i in idx:
@@ -77,7 +87,7 @@ def _query_losses(model: AffinityModel, body: Mapping[str, Any], idx: Sequence[i
     return out
 
 
-def ceiling_best(body: Mapping[str, Any]) -> dict[str, Any]:
+def ceiling_best(body: SpecBody) -> Ceiling:
     """Ceiling (b): greedy choice of T candidates maximising the held-out gain.
 
     Speed-up, declared: a candidate is scored on the queries sharing one of its precursors (the
@@ -93,7 +103,7 @@ def ceiling_best(body: Mapping[str, Any]) -> dict[str, Any]:
         for i, q in enumerate(queries)
         if label_of(body["evaluator"][q["experiment_id"]]["outcome"]) is not None
     ]
-    best: dict[str, Any] = {"gain": float("-inf"), "experiments": [], "weight": None}
+    best: Ceiling = {"gain": float("-inf"), "experiments": [], "weight": None}
     if not scorable:
         return {"gain": float("nan"), "experiments": [], "weight": None}
     for weight in UPDATE_WEIGHTS:

@@ -9,21 +9,21 @@ trajectory hash.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from labreplay.sdk import canonical_json
+from labreplay.sdk.agents import Agent
 from labreplay.sdk.engine import EnvironmentSpec
 
 
 class _Watch:
     """Wraps an agent: keeps everything it was shown and every schema violation."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Agent) -> None:
         self.inner, self.name = inner, inner.name
         self.seen: list[str] = []
         self.violations: list[str] = []
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         return dict(self.inner.params())
 
     def reset(self, seed: int) -> None:
@@ -40,13 +40,13 @@ class _Watch:
         except jsonschema.ValidationError as exc:
             self.violations.append(f"{what}: {exc.message}")
 
-    def act(self, observation: Mapping[str, Any]) -> Any:
+    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
         self.seen.append(canonical_json(observation))
         action = self.inner.act(observation)
         self._check(action, observation["action_schema"], "action")
         return action
 
-    def forecast(self, snapshot: Mapping[str, Any]) -> Any:
+    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
         self.seen.append(canonical_json(snapshot))
         answer = self.inner.forecast(snapshot)
         self._check(answer, snapshot["response_schema"], "forecast")
@@ -54,7 +54,7 @@ class _Watch:
 
 
 def agent_problems(
-    make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, strict: bool = True
+    make_agent: Callable[[], Agent], spec: EnvironmentSpec, seed: int, strict: bool = True
 ) -> list[str]:
     from labreplay.suites.campaign.canaries import leaked, paid_canaries, plant_canaries
     from labreplay.suites.campaign.runner import run_branch

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -54,6 +55,11 @@ from labreplay.sdk.cli import (
     progress_printer,
     seed_check,
 )
+
+if TYPE_CHECKING:
+    from labreplay.sdk import Record
+    from labreplay.suites.campaign.compiler import SpecIndex, TableQC
+    from labreplay.suites.campaign.runner import AssignmentSummary
 
 app = typer.Typer(
     help="SDL-1 budgeted campaigns over recorded reaction maps.", no_args_is_help=True
@@ -106,7 +112,7 @@ def compile_cmd(
     # seed), into a temporary sibling of --out that is renamed into place only when every
     # seed has compiled and been written: a failure (bad data, a full disk) leaves --out as
     # it was, with no partial spec set.
-    indexes: list[dict[str, Any]] = []
+    indexes: list[SpecIndex] = []
     records = None
     say = progress_printer(quiet)
     with contextlib.ExitStack() as stack:
@@ -149,7 +155,9 @@ def compile_cmd(
         console.print(f"wrote {total} specs and index.json to {where}")
 
 
-def _records_once(record: str | None, record_card: Path | None, data_dir: Path | None) -> Any:
+def _records_once(
+    record: str | None, record_card: Path | None, data_dir: Path | None
+) -> list[Record]:
     """The records, loaded once for several seeds (a card's table or a built-in loader)."""
     from labreplay.sdk.data import resolve_data_dir
     from labreplay.suites.campaign.api import load_records
@@ -161,10 +169,10 @@ def _records_once(record: str | None, record_card: Path | None, data_dir: Path |
     return load_records(card.rule, root) if card.builtin else load_table_records(card, root)
 
 
-def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -> None:
+def _print_index(record: str, protocol: str, seed: int, index: SpecIndex) -> None:
     if index.get("data_verified") is False:
         console.print(
-            f"UNVERIFIED DATA (--allow-modified-data): {', '.join(index['modified_files'])}"
+            f"UNVERIFIED DATA (--allow-modified-data): {', '.join(index['modified_files'] or [])}"
         )
     console.print(
         f"record {record}, protocol {protocol}, seed {seed}: evaluation precursors "
@@ -192,7 +200,7 @@ def _print_index(record: str, protocol: str, seed: int, index: dict[str, Any]) -
     print_table(table, "assignment")
 
 
-def _print_qc(qc: dict[str, Any]) -> None:
+def _print_qc(qc: TableQC) -> None:
     per = ", ".join(f"{k} {v}" for k, v in qc["rows_per_category"].items())
     console.print(
         f"QC: {qc['decidable_rows']} of {qc['rows']} rows decidable ({per}); panel "
@@ -377,7 +385,9 @@ def run_cmd(
         )
 
 
-def print_results(agent: str, results: list[dict[str, Any]]) -> None:
+def print_results(agent: str, results: Sequence[AssignmentSummary]) -> None:
+    from labreplay.suites.campaign.json_values import json_number
+
     table = Table(title=f"{agent}: {len(results)} assignments")
     columns = ("assignment", "seed", "status", "adaptive AUC", "held-out gain", "selection lift")
     # What the failed-run rule and the board read: the adaptive branch's invalid actions
@@ -390,8 +400,10 @@ def print_results(agent: str, results: list[dict[str, Any]]) -> None:
         share = r.get("failed_call_share")
         branches = r.get("branches", {})
         adaptive = branches.get("adaptive", {})
-        fallbacks = sum(int(b.get("checkpoint_fallbacks") or 0) for b in branches.values())
-        invalid = int(adaptive.get("invalid_actions") or 0)
+        fallbacks = sum(
+            int(json_number(b.get("checkpoint_fallbacks") or 0)) for b in branches.values()
+        )
+        invalid = int(json_number(adaptive.get("invalid_actions") or 0))
         table.add_row(
             r["assignment"]["id"],
             str(r.get("partition_seed", "-")),

@@ -12,11 +12,12 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
-from labreplay.sdk import Record, atomic_write_text, sha256_json, to_json
+from labreplay.sdk import Missing, Record, atomic_write_text, sha256_json, to_json
 from labreplay.sdk.engine import EnvironmentSpec, write_spec
 from labreplay.sdk.scoring import CATEGORIES
+from labreplay.suites.campaign.datafiles import DataProvenance
 from labreplay.suites.campaign.model import label_of
 from labreplay.suites.campaign.protocol import (
     EVIDENCE_KINDS,
@@ -26,6 +27,57 @@ from labreplay.suites.campaign.protocol import (
     partition,
     precursors_of,
 )
+from labreplay.suites.campaign.views import SpecBody, spec_body
+
+
+class IndexEntry(TypedDict):
+    id: str
+    kind: str
+    candidates: int
+    queries: int
+    budgets: dict[str, int]
+    spec_hash: str  # sealed (evaluator-side): kept in sealed/index.sealed.json
+    file: str
+    scorable_queries: int  # sealed: read from the held-out outcomes
+
+
+class QCScore(TypedDict):
+    assignment: str
+    base_rate_score: float | None
+    context_model_score: float | None
+
+
+class TableQC(TypedDict):
+    """What compile prints about a record card's table (`card_compile.table_qc`)."""
+
+    decidable_rows: int
+    rows: int
+    rows_per_category: dict[str, int]
+    panel_size: int
+    assignments: int
+    scores: list[QCScore]
+
+
+class SpecIndex(TypedDict):
+    """A compile's index.json (its sealed entries included until `write_specs` splits them)."""
+
+    suite: str
+    data_verified: bool | None
+    modified_files: list[str] | None
+    data_files: dict[str, str] | None
+    record: str
+    protocol: str
+    seed: int
+    protocol_params: dict[str, object]
+    eval_precursors: list[str]
+    panel_size: int
+    context_size: int
+    assignments: list[IndexEntry]
+    withheld_panel_experiments: int
+    long_experiments: int
+    short_experiments: int
+    qc: NotRequired[TableQC]  # a record card's table
+
 
 SUITE = "campaign"
 SPEC_VERSION = "1"
@@ -41,7 +93,7 @@ def _outcome_label(record: Record) -> str:
     return "missing"
 
 
-def context_summary(records: Sequence[Record]) -> dict[str, Any]:
+def context_summary(records: Sequence[Record]) -> dict[str, object]:
     """Per-precursor outcome counts and overall base rates of the context experiments."""
     per: dict[str, Counter[str]] = {}
     overall: Counter[str] = Counter()
@@ -57,22 +109,20 @@ def context_summary(records: Sequence[Record]) -> dict[str, Any]:
     }
 
 
-def _visible(record: Record) -> dict[str, Any]:
+def _visible(record: Record) -> dict[str, object]:
     return {"experiment_id": record.record_id, "descriptors": to_json(record.descriptors)}
 
 
-def _private(record: Record, kinds: Sequence[str]) -> dict[str, Any]:
+def _private(record: Record, kinds: Sequence[str]) -> dict[str, object]:
     evidence = {kind: to_json(record.evidence.get(kind, _missing_kind(kind))) for kind in kinds}
     return {"outcome": to_json(record.outcome), "evidence": evidence}
 
 
-def _missing_kind(kind: str) -> Any:
-    from labreplay.sdk import Missing
-
+def _missing_kind(kind: str) -> Missing:
     return Missing(f"the record holds no {kind.replace('_', ' ')}")
 
 
-def _outcome_declaration(record_source: str) -> dict[str, Any]:
+def _outcome_declaration(record_source: str) -> dict[str, object]:
     """Where a record's outcome is computed from evidence an agent can buy, the spec says so
     (`outcome_from_evidence`, printed on the board); other records' specs are unchanged."""
     if record_source != "alab-pipeline":
@@ -87,12 +137,12 @@ def build_specs(
     record_source: str,
     params: ProtocolParams,
     seed: int,
-    data: Mapping[str, Any],
+    data: DataProvenance,
     *,
     categories: Sequence[str] = CATEGORIES,
     evidence_kinds: Sequence[str] = EVIDENCE_KINDS,
-    record_extra: Mapping[str, Any] | None = None,
-    claims: Sequence[Mapping[str, Any]] | None = None,
+    record_extra: Mapping[str, object] | None = None,
+    claims: Sequence[Mapping[str, object]] | None = None,
 ) -> tuple[Partition, list[EnvironmentSpec]]:
     """`data`: the real hashes of the files read (`datafiles.data_provenance`). A record card's
     table passes its own categories, evidence kinds, claims (name and the evidence kinds that
@@ -146,7 +196,7 @@ def build_specs(
                 "withheld": len(part.panel) - len(a.candidates) - len(a.queries),
             },
         }
-        body["acceleration_target"] = _acceleration_target(body, params)
+        body["acceleration_target"] = _acceleration_target(spec_body(body), params)
         specs.append(
             EnvironmentSpec(
                 suite=SUITE,
@@ -159,7 +209,7 @@ def build_specs(
     return part, specs
 
 
-def _acceleration_target(body: dict[str, Any], params: ProtocolParams) -> dict[str, Any]:
+def _acceleration_target(body: SpecBody, params: ProtocolParams) -> dict[str, object]:
     """tau = the context-trained model's t = 0 score + delta (None without a scorable panel)."""
     import math
 
@@ -189,8 +239,8 @@ def index_of(
     record_source: str,
     params: ProtocolParams,
     seed: int,
-    data: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    data: DataProvenance | None = None,
+) -> SpecIndex:
     return {
         "suite": SUITE,
         "data_verified": None if data is None else bool(data["verified"]),
@@ -233,12 +283,13 @@ def index_of(
 SEALED_FIELDS = ("evaluator", "acceleration_target")
 # Index entries computed from held-out outcomes (the spec hash covers them; the count of
 # scorable queries reads them): kept in sealed/index.sealed.json, not in index.json.
-SEALED_INDEX_KEYS = ("spec_hash", "scorable_queries")
+SEALED_INDEX_KEYS: tuple[Literal["spec_hash", "scorable_queries"], ...] = (
+    "spec_hash",
+    "scorable_queries",
+)
 
 
-def write_specs(
-    out_dir: str | Path, index: dict[str, Any], specs: Sequence[EnvironmentSpec]
-) -> None:
+def write_specs(out_dir: str | Path, index: SpecIndex, specs: Sequence[EnvironmentSpec]) -> None:
     """Agent-visible specs and index.json (byte-identical whatever the held-out outcomes), and
     the sealed evaluator part under sealed/ (outcomes, targets, spec hashes)."""
     out_dir = Path(out_dir)

@@ -25,21 +25,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from labreplay.sdk import MISSING_TAG, make_rng
 from labreplay.sdk.agents import (
     Agent,
+    CallRecord,
     ResponseCache,
     bind_response_cache,
     drain_calls,
     isolation_of,
     sandbox_of,
 )
-from labreplay.suites.campaign.events import campaign_events
+from labreplay.suites.campaign.events import CategoryForecast, campaign_events
+from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import REVIEW_KIND
+from labreplay.suites.campaign.views import VisibleState, visible_state
 
 Op = tuple[str, str | None]  # ("inspect", kind) | ("review", None) | ("forecast", None)
 
@@ -104,27 +106,33 @@ def _capacity(items: object) -> tuple[int, int]:
     return (n, n) if n else (1, 0)
 
 
-def supports(private: Mapping[str, Any], slot: Slot) -> bool:
+def supports(private: Mapping[str, object], slot: Slot) -> bool:
     """Can this experiment take the slot's evidence schedule, with a recorded item wherever the
     adaptive branch got one?"""
     needed: dict[str, int] = {}
     for op, kind in slot.ops:
         if op == "inspect" and kind is not None:
             needed[kind] = needed.get(kind, 0) + 1
+    evidence = json_object(private["evidence"], "evidence")
     for kind, count in needed.items():
-        accepted, recorded = _capacity(private["evidence"][kind])
+        accepted, recorded = _capacity(evidence[kind])
         if count > accepted or slot.recorded.get(kind, 0) > recorded:
             return False
     if slot.recorded.get(REVIEW_KIND, 0):
-        return _capacity(private["evidence"][REVIEW_KIND])[1] >= 1
+        return _capacity(evidence[REVIEW_KIND])[1] >= 1
     return True
 
 
-def _restrict(observation: Mapping[str, Any], allowed: Sequence[str]) -> dict[str, Any]:
+def _type_of(variant: object) -> object:
+    """The action type an action schema's variant is for (its `type` const)."""
+    return json_object(json_object(json_object(variant)["properties"])["type"])["const"]
+
+
+def _restrict(observation: Mapping[str, object], allowed: Sequence[str]) -> dict[str, object]:
     variants = [
         v
-        for v in observation["action_schema"]["oneOf"]
-        if v["properties"]["type"]["const"] in allowed
+        for v in json_list(json_object(observation["action_schema"])["oneOf"])
+        if _type_of(v) in allowed
     ]
     return {**observation, "action_schema": {"oneOf": variants}}
 
@@ -132,17 +140,18 @@ def _restrict(observation: Mapping[str, Any], allowed: Sequence[str]) -> dict[st
 SUBSTITUTE_AFTER = 3  # below the harness's stop after 8 invalid actions in a row
 
 
-def _neutral(observation: Mapping[str, Any], kind: str) -> dict[str, Any]:
+def _neutral(observation: Mapping[str, object], kind: str) -> dict[str, object]:
     """A neutral action of `kind` for the open experiment: its last accepted forecast (else
     uniform), claims and review expectations at 0.5."""
     from labreplay.suites.campaign.actions import schema_claims
     from labreplay.suites.campaign.env import uniform
 
-    state = observation["state"]
+    state = visible_state(observation)
     eid = state["open_experiment"]
     if kind == "submit_forecast":
+        assert eid is not None  # a forecast is asked for only with an experiment open
         forecasts = state["experiments"][eid]["forecasts"]
-        last: Mapping[str, Any] = forecasts[-1] if forecasts else uniform(state["categories"])
+        last: CategoryForecast = forecasts[-1] if forecasts else uniform(state["categories"])
         return {
             "type": kind,
             "experiment_id": eid,
@@ -151,11 +160,11 @@ def _neutral(observation: Mapping[str, Any], kind: str) -> dict[str, Any]:
         }
     if kind == "request_review":
         return {"type": kind, "experiment_id": eid, "expect_change": 0.5, "expected_tier": 2}
-    claims = schema_claims(observation["action_schema"])
+    claims = schema_claims(json_object(observation["action_schema"]))
     return {"type": kind, "experiment_id": eid, "claims": dict.fromkeys(claims, 0.5)}
 
 
-def _invalid(action: Any, why: str) -> dict[str, Any]:
+def _invalid(action: object, why: str) -> dict[str, object]:
     return {"type": "invalid", "raw": str(action)[:2000], "error": why}
 
 
@@ -166,10 +175,10 @@ class ControlWrapper:
         self.inner = inner
         self.name = inner.name
         self.slots = slots
-        self.departures: list[dict[str, Any]] = []
+        self.departures: list[dict[str, object]] = []
         self.rejected = 0
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         return self.inner.params()
 
     @property
@@ -182,7 +191,7 @@ class ControlWrapper:
         """The sandbox the wrapped agent's code runs in ("bwrap" or "none")."""
         return sandbox_of(self.inner)
 
-    def drain_calls(self) -> list[Any]:
+    def drain_calls(self) -> list[CallRecord]:
         return list(drain_calls(self.inner))
 
     def bind_store(self, store: ResponseCache | None) -> None:
@@ -190,20 +199,21 @@ class ControlWrapper:
         after `store remove` (or resumed) re-asks no call that was answered."""
         bind_response_cache(self.inner, store)
 
-    def drain_departures(self) -> list[dict[str, Any]]:
+    def drain_departures(self) -> list[dict[str, object]]:
         out, self.departures = self.departures, []
         return out
 
-    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
         return self.inner.forecast(snapshot)
 
-    def _ask(self, observation: Mapping[str, Any], allowed: list[str]) -> dict[str, Any]:
+    def _ask(self, observation: Mapping[str, object], allowed: list[str]) -> dict[str, object]:
         """The inner agent fills the one action the schedule needs here. After
         `SUBSTITUTE_AFTER` rejections in a row the wrapper submits a neutral action itself and
         records the departure, so the control still follows its schedule (the harness would
         otherwise end the branch early and the closures would no longer match)."""
         last = observation.get("last_result")
-        self.rejected = self.rejected + 1 if last and last.get("accepted") is False else 0
+        rejected = isinstance(last, Mapping) and last.get("accepted") is False
+        self.rejected = self.rejected + 1 if rejected else 0
         if self.rejected >= SUBSTITUTE_AFTER:
             self.rejected = 0
             action = _neutral(observation, allowed[0])
@@ -250,7 +260,7 @@ class ScheduleMatchedRandom(ControlWrapper):
         inner: Agent,
         slots: list[Slot],
         stopped: bool,
-        evaluator: Mapping[str, Any],
+        evaluator: Mapping[str, Mapping[str, object]],
         seed: int,
         replicate: int = 1,
         assignment: str = "",
@@ -267,9 +277,9 @@ class ScheduleMatchedRandom(ControlWrapper):
         self.rng = random_stream(self.seed, self.assignment, self.replicate)
         self.taken: dict[str, int] = {}
 
-    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
         phase = observation["phase"]
-        state = observation["state"]
+        state = visible_state(observation)
         if phase == "select":
             return self._select(state)
         if phase in ("prior_forecast", "update_required"):
@@ -279,7 +289,8 @@ class ScheduleMatchedRandom(ControlWrapper):
         while (op := self._next_op()) is not None:
             name, kind = op
             if name == "inspect" and kind is not None:
-                accepted, _ = _capacity(self.evaluator[eid]["evidence"][kind])
+                assert eid is not None  # the slot's experiment is open outside `select`
+                accepted, _ = _capacity(json_object(self.evaluator[eid]["evidence"])[kind])
                 if self.taken.get(kind, 0) >= accepted:
                     self.departures.append(
                         {"slot": self.slot_index, "skipped": f"inspect {kind}", "experiment": eid}
@@ -297,7 +308,7 @@ class ScheduleMatchedRandom(ControlWrapper):
             return {"type": "stop"}  # the adaptive branch stopped with this experiment open
         return self._ask(observation, ["close_experiment"])
 
-    def _select(self, state: Mapping[str, Any]) -> dict[str, Any]:
+    def _select(self, state: VisibleState) -> dict[str, object]:
         if self.slot_index + 1 >= len(self.slots):
             return {"type": "stop"}
         self.slot_index += 1
@@ -321,7 +332,7 @@ class CallMatchedNoEvidence(ControlWrapper):
         self._start(seed)
         self.forecasts_left = 0
 
-    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
         phase = observation["phase"]
         if phase == "select":
             if self.slot_index + 1 >= len(self.slots):

@@ -60,7 +60,7 @@ def system_costs(runs: Sequence[RunInfo], price: Price = None) -> dict[str, dict
     return out
 
 
-def _price_json(price: Price) -> dict[str, Any] | None:
+def _price_json(price: Price) -> dict[str, object] | None:
     if price is None:
         return None
     if isinstance(price, tuple):

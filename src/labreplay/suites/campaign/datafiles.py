@@ -10,7 +10,7 @@ real hashes are recorded and the spec is marked "unverified data" in every board
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from labreplay.errors import DataError
 from labreplay.sdk import sha256_file, sha256_json
@@ -28,7 +28,17 @@ def files_read(record: str, data_dir: Path) -> list[Path]:
     return paths
 
 
-def data_provenance(record: str, data_dir: Path, allow_modified: bool = False) -> dict[str, Any]:
+class DataProvenance(TypedDict):
+    """The files a compile read: per source their set's hash, per file its sha256, and
+    whether every file matched the manifest (else the modified ones)."""
+
+    dataset_hashes: dict[str, str]
+    files: dict[str, str]
+    verified: bool
+    modified: list[str]
+
+
+def data_provenance(record: str, data_dir: Path, allow_modified: bool = False) -> DataProvenance:
     """Real per-file sha256 of every file read, checked against the manifest.
 
     Returns `dataset_hashes` (per source: sha256 over the sorted [path, real sha256] pairs of the

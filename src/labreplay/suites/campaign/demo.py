@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
-from labreplay.sdk.engine import Store
+from labreplay.sdk.engine import EnvironmentSpec, Store
 from labreplay.suites.campaign.api import compile_specs, load_records
 from labreplay.suites.campaign.compiler import write_specs
 from labreplay.suites.campaign.execute import run_assignments
@@ -25,7 +24,7 @@ SEEDS = (0, 1, 2, 3, 4)
 
 def run_demo(
     data_dir: Path, store_path: Path, out_dir: Path, seeds: tuple[int, ...] = SEEDS
-) -> dict[str, Any]:
+) -> dict[str, object]:
     from labreplay.sdk.cli import console
     from labreplay.suites.campaign.board_text import print_board
 
@@ -65,7 +64,7 @@ def run_demo(
     return {"leaderboard": board, "seconds": time.perf_counter() - started}
 
 
-def _refuse_other_protocols(store: Store, specs: list[Any]) -> None:
+def _refuse_other_protocols(store: Store, specs: list[EnvironmentSpec]) -> None:
     """A store from an earlier version holds other spec hashes under the same spec ids; the
     boards would refuse it after minutes of running, so say so before running anything."""
     from labreplay.errors import SpecError

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 from labreplay.sdk.agents import (
     cached_prefix_tokens,
@@ -33,7 +33,45 @@ from labreplay.sdk.agents import (
 )
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.sdk.testing import FINISHING, instance
+from labreplay.suites.campaign.json_values import json_object
 from labreplay.suites.campaign.runner import run_assignment_branches
+
+
+class BranchTally(TypedDict):
+    calls: int
+    policy_calls: int
+    checkpoint_calls: int
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    prompt_chars: int
+    largest_prompt_tokens: int
+    largest_response_budget: int
+    first_prompt: str
+
+
+class AssignmentDryRun(TypedDict):
+    assignment: str
+    branches: dict[str, BranchTally]
+
+
+class DryRunEstimate(TypedDict):
+    dry_run: bool
+    agent: str
+    token_rule: str
+    assignments: list[AssignmentDryRun]
+    total: dict[str, int]  # the `TOTALLED` counts over every branch
+    controls: dict[str, int]  # the same over the control branches
+    cost: NotRequired[float | None]  # USD at the run's prices (added by the caller)
+    cost_uncached: NotRequired[float | None]
+
+
+TOTALLED: tuple[Literal["calls", "prompt_tokens", "cached_tokens", "completion_tokens"], ...] = (
+    "calls",
+    "prompt_tokens",
+    "cached_tokens",
+    "completion_tokens",
+)
 
 
 @dataclass
@@ -51,7 +89,9 @@ class Tally:
     first_prompts: list[str] = field(default_factory=list)
     last_prompt: str = ""
 
-    def add(self, messages: Sequence[Mapping[str, str]], reply: Any, schema: Any) -> None:
+    def add(
+        self, messages: Sequence[Mapping[str, str]], reply: object, schema: Mapping[str, object]
+    ) -> None:
         chars = sum(len(m["content"]) for m in messages)
         tokens = chat_tokens(messages)
         text = json.dumps(reply)
@@ -72,32 +112,32 @@ class Tally:
 class DryRunAgent:
     """Renders what the LLM agent would send and answers with a valid stand-in reply."""
 
-    def __init__(self, name: str, params: Mapping[str, Any], tally: Tally) -> None:
+    def __init__(self, name: str, params: Mapping[str, object], tally: Tally) -> None:
         from labreplay.suites.campaign.llm_prompts import StateLayout
 
         self.name, self._params, self.tally = name, dict(params), tally
         self._layout = StateLayout()
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         return dict(self._params)
 
     def reset(self, seed: int) -> None:
         self._layout.reset()
 
-    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
         from labreplay.suites.campaign.llm_prompts import campaign_messages
 
-        schema = observation.get("action_schema", {})
+        schema = json_object(observation.get("action_schema", {}), "action_schema")
         reply = instance(schema, FINISHING)
         self.tally.add(campaign_messages(observation, self._layout), reply, schema)
         self.tally.policy_calls += 1
         return dict(reply)
 
-    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
         from labreplay.suites.campaign.llm_panel import panel_wire
         from labreplay.suites.campaign.llm_prompts import checkpoint_messages
 
-        schema = snapshot.get("response_schema", {})
+        schema = json_object(snapshot.get("response_schema", {}), "response_schema")
         wire = panel_wire(schema)  # what the LLM agent asks for (`llm_panel`)
         asked = schema if wire is None else wire.schema
         reply = instance(asked, FINISHING)
@@ -109,10 +149,10 @@ class DryRunAgent:
 def dry_run_assignment(
     spec: EnvironmentSpec,
     agent_name: str,
-    params: Mapping[str, Any],
+    params: Mapping[str, object],
     seed: int,
     controls: tuple[str, ...],
-) -> dict[str, Any]:
+) -> AssignmentDryRun:
     """Per branch: calls (policy / checkpoint), prompt and completion tokens, the largest
     prompt and response budget, and the first prompt rendered."""
     tallies: dict[str, Tally] = {}
@@ -124,7 +164,7 @@ def dry_run_assignment(
         return DryRunAgent(agent_name, params, tally)
 
     run_assignment_branches(spec, make, None, seed, controls)
-    branches = {
+    branches: dict[str, BranchTally] = {
         b: {
             "calls": t.calls,
             "policy_calls": t.policy_calls,
@@ -145,17 +185,17 @@ def dry_run_assignment(
 def dry_run(
     specs: Sequence[EnvironmentSpec],
     agent_name: str,
-    params: Mapping[str, Any],
+    params: Mapping[str, object],
     seed: int,
     controls: tuple[str, ...],
-) -> dict[str, Any]:
+) -> DryRunEstimate:
     """The whole command's estimate: per assignment, and totals with the controls' share."""
     per = [dry_run_assignment(s, agent_name, params, seed, controls) for s in specs]
-    total = {"calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
+    total: dict[str, int] = dict.fromkeys(TOTALLED, 0)
     controls_total = dict(total)
     for a in per:
         for b, t in a["branches"].items():
-            for k in total:
+            for k in TOTALLED:
                 total[k] += t[k]
                 if b != "adaptive":
                     controls_total[k] += t[k]

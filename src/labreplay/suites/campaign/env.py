@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from labreplay.errors import SpecError
 from labreplay.sdk import HEADER_KIND, MISSING_TAG, canonical_json, sha256_json
@@ -24,12 +24,14 @@ from labreplay.sdk.engine import EnvironmentSpec, Trajectory
 from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.actions import (
     PHASE_ACTIONS,
+    CampaignAction,
     action_schema,
     check_distribution,
     claim_names,
     forecast_properties,
     validate_fields,
 )
+from labreplay.suites.campaign.events import CategoryForecast, CheckpointPayload
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS, REVIEW_KIND
 
 RULES = (
@@ -48,7 +50,7 @@ class StepResult:
     reason: str
     done: bool
     checkpoint_due: bool
-    reveal: Mapping[str, Any] | None = None
+    reveal: Mapping[str, object] | None = None
 
 
 def is_missing_json(value: object) -> bool:
@@ -99,7 +101,7 @@ class CampaignEnv:
         self.n_invalid = 0
         self.last_result: dict[str, Any] | None = None
 
-    def record_header(self, payload: Mapping[str, Any]) -> None:
+    def record_header(self, payload: Mapping[str, object]) -> None:
         """The run's `header` event (what the run is: agent, seed, isolation, ...), which the
         runner writes right after `reset`; the trajectory stays written by the env alone."""
         self.trajectory.append(HEADER_KIND, dict(payload))
@@ -121,7 +123,7 @@ class CampaignEnv:
         return self.budgets["experiments"] <= 0 or "available" not in self.status.values()
 
     # ------------------------------------------------------------------ agent views
-    def visible_state(self) -> dict[str, Any]:
+    def visible_state(self) -> dict[str, object]:
         """Everything the agent may see now. Built from visible data only. A record card's
         declared claims (name and the evidence kinds that support each) are shown; the
         built-in records' four SDL-1 claims are described by the rules text."""
@@ -131,7 +133,7 @@ class CampaignEnv:
             state["claims"] = [dict(c) for c in declared]
         return state
 
-    def _visible_state(self) -> dict[str, Any]:
+    def _visible_state(self) -> dict[str, object]:
         return {
             "assignment": self.spec.body["assignment"]["id"],
             "eval_precursors": self.spec.body["eval_precursors"],
@@ -213,7 +215,7 @@ class CampaignEnv:
         }
 
     # ------------------------------------------------------------------ stepping
-    def step(self, action: Any) -> StepResult:
+    def step(self, action: object) -> StepResult:
         if self.checkpoint_due:
             raise RuntimeError("harness error: evaluator checkpoint pending before next action")
         if self.done:
@@ -230,7 +232,9 @@ class CampaignEnv:
         err = validate_fields(action, self.kinds, self.categories, self.claims)
         if err is not None:
             return self._reject(action, err)
-        kind = action["type"]
+        # validate_fields checked every field the action's type has (names and value types)
+        checked = cast(CampaignAction, action)
+        kind = checked["type"]
         if kind not in PHASE_ACTIONS[self.phase]:
             return self._reject(
                 action,
@@ -238,10 +242,10 @@ class CampaignEnv:
                 f"allowed: {list(PHASE_ACTIONS[self.phase])}",
             )
         handler = getattr(self, f"_do_{kind}")
-        result: StepResult = handler(action)
+        result: StepResult = handler(checked)
         return result
 
-    def _reject(self, action: Any, reason: str) -> StepResult:
+    def _reject(self, action: object, reason: str) -> StepResult:
         self.n_invalid += 1
         self.last_result = {"accepted": False, "reason": reason}
         raw = action if isinstance(action, Mapping) else {"raw": repr(action)[:2000]}
@@ -257,9 +261,9 @@ class CampaignEnv:
 
     def _accept(
         self,
-        action: Mapping[str, Any],
+        action: CampaignAction,
         phase_before: str,
-        reveal: Any = None,
+        reveal: Mapping[str, object] | None = None,
         cost: dict[str, int] | None = None,
     ) -> StepResult:
         self.last_result = {"accepted": True, "reason": "ok"}
@@ -267,20 +271,18 @@ class CampaignEnv:
             self.last_result["revealed"] = reveal
         payload: dict[str, Any] = {"action": dict(action), "accepted": True, "phase": phase_before}
         if reveal is not None:
-            payload["revealed_item"] = (
-                reveal.get("item_id") if isinstance(reveal, Mapping) else None
-            )
+            payload["revealed_item"] = reveal.get("item_id")
         if cost:
             payload["cost"] = cost
         self.trajectory.append("action", payload)
         return StepResult(True, "ok", self.done, self.checkpoint_due, reveal)
 
-    def _check_open(self, action: Mapping[str, Any]) -> str | None:
+    def _check_open(self, action: CampaignAction) -> str | None:
         if action["experiment_id"] != self.open_id:
             return f"experiment {action['experiment_id']!r} is not the open experiment ({self.open_id})"
         return None
 
-    def _do_select_experiment(self, action: Mapping[str, Any]) -> StepResult:
+    def _do_select_experiment(self, action: CampaignAction) -> StepResult:
         eid = action["experiment_id"]
         if eid not in self.status:
             return self._reject(action, f"{eid!r} is not a candidate of this campaign")
@@ -302,7 +304,7 @@ class CampaignEnv:
         self.phase = "prior_forecast"
         return self._accept(action, phase, cost={"experiments": 1})
 
-    def _do_submit_forecast(self, action: Mapping[str, Any]) -> StepResult:
+    def _do_submit_forecast(self, action: CampaignAction) -> StepResult:
         if (err := self._check_open(action)) is not None:
             return self._reject(action, err)
         dist, _ = check_distribution(action["categories"], self.categories)
@@ -319,7 +321,7 @@ class CampaignEnv:
         self.phase = "investigate"
         return self._accept(action, phase)
 
-    def _do_inspect_evidence(self, action: Mapping[str, Any]) -> StepResult:
+    def _do_inspect_evidence(self, action: CampaignAction) -> StepResult:
         if (err := self._check_open(action)) is not None:
             return self._reject(action, err)
         kind = action["kind"]
@@ -334,7 +336,7 @@ class CampaignEnv:
         if is_missing_json(items):
             if taken:
                 return self._reject(action, f"{kind} of {eid} already inspected: none recorded")
-            reveal: dict[str, Any] = {
+            reveal: dict[str, object] = {
                 "item_id": f"{kind}:{eid}:missing",
                 "kind": kind,
                 "missing": items[MISSING_TAG],
@@ -347,7 +349,7 @@ class CampaignEnv:
             reveal = copy.deepcopy(items[taken])
         return self._reveal(action, eid, kind, reveal, {"evidence": price})
 
-    def _do_request_review(self, action: Mapping[str, Any]) -> StepResult:
+    def _do_request_review(self, action: CampaignAction) -> StepResult:
         if (err := self._check_open(action)) is not None:
             return self._reject(action, err)
         eid = action["experiment_id"]
@@ -358,7 +360,7 @@ class CampaignEnv:
         items = self._private[eid]["evidence"][REVIEW_KIND]
         if is_missing_json(items) or not items:
             reason = items[MISSING_TAG] if is_missing_json(items) else "no review recorded"
-            reveal: dict[str, Any] = {
+            reveal: dict[str, object] = {
                 "item_id": f"{REVIEW_KIND}:{eid}:missing",
                 "kind": REVIEW_KIND,
                 "missing": reason,
@@ -373,10 +375,10 @@ class CampaignEnv:
 
     def _reveal(
         self,
-        action: Mapping[str, Any],
+        action: CampaignAction,
         eid: str,
         kind: str,
-        reveal: dict[str, Any],
+        reveal: dict[str, object],
         cost: dict[str, int],
     ) -> StepResult:
         """The only path from evaluator-private evidence into the agent-visible state."""
@@ -391,7 +393,7 @@ class CampaignEnv:
         self.phase = "update_required"
         return self._accept(action, phase, reveal=reveal, cost=cost)
 
-    def _do_close_experiment(self, action: Mapping[str, Any]) -> StepResult:
+    def _do_close_experiment(self, action: CampaignAction) -> StepResult:
         if (err := self._check_open(action)) is not None:
             return self._reject(action, err)
         eid = action["experiment_id"]
@@ -404,7 +406,7 @@ class CampaignEnv:
         self.checkpoint_due = True
         return self._accept(action, phase)
 
-    def _do_stop(self, action: Mapping[str, Any]) -> StepResult:
+    def _do_stop(self, action: CampaignAction) -> StepResult:
         phase = self.phase
         if self.open_id is not None:
             self.status[self.open_id] = "abandoned"
@@ -416,12 +418,12 @@ class CampaignEnv:
     # ------------------------------------------------------------------ checkpoints
     def submit_checkpoint(
         self,
-        response: Any,
+        response: object,
         t: int,
-        carried_from: Mapping[str, Any] | None,
+        carried_from: Mapping[str, CategoryForecast] | None,
         state_hash: str,
-        recorded: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        recorded: Mapping[str, CategoryForecast] | None = None,
+    ) -> CheckpointPayload:
         """Record a panel forecast; entries that are missing or malformed fall back (declared):
         the same query's forecast at the previous checkpoint, else uniform. `recorded`: another
         branch's already-checked checkpoint forecasts, taken verbatim (a control shares its
@@ -433,7 +435,7 @@ class CampaignEnv:
             forecasts, fallbacks, errors = normalise_panel(
                 response, self.query_ids, carried_from, self.categories
             )
-        payload = {
+        payload: CheckpointPayload = {
             "t": t,
             "state_hash": state_hash,
             "forecasts": forecasts,
@@ -448,14 +450,14 @@ class CampaignEnv:
         return payload
 
     # ------------------------------------------------------------------ the harness's part
-    def stop_by_harness(self, **why: Any) -> None:
+    def stop_by_harness(self, **why: str) -> None:
         """End the campaign from outside the agent (too many invalid actions, a cap, an agent
         that stopped answering): a `harness` event recording `why`, then no more actions."""
         self.trajectory.append("harness", dict(why))
         self.stopped = True
         self.phase = "done"
 
-    def record_departure(self, departure: Mapping[str, Any]) -> None:
+    def record_departure(self, departure: Mapping[str, object]) -> None:
         """A matched control that could not follow its adaptive schedule here (declared)."""
         self.trajectory.append("control", {"departure": dict(departure)})
 
@@ -475,9 +477,9 @@ class CampaignEnv:
 
 def panel_schema(
     query_ids: list[str] | None = None, categories: Sequence[str] = CATEGORIES
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The JSON Schema of a panel forecast; with `query_ids`, only those experiments."""
-    experiment: dict[str, Any] = {"type": "string"}
+    experiment: dict[str, object] = {"type": "string"}
     if query_ids is not None:
         experiment["enum"] = query_ids
     item = {
@@ -494,7 +496,7 @@ def panel_schema(
     }
 
 
-def uniform(categories: Sequence[str] = CATEGORIES) -> dict[str, Any]:
+def uniform(categories: Sequence[str] = CATEGORIES) -> CategoryForecast:
     """The fallback forecast: p_valid 0.5, uniform over the spec's categories."""
     return {"p_valid": 0.5, "categories": {k: 1.0 / len(categories) for k in categories}}
 
@@ -503,12 +505,12 @@ UNIFORM = uniform()
 
 
 def normalise_panel(
-    response: Any,
+    response: object,
     query_ids: list[str],
-    previous: Mapping[str, Any] | None,
+    previous: Mapping[str, CategoryForecast] | None,
     categories: Sequence[str] = CATEGORIES,
-) -> tuple[dict[str, Any], int, list[str]]:
-    given: dict[str, Any] = {}
+) -> tuple[dict[str, CategoryForecast], int, list[str]]:
+    given: dict[str, CategoryForecast] = {}
     errors: list[str] = []
     entries = response.get("forecasts") if isinstance(response, Mapping) else None
     if not isinstance(entries, list):
@@ -521,16 +523,24 @@ def normalise_panel(
             continue
         p = entry.get("p_valid")
         dist, err = check_distribution(entry.get("categories"), categories)
-        if err or isinstance(p, bool) or not isinstance(p, int | float) or not 0 <= p <= 1:
+        if (
+            err
+            or dist is None
+            or isinstance(p, bool)
+            or not isinstance(p, int | float)
+            or not 0 <= p <= 1
+        ):
             errors.append(f"{entry.get('experiment_id')}: {err or 'bad p_valid'}")
             continue
         given[str(entry["experiment_id"])] = {"p_valid": float(p), "categories": dist}
-    out: dict[str, Any] = {}
+    out: dict[str, CategoryForecast] = {}
     fallbacks = 0
     for qid in query_ids:
         if qid in given:
             out[qid] = given[qid]
         else:
             fallbacks += 1
-            out[qid] = dict(previous[qid]) if previous and qid in previous else uniform(categories)
+            out[qid] = (
+                copy.copy(previous[qid]) if previous and qid in previous else uniform(categories)
+            )
     return out, fallbacks, errors

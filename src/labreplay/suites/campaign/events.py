@@ -98,6 +98,15 @@ PAYLOADS: Mapping[str, type] = {
 }
 
 
+def checkpoint_payloads(rows: Iterable[Mapping[str, object]]) -> list[CheckpointPayload]:
+    """The `checkpoint` payloads of a branch's events, in order."""
+    out: list[CheckpointPayload] = []
+    for event in campaign_events(rows):
+        if event["kind"] == "checkpoint":
+            out.append(event["payload"])
+    return out
+
+
 def campaign_events(rows: Iterable[Mapping[str, object]]) -> list[CampaignEvent]:
     """Stored events (`Store.events`, a recorder's) as this suite's typed union, each kind
     checked against `PAYLOADS` (StoreError naming an unknown one)."""
@@ -121,4 +130,5 @@ __all__ = [
     "ResetEvent",
     "ResetPayload",
     "campaign_events",
+    "checkpoint_payloads",
 ]

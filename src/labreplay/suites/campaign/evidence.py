@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from labreplay.errors import DataError, LabreplayError
 from labreplay.sdk import atomic_write_text, canonical_json, sha256_file, sha256_json
 from labreplay.sdk.data import ENV_CACHE_DIR
+from labreplay.suites.campaign.json_values import json_list, json_object
 
 # Bump when the content of any summary changes, so stale cache files are never reused.
 SUMMARY_SCHEMA_VERSION = "campaign-evidence-1"
@@ -38,8 +39,8 @@ SETPOINT_MARGIN_C = 50.0  # "time above (setpoint - 50 C)"
 
 
 def make_item(
-    kind: str, owner: str, index: int, summary: str, content: dict[str, Any]
-) -> dict[str, Any]:
+    kind: str, owner: str, index: int, summary: str, content: Mapping[str, object]
+) -> dict[str, object]:
     """One evidence item with a stable id `<kind>:<owner>:<index>`."""
     return {
         "item_id": f"{kind}:{owner}:{index}",
@@ -81,7 +82,23 @@ def read_xy_gz(path: Path) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     return pairs[:, 0], pairs[:, 1]
 
 
-def summarise_xrd(two_theta: NDArray[np.float64], counts: NDArray[np.float64]) -> dict[str, Any]:
+class XrdPeak(TypedDict):
+    two_theta: float | None
+    counts: float | None
+    relative_intensity: float | None  # of the strongest peak
+
+
+class XrdSummary(TypedDict):
+    two_theta_min: float | None
+    two_theta_max: float | None
+    point_count: int
+    step_deg: float | None
+    max_counts: float | None
+    median_counts: float | None
+    peaks: list[XrdPeak]  # the most prominent, by angle
+
+
+def summarise_xrd(two_theta: NDArray[np.float64], counts: NDArray[np.float64]) -> XrdSummary:
     """2theta range, point count, background, and the strongest peaks (scipy find_peaks).
 
     A peak must rise above its surroundings by at least 5% of the pattern's dynamic range
@@ -94,7 +111,7 @@ def summarise_xrd(two_theta: NDArray[np.float64], counts: NDArray[np.float64]) -
     step = float(np.median(np.diff(two_theta))) if n > 1 else 0.0
     background = float(np.median(counts))
     span = float(counts.max() - counts.min())
-    peaks: list[dict[str, Any]] = []
+    peaks: list[XrdPeak] = []
     if n > 2 and span > 0:
         distance = max(1, round(0.15 / step)) if step > 0 else 1
         index, props = find_peaks(counts, prominence=0.05 * span, distance=distance)
@@ -121,7 +138,7 @@ def summarise_xrd(two_theta: NDArray[np.float64], counts: NDArray[np.float64]) -
     }
 
 
-def xrd_summary_line(content: Mapping[str, Any]) -> str:
+def xrd_summary_line(content: XrdSummary) -> str:
     peaks = content["peaks"]
     strongest = sorted(peaks, key=lambda p: -float(p["relative_intensity"] or 0))[:3]
     listed = ", ".join(f"{p['two_theta']}" for p in strongest) or "none"
@@ -136,7 +153,7 @@ def xrd_summary_line(content: Mapping[str, Any]) -> str:
 
 def summarise_thermal(
     minutes: NDArray[np.float64], celsius: NDArray[np.float64], setpoint_c: float | None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Max temperature, time above (setpoint - 50 C), ramp rate, dwell, <= 40-point profile.
 
     The reference for "time above" is the recorded setpoint; without one it is the maximum
@@ -175,7 +192,7 @@ def summarise_thermal(
     }
 
 
-def thermal_summary_line(content: Mapping[str, Any]) -> str:
+def thermal_summary_line(content: Mapping[str, object]) -> str:
     return (
         f"Furnace log: max {content['max_temperature_c']} C, "
         f"{content['time_above_reference_minus_50c_min']} min above "
@@ -225,12 +242,11 @@ def _first_line(text: object) -> str:
     return line[:200]
 
 
-def dara_summary_line(content: Mapping[str, Any]) -> str:
+def dara_summary_line(content: Mapping[str, object]) -> str:
     if not content["success"]:
         return f"Automated refinement failed: {content['error']}"
-    names = ", ".join(
-        f"{p['name'].split('_')[0]} {p['weight_fraction']}" for p in content["phases"]
-    )
+    phases = [json_object(p, "phase") for p in json_list(content["phases"], "phases")]
+    names = ", ".join(f"{str(p['name']).split('_')[0]} {p['weight_fraction']}" for p in phases)
     return f"Automated refinement Rwp {content['rwp']}%: {names}"
 
 
@@ -275,7 +291,7 @@ class EvidenceCache:
         data = payload.get("data")
         return data if isinstance(data, dict) else None
 
-    def store(self, data: Mapping[str, Any]) -> None:
+    def store(self, data: Mapping[str, object]) -> None:
         """Atomic write; a read-only or full cache directory only costs the speed-up."""
         text = canonical_json({"fingerprint": self.fingerprint, "data": data})
         try:

@@ -29,6 +29,7 @@ from labreplay.suites.campaign.agents import ORACLE_NAME, OracleAgent
 from labreplay.suites.campaign.runner import (
     BRANCHES,
     AgentFactory,
+    AssignmentSummary,
     BranchResult,
     random_replicate,
 )
@@ -69,7 +70,7 @@ def compute_assignment(
 def unit_key(
     spec: EnvironmentSpec,
     agent_name: str,
-    agent_params: Mapping[str, Any],
+    agent_params: Mapping[str, object],
     seed: int,
     controls: Sequence[str],
 ) -> str:
@@ -86,14 +87,14 @@ def _complete(store: Store, run_ids: Sequence[str]) -> bool:
 
 def run_assignments(
     specs: Sequence[EnvironmentSpec],
-    agent: Any,
+    agent: object,
     store: Store,
     seed: int = 0,
     controls: tuple[str, ...] = ("random", "no-evidence"),
     executor: Executor | None = None,
     agent_options: Mapping[str, Any] | None = None,
     progress: Callable[[], None] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[AssignmentSummary]:
     """Run `agent` (anything `resolve_campaign_agent` takes, or its result) with its matched
     controls on every spec through the driver; returns the per-assignment summaries of
     `run_assignment`, in spec order. Resumable: finished assignments are read back from the
@@ -157,7 +158,7 @@ def _in_place(
     controls: tuple[str, ...],
     seed: int,
     store: Store,
-) -> dict[str, Any]:
+) -> AssignmentSummary:
     """The in-process unit: the three branches written to the store as they run."""
     from labreplay.suites.campaign.runner import assignment_summary, run_assignment_branches
 
@@ -169,11 +170,11 @@ def _stored(
     make: AgentFactory,
     controls: tuple[str, ...],
     name: str,
-    params: Mapping[str, Any],
+    params: Mapping[str, object],
     seed: int,
     isolation: str,
     store: Store,
-) -> dict[str, Any] | None:
+) -> AssignmentSummary | None:
     """A finished assignment read back from the store (no recomputation), else None."""
     from labreplay.suites.campaign.runner import assignment_summary, run_assignment_branches
 
@@ -190,14 +191,14 @@ def _persist(
     spec: EnvironmentSpec,
     controls: tuple[str, ...],
     name: str,
-    params: Mapping[str, Any],
+    params: Mapping[str, object],
     seed: int,
     model: str | None,
     endpoint: str | None,
     isolation: str,
     store: Store,
     computed: Mapping[str, BranchResult],
-) -> dict[str, Any]:
+) -> AssignmentSummary:
     from labreplay.suites.campaign.runner import assignment_summary, persist_branch, requested
 
     adaptive_id = run_key(spec.spec_hash, name, params, seed, "adaptive", isolation)

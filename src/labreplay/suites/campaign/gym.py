@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Mapping
 from functools import cache
+from types import ModuleType
 from typing import Any, ClassVar
 
 from labreplay.errors import LabreplayError
+from labreplay.sdk.agents import Snapshot
 from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.suites.campaign.events import CategoryForecast
 
 ENV_ID = "labreplay/Campaign-v0"
 CHARSET = "".join(c for c in string.printable if c.isprintable())  # ASCII 32..126
@@ -32,7 +34,7 @@ MAX_ACTION_CHARS = 20_000
 REWARDS = ("none", "panel_gain")
 
 
-def _gymnasium() -> Any:
+def _gymnasium() -> ModuleType:
     try:
         import gymnasium
     except ImportError as exc:
@@ -81,16 +83,16 @@ def _env_class() -> type:
             self.action_space = spaces.Text(
                 max_length=MAX_ACTION_CHARS, min_length=0, charset=CHARSET
             )
-            self._pending: Mapping[str, Any] | None = None
-            self._last_forecasts: dict[str, Any] | None = None
+            self._pending: Snapshot | None = None
+            self._last_forecasts: dict[str, CategoryForecast] | None = None
             self._last_score: float | None = None
             self._streak = 0
             self._ended = True
 
         # -------------------------------------------------------------- gymnasium API
         def reset(
-            self, *, seed: int | None = None, options: dict[str, Any] | None = None
-        ) -> tuple[str, dict[str, Any]]:
+            self, *, seed: int | None = None, options: dict[str, object] | None = None
+        ) -> tuple[str, dict[str, object]]:
             super().reset(seed=seed)
             run_seed = int(seed) if seed is not None else int(self.np_random.integers(2**31))
             self.runtime.reset(run_seed)
@@ -99,11 +101,11 @@ def _env_class() -> type:
             self._pending = self.runtime.checkpoint_snapshot()  # the t = 0 forecast
             return _text(self._pending), self._info(True, "ok")
 
-        def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, object]]:
             if self._ended:
                 raise LabreplayError("step() after the campaign ended; call reset()")
             try:
-                parsed: Any = json.loads(action)
+                parsed: object = json.loads(action)
             except (TypeError, ValueError) as exc:
                 parsed = {"type": "invalid", "raw": str(action)[:2000], "error": f"not JSON: {exc}"}
             if self._pending is not None:
@@ -136,7 +138,7 @@ def _env_class() -> type:
 
         # -------------------------------------------------------------- helpers
         @property
-        def trajectory_events(self) -> list[dict[str, Any]]:
+        def trajectory_events(self) -> list[dict[str, object]]:
             return list(self.runtime.trajectory.events)
 
         def _observation(self) -> str:
@@ -144,7 +146,7 @@ def _env_class() -> type:
                 return _text(self._pending)
             return _text(self.runtime.observation())
 
-        def _checkpoint(self, response: Any) -> float:
+        def _checkpoint(self, response: object) -> float:
             assert self._pending is not None
             t = len(self.runtime.closed_order)
             payload = self.runtime.submit_checkpoint(
@@ -160,7 +162,7 @@ def _env_class() -> type:
             self._last_score = score
             return 0.0 if previous is None else float(score - previous)
 
-        def _info(self, accepted: bool, reason: str) -> dict[str, Any]:
+        def _info(self, accepted: bool, reason: str) -> dict[str, object]:
             rt = self.runtime
             return {
                 "accepted": accepted,

@@ -27,12 +27,14 @@ import numpy as np
 
 from labreplay.errors import SpecError
 from labreplay.sdk import canonical_json, sha256_json
-from labreplay.sdk.engine import Store, run_isolation
+from labreplay.sdk.engine import RunInfo, Store, run_isolation
 from labreplay.sdk.scoring import BOOTSTRAP_SEED, paired_bootstrap_ci
 from labreplay.suites.campaign.agents import ORACLE_NAME
 from labreplay.suites.campaign.board_notes import board_notes
 from labreplay.suites.campaign.board_rows import Ceilings, system_row
+from labreplay.suites.campaign.json_values import json_number
 from labreplay.suites.campaign.power import power_line, power_pairs
+from labreplay.suites.campaign.views import SpecBody, spec_body
 
 BOARDS = ("long", "short")
 RANDOM_POLICY = "random"
@@ -43,7 +45,7 @@ DEFAULT_DIFFERENCE = 0.01
 ISOLATED_MODES = ("subprocess", "model-endpoint")
 
 
-def isolation_mode(run: Any) -> str:
+def isolation_mode(run: RunInfo) -> str:
     """How a run's agent was kept from the evaluator: "subprocess" (`--isolate`),
     "model-endpoint" (an LLM agent: only the rendered state reaches the model) or
     "in-process" (shares memory with the environment: trusted reference agents only)."""
@@ -53,7 +55,7 @@ def isolation_mode(run: Any) -> str:
     return mode
 
 
-def _system_keys(runs: Sequence[Any]) -> dict[tuple[str, str, str], str]:
+def _system_keys(runs: Sequence[RunInfo]) -> dict[tuple[str, str, str], str]:
     """Display name per (agent, params, isolation): the agent name, plus a short parameter hash
     only when one agent name appears with several parameter sets, plus `#isolated` for a
     `--isolate` run (an isolated run and an in-process one are different systems)."""
@@ -69,12 +71,12 @@ def _system_keys(runs: Sequence[Any]) -> dict[tuple[str, str, str], str]:
     return keys
 
 
-def system_of(names: Mapping[tuple[str, str, str], str], run: Any) -> str:
+def system_of(names: Mapping[tuple[str, str, str], str], run: RunInfo) -> str:
     """A run's system name on the board (`names` from `_system_keys`)."""
     return names[(run.agent, canonical_json(run.agent_params), run_isolation(run.provenance))]
 
 
-def _check_protocols(runs: Sequence[Any]) -> None:
+def _check_protocols(runs: Sequence[RunInfo]) -> None:
     hashes: dict[str, set[str]] = defaultdict(set)
     for r in runs:
         hashes[r.spec_id].add(r.spec_hash)
@@ -114,11 +116,11 @@ def collect(
         lambda: defaultdict(lambda: defaultdict(dict))
     )
     spec_ids: dict[str, str] = {}
-    bodies: dict[str, dict[str, Any]] = {}
+    bodies: dict[str, SpecBody] = {}
     for r in sorted(runs, key=lambda r: (-r.seed, r.run_id)):
         spec_ids[r.spec_hash] = r.spec_id
         if r.spec_hash not in bodies:
-            bodies[r.spec_hash] = json.loads(store.get_spec(r.spec_hash))["body"]
+            bodies[r.spec_hash] = spec_body(json.loads(store.get_spec(r.spec_hash))["body"])
         system = system_of(names, r)
         modes[system] = isolation_mode(r) if r.branch == "adaptive" else modes.get(system, "")
         details = store.score_details(r.run_id)
@@ -261,9 +263,9 @@ def _board(
     }
 
 
-def _by_spec(per: Mapping[str, Sequence[Any]]) -> dict[str, float]:
+def _by_spec(per: Mapping[str, Sequence[object]]) -> dict[str, float]:
     """A system's adaptive AUC per assignment (spec id), from `system_row`'s paired lists."""
-    return {str(s): float(a) for s, a in zip(per["spec"], per["auc"], strict=True)}
+    return {str(s): json_number(a) for s, a in zip(per["spec"], per["auc"], strict=True)}
 
 
 def _flat_references(
@@ -276,20 +278,17 @@ def _flat_references(
     """Base-rate forecaster and context-trained model: their t = 0 panel score, held flat.
     Each assignment is labelled by its spec id (which names the partition seed) and carries
     its partition seed: short ids repeat when seeds are pooled."""
-    from labreplay.suites.campaign.agents import RandomAgent
+    from labreplay.suites.campaign.agents import base_rate_forecast
     from labreplay.suites.campaign.board_rows import ci
     from labreplay.suites.campaign.metrics import panel_loss
 
     base, context = [], []
     for s in specs:
         body = bodies[s]
-        state = {
-            "context": body["context_rows"] or body["context_summary"],
-            "categories": body["categories"],
-        }
-        forecast = RandomAgent().forecast({"state": state, "panel": body["queries"]})["forecasts"]
+        # the random reference's forecast (`RandomAgent.forecast`): the same for every query
+        f = base_rate_forecast(body["context_rows"] or body["context_summary"], body["categories"])
         loss, _ = panel_loss(
-            {f["experiment_id"]: f for f in forecast}, body["evaluator"], float(body["eps"])
+            {q["experiment_id"]: f for q in body["queries"]}, body["evaluator"], float(body["eps"])
         )
         base.append(-loss)
         context.append(ceilings.context_score(s))

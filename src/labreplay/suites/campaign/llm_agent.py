@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from labreplay.sdk.agents import (
     DEFAULT_MAX_RETRY_WAIT_S,
@@ -51,7 +50,7 @@ class LLMCampaignAgent:
         self._log = CallLog()
         self._layout = StateLayout()
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, object]:
         return {**self.client.params(), "prompt_version": PROMPT_VERSION}
 
     def bind_store(self, store: ResponseCache | None) -> None:
@@ -63,7 +62,7 @@ class LLMCampaignAgent:
         self._layout.reset()
         self.client.reseed(seed)
 
-    def act(self, observation: Mapping[str, Any]) -> dict[str, Any]:
+    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
         schema = observation.get("action_schema")
         if not isinstance(schema, Mapping):
             return {"type": "invalid", "raw": "", "error": "observation has no action_schema"}
@@ -75,7 +74,7 @@ class LLMCampaignAgent:
             return reply.value
         return {"type": "invalid", "raw": reply.text or "", "error": reply.error or "no reply"}
 
-    def forecast(self, snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
         schema = snapshot.get("response_schema")
         if not isinstance(schema, Mapping):
             return {"forecasts": [], "error": "snapshot has no response_schema"}

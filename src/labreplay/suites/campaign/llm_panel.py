@@ -21,10 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeGuard
 
 from labreplay.sdk import canonical_json
 from labreplay.sdk.agents import extract_json_object
+from labreplay.suites.campaign.json_values import json_list, json_object
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class PanelWire:
     descriptions: tuple[str, ...]
 
     @property
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> dict[str, object]:
         n, width = len(self.ids), len(self.columns)
         number = {"type": "number", "minimum": 0, "maximum": 1}
         row = {"type": "array", "items": number, "minItems": width, "maxItems": width}
@@ -55,7 +56,7 @@ class PanelWire:
             + ". Valid under this JSON Schema:"
         )
 
-    def decode(self, value: Any) -> dict[str, Any]:
+    def decode(self, value: object) -> dict[str, object]:
         """The environment's forecast object for the model's rows (see module docstring)."""
         rows = value.get("forecasts") if isinstance(value, Mapping) else None
         if not isinstance(rows, list):
@@ -67,7 +68,7 @@ class PanelWire:
                 out.append(entry)
         return {"forecasts": out}
 
-    def salvage(self, text: str | None) -> dict[str, Any] | None:
+    def salvage(self, text: str | None) -> dict[str, object] | None:
         """The valid rows of a reply that broke the schema (e.g. one number above 1): each bad
         row takes the runtime's fallback, as a bad entry in the environment's format does,
         instead of the whole panel. None when the text holds no forecast rows at all."""
@@ -75,30 +76,34 @@ class PanelWire:
         decoded = self.decode(value) if value is not None else None
         return decoded if decoded and decoded["forecasts"] else None
 
-    def _entry(self, eid: str, row: Any) -> dict[str, Any] | None:
+    def _entry(self, eid: str, row: object) -> dict[str, object] | None:
         if not isinstance(row, list) or len(row) != len(self.columns):
             return None
-        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in row):
+        numbers = [x for x in row if isinstance(x, int | float) and not isinstance(x, bool)]
+        if len(numbers) != len(row):
             return None
-        if not all(0 <= x <= 1 for x in row):
+        if not all(0 <= x <= 1 for x in numbers):
             return None  # out of range: this query takes the runtime's fallback
-        entry: dict[str, Any] = {"experiment_id": eid}
-        for (field, sub), x in zip(self.columns, row, strict=True):
+        entry: dict[str, object] = {"experiment_id": eid}
+        weights: dict[str, dict[str, int | float]] = {}  # the weights objects, in `entry`
+        for (field, sub), x in zip(self.columns, numbers, strict=True):
             if sub is None:
                 entry[field] = x
             else:
-                entry.setdefault(field, {})[sub] = x
+                if field not in weights:
+                    entry[field] = weights[field] = {}
+                weights[field][sub] = x
         for field, sub in self.columns:
-            if sub is not None and isinstance(entry[field], dict):
-                weights = entry[field]
-                total = float(sum(weights.values()))
+            if sub is not None:
+                total = float(sum(weights[field].values()))
                 if total <= 0:
                     return None
-                entry[field] = {k: float(w) / total for k, w in weights.items()}
+                weights[field] = {k: float(w) / total for k, w in weights[field].items()}
+                entry[field] = weights[field]
         return entry
 
 
-def _is_probability(schema: Any) -> bool:
+def _is_probability(schema: object) -> TypeGuard[Mapping[str, object]]:
     return (
         isinstance(schema, Mapping)
         and schema.get("type") == "number"
@@ -107,17 +112,18 @@ def _is_probability(schema: Any) -> bool:
     )
 
 
-def panel_wire(response_schema: Any) -> PanelWire | None:
+def panel_wire(response_schema: object) -> PanelWire | None:
     """The row format for this panel schema, or None when its shape is not recognised."""
     try:
-        item = response_schema["properties"]["forecasts"]["items"]
-        props = item["properties"]
-        ids = tuple(str(i) for i in props["experiment_id"]["enum"])
+        properties = json_object(json_object(response_schema)["properties"])
+        item = json_object(json_object(properties["forecasts"])["items"])
+        props = json_object(item["properties"])
+        ids = tuple(str(i) for i in json_list(json_object(props["experiment_id"])["enum"]))
     except (KeyError, TypeError):
         return None
     columns: list[tuple[str, str | None]] = []
     descriptions: list[str] = []
-    for field in item.get("required", list(props)):
+    for field in map(str, json_list(item.get("required", list(props)))):
         if field == "experiment_id":
             continue
         spec = props.get(field)
@@ -125,8 +131,9 @@ def panel_wire(response_schema: Any) -> PanelWire | None:
             columns.append((field, None))
             descriptions.append(f"{field} = {spec.get('description', 'a probability')}")
         elif isinstance(spec, Mapping) and spec.get("type") == "object":
-            subs = spec.get("required") or list(spec.get("properties", {}))
-            if not subs or not all(_is_probability(spec["properties"].get(s)) for s in subs):
+            subs = json_list(spec.get("required") or list(json_object(spec.get("properties", {}))))
+            sub_props = json_object(spec["properties"]) if subs else {}
+            if not subs or not all(_is_probability(sub_props.get(str(s))) for s in subs):
                 return None
             columns += [(field, str(s)) for s in subs]
             what = spec.get("description", field)

@@ -31,11 +31,12 @@ so a replayed campaign renders the same bytes (and hits the same response-cache 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TypedDict, TypeGuard
 
 from labreplay.sdk import canonical_json
 from labreplay.suites.campaign.env import RULES
+from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.llm_panel import panel_wire
 
 PROMPT_VERSION = "lr-llm-prompts-3"
@@ -63,15 +64,22 @@ MISSING_CELL = "?"
 _TURN_KEYS = ("budgets_left", "open_experiment", "experiments", "closed")
 
 
-def _json(value: Any) -> str:
+class Table(TypedDict):
+    """A list of same-keyed objects (or an object of counts) written as a table."""
+
+    columns: list[str]
+    rows: list[list[object]]
+
+
+def _json(value: object) -> str:
     return canonical_json(value)
 
 
-def _is_missing(value: Any) -> bool:
+def _is_missing(value: object) -> TypeGuard[Mapping[str, object]]:
     return isinstance(value, Mapping) and list(value) == [MISSING_KEY]
 
 
-def compact(value: Any) -> Any:
+def compact(value: object) -> object:
     """`value` with every list of same-keyed objects written as a table (see module docstring)."""
     if isinstance(value, Mapping):
         if _is_count_table(value):
@@ -86,7 +94,7 @@ def compact(value: Any) -> Any:
     return [compact(v) for v in value]
 
 
-def _is_count_table(value: Mapping[str, Any]) -> bool:
+def _is_count_table(value: Mapping[str, object]) -> bool:
     return len(value) >= 2 and all(
         isinstance(v, Mapping)
         and v
@@ -95,13 +103,16 @@ def _is_count_table(value: Mapping[str, Any]) -> bool:
     )
 
 
-def _count_table(value: Mapping[str, Any]) -> dict[str, Any]:
-    columns = sorted({str(c) for counts in value.values() for c in counts})
-    rows = [[str(k), *(counts.get(c, 0) for c in columns)] for k, counts in value.items()]
+def _count_table(value: Mapping[str, object]) -> Table:
+    tables = [(k, json_object(counts)) for k, counts in value.items()]
+    columns = sorted({str(c) for _, counts in tables for c in counts})
+    rows: list[list[object]] = [
+        [str(k), *(counts.get(c, 0) for c in columns)] for k, counts in tables
+    ]
     return {"columns": ["key", *columns], "rows": rows}
 
 
-def _word_list(cells: list[Any]) -> bool:
+def _word_list(cells: list[object]) -> bool:
     return all(
         isinstance(c, list)
         and c
@@ -110,7 +121,7 @@ def _word_list(cells: list[Any]) -> bool:
     )
 
 
-def _table(rows: list[Mapping[str, Any]], keys: list[str]) -> dict[str, Any]:
+def _table(rows: Sequence[Mapping[str, object]], keys: list[str]) -> Table:
     # An id column first reads better; the other columns in sorted order.
     keys = sorted(keys, key=lambda k: (k != "experiment_id", k))
     columns: list[tuple[str, str | None]] = []
@@ -118,27 +129,31 @@ def _table(rows: list[Mapping[str, Any]], keys: list[str]) -> dict[str, Any]:
         cells = [r[key] for r in rows]
         first = cells[0]
         nested = isinstance(first, Mapping) and not _is_missing(first) and len(first) > 0
-        if nested and all(isinstance(c, Mapping) and sorted(c) == sorted(first) for c in cells[1:]):
+        if (
+            nested
+            and isinstance(first, Mapping)
+            and all(isinstance(c, Mapping) and sorted(c) == sorted(first) for c in cells[1:])
+        ):
             columns += [(key, sub) for sub in sorted(first)]
         else:
             columns.append((key, None))
     names, getters = [], []
     for key, sub in columns:
-        cells = [r[key] if sub is None else r[key][sub] for r in rows]
+        cells = [r[key] if sub is None else json_object(r[key])[sub] for r in rows]
         words = _word_list(cells)
         names.append((key if sub is None else f"{key}.{sub}") + ("[]" if words else ""))
         getters.append(words)
-    body = []
+    body: list[list[object]] = []
     for r in rows:
-        row = []
+        row: list[object] = []
         for (key, sub), words in zip(columns, getters, strict=True):
-            cell = r[key] if sub is None else r[key][sub]
-            row.append(" ".join(cell) if words else compact(cell))
+            cell = r[key] if sub is None else json_object(r[key])[sub]
+            row.append(" ".join(map(str, json_list(cell))) if words else compact(cell))
         body.append(row)
     return {"columns": names, "rows": body}
 
 
-def _reasons(value: Any, found: set[str], strings: set[str]) -> None:
+def _reasons(value: object, found: set[str], strings: set[str]) -> None:
     """Collect the missing-value reasons and the plain strings in `value`."""
     if _is_missing(value):
         found.add(str(value[MISSING_KEY]))
@@ -152,7 +167,7 @@ def _reasons(value: Any, found: set[str], strings: set[str]) -> None:
         strings.add(value)
 
 
-def _abbreviate(value: Any, reason: str) -> Any:
+def _abbreviate(value: object, reason: str) -> object:
     if _is_missing(value) and value[MISSING_KEY] == reason:
         return MISSING_CELL
     if isinstance(value, Mapping):
@@ -162,7 +177,9 @@ def _abbreviate(value: Any, reason: str) -> Any:
     return value
 
 
-def _split(state: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
+def _split(
+    state: Mapping[str, object],
+) -> tuple[dict[str, object], dict[str, object], list[Mapping[str, object]]]:
     """(campaign-long keys, per-turn keys, closed-experiment records in closing order)."""
     fixed = {str(k): v for k, v in state.items() if k not in _TURN_KEYS}
     turn = {str(k): state[k] for k in _TURN_KEYS if k in state}
@@ -175,7 +192,7 @@ def _split(state: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], li
         turn["candidate_status"] = {
             str(c["experiment_id"]): c["status"] for c in candidates if c["status"] != "available"
         }
-    history: list[Any] = []
+    history: list[Mapping[str, object]] = []
     experiments, closed = turn.get("experiments"), turn.get("closed")
     if (
         isinstance(experiments, Mapping)
@@ -195,11 +212,11 @@ class PromptLayout:
         self.reset()
 
     def reset(self) -> None:
-        self._first: dict[str, Any] | None = None
+        self._first: dict[str, object] | None = None
         self._volatile: list[str] = []
         self._text: tuple[tuple[str, ...], str] | None = None
 
-    def render(self, state: Mapping[str, Any]) -> tuple[str, list[str], dict[str, Any]]:
+    def render(self, state: Mapping[str, object]) -> tuple[str, list[str], dict[str, object]]:
         """(CAMPAIGN text, HISTORY lines, NOW mapping) for one state."""
         fixed, turn, history = _split(state)
         if self._first is None:
@@ -221,7 +238,7 @@ class PromptLayout:
         return self._text[1], _history_lines(history), {**changed, **turn}
 
 
-def _history_lines(history: list[Any]) -> list[str]:
+def _history_lines(history: list[Mapping[str, object]]) -> list[str]:
     """One line per closed experiment: table rows under one columns line when the records
     share their keys (a new row only adds a line at the end), else one object per line."""
     if not history:
@@ -237,12 +254,12 @@ def _history_lines(history: list[Any]) -> list[str]:
 StateLayout = PromptLayout
 
 
-def _campaign_text(lasting: Mapping[str, Any]) -> str:
+def _campaign_text(lasting: Mapping[str, object]) -> str:
     reasons: set[str] = set()
     strings: set[str] = set()
     _reasons(lasting, reasons, strings)
     lines = [f"RULES: {RULES}", NOTATION]
-    body: Any = compact(lasting)
+    body = compact(lasting)
     if len(reasons) == 1 and MISSING_CELL not in strings:
         (reason,) = reasons
         body = _abbreviate(body, reason)
@@ -252,7 +269,10 @@ def _campaign_text(lasting: Mapping[str, Any]) -> str:
 
 
 def _messages(
-    state: Mapping[str, Any], layout: PromptLayout | None, now: Mapping[str, Any], task: list[str]
+    state: Mapping[str, object],
+    layout: PromptLayout | None,
+    now: Mapping[str, object],
+    task: list[str],
 ) -> list[dict[str, str]]:
     campaign, history, turn = (layout or PromptLayout()).render(state)
     user = "\n".join(
@@ -270,7 +290,7 @@ def _messages(
 
 
 def campaign_messages(
-    observation: Mapping[str, Any], layout: PromptLayout | None = None
+    observation: Mapping[str, object], layout: PromptLayout | None = None
 ) -> list[dict[str, str]]:
     """The chat messages for one campaign turn."""
     last = observation.get("last_result")
@@ -286,17 +306,17 @@ def campaign_messages(
         "take now, valid under this JSON Schema of the actions permitted now:",
         _json(observation.get("action_schema", {})),
     ]
-    return _messages(observation.get("state", {}), layout, now, task)
+    return _messages(json_object(observation.get("state", {}), "state"), layout, now, task)
 
 
 def checkpoint_messages(
-    snapshot: Mapping[str, Any], layout: PromptLayout | None = None
+    snapshot: Mapping[str, object], layout: PromptLayout | None = None
 ) -> list[dict[str, str]]:
     """The chat messages for one evaluator panel checkpoint."""
     state = snapshot.get("state", {})
     panel = snapshot.get("panel", [])
     if isinstance(state, Mapping) and panel == state.get("held_out_queries"):
-        listed = f"the {len(panel)} held_out_queries in CAMPAIGN above, in that order."
+        listed = f"the {len(json_list(panel))} held_out_queries in CAMPAIGN above, in that order."
     else:
         listed = _json(compact(panel))
     wire = panel_wire(snapshot.get("response_schema"))
@@ -307,8 +327,9 @@ def checkpoint_messages(
             _json(snapshot.get("response_schema", {})),
         ]
     else:
-        listed_ids = [q.get("experiment_id") for q in panel if isinstance(q, Mapping)]
+        entries = panel if isinstance(panel, list) else []
+        listed_ids = [q.get("experiment_id") for q in entries if isinstance(q, Mapping)]
         order = [] if listed_ids == list(wire.ids) else [f"ROW ORDER: {_json(list(wire.ids))}"]
         reply = [*order, wire.instructions(), _json(wire.schema)]
     task = [f"TASK: {snapshot.get('instructions', '')}", f"EXPERIMENTS TO FORECAST: {listed}"]
-    return _messages(state, layout, {}, [*task, *reply])
+    return _messages(json_object(state, "state"), layout, {}, [*task, *reply])

@@ -7,6 +7,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from rich.console import Console
+
 from labreplay.sdk.agents import (
     Agent,
     CallProgress,
@@ -21,7 +23,7 @@ from labreplay.sdk.agents import (
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.suites.campaign.env import CampaignEnv
 from labreplay.suites.campaign.llm_panel import panel_wire
-from labreplay.suites.campaign.runner import AgentFactory
+from labreplay.suites.campaign.runner import AgentFactory, AssignmentSummary
 
 
 def panel_schema_of(spec: EnvironmentSpec) -> dict[str, Any]:
@@ -115,7 +117,7 @@ def print_dry_run(
     )
 
 
-def print_run_costs(console: Any, results: Sequence[Mapping[str, Any]], price: Price) -> None:
+def print_run_costs(console: Console, results: Sequence[AssignmentSummary], price: Price) -> None:
     """Per assignment: the adaptive branch's and the controls' accounting, then the total."""
     everything: list[Mapping[str, Any]] = []
     for r in results:

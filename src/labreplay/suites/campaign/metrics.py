@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from labreplay.sdk.scoring import (
     CATEGORIES,
@@ -19,19 +19,86 @@ from labreplay.sdk.scoring import (
     joint_log_loss,
 )
 from labreplay.suites.campaign.actions import CLAIMS
+from labreplay.suites.campaign.bayes_rules import is_selected
+from labreplay.suites.campaign.events import CategoryForecast, campaign_events
+from labreplay.suites.campaign.json_values import json_list, json_number, json_object
 from labreplay.suites.campaign.model import label_of
+from labreplay.suites.campaign.views import SpecBody
 
 
-def _outcome(evaluator: Mapping[str, Any], eid: str) -> tuple[bool, str | None] | None:
-    label = label_of(evaluator[eid]["outcome"])
+class _Forecast(TypedDict):
+    p_valid: float
+    categories: dict[str, float]
+    after: int  # reveals seen when it was submitted
+
+
+class _PreReview(TypedDict):
+    expect_change: float
+    expected_tier: object  # as the action gave it (compared with the recorded tier)
+    forecasts_before: int
+
+
+class _Experiment(TypedDict):
+    """One selected experiment as the trajectory and the evaluator record tell it."""
+
+    forecasts: list[_Forecast]
+    revealed: list[Mapping[str, object]]
+    review: Mapping[str, object] | None
+    claims: Mapping[str, object] | None
+    reveals: int
+    pre_review: NotRequired[_PreReview]
+
+
+class BranchMetrics(TypedDict):
+    """A branch's scores and counts (METRICS.md, campaign suite)."""
+
+    curve: list[float]
+    panel_losses: list[float]
+    panel_losses_raw: list[float | None]
+    adaptive_auc: float
+    held_out_gain: float
+    held_out_gain_raw: float | None
+    panel_excluded_missing: int
+    checkpoints: int
+    checkpoint_fallbacks: int
+    local_gain_mean: float | None
+    local_gain_count: int
+    local_gain_missing: int
+    local_improved: int
+    local_worsened: int
+    claim_log_loss: float | None
+    overclaim_rate: float | None
+    movements: dict[str, int]
+    reviews: int
+    review_change_log_loss: float | None
+    review_tier_accuracy: float | None
+    experiments_closed: int
+    stopped_early: bool
+    unused_experiments: int
+    unused_evidence: int
+    actions: int
+    invalid_actions: int
+    policy_calls: int
+    forecast_calls: int
+    local_forecasts: int
+    evidence_actions: int
+    control_departures: int
+    departure_experiments: int
+
+
+def _distribution(value: object) -> dict[str, float]:
+    """An accepted action's category distribution (the env checked its numbers)."""
+    return {str(k): json_number(v) for k, v in json_object(value, "categories").items()}
+
+
+def _outcome(evaluator: Mapping[str, object], eid: str) -> tuple[bool, str | None] | None:
+    label = label_of(json_object(json_object(evaluator[eid])["outcome"], "outcome"))
     if label is None:
         return None
     return (False, None) if label == "physical_failure" else (True, label)
 
 
-def _loss(
-    forecast: Mapping[str, Any], outcome: tuple[bool, str | None], eps: float | None
-) -> float:
+def _loss(forecast: CategoryForecast, outcome: tuple[bool, str | None], eps: float | None) -> float:
     q = forecast["categories"]
     # The spec's categories: the four built-in ones in their declared order (the loss sums
     # them in that order, so stored scores recompute to the same bits), else the forecast's.
@@ -40,7 +107,7 @@ def _loss(
 
 
 def panel_loss(
-    forecasts: Mapping[str, Any], evaluator: Mapping[str, Any], eps: float | None
+    forecasts: Mapping[str, CategoryForecast], evaluator: Mapping[str, object], eps: float | None
 ) -> tuple[float, int]:
     """Mean joint loss over the panel; returns (loss, number of experiments excluded)."""
     losses, excluded = [], 0
@@ -54,26 +121,23 @@ def panel_loss(
 
 
 def claim_targets(
-    record: Mapping[str, Any], declared: Sequence[Mapping[str, Any]] | None = None
+    record: Mapping[str, object], declared: Sequence[Mapping[str, object]] | None = None
 ) -> dict[str, int]:
     """1 iff the support rule holds for the evidence the agent inspected. `declared`: a
     record card's claims, each supported when every evidence kind of its `supported_by` was
     inspected for the experiment; None: the four SDL-1 claims of the solid-state records
     (a selected refinement and an accepted expert review of tier 1-2; tier 1 for phase
     quantification)."""
+    revealed = [json_object(r, "revealed item") for r in json_list(record["revealed"])]
     if declared is not None:
-        seen = {str(r.get("kind")) for r in record["revealed"]}
+        seen = {str(r.get("kind")) for r in revealed}
         if record.get("review"):
             seen.add("expert_review")
         return {
-            str(c["name"]): int(all(str(k) in seen for k in c["supported_by"])) for c in declared
+            str(c["name"]): int(all(str(k) in seen for k in json_list(c["supported_by"])))
+            for c in declared
         }
-    selected = any(
-        r.get("kind") == "refinement"
-        and isinstance(r.get("content"), Mapping)
-        and r["content"].get("selected") is True
-        for r in record["revealed"]
-    )
+    selected = any(r.get("kind") == "refinement" and is_selected(r) for r in revealed)
     review = record.get("review") or {}
     content = review.get("content") if isinstance(review, Mapping) else None
     content = content if isinstance(content, Mapping) else {}
@@ -88,7 +152,7 @@ def _sign(x: float, tol: float = 1e-12) -> int:
     return 0 if abs(x) <= tol else (1 if x > 0 else -1)
 
 
-def _top(forecast: Mapping[str, Any]) -> str:
+def _top(forecast: CategoryForecast) -> str:
     if float(forecast["p_valid"]) < 0.5:
         return "physical_failure"
     cats = forecast["categories"]
@@ -96,7 +160,7 @@ def _top(forecast: Mapping[str, Any]) -> str:
 
 
 def _review_forecasts(
-    experiments: Mapping[str, Mapping[str, Any]], eps: float
+    experiments: Mapping[str, _Experiment], eps: float
 ) -> tuple[list[float], list[int]]:
     """Pre-review forecasts against what happened: did the review change the agent's
     conclusion (its most likely outcome before vs after the review), and which tier came back."""
@@ -121,26 +185,27 @@ def _review_forecasts(
     return losses, tiers
 
 
-def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any]) -> dict[str, Any]:
+def branch_metrics(events: Sequence[Mapping[str, object]], body: SpecBody) -> BranchMetrics:
     evaluator = body["evaluator"]
     eps = float(body["eps"])
     horizon = int(body["budgets"]["experiments"])
-    checkpoints = [e["payload"] for e in events if e["kind"] == "checkpoint"]
-    actions = [e["payload"] for e in events if e["kind"] == "action"]
+    typed = campaign_events(events)
+    checkpoints = [e["payload"] for e in typed if e["kind"] == "checkpoint"]
+    actions = [e["payload"] for e in typed if e["kind"] == "action"]
     panel = [panel_loss(c["forecasts"], evaluator, eps) for c in checkpoints]
     raw = [panel_loss(c["forecasts"], evaluator, None)[0] for c in checkpoints]
     losses = carry_forward([p[0] for p in panel], horizon)
     raw_losses = carry_forward(raw, horizon)
     scores = [-x for x in losses]
     # Local forecasts, claims and movements, from the agent's own history.
-    experiments: dict[str, dict[str, Any]] = {}
+    experiments: dict[str, _Experiment] = {}
     open_id: str | None = None
     for a in actions:
         if not a["accepted"]:
             continue
         act = a["action"]
         if act["type"] == "select_experiment":
-            open_id = act["experiment_id"]
+            open_id = str(act["experiment_id"])
             experiments[open_id] = {
                 "forecasts": [],
                 "revealed": [],
@@ -151,29 +216,30 @@ def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any])
         elif act["type"] == "submit_forecast" and open_id:
             experiments[open_id]["forecasts"].append(
                 {
-                    "p_valid": act["p_valid"],
-                    "categories": act["categories"],
+                    "p_valid": json_number(act["p_valid"]),
+                    "categories": _distribution(act["categories"]),
                     "after": experiments[open_id]["reveals"],
                 }
             )
         elif act["type"] in ("inspect_evidence", "request_review") and open_id:
             if act["type"] == "request_review":
                 experiments[open_id]["pre_review"] = {
-                    "expect_change": act["expect_change"],
+                    "expect_change": json_number(act["expect_change"]),
                     "expected_tier": act["expected_tier"],
                     "forecasts_before": len(experiments[open_id]["forecasts"]),
                 }
             experiments[open_id]["reveals"] += 1
         elif act["type"] == "close_experiment" and open_id:
-            experiments[open_id]["claims"] = act["claims"]
+            experiments[open_id]["claims"] = json_object(act["claims"], "claims")
             open_id = None
     # Revealed contents come from the evaluator record by item id (the trajectory keeps ids).
     for a in actions:
         item_id = a.get("revealed_item")
         if not a["accepted"] or not item_id:
             continue
-        eid = a["action"]["experiment_id"]
-        kind = a.get("revealed_kind") or item_id.split(":", 1)[0]
+        eid = str(a["action"]["experiment_id"])
+        payload: Mapping[str, object] = a  # older trajectories name the kind revealed
+        kind = str(payload.get("revealed_kind") or item_id.split(":", 1)[0])
         items = evaluator[eid]["evidence"].get(kind)
         item = (
             next((i for i in items if i.get("item_id") == item_id), None)
@@ -188,11 +254,9 @@ def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any])
         else:
             experiments[eid]["revealed"].append(entry)
     closed = [
-        e["payload"]["action"]["experiment_id"]
-        for e in events
-        if e["kind"] == "action"
-        and e["payload"]["accepted"]
-        and e["payload"]["action"]["type"] == "close_experiment"
+        str(a["action"]["experiment_id"])
+        for a in actions
+        if a["accepted"] and a["action"]["type"] == "close_experiment"
     ]
     review_losses, tier_hits = _review_forecasts(experiments, eps)
     local_gains: list[float] = []
@@ -217,18 +281,23 @@ def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any])
             declared = body.get("claims")
             targets = claim_targets(record, declared if isinstance(declared, list) else None)
             for c in targets:
-                p = float(record["claims"][c])
+                p = json_number(record["claims"][c])
                 claim_losses.append(binary_log_loss(p, targets[c], eps))
                 eligible_claims += 1
                 overclaims += int(p > 0.5 and targets[c] == 0)
         if t < len(losses):
             held_change = losses[t - 1] - losses[t]
-            a, b = _sign(local_change), _sign(held_change)
-            key = "zero" if a == 0 or b == 0 else ("same" if a == b else "opposite")
+            local_sign, held_sign = _sign(local_change), _sign(held_change)
+            key = (
+                "zero"
+                if local_sign == 0 or held_sign == 0
+                else ("same" if local_sign == held_sign else "opposite")
+            )
             movements[key] += 1
     accepted = [a for a in actions if a["accepted"]]
     stopped = any(a["action"]["type"] == "stop" for a in accepted)
-    end: Mapping[str, Any] = next((e["payload"] for e in events if e["kind"] == "end"), {})
+    ends = [e["payload"] for e in typed if e["kind"] == "end"]
+    budgets_left = ends[0]["budgets_left"] if ends else {}
     return {
         "curve": scores,
         "panel_losses": losses,
@@ -256,8 +325,8 @@ def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any])
         "review_tier_accuracy": (sum(tier_hits) / len(tier_hits)) if tier_hits else None,
         "experiments_closed": len(closed),
         "stopped_early": stopped and len(closed) < horizon,
-        "unused_experiments": int(end.get("budgets_left", {}).get("experiments", 0)),
-        "unused_evidence": int(end.get("budgets_left", {}).get("evidence", 0)),
+        "unused_experiments": int(budgets_left.get("experiments", 0)),
+        "unused_evidence": int(budgets_left.get("evidence", 0)),
         "actions": len(actions),
         "invalid_actions": sum(1 for a in actions if not a["accepted"]),
         # SDL-1 matches the no-evidence control on policy-action calls: every action the
@@ -271,13 +340,9 @@ def branch_metrics(events: Sequence[Mapping[str, Any]], body: Mapping[str, Any])
             for a in actions
             if a["accepted"] and a["action"].get("type") in ("inspect_evidence", "request_review")
         ),
-        "control_departures": sum(1 for e in events if e["kind"] == "control"),
+        "control_departures": sum(1 for e in typed if e["kind"] == "control"),
         # Departures counted in experiments (a slot with several departures counts once).
         "departure_experiments": len(
-            {
-                e["payload"].get("departure", {}).get("slot")
-                for e in events
-                if e["kind"] == "control"
-            }
+            {e["payload"]["departure"].get("slot") for e in typed if e["kind"] == "control"}
         ),
     }

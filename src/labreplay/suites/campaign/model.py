@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.chem import close_compound, parse_formula, phase_formula
+from labreplay.suites.campaign.events import CategoryForecast
+from labreplay.suites.campaign.json_values import json_number, json_object
 from labreplay.suites.campaign.protocol import precursors_of
 
 CLASSES: tuple[str, ...] = (*CATEGORIES, "physical_failure")
@@ -45,7 +46,7 @@ def temp_band(temperature: object) -> str:
     return f">={int(_TEMP_BANDS[-1])}"
 
 
-def label_of(outcome: Mapping[str, Any]) -> str | None:
+def label_of(outcome: Mapping[str, object]) -> str | None:
     valid = outcome.get("valid")
     if valid is False:
         return "physical_failure"
@@ -55,14 +56,14 @@ def label_of(outcome: Mapping[str, Any]) -> str | None:
     return None
 
 
-def to_forecast(dist: Mapping[str, float]) -> dict[str, Any]:
+def to_forecast(dist: Mapping[str, float]) -> CategoryForecast:
     categories = [k for k in dist if k != "physical_failure"]
     p_fail = dist["physical_failure"]
     valid_mass = sum(dist[k] for k in categories)
     return {"p_valid": 1.0 - p_fail, "categories": {k: dist[k] / valid_mass for k in categories}}
 
 
-def from_forecast(forecast: Mapping[str, Any]) -> dict[str, float]:
+def from_forecast(forecast: CategoryForecast) -> dict[str, float]:
     v = float(forecast["p_valid"])
     out = {k: v * float(p) for k, p in forecast["categories"].items()}
     out["physical_failure"] = 1.0 - v
@@ -105,28 +106,29 @@ class AffinityModel:
             band[k] += weight * dist.get(k, 0.0)
             self.base[k] += weight * dist.get(k, 0.0)
 
-    def fit_context(self, rows: Sequence[Mapping[str, Any]]) -> AffinityModel:
+    def fit_context(self, rows: Sequence[Mapping[str, object]]) -> AffinityModel:
         """rows: {"descriptors": ..., "outcome": ...} of visible context experiments."""
         for row in rows:
-            label = label_of(row["outcome"])
+            label = label_of(json_object(row["outcome"], "outcome"))
             if label is None:
                 continue
-            d = row["descriptors"]
+            d = json_object(row["descriptors"], "descriptors")
             self.add(precursors_of(d), d.get("temperature_c"), {label: 1.0})
         return self
 
-    def fit_summary(self, summary: Mapping[str, Any]) -> AffinityModel:
+    def fit_summary(self, summary: Mapping[str, object]) -> AffinityModel:
         """Train from the compact per-precursor context summary (no temperatures in it)."""
-        for precursor, counts in summary["per_precursor"].items():
+        for precursor, counts in json_object(summary["per_precursor"]).items():
             row = self.counts.setdefault(precursor, {k: 0.0 for k in self.classes})
             for k in self.classes:
-                row[k] += float(counts.get(k, 0))
+                row[k] += json_number(json_object(counts).get(k, 0))
+        outcome_counts = json_object(summary["outcome_counts"])
         for k in self.classes:
-            self.base[k] += float(summary["outcome_counts"].get(k, 0))
+            self.base[k] += json_number(outcome_counts.get(k, 0))
         return self
 
     # ------------------------------------------------------------------ prediction
-    def predict(self, descriptors: Mapping[str, Any]) -> dict[str, float]:
+    def predict(self, descriptors: Mapping[str, object]) -> dict[str, float]:
         base = _normalise(self.base)
         num = {k: self.alpha * base[k] for k in self.classes}
         den = self.alpha
@@ -166,7 +168,7 @@ def _cations(formula: str, minor: float = 0.05) -> frozenset[str]:
     return frozenset(el for el, n in cat.items() if total and n / total >= minor)
 
 
-def _phase_roles(phases: Sequence[Any], precursors: Sequence[str]) -> dict[str, float]:
+def _phase_roles(phases: Sequence[object], precursors: Sequence[str]) -> dict[str, float]:
     """Weight fraction of precursor phases, cross phases (cations of two precursors) and
     other phases (a precursor changed on its own)."""
     sets = [_cations(p) for p in precursors]
@@ -188,7 +190,7 @@ def _phase_roles(phases: Sequence[Any], precursors: Sequence[str]) -> dict[str, 
 
 
 def refinement_likelihood(
-    content: Mapping[str, Any], descriptors: Mapping[str, Any]
+    content: Mapping[str, object], descriptors: Mapping[str, object]
 ) -> dict[str, float]:
     phases = content.get("phases") or []
     if not isinstance(phases, list) or not phases:
@@ -208,7 +210,9 @@ def refinement_likelihood(
     return like
 
 
-def execution_problems(content: Mapping[str, Any], descriptors: Mapping[str, Any]) -> list[str]:
+def execution_problems(
+    content: Mapping[str, object], descriptors: Mapping[str, object]
+) -> list[str]:
     """What in an execution record argues against a valid, characterizable sample: nothing
     recovered, a workflow step that did not complete, or recorded elements that do not contain
     the planned ones (a sample-identity conflict). `xrd_met_target_mass` is not used: many runs
@@ -237,13 +241,13 @@ def execution_problems(content: Mapping[str, Any], descriptors: Mapping[str, Any
 
 
 def execution_likelihood(
-    content: Mapping[str, Any], descriptors: Mapping[str, Any]
+    content: Mapping[str, object], descriptors: Mapping[str, object]
 ) -> dict[str, float]:
     problems = execution_problems(content, descriptors)
     return {**_flat(1.0), "physical_failure": 1.0 + 1.5 * len(problems) if problems else 0.7}
 
 
-def review_weight(content: Mapping[str, Any]) -> float:
+def review_weight(content: Mapping[str, object]) -> float:
     """How much to trust the refinement reading after an expert review (exponent)."""
     tier = content.get("final_quality_tier")
     accepted = content.get("accepted")
@@ -256,12 +260,16 @@ def review_weight(content: Mapping[str, Any]) -> float:
 
 def posterior(
     prior: Mapping[str, float],
-    descriptors: Mapping[str, Any],
-    revealed: Sequence[Mapping[str, Any]],
-    review: Mapping[str, Any] | None,
+    descriptors: Mapping[str, object],
+    revealed: Sequence[Mapping[str, object]],
+    review: Mapping[str, object] | None,
 ) -> dict[str, float]:
     log_post = {k: math.log(max(prior[k], 1e-9)) for k in prior}
-    trust = review_weight(review.get("content", {})) if review and "content" in review else 1.0
+    trust = (
+        review_weight(json_object(review.get("content", {})))
+        if review and "content" in review
+        else 1.0
+    )
     for item in revealed:
         implied = item.get("implies_category")
         if isinstance(implied, str) and implied in log_post:

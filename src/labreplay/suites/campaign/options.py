@@ -11,7 +11,6 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from labreplay.sdk.options import check_agent_timeout, parse_options
 
@@ -65,8 +64,8 @@ def llm_agent_keys() -> frozenset[str]:
 
 
 def parse_run_options(
-    given: Mapping[str, Any], where: str = "campaign run"
-) -> tuple[CampaignRunOptions, dict[str, Any]]:
+    given: Mapping[str, object], where: str = "campaign run"
+) -> tuple[CampaignRunOptions, dict[str, object]]:
     """The run options and the agent builder's keyword arguments; unknown keys refused."""
     options, agent_kwargs = parse_options(CampaignRunOptions, where, given, llm_agent_keys())
     options.check()

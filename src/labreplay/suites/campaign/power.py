@@ -21,15 +21,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from scipy.stats import norm
+
+from labreplay.suites.campaign.json_values import json_list, json_object
 
 ALPHA = 0.05
 POWER = 0.80
 # The AUC gap between the paper's two leading LLM agents (Claude vs GPT) on its board.
 PAPER_GAP = 0.034
+
+
+class PowerAt(TypedDict):
+    """What one pair's paired SD implies for the board (`power_line`)."""
+
+    pair: list[str]
+    sd: float
+    min_detectable: float
+    assignments_needed: int | None
+    seeds_needed: int | None
+    paper_gap_assignments: int | None
+    paper_gap_seeds: int | None
 
 
 def _z_sum() -> float:
@@ -77,7 +91,7 @@ def power_line(
     assignments_per_seed: int,
     ranked: int,
     paper_gap: float = PAPER_GAP,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """`pairs`: (a, b, paired per-assignment AUC differences a - b), chosen by `power_pairs`."""
     z = _z_sum()
     listed: list[dict[str, Any]] = []
@@ -120,7 +134,7 @@ def power_line(
     if not usable or n_assignments < 2:
         return {**base, **empty}
 
-    def at(sd: float, a: str, b: str) -> dict[str, Any]:
+    def at(sd: float, a: str, b: str) -> PowerAt:
         need = _needed(sd, difference)
         gap = _needed(sd, paper_gap)
         return {
@@ -156,16 +170,17 @@ def power_line(
     }
 
 
-def pairs_text(p: Mapping[str, Any]) -> str:
+def pairs_text(p: Mapping[str, object]) -> str:
+    pairs = [json_object(q, "pair") for q in json_list(p["pairs"], "pairs")]
     return ", ".join(
         f"{q['a']} vs {q['b']} (SD {q['sd']:.4f})"
         if q["sd"] is not None
         else f"{q['a']} vs {q['b']} (no SD)"
-        for q in p["pairs"]
+        for q in pairs
     )
 
 
-def _range(values: Sequence[Any], fmt: str) -> str:
+def _range(values: Sequence[object], fmt: str) -> str:
     lo, hi = values
     return (
         fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)}-{fmt.format(hi)}"

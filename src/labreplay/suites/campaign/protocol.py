@@ -68,7 +68,7 @@ class ProtocolParams:
     panel_requires_outcome: bool = False
     expected_panel: int | None = 255  # asserted when the record is the Precursor Genome
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         out = asdict(self)
         out["evidence_prices"] = dict(self.evidence_prices)
         return out
@@ -102,7 +102,7 @@ class Partition:
     assignments: tuple[Assignment, ...]
 
 
-def precursors_of(descriptors: Mapping[str, Any]) -> list[str]:
+def precursors_of(descriptors: Mapping[str, object]) -> list[str]:
     """The experiment's grouping levels: the recorded precursors, or for a record-card table
     its `groups` (`COLUMN=value` per grouping column); [] when the record holds none (a typed
     Missing). The panel's evaluation groups are drawn among these."""

@@ -184,7 +184,7 @@ def _descriptors(run: Mapping[str, Any]) -> dict[str, Any]:
     precursors = run["precursors"]
     table = f"{FOLDER}/parquet/powder_doses.parquet"
 
-    def present(value: Any) -> Any:
+    def present(value: object) -> object:
         return not_recorded_missing if value is None else value
 
     def number(value: Any) -> Any:  # the cache's canonical JSON turns 200.0 into 200

@@ -36,7 +36,7 @@ from typing import Any
 from labreplay.errors import DataError
 from labreplay.sdk import Record
 from labreplay.sdk.data import JsonLimitError, loads_strict
-from labreplay.suites.campaign.records_pg import phase_list, sample_record
+from labreplay.suites.campaign.records_pg import Phase, phase_list, sample_record
 
 REQUIRED_FIELDS = (
     "sample_id", "target_compound", "precursors", "synthesis",
@@ -68,7 +68,7 @@ class _Where:
         return raw
 
 
-def _weights(raw: Any, where: _Where, field: str) -> list[dict[str, Any]] | None:
+def _weights(raw: object, where: _Where, field: str) -> list[Phase] | None:
     if raw is None:
         return None
     if isinstance(raw, Mapping):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from labreplay.errors import DataError
 from labreplay.sdk import Missing, Record
@@ -62,13 +62,18 @@ NOT_IN_LEDGER = "not recorded in ledger"
 #    "review": {"tier", "history"} or None}
 
 
-def phase_list(raw: Any, *, file: str, record: str, field: str) -> list[dict[str, Any]]:
+class Phase(TypedDict):
+    name: str
+    weight_fraction: float | None
+
+
+def phase_list(raw: object, *, file: str, record: str, field: str) -> list[Phase]:
     """[{name, weight_fraction}] with fractions rounded to 4 decimals."""
     if not isinstance(raw, list):
         raise DataError(
             "expected a list of phases", file=file, record=record, field=field, value=raw
         )
-    out = []
+    out: list[Phase] = []
     for phase in raw:
         if not isinstance(phase, Mapping) or "name" not in phase:
             raise DataError(
@@ -131,7 +136,7 @@ def review_evidence(
 
 
 def sample_descriptors(sample: Mapping[str, Any], *, file: str) -> dict[str, Any]:
-    def recorded(key: str) -> Any:
+    def recorded(key: str) -> object:
         value = sample[key]
         return Missing(NOT_IN_LEDGER) if value is None else value
 
@@ -180,8 +185,8 @@ def sample_record(sample: Mapping[str, Any], *, file: str, provenance: dict[str,
 # --------------------------------------------------------------------------- reconstruction
 
 
-def _same_phases(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
-    def key(phases: list[dict[str, Any]]) -> list[tuple[str, float]]:
+def _same_phases(a: list[Phase], b: list[Phase]) -> bool:
+    def key(phases: list[Phase]) -> list[tuple[str, float]]:
         return sorted((p["name"], p["weight_fraction"] or 0.0) for p in phases)
 
     return key(a) == key(b)
@@ -283,8 +288,8 @@ def read_pg_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return rows
 
 
-def _pg_provenance(row: Mapping[str, Any], number: int) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _pg_provenance(row: Mapping[str, object], number: int) -> dict[str, object]:
+    out: dict[str, object] = {
         "row": number,
         "upstream": row.get("source"),
         "replay_split": row.get("replay_split"),

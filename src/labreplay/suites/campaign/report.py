@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -24,7 +24,7 @@ def stored_spec(store: Store, spec_hash: str) -> EnvironmentSpec:
     return spec_from_stored(store.get_spec(spec_hash), spec_hash, f"store {store.path}")
 
 
-def tie_groups(rows: Sequence[dict[str, Any]], pairwise: Sequence[Mapping[str, Any]]) -> None:
+def tie_groups(rows: Sequence[dict[str, object]], pairwise: Sequence[Mapping[str, object]]) -> None:
     """Label each ranked row with its tie group: walking down the ranking, a system joins the
     current group unless its AUC difference from the group's leader is separable at 95%."""
     separable = {(p["a"], p["b"]): p["separable"] for p in pairwise}
@@ -82,7 +82,15 @@ def references(store: Store) -> list[dict[str, Any]]:
     return reference_rows(store)
 
 
-def mean_curves(store: Store) -> dict[str, dict[int, dict[str, dict[str, Any]]]]:
+class CurveStats(TypedDict):
+    """One branch's learning curve over the assignments of one horizon."""
+
+    mean: list[float]  # s_0 .. s_T
+    sd: list[float]  # +-1 SD over assignments (and replicates)
+    n: int  # curves averaged
+
+
+def mean_curves(store: Store) -> dict[str, dict[int, dict[str, CurveStats]]]:
     """system -> horizon T -> branch -> {"mean": [s_0..s_T], "n": assignments}.
 
     Assignments of different lengths cannot share an x axis, so curves are averaged within each
@@ -90,6 +98,7 @@ def mean_curves(store: Store) -> dict[str, dict[int, dict[str, dict[str, Any]]]]
     from labreplay.suites.campaign.leaderboard import collect
     from labreplay.suites.campaign.metrics import branch_metrics
     from labreplay.suites.campaign.runner import random_replicate
+    from labreplay.suites.campaign.views import spec_body
 
     data = collect(store)
     acc: dict[str, dict[int, dict[str, list[list[float]]]]] = defaultdict(
@@ -108,11 +117,11 @@ def mean_curves(store: Store) -> dict[str, dict[int, dict[str, dict[str, Any]]]]
                     if spec_hash not in specs:
                         specs[spec_hash] = stored_spec(store, spec_hash)
                     events = store.events(entry["run_id"])
-                    curve = branch_metrics(events, specs[spec_hash].body)["curve"]
+                    curve = branch_metrics(events, spec_body(specs[spec_hash].body))["curve"]
                 # random replicates share one band: they are draws of one control
                 name = "random" if random_replicate(branch) is not None else branch
                 acc[system][len(curve) - 1][name].append([float(x) for x in curve])
-    out: dict[str, dict[int, dict[str, dict[str, Any]]]] = {}
+    out: dict[str, dict[int, dict[str, CurveStats]]] = {}
     for system, by_t in sorted(acc.items()):
         out[system] = {
             t: {
@@ -249,11 +258,11 @@ def campaign_section(store: Store, run_id: str | None = None) -> dict[str, Any] 
             f"chose; not an upper bound); reference model's ceiling {r['reference_ceiling']:+.4f}; "
             "headroom captured " + ("-" if share is None else f"{100 * share:.0f}%")
         )
-    from labreplay.suites.campaign.board_notes import notes_text
+    from labreplay.suites.campaign.board_notes import BoardNotes, notes_text
     from labreplay.suites.campaign.board_text import skill_note
 
     notes.append(skill_note(board["tables"][paper]))
-    notes.extend(notes_text(board["tables"][paper].get("flags") or {}))
+    notes.extend(notes_text(board["tables"][paper].get("flags") or BoardNotes()))
     notes.append(power_text(board["tables"][paper]["power"]))
     if board["unverified_data"]:
         notes.append(

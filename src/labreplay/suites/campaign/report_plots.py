@@ -6,12 +6,15 @@ Every function returns PNG bytes; the same data gives the same bytes (`png_bytes
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from labreplay.sdk.report import png_bytes
+
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.report import CurveStats
 
 BRANCH_STYLE = {
     "adaptive": ("tab:blue", "-"),
@@ -20,9 +23,7 @@ BRANCH_STYLE = {
 }
 
 
-def learning_curves(
-    system: str, by_horizon: Mapping[int, Mapping[str, Mapping[str, Any]]]
-) -> bytes:
+def learning_curves(system: str, by_horizon: Mapping[int, Mapping[str, CurveStats]]) -> bytes:
     """Held-out score s_t against experiments t, adaptive vs its two controls, one panel per
     horizon T (mean over the assignments of that length; band: +-1 SD over assignments)."""
     horizons = sorted(by_horizon)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from labreplay.errors import LabreplayError, SpecError, StoreError
 from labreplay.sdk import Recorder, RunHeader, find_header, header_payload, open_run
@@ -51,9 +51,58 @@ from labreplay.suites.campaign.controls import (
     extract_schedule,
 )
 from labreplay.suites.campaign.env import CampaignEnv
-from labreplay.suites.campaign.metrics import branch_metrics
+from labreplay.suites.campaign.events import CategoryForecast, checkpoint_payloads
+from labreplay.suites.campaign.json_values import json_list, json_number, json_object
+from labreplay.suites.campaign.metrics import BranchMetrics, branch_metrics
+from labreplay.suites.campaign.views import AssignmentRef, spec_body
 
 AgentFactory = Callable[[], Agent]
+
+
+class PreCampaignForecast(TypedDict, total=False):
+    """The forecast a branch's first checkpoint takes instead of asking its agent: the
+    adaptive branch's, `recorded` verbatim (controls), or none with the `error` that
+    prevented asking (every entry then takes the declared fallback)."""
+
+    forecasts: list[dict[str, object]]
+    recorded: dict[str, CategoryForecast]
+    error: str
+
+
+class AssignmentMetrics(TypedDict):
+    """An assignment's scores: per branch its run and counts, the adaptive branch's AUC and
+    gain, and the lifts and acceleration where they are estimable (METRICS.md)."""
+
+    branches: dict[str, dict[str, object]]
+    adaptive_auc: float
+    held_out_gain: float
+    random_replicates: NotRequired[int]
+    selection_lift: NotRequired[float]
+    acceleration_first: NotRequired[float | None]
+    acceleration_sustained: NotRequired[float | None]
+    target_met_at_t0: NotRequired[bool]
+    evidence_lift: NotRequired[float]
+
+
+class AssignmentSummary(AssignmentMetrics):
+    """What a run returns per assignment (`run_assignment`, `execute.run_assignments`)."""
+
+    spec_id: str
+    spec_hash: str
+    assignment: AssignmentRef
+    partition_seed: int
+    status: str  # "complete" or "failed"
+    failed_call_share: float | None
+    cause: str | None
+    cause_kind: str | None
+    usage: dict[str, dict[str, object]]  # branch -> its model calls' accounting
+
+
+# (t, the previous checkpoint's forecasts, a forecast given instead of asking) -> forecasts
+Checkpoint = Callable[
+    [int, Mapping[str, CategoryForecast] | None, PreCampaignForecast | None],
+    dict[str, CategoryForecast],
+]
 BRANCHES = ("adaptive", "random", "no-evidence")
 
 
@@ -92,11 +141,11 @@ class BranchResult:
     run_id: str
     branch: str
     events: list[dict[str, Any]]
-    metrics: dict[str, Any]
+    metrics: BranchMetrics
     head_hash: str
     # Model-call records of the branch, so a result computed without a store (on a worker)
     # can still be persisted by the driver with its call log.
-    calls: list[Any] = field(default_factory=list)
+    calls: Sequence[Mapping[str, object]] = field(default_factory=list)
     # Why the branch failed although its calls did not (its agent stopped answering, a cap
     # ended it: "cap reached: --max-calls 50 (...)"), or None.
     failure: str | None = None
@@ -110,12 +159,12 @@ def _header(
     spec: EnvironmentSpec,
     branch: str,
     agent_name: str,
-    agent_params: Mapping[str, Any],
+    agent_params: Mapping[str, object],
     seed: int,
     model: str | None,
     endpoint: str | None,
     parent_run_id: str | None,
-    extra_provenance: Mapping[str, Any] | None,
+    extra_provenance: Mapping[str, object] | None,
 ) -> RunHeader:
     """The branch's run row: its key and provenance."""
     return RunHeader(
@@ -137,12 +186,12 @@ def _header(
 
 def _stored_branch(store: Store, spec: EnvironmentSpec, run_id: str, branch: str) -> BranchResult:
     events = store.events(run_id)
-    metrics = branch_metrics(events, spec.body)
+    metrics = branch_metrics(events, spec_body(spec.body))
     calls = store.llm_calls(run_id)  # its accounting, for the run output
     return BranchResult(run_id, branch, events, metrics, events[-1]["hash"], calls)
 
 
-def guarded_act(agent: Agent, observation: Mapping[str, Any]) -> Any:
+def guarded_act(agent: Agent, observation: Mapping[str, object]) -> object:
     """The agent's action; an exception inside `act` or a non-JSON return becomes an invalid
     action naming it (recorded and scored, never a crash). Harness errors (LabreplayError:
     an agent that stopped answering, a cap) propagate."""
@@ -160,7 +209,7 @@ def guarded_act(agent: Agent, observation: Mapping[str, Any]) -> Any:
     return action
 
 
-def guarded_forecast(agent: Agent, snapshot: Mapping[str, Any]) -> Any:
+def guarded_forecast(agent: Agent, snapshot: Mapping[str, object]) -> object:
     """The agent's panel forecast; a failure becomes an empty one naming it (every entry then
     gets the declared fallback)."""
     try:
@@ -181,10 +230,10 @@ def run_branch(
     seed: int,
     branch: str,
     store: Store | None = None,
-    initial_forecast: Mapping[str, Any] | None = None,
+    initial_forecast: PreCampaignForecast | None = None,
     parent_run_id: str | None = None,
     max_invalid_streak: int = 8,
-    extra_provenance: Mapping[str, Any] | None = None,
+    extra_provenance: Mapping[str, object] | None = None,
 ) -> BranchResult:
     """One branch. With a store its events are written as they happen (a branch found
     complete is read back; resume rules: `labreplay.runtime.recorder.open_run`)."""
@@ -214,15 +263,17 @@ def run_branch(
     env.reset(seed)
     recorder.attach(env.trajectory)
     _append_header(recorder, env, agent, seed, branch)
-    calls: list[Any] = []
+    calls: list[Mapping[str, object]] = []
     failure: str | None = None
     health = RunHealth()
-    caps = {**policy_turn_caps(spec.body), **agent_caps(agent)}
+    caps = {**policy_turn_caps(spec_body(spec.body)), **agent_caps(agent)}
     turns = TurnCounter(caps)
 
     def checkpoint(
-        t: int, previous: Mapping[str, Any] | None, given: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
+        t: int,
+        previous: Mapping[str, CategoryForecast] | None,
+        given: PreCampaignForecast | None = None,
+    ) -> dict[str, CategoryForecast]:
         snapshot = env.checkpoint_snapshot()
         response = given if given is not None else guarded_forecast(agent, snapshot)
         recorded = given.get("recorded") if given is not None else None
@@ -278,7 +329,7 @@ def run_branch(
     env.end()
     recorder.sync()
     events = env.trajectory.events
-    metrics = branch_metrics(events, spec.body)
+    metrics = branch_metrics(events, spec_body(spec.body))
     if store is not None:
         _finish(recorder, metrics, events, env.n_invalid, calls, failure, caps, health)
     head = env.trajectory.head
@@ -308,7 +359,7 @@ def _append_header(
         recorder.sync()
 
 
-def _reset(agent: Any, seed: int) -> None:
+def _reset(agent: Agent, seed: int) -> None:
     """`agent.reset(seed)`; an exception there ends the branch like a dead agent (failed, with
     the cause), not the whole command with a traceback and the run left `running`."""
     try:
@@ -319,9 +370,7 @@ def _reset(agent: Any, seed: int) -> None:
         raise AgentUnavailable(raised_message("reset", exc)) from None
 
 
-def _fallback_s0(
-    checkpoint: Callable[..., dict[str, Any]], health: RunHealth, failure: str
-) -> None:
+def _fallback_s0(checkpoint: Checkpoint, health: RunHealth, failure: str) -> None:
     """The harness stopped the branch before its pre-campaign forecast was recorded (a cap or
     a dead agent during that very call): record it as failed, every entry the declared
     fallback, so the curve still starts at s_0 and the failed run is stored, not a crash."""
@@ -329,7 +378,7 @@ def _fallback_s0(
     health.checkpoint(True)
 
 
-def branch_verdict(calls: Sequence[Any], health: RunHealth) -> Verdict:
+def branch_verdict(calls: Sequence[Mapping[str, object]], health: RunHealth) -> Verdict:
     """The failed-run rule (`labreplay.runtime.failure`) for one branch; a branch whose every
     model call failed (checkpoints included) measured its endpoint and is failed too."""
     every = call_failures(calls)
@@ -341,12 +390,12 @@ def branch_verdict(calls: Sequence[Any], health: RunHealth) -> Verdict:
 
 def _finish(
     recorder: Recorder,
-    metrics: Mapping[str, Any],
-    events: Sequence[Mapping[str, Any]],
+    metrics: Mapping[str, object],
+    events: Sequence[Mapping[str, object]],
     n_invalid: int,
-    calls: Sequence[Any],
+    calls: Sequence[Mapping[str, object]],
     failure: str | None = None,
-    caps: Mapping[str, Any] | None = None,
+    caps: Mapping[str, object] | None = None,
     health: RunHealth | None = None,
 ) -> None:
     """Scores, call log and the final mark of a finished branch: `failed` by the one
@@ -358,16 +407,15 @@ def _finish(
         for k, v in metrics.items()
         if isinstance(v, int | float) or v is None
     }
-    closed: list[str] = next(
-        (e["payload"].get("closed", []) for e in events if e["kind"] == "end"), []
-    )
+    end = next((e["payload"] for e in events if e["kind"] == "end"), {})
+    closed = [str(eid) for eid in json_list(json_object(end).get("closed", []))]
     recorder.flush()
     health_ = health if health is not None else RunHealth()
     verdict = branch_verdict(calls, health_)
     summary: dict[str, Any] = {
         "head_hash": events[-1]["hash"],
         "invalid_actions": n_invalid,
-        "checkpoint_fallbacks": int(metrics.get("checkpoint_fallbacks") or 0),
+        "checkpoint_fallbacks": int(json_number(metrics.get("checkpoint_fallbacks") or 0)),
         "caps": dict(caps or {}),
         **health_.to_json(),
     }
@@ -392,12 +440,12 @@ def persist_branch(
     spec: EnvironmentSpec,
     result: BranchResult,
     agent_name: str,
-    agent_params: Mapping[str, Any],
+    agent_params: Mapping[str, object],
     seed: int,
     parent_run_id: str | None = None,
     model: str | None = None,
     endpoint: str | None = None,
-    extra_provenance: Mapping[str, Any] | None = None,
+    extra_provenance: Mapping[str, object] | None = None,
 ) -> BranchResult:
     """Write a branch computed without a store (e.g. on a Dask worker) into `store`.
 
@@ -455,9 +503,8 @@ def persist_branch(
     )
 
 
-def pre_campaign_forecast(events: list[dict[str, Any]]) -> dict[str, Any]:
-    first = next(e for e in events if e["kind"] == "checkpoint")
-    forecasts = first["payload"]["forecasts"]
+def pre_campaign_forecast(events: Sequence[Mapping[str, object]]) -> PreCampaignForecast:
+    forecasts = checkpoint_payloads(events)[0]["forecasts"]
     return {
         "forecasts": [{"experiment_id": k, **v} for k, v in forecasts.items()],
         "recorded": forecasts,  # recorded verbatim by the controls: shared exactly
@@ -470,7 +517,7 @@ def run_assignment(
     store: Store | None,
     seed: int,
     controls: tuple[str, ...] = ("random", "no-evidence"),
-) -> dict[str, Any]:
+) -> AssignmentSummary:
     """Adaptive branch, then each requested control from the same pre-campaign forecast.
     With a store this goes through the shared driver (`execute.run_assignments`), like every
     other run path; without one it only computes."""
@@ -485,7 +532,7 @@ def run_assignment(
 
 def assignment_summary(
     spec: EnvironmentSpec, results: Mapping[str, BranchResult]
-) -> dict[str, Any]:
+) -> AssignmentSummary:
     health = call_failures(results["adaptive"].calls)
     verdicts = [branch_verdict(r.calls, r.health) for r in results.values()]
     failed_verdict = next((v for v in verdicts if v.status == "failed"), None)
@@ -529,7 +576,7 @@ def run_assignment_branches(
             close_agent(agent)
 
 
-def requested(controls: Sequence[str]) -> dict[str, Any]:
+def requested(controls: Sequence[str]) -> dict[str, object]:
     """The adaptive run's provenance entry naming the controls asked for beside it."""
     return {"controls": sorted(controls)}
 
@@ -571,10 +618,10 @@ def _branches(
 
 def assignment_metrics(
     spec: EnvironmentSpec, results: Mapping[str, BranchResult]
-) -> dict[str, Any]:
+) -> AssignmentMetrics:
     tau = target_tau(spec.body)
     adaptive = results["adaptive"].metrics
-    out: dict[str, Any] = {
+    out: AssignmentMetrics = {
         "branches": {
             b: {
                 "run_id": r.run_id,
@@ -636,8 +683,8 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
-def target_tau(body: Mapping[str, Any]) -> float | None:
+def target_tau(body: Mapping[str, object]) -> float | None:
     """The declared acceleration target of a spec (older specs held a bare number)."""
     target = body["acceleration_target"]
     value = target.get("tau") if isinstance(target, Mapping) else target
-    return None if value is None else float(value)
+    return None if value is None else json_number(value, "acceleration_target")

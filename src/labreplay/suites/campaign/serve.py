@@ -24,14 +24,14 @@ says what was expected.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from labreplay.sdk.engine import EnvironmentSpec, Store, run_key
 from labreplay.sdk.harness import BridgeAgent, Channel, Request, ToolDef, start_worker
 from labreplay.suites.campaign.actions import PHASE_ACTIONS, action_schema
 from labreplay.suites.campaign.env import panel_schema
+from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.runner import BRANCHES, random_replicate, run_assignment
 
 WAIT_S = 600.0  # a run that does not answer a tool call within this is reported, not awaited
@@ -46,13 +46,14 @@ INSTRUCTIONS = (
 )
 
 
-def _action_variants() -> dict[str, dict[str, Any]]:
+def _action_variants() -> dict[str, dict[str, object]]:
     """Argument schema of each action kind (the action schema minus `type`)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for phase in PHASE_ACTIONS:
-        for variant in action_schema(phase, ["<experiment_id>"], "<experiment_id>")["oneOf"]:
-            props = dict(variant["properties"])
-            name = props.pop("type")["const"]
+        schema = action_schema(phase, ["<experiment_id>"], "<experiment_id>")
+        for variant in json_list(schema["oneOf"]):
+            props = dict(json_object(json_object(variant)["properties"]))
+            name = str(json_object(props.pop("type"))["const"])
             props = {
                 k: ({"type": "string"} if k == "experiment_id" else v) for k, v in props.items()
             }
@@ -65,7 +66,7 @@ def _action_variants() -> dict[str, dict[str, Any]]:
     return out
 
 
-def panel_tool_schema() -> dict[str, Any]:
+def panel_tool_schema() -> dict[str, object]:
     """The panel forecast tool's schema: any experiment id (the env checks the panel's)."""
     return panel_schema()
 
@@ -139,18 +140,18 @@ class CampaignSession:
         self.params = {"interface": interface, **({"model": model} if model else {})}
         self.interface = interface
         self.channel = Channel()
-        self.played: list[dict[str, Any]] = []
+        self.played: list[dict[str, object]] = []
         self.started: list[dict[str, str]] = []  # (assignment, branch) in the order run
         self._lock = threading.Lock()  # a harness's parallel tool calls are served in turn
         self._thread = start_worker(self.channel, self._work)
 
     # ------------------------------------------------------------------ worker
-    def _work(self) -> dict[str, Any]:
+    def _work(self) -> dict[str, object]:
         with Store(self.store_path) as db:
             for spec in self.specs:
                 assignment = str(spec.body["assignment"]["id"])
 
-                def make(spec: EnvironmentSpec = spec, assignment: str = assignment) -> Any:
+                def make(spec: EnvironmentSpec = spec, assignment: str = assignment) -> BridgeAgent:
                     branch = self._next_branch(db, spec)
                     if branch is not None and self.started[-1:] != [
                         {"assignment": assignment, "branch": branch}
@@ -196,13 +197,13 @@ class CampaignSession:
         return None
 
     # ------------------------------------------------------------------ tools
-    def done_reply(self) -> dict[str, Any]:
-        reply: dict[str, Any] = {"done": True, "played": list(self.played)}
+    def done_reply(self) -> dict[str, object]:
+        reply: dict[str, object] = {"done": True, "played": list(self.played)}
         if self.channel.failure:
             reply["error"] = f"the run stopped: {self.channel.failure}"
         return reply
 
-    def _view(self, request: Request | None) -> dict[str, Any]:
+    def _view(self, request: Request | None) -> dict[str, object]:
         if request is None:
             if self.channel.finished is None:
                 return {"error": "the run did not answer in time", "expected": "observe()"}
@@ -212,10 +213,10 @@ class CampaignSession:
             return {**request.payload, "session": session}
         return {"kind": "observation", **request.payload, "session": session}
 
-    def observe(self) -> dict[str, Any]:
+    def observe(self) -> dict[str, object]:
         return self._view(self.channel.current(WAIT_S))
 
-    def act(self, reply: Any) -> dict[str, Any]:
+    def act(self, reply: object) -> dict[str, object]:
         answered = self.channel.current(WAIT_S)
         if answered is None:
             return {**self._view(None), "expected": "nothing: every session is over"}
@@ -232,11 +233,11 @@ class CampaignSession:
             result["error"] = view["error"]
         return result
 
-    def call(self, tool: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    def call(self, tool: str, arguments: Mapping[str, object] | None) -> dict[str, object]:
         with self._lock:
             return self._call(tool, arguments)
 
-    def _call(self, tool: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    def _call(self, tool: str, arguments: Mapping[str, object] | None) -> dict[str, object]:
         args = dict(arguments or {})
         if tool == "observe":
             return self.observe()
@@ -255,12 +256,12 @@ class CampaignSession:
         }
 
 
-def _result_of(answered: Request, reply: Any, nxt: Request | None) -> dict[str, Any]:
+def _result_of(answered: Request, reply: object, nxt: Request | None) -> dict[str, object]:
     """What the harness learns about its reply: exactly what the next observation shows."""
     same = nxt is not None and nxt.context == answered.context
     if answered.kind == "forecast":
         ok = isinstance(reply, Mapping) and isinstance(reply.get("forecasts"), list)
-        result: dict[str, Any] = {
+        result: dict[str, object] = {
             "accepted": ok,
             "reason": "checkpoint recorded" if ok else "a panel checkpoint was due",
         }
@@ -309,7 +310,9 @@ def serve_campaign(
     # now as before; a concurrent session as NAME-k, so two sessions never write the same runs
     first = CampaignSession(specs, store_path, agent_name, seed, controls, model)
 
-    def campaign_of(slot: int) -> Any:
+    def campaign_of(
+        slot: int,
+    ) -> Callable[[str, Mapping[str, object] | None], dict[str, object]]:
         if slot == 1:
             return first.call
         return CampaignSession(

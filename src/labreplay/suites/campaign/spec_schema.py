@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TypeGuard
 
 from labreplay.errors import SpecError
+from labreplay.suites.campaign.json_values import json_list, json_object
 
 # Declared maxima (compiled SDL-1 specs: 12 experiments, 36 evidence requests, 3 reviews).
 MAX_BUDGETS = {"experiments": 10_000, "evidence": 100_000, "reviews": 10_000}
@@ -23,11 +24,11 @@ MAX_CANDIDATES = 100_000
 MAX_PRICE = 1e6
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
@@ -35,7 +36,7 @@ def _is_number(value: object) -> bool:
     )
 
 
-def check_body_schema(body: Mapping[str, Any], origin: str) -> None:
+def check_body_schema(body: Mapping[str, object], origin: str) -> None:
     """Refuse (SpecError, exit 2) a body outside the declared schema; see the module doc."""
 
     def refuse(field: str, value: object, why: str) -> SpecError:
@@ -43,7 +44,8 @@ def check_body_schema(body: Mapping[str, Any], origin: str) -> None:
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
         return SpecError(f"spec {origin}: body field {field!r}: value {shown} {why}")
 
-    budgets = body["budgets"]
+    # `api.check_campaign_spec` checked the top-level fields' JSON types before this
+    budgets = json_object(body["budgets"], "budgets")
     for name, hi in MAX_BUDGETS.items():
         value = budgets.get(name)
         lo = MIN_BUDGETS[name]
@@ -54,12 +56,12 @@ def check_body_schema(body: Mapping[str, Any], origin: str) -> None:
     eps = body["eps"]
     if not _is_number(eps) or not 0 < float(eps) < 0.5:
         raise refuse("eps", eps, "must be a number in (0, 0.5)")
-    for name, price in body["prices"].items():
+    for name, price in json_object(body["prices"], "prices").items():
         if not _is_number(price) or not 0 <= float(price) <= MAX_PRICE:
             raise refuse(f"prices.{name}", price, f"must be a number in [0, {MAX_PRICE:g}]")
     evaluator = body["evaluator"]
     for field in ("candidates", "queries"):
-        items = body[field]
+        items = json_list(body[field], field)
         if not items:
             raise refuse(field, items, "is empty")
         if len(items) > MAX_CANDIDATES:

@@ -11,7 +11,9 @@ from labreplay.sdk.engine import ReportSection
 if TYPE_CHECKING:
     import typer
 
-    from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, Store
+    from labreplay.sdk.agents import Agent, ResolvedAgent
+    from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, RunInfo, Store
+    from labreplay.suites.campaign.runner import AssignmentSummary
 
 
 class CampaignSuite:
@@ -59,7 +61,7 @@ class CampaignSuite:
         _, specs, _ = compile_specs(data_dir=data_dir, **options)
         return specs
 
-    def resolve_agent(self, agent: Any, **options: Any) -> Any:
+    def resolve_agent(self, agent: object, **options: object) -> ResolvedAgent:
         """Options: those of `run` (`CampaignRunOptions` plus the LLM options of
         `openai:MODEL`); an unknown key is refused naming the nearest valid one."""
         from labreplay.suites.campaign.api import resolve_campaign_agent
@@ -74,13 +76,13 @@ class CampaignSuite:
     def run(
         self,
         specs: Sequence[EnvironmentSpec],
-        agent: Any,
+        agent: object,
         store: Store,
         *,
         seed: int = 0,
         executor: Executor | None = None,
-        **options: Any,
-    ) -> list[dict[str, Any]]:
+        **options: object,
+    ) -> list[AssignmentSummary]:
         """Options: `CampaignRunOptions` (controls, random_replicates, isolate,
         agent_timeout_s, progress) and the LLM options of `openai:MODEL`. The CLI's
         `campaign run` calls this with the same defaults."""
@@ -98,7 +100,7 @@ class CampaignSuite:
             list(specs), agent, store, seed, controls, executor, agent_kwargs, run_options.progress
         )
 
-    def check_options(self, **options: Any) -> None:
+    def check_options(self, **options: object) -> None:
         """Refuse bad or unknown run options before any store is opened (`labreplay.run`)."""
         from labreplay.suites.campaign.options import parse_run_options
 
@@ -112,15 +114,16 @@ class CampaignSuite:
     def rescore(
         self,
         spec: EnvironmentSpec,
-        events: Sequence[Mapping[str, Any]],
+        events: Sequence[Mapping[str, object]],
         run: object,
         store: Store | None = None,
     ) -> dict[str, float | None]:
         """The scalar scores of a stored branch, recomputed from its events and the stored
         evaluator (`store verify` compares them with the `scores` rows)."""
         from labreplay.suites.campaign.metrics import branch_metrics
+        from labreplay.suites.campaign.views import spec_body
 
-        metrics = branch_metrics(events, spec.body)
+        metrics = branch_metrics(events, spec_body(spec.body))
         return {
             k: (float(v) if v is not None else None)
             for k, v in metrics.items()
@@ -130,8 +133,8 @@ class CampaignSuite:
     def rederive(
         self,
         spec: EnvironmentSpec,
-        events: Sequence[Mapping[str, Any]],
-        run: Any,
+        events: Sequence[Mapping[str, object]],
+        run: RunInfo,
         store: Store | None = None,
     ) -> Rederived:
         """A stored branch's curves, closures, summary counts and status, recomputed from
@@ -141,7 +144,7 @@ class CampaignSuite:
         return rederive_branch(spec, events, run, store)
 
     def agent_problems(
-        self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
+        self, make_agent: Callable[[], Agent], spec: EnvironmentSpec, seed: int, **options: object
     ) -> list[str]:
         """Options: strict (default True; False lets a random agent's rejections pass)."""
         from labreplay.suites.campaign.checks import agent_problems

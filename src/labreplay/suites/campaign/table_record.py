@@ -44,7 +44,7 @@ def read_rows(card: RecordCard, data_dir: Path) -> tuple[list[str], list[dict[st
     return header, rows
 
 
-def _cell(raw: str | None) -> Any:
+def _cell(raw: str | None) -> float | str | Missing:
     text = (raw or "").strip()
     if not text:
         return Missing("empty cell in the recorded table")

@@ -14,20 +14,24 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from labreplay.sdk.engine import EnvironmentSpec, Rederived, RunHealth, RunInfo, Store
+from labreplay.suites.campaign.json_values import json_list, json_number, json_object
 from labreplay.suites.campaign.metrics import branch_metrics
 from labreplay.suites.campaign.runner import branch_verdict, random_replicate
+from labreplay.suites.campaign.views import spec_body
 
 
-def _health(summary: Mapping[str, Any]) -> RunHealth:
+def _health(summary: Mapping[str, object]) -> RunHealth:
     """The health counts the run recorded (without a harness stop: that is a claim)."""
     failures = summary.get("policy_failures") or {}
     return RunHealth(
-        policy_calls=int(summary.get("policy_calls") or 0),
+        policy_calls=int(json_number(summary.get("policy_calls") or 0)),
         policy_failures=Counter(
-            {str(k): int(v) for k, v in failures.items()} if isinstance(failures, dict) else {}
+            {str(k): int(json_number(v)) for k, v in failures.items()}
+            if isinstance(failures, dict)
+            else {}
         ),
-        checkpoints=int(summary.get("checkpoints") or 0),
-        checkpoint_failures=int(summary.get("checkpoint_failures") or 0),
+        checkpoints=int(json_number(summary.get("checkpoints") or 0)),
+        checkpoint_failures=int(json_number(summary.get("checkpoint_failures") or 0)),
     )
 
 
@@ -49,12 +53,12 @@ def _needed_controls(run: RunInfo, store: Store | None) -> list[str]:
 
 def rederive_branch(
     spec: EnvironmentSpec,
-    events: Sequence[Mapping[str, Any]],
+    events: Sequence[Mapping[str, object]],
     run: RunInfo,
     store: Store | None,
 ) -> Rederived:
-    metrics = branch_metrics(events, spec.body)
-    end: Mapping[str, Any] = next((e["payload"] for e in events if e["kind"] == "end"), {})
+    metrics = branch_metrics(events, spec_body(spec.body))
+    end = next((json_object(e["payload"]) for e in events if e["kind"] == "end"), {})
     summary: Mapping[str, Any] = run.summary or {}
     calls = store.llm_calls(run.run_id) if store is not None else []
     verdict = branch_verdict(calls, _health(summary))
@@ -68,11 +72,13 @@ def rederive_branch(
         "details": {
             "curve": metrics["curve"],
             "movements": metrics["movements"],
-            "closed": list(end.get("closed", [])),
+            "closed": list(json_list(end.get("closed", []))),
         },
         "status": status,
         "summary": {
-            "invalid_actions": int(end.get("invalid_actions", metrics["invalid_actions"])),
+            "invalid_actions": int(
+                json_number(end.get("invalid_actions", metrics["invalid_actions"]))
+            ),
             "checkpoint_fallbacks": int(metrics.get("checkpoint_fallbacks") or 0),
         },
     }
