@@ -60,6 +60,9 @@ def test_run_and_report_commands(data_dir: Path, cache_dir: Path, tmp_path: Path
     rows = [line for line in text.output.splitlines() if line.startswith("|")]
     assert rows and all(line.rstrip().endswith("|") for line in rows)  # no row broken in two
     assert max(len(line) for line in rows) > 80  # rows wider than the output stay whole
+    # every system name stays whole in its cell (the method and model of the run)
+    cells = {cell.strip() for line in rows for cell in line.strip("|").split("|")}
+    assert "random" in cells, cells
 
 
 def test_cli_errors_are_one_line_exit_2(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from labreplay._hashing import canonical_json, sha256_json
 from labreplay._provenance import base_provenance, scrub_secrets, scrub_text, utc_now
@@ -142,7 +142,7 @@ StoredCell = str | int | float | bytes | None
 def run_key(
     spec_hash: str,
     agent: str,
-    agent_params: Mapping[str, JsonValue],
+    agent_params: Mapping[str, object],
     seed: int,
     branch: str,
     isolation: str = IN_PROCESS,
@@ -156,7 +156,10 @@ def run_key(
         "spec": spec_hash,
         # as stored (scrubbed of credentials), so that the stored row gives its id back
         "agent": _clean(agent),
-        "params": json.loads(_text(scrub_secrets(dict(agent_params)))),
+        # an agent's params() are whatever it returns: strict JSON text refuses a non-JSON value
+        "params": json.loads(
+            _text(scrub_secrets(cast("dict[str, JsonValue]", dict(agent_params))))
+        ),
         "seed": seed,
         "branch": branch,
     }

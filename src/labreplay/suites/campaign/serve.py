@@ -26,7 +26,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import cast
 
+from labreplay.sdk.agents import CampaignAgent
 from labreplay.sdk.engine import EnvironmentSpec, Store, run_key
 from labreplay.sdk.harness import BridgeAgent, Channel, Request, ToolDef, start_worker
 from labreplay.suites.campaign.actions import PHASE_ACTIONS, action_schema
@@ -151,7 +153,9 @@ class CampaignSession:
             for spec in self.specs:
                 assignment = str(spec.body["assignment"]["id"])
 
-                def make(spec: EnvironmentSpec = spec, assignment: str = assignment) -> BridgeAgent:
+                def make(
+                    spec: EnvironmentSpec = spec, assignment: str = assignment
+                ) -> CampaignAgent:
                     branch = self._next_branch(db, spec)
                     if branch is not None and self.started[-1:] != [
                         {"assignment": assignment, "branch": branch}
@@ -162,14 +166,19 @@ class CampaignSession:
                         "spec_hash": spec.spec_hash,
                         "branch": branch,
                     }
-                    return BridgeAgent(
-                        self.channel,
-                        self.agent_name,
-                        self.params,
-                        session,
-                        db,
-                        self.model,
-                        self.interface,
+                    # the bridge forwards whatever the remote agent replies; the runner checks
+                    # every reply (a bad one is an invalid action, recorded), as in-process
+                    return cast(
+                        "CampaignAgent",
+                        BridgeAgent(
+                            self.channel,
+                            self.agent_name,
+                            self.params,
+                            session,
+                            db,
+                            self.model,
+                            self.interface,
+                        ),
                     )
 
                 summary = run_assignment(spec, make, db, self.seed, self.controls)
