@@ -9,14 +9,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 from labreplay.errors import AgentError
 from labreplay.sdk import make_rng, sha256_json
 from labreplay.sdk.agents import QuestionAgent
-from labreplay.suites.conditions.questions import table_id_of, value_label
+from labreplay.sdk.events import JsonValue
+from labreplay.suites.conditions.questions import (
+    Precedent,
+    Question,
+    QuestionView,
+    table_id_of,
+    value_label,
+    view_of,
+)
 from labreplay.suites.conditions.scoring import utility_of_outcome
 
 
@@ -29,22 +36,19 @@ class RandomAgent:
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, JsonValue]:
         return {"seed": self.seed}
 
-    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]:
-        rng = make_rng(self.seed, "random-agent", question_view["id"])
-        if question_view["question_type"] == "fib_all":
-            cands = question_view["candidates"]
-            return {
-                "choices": {
-                    k: int(rng.integers(len(cands[k]))) for k in question_view["varying_keys"]
-                }
-            }
-        return {"option": int(rng.integers(len(question_view["options"])))}
+    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
+        view = view_of(question_view)
+        rng = make_rng(self.seed, "random-agent", view["id"])
+        if view["question_type"] == "fib_all":
+            cands = view["candidates"]
+            return {"choices": {k: int(rng.integers(len(cands[k]))) for k in view["varying_keys"]}}
+        return {"option": int(rng.integers(len(view["options"])))}
 
 
-def _full_conditions(q: Mapping[str, Any], option: Mapping[str, Any]) -> dict[str, str]:
+def _full_conditions(q: Question, option: Mapping[str, object]) -> dict[str, str]:
     conds = {k: value_label(v) for k, v in q["input"].get("constant_conditions", {}).items()}
     conds.update({k: value_label(v) for k, v in q["input"].get("fixed_conditions", {}).items()})
     conds.update({k: value_label(v) for k, v in option.items()})
@@ -62,21 +66,24 @@ class LeaveTableOutRanker:
 
     name = "ranker_leave_table_out"
 
-    def __init__(self, questions: Sequence[Mapping[str, Any]]) -> None:
-        tables: dict[tuple[str, str], dict[tuple[tuple[str, str], ...], float]] = {}
+    def __init__(self, questions: Sequence[Question]) -> None:
+        tables: dict[tuple[object, str], dict[tuple[tuple[str, str], ...], float]] = {}
         for q in questions:
             meta = q["meta"]
             if "effective_scores" not in meta:  # every type: single-axis tables ask MC_single only
                 continue
             rows = tables.setdefault((meta.get("dataset", ""), table_id_of(q)), {})
-            for opt, u in zip(q["options"], meta["effective_scores"], strict=True):
+            scores = meta["effective_scores"]
+            assert isinstance(scores, list)  # validated: one finite number or null per option
+            for opt, u in zip(q["options"], scores, strict=True):
                 rows[tuple(sorted(_full_conditions(q, opt).items()))] = float(u or 0.0)
         # Totals and per-table parts of (sum of relative utility, count), per value and per key,
         # so that leaving one table out is a subtraction.
-        self._value: dict[tuple[str, str, str], list[float]] = {}
-        self._value_table: dict[tuple[str, str, str, str], list[float]] = {}
-        self._key: dict[tuple[str, str], list[float]] = {}
-        self._key_table: dict[tuple[str, str, str], list[float]] = {}
+        # the dataset is the question's meta.dataset as given (the view shows the same value)
+        self._value: dict[tuple[object, str, str], list[float]] = {}
+        self._value_table: dict[tuple[object, str, str, str], list[float]] = {}
+        self._key: dict[tuple[object, str], list[float]] = {}
+        self._key_table: dict[tuple[object, str, str], list[float]] = {}
         for (dataset, table), rows in sorted(tables.items()):
             best = max(rows.values(), default=0.0)
             if best <= 0:
@@ -93,13 +100,13 @@ class LeaveTableOutRanker:
                         acc[1] += 1
         self._fingerprint = sha256_json(sorted(f"{d}/{t}" for d, t in tables))[:16]
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, JsonValue]:
         return {
             "basis": "per-axis mean relative utility over other tables of the dataset",
             "training_tables": self._fingerprint,
         }
 
-    def _value_mean(self, dataset: str, table: str, key: str, label: str) -> float | None:
+    def _value_mean(self, dataset: object, table: str, key: str, label: str) -> float | None:
         s, n = self._value.get((dataset, key, label), [0.0, 0])
         ts, tn = self._value_table.get((dataset, key, label, table), [0.0, 0])
         if n - tn > 0:
@@ -109,7 +116,7 @@ class LeaveTableOutRanker:
         ts, tn = self._key_table.get((dataset, key, table), [0.0, 0])
         return (s - ts) / (n - tn) if n - tn > 0 else None
 
-    def _option_score(self, view: Mapping[str, Any], option: Mapping[str, Any]) -> float:
+    def _option_score(self, view: QuestionView, option: Mapping[str, object]) -> float:
         vals = [
             self._value_mean(view["dataset"], view["table_id"], k, value_label(v))
             for k, v in option.items()
@@ -117,8 +124,8 @@ class LeaveTableOutRanker:
         known = [v for v in vals if v is not None]
         return sum(known) / len(known) if known else 0.0
 
-    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]:
-        view = question_view
+    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
+        view = view_of(question_view)
         if "dataset" not in view or "table_id" not in view:
             raise AgentError(f"question {view.get('id')}: view lacks dataset/table_id")
         if view["question_type"] == "fib_all":
@@ -139,7 +146,7 @@ def _pick(scores: Sequence[float], rng: np.random.Generator, best: str) -> int:
 
 
 def _precedent_values(
-    precedents: Sequence[Mapping[str, Mapping[str, object]]],
+    precedents: Sequence[Precedent],
 ) -> list[tuple[dict[str, str], float]]:
     """Each precedent's condition labels and its utility (0 when its outcome has none)."""
     return [
@@ -163,11 +170,11 @@ class ExclusionBaseline:
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, JsonValue]:
         return {"seed": self.seed, "basis": "least represented among the precedents"}
 
     @staticmethod
-    def slot_scores(view: Mapping[str, Any]) -> dict[str, list[float]]:
+    def slot_scores(view: QuestionView) -> dict[str, list[float]]:
         """How often each option (``"option"``; FIB: each slot's candidates) is shown."""
         shown = Counter(
             (k, label)
@@ -186,9 +193,9 @@ class ExclusionBaseline:
             ]
         }
 
-    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]:
-        rng = make_rng(self.seed, "exclusion-baseline", question_view["id"])
-        view = question_view
+    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
+        view = view_of(question_view)
+        rng = make_rng(self.seed, "exclusion-baseline", view["id"])
         scores = self.slot_scores(view)
         return _answer(view["question_type"], view["varying_keys"], scores, rng, "min")
 
@@ -205,11 +212,11 @@ class PrecedentRanker:
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, JsonValue]:
         return {"seed": self.seed, "basis": "mean precedent utility per condition value"}
 
     @staticmethod
-    def slot_scores(view: Mapping[str, Any]) -> dict[str, list[float]]:
+    def slot_scores(view: QuestionView) -> dict[str, list[float]]:
         """Each option's (FIB: each slot candidate's) mean precedent utility."""
         precedents = _precedent_values(view.get("precedents") or [])
         sums: dict[tuple[str, str], list[float]] = {}
@@ -235,9 +242,9 @@ class PrecedentRanker:
             ]
         }
 
-    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]:
-        rng = make_rng(self.seed, "precedent-ranker", question_view["id"])
-        view = question_view
+    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
+        view = view_of(question_view)
+        rng = make_rng(self.seed, "precedent-ranker", view["id"])
         scores = self.slot_scores(view)
         return _answer(view["question_type"], view["varying_keys"], scores, rng, "max")
 
@@ -248,13 +255,13 @@ def _answer(
     scores: Mapping[str, list[float]],
     rng: np.random.Generator,
     best: str,
-) -> dict[str, int | dict[str, int]]:
+) -> dict[str, object]:
     if qtype == "fib_all":
         return {"choices": {k: _pick(scores[k], rng, best) for k in keys}}
     return {"option": _pick(scores["option"], rng, best)}
 
 
-def reference_agent(name: str, questions: Sequence[Mapping[str, Any]], seed: int) -> QuestionAgent:
+def reference_agent(name: str, questions: Sequence[Question], seed: int) -> QuestionAgent:
     """Build a non-LLM reference by name (`random`, `ranker`, `exclusion`, `precedent_ranker`)."""
     if name == "random":
         return RandomAgent(seed)

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from labreplay.sdk import canonical_json
 from labreplay.sdk.testing import CANARY
-from labreplay.suites.conditions.questions import agent_view
+from labreplay.suites.conditions.agents import QuestionAgent
+from labreplay.suites.conditions.questions import Question, QuestionView, agent_view
 
 
-def plant(question: Mapping[str, Any]) -> dict[str, Any]:
-    q = copy.deepcopy(dict(question))
+class PlantedQuestion(Question):
+    answer_canary: str  # a private field the view must not show
+
+
+def plant(question: Question) -> PlantedQuestion:
+    q = copy.deepcopy(question)
     tag = f"CANARY-{q['id']}"
     meta = dict(q.get("meta", {}))
     for key in list(meta):
@@ -27,11 +31,10 @@ def plant(question: Mapping[str, Any]) -> dict[str, Any]:
             meta[key] = f"{meta[key]} {tag}"
     meta["canary"] = tag
     q["meta"] = meta
-    q["answer_canary"] = tag
-    return q
+    return {**q, "answer_canary": tag}
 
 
-def _form_problem(view: Mapping[str, Any], answer: Any) -> str | None:
+def _form_problem(view: QuestionView, answer: object) -> str | None:
     if not isinstance(answer, Mapping):
         return f"answer is {type(answer).__name__}, not a JSON object"
     if "error" in answer:
@@ -50,7 +53,7 @@ def _form_problem(view: Mapping[str, Any], answer: Any) -> str | None:
     return None
 
 
-def _fresh(make_agent: Callable[[], Any], seed: int) -> Any:
+def _fresh(make_agent: Callable[[], QuestionAgent], seed: int) -> QuestionAgent:
     agent = make_agent()
     reset = getattr(agent, "reset", None)
     if callable(reset):
@@ -59,7 +62,7 @@ def _fresh(make_agent: Callable[[], Any], seed: int) -> Any:
 
 
 def agent_problems(
-    make_agent: Callable[[], Any], questions: Sequence[Mapping[str, Any]], seed: int
+    make_agent: Callable[[], QuestionAgent], questions: Sequence[Question], seed: int
 ) -> list[str]:
     problems: list[str] = []
     views = []
@@ -71,14 +74,14 @@ def agent_problems(
             break
         views.append(view)
     first = _fresh(make_agent, seed)
-    answers = [first.answer(v) for v in views]
+    answers = [first.answer(dict(v)) for v in views]  # a copy each, as the runner hands them
     for view, answer in zip(views, answers, strict=True):
         problem = _form_problem(view, answer)
         if problem:
             problems.append(f"form: question {view['id']}: {problem}")
             break
     second = _fresh(make_agent, seed)
-    backwards = [second.answer(v) for v in reversed(views)][::-1]
+    backwards = [second.answer(dict(v)) for v in reversed(views)][::-1]
     if canonical_json(backwards) != canonical_json(answers):
         problems.append("determinism: the same seed gave other answers (or depends on order)")
     return problems

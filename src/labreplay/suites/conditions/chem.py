@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import NotRequired, TypedDict
 
 # Condition roles a table's columns can be mapped onto (``--role COL=ROLE``): the condition
 # field names RxnOptBench questions use (the paper's worked examples and prompt templates name
@@ -114,6 +114,14 @@ def axis_kind(key: str) -> tuple[str, str]:
     return "process", "name matches no species or additive word"
 
 
+class ComponentJson(TypedDict):
+    """A component as question files show it (release layout)."""
+
+    content: str
+    SMILES: str
+    aliases: NotRequired[list[str]]
+
+
 @dataclass(frozen=True)
 class Component:
     """A named chemical (or a plain condition value) with its SMILES when the source gives one."""
@@ -123,8 +131,8 @@ class Component:
     smiles_valid: bool | None = None  # None: no SMILES given; False: given but rdkit rejects it
     aliases: tuple[str, ...] = ()  # other names the table gives this structure
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"content": self.content, "SMILES": self.smiles}
+    def to_json(self) -> ComponentJson:
+        out: ComponentJson = {"content": self.content, "SMILES": self.smiles}
         if self.aliases:
             out["aliases"] = list(self.aliases)
         return out

@@ -36,11 +36,14 @@ from typing import Any
 import numpy as np
 
 from labreplay.sdk import HASH_SCHEME_VERSION, make_rng, sha256_json
+from labreplay.suites.conditions.chem import ComponentJson
+from labreplay.suites.conditions.questions import Precedent, Question
 from labreplay.suites.conditions.tables import (
     ObservedRow,
     ScreeningTable,
     TableRule,
     TableSet,
+    TableSummary,
 )
 
 PROTOCOL = "rxnoptbench-compile"
@@ -118,9 +121,9 @@ def _exact(x: float) -> float:
     return round(float(x), 12)
 
 
-def _outcome_json(row: ObservedRow) -> dict[str, Any]:
+def _outcome_json(row: ObservedRow) -> dict[str, object]:
     """Outcome as the release layout reports it: yield and ee in %, ratios as 'a:b'."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     y = row.outcome.get("yield")
     out["yield"] = None if y is None else _fmt(100.0 * y)
     out["ee"] = _fmt(row.outcome["ee"]) if "ee" in row.outcome else None
@@ -141,7 +144,7 @@ class _Ctx:
 
     def __post_init__(self) -> None:
         # JSON form of every value once; questions share these (read-only) lists.
-        self._json: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._json: dict[tuple[str, str], list[ComponentJson]] = {}
         values = self.table.all_values or self.table.values
         self._values = values
         self._reaction: tuple[_Reaction, np.ndarray] | None = None
@@ -158,14 +161,14 @@ class _Ctx:
             self._reaction = (found, found.distance(table.fixed_labels))
         return self._reaction
 
-    def comp(self, key: str, label: str) -> list[dict[str, Any]]:
+    def comp(self, key: str, label: str) -> list[ComponentJson]:
         found = self._json.get((key, label))
         if found is None:
             values = self._values.get(key) or self.table.values[key]
             found = self._json[(key, label)] = [values[label].to_json()]
         return found
 
-    def conds(self, row: ObservedRow, keys: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    def conds(self, row: ObservedRow, keys: Sequence[str]) -> dict[str, object]:
         return {k: self.comp(k, row.conditions[k]) for k in keys}
 
 
@@ -221,15 +224,15 @@ def _base_question(
     qtype: str,
     keys: list[str],
     rows: list[ObservedRow],
-) -> dict[str, Any] | None:
+) -> Question | None:
     """A question over `rows` (already one per option); None if it cannot be asked."""
     table = ctx.table
     if len(rows) < 2 or max(r.utility for r in rows) <= 0:
         return None
     order = rng.permutation(len(rows))
     options = [rows[i] for i in order]
-    constant = {k: [c.to_json()] for k, c in table.constant_conditions.items()}
-    question: dict[str, Any] = {
+    constant: dict[str, object] = {k: [c.to_json()] for k, c in table.constant_conditions.items()}
+    question: Question = {
         "id": qid,
         "question_type": qtype,
         "varying_keys": list(keys),
@@ -243,7 +246,7 @@ def _base_question(
         "meta": {},
     }
     if qtype == "fib_all":
-        candidates = {}
+        candidates: dict[str, list[object]] = {}
         for k in keys:
             labels = sorted({r.conditions[k] for r in table.rows})
             perm = rng.permutation(len(labels))
@@ -253,7 +256,7 @@ def _base_question(
     return question
 
 
-def _fill_scores(ctx: _Ctx, question: dict[str, Any], options: list[ObservedRow]) -> None:
+def _fill_scores(ctx: _Ctx, question: Question, options: list[ObservedRow]) -> None:
     table = ctx.table
     utilities = [_exact(r.utility) for r in options]  # as written: the file is self-consistent
     best = max(utilities)
@@ -296,7 +299,7 @@ def _fill_scores(ctx: _Ctx, question: dict[str, Any], options: list[ObservedRow]
     }
 
 
-def _floor(question: dict[str, Any], rel: list[float]) -> dict[str, float]:
+def _floor(question: Question, rel: list[float]) -> dict[str, float]:
     """The question's exact random floors (METRICS.md), recorded with it."""
     n_answer = len(question["answer"])
     if question["question_type"] != "fib_all":
@@ -381,12 +384,10 @@ def _shown_keys(ctx: _Ctx, row: ObservedRow) -> list[str]:
     ]
 
 
-def _twin_with_precedents(
-    ctx: _Ctx, base: dict[str, Any], precedents: list[ObservedRow]
-) -> dict[str, Any]:
+def _twin_with_precedents(ctx: _Ctx, base: Question, precedents: list[ObservedRow]) -> Question:
     """The precedent twin: the base question's options, answer and scoring, plus a block of
     reference rows with their outcomes. Nested lists are shared with the base (never mutated)."""
-    references = [
+    references: list[Precedent] = [
         {"conditions": ctx.conds(r, _shown_keys(ctx, r)), "outcome": _outcome_json(r)}
         for r in precedents
     ]
@@ -452,7 +453,7 @@ def compile_table(
     fib_max_hit_floor: float = 0.8,
     min_options: int = 3,
     floor: NoiseFloor | None = None,
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
+) -> tuple[list[Question], dict[str, int]]:
     """All informative questions of one table, and counts of what was dropped and why."""
     floor = floor or NoiseFloor()
     skipped = _no_skips()
@@ -463,7 +464,7 @@ def compile_table(
         skipped["uninformative"] += 1
         return [], skipped
     ctx = _Ctx(table, seed, source_file, min_options)
-    out: list[dict[str, Any]] = []
+    out: list[Question] = []
     planned: list[tuple[str, str, list[str], list[ObservedRow], dict[str, str]]] = []
     for key in table.varying_keys:
         qid = f"{table.table_id}_mc_single_{key}"
@@ -530,8 +531,8 @@ def compile_table(
 class CompiledSet:
     spec: dict[str, Any]
     spec_hash: str
-    questions: list[dict[str, Any]]
-    tables: list[dict[str, Any]]  # per-table summary + QC
+    questions: list[Question]
+    tables: list[TableSummary]  # per-table summary + QC
     skipped: dict[str, int]
     skipped_by_dataset: dict[str, dict[str, int]] = field(default_factory=dict)
     qc: dict[str, dict[str, Any]] = field(default_factory=dict)  # dataset -> QC summary
@@ -592,8 +593,8 @@ def compile_tables(
     rows' hash as their source, never the file they were read from."""
     spec = build_spec([r for r, _ in tables_by_rule], files, seed, rows_sha256, unverified)
     spec_hash = sha256_json(spec)
-    questions: list[dict[str, Any]] = []
-    summaries: list[dict[str, Any]] = []
+    questions: list[Question] = []
+    summaries: list[TableSummary] = []
     skipped = _no_skips()
     by_dataset: dict[str, dict[str, int]] = {}
     qc: dict[str, dict[str, Any]] = {}
@@ -667,7 +668,7 @@ def compile_tables(
     )
 
 
-def _as_ratio_outcomes(question: dict[str, Any]) -> None:
+def _as_ratio_outcomes(question: Question) -> None:
     """A declared ratio response is never shown to an agent as a yield: each precedent's
     outcome becomes ``response_ratio`` (the recorded ratio) with no yield."""
     for ref in question["input"].get("reference_conditions", []):
@@ -675,11 +676,11 @@ def _as_ratio_outcomes(question: dict[str, Any]) -> None:
         ref["outcome"] = {
             **ref["outcome"],
             "yield": None,
-            "response_ratio": None if y is None else _fmt(y / 100.0),
+            "response_ratio": _fmt(y / 100.0) if isinstance(y, int | float) else None,
         }
 
 
-def _ratio_scores(question: dict[str, Any], largest: float) -> None:
+def _ratio_scores(question: Question, largest: float) -> None:
     """A declared ratio response in the options' release-layout `scores`: `response_ratio` is
     the recorded value and `yield` the response relative to the dataset's largest, in % (a
     ratio or an area is not bounded by 100%; read as a yield it would be clipped there and
@@ -687,23 +688,25 @@ def _ratio_scores(question: dict[str, Any], largest: float) -> None:
     lists: a precedent twin shares its base's."""
     meta = question["meta"]
     scale = 100.0 / largest if largest > 0 else 0.0
+    listed = meta["scores"]
+    assert isinstance(listed, list)  # `_fill_scores` wrote one outcome per option
     scores = [
         {
             **s,
             "yield": None if s.get("yield") is None else _fmt(s["yield"] / 100.0 * scale),
             "response_ratio": None if s.get("yield") is None else _fmt(s["yield"] / 100.0),
         }
-        for s in meta["scores"]
+        for s in listed
     ]
     question["meta"] = {**meta, "scores": scores, "yields": [s["yield"] for s in scores]}
 
 
 def _withhold_leaking_twins(
-    questions: list[dict[str, Any]],
+    questions: list[Question],
     seed: int,
     skipped: dict[str, int],
     by_dataset: dict[str, dict[str, int]],
-) -> list[dict[str, Any]]:
+) -> list[Question]:
     """The QC gate behind every precedent lift: where the exclusion baseline's lift on a
     headline metric (MC score, FIB Strict) of a dataset excludes 0, that dataset's precedent
     twins of that family are withheld (counted). Outcome-blind precedents can still carry
@@ -728,7 +731,7 @@ def _withhold_leaking_twins(
         if meta.get("variant") == "with_precedents" and (meta["dataset"], family) in leaking:
             withheld.add(str(meta["twin_id"]))
             skipped["precedents_leak_by_exclusion"] += 1
-            by_dataset[meta["dataset"]]["precedents_leak_by_exclusion"] += 1
+            by_dataset[str(meta["dataset"])]["precedents_leak_by_exclusion"] += 1
     out = []
     for q in questions:
         meta = q["meta"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from labreplay.sdk.engine import Store
 from labreplay.suites.conditions.agents import LeaveTableOutRanker, RandomAgent
@@ -27,7 +26,7 @@ SHOWN = (
 )
 
 
-def _print_tables(counts: dict[str, dict[str, int]], runs: dict[str, dict[str, Any]]) -> None:
+def _print_tables(counts: dict[str, dict[str, int]], runs: dict[str, dict[str, object]]) -> None:
     from rich.table import Table
 
     from labreplay.sdk.cli import print_table
@@ -56,7 +55,12 @@ def _print_tables(counts: dict[str, dict[str, int]], runs: dict[str, dict[str, A
     print_table(scores, "metric")
 
 
-def run_demo(data_dir: Path, store: Path, out_dir: Path) -> dict[str, Any]:
+def _number(value: object) -> float:
+    """A stored score, 0 when the run has none."""
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def run_demo(data_dir: Path, store: Path, out_dir: Path) -> dict[str, object]:
     """Compile all datasets, run the random and leave-table-out references, print and return
     the figures (question counts, scores, floors, timings)."""
     started = time.perf_counter()
@@ -66,18 +70,17 @@ def run_demo(data_dir: Path, store: Path, out_dir: Path) -> dict[str, Any]:
     info = write_compiled(compiled, questions_path)
     compile_s = time.perf_counter() - started
     questions = load_questions(questions_path)
-    runs: dict[str, dict[str, Any]] = {}
+    runs: dict[str, dict[str, object]] = {}
     with Store(store) as db:
         for name in ("random", "ranker"):  # through the shared driver, like the CLI
             result = run_questions(db, questions_path, name, 0)
-            runs[str(db.run(result["run_id"]).agent)] = result
+            runs[str(db.run(str(result["run_id"])).agent)] = result
     _print_tables(info["counts"], runs)
     ranker, floor = runs[LeaveTableOutRanker.name], runs[RandomAgent.name]
     beats = {
         metric: bool(
-            ranker.get(metric) is not None
-            and floor_metric is not None
-            and ranker[metric] > (floor.get(floor_metric) or 0.0)
+            isinstance(score := ranker.get(metric), int | float)
+            and score > _number(floor.get(floor_metric))
         )
         for _, metric, floor_metric in SHOWN
         if floor_metric

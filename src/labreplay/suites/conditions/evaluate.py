@@ -20,12 +20,12 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from labreplay.errors import DataError
 from labreplay.sdk.data import JsonLimitError, loads_strict
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.conditions.prompts import normalise_answer
-from labreplay.suites.conditions.questions import agent_view
+from labreplay.suites.conditions.questions import Question, agent_view
 from labreplay.suites.conditions.scoring import answer_key, score_answer
 from labreplay.suites.conditions.summary import headline, summarise
 
@@ -87,7 +87,7 @@ def problem_lines(problems: Sequence[PredictionProblem], limit: int = LISTED) ->
 class ReadPredictions:
     """The usable predictions (id -> record) and every problem found on the way."""
 
-    records: dict[str, dict[str, Any]]
+    records: dict[str, JsonObject]
     problems: list[PredictionProblem]
     invalid_ids: frozenset[str]  # known ids whose prediction is malformed (scored invalid)
 
@@ -120,7 +120,7 @@ def _index_problem(value: object, size: int, what: str) -> str | None:
 
 
 def _answer_problems(
-    line: int, rec: Mapping[str, Any], q: Mapping[str, Any], qid: str
+    line: int, rec: Mapping[str, JsonValue], q: Question, qid: str
 ) -> list[PredictionProblem]:
     """Problems of one prediction's answer against its question (empty when well formed)."""
     if "answer" not in rec:
@@ -165,7 +165,7 @@ def _answer_problems(
 
 def _read_lines(
     path: Path,
-) -> tuple[dict[str, list[tuple[int, dict[str, Any]]]], list[PredictionProblem]]:
+) -> tuple[dict[str, list[tuple[int, JsonObject]]], list[PredictionProblem]]:
     """id -> [(line, record)] of the prediction objects, and the lines that are not one."""
     if not path.is_file():
         raise DataError("predictions file not found", file=str(path))
@@ -176,7 +176,7 @@ def _read_lines(
     except UnicodeDecodeError as exc:
         raise DataError(f"not valid UTF-8 (byte offset {exc.start})", file=str(path)) from exc
     problems: list[PredictionProblem] = []
-    by_id: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    by_id: dict[str, list[tuple[int, JsonObject]]] = {}
     n_lines = 0
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -201,7 +201,7 @@ def _read_lines(
 
 
 def _id_problem(
-    qid: str, entries: list[tuple[int, dict[str, Any]]], known: bool
+    qid: str, entries: list[tuple[int, JsonObject]], known: bool
 ) -> PredictionProblem | None:
     """An unknown or repeated id, or a record with neither answer nor text."""
     first_line, rec = entries[0]
@@ -216,13 +216,11 @@ def _id_problem(
     return None
 
 
-def check_predictions(
-    path: str | Path, questions: Mapping[str, Mapping[str, Any]]
-) -> ReadPredictions:
+def check_predictions(path: str | Path, questions: Mapping[str, Question]) -> ReadPredictions:
     """Read a predictions file and name every malformed prediction (nothing is raised for
     them; an unreadable or empty file is refused)."""
     by_id, problems = _read_lines(Path(path))
-    records: dict[str, dict[str, Any]] = {}
+    records: dict[str, JsonObject] = {}
     invalid: set[str] = set()
     for qid, entries in by_id.items():
         problem = _id_problem(qid, entries, qid in questions)
@@ -236,7 +234,7 @@ def check_predictions(
     return ReadPredictions(records, problems, frozenset(invalid))
 
 
-def read_predictions(path: str | Path, question_ids: set[str]) -> dict[str, dict[str, Any]]:
+def read_predictions(path: str | Path, question_ids: set[str]) -> dict[str, JsonObject]:
     """id -> prediction record; refuses a file with an unknown or repeated id or a line that is
     not a prediction (the answers themselves are checked against their questions by
     `check_predictions`)."""
@@ -251,8 +249,8 @@ def read_predictions(path: str | Path, question_ids: set[str]) -> dict[str, dict
 
 
 def score_predictions(
-    questions: list[dict[str, Any]], path: Path, *, lenient: bool = False
-) -> dict[str, Any]:
+    questions: list[Question], path: Path, *, lenient: bool = False
+) -> dict[str, object]:
     """Headline metrics (with floors) of a predictions file; missing predictions score 0.
     Malformed predictions refuse the file (MalformedPredictionsError) unless `lenient`, which
     scores them as invalid and reports how many in ``malformed_predictions``."""
@@ -262,13 +260,13 @@ def score_predictions(
     return score_read(questions, read)
 
 
-def score_read(questions: list[dict[str, Any]], read: ReadPredictions) -> dict[str, Any]:
+def score_read(questions: list[Question], read: ReadPredictions) -> dict[str, object]:
     """Score checked predictions; a question whose prediction is malformed scores as invalid."""
     keys, results = [], []
     for q in questions:
         key = answer_key(q)
         if q["id"] in read.invalid_ids:
-            parsed: dict[str, Any] = {"invalid": "malformed prediction (--lenient)"}
+            parsed: JsonObject = {"invalid": "malformed prediction (--lenient)"}
         else:
             rec = read.records.get(q["id"], {})
             raw = rec.get("answer", {"text": rec["text"]} if "text" in rec else {})

@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from labreplay.errors import AgentError, DataError, RunFailedError
 from labreplay.sdk import Recorder, sha256_file
 from labreplay.sdk.agents import (
     AgentUnavailable,
+    CallRecord,
     CapReached,
     ResolvedAgent,
     ResponseCache,
@@ -28,7 +29,8 @@ from labreplay.sdk.agents import (
 )
 from labreplay.sdk.engine import Executor, Store, Unit, run_units
 from labreplay.suites.conditions.agents import QuestionAgent, reference_agent
-from labreplay.suites.conditions.questions import agent_view, load_questions
+from labreplay.suites.conditions.events import AnswerPayload
+from labreplay.suites.conditions.questions import Question, agent_view, load_questions
 from labreplay.suites.conditions.runner import (
     BATCH,
     _answers,
@@ -42,8 +44,17 @@ from labreplay.suites.conditions.scoring import answer_key
 QUESTION_CONTRACT = "labreplay.agents.contracts:QuestionAgent"
 
 
+class BatchResult(TypedDict):
+    """What `answer_batch` returns: a batch's answer payloads in order and its model calls
+    (and, when a run cap stopped it, the cap: no payloads then)."""
+
+    payloads: list[AnswerPayload]
+    calls: list[CallRecord]
+    cap: NotRequired[str]
+
+
 @lru_cache(maxsize=4)
-def _questions(path: str, sha256: str) -> tuple[dict[str, Any], ...]:
+def _questions(path: str, sha256: str) -> tuple[Question, ...]:
     found = sha256_file(Path(path))
     if found != sha256:
         raise DataError(f"question file {path}: sha256 {found[:16]}... is not the run's {sha256}")
@@ -57,11 +68,11 @@ def _reference(path: str, sha256: str, name: str, seed: int) -> QuestionAgent:
 
 def build_agent(
     name: str,
-    questions: Sequence[Mapping[str, Any]],
+    questions: Sequence[Question],
     seed: int,
     model: str | None = None,
     cache: ResponseCache | None = None,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
 ) -> QuestionAgent:
     """`random`, `ranker` or `llm` (with `model` and the LLM `options` of
     `make_question_agent`), LLM agents answering from `cache`."""
@@ -78,11 +89,11 @@ BUILTIN_AGENTS = ("random", "ranker", "exclusion", "precedent_ranker", "llm")
 
 
 def resolve_question_agent(
-    agent: Any,
-    questions: Sequence[Mapping[str, Any]],
+    agent: object,
+    questions: Sequence[Question],
     seed: int,
     model: str | None = None,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
     *,
     isolate: bool = False,
     agent_timeout_s: float | None = None,
@@ -105,39 +116,40 @@ def resolve_question_agent(
     return resolve_agent(agent, QuestionAgent, also_known=BUILTIN_AGENTS)
 
 
-def _same(agent: Any) -> Any:
+def _same(agent: QuestionAgent) -> QuestionAgent:
     return agent
 
 
 def _agent_for_batch(
-    source: str | Callable[[], Any],
+    source: str | Callable[[], QuestionAgent],
     path: str,
     sha256: str,
     model: str | None,
     seed: int,
     cache: ResponseCache | None,
-    options: Mapping[str, Any] | None = None,
-) -> Any:
+    options: Mapping[str, object] | None = None,
+) -> QuestionAgent:
     if isinstance(source, str) and source == "llm":
         return build_agent(source, _questions(path, sha256), seed, model, cache, options)
     if isinstance(source, str) and source in BUILTIN_AGENTS:
         return _reference(path, sha256, source, seed)
     if isinstance(source, str):  # MODULE:ATTR or a registered name, rebuilt where it runs
-        return resolve_agent(source, QuestionAgent).make()
+        rebuilt: QuestionAgent = resolve_agent(source, QuestionAgent).make()  # checked there
+        return rebuilt
     return source()
 
 
 def answer_batch(
     path: str,
     sha256: str,
-    name: str | Callable[[], Any],
+    name: str | Callable[[], QuestionAgent],
     model: str | None,
     seed: int,
     ids: Sequence[str],
     cache: ResponseCache | None = None,
     *,
-    options: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+    options: Mapping[str, object] | None = None,
+) -> BatchResult:
     """The work unit: answer events (payloads) of `ids`, in order, and the model calls made
     (and, when a run cap stopped it, the cap: no payloads then, every call accounted)."""
     questions = _questions(path, sha256)
@@ -158,7 +170,7 @@ def _record(
     progress: Callable[[int], None] | None,
     capped: dict[str, str],
     store: Store,
-    value: Mapping[str, Any],
+    value: BatchResult,
 ) -> int:
     if value.get("cap"):
         capped.setdefault("cap", str(value["cap"]))
@@ -174,15 +186,15 @@ def _record(
 def run_questions(
     store: Store,
     questions_path: Path,
-    name: Any,
+    name: object,
     seed: int,
     model: str | None = None,
     executor: Executor | None = None,
     progress: Callable[[int], None] | None = None,
     batch: int = BATCH,
-    options: Mapping[str, Any] | None = None,
+    options: Mapping[str, object] | None = None,
     ids: Sequence[str] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Answer a question file (or the questions `ids` of it: a `--limit` subset, its own run)
     with agent `name` (anything `resolve_question_agent` takes, or its result) on `executor`
     (default in-process), `batch` questions per unit; resumes. With run caps
@@ -213,24 +225,26 @@ def run_questions(
 def _run_with(
     store: Store,
     questions_path: Path,
-    questions: list[dict[str, Any]],
+    questions: list[Question],
     resolved: ResolvedAgent,
-    probe: Any,
+    probe: QuestionAgent,
     isolated: bool,
     seed: int,
     model: str | None,
     executor: Executor | None,
     progress: Callable[[int], None] | None,
     batch: int,
-    options: Mapping[str, Any] | None,
+    options: Mapping[str, object] | None,
     ids: Sequence[str] | None,
     path: str,
     sha256: str,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     # One agent answers the whole run: in-process and on threads the checked probe itself,
     # on other executors a rebuild from its name or reference (or a pickled copy); an
     # isolated one is always its one child process.
-    source: str | Callable[[], Any] = resolved.builtin or resolved.ref or partial(_same, probe)
+    source: str | Callable[[], QuestionAgent] = (
+        resolved.builtin or resolved.ref or partial(_same, probe)
+    )
     if isolated:
         source = partial(_same, probe)
     if resolved.builtin is not None and source != "llm":

@@ -25,11 +25,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from labreplay.sdk import make_rng
 from labreplay.suites.conditions.agents import LeaveTableOutRanker
-from labreplay.suites.conditions.questions import agent_view, value_label
+from labreplay.suites.conditions.questions import Question, agent_view, value_label
 from labreplay.suites.conditions.scoring import answer_key, score_answer
 from labreplay.suites.conditions.summary import cluster_bootstrap
 
@@ -53,7 +53,7 @@ class AnswerShare(TypedDict):
     top_share: float
 
 
-def answer_of(q: Mapping[str, Any]) -> str:
+def answer_of(q: Question) -> str:
     """The gold option(s) as condition labels: what "the same answer" means across questions."""
     golds = sorted(
         "; ".join(f"{k}={value_label(q['options'][i][k])}" for k in q["varying_keys"])
@@ -67,7 +67,7 @@ def _option_set(options: Sequence[Mapping[str, object]], keys: Sequence[str]) ->
 
 
 def _groups(
-    questions: Sequence[Mapping[str, Any]], pooled: bool = False
+    questions: Sequence[Question], pooled: bool = False
 ) -> dict[tuple[str, str], list[int]]:
     """(dataset, MC type) -> indices of its base (no-precedent) questions; with `pooled`,
     (dataset, POOLED) -> both types' together."""
@@ -80,7 +80,7 @@ def _groups(
     return groups
 
 
-def answer_shares(questions: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, AnswerShare]]:
+def answer_shares(questions: Sequence[Question]) -> dict[str, dict[str, AnswerShare]]:
     """dataset -> MC type (and POOLED: both types) -> the answer-repetition share and the
     distinct option sets."""
     out: dict[str, dict[str, AnswerShare]] = {}
@@ -113,11 +113,11 @@ class Withheld(TypedDict):
 
 
 def cap_answer_share(
-    questions: list[dict[str, Any]],
+    questions: list[Question],
     seed: int,
     max_share: float = MAX_ANSWER_SHARE,
     log: list[Withheld] | None = None,
-) -> tuple[list[dict[str, Any]], dict[str, int]]:
+) -> tuple[list[Question], dict[str, int]]:
     """The questions with every (dataset, MC type), then every dataset (types pooled), under
     the cap, and per dataset how many base questions were withheld; each step is appended to
     `log` when given. Twins go with their base question."""
@@ -136,7 +136,7 @@ def cap_answer_share(
 
 
 def _cap_groups(
-    questions: Sequence[Mapping[str, object]],
+    questions: Sequence[Question],
     seed: int,
     max_share: float,
     pooled: bool,
@@ -176,8 +176,8 @@ def _cap_groups(
 
 
 def dedupe_option_sets(
-    questions: list[dict[str, Any]], seed: int, max_repeats: int = MAX_PER_OPTION_SET
-) -> tuple[list[dict[str, Any]], dict[str, int], dict[str, int]]:
+    questions: list[Question], seed: int, max_repeats: int = MAX_PER_OPTION_SET
+) -> tuple[list[Question], dict[str, int], dict[str, int]]:
     """At most `max_repeats` base MC questions per (dataset, MC type, option set): a seeded
     uniform choice among them, blind to outcomes; the rest withheld with their precedent
     twins. Returns the questions, per dataset how many base questions were withheld, and per
@@ -227,7 +227,7 @@ class RankerRow(TypedDict):
 
 
 def ranker_reference(
-    questions: Sequence[Mapping[str, Any]], seed: int = 0
+    questions: Sequence[Question], seed: int = 0
 ) -> dict[str, dict[str, RankerRow]]:
     """dataset -> MC type -> the leave-table-out ranker's accuracy and score (interval over
     source tables) beside the random floor: how far "what won on the other substrates" goes

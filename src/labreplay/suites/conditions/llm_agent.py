@@ -28,6 +28,7 @@ from labreplay.sdk.agents import (
     is_builtin_spec,
     parse_agent_spec,
 )
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.conditions.llm_prompts import (
     PROMPT_VERSION,
     question_answer,
@@ -35,8 +36,9 @@ from labreplay.suites.conditions.llm_prompts import (
     question_schema,
 )
 from labreplay.suites.conditions.prompts import render_prompt
+from labreplay.suites.conditions.questions import QuestionView, view_of
 
-QuestionRenderer = Callable[[Mapping[str, Any]], str]
+QuestionRenderer = Callable[[QuestionView], str]
 
 
 class LLMQuestionAgent:
@@ -63,7 +65,7 @@ class LLMQuestionAgent:
         self.endpoint = client.endpoint
         self._log = CallLog()
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, JsonValue]:
         # No max_concurrency: how many questions are in flight does not change the answers,
         # and the params are part of the run id (a resume with another bound must find it).
         return {**self.client.params(), "prompt_version": PROMPT_VERSION}
@@ -79,23 +81,25 @@ class LLMQuestionAgent:
         if self.concurrent is not None:
             self.concurrent.reseed(seed)
 
-    def _job(self, view: Mapping[str, Any]) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    def _job(self, view: QuestionView) -> tuple[list[dict[str, str]], dict[str, object]]:
         schema = question_schema(view)
         return question_messages(self.render(view), schema), schema
 
-    def answer(self, question_view: Mapping[str, Any]) -> dict[str, Any]:
-        messages, schema = self._job(question_view)
+    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
+        view = view_of(question_view)
+        messages, schema = self._job(view)
         reply = self.client.complete_json(messages, schema, "answer")
         self._log.add(reply)
-        return question_answer(question_view, reply)
+        return question_answer(view, reply)
 
-    def answer_many(self, views: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def answer_many(self, views: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
         """Answers in input order (and calls logged in input order), many in flight at once."""
         if self.concurrent is None:
             return [self.answer(v) for v in views]
-        replies = self.concurrent.run_many([self._job(v) for v in views], "answer")
+        shown = [view_of(v) for v in views]
+        replies = self.concurrent.run_many([self._job(v) for v in shown], "answer")
         self._log.add_all(replies)  # every call accounted before a cap ends the run
-        return [question_answer(view, reply) for view, reply in zip(views, replies, strict=True)]
+        return [question_answer(view, reply) for view, reply in zip(shown, replies, strict=True)]
 
     def drain_calls(self) -> list[CallRecord]:
         return self._log.drain()

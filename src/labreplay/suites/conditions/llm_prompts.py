@@ -6,10 +6,10 @@ validated reply back into the suite's 0-based answer form.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from labreplay.sdk import canonical_json
 from labreplay.sdk.agents import JsonReply
+from labreplay.suites.conditions.questions import QuestionView
 
 # Unchanged from the shared prompt module this came from, so response-cache keys still match.
 PROMPT_VERSION = "lr-llm-prompts-2"
@@ -21,7 +21,7 @@ QUESTION_POLICY = (
 )
 
 
-def question_messages(prompt: str, response_schema: Mapping[str, Any]) -> list[dict[str, str]]:
+def question_messages(prompt: str, response_schema: Mapping[str, object]) -> list[dict[str, str]]:
     """The chat messages for one question already rendered to text by its suite."""
     user = "\n".join(
         [
@@ -35,7 +35,7 @@ def question_messages(prompt: str, response_schema: Mapping[str, Any]) -> list[d
     return [{"role": "system", "content": QUESTION_POLICY}, {"role": "user", "content": user}]
 
 
-def question_schema(view: Mapping[str, Any]) -> dict[str, Any]:
+def question_schema(view: QuestionView) -> dict[str, object]:
     """The JSON answer schema of a conditions question view (1-based numbers, as prompted)."""
     if view.get("question_type") == "fib_all":
         candidates = view.get("candidates", {})
@@ -59,7 +59,7 @@ def question_schema(view: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def question_answer(view: Mapping[str, Any], reply: JsonReply) -> dict[str, Any]:
+def question_answer(view: QuestionView, reply: JsonReply) -> dict[str, object]:
     """A validated reply in the suite's 0-based answer form, or {"error", "raw"} on failure."""
     if reply.value is None:
         return {"error": reply.error or "no reply", "raw": reply.text or ""}

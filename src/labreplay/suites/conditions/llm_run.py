@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict, runtime_checkable
 
 from labreplay.sdk.agents import (
     Price,
@@ -17,16 +17,43 @@ from labreplay.sdk.agents import (
     token_rule,
     usage_line,
 )
-from labreplay.suites.conditions.questions import agent_view
+from labreplay.suites.conditions.questions import Question, QuestionView, agent_view
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from labreplay.suites.conditions.agents import QuestionAgent
 
 
-def _schema(view: Mapping[str, Any]) -> dict[str, Any]:
+@runtime_checkable
+class RendersQuestions(Protocol):
+    """An agent that renders its own prompts (the LLM agent): what a dry run can estimate."""
+
+    name: str
+
+    def render(self, view: QuestionView, /) -> str: ...
+
+
+class DryRun(TypedDict):
+    dry_run: bool
+    agent: str
+    questions: int
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    largest_prompt_tokens: int
+    token_rule: str
+    first_prompt: str
+    cost: NotRequired[float | None]
+
+
+def _schema(view: QuestionView) -> dict[str, object]:
     from labreplay.suites.conditions.llm_prompts import question_schema
 
     return question_schema(view)
 
 
-def check_answer_budget(questions: Sequence[Mapping[str, Any]], max_tokens: int | None) -> None:
+def check_answer_budget(questions: Sequence[Question], max_tokens: int | None) -> None:
     """Refuse a `--max-tokens` too small for the largest answer schema of `questions`."""
     if max_tokens is None or not questions:
         return
@@ -34,7 +61,7 @@ def check_answer_budget(questions: Sequence[Mapping[str, Any]], max_tokens: int 
     check_user_budget(max_tokens, largest, "the largest answer of these questions")
 
 
-def estimate(agent: Any, questions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def estimate(agent: RendersQuestions, questions: Sequence[Question]) -> DryRun:
     """Calls and tokens of answering `questions` with `agent` (one call per question when every
     reply is valid; repairs add calls), from the real rendered prompts; nothing is sent.
     Tokens follow the one declared rule of every dry run (`token_rule`); a reply is counted as
@@ -69,15 +96,15 @@ def estimate(agent: Any, questions: Sequence[Mapping[str, Any]]) -> dict[str, An
 
 
 def print_conditions_dry_run(
-    agent: Any,
-    questions: Sequence[Mapping[str, Any]],
+    agent: QuestionAgent,
+    questions: Sequence[Question],
     price: Price,
     json_out: bool,
 ) -> None:
     from labreplay.errors import AgentError
     from labreplay.sdk.cli import console, print_json
 
-    if not hasattr(agent, "render"):
+    if not isinstance(agent, RendersQuestions):
         raise AgentError(
             f"--dry-run estimates LLM runs (--agent openai:MODEL); {agent.name!r} is not one"
         )
@@ -100,9 +127,9 @@ def print_conditions_dry_run(
     )
 
 
-def print_usage(console: Any, result: Mapping[str, Any], price: Price) -> None:
+def print_usage(console: Console, result: Mapping[str, object], price: Price) -> None:
     usage = result.get("usage")
-    if not usage:
+    if not usage or not isinstance(usage, Mapping):  # a dict whenever the run called a model
         return
     console.print(
         f"invalid answers {result.get('invalid_answers', 0)} (no usable reply); "

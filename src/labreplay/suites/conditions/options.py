@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from labreplay.sdk.options import check_agent_timeout, parse_options
 
@@ -53,8 +52,8 @@ def llm_agent_keys() -> frozenset[str]:
 
 
 def parse_run_options(
-    given: Mapping[str, Any], where: str = "conditions run"
-) -> tuple[ConditionsRunOptions, dict[str, Any]]:
+    given: Mapping[str, object], where: str = "conditions run"
+) -> tuple[ConditionsRunOptions, dict[str, object]]:
     """The run options and the agent builder's keyword arguments; unknown keys refused."""
     options, agent_kwargs = parse_options(ConditionsRunOptions, where, given, llm_agent_keys())
     options.check()

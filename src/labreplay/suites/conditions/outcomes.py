@@ -84,13 +84,13 @@ def ee_from_ddg(ddg_kcal: float, temperature_k: float) -> float:
     return 100.0 * math.tanh(ddg_kcal / (2.0 * GAS_CONSTANT_KCAL * temperature_k))
 
 
-def has_selectivity(outcome: Mapping[str, Any]) -> bool:
+def has_selectivity(outcome: Mapping[str, object]) -> bool:
     return isinstance(outcome.get("ee"), int | float) or any(
         isinstance(outcome.get(n), list | tuple) for n in RATIO_FIELDS
     )
 
 
-def selectivity_factor(outcome: Mapping[str, Any]) -> float:
+def selectivity_factor(outcome: Mapping[str, object]) -> float:
     """METRICS.md: ee (%) -> (1 + ee/100)/2; er, dr, rr a:b -> a/(a+b); unreported -> 1."""
     factor = 1.0
     ee = outcome.get("ee")
@@ -104,7 +104,7 @@ def selectivity_factor(outcome: Mapping[str, Any]) -> float:
     return factor
 
 
-def utility(outcome: Mapping[str, Any], objective: str = "utility") -> float | None:
+def utility(outcome: Mapping[str, object], objective: str = "utility") -> float | None:
     """The objective of one row: ``utility`` = y * f_sel, ``yield`` = y, ``selectivity`` = f_sel.
     None when the row lacks what the objective needs."""
     if objective == "selectivity":

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from labreplay.suites.conditions.agents import ExclusionBaseline, PrecedentRanker
-from labreplay.suites.conditions.questions import agent_view
+from labreplay.suites.conditions.questions import Question, QuestionView, agent_view
 from labreplay.suites.conditions.scoring import AnswerKey, answer_key
 from labreplay.suites.conditions.summary import cluster_bootstrap
 
@@ -92,11 +92,11 @@ def _lift(values: list[float], tables: list[str], seed: int) -> Lift:
 
 
 def reference_lifts(
-    questions: Sequence[Mapping[str, Any]], seed: int = 0
+    questions: Sequence[Question], seed: int = 0
 ) -> dict[str, dict[str, dict[str, Lift]]]:
     """agent -> dataset (and ``all``) -> metric -> lift with its table-clustered interval."""
     by_id = {str(q["id"]): q for q in questions}
-    pairs: list[tuple[AnswerKey, Mapping[str, Any], AnswerKey, Mapping[str, Any]]] = []
+    pairs: list[tuple[AnswerKey, QuestionView, AnswerKey, QuestionView]] = []
     for q in questions:
         meta = q["meta"]
         if meta.get("variant") != "with_precedents" or meta.get("twin_id") not in by_id:

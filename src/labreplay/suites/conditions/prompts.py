@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
-from labreplay.suites.conditions.questions import value_label
+from labreplay.sdk.events import JsonObject, JsonValue
+from labreplay.suites.conditions.questions import QuestionView, value_label
 
 
 def _value(components: object) -> str:
@@ -30,11 +30,11 @@ def _value(components: object) -> str:
     return " + ".join(parts)
 
 
-def _conditions(conds: Mapping[str, Any]) -> str:
+def _conditions(conds: Mapping[str, object]) -> str:
     return "; ".join(f"{k} = {_value(v)}" for k, v in conds.items()) or "(none)"
 
 
-def _outcome(outcome: Mapping[str, Any]) -> str:
+def _outcome(outcome: Mapping[str, object]) -> str:
     parts = []
     for name, unit in (("yield", "%"), ("ee", "% ee"), ("er", " er"), ("dr", " dr"), ("rr", " rr")):
         v = outcome.get(name)
@@ -46,7 +46,7 @@ def _outcome(outcome: Mapping[str, Any]) -> str:
     return ", ".join(parts) or "outcome not reported"
 
 
-def render_prompt(view: Mapping[str, Any]) -> str:
+def render_prompt(view: QuestionView) -> str:
     """The full user prompt for one question view."""
     qtype = view["question_type"]
     lines = [
@@ -105,7 +105,7 @@ def _in_range(n: int, size: int) -> int | None:
     return n - 1 if 1 <= n <= size else None
 
 
-def _parse_mc(text: str, view: Mapping[str, Any]) -> dict[str, Any]:
+def _parse_mc(text: str, view: QuestionView) -> JsonObject:
     size = len(view["options"])
     for pattern in (_ANSWER_LINE, _OPTION_WORD):
         found = pattern.findall(text)
@@ -138,7 +138,7 @@ def _parse_mc(text: str, view: Mapping[str, Any]) -> dict[str, Any]:
     return {"invalid": "no option number or unambiguous option name found"}
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
+def _json_object(text: str) -> JsonObject | None:
     for match in reversed(list(re.finditer(r"\{[^{}]*\}", text, re.S))):
         try:
             obj = json.loads(match.group(0))
@@ -149,14 +149,14 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def _parse_fib(text: str, view: Mapping[str, Any]) -> dict[str, Any]:
+def _parse_fib(text: str, view: QuestionView) -> JsonObject:
     keys = view["varying_keys"]
     cands = view["candidates"]
     obj = _json_object(text) or {}
     lower = {str(k).strip().lower(): v for k, v in obj.items()}
-    choices: dict[str, int] = {}
+    choices: dict[str, JsonValue] = {}
     for k in keys:
-        raw: Any = lower.get(k.lower())
+        raw: JsonValue = lower.get(k.lower())
         if raw is None:  # "key: 2" or "key = (2)" lines
             m = re.search(rf"{re.escape(k)}\s*[:=]\s*\(?\s*(\d+)", text, re.I)
             raw = int(m.group(1)) if m else None
@@ -180,7 +180,7 @@ def _parse_fib(text: str, view: Mapping[str, Any]) -> dict[str, Any]:
     return {"choices": choices}
 
 
-def parse_answer(text: str, view: Mapping[str, Any]) -> dict[str, Any]:
+def parse_answer(text: str, view: QuestionView) -> JsonObject:
     """Free text -> structured answer (or {"invalid": reason})."""
     if not isinstance(text, str) or not text.strip():
         return {"invalid": "empty reply"}
@@ -189,7 +189,7 @@ def parse_answer(text: str, view: Mapping[str, Any]) -> dict[str, Any]:
     return _parse_mc(text, view)
 
 
-def normalise_answer(raw: Mapping[str, Any], view: Mapping[str, Any]) -> dict[str, Any]:
+def normalise_answer(raw: object, view: QuestionView) -> JsonObject:
     """Whatever an agent returned -> the scorer's form. Structured answers are 0-based; a
     {"text": ...} reply goes through `parse_answer` (1-based numbers, as in the prompt)."""
     if not isinstance(raw, Mapping):

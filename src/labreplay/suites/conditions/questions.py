@@ -19,11 +19,73 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Final, NotRequired, TypedDict, cast
 
 from labreplay.errors import DataError
 from labreplay.sdk import atomic_write_text
 from labreplay.sdk.data import JsonLimitError, loads_strict
+
+
+class Precedent(TypedDict):
+    """One reference row shown with a precedent twin: its conditions (key -> components, as
+    options show them) and its outcome as the release layout reports it."""
+
+    conditions: dict[str, object]
+    outcome: dict[str, object]
+
+
+class QuestionInput(TypedDict, total=False):
+    """A question's ``input``: components are release-layout JSON (``{content, SMILES}`` or
+    lists of them), read through `value_label`."""
+
+    reactants: list[object]
+    products: list[object]
+    constant_conditions: dict[str, object]
+    fixed_conditions: dict[str, object]  # MC_single context
+    reference_conditions: list[Precedent]  # precedent twin
+    candidates: object  # FIB lists in some official files (`_candidates` reads them)
+
+
+class Question(TypedDict):
+    """One question record as `validate_question` checks it (and the compiler writes it).
+    ``meta`` stays opaque JSON (official files carry their own fields): readers narrow it."""
+
+    id: str
+    question_type: str  # our short name in memory (mc_single, mc_all, fib_all)
+    varying_keys: list[str]
+    input: QuestionInput
+    options: list[dict[str, object]]  # varying key -> components
+    answer: list[int]  # option indices, ties allowed
+    meta: dict[str, object]
+    candidates: NotRequired[dict[str, list[object]]]  # FIB: per-key lists, in shown order
+    question_type_official: NotRequired[str]
+    source_line: NotRequired[str]
+    candidates_resolved: NotRequired[bool]
+
+
+class QuestionView(TypedDict):
+    """What an agent sees of a question (`agent_view`); MC views carry ``options``, FIB views
+    ``candidates``."""
+
+    id: str
+    question_type: str
+    dataset: object
+    table_id: str
+    varying_keys: list[str]
+    reactants: list[object]
+    products: list[object]
+    constant_conditions: dict[str, object]
+    fixed_conditions: dict[str, object]
+    precedents: list[Precedent]
+    options: NotRequired[list[dict[str, object]]]
+    candidates: NotRequired[dict[str, list[object]]]
+
+
+def view_of(question_view: Mapping[str, object]) -> QuestionView:
+    """A view handed over the `QuestionAgent` contract (a plain JSON object there) as the
+    `agent_view` shape the runner built it in."""
+    return cast("QuestionView", question_view)
+
 
 TYPE_ALIASES = {
     "mc_single": "mc_single",
@@ -55,15 +117,15 @@ TYPE_ALIASES.update({v: k for k, v in OFFICIAL_TYPE_NAMES.items()})
 # Markers a loaded record carries in memory only: the source line when it was not written in
 # our canonical form (written back verbatim while the record is unchanged, so an official file
 # round-trips byte for byte), and whether `candidates` was resolved rather than read top-level.
-SOURCE_LINE = "source_line"
-CANDIDATES_RESOLVED = "candidates_resolved"
+SOURCE_LINE: Final = "source_line"
+CANDIDATES_RESOLVED: Final = "candidates_resolved"
 _PRIVATE = ("question_type_official", SOURCE_LINE, CANDIDATES_RESOLVED)
 _ENCODER = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
 
 
-def table_id_of(q: Mapping[str, Any]) -> str:
+def table_id_of(q: Question) -> str:
     """The question's table: ``meta.parent_table_id``, or the question itself when an official
     record does not name one (each such question is then its own table)."""
     meta = q.get("meta") or {}
@@ -100,7 +162,7 @@ def _finite_or_null(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def validate_question(q: Any, path: Path, line: int) -> dict[str, Any]:
+def validate_question(q: object, path: Path, line: int) -> Question:
     """Check one record of the release layout; return it with a normalised question_type."""
     if not isinstance(q, dict):
         raise _fail(path, line, None, "$", type(q).__name__, "expected a JSON object")
@@ -148,7 +210,8 @@ def validate_question(q: Any, path: Path, line: int) -> dict[str, Any]:
                 )
     if not any(n in meta for n in ("option_relative_scores", "effective_scores", "scores")):
         raise _fail(path, line, qid, "meta", sorted(meta), "no per-option scores")
-    out = dict(q)
+    # checked above: the fields a Question declares have its shape (meta stays opaque JSON)
+    out = cast("Question", dict(q))
     out["question_type"] = qtype
     out["question_type_official"] = str(q["question_type"])
     if qtype == "fib_all":
@@ -159,33 +222,38 @@ def validate_question(q: Any, path: Path, line: int) -> dict[str, Any]:
 
 
 def _candidates(
-    q: Mapping[str, Any], keys: list[str], path: Path, line: int, qid: str
-) -> dict[str, list[Any]]:
+    q: Mapping[str, object], keys: list[str], path: Path, line: int, qid: str
+) -> dict[str, list[object]]:
     """The file's FIB candidate lists in their order; derived (first-seen order) if absent."""
-    inp = q.get("input")
+    inp, meta = q.get("input"), q.get("meta")
     for where, found in (
         ("candidates", q.get("candidates")),
         ("input.candidates", inp.get("candidates") if isinstance(inp, Mapping) else None),
-        ("meta.candidates", q["meta"].get("candidates")),
+        ("meta.candidates", meta.get("candidates") if isinstance(meta, Mapping) else None),
     ):
         if found is None:
             continue
         if not isinstance(found, Mapping) or set(found) != set(keys):
             raise _fail(path, line, qid, where, None, "FIB candidates must map every varying key")
+        lists: dict[str, list[object]] = {}
         for k in keys:
-            if not isinstance(found[k], list) or not found[k]:
-                raise _fail(path, line, qid, f"{where}.{k}", found[k], "expected a non-empty list")
-        return {k: list(found[k]) for k in keys}
-    cands: dict[str, list[Any]] = {}
+            listed = found[k]
+            if not isinstance(listed, list) or not listed:
+                raise _fail(path, line, qid, f"{where}.{k}", listed, "expected a non-empty list")
+            lists[k] = list(listed)
+        return lists
+    cands: dict[str, list[object]] = {}
+    options = q["options"]
+    assert isinstance(options, list)  # validate_question checked: a list of objects
     for k in keys:
-        seen: dict[str, Any] = {}
-        for opt in q["options"]:
+        seen: dict[str, object] = {}
+        for opt in options:
             seen.setdefault(value_label(opt[k]), opt[k])
         cands[k] = list(seen.values())
     return cands
 
 
-def load_questions(path: str | Path) -> list[dict[str, Any]]:
+def load_questions(path: str | Path) -> list[Question]:
     """Read and validate a question file (ours or the official release)."""
     path = Path(path)
     if not path.is_file():
@@ -196,7 +264,7 @@ def load_questions(path: str | Path) -> list[dict[str, Any]]:
         raise DataError(f"cannot read ({exc.strerror})", file=str(path)) from exc
     except UnicodeDecodeError as exc:
         raise DataError(f"not valid UTF-8 (byte offset {exc.start})", file=str(path)) from exc
-    questions: list[dict[str, Any]] = []
+    questions: list[Question] = []
     seen: set[str] = set()
     for line_no, line in enumerate(lines, 1):
         if not line.strip():
@@ -217,14 +285,14 @@ def load_questions(path: str | Path) -> list[dict[str, Any]]:
     return questions
 
 
-def write_questions(path: Path, questions: Iterable[Mapping[str, Any]]) -> None:
+def write_questions(path: Path, questions: Iterable[Question]) -> None:
     """Sorted-key compact JSON per line: same questions -> same bytes. (The compiler rounds
     every float to 6 decimals, so plain json.dumps is already stable; canonical_json would
     cost seconds on a 10k-question file.)"""
     atomic_write_text(path, "".join(_line(q) + "\n" for q in questions))
 
 
-def _line(q: Mapping[str, Any]) -> str:
+def _line(q: Question) -> str:
     record = _as_written(q)
     source = q.get(SOURCE_LINE)
     if isinstance(source, str) and json.loads(source) == record:
@@ -232,10 +300,10 @@ def _line(q: Mapping[str, Any]) -> str:
     return _ENCODER.encode(record)
 
 
-def _as_written(q: Mapping[str, Any]) -> Mapping[str, Any]:
+def _as_written(q: Question) -> Mapping[str, object]:
     """The record with its official type name (the one it was read with, if any), without the
     in-memory markers (and without candidates the file did not hold at the top level)."""
-    out = {k: v for k, v in q.items() if k not in _PRIVATE}
+    out: dict[str, object] = {k: v for k, v in q.items() if k not in _PRIVATE}
     if q.get(CANDIDATES_RESOLVED):
         out.pop("candidates", None)
     qtype = str(q["question_type"])
@@ -243,12 +311,12 @@ def _as_written(q: Mapping[str, Any]) -> Mapping[str, Any]:
     return out
 
 
-def agent_view(q: Mapping[str, Any]) -> dict[str, Any]:
+def agent_view(q: Question) -> QuestionView:
     """Everything an agent may see of a question, and nothing it may not (no answer, no meta
     scores, no legal-row set for FIB)."""
     inp = q["input"]
     meta = q.get("meta", {})
-    view: dict[str, Any] = {
+    view: QuestionView = {
         "id": q["id"],
         "question_type": q["question_type"],
         "dataset": meta.get("dataset", ""),

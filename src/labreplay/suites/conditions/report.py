@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +15,17 @@ from labreplay.suites.conditions.independence import (
     share_lines,
 )
 from labreplay.suites.conditions.precedent_audit import precedent_reference_lines, reference_lifts
-from labreplay.suites.conditions.questions import write_questions
+from labreplay.suites.conditions.questions import Question, write_questions
 from labreplay.suites.conditions.scoring import answer_key
 from labreplay.suites.conditions.summary import gold_position_audit
+from labreplay.suites.conditions.tables import TableSummary
 
 
 def spec_path(questions_path: Path) -> Path:
     return questions_path.with_name(questions_path.name + ".spec.json")
 
 
-def question_counts(questions: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def question_counts(questions: Sequence[Question]) -> dict[str, dict[str, int]]:
     """dataset -> question type (+ '_with_precedents') -> count."""
     counts: dict[str, Counter[str]] = {}
     for q in questions:
@@ -53,7 +55,7 @@ def _median(values: list[float]) -> float | None:
 
 
 def difficulty_profile(
-    questions: list[dict[str, Any]], tables: list[dict[str, Any]]
+    questions: Sequence[Question], tables: Sequence[TableSummary]
 ) -> dict[str, dict[str, Any]]:
     """Per dataset: tables, observed rows and axes varied per table, and per question type the
     count, options per question and mean random floors -- beside the paper's reference values."""
@@ -66,7 +68,7 @@ def difficulty_profile(
         ds["rows"].append(t["rows"])
         ds["axes"].append(len(t["varying_keys"]))
         ds["axes_varied"].update(t["varying_keys"])
-    per_type: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    per_type: dict[tuple[str, str], list[Question]] = {}
     for q in questions:
         if q["meta"].get("variant") == "with_precedents":
             continue
@@ -84,7 +86,7 @@ def difficulty_profile(
         for qtype in ("mc_single", "mc_all", "fib_all"):
             qs = per_type.get((name, qtype), [])
             options = [len(q["options"]) for q in qs]
-            floors = [q["meta"].get("random_floor", {}) for q in qs]
+            floors = [q["meta"].get("random_floor", {}) for q in qs]  # the compiler's floats
             row: dict[str, Any] = {
                 "n": len(qs),
                 "median_options": _median([float(n) for n in options]),
@@ -92,7 +94,11 @@ def difficulty_profile(
                 "max_options": max(options, default=None),
             }
             for metric in ("score", "accuracy", "hit", "strict", "score_given_hit"):
-                vals = [float(f[metric]) for f in floors if metric in f]
+                vals = [
+                    float(v)
+                    for f in floors
+                    if isinstance(f, Mapping) and isinstance(v := f.get(metric), int | float)
+                ]
                 if vals:
                     row[f"floor_{metric}"] = round(sum(vals) / len(vals), 4)
             entry[qtype] = row
@@ -204,10 +210,10 @@ def qc_lines(info: dict[str, Any]) -> list[str]:
 PER_TABLE_LINES = 20  # a dataset with more tables gets one summary line of its axes
 
 
-def varied_lines(tables: list[dict[str, Any]]) -> list[str]:
+def varied_lines(tables: Sequence[TableSummary]) -> list[str]:
     """Which axes each table varies (one line per table; one summary line per dataset with
     more than PER_TABLE_LINES tables)."""
-    by_dataset: dict[str, list[dict[str, Any]]] = {}
+    by_dataset: dict[str, list[TableSummary]] = {}
     for t in tables:
         by_dataset.setdefault(str(t["dataset"]), []).append(t)
     lines = []

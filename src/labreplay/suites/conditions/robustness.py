@@ -24,13 +24,15 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
 from labreplay.sdk import make_rng
 from labreplay.sdk.data import loads_strict
 from labreplay.sdk.engine import Store
+from labreplay.suites.conditions.events import AnswerPayload
+from labreplay.suites.conditions.questions import Question
 from labreplay.suites.conditions.scoring import answer_key
 from labreplay.suites.conditions.tables import parse_amount, parse_ratio, selectivity_factor
 
@@ -60,11 +62,11 @@ def _relative(values: Sequence[float]) -> tuple[float, ...]:
     return tuple(v / best for v in values) if best > 0 else tuple(0.0 for _ in values)
 
 
-def _yield_and_factor(score: Mapping[str, Any]) -> tuple[float, float, bool]:
+def _yield_and_factor(score: Mapping[str, object]) -> tuple[float, float, bool]:
     """(yield fraction, selectivity factor, selectivity reported) of one `scores` entry."""
     raw_y = score.get("yield")
     y = parse_amount(raw_y).value if raw_y is not None else None
-    outcome: dict[str, Any] = {}
+    outcome: dict[str, object] = {}
     ee = parse_amount(score.get("ee")).value if score.get("ee") is not None else None
     if ee is not None:
         outcome["ee"] = ee
@@ -77,7 +79,7 @@ def _yield_and_factor(score: Mapping[str, Any]) -> tuple[float, float, bool]:
     return y_frac, selectivity_factor(outcome), bool(outcome)
 
 
-def audit_question(q: Mapping[str, Any]) -> AuditQuestion | None:
+def audit_question(q: Question) -> AuditQuestion | None:
     """The audit's view of an informative MC_all question without precedents (else None).
     Without per-option `scores` (some official files) every utility is the headline's."""
     if q["question_type"] != "mc_all":
@@ -122,7 +124,7 @@ def _question_file(store: Store, spec_hash: str) -> dict[str, AuditQuestion]:
 
 
 def per_question_scores(
-    questions: Mapping[str, AuditQuestion], answers: Sequence[Mapping[str, Any]]
+    questions: Mapping[str, AuditQuestion], answers: Sequence[AnswerPayload]
 ) -> dict[str, dict[str, float]]:
     """question id -> utility -> the answer's relative score (an invalid answer scores 0)."""
     out: dict[str, dict[str, float]] = {}
@@ -145,13 +147,38 @@ class Comparison(TypedDict):
     spearman_rho: float | None
 
 
+class Gap(TypedDict):
+    """The per-question gap between two agents with its table-resampled 95% interval."""
+
+    n_questions: int
+    mean: float | None
+    ci95: list[float] | None
+    n_tables: NotRequired[int]
+
+
+class UtilityAudit(TypedDict):
+    """`utility_audit` of one question file: each agent's MC_all score under every utility,
+    and (2 or more agents) whether their order changes with the utility."""
+
+    definitions: dict[str, str]
+    n_agents: int
+    n_mc_all_questions: int
+    n_with_selectivity: int
+    mc_all_score: dict[str, dict[str, float]]  # agent -> utility -> mean relative score
+    can_tell: NotRequired[str]  # both always set before the audit is returned
+    cannot_tell: NotRequired[str]
+    order_product: NotRequired[list[str]]
+    comparisons: NotRequired[dict[str, Comparison]]
+    gap: NotRequired[dict[str, Gap]]  # with exactly 2 agents
+
+
 def _cluster_gap(
     a: Mapping[str, dict[str, float]],
     b: Mapping[str, dict[str, float]],
     tables: Mapping[str, str],
     utility: str,
     seed: int,
-) -> dict[str, Any]:
+) -> Gap:
     """Mean per-question gap a - b on their common questions, 95% interval resampling tables."""
     common = sorted(set(a) & set(b))
     by_table: dict[str, list[float]] = {}
@@ -177,7 +204,7 @@ def utility_audit(
     runs: Mapping[str, Mapping[str, dict[str, float]]],
     questions: Mapping[str, AuditQuestion],
     seed: int = 0,
-) -> dict[str, Any]:
+) -> UtilityAudit:
     """The audit over agents (label -> per-question scores) on one question file."""
     means = {
         label: {u: float(np.mean([s[u] for s in per.values()])) for u in UTILITIES}
@@ -187,7 +214,7 @@ def utility_audit(
     labels = sorted(means)
     answered = {qid for per in runs.values() for qid in per}
     selective = sum(1 for qid in answered if questions[qid].has_selectivity)
-    out: dict[str, Any] = {
+    out: UtilityAudit = {
         "definitions": DEFINITIONS,
         "n_agents": len(labels),
         "n_mc_all_questions": len(answered),
@@ -232,12 +259,13 @@ def utility_audit(
     return out
 
 
-def _statement(out: Mapping[str, Any], n_agents: int, selective: int) -> tuple[str, str]:
+def _statement(out: UtilityAudit, n_agents: int, selective: int) -> tuple[str, str]:
     flips = [u for u, c in out["comparisons"].items() if not c["same_order_as_product"]]
     gaps = out.get("gap") or {}
 
     def noise(u: str) -> str:  # with 2 agents: is the gap's interval clear of 0?
-        ci = (gaps.get(u) or {}).get("ci95")
+        gap = gaps.get(u)
+        ci = gap["ci95"] if gap else None
         if not ci:
             return ""
         return " (outside noise)" if ci[0] > 0 or ci[1] < 0 else " (within noise: interval holds 0)"
@@ -248,7 +276,8 @@ def _statement(out: Mapping[str, Any], n_agents: int, selective: int) -> tuple[s
         + ("it flips under " + ", ".join(u + noise(u) for u in flips) if flips else "no flip")
         + (f"; it holds under {held}" if held else "")
     )
-    if n_agents == 2 and (gaps.get("product") or {}).get("mean") is not None:
+    lead = gaps.get("product")
+    if n_agents == 2 and lead and lead["mean"] is not None:
         first, second = out["order_product"]
         what += (
             f"; under the product utility {first} leads {second} by "
@@ -273,13 +302,15 @@ def _statement(out: Mapping[str, Any], n_agents: int, selective: int) -> tuple[s
     return what, "; ".join(limits)
 
 
-def leaderboard_audit(store: Store, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def leaderboard_audit(
+    store: Store, rows: Sequence[Mapping[str, object]]
+) -> dict[str, UtilityAudit]:
     """The audit per question file of a leaderboard's runs (rows carry run_id, agent, seed
     and the full spec hash under `_spec_hash`)."""
-    by_spec: dict[str, list[Mapping[str, Any]]] = {}
+    by_spec: dict[str, list[Mapping[str, object]]] = {}
     for r in rows:
         by_spec.setdefault(str(r["_spec_hash"]), []).append(r)
-    out: dict[str, Any] = {}
+    out: dict[str, UtilityAudit] = {}
     for spec_hash, mine in sorted(by_spec.items()):
         questions = _question_file(store, spec_hash)
         runs: dict[str, dict[str, dict[str, float]]] = {}
@@ -293,7 +324,7 @@ def leaderboard_audit(store: Store, rows: Sequence[Mapping[str, Any]]) -> dict[s
     return out
 
 
-def audit_lines(audits: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def audit_lines(audits: Mapping[str, UtilityAudit]) -> list[str]:
     """The audit as a few printed lines per question file."""
     lines = []
     for spec, a in audits.items():
@@ -305,7 +336,7 @@ def audit_lines(audits: Mapping[str, Mapping[str, Any]]) -> list[str]:
             shown = ", ".join(f"{u} {scores[u]:.3f}" for u in UTILITIES)
             lines.append(f"  {label}: {shown}")
         for u, gap in (a.get("gap") or {}).items():
-            if gap["mean"] is not None:
+            if gap["mean"] is not None and gap["ci95"] is not None:  # both set, or neither
                 lo, hi = gap["ci95"]
                 lines.append(
                     f"  gap {a['order_product'][0]} - {a['order_product'][1]} under {u}: "

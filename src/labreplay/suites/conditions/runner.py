@@ -8,9 +8,9 @@ so a killed run resumes after its last stored batch. Run-level metrics go to `sc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from labreplay.errors import AgentError, RunFailedError
 from labreplay.sdk import (
@@ -46,12 +46,22 @@ from labreplay.sdk.engine import (
     Verdict,
     judge,
 )
+from labreplay.sdk.events import JsonObject
 from labreplay.suites.conditions.agents import QuestionAgent
-from labreplay.suites.conditions.events import AnswerResult, conditions_events
+from labreplay.suites.conditions.events import (
+    AnswerEvent,
+    AnswerPayload,
+    AnswerResult,
+    conditions_events,
+)
 from labreplay.suites.conditions.prompts import normalise_answer
-from labreplay.suites.conditions.questions import agent_view
+from labreplay.suites.conditions.questions import Question, QuestionView, agent_view
 from labreplay.suites.conditions.scoring import AnswerKey, answer_key, score_answer
-from labreplay.suites.conditions.summary import headline, summarise
+from labreplay.suites.conditions.summary import Summary, headline, summarise
+
+if TYPE_CHECKING:
+    from labreplay.suites.conditions.precedent_audit import Lift
+    from labreplay.suites.conditions.robustness import UtilityAudit
 
 SUITE = "conditions"
 PROTOCOL = "rxnoptbench-questions"
@@ -60,13 +70,13 @@ BATCH = 500
 
 
 def question_spec(
-    questions_path: Path, questions: Sequence[Mapping[str, Any]], subset: bool = False
+    questions_path: Path, questions: Sequence[Question], subset: bool = False
 ) -> EnvironmentSpec:
     """The run spec of a question file: its sha256, size and the compile specs behind it --
     never its name, so byte-identical files under any name are one spec (one board row); for a
     `--limit` subset, also the sha256 of its question ids: each subset is its own run."""
     sha256 = sha256_file(questions_path)
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "kind": "conditions-question-file",
         "sha256": sha256,
         "n_questions": len(questions),
@@ -78,8 +88,9 @@ def question_spec(
         {
             str(path)
             for q in questions
-            if isinstance(q["meta"].get("unverified_data"), list)
-            for path in q["meta"]["unverified_data"]
+            for listed in [q["meta"].get("unverified_data")]
+            if isinstance(listed, list)
+            for path in listed
         }
     )
     if unverified:
@@ -94,7 +105,7 @@ def question_spec(
     return EnvironmentSpec(SUITE, PROTOCOL, PROTOCOL_VERSION, spec_id, body, attached)
 
 
-def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _answers(agent: QuestionAgent, views: Sequence[QuestionView]) -> Iterator[JsonObject]:
     """Raw answers in question order. Agents that can answer many at once (LLM agents with a
     concurrency bound) get a batch at a time; an agent's own failure on a question is recorded
     as that question's (wrong) answer."""
@@ -112,7 +123,7 @@ def _answers(agent: QuestionAgent, views: Sequence[dict[str, Any]]) -> Iterator[
             yield _guarded_answer(agent, view)
 
 
-def _guarded_answer(agent: QuestionAgent, view: Mapping[str, Any]) -> dict[str, Any]:
+def _guarded_answer(agent: QuestionAgent, view: QuestionView) -> JsonObject:
     """One raw answer; an exception or a value that is not a JSON object becomes
     `{"error": ...}` worded exactly as an isolated agent's (`labreplay.agents.isolated`), so
     the stored run is the same in-process and isolated."""
@@ -132,9 +143,7 @@ def _guarded_answer(agent: QuestionAgent, view: Mapping[str, Any]) -> dict[str, 
     return value
 
 
-def answer_payload(
-    question: Mapping[str, Any], key: AnswerKey, raw: Mapping[str, Any]
-) -> dict[str, Any]:
+def answer_payload(question: Question, key: AnswerKey, raw: JsonObject) -> AnswerPayload:
     """One answer event: the raw answer, its parsed form and its per-question scores."""
     view = agent_view(question)
     if not isinstance(raw, Mapping):  # e.g. a batch answerer's garbage: recorded, not a crash
@@ -151,11 +160,11 @@ def answer_payload(
 def open_question_run(
     store: Store,
     questions_path: Path,
-    questions: Sequence[Mapping[str, Any]],
+    questions: Sequence[Question],
     agent: QuestionAgent,
     seed: int,
     subset: bool = False,
-) -> tuple[Recorder, dict[str, Any] | None]:
+) -> tuple[Recorder, dict[str, object] | None]:
     """The run's recorder (resumed onto its verified stored answers) and, if the run is
     already complete, its stored summary."""
     spec = question_spec(questions_path, questions, subset)
@@ -217,26 +226,24 @@ def answered(recorder: Recorder) -> dict[str, AnswerResult]:
     }
 
 
-def answer_events(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def answer_events(events: Iterable[Mapping[str, object]]) -> list[AnswerEvent]:
     """The answer events of a run (its header event aside)."""
-    return [e for e in events if e["kind"] == "answer"]
+    return [e for e in conditions_events(events) if e["kind"] == "answer"]
 
 
 def finish_question_run(
-    recorder: Recorder, questions: Sequence[Mapping[str, Any]], seed: int, cap: str | None = None
-) -> dict[str, Any]:
+    recorder: Recorder, questions: Sequence[Question], seed: int, cap: str | None = None
+) -> dict[str, object]:
     """Score every recorded answer, store the scores and mark the run complete (`failed` when
     every model call failed or a run cap stopped it: never ranked, resumable)."""
     assert recorder.store is not None
     if cap is not None:
         recorder.flush()
         calls = recorder.store.llm_calls(recorder.run_id)
-        summary = {
-            "cap_reached": cap,
-            "cause": f"cap reached: {cap}",
-            "usage": usage_summary(calls),
-        }
-        recorder.finish("failed", summary)
+        recorder.finish(
+            "failed",
+            {"cap_reached": cap, "cause": f"cap reached: {cap}", "usage": usage_summary(calls)},
+        )
         raise RunFailedError(
             f"run {recorder.run_id}: cap reached: {cap}; {len(calls)} calls accounted (stored as "
             "failed, not ranked; rerun with a higher cap to resume)"
@@ -251,7 +258,7 @@ def finish_question_run(
     recorder.flush()  # the call log complete in the store, including earlier sessions'
     calls = recorder.store.llm_calls(recorder.run_id)
     health = call_failures(calls)
-    extra: dict[str, Any] = {}
+    extra: dict[str, object] = {}
     if health["llm_calls"]:
         flat = {**flat, "failed_call_share": health["failed_call_share"]}
         extra = {"usage": usage_summary(calls), "invalid_answers": _invalid(recorder)}
@@ -310,18 +317,18 @@ def answers_verdict(
 def _invalid(recorder: Recorder) -> int:
     """Answers recorded invalid (no usable reply: the suite scored them wrong)."""
     return sum(
-        1 for e in answer_events(recorder.events) if "invalid" in (e["payload"].get("answer") or {})
+        1 for e in answer_events(recorder.events) if "invalid" in (e["payload"]["answer"] or {})
     )
 
 
 def run_agent(
     store: Store,
     questions_path: Path,
-    questions: Sequence[Mapping[str, Any]],
+    questions: Sequence[Question],
     agent: QuestionAgent,
     seed: int,
     progress: Callable[[int], None] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Answer every question with the agent object `agent` (resuming a partial run), score,
     store; return the summary. Runs through the shared driver, in-process
     (`labreplay.suites.conditions.execute.run_questions`)."""
@@ -330,10 +337,10 @@ def run_agent(
     return run_questions(store, questions_path, agent, seed, progress=progress)
 
 
-def _usage_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
+def _usage_columns(summary: Mapping[str, object]) -> dict[str, object]:
     """A run's model accounting on its board row (LLM runs only)."""
     usage = summary.get("usage")
-    if not usage:
+    if not usage or not isinstance(usage, Mapping):  # a dict whenever the run called a model
         return {}
     return {
         "llm_calls": usage.get("calls"),
@@ -345,12 +352,25 @@ def _usage_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def leaderboard(store: Store) -> dict[str, Any]:
+ReferenceLifts = dict[str, dict[str, dict[str, "Lift"]]]  # agent -> dataset -> metric -> lift
+
+
+class Board(TypedDict):
+    """The conditions leaderboard: one row per finished run (headline scores, usage), the
+    utility audit and the precedent references per question file."""
+
+    runs: list[dict[str, object]]
+    utility_audit: dict[str, UtilityAudit]  # question file -> the audit over its runs
+    unverified_data: list[str]  # question files compiled from modified data
+    precedent_references: dict[str, ReferenceLifts]
+
+
+def leaderboard(store: Store) -> Board:
     """Every finished conditions run, with its headline metrics, plus the over-agent utility
     robustness audit per question file (`robustness`)."""
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     unverified: dict[str, list[str]] = {}  # spec hash -> modified data files behind it
-    audited: list[dict[str, Any]] = []  # what the utility audit re-scores
+    audited: list[dict[str, object]] = []  # what the utility audit re-scores
     for run in store.runs(suite=SUITE, status="complete"):
         audited.append(
             {
@@ -383,7 +403,7 @@ def leaderboard(store: Store) -> dict[str, Any]:
     rows.sort(
         key=lambda r: (
             str(r["question_file"]),
-            -float(r.get("mc_all_score") or 0.0),
+            -_score(r.get("mc_all_score")),
             str(r["agent"]),
         )
     )
@@ -399,7 +419,14 @@ def leaderboard(store: Store) -> dict[str, Any]:
     }
 
 
-def _precedent_references(store: Store, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _score(value: object) -> float:
+    """A stored score (a float, or None when the run had no such question) for sorting."""
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _precedent_references(
+    store: Store, rows: Sequence[Mapping[str, object]]
+) -> dict[str, ReferenceLifts]:
     """question file -> the exclusion baseline's and the precedent ranker's precedent lifts
     (`precedent_audit`), the reference rows every precedent lift on the board is read against;
     {} for a question file the store does not keep."""
@@ -408,7 +435,7 @@ def _precedent_references(store: Store, rows: Sequence[Mapping[str, Any]]) -> di
     from labreplay.suites.conditions.precedent_audit import reference_lifts
     from labreplay.suites.conditions.questions import load_questions
 
-    out: dict[str, Any] = {}
+    out: dict[str, ReferenceLifts] = {}
     for run in store.runs(suite=SUITE, status="complete"):
         name = str(run.spec_id)
         if name in out or not any(r["run_id"] == run.run_id for r in rows):
@@ -426,7 +453,7 @@ def _precedent_references(store: Store, rows: Sequence[Mapping[str, Any]]) -> di
 
 def rescored_summary(
     spec: EnvironmentSpec, events: Sequence[Mapping[str, object]], seed: int, store: Store
-) -> dict[str, Any] | None:
+) -> Summary | None:
     """A stored run's full summary (the `summary` detail), recomputed from its answer events
     and the question file the store keeps (None: a store written before it was kept)."""
     import tempfile

@@ -6,16 +6,16 @@ index) so that scoring many answers is a few dict look-ups each.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from labreplay.suites.conditions.events import AnswerResult
-from labreplay.suites.conditions.questions import table_id_of, value_label
+from labreplay.suites.conditions.questions import Question, table_id_of, value_label
 from labreplay.suites.conditions.tables import parse_amount, parse_ratio, utility
 
 
-def _utility_of_scores(s: Mapping[str, Any], objective: str) -> float | None:
+def _utility_of_scores(s: Mapping[str, object], objective: str) -> float | None:
     """Objective value from a release `scores` entry (yield/ee in %, ratios 'a:b' or [a, b])."""
     raw_y = s.get("yield")
     if (
@@ -24,7 +24,7 @@ def _utility_of_scores(s: Mapping[str, Any], objective: str) -> float | None:
         and all(s.get(n) is None for n in ("ee", "er", "dr", "rr"))
     ):
         return min(max(float(raw_y) / 100.0, 0.0), 1.0)  # common case: a plain yield
-    outcome: dict[str, Any] = {}
+    outcome: dict[str, object] = {}
     y = parse_amount(raw_y).value if raw_y is not None else None
     if y is not None:
         outcome["yield"] = min(max(y / 100.0, 0.0), 1.0)
@@ -39,7 +39,7 @@ def _utility_of_scores(s: Mapping[str, Any], objective: str) -> float | None:
     return utility(outcome, objective)
 
 
-def utility_of_outcome(outcome: Mapping[str, Any]) -> float | None:
+def utility_of_outcome(outcome: Mapping[str, object]) -> float | None:
     """The utility of an outcome as the release layout shows it (a precedent's), or None; a
     declared ratio response (``response_ratio``) ranks as recorded."""
     ratio = outcome.get("response_ratio")
@@ -86,7 +86,7 @@ class AnswerKey:
     table: str = ""  # the source table (clusters of every interval over questions)
 
 
-def answer_key(q: Mapping[str, Any]) -> AnswerKey:
+def answer_key(q: Question) -> AnswerKey:
     """The file's own numbers are the truth: ``effective_scores`` (the utility) when present,
     else utilities recomputed from ``scores``, else ``option_relative_scores``; the answer set is
     the file's ``answer``. The yield-only variant is recomputed from ``scores`` when it can be."""
@@ -94,8 +94,11 @@ def answer_key(q: Mapping[str, Any]) -> AnswerKey:
     keys = tuple(q["varying_keys"])
     n = len(q["options"])
     objective = str(meta.get("objective", "utility"))
-    scores = meta.get("scores")
-    has_scores = isinstance(scores, list) and all(isinstance(s, Mapping) for s in scores)
+    listed = meta.get("scores")
+    scores: list[Mapping[str, object]] = []
+    has_scores = isinstance(listed, list) and all(isinstance(s, Mapping) for s in listed)
+    if isinstance(listed, list) and has_scores:
+        scores = [s for s in listed if isinstance(s, Mapping)]
     effective = _numbers(meta.get("effective_scores"), n)
     if effective is not None:
         rel, uninformative = _relative(effective)
@@ -110,6 +113,7 @@ def answer_key(q: Mapping[str, Any]) -> AnswerKey:
             rel_y, _ = _relative(yields)
     answer = frozenset() if uninformative else frozenset(int(a) for a in q["answer"])
     tuples = [tuple(value_label(opt[k]) for k in keys) for opt in q["options"]]
+    twin_id = meta.get("twin_id")
     candidates: dict[str, tuple[str, ...]] = {}
     if q["question_type"] == "fib_all":
         candidates = {k: tuple(value_label(c) for c in q["candidates"][k]) for k in keys}
@@ -117,7 +121,7 @@ def answer_key(q: Mapping[str, Any]) -> AnswerKey:
         qid=q["id"],
         qtype=q["question_type"],
         variant=str(meta.get("variant", "no_precedents")),
-        twin_id=meta.get("twin_id"),
+        twin_id=None if twin_id is None else str(twin_id),
         dataset=str(meta.get("dataset", "")),
         keys=keys,
         rel=tuple(rel),
@@ -210,14 +214,45 @@ def score_answer(key: AnswerKey, answer: Mapping[str, object]) -> AnswerResult:
     }
 
 
+def _scored(values: Iterable[float | None]) -> list[float]:
+    """The scores of MC answers and of FIB Hits, which `score_answer` never leaves None."""
+    return [v for v in values if v is not None]
+
+
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def aggregate(keys: Sequence[AnswerKey], results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+class TypeMetrics(TypedDict, total=False):
+    """`aggregate`'s metrics of one question type: counts always; MC: accuracy and scores;
+    FIB: Hit, Strict, Score | Hit and per-key accuracy; each with its random floor."""
+
+    n: int
+    n_uninformative: int
+    n_invalid: int
+    median_options: int
+    median_varying_keys: int
+    accuracy: float | None
+    score: float | None
+    score_yield_only: float | None
+    floor_accuracy: float | None
+    floor_score: float | None
+    per_key_accuracy: dict[str, float | None]
+    hit: float | None
+    strict: float | None
+    score_given_hit: float | None
+    score_given_hit_yield_only: float | None
+    per_key_accuracy_all: float | None
+    floor_hit: float | None
+    floor_strict: float | None
+    floor_score_given_hit: float | None
+    floor_per_key_accuracy: float | None
+
+
+def aggregate(keys: Sequence[AnswerKey], results: Sequence[AnswerResult]) -> TypeMetrics:
     """Metrics of one question type over informative questions, with the exact random floor."""
     pairs = [(k, r) for k, r in zip(keys, results, strict=True) if not k.uninformative]
-    out: dict[str, Any] = {
+    out: TypeMetrics = {
         "n": len(pairs),
         "n_uninformative": len(keys) - len(pairs),
         "n_invalid": sum(1 for _, r in pairs if not r["valid"]),
@@ -231,8 +266,8 @@ def aggregate(keys: Sequence[AnswerKey], results: Sequence[Mapping[str, Any]]) -
     out["median_varying_keys"] = axes[len(axes) // 2]
     if pairs[0][0].qtype != "fib_all":
         out["accuracy"] = _mean([r["correct"] for _, r in pairs])
-        out["score"] = _mean([r["score"] for _, r in pairs])
-        out["score_yield_only"] = _mean([r["score_yield_only"] for _, r in pairs])
+        out["score"] = _mean(_scored(r["score"] for _, r in pairs))
+        out["score_yield_only"] = _mean(_scored(r["score_yield_only"] for _, r in pairs))
         out["floor_accuracy"] = _mean([f["accuracy"] for f in floors])
         out["floor_score"] = _mean([f["score"] for f in floors])
         per_key: dict[str, list[int]] = {}
@@ -245,8 +280,8 @@ def aggregate(keys: Sequence[AnswerKey], results: Sequence[Mapping[str, Any]]) -
     hits = [r for _, r in pairs if r["hit"]]
     out["hit"] = _mean([r["hit"] for _, r in pairs])
     out["strict"] = _mean([r["strict"] for _, r in pairs])
-    out["score_given_hit"] = _mean([r["score"] for r in hits])
-    out["score_given_hit_yield_only"] = _mean([r["score_yield_only"] for r in hits])
+    out["score_given_hit"] = _mean(_scored(r["score"] for r in hits))
+    out["score_given_hit_yield_only"] = _mean(_scored(r["score_yield_only"] for r in hits))
     blanks = [v for _, r in pairs for v in r["per_key"].values()]
     out["per_key_accuracy_all"] = _mean(blanks)
     by_key: dict[str, list[int]] = {}

@@ -16,12 +16,12 @@ Tools (JSON results; never an answer key or a score):
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from labreplay.sdk.harness import BridgeAgent, Channel, Request, ToolDef, start_worker
 from labreplay.suites.conditions.prompts import normalise_answer
+from labreplay.suites.conditions.questions import view_of
 
 WAIT_S = 600.0
 INTERFACE = "mcp"
@@ -31,7 +31,7 @@ INSTRUCTIONS = (
     "key), then act(reply) or a typed answer tool, until observe() returns done."
 )
 
-TYPED: dict[str, tuple[str, dict[str, Any]]] = {
+TYPED: dict[str, tuple[str, dict[str, object]]] = {
     "answer_option": (
         "Answer a multiple-choice question with the 0-based index of the chosen option.",
         {"option": {"type": "integer", "minimum": 0}},
@@ -95,11 +95,11 @@ class QuestionSession:
         self.interface = interface
         self.channel = Channel()
         self.answered = 0
-        self.summary: dict[str, Any] | None = None
+        self.summary: dict[str, object] | None = None
         self._lock = threading.Lock()
         self._thread = start_worker(self.channel, self._work)
 
-    def _work(self) -> dict[str, Any]:
+    def _work(self) -> dict[str, object]:
         from labreplay.sdk.engine import Store
         from labreplay.suites.conditions.runner import run_agent
 
@@ -113,11 +113,11 @@ class QuestionSession:
         return {"run_id": result["run_id"], "questions": len(self.questions)}
 
     # ------------------------------------------------------------------ tools
-    def _view(self, request: Request | None) -> dict[str, Any]:
+    def _view(self, request: Request | None) -> dict[str, object]:
         if request is None:
             if self.channel.finished is None:
                 return {"error": "the run did not answer in time", "expected": "observe()"}
-            reply: dict[str, Any] = {"done": True, **self.channel.finished}
+            reply: dict[str, object] = {"done": True, **self.channel.finished}
             if self.channel.failure:
                 reply["error"] = f"the run stopped: {self.channel.failure}"
             return reply
@@ -127,14 +127,14 @@ class QuestionSession:
             "session": {"questions": self.questions_path.name, "call": request.index},
         }
 
-    def act(self, reply: Any) -> dict[str, Any]:
+    def act(self, reply: object) -> dict[str, object]:
         answered = self.channel.current(WAIT_S)
         if answered is None:
             return {**self._view(None), "expected": "nothing: every question is answered"}
-        parsed = normalise_answer(reply, answered.payload)
+        parsed = normalise_answer(reply, view_of(answered.payload))
         nxt = self.channel.reply(reply, WAIT_S)
         view = self._view(nxt)
-        result: dict[str, Any] = {
+        result: dict[str, object] = {
             "recorded": True,
             "question_id": answered.payload.get("id"),
             "read_as": parsed,
@@ -149,7 +149,7 @@ class QuestionSession:
             result["error"] = view["error"]
         return result
 
-    def call(self, tool: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    def call(self, tool: str, arguments: Mapping[str, object] | None) -> dict[str, object]:
         with self._lock:
             args = dict(arguments or {})
             if tool == "observe":
@@ -179,7 +179,7 @@ def serve_questions(
     # the first session is built now: a bad question file is refused before serving
     first = QuestionSession(questions_path, store_path, agent_name, seed, model)
 
-    def session_of(slot: int) -> Any:
+    def session_of(slot: int) -> Callable[[str, Mapping[str, object] | None], dict[str, object]]:
         name = f"{agent_name}-{slot}"
         return (
             first.call

@@ -13,7 +13,8 @@ from labreplay.sdk.engine import ReportSection
 if TYPE_CHECKING:
     import typer
 
-    from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, Store
+    from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, RunInfo, Store
+    from labreplay.suites.conditions.questions import Question
 
 
 class ConditionsSuite:
@@ -101,7 +102,7 @@ class ConditionsSuite:
             agent, model = "llm", agent
         else:
             model = run_options.model
-        questions: list[dict[str, Any]] = []
+        questions: list[Question] = []
         if run_options.questions is not None:
             questions = load_questions(Path(run_options.questions))
         elif isinstance(agent, str) and agent in BUILTIN_AGENTS and not run_options.isolate:
@@ -121,13 +122,13 @@ class ConditionsSuite:
     def run(
         self,
         specs: Sequence[EnvironmentSpec],
-        agent: Any,
+        agent: object,
         store: Store,
         *,
         seed: int = 0,
         executor: Executor | None = None,
-        **options: Any,
-    ) -> list[dict[str, Any]]:
+        **options: object,
+    ) -> list[dict[str, object]]:
         """Options: `ConditionsRunOptions` (questions: the question file each spec was
         compiled into; model, limit, isolate, agent_timeout_s, progress) and the LLM options.
         The CLI's `conditions run` calls this with the same defaults."""
@@ -183,7 +184,7 @@ class ConditionsSuite:
                 )
         return summaries
 
-    def check_options(self, **options: Any) -> None:
+    def check_options(self, **options: object) -> None:
         """Refuse bad or unknown run options before any store is opened (`labreplay.run`)."""
         from labreplay.suites.conditions.options import parse_run_options
 
@@ -192,8 +193,8 @@ class ConditionsSuite:
     def rescore(
         self,
         spec: EnvironmentSpec,
-        events: Sequence[Mapping[str, Any]],
-        run: Any,
+        events: Sequence[Mapping[str, object]],
+        run: RunInfo,
         store: Store | None = None,
     ) -> dict[str, float | None]:
         """The headline scores of a stored run, recomputed from its answers and the question
@@ -209,8 +210,8 @@ class ConditionsSuite:
     def rederive(
         self,
         spec: EnvironmentSpec,
-        events: Sequence[Mapping[str, Any]],
-        run: Any,
+        events: Sequence[Mapping[str, object]],
+        run: RunInfo,
         store: Store | None = None,
     ) -> Rederived:
         """A stored run's summary detail and status, recomputed from its answers, the
@@ -232,13 +233,12 @@ class ConditionsSuite:
         return agent_problems(make_agent, load_questions(Path(options["questions"])), seed)
 
 
-def _chosen(
-    questions: Sequence[dict[str, Any]], limit: int | None, seed: int
-) -> list[dict[str, Any]]:
+def _chosen(questions: Sequence[Question], limit: int | None, seed: int) -> list[Question]:
     """`limit`: the first N questions in an order seeded by `seed` (as the CLI's --limit)."""
     from labreplay.sdk import first_in_seeded_order
 
-    return first_in_seeded_order(list(questions), limit, seed, "conditions")
+    chosen: list[Question] = first_in_seeded_order(list(questions), limit, seed, "conditions")
+    return chosen
 
 
 SUITE = ConditionsSuite()

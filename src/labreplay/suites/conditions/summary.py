@@ -8,14 +8,15 @@ interval over questions resamples whole tables (METRICS.md, fourth round)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Literal, NotRequired, TypedDict
 
 import numpy as np
 
 from labreplay.sdk import make_rng
 from labreplay.sdk.scoring import paired_bootstrap_ci
 from labreplay.sdk.scoring import sign_test as paired_sign_test
-from labreplay.suites.conditions.scoring import AnswerKey, aggregate
+from labreplay.suites.conditions.events import AnswerResult
+from labreplay.suites.conditions.scoring import AnswerKey, TypeMetrics, aggregate
 
 BOOTSTRAP_RESAMPLES = 10_000
 # Below this many source tables a percentile bootstrap over tables under-covers (it cannot
@@ -25,9 +26,60 @@ MIN_BOOTSTRAP_CLUSTERS = 10
 MC_NULL_DRAWS = 10_000
 
 
+class Interval(TypedDict):
+    """A mean with its 95% interval (`paired_bootstrap`, `cluster_bootstrap`): None for both
+    without values; how it was resampled (or not) when there were."""
+
+    n: int
+    mean: float | None
+    ci95: list[float] | None
+    seed: int
+    clusters: NotRequired[int]
+    resamples: NotRequired[int]
+    resampled: NotRequired[str]
+
+
+class SignTest(TypedDict):
+    positive: int
+    negative: int
+    ties: int
+    p_value: float | None
+
+
+class LiftInterval(Interval):
+    """One precedent lift: the clustered interval plus its sign test."""
+
+    sign_test: SignTest
+
+
+class GoldPosition(TypedDict):
+    n: int
+    gold_at_zero: int
+    expected: float
+    p_value: float
+    draws: int
+
+
+class Summary(TypedDict):
+    """All run-level metrics of one agent on one question file (`summarise`)."""
+
+    by_type: dict[str, TypeMetrics]  # "<type>.<variant>"
+    delta_axis: float | None
+    precedent_lift: dict[str, LiftInterval]  # "<type>.<metric>"
+    by_dataset: dict[str, dict[str, TypeMetrics]]  # dataset -> type (no precedents)
+    n_questions: int
+    n_invalid: int
+
+
+class YieldOnlyAudit(TypedDict):
+    n_agents: int
+    rho: float | None
+    note: NotRequired[str]
+
+
 def paired_bootstrap(
     diffs: Sequence[float], seed: int, resamples: int = BOOTSTRAP_RESAMPLES
-) -> dict[str, Any]:
+) -> Interval:
     """Mean of paired differences with a percentile 95% interval over resampled pairs."""
     if len(diffs) == 0:
         return {"n": 0, "mean": None, "ci95": None, "seed": seed}
@@ -47,7 +99,7 @@ def cluster_bootstrap(
     seed: int,
     resamples: int = BOOTSTRAP_RESAMPLES,
     purpose: str = "cluster-bootstrap",
-) -> dict[str, Any]:
+) -> Interval:
     """Mean of `values` with a percentile 95% interval that resamples whole clusters (source
     tables) with replacement: each resample's mean pools the values of its drawn tables."""
     if len(values) == 0:
@@ -100,7 +152,7 @@ def _few_clusters_interval(sums: np.ndarray, counts: np.ndarray, mean: float) ->
     return [mean - half, mean + half]
 
 
-def sign_test(diffs: Sequence[float]) -> dict[str, Any]:
+def sign_test(diffs: Sequence[float]) -> SignTest:
     """Two-sided exact binomial sign test over non-zero paired differences."""
     pos, neg, p = paired_sign_test(diffs)
     ties = len(diffs) - pos - neg
@@ -108,23 +160,24 @@ def sign_test(diffs: Sequence[float]) -> dict[str, Any]:
 
 
 def precedent_lift(
-    keys: Sequence[AnswerKey], results: Sequence[Mapping[str, Any]], seed: int
-) -> dict[str, Any]:
+    keys: Sequence[AnswerKey], results: Sequence[AnswerResult], seed: int
+) -> dict[str, LiftInterval]:
     """metric(with precedents) - metric(without), paired by twin, per question type; the
     interval resamples source tables (`cluster_bootstrap`)."""
-    by_twin: dict[str, dict[str, tuple[AnswerKey, Mapping[str, Any]]]] = {}
+    by_twin: dict[str, dict[str, tuple[AnswerKey, AnswerResult]]] = {}
     for k, r in zip(keys, results, strict=True):
         if k.twin_id and not k.uninformative:
             by_twin.setdefault(k.twin_id, {})[k.variant] = (k, r)
-    out: dict[str, Any] = {}
-    for qtype, metric in (
+    out: dict[str, LiftInterval] = {}
+    metrics: tuple[tuple[str, Literal["score", "strict", "correct", "hit"]], ...] = (
         ("mc_single", "score"),
         ("mc_all", "score"),
         ("fib_all", "strict"),
         ("mc_single", "correct"),
         ("mc_all", "correct"),
         ("fib_all", "hit"),
-    ):
+    )
+    for qtype, metric in metrics:
         diffs: list[float] = []
         tables: list[str] = []
         for pair in by_twin.values():
@@ -138,11 +191,11 @@ def precedent_lift(
     return out
 
 
-def gold_position_audit(keys: Sequence[AnswerKey], seed: int) -> dict[str, Any]:
+def gold_position_audit(keys: Sequence[AnswerKey], seed: int) -> dict[str, GoldPosition]:
     """Share of questions whose gold sits at index 0 vs the arity-conditional shuffled null
     (each question: P = |answer| / n_options; FIB: per blank, 1 / n_candidates), with a
     two-sided Monte Carlo p-value. Questions only: the same for every agent."""
-    out: dict[str, Any] = {}
+    out: dict[str, GoldPosition] = {}
     rng = make_rng(seed, "gold-position-null")
     for qtype in ("mc_single", "mc_all", "fib_all"):
         obs: list[int] = []
@@ -177,11 +230,9 @@ def gold_position_audit(keys: Sequence[AnswerKey], seed: int) -> dict[str, Any]:
     return out
 
 
-def summarise(
-    keys: Sequence[AnswerKey], results: Sequence[Mapping[str, Any]], seed: int
-) -> dict[str, Any]:
+def summarise(keys: Sequence[AnswerKey], results: Sequence[AnswerResult], seed: int) -> Summary:
     """All run-level metrics of one agent on one question file."""
-    groups: dict[tuple[str, str], tuple[list[AnswerKey], list[Mapping[str, Any]]]] = {}
+    groups: dict[tuple[str, str], tuple[list[AnswerKey], list[AnswerResult]]] = {}
     for k, r in zip(keys, results, strict=True):
         g = groups.setdefault((k.qtype, k.variant), ([], []))
         g[0].append(k)
@@ -189,14 +240,14 @@ def summarise(
     by_type = {f"{t}.{v}": aggregate(ks, rs) for (t, v), (ks, rs) in sorted(groups.items())}
     single = by_type.get("mc_single.no_precedents", {}).get("score")
     multi = by_type.get("mc_all.no_precedents", {}).get("score")
-    datasets: dict[str, dict[str, Any]] = {}
+    datasets: dict[str, dict[str, TypeMetrics]] = {}
     for ds in sorted({k.dataset for k in keys}):
         sub = [
             (k, r)
             for k, r in zip(keys, results, strict=True)
             if k.dataset == ds and k.variant == "no_precedents"
         ]
-        per: dict[str, Any] = {}
+        per: dict[str, TypeMetrics] = {}
         for qtype in ("mc_single", "mc_all", "fib_all"):
             pairs = [(k, r) for k, r in sub if k.qtype == qtype]
             if pairs:
@@ -212,7 +263,7 @@ def summarise(
     }
 
 
-def headline(summary: Mapping[str, Any]) -> dict[str, float | None]:
+def headline(summary: Summary) -> dict[str, float | None]:
     """The flat numbers stored in the `scores` table and shown on leaderboards."""
     bt = summary["by_type"]
     single = bt.get("mc_single.no_precedents", {})
@@ -242,7 +293,7 @@ def headline(summary: Mapping[str, Any]) -> dict[str, float | None]:
     }
 
 
-def spearman_yield_only(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def spearman_yield_only(rows: Sequence[Mapping[str, object]]) -> YieldOnlyAudit:
     """Audit over agents: do yield-only and product-utility MC_all scores rank agents alike?"""
     from scipy.stats import spearmanr
 

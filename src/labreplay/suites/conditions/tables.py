@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from labreplay.errors import DataError
 from labreplay.sdk import short_hash
@@ -92,6 +92,19 @@ class ObservedRow:
     replicate_sd: float | None = None
 
 
+class TableSummary(TypedDict):
+    """One table as the compile spec lists it (`ScreeningTable.summary`)."""
+
+    table_id: str
+    dataset: str
+    rows: int
+    varying_keys: list[str]
+    fixed: dict[str, str]
+    best_utility: float
+    qc: dict[str, Any]  # the table's QC record (`_tables_of_group`)
+    questions: NotRequired[int]  # set by the compiler
+
+
 @dataclass
 class ScreeningTable:
     table_id: str
@@ -118,7 +131,7 @@ class ScreeningTable:
     def best_utility(self) -> float:
         return max((r.utility for r in self.rows), default=0.0)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> TableSummary:
         return {
             "table_id": self.table_id,
             "dataset": self.dataset,

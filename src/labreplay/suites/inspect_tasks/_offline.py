@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # inspect_ai stays a lazy import
+    from inspect_ai.model import ModelAPI
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +43,7 @@ def allow_mockllm_offline() -> None:
         return
     original = MockLLM.count_text_tokens
 
-    async def count_text_tokens(self: Any, text: str) -> int:
+    async def count_text_tokens(self: ModelAPI, text: str) -> int:
         if not _state["unavailable"]:
             try:
                 return int(await original(self, text))

@@ -18,14 +18,13 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
 
 import anyio
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, get_model
-from inspect_ai.scorer import Score, Target, mean, scorer
-from inspect_ai.solver import Generate, TaskState, solver
+from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
+from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolInfo, ToolParams
 
 from labreplay.suites.campaign.api import load_specs, parse_controls, select_specs
@@ -38,7 +37,9 @@ _LOCK = threading.Lock()
 WAIT_TURN_S = 3600.0
 
 
-def _session(specs: str, store: str, only: str | None, controls: str, seed: int, model: str) -> Any:
+def _session(
+    specs: str, store: str, only: str | None, controls: str, seed: int, model: str
+) -> CampaignSession:
     key = (
         str(Path(specs).resolve()),
         str(Path(store).resolve()),
@@ -77,7 +78,7 @@ def tool_infos() -> list[ToolInfo]:
 @solver
 def drive_campaign(
     specs: str, store: str, only: str | None, controls: str, seed: int, max_steps: int
-) -> Any:
+) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         model = get_model()
         session = _session(specs, store, only, controls, seed, str(model))
@@ -127,7 +128,7 @@ def _past(session: CampaignSession, target: dict[str, str]) -> bool:
 
 
 @scorer(metrics=[mean()])
-def branch_auc(specs: str, store: str, only: str | None, controls: str, seed: int) -> Any:
+def branch_auc(specs: str, store: str, only: str | None, controls: str, seed: int) -> Scorer:
     """The branch's adaptive AUC, read from the store (the model never sees it)."""
 
     async def score(state: TaskState, target: Target) -> Score:

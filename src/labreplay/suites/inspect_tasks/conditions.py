@@ -12,23 +12,25 @@ conditions run.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.scorer import Score, Target, mean, scorer
+from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
 from inspect_ai.solver import TaskState, generate
 
 from labreplay.errors import LabreplayError
+from labreplay.sdk.events import JsonObject
+from labreplay.suites.conditions.events import AnswerResult
 from labreplay.suites.conditions.prompts import parse_answer, render_prompt
-from labreplay.suites.conditions.questions import agent_view, load_questions
+from labreplay.suites.conditions.questions import Question, agent_view, load_questions
 from labreplay.suites.conditions.scoring import answer_key, score_answer
 from labreplay.suites.inspect_tasks._offline import allow_mockllm_offline
 
 PRECEDENTS = {"both": None, "with": "with_precedents", "without": "no_precedents"}
 
 
-def _selected(questions_path: str, precedents: str) -> list[dict[str, Any]]:
+def _selected(questions_path: str, precedents: str) -> list[Question]:
     if precedents not in PRECEDENTS:
         raise LabreplayError(
             f"-T precedents must be one of {', '.join(PRECEDENTS)}, got {precedents!r}"
@@ -41,7 +43,12 @@ def _selected(questions_path: str, precedents: str) -> list[dict[str, Any]]:
     ]
 
 
-def read_and_score(question: dict[str, Any], completion: str) -> dict[str, Any]:
+class ReadAndScored(TypedDict):
+    answer: JsonObject  # parsed: {"option": i}, {"choices": {...}} or {"invalid": reason}
+    result: AnswerResult
+
+
+def read_and_score(question: Question, completion: str) -> ReadAndScored:
     """Our parser on a completion, then our per-question result (as `conditions run`)."""
     view = agent_view(question)
     parsed = parse_answer(completion, view)
@@ -49,7 +56,7 @@ def read_and_score(question: dict[str, Any], completion: str) -> dict[str, Any]:
 
 
 @scorer(metrics=[mean()])
-def relative_score(questions: str, precedents: str = "both") -> Any:
+def relative_score(questions: str, precedents: str = "both") -> Scorer:
     """Relative score of the option chosen (its utility over the table's best; 0 when the
     reply cannot be read, FIB: 0 without a Hit)."""
     by_id = {q["id"]: q for q in _selected(questions, precedents)}
@@ -61,7 +68,7 @@ def relative_score(questions: str, precedents: str = "both") -> Any:
         return Score(
             value=float(value) if value is not None else 0.0,
             answer=state.output.completion,
-            metadata=read,
+            metadata=dict(read),
         )
 
     return score

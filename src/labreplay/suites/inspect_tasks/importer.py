@@ -16,28 +16,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labreplay.errors import DataError, LabreplayError
 from labreplay.sdk import sha256_json
 from labreplay.sdk.engine import Store
+from labreplay.sdk.events import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog
 
 
 class _LoggedAgent:
     """The harness of an inspect log, as the conditions runner records it."""
 
-    def __init__(self, model: str, params: Mapping[str, Any]) -> None:
+    def __init__(self, model: str, params: Mapping[str, JsonValue]) -> None:
         self.name = f"inspect:{model}"
         self._params = dict(params)
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> dict[str, JsonValue]:
         return dict(self._params)
 
-    def answer(self, question_view: dict[str, Any]) -> dict[str, Any]:
+    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
         raise LabreplayError("an imported inspect log answers from its samples only")
 
 
-def _read_log(path: Path) -> Any:
+def _read_log(path: Path) -> EvalLog:
     from labreplay.suites.inspect_tasks._require import require_inspect
 
     require_inspect()
@@ -53,7 +57,7 @@ def _read_log(path: Path) -> Any:
         ) from exc
 
 
-def import_inspect_log(log_path: str | Path, store_path: str | Path) -> dict[str, Any]:
+def import_inspect_log(log_path: str | Path, store_path: str | Path) -> dict[str, object]:
     path = Path(log_path)
     log = _read_log(path)
     task = str(log.eval.task)
@@ -64,7 +68,7 @@ def import_inspect_log(log_path: str | Path, store_path: str | Path) -> dict[str
     raise DataError(f"task {task!r} is not a labreplay task", file=str(path), field="eval.task")
 
 
-def _import_conditions(path: Path, log: Any, store_path: Path) -> dict[str, Any]:
+def _import_conditions(path: Path, log: EvalLog, store_path: Path) -> dict[str, object]:
     from labreplay.suites.conditions.runner import (
         answer_payload,
         answered,
@@ -91,7 +95,7 @@ def _import_conditions(path: Path, log: Any, store_path: Path) -> dict[str, Any]
     if unknown:
         raise DataError("sample id is not a question of the file", file=str(path), value=unknown[0])
     model = str(log.eval.model)
-    params = {
+    params: dict[str, JsonValue] = {
         "interface": "inspect",
         "model": model,
         "precedents": precedents,
@@ -105,14 +109,14 @@ def _import_conditions(path: Path, log: Any, store_path: Path) -> dict[str, Any]
         done = answered(recorder)
         for q in chosen:
             if q["id"] not in done:
-                raw = {"text": completions[q["id"]]}
+                raw: JsonObject = {"text": completions[q["id"]]}
                 recorder.append("answer", answer_payload(q, answer_key(q), raw))
         recorder.flush()
         result = finish_question_run(recorder, chosen, 0)
     return {"suite": "conditions", "log": str(path), "samples": len(chosen), **result}
 
 
-def _check_campaign(path: Path, log: Any, store_path: Path) -> dict[str, Any]:
+def _check_campaign(path: Path, log: EvalLog, store_path: Path) -> dict[str, object]:
     args = dict(log.eval.task_args or {})
     named = Path(str(args.get("store", "")))
     if named.resolve() != store_path.resolve():
