@@ -10,10 +10,10 @@ into literature-sized tables by the declared rule in `slicing`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labreplay.errors import DataError
 from labreplay.sdk import sha256_file, sha256_json
@@ -30,8 +30,11 @@ from labreplay.suites.conditions.outcomes import OBJECTIVES
 from labreplay.suites.conditions.slicing import INFORMATIVE_RULE
 from labreplay.suites.conditions.tables import RESPONSES, RawRow, TableRule, build_tables
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-def _read_frame(path: Path) -> Any:
+
+def _read_frame(path: Path) -> pd.DataFrame:
     import pandas as pd
 
     if not path.is_file():
@@ -220,7 +223,7 @@ def import_table(path: Path, options: ImportOptions) -> CompiledSet:
         "ddg": o.ddg_col,
     }
 
-    def comp(rec: Mapping[str, Any], col: str, line: int, empty: str = "none") -> Component:
+    def comp(rec: Mapping[Hashable, object], col: str, line: int, empty: str = "none") -> Component:
         text = clean_text(rec[col]) or empty
         smiles_col = o.smiles_cols.get(col)
         raw = clean_text(rec[smiles_col]) if smiles_col else ""
@@ -300,7 +303,7 @@ def _cell_text(value: object) -> str:
     return str(int(number)) if number.is_integer() and abs(number) < 2**53 else repr(number)
 
 
-def rows_sha256(frame: Any, o: ImportOptions) -> str:
+def rows_sha256(frame: pd.DataFrame, o: ImportOptions) -> str:
     """sha256 of the declared columns' cells, row by row, as the compiler reads them: the
     identity of a user's table, the same for its CSV, TSV and XLSX copies under any name."""
     cols = list(

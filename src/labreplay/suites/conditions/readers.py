@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay.errors import DataError
 from labreplay.sdk.data import JsonLimitError, data_file, loads_strict
@@ -21,6 +21,9 @@ from labreplay.suites.conditions.tables import (
     component,
 )
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 R = "reactions/"
 
 
@@ -30,7 +33,7 @@ def _csv(path: Path, **kwargs: Any) -> Any:
     return pd.read_csv(path, dtype=str, keep_default_na=False, **kwargs)
 
 
-def _xlsx(path: Path) -> Any:
+def _xlsx(path: Path) -> pd.DataFrame:
     """First sheet of a workbook (openpyxl read-only mode: about twice as fast as read_excel)."""
     import zipfile
 

@@ -16,6 +16,7 @@ from labreplay.suites.conditions.report import (
     PAPER_MEDIAN_AXES,
     PAPER_MEDIAN_ROWS,
 )
+from labreplay.suites.conditions.summary import LiftInterval
 
 # (question type, agent metric, its random floor, label)
 BARS = (
@@ -147,10 +148,11 @@ LIFTS = (
 )
 
 
-def _lift_text(entry: Mapping[str, Any] | None) -> str:
+def _lift_text(entry: LiftInterval | None) -> str:
     if not entry or entry.get("mean") is None or not entry.get("n"):
         return "-"
-    lo, hi = (entry.get("ci95") or [None, None])[:2]
+    ci = entry.get("ci95")
+    lo, hi = (ci[0], ci[1]) if ci else (None, None)
     return f"{signed(entry['mean'])} ({interval(lo, hi)}), n {entry['n']}"
 
 

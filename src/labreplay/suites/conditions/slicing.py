@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
 
@@ -53,11 +53,20 @@ class HasConditions(Protocol):
     def utility(self) -> float: ...
 
 
+class OptionSubset(TypedDict):
+    """Which part of an oversized context a slice is (`_split`)."""
+
+    axis: str
+    part: int
+    of: int
+    holds_context_best: bool | None  # None: a seeded subset, not a split
+
+
 @dataclass
 class Slice:
     rows: list[int]  # indices into the group's rows
     fixed: dict[str, str]  # the fixed axes' values shared by these rows
-    subset: dict[str, Any] | None = None  # {axis, part, of, holds_context_best} when split
+    subset: OptionSubset | None = None  # when the context was split
 
 
 @dataclass
@@ -127,7 +136,7 @@ def _split(
     varied: Sequence[str],
     max_options: int,
     rng: np.random.Generator,
-) -> tuple[list[tuple[list[int], dict[str, Any]]], list[int]]:
+) -> tuple[list[tuple[list[int], OptionSubset]], list[int]]:
     """Parts of an oversized context (see the module docstring) and the rows left out."""
     sub = [rows[i] for i in members]
     axis = preference(sub, list(varied))[0]
