@@ -143,7 +143,7 @@ class ConditionsSuite:
         model = run_options.model
         from labreplay.sdk.agents import is_llm_agent
 
-        if is_llm_agent(agent):
+        if isinstance(agent, str) and is_llm_agent(agent):  # is_llm_agent: str only
             model = agent
         if run_options.questions is not None:
             path = Path(run_options.questions)
