@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 EXTRAS ?= dev,materials,chem,bo,llm,dist,gym,mcp,inspect,sign,docs
 export LABREPLAY_DATA_DIR ?= $(abspath ../shared/data)
 OUT ?= out
-ANY_SHARE_MAX ?= 47.8
+ANY_SHARE_MAX ?= 12.0
 
 .PHONY: venv demo test lint typecheck bench docs clean
 
@@ -26,7 +26,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts examples
 	$(BIN)/ruff format --check src tests benchmarks scripts examples
-	# the share of signatures typed `Any` may only fall (engine issue target: under 25%)
+	# the share of signatures typed `Any` may only fall (engine issue target: under 25%; 11.4% now)
 	$(BIN)/python scripts/any_share.py --max $(ANY_SHARE_MAX)
 	# the published export schema is what the event and row TypedDicts give
 	$(BIN)/python scripts/export_schema.py --check
