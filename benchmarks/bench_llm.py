@@ -12,6 +12,9 @@ Figures:
   that call separately.
 - client overhead per call (median ms): time inside the HTTP call minus the server's delay
   (openai SDK + loopback HTTP), for context.
+- per-call time by route (median ms, server delay excluded): one `complete_json` call through the
+  native OpenAI-compatible client and through inspect_ai's model layer (`openai-api/local/stub`)
+  against the same stub server, with the ratio inspect / native.
 - throughput with max_concurrency 8 vs 1 against a server that answers after a fixed delay:
   requests per second at 8, and the ratio to 1 (ideal 8).
 """
@@ -104,6 +107,24 @@ def _overhead(turns: int) -> tuple[float, float, int]:
     return statistics.median(harness) * 1e3, statistics.median(inside) * 1e3, prompt_chars
 
 
+def _per_call_ms(model: str, calls: int, **options: Any) -> float:
+    """Median wall time of one `complete_json` call minus the server's delay (first call is a
+    warm-up: connection, structured-output detection, inspect's model database)."""
+    reply = stub.ok('{"answer": "A"}', delay_s=SERVER_DELAY_S)
+    schema = {"type": "object", "required": ["answer"]}
+    with stub.StubServer(stub.constant(reply)) as server:
+        client = LLMClient(
+            model, base_url=server.base_url, retry=RetryPolicy(timeout_s=10), **options
+        )
+        seconds = []
+        for i in range(calls + 1):
+            started = time.perf_counter()
+            answer = client.complete_json([{"role": "user", "content": f"q {i}"}], schema)
+            seconds.append(time.perf_counter() - started)
+            assert answer.ok, answer
+    return (statistics.median(seconds[1:]) - SERVER_DELAY_S) * 1e3
+
+
 def _throughput(requests: int, concurrency: int) -> float:
     reply = stub.ok('{"answer": "A"}', delay_s=THROUGHPUT_DELAY_S)
     schema = {"type": "object", "required": ["answer"]}
@@ -127,6 +148,8 @@ def run(quick: bool) -> list[dict[str, Any]]:
     turns = 15 if quick else 60
     harness_ms, client_ms, prompt_chars = _overhead(turns)
     requests = 32 if quick else 96
+    native_ms = _per_call_ms("stub", turns)
+    inspect_ms = _per_call_ms("openai-api/local/stub", turns, provider="inspect")
     serial = _throughput(requests, 1)
     parallel = _throughput(requests, 8)
     return [
@@ -143,6 +166,13 @@ def run(quick: bool) -> list[dict[str, Any]]:
             "unit": "ms",
             "ratio": None,
             "target": "< 20 ms",
+        },
+        {
+            "name": "llm call through inspect_ai (openai-api/local/stub), server delay excluded",
+            "median": round(inspect_ms, 3),
+            "unit": "ms",
+            "ratio": round(inspect_ms / native_ms, 2),
+            "target": f"ratio to the native client ({native_ms:.3f} ms); issue 35: overhead < 5 ms",
         },
         {
             "name": f"llm throughput max_concurrency 8 vs 1 ({THROUGHPUT_DELAY_S * 1e3:g} ms server)",
