@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agents.schemas import ACTION_SCHEMA
 
 from labreplay.agents.base import drain_calls
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
@@ -24,25 +25,6 @@ from labreplay.suites.campaign.llm_agent import LLMCampaignAgent, make_agent
 from labreplay.suites.campaign.llm_prompts import StateLayout, campaign_messages
 from labreplay.testing import fault_server as stub
 
-ACTION_SCHEMA: dict[str, Any] = {
-    "oneOf": [
-        {
-            "type": "object",
-            "properties": {
-                "type": {"type": "string", "const": "select_experiment"},
-                "experiment_id": {"type": "string", "enum": ["PG_0001", "PG_0002"]},
-            },
-            "required": ["type", "experiment_id"],
-            "additionalProperties": False,
-        },
-        {
-            "type": "object",
-            "properties": {"type": {"type": "string", "const": "stop"}},
-            "required": ["type"],
-            "additionalProperties": False,
-        },
-    ]
-}
 OBSERVATION: dict[str, Any] = {
     "phase": "select",
     "rules": "Pick one experiment or stop.",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agents.schemas import ACTION_SCHEMA
 
 from labreplay.agents import llm_inspect
 from labreplay.agents.llm import agent_provider, is_llm_agent, parse_agent_spec
@@ -31,25 +32,6 @@ pytest.importorskip("inspect_ai")
 LOCAL = "openai-api/local/stub"
 KEY = "sk-inspect-test-0123456789abcdef0123456789"
 MESSAGES = [{"role": "system", "content": "You pick."}, {"role": "user", "content": "Pick one."}]
-ACTION_SCHEMA: dict[str, Any] = {
-    "oneOf": [
-        {
-            "type": "object",
-            "properties": {
-                "type": {"type": "string", "const": "select_experiment"},
-                "experiment_id": {"type": "string", "enum": ["PG_0001", "PG_0002"]},
-            },
-            "required": ["type", "experiment_id"],
-            "additionalProperties": False,
-        },
-        {
-            "type": "object",
-            "properties": {"type": {"type": "string", "const": "stop"}},
-            "required": ["type"],
-            "additionalProperties": False,
-        },
-    ]
-}
 GOOD = '{"type": "select_experiment", "experiment_id": "PG_0002"}'
 
 

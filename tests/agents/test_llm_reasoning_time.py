@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agents.schemas import ACTION_SCHEMA
 
 from labreplay.agents.llm_caps import CapMeter, RunCaps
 from labreplay.agents.llm_client import CIRCUIT_LIMIT, TIME_CAP, AsyncLLMClient, LLMClient
@@ -33,25 +34,6 @@ from labreplay.testing.schema_server import SchemaAnswerer
 
 pytest.importorskip("openai")
 
-ACTION_SCHEMA: dict[str, Any] = {
-    "oneOf": [
-        {
-            "type": "object",
-            "properties": {
-                "type": {"type": "string", "const": "select_experiment"},
-                "experiment_id": {"type": "string", "enum": ["PG_0001", "PG_0002"]},
-            },
-            "required": ["type", "experiment_id"],
-            "additionalProperties": False,
-        },
-        {
-            "type": "object",
-            "properties": {"type": {"type": "string", "const": "stop"}},
-            "required": ["type"],
-            "additionalProperties": False,
-        },
-    ]
-}
 OBSERVATION: dict[str, Any] = {
     "phase": "select",
     "rules": "Pick one experiment or stop.",
