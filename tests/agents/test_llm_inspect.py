@@ -373,3 +373,38 @@ def test_smollm2_answers_through_openai_api(llm_base_url: str) -> None:
     client = _client("openai-api/local/smollm2", llm_base_url)
     _, record = client.chat(MESSAGES, ACTION_SCHEMA, "action")
     assert record["error"] is None and (record["prompt_tokens"] or 0) > 0
+
+
+def test_anthropic_through_inspect_reaches_the_messages_api_and_records_what_it_sent(
+    tmp_path: Path,
+) -> None:
+    """`anthropic/MODEL` through inspect_ai's anthropic provider against a local stand-in of
+    the Messages API: the same URL as the native `--provider anthropic` path for the same
+    `--base-url`, the key only in its header, usage with cache reads and writes priced, and
+    provenance that says temperature was not sent (inspect's provider sends none)."""
+    pytest.importorskip("anthropic", reason="inspect's anthropic provider needs `anthropic`")
+    from tests.agents.test_llm_providers import PICK, TALK, MessagesServer, message
+
+    key = "sk-ant-inspect-0123456789abcdef0123456789"
+    reply = message('{"pick": "b"}', cache_read_input_tokens=1000, cache_creation_input_tokens=200)
+    with MessagesServer([(200, reply, {})]) as server, Store(tmp_path / "s.sqlite") as db:
+        client = _client("anthropic/claude-sonnet-4-5", server.base_url, api_key=key, cache=db)
+        got = client.complete_json(TALK, PICK)
+    assert got.value == {"pick": "b"}
+    ((path, headers, body),) = server.seen
+    assert path == "/v1/messages"  # base URL given with /v1, as on the native path
+    lower = {name.lower(): value for name, value in headers.items()}
+    assert lower.get("x-api-key") == key or lower.get("authorization") == f"Bearer {key}", lower
+    assert body["system"][0]["text"] == "You pick."
+    assert not {"temperature", "top_p", "seed"} & set(body)
+    (call,) = got.calls
+    assert call["prompt_tokens"] == 1230 and call["cached_tokens"] == 1000
+    assert call["cache_write_tokens"] == 200 and call["finish_reason"] == "stop"
+    usd = (30 * 3.0 + 1000 * 0.3 + 200 * 3.75 + 9 * 15.0) / 1e6  # built-in claude-sonnet-4-5
+    assert call["cost_usd"] == pytest.approx(usd)
+    params = client.params()
+    assert params["layer"] == "inspect_ai" and params["provider"] == "anthropic"
+    assert str(params["temperature"]).startswith("not sent")
+    assert str(params["sampling_seed"]).startswith("not sent")
+    assert key not in json.dumps(params)
+    assert key.encode() not in (tmp_path / "s.sqlite").read_bytes()

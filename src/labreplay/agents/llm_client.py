@@ -57,6 +57,7 @@ from labreplay.agents.llm_faults import (
 )
 from labreplay.agents.llm_inspect import (
     CHAT_PROVIDERS,
+    NO_SAMPLING_PROVIDERS,
     SCHEMA_PROVIDERS,
     SEED_PROVIDERS,
     InspectEndpoint,
@@ -271,11 +272,15 @@ class _ClientCore:
                     f"{'json_object' if self.structured == 'json_object' else 'response_schema'}"
                     " (prompt + validation)"
                 )
+        sampled: dict[str, Any] = sampling.as_params()
+        if self._inspect in NO_SAMPLING_PROVIDERS:
+            for name in ("temperature", "top_p"):
+                sampled[name] = f"not sent: inspect_ai's {self._inspect} provider sends none"
         return {
             "model": self.model,
             **provider,
             "endpoint": self.endpoint,
-            **sampling.as_params(),
+            **sampled,
             **reasoning,
             "sampling_seed": seed,
             "structured": structured,

@@ -74,6 +74,13 @@ SCHEMA_PROVIDERS = frozenset(
     {"openai", "openai-api", "anthropic", "google", "vllm", "sglang", "ollama", "together",
      "fireworks", "groq", "grok", "mistral", "openrouter", "deepseek", "bedrock"}
 )  # fmt: skip
+# Providers to which inspect_ai sends no sampling parameters: its anthropic provider drops
+# temperature, top_p and top_k (Anthropic API version 2026-10-21, anthropic SDK >= 2, rejects
+# them on every model). Nothing is sent, and provenance says so rather than "temperature 0".
+NO_SAMPLING_PROVIDERS = frozenset({"anthropic"})
+# Providers whose SDK appends `/v1/...` itself: a `--base-url` given as on the native path
+# (`https://api.anthropic.com/v1`) loses its `/v1`, so both layers reach the same URL.
+_V1_APPENDED = frozenset({"anthropic"})
 # Providers that send OpenAI chat completions through the `openai` SDK (inspect's
 # OpenAICompatibleAPI family; `openai` with the Responses API off): our `response_format` goes
 # to them exactly as on the native path, in the request's extra body, where inspect's
@@ -257,6 +264,8 @@ def generate_args(body: Mapping[str, Any], provider: str) -> tuple[list[Any], An
     if budget is not None:
         fields["max_tokens"] = budget
     for name in ("temperature", "top_p", "seed", "reasoning_effort", "reasoning_tokens"):
+        if name in ("temperature", "top_p") and provider in NO_SAMPLING_PROVIDERS:
+            continue  # the provider would drop it (with a warning): not sent, and recorded so
         if body.get(name) is not None:
             fields[name] = body[name]
     found = body.get("response_format")
@@ -422,6 +431,8 @@ class InspectEndpoint:
         key = api_key
         if key is None and self.provider in ("openai-api", "openai") and base_url:
             key = PLACEHOLDER_KEY  # a local server takes any key; the provider wants one
+        if base_url and self.provider in _V1_APPENDED:
+            base_url = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
         try:
             self._model = get_model(model, base_url=base_url, api_key=key, **args)
         except Exception as exc:  # inspect's own refusal (a missing key, a bad name): one line
