@@ -23,12 +23,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
-import math
 import re
 import threading
 from collections.abc import Mapping
 from typing import Any
 
+from labreplay.agents.inspect_offline import allow_mockllm_offline
 from labreplay.agents.llm_faults import MalformedResponse
 from labreplay.agents.llm_wire import Completion
 from labreplay.errors import AgentError
@@ -363,7 +363,6 @@ def _named(exc: BaseException, name: str) -> bool:
 # ---------------------------------------------------------------------- the event loop
 _LOOP: dict[str, asyncio.AbstractEventLoop] = {}
 _LOOP_LOCK = threading.Lock()
-_PATCHED: list[bool] = []  # mockllm's offline token count is installed (once per process)
 
 
 def _loop() -> asyncio.AbstractEventLoop:
@@ -380,31 +379,6 @@ def _loop() -> asyncio.AbstractEventLoop:
             thread.start()
             _LOOP["loop"] = loop
         return loop
-
-
-def allow_mockllm_offline() -> None:
-    """mockllm counts its prompt's tokens with tiktoken's o200k_base, which it downloads on
-    first use: offline that is a ConnectionError on every call. Count one token per 4 bytes
-    instead when the encoding cannot be fetched (mockllm only; its usage is a stand-in)."""
-    if _PATCHED:
-        return
-    try:
-        from inspect_ai.model._providers.mockllm import MockLLM
-    except ImportError:
-        return
-    original = MockLLM.count_text_tokens
-    failed: list[bool] = []
-
-    async def count_text_tokens(self: Any, text: str) -> int:
-        if not failed:
-            try:
-                return int(await original(self, text))
-            except OSError:  # requests' ConnectionError...: no download possible
-                failed.append(True)
-        return max(1, math.ceil(len(text.encode("utf-8")) / 4))
-
-    MockLLM.count_text_tokens = count_text_tokens  # type: ignore[method-assign]
-    _PATCHED.append(True)
 
 
 class InspectEndpoint:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         model_of,
         sandbox_of,
     )
+    from labreplay.agents.inspect_offline import allow_mockllm_offline, mockllm_offline_state
     from labreplay.agents.isolated import (
         CAMPAIGN_CONTRACT,
         AgentNonJSON,
@@ -125,6 +126,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "is_llm_agent",
         "parse_agent_spec",
     ),
+    "labreplay.agents.inspect_offline": ("allow_mockllm_offline", "mockllm_offline_state"),
     "labreplay.agents.llm_inspect": ("is_builtin_spec",),
     "labreplay.agents.llm_budget": (
         "check_user_budget",
@@ -203,6 +205,7 @@ __all__ = [
     "add_usage",
     "agent_name",
     "agent_provider",
+    "allow_mockllm_offline",
     "bind_response_cache",
     "build_from_ref",
     "cached_prefix_tokens",
@@ -219,6 +222,7 @@ __all__ = [
     "is_llm_agent",
     "isolation_of",
     "json_problem",
+    "mockllm_offline_state",
     "model_of",
     "parse_agent_spec",
     "parse_price",
