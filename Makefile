@@ -36,9 +36,13 @@ typecheck: $(STAMP)
 	# the README's fourth suite, written against the SDK only
 	MYPYPATH=examples/fourth_suite $(BIN)/mypy --strict examples/fourth_suite/meltsuite
 
-# pytest's exit 5 (no test collected) is a failure too.
+# pytest's exit 5 (no test collected) is a failure too. The tests run on PYTEST_WORKERS
+# pytest-xdist workers (CI has two cores; much of the suite waits on subprocesses, local
+# servers and the model server); --dist loadfile keeps a test file on one worker, so its
+# module fixtures are made once and its tests run in file order. PYTEST_WORKERS=0: one process.
+PYTEST_WORKERS ?= 2
 test: $(STAMP) lint typecheck
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS); rc=$$?; \
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; exit $$rc
 
 # the docs site into site/ (git-ignored); the CLI reference is generated from the app

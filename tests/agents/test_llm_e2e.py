@@ -82,7 +82,9 @@ def test_unusable_replies_are_recorded_as_invalid_and_resume_from_cache(
     url, proxy = recording_proxy
     n_queries = len(spec.body["queries"])
     with Store(tmp_path / "results.sqlite") as store:
-        agent = _campaign_agent(url, store, max_tokens=3, max_repairs=0, timeout_s=120)
+        # a long timeout: the first prompt (~2k tokens, evaluated in full) took 188 s on a
+        # loaded 2-core machine, and a cut request is a failed call, not the cut-off reply
+        agent = _campaign_agent(url, store, max_tokens=3, max_repairs=0, timeout_s=300)
         first = run_branch(spec, agent, 5, "adaptive", store, max_invalid_streak=2)
         sent_first = len(proxy.bodies)
         calls = store.llm_calls(first.run_id)
@@ -106,7 +108,7 @@ def test_unusable_replies_are_recorded_as_invalid_and_resume_from_cache(
         store.reset_run(first.run_id)
         again = run_branch(
             spec,
-            _campaign_agent(url, store, max_tokens=3, max_repairs=0, timeout_s=120),
+            _campaign_agent(url, store, max_tokens=3, max_repairs=0, timeout_s=300),
             5,
             "adaptive",
             store,
@@ -128,7 +130,7 @@ def test_short_campaign_through_a_real_model(
     spec, by_item = small_campaign
     url, proxy = recording_proxy
     with Store(tmp_path / "results.sqlite") as store:
-        agent = _campaign_agent(url, store, max_tokens=160, max_repairs=1, timeout_s=180)
+        agent = _campaign_agent(url, store, max_tokens=160, max_repairs=1, timeout_s=300)
         result = run_branch(spec, agent, 11, "adaptive", store, max_invalid_streak=3)
         stored_events = store.events(result.run_id)
         calls = store.llm_calls(result.run_id)
@@ -178,15 +180,18 @@ def test_short_campaign_through_a_real_model(
 
 @pytest.fixture(scope="module")
 def mitsunobu_questions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
-    """One question of each type from the real EDBO Mitsunobu screening table."""
+    """One question of each type from the real EDBO Mitsunobu screening table: of each type
+    the one with the shortest prompt (prompt evaluation is most of a tiny model's time)."""
     from labreplay.records.sources import resolve_data_dir
     from labreplay.suites.conditions.compiler import compile_datasets
-    from labreplay.suites.conditions.questions import load_questions, write_questions
+    from labreplay.suites.conditions.prompts import render_prompt
+    from labreplay.suites.conditions.questions import agent_view, load_questions, write_questions
 
     compiled = compile_datasets(["edbo_mitsunobu"], resolve_data_dir(None), seed=0)
     chosen: list[Any] = []
     for qtype in ("mc_single", "mc_all", "fib_all"):
-        chosen += [q for q in compiled.questions if q["question_type"] == qtype][:1]
+        of_type = [q for q in compiled.questions if q["question_type"] == qtype]
+        chosen += sorted(of_type, key=lambda q: len(render_prompt(agent_view(q))))[:1]
     path = tmp_path_factory.mktemp("questions") / "mitsunobu.jsonl"
     write_questions(path, chosen)
     return path, load_questions(path)
@@ -209,6 +214,10 @@ def test_conditions_questions_through_a_real_model(
             max_tokens=120,
             max_repairs=1,
             max_concurrency=3,
+            # the server answers one request at a time, so the third waits for the first two:
+            # at the default 60 s timeout it was cut and sent again on a loaded machine, which
+            # made the server evaluate the longest prompt twice
+            timeout_s=300,
             store=store,
         )
         assert isinstance(agent, LLMQuestionAgent)

@@ -54,11 +54,9 @@ def run_cli(*args: str, timeout: float = 300.0) -> subprocess.CompletedProcess[s
 
 
 @pytest.fixture(scope="module")
-def specs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("specs") / "specs"
-    proc = run_cli("campaign", "compile", "--out", str(out), "--json")
-    assert proc.returncode == 0, proc.stderr
-    return out
+def specs(campaign_specs_source: Path) -> Path:
+    """The session's `campaign compile` output (tests/conftest.py): runs only read it."""
+    return campaign_specs_source
 
 
 def _prices(tmp_path: Path, model: str = "priced-model", **row: float) -> Path:

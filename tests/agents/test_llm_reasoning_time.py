@@ -60,11 +60,9 @@ def run_cli(*args: str, timeout: float = 300.0) -> subprocess.CompletedProcess[s
 
 
 @pytest.fixture(scope="module")
-def specs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("specs") / "specs"
-    proc = run_cli("campaign", "compile", "--out", str(out), "--json")
-    assert proc.returncode == 0, proc.stderr
-    return out
+def specs(campaign_specs_source: Path) -> Path:
+    """The session's `campaign compile` output (tests/conftest.py): runs only read it."""
+    return campaign_specs_source
 
 
 @pytest.fixture
@@ -393,13 +391,9 @@ def test_an_endpoint_that_hangs_mid_campaign_stops_at_max_time_failed_with_the_c
 
 
 def test_a_conditions_run_against_a_hung_endpoint_stops_at_max_time(
-    tmp_path: Path,
+    tmp_path: Path, buchwald_questions: Path
 ) -> None:
-    questions = tmp_path / "questions.jsonl"
-    made = run_cli(
-        "conditions", "compile", "--dataset", "buchwald_hartwig", "--out", str(questions)
-    )
-    assert made.returncode == 0, made.stderr
+    questions = buchwald_questions  # read only: the run is limited to its first 8
     store = tmp_path / "c.sqlite"
     first = FirstRequest(stub.constant(stub.hung()))
     with stub.StubServer(first) as server:

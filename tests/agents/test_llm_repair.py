@@ -49,10 +49,9 @@ class FailsOneCheckpoint:
 
 
 def test_a_run_with_a_forecast_fallback_is_redone_asking_only_the_failed_call(
-    tmp_path: Path,
+    tmp_path: Path, campaign_specs_source: Path
 ) -> None:
-    specs = tmp_path / "specs"
-    assert run_cli("campaign", "compile", "--out", str(specs), "--json").returncode == 0
+    specs = campaign_specs_source  # `campaign compile` once per session; runs only read it
     store = tmp_path / "s.sqlite"
     argv = ("campaign", "run", "--specs", str(specs), "--store", str(store), "--only",
             "short-1", "--agent", "openai:m", "--max-retries", "0", "--json")  # fmt: skip

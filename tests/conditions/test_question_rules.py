@@ -8,7 +8,9 @@ options exit 2 with one line before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
 import math
 import subprocess
@@ -38,6 +40,19 @@ def _cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=600,
     )
+
+
+def _cli_in_process(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The CLI in this process (`labreplay.cli.main.run`, what `main` runs): the exit code,
+    stdout and stderr a user sees, without an interpreter start (~2 s of CPU) per call. A bug
+    escapes as the exception itself."""
+    from labreplay.cli.main import run
+
+    err, out = io.StringIO(), io.StringIO()
+    argv = [str(a) for a in args]
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = run(argv)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list[Any]], sep: str = ",") -> Path:
@@ -253,7 +268,9 @@ def test_renamed_tsv_and_xlsx_copies_give_byte_identical_questions(tmp_path: Pat
         outputs = []
         for n, path in enumerate(copies):
             out = tmp_path / f"q{n}{len(extra)}.jsonl"
-            proc = _cli("conditions", "compile", "--table", path, "--out", out, *declared, *extra)
+            proc = _cli_in_process(
+                "conditions", "compile", "--table", path, "--out", out, *declared, *extra
+            )
             assert proc.returncode == 0, proc.stderr
             outputs.append(out.read_bytes())
         assert len(set(outputs)) == 1
@@ -323,7 +340,8 @@ def test_bad_compile_options_exit_2_before_anything(
                     "ligand", "--yield-col", "yield"), ("--all",)):  # fmt: skip
         if source == ("--all",) and flag in {"--yield-scale", "--objective", "--temperature-k"}:
             continue
-        _one_line_exit_2(_cli("conditions", "compile", *source, "--out", out, flag, value), needle)
+        proc = _cli_in_process("conditions", "compile", *source, "--out", out, flag, value)
+        _one_line_exit_2(proc, needle)
         assert not out.exists() and not (tmp_path / "q.jsonl.spec.json").exists()
 
 

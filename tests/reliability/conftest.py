@@ -14,6 +14,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -96,11 +97,10 @@ def data_env() -> None:
 # The compiled campaign specs and their first assignment, for the end-to-end LLM failure and
 # secrets tests (one compile per test module; a module may define its own).
 @pytest.fixture(scope="module")
-def specs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("specs") / "specs"
-    proc = run_cli("campaign", "compile", "--out", str(out), "--json")
-    assert proc.returncode == 0, proc.stderr
-    return out
+def specs_dir(
+    tmp_path_factory: pytest.TempPathFactory, copy_campaign_specs: Callable[[Path], Path]
+) -> Path:
+    return copy_campaign_specs(tmp_path_factory.mktemp("specs") / "specs")
 
 
 @pytest.fixture(scope="module")

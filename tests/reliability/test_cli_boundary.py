@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,11 +19,10 @@ from .conftest import assert_one_line_error, digest, run_cli
 
 
 @pytest.fixture(scope="module")
-def specs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("specs") / "specs"
-    proc = run_cli("campaign", "compile", "--out", str(out), "--json")
-    assert proc.returncode == 0, proc.stderr
-    return out
+def specs_dir(
+    tmp_path_factory: pytest.TempPathFactory, copy_campaign_specs: Callable[[Path], Path]
+) -> Path:
+    return copy_campaign_specs(tmp_path_factory.mktemp("specs") / "specs")
 
 
 def _copy(specs_dir: Path, tmp_path: Path) -> Path:

@@ -4,6 +4,7 @@ observations give exactly the trajectories they give in-process."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,8 @@ from .conftest import assert_one_line_error, run_cli
 
 
 @pytest.fixture(scope="module")
-def spec(tmp_path_factory: pytest.TempPathFactory) -> object:
-    out = tmp_path_factory.mktemp("specs") / "specs"
-    proc = run_cli("campaign", "compile", "--out", str(out))
-    assert proc.returncode == 0, proc.stderr
-    return load_specs(out)[0]
+def spec(campaign_specs_source: Path) -> object:
+    return load_specs(campaign_specs_source)[0]
 
 
 @pytest.mark.parametrize("agent", ["random", "bayes", "no-evidence"])
@@ -42,9 +40,10 @@ def test_isolated_agent_gives_the_in_process_trajectory(agent: str, spec: object
         ], branch
 
 
-def test_cli_isolate_records_the_mode(tmp_path: Path) -> None:
-    specs = tmp_path / "specs"
-    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
+def test_cli_isolate_records_the_mode(
+    tmp_path: Path, copy_campaign_specs: Callable[[Path], Path]
+) -> None:
+    specs = copy_campaign_specs(tmp_path / "specs")
     first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]["id"]
     store = tmp_path / "s.sqlite"
     done = run_cli(
@@ -79,12 +78,14 @@ def test_cli_isolate_records_the_mode(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- sealed evaluator
-def test_compile_writes_visible_specs_and_a_bound_sealed_evaluator(tmp_path: Path) -> None:
+def test_compile_writes_visible_specs_and_a_bound_sealed_evaluator(
+    tmp_path: Path, copy_campaign_specs: Callable[[Path], Path]
+) -> None:
     from labreplay.compile.spec import load_spec
     from labreplay.errors import SpecError
 
-    specs = tmp_path / "specs"
-    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
+    # what `campaign compile --out` wrote (once per session), copied: this test damages it
+    specs = copy_campaign_specs(tmp_path / "specs")
     index = json.loads((specs / "index.json").read_text(encoding="utf-8"))
     hashes = json.loads((specs / "sealed" / "index.sealed.json").read_text(encoding="utf-8"))
     for entry in index["assignments"]:
@@ -117,11 +118,12 @@ def _all_keys(value: object) -> set[str]:
     return set()
 
 
-def test_isolate_after_in_process_records_a_new_isolated_run(tmp_path: Path) -> None:
+def test_isolate_after_in_process_records_a_new_isolated_run(
+    tmp_path: Path, copy_campaign_specs: Callable[[Path], Path]
+) -> None:
     """Defect: running in-process, then `--isolate` on the same store, kept the in-process runs
     (provenance `in-process`), so an untrusted agent's in-process result passed for isolated."""
-    specs = tmp_path / "specs"
-    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
+    specs = copy_campaign_specs(tmp_path / "specs")
     first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]["id"]
     store = tmp_path / "s.sqlite"
     base = ["campaign", "run", "--specs", str(specs), "--store", str(store), "--only", first]

@@ -21,10 +21,10 @@ from .conftest import run_cli_in_process as run_cli
 
 
 @pytest.fixture(scope="module")
-def specs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("schema") / "specs"
-    assert run_cli("campaign", "compile", "--out", str(out)).returncode == 0
-    return out
+def specs_dir(
+    tmp_path_factory: pytest.TempPathFactory, copy_campaign_specs: Callable[[Path], Path]
+) -> Path:
+    return copy_campaign_specs(tmp_path_factory.mktemp("schema") / "specs")
 
 
 def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -148,14 +149,15 @@ def test_two_writers_of_the_same_events_both_succeed(tmp_path: Path) -> None:
             second.append_events("r1", [_event(2, "b")])
 
 
-def test_two_identical_campaign_runs_at_once_both_succeed(tmp_path: Path) -> None:
+def test_two_identical_campaign_runs_at_once_both_succeed(
+    tmp_path: Path, copy_campaign_specs: Callable[[Path], Path]
+) -> None:
     """Two processes running the same command on one store: both exit 0, one set of runs."""
     import json
     import subprocess
     import sys
 
-    specs = tmp_path / "specs"
-    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
+    specs = copy_campaign_specs(tmp_path / "specs")
     first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]["id"]
     store = tmp_path / "s.sqlite"
     argv = [
@@ -198,10 +200,10 @@ def _foreign_wal(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def compiled_specs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    specs = tmp_path_factory.mktemp("safety") / "specs"
-    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
-    return specs
+def compiled_specs(
+    tmp_path_factory: pytest.TempPathFactory, copy_campaign_specs: Callable[[Path], Path]
+) -> Path:
+    return copy_campaign_specs(tmp_path_factory.mktemp("safety") / "specs")
 
 
 WRITE_COMMANDS = (

@@ -26,11 +26,12 @@ PUBLIC = "labreplay-signing-key.pub.pem"
 
 
 @pytest.fixture(scope="module")
-def signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def signed(
+    tmp_path_factory: pytest.TempPathFactory, copy_campaign_specs: Callable[[Path], Path]
+) -> tuple[Path, Path]:
     """(a signed store, the key directory)."""
     root = tmp_path_factory.mktemp("signed")
-    specs = root / "specs"
-    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
+    specs = copy_campaign_specs(root / "specs")
     first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]
     store = root / "store.sqlite"
     proc = run_cli(

@@ -19,10 +19,11 @@ from .conftest import run_cli_in_process as run_cli
 
 
 @pytest.fixture(scope="module")
-def clean_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def clean_store(
+    tmp_path_factory: pytest.TempPathFactory, copy_campaign_specs: Callable[[Path], Path]
+) -> Path:
     root = tmp_path_factory.mktemp("verify")
-    specs = root / "specs"
-    assert run_cli("campaign", "compile", "--out", str(specs)).returncode == 0
+    specs = copy_campaign_specs(root / "specs")
     first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]
     store = root / "store.sqlite"
     proc = run_cli(

@@ -5,6 +5,7 @@ run or a store created before the refusal."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,10 @@ from .conftest import assert_one_line_error, run_cli
 
 
 @pytest.fixture(scope="module")
-def specs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("validators") / "specs"
-    assert run_cli("campaign", "compile", "--out", str(out)).returncode == 0
-    return out
+def specs_dir(
+    tmp_path_factory: pytest.TempPathFactory, copy_campaign_specs: Callable[[Path], Path]
+) -> Path:
+    return copy_campaign_specs(tmp_path_factory.mktemp("validators") / "specs")
 
 
 @pytest.mark.parametrize(
