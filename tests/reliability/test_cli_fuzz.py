@@ -384,6 +384,7 @@ TEXT_BASES: dict[tuple[str, ...], list[str]] = {
     ("conditions", "score"): ["--questions", "{w}/none.jsonl", "--predictions", "{w}/none.jsonl"],
     ("configsearch", "export-references"): ["--store", "{w}/foreign.sqlite", "--out", "{w}/o"],
     ("configsearch", "report"): ["--store", "{w}/foreign.sqlite", "--out", "{w}/o"],
+    ("cite",): [],  # --store is its only text option: the drawn value is the store
     ("data", "verify"): ["nosuch-source", "--data-dir", "{w}/data"],
     ("export",): ["--store", "{w}/foreign.sqlite", "--out", "{w}/o"],
     ("import", "inspect-log"): ["{w}/nolog.json", "--store", "{w}/s.sqlite"],

@@ -63,3 +63,19 @@ def test_the_docs_page_is_generated_from_the_same_constants() -> None:
         for p in paper.published:
             assert f"| {p.figure} | {p.value.replace('|', chr(92) + '|')} |" in page
         assert paper.command in page
+
+
+def test_campaign_comparison_names_incomplete_systems_as_the_board_lists_them() -> None:
+    """The leaderboard lists an incomplete system by name (a run with a fallback, e.g. an LLM
+    whose endpoint failed): the paper block names it instead of failing the report."""
+    from labreplay.suites.campaign.papers import comparison
+
+    board = {
+        "tables": {"long": {"assignments": []}},
+        "rows": [],
+        "references": [],
+        "assignments": ["short-1"],
+        "incomplete": ["openai:stub"],
+    }
+    block = comparison(board)
+    assert any("Incomplete on this board, not shown: openai:stub." in n for n in block.notes)

@@ -114,7 +114,10 @@ def comparison(board: Mapping[str, Any]) -> PaperComparison:
         "those where both changed."
     ]
     if board.get("incomplete"):
-        names = ", ".join(str(r.get("system")) for r in board["incomplete"])
+        # the board lists incomplete systems by name (their reasons are kept apart)
+        names = ", ".join(
+            str(r.get("system")) if isinstance(r, Mapping) else str(r) for r in board["incomplete"]
+        )
         notes.append(f"Incomplete on this board, not shown: {names}.")
     return PaperComparison(
         PAPER,
