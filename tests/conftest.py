@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from labreplay.compile.spec import EnvironmentSpec
+
 # Set at import so that every subprocess a test starts inherits it too.
 if not os.environ.get("LABREPLAY_CACHE_DIR"):
     os.environ["LABREPLAY_CACHE_DIR"] = tempfile.mkdtemp(prefix="labreplay-test-cache-")
@@ -65,3 +67,22 @@ def buchwald_questions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("buchwald-questions") / "questions.jsonl"
     _compile_with_cli("conditions", "compile", "--dataset", "buchwald_hartwig", "--out", str(out))
     return out
+
+
+@pytest.fixture(scope="session")
+def small_llm_assignment() -> EnvironmentSpec:
+    """A short real Precursor Genome assignment with small budgets, for tests that play a real
+    (tiny) model: small budgets and small short assignments keep prompts near 3k tokens and the
+    calls few. Read only (`plant_canaries` copies the body)."""
+    from labreplay.suites.campaign.api import compile_specs
+
+    _, specs, _ = compile_specs(
+        record="precursor-genome",
+        seed=0,
+        experiment_budget=2,
+        evidence_budget=2,
+        review_budget=1,
+        short_assignments=20,
+        min_short_candidates=3,
+    )
+    return next(s for s in specs if s.body["assignment"]["kind"] == "short")

@@ -27,22 +27,11 @@ LLM_MODEL = "smollm2"  # the alias scripts/llm_server.sh serves
 
 
 @pytest.fixture(scope="module")
-def small_campaign() -> tuple[EnvironmentSpec, dict[str, str]]:
+def small_campaign(
+    small_llm_assignment: EnvironmentSpec,
+) -> tuple[EnvironmentSpec, dict[str, str]]:
     """A short real Precursor Genome assignment with small budgets, canaries planted."""
-    from labreplay.suites.campaign.api import compile_specs
-
-    # Small budgets and small short assignments keep prompts near 3k tokens for the tiny model.
-    _, specs, _ = compile_specs(
-        record="precursor-genome",
-        seed=0,
-        experiment_budget=2,
-        evidence_budget=2,
-        review_budget=1,
-        short_assignments=20,
-        min_short_candidates=3,
-    )
-    short = next(s for s in specs if s.body["assignment"]["kind"] == "short")
-    return plant_canaries(short)
+    return plant_canaries(small_llm_assignment)
 
 
 def _campaign_agent(url: str, store: Store, **options: Any) -> LLMCampaignAgent:

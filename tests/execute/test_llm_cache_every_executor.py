@@ -76,29 +76,10 @@ def test_resumed_threaded_campaign_repeats_no_call_fault_server(
     assert [r["branches"] for r in again] == [r["branches"] for r in first]
 
 
-@pytest.fixture(scope="module")
-def small_spec() -> EnvironmentSpec:
-    """A short real Precursor Genome assignment with small budgets (those of
-    tests/agents/test_llm_e2e.py): a few policy steps and checkpoints, so a few calls of the
-    real model; whether the second pass asks the model again does not depend on how many."""
-    from labreplay.suites.campaign.api import compile_specs
-
-    _, specs, _ = compile_specs(
-        record="precursor-genome",
-        seed=0,
-        experiment_budget=2,
-        evidence_budget=2,
-        review_budget=1,
-        short_assignments=20,
-        min_short_candidates=3,
-    )
-    return next(s for s in specs if s.body["assignment"]["kind"] == "short")
-
-
 @pytest.mark.llm
 @pytest.mark.slow
 def test_resumed_threaded_campaign_repeats_no_call_local_llm(
-    tmp_path: Path, small_spec: EnvironmentSpec
+    tmp_path: Path, small_llm_assignment: EnvironmentSpec
 ) -> None:
     url = os.environ.get("LABREPLAY_LLM_BASE_URL")
     if not url:
@@ -113,7 +94,9 @@ def test_resumed_threaded_campaign_repeats_no_call_local_llm(
     }
     # the adaptive branch only: the fault-server test covers the controls' calls, and a real
     # model's calls are what make CI slow
-    first, again, failed = _resume_twice(path, [small_spec], "openai:smollm2", options, ())
+    first, again, failed = _resume_twice(
+        path, [small_llm_assignment], "openai:smollm2", options, ()
+    )
     assert _count(path, "SELECT COUNT(*) FROM response_cache") > 0
     if failed == 0:
         # every call completed in the first pass: the second is answered from the cache alone
