@@ -176,10 +176,33 @@ def _scrub_value(value: JsonValue) -> JsonValue:
     return value
 
 
+# Packages whose version is provenance when a run loaded them: the model layer that carried an
+# LLM agent's calls (inspect_ai and the provider SDK under it). Not part of any run id: the
+# same request through a newer layer is the same work.
+MODEL_LAYER_PACKAGES = ("inspect_ai", "openai", "anthropic", "google.genai")
+
+
+def loaded_package_versions() -> dict[str, str]:
+    """Versions of the MODEL_LAYER_PACKAGES this process has imported (none: no LLM agent)."""
+    from importlib import metadata
+
+    found: dict[str, str] = {}
+    for module in MODEL_LAYER_PACKAGES:
+        if module in sys.modules:
+            dist = {"inspect_ai": "inspect-ai", "google.genai": "google-genai"}.get(module, module)
+            try:
+                found[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                continue
+    return found
+
+
 def base_provenance() -> dict[str, str | bool | None]:
+    layer = loaded_package_versions()
     return {
         "labreplay_version": __version__,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         **git_state(),
+        **({"model_layer": ", ".join(f"{k} {v}" for k, v in layer.items())} if layer else {}),
     }

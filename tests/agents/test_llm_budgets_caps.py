@@ -266,7 +266,7 @@ def test_empty_choices_and_non_json_content_are_failed_calls_naming_the_endpoint
         200, json.dumps({"id": "x", "object": "chat.completion", "choices": []}).encode()
     )
     fast = RetryPolicy(max_retries=0)
-    for reply, expected in ((empty, "no choices"), (ok("plain words"), "no JSON object")):
+    for reply, expected in ((empty, "malformed response"), (ok("plain words"), "no JSON object")):
         with StubServer(constant(reply)) as server:
             client = LLMClient("m", base_url=server.base_url, retry=fast, max_repairs=0)
             got = client.complete_json([{"role": "user", "content": "x"}], {"type": "object"})

@@ -132,6 +132,36 @@ def test_the_sent_request_carries_our_schema_seed_and_budget() -> None:
     assert body["messages"] == MESSAGES
 
 
+def test_openai_model_goes_through_inspect_and_sends_exactly_the_hashed_request(
+    tmp_path: Path,
+) -> None:
+    """`openai:MODEL --base-url URL` is carried by inspect's openai-api provider: the server
+    gets exactly the body we hash and cache (every field, the budget under the name we chose),
+    the agent's params have no layer key (so its run ids are those of earlier versions), and
+    the run's provenance names the model layer's versions."""
+    with stub.StubServer(stub.constant(stub.ok(GOOD))) as server:
+        client = LLMClient("stub", base_url=server.base_url, retry=RetryPolicy(timeout_s=5.0))
+        client.reseed(7)
+        expected = client._request(MESSAGES, ACTION_SCHEMA, "action")
+        reply = client.complete_json(MESSAGES, ACTION_SCHEMA, "action")
+        (request,) = server.chat_requests
+        client.token_param = "max_completion_tokens"
+        later = client._request(MESSAGES, ACTION_SCHEMA, "action")
+        client.complete_json(MESSAGES, ACTION_SCHEMA, "action")
+        second = server.chat_requests[1]
+    assert reply.ok and request.body == expected
+    assert second.body == later and "max_tokens" not in later
+    assert "layer" not in client.params() and "provider" not in client.params()
+    assert isinstance(client._sdk, llm_inspect.InspectEndpoint)
+    with Store(tmp_path / "s.sqlite") as db:
+        run_id, _ = db.open_run(
+            suite="campaign", spec_hash="h", spec_id="s", branch="adaptive",
+            agent="openai:stub", agent_params=client.params(), seed=0,
+        )  # fmt: skip
+        provenance = db.run(run_id).provenance
+    assert "inspect-ai" in str(provenance["model_layer"])
+
+
 def test_a_refused_response_format_falls_back_as_natively() -> None:
     """A server that refuses json_schema (llama-cpp-python's 500) is asked again at once with
     json_object and its schema, then keeps it: the native detection, through inspect."""

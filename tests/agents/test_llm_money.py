@@ -129,9 +129,12 @@ def test_cached_prompt_tokens_cost_the_cached_rate_and_response_cache_hits_nothi
     assert cost(usage, PRICE) == pytest.approx(usage["cost_usd"], abs=1e-6)  # repriced: same
 
 
-def test_anthropic_usage_form_cached_tokens_are_read() -> None:
+def test_a_proxys_cached_tokens_in_openai_form_are_read_through_inspect() -> None:
+    """What inspect_ai's OpenAI-compatible provider reads: `prompt_tokens_details`. (A flat
+    `cache_read_input_tokens`, Anthropic's form, is read only from the Messages API, through
+    `--provider anthropic`: see test_llm_providers.)"""
     body = json.loads(stub.completion_body('{"pick": "a"}', prompt_tokens=100))
-    body["usage"]["cache_read_input_tokens"] = 60
+    body["usage"]["prompt_tokens_details"] = {"cached_tokens": 60}
     reply = stub.StubReply(200, json.dumps(body).encode())
     with stub.StubServer(stub.constant(reply)) as server:
         meter = CapMeter(RunCaps(prices=PriceTable({"claude-x": PRICE})))

@@ -1,13 +1,16 @@
-"""A JSON-answering client for any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama,
-llama.cpp server).
+"""A JSON-answering client for any model inspect_ai's model API serves: an OpenAI-compatible
+chat endpoint (`openai:MODEL`: OpenAI, vLLM, Ollama, the llama.cpp server), Anthropic's Messages
+API (`--provider anthropic`), or any inspect model string (`openai/gpt-5`, `google/...`).
 
-One logical request = one chat completion, retried on transient faults; `complete_json` wraps it
+One logical request = one completion, retried on transient faults; `complete_json` wraps it
 with schema validation and a bounded number of repair turns that show the model its validation
 error. Nothing here raises on a model or network failure: the caller gets a `JsonReply` with
 `error` set, so one bad answer is recorded as an invalid action instead of ending a campaign.
+The sending is inspect's (`llm_inspect.InspectEndpoint`); the request we hash and cache, the
+retries, deadlines, caps, prices and call records are ours.
 
-The API key is handed to the `openai` client object and nowhere else: it is not an attribute
-of ours, not in `params()`, not in the request hash, not in any record.
+The API key is handed to inspect's provider and nowhere else: it is not an attribute of ours,
+not in `params()`, not in the request hash, not in any record.
 """
 
 from __future__ import annotations
@@ -22,16 +25,10 @@ from typing import Any
 from labreplay._provenance import register_secret, scrub_text
 from labreplay._rng import derive_seed, make_rng
 from labreplay.agents.base import CallRecord, ResponseCache
-from labreplay.agents.llm_anthropic import (
-    ANTHROPIC_ENDPOINT,
-    AsyncMessagesClient,
-    MessagesClient,
-    messages_request,
-    resolve_provider,
-)
 from labreplay.agents.llm_budget import response_budget
 from labreplay.agents.llm_caps import CapMeter, CapReached
 from labreplay.agents.llm_config import (
+    ANTHROPIC_ENDPOINT,
     DEFAULT_REASONING_TOKENS,
     STRUCTURED_FALLBACKS,
     TOKEN_PARAMS,
@@ -42,10 +39,10 @@ from labreplay.agents.llm_config import (
     ignoring_host,
     is_reasoning_model,
     public_endpoint,
+    resolve_provider,
     secret_query_values,
 )
 from labreplay.agents.llm_faults import (
-    MalformedResponse,
     WallClockTimeout,
     describe_failure,
     failure_kind,
@@ -57,7 +54,9 @@ from labreplay.agents.llm_faults import (
 )
 from labreplay.agents.llm_inspect import (
     CHAT_PROVIDERS,
+    EXACT_PROVIDERS,
     NO_SAMPLING_PROVIDERS,
+    PLACEHOLDER_KEY,
     SCHEMA_PROVIDERS,
     SEED_PROVIDERS,
     InspectEndpoint,
@@ -70,7 +69,6 @@ from labreplay.agents.llm_wire import (
     JsonReply,
     build_request,
     cache_key,
-    parse_completion,
     repair_messages,
     validate_reply,
     validator_for_schema,
@@ -106,18 +104,22 @@ WALL_CLOCK_GRACE_S = 0.5
 # What each reply name is for, on the call records (`purpose`).
 PURPOSES = {"action": "policy", "panel_forecast": "checkpoint", "answer": "answer"}
 
-# Local servers (llama.cpp, vLLM, Ollama) accept any key, but the openai package insists on one.
-_PLACEHOLDER_KEY = "no-key-needed"
+# `openai:MODEL` is sent through inspect's openai-api provider under this service name (which
+# names no environment variable of ours: the base URL and key are always handed over).
+ALIAS_SERVICE = "openai-api/labreplay"
+# Where `openai:MODEL` goes without --base-url or OPENAI_BASE_URL (the openai SDK's default).
+OPENAI_ENDPOINT = "https://api.openai.com/v1"
 
 
-def _import_openai() -> Any:
+def _alias_available(served: str) -> str:
+    """`check_available` for `openai:MODEL` and `--provider anthropic`, whose packages are
+    the `llm` extra's (one line naming it otherwise)."""
     try:
-        import openai
-    except ModuleNotFoundError as exc:
+        return check_available(served)
+    except AgentError:
         raise AgentError(
-            "LLM agents need the openai package: pip install 'labreplay[llm]'"
-        ) from exc
-    return openai
+            "LLM agents need inspect_ai, openai and anthropic: pip install 'labreplay[llm]'"
+        ) from None
 
 
 @dataclass
@@ -169,9 +171,9 @@ class _ClientCore:
     # reasoning model, which takes none. A temperature the user set is always sent.
     temperature_explicit: bool = True
     # The wire format: "openai" (chat completions), "anthropic" (the Messages API) or "auto"
-    # (anthropic for a base URL on api.anthropic.com); see `llm_anthropic`. "inspect": the
-    # model is an inspect model string (`openai/gpt-5`, `openai-api/local/m`...) sent through
-    # inspect_ai's model API (`llm_inspect`); everything else here wraps it unchanged.
+    # (anthropic for a base URL on api.anthropic.com), all through inspect_ai's providers;
+    # "inspect": the model is an inspect model string (`openai/gpt-5`, `openai-api/local/m`...)
+    # that names its provider itself.
     provider: str = "auto"
 
     def __post_init__(self) -> None:
@@ -185,18 +187,27 @@ class _ClientCore:
             )
         if self.reasoning_tokens is not None and self.reasoning_tokens < 0:
             raise AgentError(f"--reasoning-tokens must be >= 0, got {self.reasoning_tokens}")
-        # The inspect_ai provider serving the calls (None: our own clients do).
+        # Every call goes through inspect_ai's model API (`llm_inspect`): `_served` is the
+        # inspect model string that carries it. `_inspect` is the inspect provider whose own
+        # request rules apply (None: `openai:MODEL`, whose OpenAI-compatible request we build
+        # and send byte for byte through inspect's openai-api provider, as before inspect).
         self._inspect: str | None = None
         if self.provider == "inspect":
             self._provider = "inspect"
             self._inspect = check_available(self.model)  # one line, before any store
+            self._served = self.model
         else:
             self._provider = resolve_provider(self.provider, self.base_url)
         if self._provider == "anthropic":
+            # `--provider anthropic` is inspect's anthropic provider (the Messages API).
             self.base_url = self.base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
             self.base_url = self.base_url or ANTHROPIC_ENDPOINT
-        if self._inspect is None:  # inspect's providers read their own variables
+            self._served = f"anthropic/{self.model}"
+            self._inspect = _alias_available(self._served)
+        elif self._provider == "openai":
             self.base_url = self.base_url or os.environ.get("OPENAI_BASE_URL") or None
+            self._served = f"{ALIAS_SERVICE}/{self.model}"
+            _alias_available(self._served)
         check_base_url(self.base_url)
         self.meter.bind_model(self.model)  # its price; a money cap on an unpriced model refused
         # Circuit breaker: an endpoint that never answered and failed a whole call (with its
@@ -213,7 +224,7 @@ class _ClientCore:
         # An endpoint that ignores response_format and seed gets neither: nothing it did not
         # apply is sent, and none is recorded as applied (see `params`).
         self._ignoring = ignoring_host(self.base_url) if self._provider == "openai" else None
-        if self._ignoring is not None or self._provider == "anthropic":
+        if self._ignoring is not None:
             self._formats, self._format_confirmed = [], True
         if self._inspect is not None and self._inspect not in CHAT_PROVIDERS:
             # Our response_format goes as is to OpenAI chat providers (detected as natively);
@@ -249,11 +260,7 @@ class _ClientCore:
         if self._ignoring is not None:  # what was applied, never what was asked for
             seed = f"not sent: {self._ignoring} ignores seed"
             structured = f"none: {self._ignoring} ignores response_format"
-        provider: dict[str, str] = {}
-        if self._provider == "anthropic":  # only then: other runs keep their ids
-            provider = {"provider": "anthropic"}
-            seed = "not sent: the Messages API has no seed"
-            structured = "none: the Messages API has no response_format (prompt + validation)"
+        provider: dict[str, str] = {}  # openai:MODEL: none, so its run ids are unchanged
         if self._inspect is not None:
             # Which layer and provider served the calls, and what it was sent (never inferred).
             provider = {"layer": "inspect_ai", "provider": self._inspect}
@@ -319,25 +326,22 @@ class _ClientCore:
         self.meter.reset()  # a new run: its caps count from zero
 
     # ------------------------------------------------------------------ shared steps
-    def _make_client_kwargs(self, api_key: str | None) -> dict[str, Any]:
-        default_env = "ANTHROPIC_API_KEY" if self._provider == "anthropic" else "OPENAI_API_KEY"
-        key = api_key or os.environ.get(default_env) or _PLACEHOLDER_KEY
-        if self._inspect is not None:
-            key = api_key or _PLACEHOLDER_KEY  # else inspect's provider reads its own variable
-        if key != _PLACEHOLDER_KEY:
+    def _endpoint(self, api_key: str | None) -> InspectEndpoint:
+        """The transport: inspect's provider of `_served`. The key (given, or read from the
+        environment for `openai:MODEL` and `--provider anthropic`) goes to the provider and
+        nowhere else; an inspect model string's provider reads its own variable otherwise."""
+        key = api_key
+        if self.provider != "inspect":
+            default_env = "ANTHROPIC_API_KEY" if self._provider == "anthropic" else "OPENAI_API_KEY"
+            key = api_key or os.environ.get(default_env) or PLACEHOLDER_KEY
+        if key and key != PLACEHOLDER_KEY:
             register_secret(key)  # from now on no stored text can hold it
         for secret in secret_query_values(self.base_url):
             register_secret(secret)
-        return {
-            "api_key": key,
-            "base_url": self.base_url,
-            "max_retries": 0,  # we retry ourselves, bounded and seeded
-            "timeout": self.retry.timeout_for(None),  # each request passes its own
-        }
-
-    def _inspect_endpoint(self, api_key: str | None, *, is_async: bool) -> InspectEndpoint:
-        """The inspect transport; the key (given, never stored) goes to inspect's provider."""
-        return InspectEndpoint(self.model, self.base_url, api_key, is_async=is_async)
+        base_url = self.base_url
+        if self._provider == "openai":
+            base_url = base_url or OPENAI_ENDPOINT
+        return InspectEndpoint(self._served, base_url, key)
 
     # ------------------------------------------------------------------ reasoning models
     def _declared_reasoning(self) -> bool:
@@ -391,15 +395,6 @@ class _ClientCore:
             sampling = replace(sampling, max_tokens=budget)
         if self._inspect is not None:
             return self._inspect_request(messages, sampling, schema, name, reasoning)
-        if self._provider == "anthropic":
-            return messages_request(
-                self.model,
-                [{"role": m["role"], "content": m["content"]} for m in messages],
-                max_tokens=sampling.max_tokens or 1,
-                temperature=sampling.temperature,
-                top_p=sampling.top_p,
-                thinking_tokens=self._reasoning_budget() if reasoning else None,
-            )
         fmt = self._formats[0] if self._formats else None
         return build_request(self.model, messages, sampling, schema, name, fmt)
 
@@ -422,7 +417,7 @@ class _ClientCore:
         request = build_request(self.model, messages, sampling, converted or {}, name, fmt)
         if converted is None:
             request.pop("response_format", None)  # lossy: not sent, the reply is validated
-        if reasoning and self._reasoning_budget():
+        if reasoning and self._reasoning_budget() and self._inspect not in EXACT_PROVIDERS:
             request["reasoning_tokens"] = self._reasoning_budget()  # e.g. Claude's thinking
         return request
 
@@ -605,12 +600,8 @@ class _ClientCore:
         remaining = attempt.deadline - time.monotonic()
         return max(0.05, min(attempt.timeout_s, remaining))
 
-    def _accept(self, attempt: _Attempt, response: Any) -> Completion | str:
-        """Turn an SDK response into a Completion, or an error text for a malformed one."""
-        # The Messages endpoint hands back its own parse; the openai SDK an object to parse.
-        completion = response if isinstance(response, Completion) else parse_completion(response)
-        if isinstance(completion, str):
-            return scrub_text(completion)
+    def _accept(self, attempt: _Attempt, completion: Completion) -> Completion:
+        """The transport's Completion, scrubbed, remembered, its structured format confirmed."""
         # A server or proxy that echoes the request headers must not hand the key to the agent
         # (whose replies become events, cache entries and exports).
         # Every text of the reply, the `model` it names too (a server may echo the key there).
@@ -632,24 +623,13 @@ class LLMClient(_ClientCore):
 
     def __init__(self, model: str, *, api_key: str | None = None, **options: Any) -> None:
         super().__init__(model, **options)
-        openai = _import_openai()
-        kwargs = self._make_client_kwargs(api_key)
-        self._sdk: Any = (
-            MessagesClient(str(self.base_url), kwargs["api_key"], kwargs["timeout"])
-            if self._provider == "anthropic"
-            else openai.OpenAI(**kwargs)
-            if self._inspect is None
-            else self._inspect_endpoint(api_key, is_async=False)
-        )
+        self._sdk = self._endpoint(api_key)
 
-    def _send(self, attempt: _Attempt) -> Any:
-        """One request in the calling thread. The SDK's timeout bounds each read, so an answer
-        trickled byte by byte can outlast it here (the concurrent client ends it by the wall
-        clock); a request in a thread of its own would, but that hand-over cost 2-6 ms per
-        call on a loaded machine (`make bench`), over the harness's 5 ms budget."""
-        return self._sdk.chat.completions.create(
-            **attempt.request, timeout=self._timeout_for(attempt)
-        )
+    def _send(self, attempt: _Attempt) -> Completion:
+        """One request, waited for in the calling thread. It runs on inspect's event loop under
+        a wall-clock deadline for the whole request, so an answer trickled byte by byte ends at
+        the call's timeout too."""
+        return self._sdk.create_sync(attempt.request, self._timeout_for(attempt))
 
     def chat(
         self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str = "reply"
@@ -665,11 +645,8 @@ class LLMClient(_ClientCore):
             if self.progress is not None:
                 self.progress.started()
             try:
-                response = self._send(attempt)
-                accepted = self._accept(attempt, response)
-                if isinstance(accepted, Completion):
-                    return accepted, self._record(attempt, accepted, None)
-                outcome = self._after_failure(attempt, MalformedResponse(accepted))
+                accepted = self._accept(attempt, self._send(attempt))
+                return accepted, self._record(attempt, accepted, None)
             except Exception as exc:
                 if not is_call_failure(exc):
                     raise  # a bug of ours, not a model or network fault
@@ -730,15 +707,7 @@ class AsyncLLMClient(_ClientCore):
         if max_concurrency < 1:
             raise AgentError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.max_concurrency = max_concurrency
-        openai = _import_openai()
-        kwargs = self._make_client_kwargs(api_key)
-        self._sdk: Any = (
-            AsyncMessagesClient(str(self.base_url), kwargs["api_key"], kwargs["timeout"])
-            if self._provider == "anthropic"
-            else openai.AsyncOpenAI(**kwargs)
-            if self._inspect is None
-            else self._inspect_endpoint(api_key, is_async=True)
-        )
+        self._sdk = self._endpoint(api_key)
         self._gate: asyncio.Semaphore | None = None
 
     def params(self) -> dict[str, Any]:
@@ -772,16 +741,14 @@ class AsyncLLMClient(_ClientCore):
                 try:
                     timeout = self._timeout_for(attempt)
                     try:
-                        response = await asyncio.wait_for(
-                            self._sdk.chat.completions.create(**attempt.request, timeout=timeout),
+                        completion = await asyncio.wait_for(
+                            self._sdk.create_async(attempt.request, timeout),
                             timeout + WALL_CLOCK_GRACE_S,
                         )
                     except TimeoutError as late:  # asyncio's: the request itself ran over
                         raise WallClockTimeout(timeout) from late
-                    accepted = self._accept(attempt, response)
-                    if isinstance(accepted, Completion):
-                        return accepted, self._record(attempt, accepted, None)
-                    outcome = self._after_failure(attempt, MalformedResponse(accepted))
+                    accepted = self._accept(attempt, completion)
+                    return accepted, self._record(attempt, accepted, None)
                 except Exception as exc:
                     if not is_call_failure(exc):
                         raise
@@ -846,14 +813,10 @@ class AsyncLLMClient(_ClientCore):
     async def _in_fresh_loop(
         self, jobs: Sequence[tuple[Sequence[Mapping[str, str]], Mapping[str, Any]]], name: str
     ) -> list[JsonReply]:
-        # Connection pools and semaphores belong to one event loop, and asyncio.run makes a new
-        # loop each time: give this loop its own pool and gate, and close the pool after.
-        openai = _import_openai()
-        outer_sdk, outer_gate = self._sdk, self._gate
-        self._sdk = outer_sdk.with_options(http_client=openai.DefaultAsyncHttpxClient())
-        self._gate = None
+        # A semaphore belongs to one event loop, and asyncio.run makes a new loop each time:
+        # give this loop its own gate (the requests themselves run on inspect's loop).
+        outer_gate, self._gate = self._gate, None
         try:
             return await self.complete_json_many(jobs, name)
         finally:
-            await self._sdk.close()
-            self._sdk, self._gate = outer_sdk, outer_gate
+            self._gate = outer_gate

@@ -261,3 +261,25 @@ def secret_query_values(base_url: str | None) -> list[str]:
         return []
     found = [v for k, v in parse_qsl(parts.query, keep_blank_values=False) if is_secret_name(k)]
     return [*found, parts.password] if parts.password else found
+
+
+# ---------------------------------------------------------------------- providers
+ANTHROPIC_HOST = "api.anthropic.com"
+ANTHROPIC_ENDPOINT = "https://api.anthropic.com/v1"
+# `--provider` of `openai:MODEL`: "openai" (an OpenAI-compatible chat endpoint), "anthropic"
+# (Anthropic's Messages API, through inspect_ai's anthropic provider), or "auto" (anthropic for
+# a base URL on api.anthropic.com).
+PROVIDERS = ("auto", "openai", "anthropic")
+
+
+def resolve_provider(provider: str, base_url: str | None) -> str:
+    """ "openai" or "anthropic": as asked, or ("auto") by the base URL's host."""
+    if provider not in PROVIDERS:
+        raise AgentError(f"--provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
+    if provider != "auto":
+        return provider
+    try:
+        host = (urlsplit(base_url).hostname or "").lower() if base_url else ""
+    except ValueError:
+        host = ""
+    return "anthropic" if host == ANTHROPIC_HOST else "openai"

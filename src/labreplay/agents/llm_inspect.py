@@ -1,14 +1,16 @@
-"""inspect_ai's model API as the transport of our LLM clients, for an agent named by one of
-inspect's model strings: `openai/gpt-5`, `anthropic/claude-...`, `google/gemini-...`,
-`openai-api/<service>/<model>` (any OpenAI-compatible server), `mockllm/model`...
+"""inspect_ai's model API as the transport of every LLM client: for an agent named by one of
+inspect's model strings (`openai/gpt-5`, `anthropic/claude-...`, `google/gemini-...`,
+`openai-api/<service>/<model>`, `mockllm/model`...), for `openai:MODEL` (inspect's openai-api
+provider, sent exactly our request body) and for `--provider anthropic` (its anthropic
+provider).
 
 Only the sending goes through inspect (`Model.generate`, one attempt: `max_retries=0`). What is
 ours stays ours and wraps it unchanged (`llm_client._ClientCore`): the request we hash and cache
 (an OpenAI-form body, translated here into inspect's messages and `GenerateConfig`), retries
 with seeded backoff, Retry-After, the circuit breaker, deadlines, caps, prices and the call
 records. inspect's and its providers' failures are raised as the `openai` package's exceptions
-of the same kind (timeout, connection, HTTP status with its headers), so `llm_faults` classifies
-them as on the native path.
+of the same kind (timeout, connection, HTTP status with its headers) or as `MalformedResponse`,
+so `llm_faults` classifies every provider alike.
 
 What the endpoint is sent is only what its provider applies: `seed` to the providers that pass
 it on, `response_schema` to those that pass it on and only when our schema converts into
@@ -29,11 +31,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from labreplay.agents.inspect_offline import allow_mockllm_offline
-from labreplay.agents.llm_faults import MalformedResponse
+from labreplay.agents.llm_faults import MalformedResponse, is_call_failure
 from labreplay.agents.llm_wire import Completion
 from labreplay.errors import AgentError
 
-INSPECT_PIP = "pip install 'labreplay[inspect]'"
+INSPECT_PIP = "pip install 'labreplay[llm]'"
 # An inspect model string: provider "/" model (the model may hold more "/", e.g. openai-api's
 # service prefix); the provider is a lower-case registry name.
 _SPEC = re.compile(r"^([a-z][a-z0-9_-]*)/(\S+)$")
@@ -89,6 +91,12 @@ CHAT_PROVIDERS = frozenset(
     {"openai", "openai-api", "vllm", "sglang", "ollama", "together", "fireworks", "openrouter",
      "deepseek"}
 )  # fmt: skip
+# The body fields inspect's chat providers build themselves (from the model string and the
+# messages); every other field of our request is sent as is.
+_BUILT_BY_INSPECT = frozenset({"model", "messages"})
+# The chat providers that get our request body exactly (every field in the extra body). OpenAI's
+# own API keeps inspect's rules for its models (the reasoning-model parameter swap).
+EXACT_PROVIDERS = CHAT_PROVIDERS - {"openai"}
 # The console markup inspect's messages carry ("[bold][blue]OPENAI_API_KEY[/blue][/bold]").
 _RICH_MARKUP = re.compile(r"\[/?(?:bold|italic|underline|dim|red|green|blue|yellow|cyan|magenta)\]")
 # inspect's stop reasons as chat-completion finish reasons (what `validate_reply` reads).
@@ -147,7 +155,7 @@ def check_available(model: str) -> str:
 def _installed(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # a parent package is missing (google for google.genai)
+    except (ModuleNotFoundError, ValueError):  # a parent package missing, or unimportable
         return False
 
 
@@ -260,6 +268,13 @@ def generate_args(body: Mapping[str, Any], provider: str) -> tuple[list[Any], An
     }
     messages = [kinds[m["role"]](content=m["content"]) for m in body["messages"]]
     fields: dict[str, Any] = {"max_retries": 0}  # our loop retries, bounded and seeded
+    if provider in EXACT_PROVIDERS:
+        # Every field of our body as is, in the request's extra body: the server gets exactly
+        # the request we hashed (the budget under the name we chose, our response_format),
+        # byte for byte what the openai SDK sent before inspect carried the calls. (OpenAI's
+        # own API keeps inspect's rules for its models: the reasoning-model parameter swap.)
+        exact = {k: v for k, v in body.items() if k not in _BUILT_BY_INSPECT and v is not None}
+        return messages, GenerateConfig(**fields, extra_body=exact)
     budget = body.get("max_tokens", body.get("max_completion_tokens"))
     if budget is not None:
         fields["max_tokens"] = budget
@@ -314,6 +329,9 @@ def as_openai_error(exc: BaseException, where: str) -> BaseException:
     import openai
 
     inner = _unwrap(exc)
+    if _named(inner, "OpenAIResponseError"):
+        # inspect's: a 200 whose body is not a chat completion (a proxy's error page).
+        return MalformedResponse(f"malformed response: {' '.join(str(inner).split())[:200]}")
     if isinstance(inner, openai.OpenAIError):
         return inner
     if _named(inner, "TimeoutException") or _named(inner, "APITimeoutError"):
@@ -325,10 +343,33 @@ def as_openai_error(exc: BaseException, where: str) -> BaseException:
     response = getattr(inner, "response", None)
     # Any SDK's HTTP error (anthropic's, google's...): its response, whatever httpx flavour.
     if isinstance(status, int) and hasattr(response, "headers") and hasattr(response, "json"):
-        from labreplay.agents.llm_anthropic import status_error
-
         return status_error(response)  # keeps the headers: Retry-After is read from them
     return inner
+
+
+def status_error(response: Any) -> Exception:
+    """The `openai` exception of any SDK's HTTP error `response` (an httpx Response)."""
+    import openai
+
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = None
+    detail = body.get("error", {}).get("message") if isinstance(body, dict) else None
+    message = f"Error code: {response.status_code} - {detail or response.text[:200]}"
+    kinds: dict[int, type[openai.APIStatusError]] = {
+        400: openai.BadRequestError,
+        401: openai.AuthenticationError,
+        403: openai.PermissionDeniedError,
+        404: openai.NotFoundError,
+        409: openai.ConflictError,
+        422: openai.UnprocessableEntityError,
+        429: openai.RateLimitError,
+    }
+    kind = kinds.get(response.status_code)
+    if kind is None:
+        kind = openai.InternalServerError if response.status_code >= 500 else openai.APIStatusError
+    return kind(message, response=response, body=body)
 
 
 def timeout_error(where: str) -> Exception:
@@ -350,10 +391,16 @@ def _request(where: str) -> Any:
 
 
 def _unwrap(exc: BaseException) -> BaseException:
-    """The last attempt's exception of tenacity's RetryError (inspect retries through it)."""
+    """The provider's own exception: the last attempt's of tenacity's RetryError (inspect
+    retries through it), the cause of inspect's ModelGenerateError (which wraps an error the
+    provider handed back, with the whole request in its text)."""
     attempt = getattr(exc, "last_attempt", None)
     found = attempt.exception() if attempt is not None else None
-    return found if isinstance(found, BaseException) else exc
+    if isinstance(found, BaseException):
+        exc = found
+    if _named(exc, "ModelGenerateError") and isinstance(exc.__cause__, Exception):
+        return exc.__cause__
+    return exc
 
 
 def _named(exc: BaseException, name: str) -> bool:
@@ -382,13 +429,11 @@ def _loop() -> asyncio.AbstractEventLoop:
 
 
 class InspectEndpoint:
-    """What our clients use of the `openai` SDK (`chat.completions.create(**body, timeout=)`,
-    `with_options`, `close`), over inspect_ai's `Model.generate`; `create` returns a
-    `Completion` in the calling thread (sync) or as a coroutine (`is_async`)."""
+    """inspect_ai's `Model.generate` for one model string, as our clients send: our request body
+    in, a `Completion` out (`create_sync` waits in the calling thread, `create_async` is
+    awaited); every request runs on one event loop thread under a wall-clock deadline."""
 
-    def __init__(
-        self, model: str, base_url: str | None, api_key: str | None, *, is_async: bool
-    ) -> None:
+    def __init__(self, model: str, base_url: str | None, api_key: str | None) -> None:
         from inspect_ai.model import get_model
 
         self.provider = check_available(model)
@@ -399,7 +444,7 @@ class InspectEndpoint:
         if PROVIDER_PACKAGES.get(self.provider, ("",))[0] in ("openai", "anthropic"):
             args["max_retries"] = 0  # the SDK's own retries too: ours are the only ones
         if self.provider == "openai":
-            # Chat completions, as on the native path (inspect would use the Responses API
+            # Chat completions, as for OpenAI-compatible servers (inspect would use the Responses API
             # for reasoning models, which OpenAI-compatible servers lack).
             args["responses_api"] = False
         key = api_key
@@ -416,9 +461,6 @@ class InspectEndpoint:
         # request: read it now, so no request's timeout pays for it.
         with contextlib.suppress(Exception):  # a warm-up only: a request says what is wrong
             self._model.api.model_family()
-        self._async = is_async
-        self._unused: list[Any] = []
-        self.chat, self.completions = self, self
 
     async def _generate(self, body: Mapping[str, Any], timeout: float) -> Completion:
         messages, config = generate_args(body, self.provider)
@@ -432,25 +474,22 @@ class InspectEndpoint:
             raise
         except Exception as exc:
             mapped = as_openai_error(exc, self.where)
-            if mapped is exc:
-                raise
+            if not is_call_failure(mapped):
+                # Not a timeout, connection or HTTP failure: the provider could not read what
+                # came back (a body that is not a chat completion). Data, like any bad reply.
+                text = " ".join(str(mapped).split())[:200]
+                raise MalformedResponse(
+                    f"malformed response: {type(mapped).__name__}: {text}"
+                ) from exc
             # The provider's own error keeps its cause (what `describe_failure` shows); a
             # translated one has the provider's error as its cause.
             raise mapped from (mapped.__cause__ if mapped is _unwrap(exc) else exc)
         return completion_of(output)
 
-    def create(self, *, timeout: float, **body: Any) -> Any:
+    def create_sync(self, body: Mapping[str, Any], timeout: float) -> Completion:
         future = asyncio.run_coroutine_threadsafe(self._generate(body, timeout), _loop())
-        if self._async:
-            return asyncio.wrap_future(future)
         return future.result()
 
-    def with_options(self, *, http_client: Any) -> InspectEndpoint:
-        """The same endpoint: its requests run on inspect's own loop, not the caller's (the
-        pool handed in is closed unused)."""
-        self._unused.append(http_client)
-        return self
-
-    async def close(self) -> None:
-        while self._unused:
-            await self._unused.pop().aclose()
+    async def create_async(self, body: Mapping[str, Any], timeout: float) -> Completion:
+        future = asyncio.run_coroutine_threadsafe(self._generate(body, timeout), _loop())
+        return await asyncio.wrap_future(future)

@@ -124,46 +124,6 @@ def cache_key(model: str, request: Mapping[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------------- replies
-def parse_completion(response: Any) -> Completion | str:
-    """A Completion from an SDK response object, or a description of why it is not one."""
-    choices = getattr(response, "choices", None)
-    if isinstance(choices, list) and not choices:
-        return "malformed response: a chat completion with no choices"
-    if not choices:
-        shown = str(response)[:80].replace("\n", " ")
-        return f"malformed response: body is not a chat completion ({shown!r})"
-    choice = choices[0]
-    message = getattr(choice, "message", None)
-    content = getattr(message, "content", None)
-    usage = getattr(response, "usage", None)
-    details = getattr(usage, "prompt_tokens_details", None)
-    resolved = getattr(response, "model", None)
-    return Completion(
-        text=content if isinstance(content, str) else "",
-        finish_reason=getattr(choice, "finish_reason", None),
-        prompt_tokens=_int_or_none(getattr(usage, "prompt_tokens", None)),
-        completion_tokens=_int_or_none(getattr(usage, "completion_tokens", None)),
-        cached_tokens=cached_prompt_tokens(usage, details),
-        resolved_model=resolved if isinstance(resolved, str) and resolved else None,
-    )
-
-
-def cached_prompt_tokens(usage: object, details: object = None) -> int | None:
-    """Prompt tokens served from the provider's prefix cache, in either usage form: OpenAI's
-    `prompt_tokens_details.cached_tokens` or Anthropic's `cache_read_input_tokens` (which its
-    OpenAI-compatible endpoint and proxies pass through at the top of `usage`)."""
-    found = _int_or_none(getattr(details, "cached_tokens", None))
-    if found is None:
-        found = _int_or_none(getattr(usage, "cache_read_input_tokens", None))
-    if found is None and isinstance(usage, Mapping):
-        found = _int_or_none(usage.get("cache_read_input_tokens"))
-    return found
-
-
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
