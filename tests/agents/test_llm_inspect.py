@@ -393,7 +393,7 @@ def test_a_missing_provider_package_or_inspect_is_named_in_one_line(
         return None if name == "inspect_ai" else real(name, *args)
 
     monkeypatch.setattr(llm_inspect.importlib.util, "find_spec", no_inspect)
-    with pytest.raises(AgentError, match=r"pip install 'labreplay\[inspect\]'"):
+    with pytest.raises(AgentError, match=r"pip install 'labreplay\[llm\]'"):
         _client(LOCAL, "http://127.0.0.1:9/v1")
 
 
