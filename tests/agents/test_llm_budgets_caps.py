@@ -202,6 +202,7 @@ def test_dry_run_calls_nothing_and_estimates_tokens(
     assert sum(u["calls"] for u in made.values()) == estimate["total"]["calls"]
     text = _campaign(specs, store, server.base_url, "--only", "short-1", "--dry-run")
     assert "DRY RUN (no model called)" in text.stdout and "prompt +" in text.stdout
+    assert "UPPER BOUND (an agent that spends everything" in " ".join(text.stdout.split())
 
 
 def test_conditions_subset_runs_and_a_garbage_endpoint_fails_unranked(
@@ -254,6 +255,11 @@ def test_conditions_cap_fails_the_run_with_every_call_accounted(
                   "--dry-run", "--json")  # fmt: skip
     assert dry.returncode == 0 and json.loads(dry.stdout)["calls"] == 20
     assert len(server.chat_requests) == 5
+    ceiling = json.loads(dry.stdout)["upper_bound"]  # 1 + 2 repairs per question, at most
+    assert (
+        ceiling["calls"] == 60
+        and ceiling["prompt_tokens"] > json.loads(dry.stdout)["prompt_tokens"] * 3
+    )
 
 
 def test_empty_choices_and_non_json_content_are_failed_calls_naming_the_endpoint() -> None:

@@ -289,3 +289,19 @@ def test_the_dry_run_counts_the_calls_and_prompts_a_real_run_sends(
     total = estimate["total"]  # the bound: priced as if no prompt token were provider-cached
     expected = (total["prompt_tokens"] * 2.0 + total["completion_tokens"] * 8.0) / 1e6
     assert estimate["cost_uncached"] == pytest.approx(expected, abs=1e-6)
+    # the ceiling: an agent that spends everything can make more calls, never fewer, and each
+    # of its calls may fill its whole response budget
+    ceiling = estimate["upper_bound"]
+    assert ceiling["calls"] >= 3 * total["calls"] and estimate["upper_bound_rule"]
+    assert ceiling["completion_tokens"] > total["completion_tokens"]
+    largest = max(b["largest_response_budget"] for b in branches.values())
+    assert ceiling["completion_tokens"] <= ceiling["calls"] * largest
+    assert estimate["upper_bound_cost"] > estimate["cost_uncached"]
+
+
+def test_the_spend_ceiling_of_one_request() -> None:
+    from labreplay.agents.llm_budget import REPAIR_TURN_TOKENS, spend_ceiling
+
+    assert spend_ceiling(1000, 200, 0) == (1, 1000, 200)
+    turn = 2 * 200 + REPAIR_TURN_TOKENS  # a refused reply and the note naming its problem
+    assert spend_ceiling(1000, 200, 2) == (3, 3000 + 3 * turn, 600)

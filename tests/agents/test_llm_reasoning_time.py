@@ -300,9 +300,22 @@ def test_an_answer_trickled_byte_by_byte_is_ended_by_the_wall_clock() -> None:
     concurrent request is ended at its timeout (+ a grace) all the same, as a timeout."""
     policy = RetryPolicy(max_retries=0, timeout_s=0.5)
     with stub.StubServer(stub.constant(stub.trickled(GOOD, every_s=0.1))) as server:
-        started = time.monotonic()
         client = AsyncLLMClient("stub", base_url=server.base_url, retry=policy)
+        started = time.monotonic()  # after the client: its first import of inspect is slow
         (reply,) = client.run_many([(MESSAGES, ACTION_SCHEMA)], "action")
+        elapsed = time.monotonic() - started
+    assert elapsed < 2.5 and not reply.ok
+    assert str(reply.calls[0]["error"]).startswith("request timed out")
+
+
+def test_a_trickled_answer_to_the_blocking_client_ends_at_its_timeout_too() -> None:
+    """The blocking client's request runs on inspect's event loop under the same wall-clock
+    deadline (the SDK's read timeout alone would let a trickle run ~30 s)."""
+    policy = RetryPolicy(max_retries=0, timeout_s=0.5)
+    with stub.StubServer(stub.constant(stub.trickled(GOOD, every_s=0.1))) as server:
+        client = LLMClient("stub", base_url=server.base_url, retry=policy)
+        started = time.monotonic()
+        reply = client.complete_json(MESSAGES, ACTION_SCHEMA, "action")
         elapsed = time.monotonic() - started
     assert elapsed < 2.5 and not reply.ok
     assert str(reply.calls[0]["error"]).startswith("request timed out")

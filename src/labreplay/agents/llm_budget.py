@@ -125,3 +125,20 @@ def budget_params() -> dict[str, Any]:
         "number_tokens": NUMBER_TOKENS,
         "chars_per_token": CHARS_PER_TOKEN,
     }
+
+
+# The fixed words of a repair turn ("That reply cannot be used: ... Answer again ..."), in
+# tokens; the problem it names is bounded by the refused reply (`spend_ceiling`).
+REPAIR_TURN_TOKENS = 100
+
+
+def spend_ceiling(prompt_tokens: int, budget: int, max_repairs: int) -> tuple[int, int, int]:
+    """(calls, prompt tokens, completion tokens) of one logical request by an agent that spends
+    everything: every reply fills its whole `budget` (reasoning tokens included) and is
+    refused, up to `max_repairs` repair turns. Repair turn k re-sends the conversation with k
+    refused replies (each <= budget tokens) and k notes naming the problem (each <= budget +
+    REPAIR_TURN_TOKENS: a validation message quotes at most the reply)."""
+    calls = 1 + max_repairs
+    per_turn = 2 * budget + REPAIR_TURN_TOKENS
+    prompt = sum(prompt_tokens + k * per_turn for k in range(calls))
+    return calls, prompt, calls * budget

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
         is_llm_agent,
         parse_agent_spec,
     )
-    from labreplay.agents.llm_budget import check_user_budget, response_budget
+    from labreplay.agents.llm_budget import check_user_budget, response_budget, spend_ceiling
     from labreplay.agents.llm_caps import CapReached, RunCaps
     from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
     from labreplay.agents.llm_config import (
@@ -131,6 +131,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "labreplay.agents.llm_budget": (
         "check_user_budget",
         "response_budget",
+        "spend_ceiling",
     ),
     "labreplay.agents.llm_caps": (
         "CapReached",
@@ -234,6 +235,7 @@ __all__ = [
     "response_budget",
     "run_price",
     "sandbox_of",
+    "spend_ceiling",
     "token_rule",
     "usage_line",
     "usage_summary",

@@ -15,6 +15,14 @@ in a real run. `cached_tokens` is what a provider's prefix cache would serve: ea
 common prefix with the branch's previous one, from 1,024 tokens on (`cached_prefix_tokens`).
 Measured against a run on the schema-answering server (short-1, long-1): the
 same calls per branch and the same prompt characters.
+
+`upper_bound` is what an agent that spends everything could cost per branch: the harness's
+policy-turn cap of the branch (`caps.policy_turn_caps`) plus a panel checkpoint per experiment
+the budget allows and two more, each a logical request whose every reply fills its whole
+response budget (plus the reasoning budget of a reasoning model) and is refused up to
+`max_repairs` times (`spend_ceiling`). Calls and completion tokens are strict bounds; prompt
+tokens take every request at the largest prompt the stand-in trajectory rendered (a longer
+history renders longer prompts), so they are a scale, not a bound. No provider cache assumed.
 """
 
 from __future__ import annotations
@@ -29,12 +37,15 @@ from labreplay.sdk.agents import (
     chat_tokens,
     count_tokens,
     response_budget,
+    spend_ceiling,
     token_rule,
 )
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.sdk.testing import FINISHING, instance
+from labreplay.suites.campaign.caps import policy_turn_caps
 from labreplay.suites.campaign.json_values import json_object
 from labreplay.suites.campaign.runner import run_assignment_branches
+from labreplay.suites.campaign.views import spec_body
 
 
 class BranchTally(TypedDict):
@@ -50,9 +61,16 @@ class BranchTally(TypedDict):
     first_prompt: str
 
 
+class SpendCeiling(TypedDict):
+    calls: int
+    prompt_tokens: int  # at the largest prompt rendered: a scale, not a bound
+    completion_tokens: int
+
+
 class AssignmentDryRun(TypedDict):
     assignment: str
     branches: dict[str, BranchTally]
+    upper_bound: SpendCeiling
 
 
 class DryRunEstimate(TypedDict):
@@ -62,10 +80,18 @@ class DryRunEstimate(TypedDict):
     assignments: list[AssignmentDryRun]
     total: dict[str, int]  # the `TOTALLED` counts over every branch
     controls: dict[str, int]  # the same over the control branches
+    upper_bound: SpendCeiling  # over every branch (see the module's docstring)
+    upper_bound_rule: str
     cost: NotRequired[float | None]  # USD at the run's prices (added by the caller)
     cost_uncached: NotRequired[float | None]
+    upper_bound_cost: NotRequired[float | None]
 
 
+UPPER_BOUND_RULE = (
+    "an agent that spends everything: per branch the policy-turn cap plus a checkpoint per "
+    "experiment and two, every reply its whole response budget and refused max_repairs times; "
+    "calls and completion tokens strict, prompt tokens at the largest prompt rendered"
+)
 TOTALLED: tuple[Literal["calls", "prompt_tokens", "cached_tokens", "completion_tokens"], ...] = (
     "calls",
     "prompt_tokens",
@@ -179,7 +205,32 @@ def dry_run_assignment(
         }
         for b, t in tallies.items()
     }
-    return {"assignment": spec.body["assignment"]["id"], "branches": branches}
+    return {
+        "assignment": spec.body["assignment"]["id"],
+        "branches": branches,
+        "upper_bound": _ceiling(spec, params, list(tallies.values())),
+    }
+
+
+def _ceiling(
+    spec: EnvironmentSpec, params: Mapping[str, object], tallies: Sequence[Tally]
+) -> SpendCeiling:
+    """The spend of an agent that spends everything, summed over the branches played."""
+    body = spec_body(spec.body)
+    experiments = min(int(body["budgets"]["experiments"]), len(body["candidates"]))
+    logical = policy_turn_caps(body)["policy_turns_per_branch"] + experiments + 2
+    repairs = params.get("max_repairs", 2)
+    reasoning = params.get("reasoning_tokens", 0)
+    out: SpendCeiling = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for tally in tallies:
+        budget = tally.largest_budget + (reasoning if isinstance(reasoning, int) else 0)
+        calls, prompt, completion = spend_ceiling(
+            tally.largest_prompt_tokens, budget, repairs if isinstance(repairs, int) else 2
+        )
+        out["calls"] += logical * calls
+        out["prompt_tokens"] += logical * prompt
+        out["completion_tokens"] += logical * completion
+    return out
 
 
 def dry_run(
@@ -199,6 +250,10 @@ def dry_run(
                 total[k] += t[k]
                 if b != "adaptive":
                     controls_total[k] += t[k]
+    ceiling: SpendCeiling = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for a in per:
+        for name in ("calls", "prompt_tokens", "completion_tokens"):
+            ceiling[name] += a["upper_bound"][name]
     return {
         "dry_run": True,
         "agent": agent_name,
@@ -206,4 +261,6 @@ def dry_run(
         "assignments": per,
         "total": total,
         "controls": controls_total,
+        "upper_bound": ceiling,
+        "upper_bound_rule": UPPER_BOUND_RULE,
     }

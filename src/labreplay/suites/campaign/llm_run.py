@@ -84,6 +84,7 @@ def print_dry_run(
     estimate["cost"] = cost(estimate["total"], price)  # cached prefixes at the cached rate
     # the bound if the provider cached nothing
     estimate["cost_uncached"] = cost({**estimate["total"], "cached_tokens": 0}, price)
+    estimate["upper_bound_cost"] = cost({**estimate["upper_bound"], "cached_tokens": 0}, price)
     if json_out:
         print_json(estimate)
         return
@@ -114,6 +115,14 @@ def print_dry_run(
         f"{money}; controls {ctl['calls']:,} calls, ~{ctl['prompt_tokens']:,} prompt tokens "
         f"({ctl['prompt_tokens'] / max(1, total['prompt_tokens']):.0%}). Estimated with a "
         f"stand-in policy; tokens counted as {estimate['token_rule']}."
+    )
+    ceiling, at_most = estimate["upper_bound"], estimate["upper_bound_cost"]
+    console.print(
+        f"UPPER BOUND (an agent that spends everything, before --max-calls/--max-cost): "
+        f"{ceiling['calls']:,} calls, <= {ceiling['completion_tokens']:,} completion tokens, "
+        f"~{ceiling['prompt_tokens']:,} prompt tokens at the largest prompt rendered"
+        + (f"; cost ~${at_most:,.2f}" if at_most is not None else "")
+        + f" ({estimate['upper_bound_rule']})."
     )
 
 

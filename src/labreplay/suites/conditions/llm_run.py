@@ -14,6 +14,7 @@ from labreplay.sdk.agents import (
     cost,
     count_tokens,
     response_budget,
+    spend_ceiling,
     token_rule,
     usage_line,
 )
@@ -33,6 +34,8 @@ class RendersQuestions(Protocol):
 
     def render(self, view: QuestionView, /) -> str: ...
 
+    def params(self) -> Mapping[str, object]: ...
+
 
 class DryRun(TypedDict):
     dry_run: bool
@@ -44,7 +47,12 @@ class DryRun(TypedDict):
     largest_prompt_tokens: int
     token_rule: str
     first_prompt: str
+    # An agent that spends everything: every reply fills its whole response budget (plus a
+    # reasoning model's reasoning budget) and is refused max_repairs times (`spend_ceiling`);
+    # strict bounds, each question's own prompt and budget.
+    upper_bound: dict[str, int]
     cost: NotRequired[float | None]
+    upper_bound_cost: NotRequired[float | None]
 
 
 def _schema(view: QuestionView) -> dict[str, object]:
@@ -73,6 +81,9 @@ def estimate(agent: RendersQuestions, questions: Sequence[Question]) -> DryRun:
     completion = 0
     largest = 0
     first = ""
+    params = agent.params()
+    repairs, reasoning = params.get("max_repairs", 2), params.get("reasoning_tokens", 0)
+    ceiling = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     for q in questions:
         view = agent_view(q)
         schema = _schema(view)
@@ -82,6 +93,10 @@ def estimate(agent: RendersQuestions, questions: Sequence[Question]) -> DryRun:
         largest = max(largest, tokens)
         completion += count_tokens(json.dumps(instance(schema)))
         first = first or messages[-1]["content"]
+        budget = response_budget(schema) + (reasoning if isinstance(reasoning, int) else 0)
+        most = spend_ceiling(tokens, budget, repairs if isinstance(repairs, int) else 2)
+        for name, value in zip(ceiling, most, strict=True):
+            ceiling[name] += value
     return {
         "dry_run": True,
         "agent": agent.name,
@@ -92,6 +107,7 @@ def estimate(agent: RendersQuestions, questions: Sequence[Question]) -> DryRun:
         "largest_prompt_tokens": largest,
         "token_rule": token_rule(),
         "first_prompt": first,
+        "upper_bound": ceiling,
     }
 
 
@@ -110,6 +126,7 @@ def print_conditions_dry_run(
         )
     found = estimate(agent, questions)
     found["cost"] = cost(found, price)
+    found["upper_bound_cost"] = cost({**found["upper_bound"], "cached_tokens": 0}, price)
     if json_out:
         print_json(found)
         return
@@ -124,6 +141,14 @@ def print_conditions_dry_run(
         f"DRY RUN (no model called): {found['questions']} questions, {found['calls']} calls, "
         f"~{found['prompt_tokens']:,} prompt + ~{found['completion_tokens']:,} completion "
         f"tokens{money} (tokens counted as {found['token_rule']})"
+    )
+    ceiling, at_most = found["upper_bound"], found["upper_bound_cost"]
+    console.print(
+        f"UPPER BOUND (an agent that spends everything, before --max-calls/--max-cost): "
+        f"{ceiling['calls']:,} calls, <= {ceiling['prompt_tokens']:,} prompt + "
+        f"<= {ceiling['completion_tokens']:,} completion tokens"
+        + (f"; cost <= ${at_most:,.2f}" if at_most is not None else "")
+        + " (every reply its whole response budget and refused max_repairs times)."
     )
 
 
