@@ -447,3 +447,22 @@ def test_absurd_values_are_refused_in_one_line_before_any_store(
     )  # fmt: skip
     assert proc.returncode == 2 and said in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and not store.exists()
+
+
+def test_a_family_that_thinks_by_default_gets_room_to_think_and_keeps_its_temperature() -> None:
+    """Gemini 2.5, DeepSeek-R1, Grok 4, QwQ reason before every reply: the reply budget gets
+    the reasoning budget on top (else the thinking eats it), under the ordinary field, and
+    our temperature is still sent (only OpenAI's reasoning models refuse one)."""
+    from labreplay.agents.llm_config import thinks_by_default
+
+    assert thinks_by_default("openai-api/vllm/deepseek-ai/DeepSeek-R1")
+    assert thinks_by_default("google/gemini-2.5-flash") and thinks_by_default("grok/grok-4")
+    assert not thinks_by_default("gemini-2.5-flash-lite") and not thinks_by_default("gpt-4o")
+    assert not thinks_by_default("claude-opus-4-1")  # thinks only when asked
+    plain = LLMClient("gpt-4o-mini", base_url="http://127.0.0.1:9/v1", temperature_explicit=False)
+    thinker = LLMClient("DeepSeek-R1", base_url="http://127.0.0.1:9/v1", temperature_explicit=False)
+    ordinary = plain._request(MESSAGES, ACTION_SCHEMA, "action")
+    request = thinker._request(MESSAGES, ACTION_SCHEMA, "action")
+    extra = thinker.params()["reasoning_tokens"]
+    assert request["max_tokens"] == ordinary["max_tokens"] + extra and extra > 0
+    assert request["temperature"] == 0.0 and "max_completion_tokens" not in request

@@ -38,6 +38,7 @@ from labreplay.agents.llm_config import (
     check_base_url,
     ignoring_host,
     is_reasoning_model,
+    thinks_by_default,
     public_endpoint,
     resolve_provider,
     secret_query_values,
@@ -345,8 +346,24 @@ class _ClientCore:
 
     # ------------------------------------------------------------------ reasoning models
     def _declared_reasoning(self) -> bool:
-        """A reasoning model by its name or by a reasoning effort asked for."""
-        return is_reasoning_model(self.model) or self.sampling.reasoning_effort is not None
+        """A reasoning model by its name (OpenAI's, or a family that thinks by default: its
+        hidden reasoning counts against the reply budget too) or by a reasoning effort asked
+        for."""
+        return (
+            is_reasoning_model(self.model)
+            or thinks_by_default(self.model)
+            or self.sampling.reasoning_effort is not None
+        )
+
+    def _refuses_temperature(self, reasoning: bool) -> bool:
+        """OpenAI's reasoning models take no temperature (nor a server that asked for
+        `max_completion_tokens`, nor a model asked for a reasoning effort); a family that
+        merely thinks by default keeps ours."""
+        return reasoning and (
+            is_reasoning_model(self.model)
+            or self._learned_completion_tokens
+            or self.sampling.reasoning_effort is not None
+        )
 
     def _reasoning(self) -> bool:
         """A reasoning model as far as this client knows now (a server that refused
@@ -370,7 +387,8 @@ class _ClientCore:
         field_name = self._token_field()
         if field_name != sampling.token_field:
             sampling = replace(sampling, token_field=field_name)
-        if reasoning and not self.temperature_explicit and sampling.temperature is not None:
+        refuses = self._refuses_temperature(reasoning)
+        if refuses and not self.temperature_explicit and sampling.temperature is not None:
             sampling = replace(sampling, temperature=None)
         return sampling
 

@@ -51,6 +51,23 @@ def is_reasoning_model(model: str) -> bool:
     return bool(_REASONING_NAME.match(model.strip().rsplit("/", 1)[-1]))
 
 
+# Families (outside OpenAI's) that think by default, whose hidden reasoning tokens count against
+# the reply's output budget: Gemini 2.5 Pro/Flash (not Flash-Lite) and Gemini 3, DeepSeek's
+# reasoner and R1, Grok 4 and Grok 3 Mini, QwQ. A reply budget without room for the thinking
+# is cut off before the answer (issue 35: 24 of 24 replies). Claude thinks only when asked
+# (--reasoning-effort / --reasoning-tokens).
+_THINKS_BY_DEFAULT = re.compile(
+    r"^(gemini-2\.5-(?:pro|flash)(?!-lite)|gemini-3|deepseek-reasoner|deepseek-r1|grok-4"
+    r"|grok-3-mini|qwq)",
+    re.IGNORECASE,
+)
+
+
+def thinks_by_default(model: str) -> bool:
+    """True for the names of models that reason before every reply without being asked."""
+    return bool(_THINKS_BY_DEFAULT.match(model.strip().rsplit("/", 1)[-1]))
+
+
 @dataclass(frozen=True)
 class Sampling:
     """Decoding controls sent with every request (None = leave the server's default; for
