@@ -441,54 +441,17 @@ def test_anthropic_through_inspect_reaches_the_messages_api_and_records_what_it_
 
 
 # ---------------------------------------------------------------------- (e) Google's Gemini API
-class GeminiServer:
-    """A local stand-in for Google's Gemini API (`models/{model}:generateContent`) on
-    127.0.0.1: keeps every request and answers with one candidate in Gemini's usage form
-    (promptTokenCount includes the cached tokens, thoughtsTokenCount apart)."""
-
-    def __init__(self, text: str) -> None:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        self.seen: list[tuple[str, dict[str, str], dict[str, Any]]] = []
-        reply = {
-            "candidates": [{"content": {"parts": [{"text": text}], "role": "model"},
-                            "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": 30, "candidatesTokenCount": 9,
-                              "thoughtsTokenCount": 120, "cachedContentTokenCount": 10,
-                              "totalTokenCount": 159},
-            "modelVersion": "gemini-2.5-pro-001",
-        }  # fmt: skip
-        seen = self.seen
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                seen.append((self.path, dict(self.headers.items()), json.loads(raw or b"{}")))
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self) -> GeminiServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+def gemini_reply(text: str) -> dict[str, Any]:
+    """One candidate of Google's Gemini API (`models/{model}:generateContent`), in its usage
+    form: promptTokenCount includes the cached tokens, thoughtsTokenCount apart."""
+    return {
+        "candidates": [{"content": {"parts": [{"text": text}], "role": "model"},
+                        "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 30, "candidatesTokenCount": 9,
+                          "thoughtsTokenCount": 120, "cachedContentTokenCount": 10,
+                          "totalTokenCount": 159},
+        "modelVersion": "gemini-2.5-pro-001",
+    }  # fmt: skip
 
 
 def test_gemini_through_inspect_thinks_within_its_budget_and_records_what_it_sent(
@@ -499,11 +462,16 @@ def test_gemini_through_inspect_thinks_within_its_budget_and_records_what_it_sen
     budget, which caps the thinking), usage with the cached share, no seed sent and
     provenance saying so, the key in its header only."""
     pytest.importorskip("google.genai", reason="inspect's google provider needs google-genai")
-    from tests.agents.test_llm_providers import PICK, TALK
+    from tests.agents.test_llm_providers import PICK, TALK, MessagesServer
 
     key = "AIza-inspect-test-0123456789abcdef012345"
-    with GeminiServer('{"pick": "b"}') as server, Store(tmp_path / "s.sqlite") as db:
-        client = _client("google/gemini-2.5-pro", server.base_url, api_key=key, cache=db)
+    # the same scripted JSON stand-in as Anthropic's, at its root (the SDK adds /v1beta/...)
+    with (
+        MessagesServer([(200, gemini_reply('{"pick": "b"}'), {})]) as server,
+        Store(tmp_path / "s.sqlite") as db,
+    ):
+        root = server.base_url.removesuffix("/v1")
+        client = _client("google/gemini-2.5-pro", root, api_key=key, cache=db)
         client.reseed(5)
         got = client.complete_json(TALK, PICK)
     assert got.value == {"pick": "b"}

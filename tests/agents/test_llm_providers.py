@@ -55,9 +55,10 @@ def test_an_ordinary_endpoint_still_gets_its_format_and_seed() -> None:
 
 # ---------------------------------------------------------------------- Anthropic's own API
 class MessagesServer:
-    """A local stand-in for Anthropic's Messages API on 127.0.0.1: keeps every request (path,
-    headers, body) and answers each with the next scripted (status, body, headers), the last
-    one repeated. Replies use Anthropic's usage form (input_tokens excludes cache reads)."""
+    """A local stand-in for Anthropic's Messages API on 127.0.0.1 (and, at its root, for any
+    JSON API: Google's Gemini in test_llm_inspect): keeps every request (path, headers, body)
+    and answers each with the next scripted (status, body, headers), the last one repeated.
+    A request asking for a stream gets the reply as the Messages API streams it."""
 
     def __init__(self, replies: list[tuple[int, dict[str, Any], dict[str, str]]]) -> None:
         self.replies = replies

@@ -38,10 +38,10 @@ from labreplay.agents.llm_config import (
     check_base_url,
     ignoring_host,
     is_reasoning_model,
-    thinks_by_default,
     public_endpoint,
     resolve_provider,
     secret_query_values,
+    thinks_by_default,
 )
 from labreplay.agents.llm_faults import (
     WallClockTimeout,

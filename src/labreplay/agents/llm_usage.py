@@ -185,3 +185,22 @@ def usage_line(usage: Mapping[str, Any], price: Price = None) -> str:
             else "cost unknown (no price for this model: give --prices FILE)"
         )
     )
+
+
+def ceiling_line(
+    ceiling: Mapping[str, object], cost_usd: float | None, rule: str, prompt_strict: bool
+) -> str:
+    """The dry run's line for an agent that spends everything (`llm_budget.spend_ceiling`):
+    calls and completion tokens are bounds; prompt tokens are one too when `prompt_strict`,
+    else a scale (said so)."""
+    prompt = (
+        f"<= {ceiling['prompt_tokens']:,} prompt"
+        if prompt_strict
+        else f"~{ceiling['prompt_tokens']:,} prompt (at the largest prompt rendered)"
+    )
+    money = "" if cost_usd is None else f"; cost {'<=' if prompt_strict else '~'}${cost_usd:,.2f}"
+    return (
+        "UPPER BOUND (an agent that spends everything, before --max-calls/--max-cost): "
+        f"{ceiling['calls']:,} calls, {prompt} + <= {ceiling['completion_tokens']:,} completion "
+        f"tokens{money} ({rule})."
+    )

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from labreplay.agents.llm_usage import (
         Price,
         add_usage,
+        ceiling_line,
         cost,
         parse_price,
         run_price,
@@ -150,6 +151,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "labreplay.agents.llm_usage": (
         "Price",
         "add_usage",
+        "ceiling_line",
         "cost",
         "parse_price",
         "run_price",
@@ -211,6 +213,7 @@ __all__ = [
     "build_from_ref",
     "cached_prefix_tokens",
     "call_failures",
+    "ceiling_line",
     "chat_tokens",
     "check_user_budget",
     "client_options",

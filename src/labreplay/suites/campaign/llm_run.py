@@ -14,6 +14,7 @@ from labreplay.sdk.agents import (
     CallProgress,
     Price,
     add_usage,
+    ceiling_line,
     check_user_budget,
     cost,
     is_llm_agent,
@@ -116,13 +117,13 @@ def print_dry_run(
         f"({ctl['prompt_tokens'] / max(1, total['prompt_tokens']):.0%}). Estimated with a "
         f"stand-in policy; tokens counted as {estimate['token_rule']}."
     )
-    ceiling, at_most = estimate["upper_bound"], estimate["upper_bound_cost"]
     console.print(
-        f"UPPER BOUND (an agent that spends everything, before --max-calls/--max-cost): "
-        f"{ceiling['calls']:,} calls, <= {ceiling['completion_tokens']:,} completion tokens, "
-        f"~{ceiling['prompt_tokens']:,} prompt tokens at the largest prompt rendered"
-        + (f"; cost ~${at_most:,.2f}" if at_most is not None else "")
-        + f" ({estimate['upper_bound_rule']})."
+        ceiling_line(
+            estimate["upper_bound"],
+            estimate["upper_bound_cost"],
+            estimate["upper_bound_rule"],
+            prompt_strict=False,
+        )
     )
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict, runtime_chec
 
 from labreplay.sdk.agents import (
     Price,
+    ceiling_line,
     chat_tokens,
     check_user_budget,
     cost,
@@ -142,13 +143,9 @@ def print_conditions_dry_run(
         f"~{found['prompt_tokens']:,} prompt + ~{found['completion_tokens']:,} completion "
         f"tokens{money} (tokens counted as {found['token_rule']})"
     )
-    ceiling, at_most = found["upper_bound"], found["upper_bound_cost"]
+    rule = "every reply its whole response budget and refused max_repairs times"
     console.print(
-        f"UPPER BOUND (an agent that spends everything, before --max-calls/--max-cost): "
-        f"{ceiling['calls']:,} calls, <= {ceiling['prompt_tokens']:,} prompt + "
-        f"<= {ceiling['completion_tokens']:,} completion tokens"
-        + (f"; cost <= ${at_most:,.2f}" if at_most is not None else "")
-        + " (every reply its whole response budget and refused max_repairs times)."
+        ceiling_line(found["upper_bound"], found["upper_bound_cost"], rule, prompt_strict=True)
     )
 
 
