@@ -119,6 +119,24 @@ def _adaptive(conn: sqlite3.Connection) -> tuple[str, str]:
     return str(row[0]), str(row[1])
 
 
+def _flip(text: str) -> str:
+    """`text` with one character changed, the one nearest its middle whose change keeps a JSON
+    text valid JSON (a forger's edit, not damage the store reports as unreadable)."""
+    middle = len(text) // 2
+    for i in sorted(range(len(text)), key=lambda k: abs(k - middle)):
+        flipped = text[:i] + ("0" if text[i] != "0" else "1") + text[i + 1 :]
+        try:
+            json.loads(text)
+        except ValueError:
+            return flipped  # not JSON: any character will do
+        try:
+            json.loads(flipped)
+        except ValueError:
+            continue
+        return flipped
+    raise AssertionError("no one-character edit keeps this text valid JSON")
+
+
 def _one_byte(table: str, column: str) -> Callable[[sqlite3.Connection], None]:
     """Flip one character of a text cell of the adaptive run (a one-byte edit)."""
 
@@ -129,9 +147,7 @@ def _one_byte(table: str, column: str) -> Callable[[sqlite3.Connection], None]:
             "ORDER BY rowid LIMIT 1",
             (run_id,),
         ).fetchone()
-        i = len(text) // 2
-        flipped = text[:i] + ("0" if text[i] != "0" else "1") + text[i + 1 :]
-        conn.execute(f"UPDATE {table} SET {column}=? WHERE rowid=?", (flipped, rowid))
+        conn.execute(f"UPDATE {table} SET {column}=? WHERE rowid=?", (_flip(text), rowid))
 
     return edit
 
