@@ -346,9 +346,9 @@ class _ClientCore:
 
     # ------------------------------------------------------------------ reasoning models
     def _declared_reasoning(self) -> bool:
-        """A reasoning model by its name (OpenAI's, or a family that thinks by default: its
-        hidden reasoning counts against the reply budget too) or by a reasoning effort asked
-        for."""
+        """A reasoning model by its name or inspect_ai's model database (OpenAI's, or one that
+        thinks by default: its hidden reasoning counts against the reply budget too) or by a
+        reasoning effort asked for."""
         return (
             is_reasoning_model(self.model)
             or thinks_by_default(self.model)

@@ -5,6 +5,7 @@ credentials). Pure values, no I/O.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -42,30 +43,76 @@ REASONING_EFFORTS: tuple[str, ...] = ("minimal", "low", "medium", "high")
 # spent on reasoning before any reply is written. An explicit `--reasoning-tokens N` replaces it.
 DEFAULT_REASONING_TOKENS = 8192
 # Model names (after any "provider/" prefix) of OpenAI's reasoning families: o1, o3, o4-mini...
-# and gpt-5, gpt-5-mini, gpt-5.1...
-_REASONING_NAME = re.compile(r"^(o[1-9](?:$|[-_.:])|gpt-5(?:$|[-_.:]))", re.IGNORECASE)
+# and gpt-5, gpt-5-mini, gpt-5.1..., gpt-6-sol...
+_REASONING_NAME = re.compile(
+    r"^(o[1-9](?:$|[-_.:])|gpt-(?:[5-9]|[1-9]\d)(?:$|[-_.:]))", re.IGNORECASE
+)
+
+
+def _bare_name(model: str) -> str:
+    return model.strip().rsplit("/", 1)[-1]
+
+
+@functools.lru_cache(maxsize=256)
+def catalogue_entry(model: str) -> tuple[str, bool | None, str | None] | None:
+    """What inspect_ai's model database (shipped with the package, kept by the field) says of
+    a model: (organization, reasons, default reasoning effort), or None where it does not know
+    the name or inspect_ai is not installed. The full string is asked first, then the bare
+    name (`openai-api/vllm/...` paths are not in it)."""
+    try:
+        from inspect_ai.model import get_model_info
+    except ImportError:
+        return None
+    for name in dict.fromkeys((model.strip(), _bare_name(model))):
+        try:
+            info = get_model_info(name)
+        except Exception:  # a database that cannot answer knows nothing
+            return None
+        if info is not None:
+            return (info.organization or "", info.reasoning, info.reasoning_effort_default)
+    return None
 
 
 def is_reasoning_model(model: str) -> bool:
-    """True for the names of OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini...)."""
-    return bool(_REASONING_NAME.match(model.strip().rsplit("/", 1)[-1]))
+    """True for OpenAI's reasoning models (o1, o3, o4-mini, gpt-5, gpt-5-mini, gpt-6-sol...): by
+    name, or by inspect_ai's model database for an OpenAI model it says reasons."""
+    if _REASONING_NAME.match(_bare_name(model)):
+        return True
+    entry = catalogue_entry(model)
+    return entry is not None and entry[0].lower() == "openai" and entry[1] is True
 
 
 # Families (outside OpenAI's) that think by default, whose hidden reasoning tokens count against
 # the reply's output budget: Gemini 2.5 Pro/Flash (not Flash-Lite) and Gemini 3, DeepSeek's
-# reasoner and R1, Grok 4 and Grok 3 Mini, QwQ. A reply budget without room for the thinking
-# is cut off before the answer (issue 35: 24 of 24 replies). Claude thinks only when asked
-# (--reasoning-effort / --reasoning-tokens).
+# reasoner and R1, Grok 4 (not its "non-reasoning" variants) and Grok 3 Mini, GLM 4.5 and
+# later, Qwen3 (not its Instruct/Coder variants), QwQ, gpt-oss, and any "-thinking" model. A
+# reply budget without room for the thinking is cut off before the answer (issue 35: 24 of 24
+# replies). Claude thinks only when asked (--reasoning-effort / --reasoning-tokens).
 _THINKS_BY_DEFAULT = re.compile(
     r"^(gemini-2\.5-(?:pro|flash)(?!-lite)|gemini-3|deepseek-reasoner|deepseek-r1|grok-4"
-    r"|grok-3-mini|qwq)",
+    r"|grok-3-mini|glm-(?:4\.[5-9]|[5-9])|qwen3(?!.*(?:instruct|coder))|qwq|gpt-oss"
+    r"|.*thinking)",
     re.IGNORECASE,
 )
+_DOES_NOT_THINK = re.compile(r"non-reasoning|no-think", re.IGNORECASE)
 
 
 def thinks_by_default(model: str) -> bool:
-    """True for the names of models that reason before every reply without being asked."""
-    return bool(_THINKS_BY_DEFAULT.match(model.strip().rsplit("/", 1)[-1]))
+    """True for models that reason before every reply without being asked: the name rules
+    above, or inspect_ai's model database (a reasoning model with a default effort other than
+    "none", Claude's excepted: its effort applies only once thinking is asked for). Where the
+    database says a model does not reason, it does not. A wrong yes costs reply budget only;
+    a wrong no cuts replies off, so the rules lean to yes."""
+    name = _bare_name(model)
+    entry = catalogue_entry(model)
+    if _DOES_NOT_THINK.search(name) or (entry is not None and entry[1] is False):
+        return False
+    if _THINKS_BY_DEFAULT.match(name):
+        return True
+    if entry is None:
+        return False
+    organization, reasons, effort = entry
+    return bool(reasons) and effort not in (None, "none") and organization.lower() != "anthropic"
 
 
 @dataclass(frozen=True)
