@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from labreplay.agents.llm_caps import COST_CAP, CapMeter, RunCaps
-from labreplay.agents.llm_client import LLMClient
+from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
 from labreplay.agents.llm_prices import (
     BUILTIN_PRICES,
     ModelPrice,
@@ -129,19 +129,48 @@ def test_cached_prompt_tokens_cost_the_cached_rate_and_response_cache_hits_nothi
     assert cost(usage, PRICE) == pytest.approx(usage["cost_usd"], abs=1e-6)  # repriced: same
 
 
-def test_a_proxys_cached_tokens_in_openai_form_are_read_through_inspect() -> None:
-    """What inspect_ai's OpenAI-compatible provider reads: `prompt_tokens_details`. (A flat
-    `cache_read_input_tokens`, Anthropic's form, is read only from the Messages API, through
-    `--provider anthropic`: see test_llm_providers.)"""
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens_details": {"cached_tokens": 60}},  # OpenAI's form: what inspect reads
+        {"prompt_cache_hit_tokens": 60, "prompt_cache_miss_tokens": 40},  # DeepSeek's
+        {"cache_read_input_tokens": 60},  # Anthropic's, as proxies pass it through
+    ],
+    ids=["openai", "deepseek", "proxy"],
+)
+def test_cached_tokens_in_every_openai_form_usage_are_read_and_priced_cached(
+    usage: dict[str, object],
+) -> None:
+    """inspect_ai's OpenAI-compatible provider reads `prompt_tokens_details` only; the flat
+    forms (DeepSeek's cache hits, a proxy's `cache_read_input_tokens`) are read from the raw
+    response it hands to its `on_response` hook, so a cache hit is priced as one, and the
+    cached share is reported."""
     body = json.loads(stub.completion_body('{"pick": "a"}', prompt_tokens=100))
-    body["usage"]["prompt_tokens_details"] = {"cached_tokens": 60}
+    body["usage"].update(usage)
     reply = stub.StubReply(200, json.dumps(body).encode())
     with stub.StubServer(stub.constant(reply)) as server:
         meter = CapMeter(RunCaps(prices=PriceTable({"claude-x": PRICE})))
         client = LLMClient("claude-x", base_url=server.base_url, meter=meter)
         call = client.complete_json([{"role": "user", "content": "q"}], SCHEMA).calls[0]
-    assert call["cached_tokens"] == 60
+    assert call["prompt_tokens"] == 100 and call["cached_tokens"] == 60
     assert call["cost_usd"] == pytest.approx((40 * 2.0 + 60 * 0.5 + 7 * 8.0) / 1e6)
+
+
+def test_concurrent_requests_each_read_their_own_raw_usage() -> None:
+    """The raw usage is kept per request in flight: eight concurrent calls whose replies report
+    different cache hits, answered in the reverse order, each record their own."""
+
+    def reply(request: stub.SeenRequest, n: int) -> stub.StubReply:
+        hit = int((request.body or {})["messages"][0]["content"])
+        body = json.loads(stub.completion_body('{"pick": "a"}', prompt_tokens=100))
+        body["usage"]["prompt_cache_hit_tokens"] = hit
+        return stub.StubReply(200, json.dumps(body).encode(), delay_s=0.05 * (18 - hit))
+
+    with stub.StubServer(reply) as server:
+        client = AsyncLLMClient("deepseek-chat", base_url=server.base_url, max_concurrency=8)
+        jobs = [([{"role": "user", "content": str(hit)}], SCHEMA) for hit in range(10, 18)]
+        replies = client.run_many(jobs)
+    assert [r.calls[0]["cached_tokens"] for r in replies] == list(range(10, 18))
 
 
 def test_an_unknown_model_has_an_unknown_cost_said_in_words_not_zero() -> None:

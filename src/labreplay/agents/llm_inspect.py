@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import importlib.util
 import re
 import threading
@@ -296,8 +297,25 @@ def generate_args(body: Mapping[str, Any], provider: str) -> tuple[list[Any], An
     return messages, GenerateConfig(**fields)
 
 
-def completion_of(output: Any) -> Completion:
-    """Our Completion of inspect's ModelOutput (an unusable one raises MalformedResponse)."""
+# Provider-cached prompt tokens in the flat forms inspect's OpenAI-compatible providers do not
+# read (they read `prompt_tokens_details` only): DeepSeek's `prompt_cache_hit_tokens`, and
+# Anthropic's `cache_read_input_tokens` as proxies pass it through. Both are part of
+# `prompt_tokens`. Without them a cache hit is priced as a full prompt token.
+_FLAT_CACHE_READ = ("prompt_cache_hit_tokens", "cache_read_input_tokens")
+
+
+def flat_cache_read(raw_usage: Mapping[str, Any] | None) -> int | None:
+    """The cached prompt tokens a raw OpenAI-form `usage` reports in a flat field, if any."""
+    for field in _FLAT_CACHE_READ:
+        value = (raw_usage or {}).get(field)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
+
+
+def completion_of(output: Any, raw_usage: Mapping[str, Any] | None = None) -> Completion:
+    """Our Completion of inspect's ModelOutput (an unusable one raises MalformedResponse);
+    `raw_usage` is the provider's own usage object where inspect's provider hands it over."""
     if not getattr(output, "choices", None):
         error = getattr(output, "error", None) or "no choices"
         raise MalformedResponse(f"malformed response: inspect_ai returned no reply ({error})")
@@ -308,6 +326,9 @@ def completion_of(output: Any) -> Completion:
         # inspect's input_tokens excludes the cache reads and writes (its ModelUsage docs).
         prompt = usage.input_tokens + (read or 0) + (written or 0)
         completion_tokens = usage.output_tokens
+        flat = flat_cache_read(raw_usage)
+        if not read and flat:  # inspect counted them as uncached input: prompt is unchanged
+            read = min(flat, prompt)
     stop = str(output.stop_reason)
     model = getattr(output, "model", None)
     return Completion(
@@ -408,6 +429,10 @@ def _named(exc: BaseException, name: str) -> bool:
 
 
 # ---------------------------------------------------------------------- the event loop
+# The raw `usage` of the response to the request in flight, per asyncio task.
+_RAW_USAGE: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "labreplay_raw_usage", default=None
+)
 _LOOP: dict[str, asyncio.AbstractEventLoop] = {}
 _LOOP_LOCK = threading.Lock()
 
@@ -461,9 +486,30 @@ class InspectEndpoint:
         # request: read it now, so no request's timeout pays for it.
         with contextlib.suppress(Exception):  # a warm-up only: a request says what is wrong
             self._model.api.model_family()
+        self._keep_raw_usage()
+
+    def _keep_raw_usage(self) -> None:
+        """inspect's OpenAI-compatible providers hand every raw response to `on_response` (a
+        hook for subclasses): this instance's hook also keeps the response's `usage` for the
+        request in flight (a context variable: concurrent requests each keep their own)."""
+        api = self._model.api
+        hook = getattr(api, "on_response", None)
+        if hook is None:
+            return
+
+        def on_response(response: dict[str, Any]) -> None:
+            kept = _RAW_USAGE.get()
+            usage = response.get("usage") if isinstance(response, dict) else None
+            if kept is not None and isinstance(usage, dict):
+                kept.update(usage)
+            hook(response)
+
+        setattr(api, "on_response", on_response)  # noqa: B010 - an instance hook, not typed
 
     async def _generate(self, body: Mapping[str, Any], timeout: float) -> Completion:
         messages, config = generate_args(body, self.provider)
+        raw_usage: dict[str, Any] = {}
+        _RAW_USAGE.set(raw_usage)  # this task's own context (run_coroutine_threadsafe)
         try:
             output = await asyncio.wait_for(
                 self._model.generate(input=messages, config=config), timeout
@@ -484,7 +530,7 @@ class InspectEndpoint:
             # The provider's own error keeps its cause (what `describe_failure` shows); a
             # translated one has the provider's error as its cause.
             raise mapped from (mapped.__cause__ if mapped is _unwrap(exc) else exc)
-        return completion_of(output)
+        return completion_of(output, raw_usage)
 
     def create_sync(self, body: Mapping[str, Any], timeout: float) -> Completion:
         future = asyncio.run_coroutine_threadsafe(self._generate(body, timeout), _loop())
