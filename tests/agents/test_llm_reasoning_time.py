@@ -467,6 +467,7 @@ def test_a_family_that_thinks_by_default_gets_room_to_think_and_keeps_its_temper
     assert not thinks_by_default("claude-opus-4-1")  # thinks only when asked
     assert thinks_by_default("Qwen3-235B-A22B-Thinking-2507") and thinks_by_default("gpt-oss-20b")
     assert not thinks_by_default("Qwen3-235B-A22B-Instruct-2507")
+    assert thinks_by_default("grok-code-fast-1") and thinks_by_default("MiniMax-M2")
     plain = LLMClient("gpt-4o-mini", base_url="http://127.0.0.1:9/v1", temperature_explicit=False)
     thinker = LLMClient("DeepSeek-R1", base_url="http://127.0.0.1:9/v1", temperature_explicit=False)
     ordinary = plain._request(MESSAGES, ACTION_SCHEMA, "action")

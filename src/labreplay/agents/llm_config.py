@@ -83,14 +83,16 @@ def is_reasoning_model(model: str) -> bool:
 
 
 # Families (outside OpenAI's) that think by default, whose hidden reasoning tokens count against
-# the reply's output budget: Gemini 2.5 Pro/Flash (not Flash-Lite) and Gemini 3, DeepSeek's
-# reasoner and R1, Grok 4 (not its "non-reasoning" variants) and Grok 3 Mini, GLM 4.5 and
-# later, Qwen3 (not its Instruct/Coder variants), QwQ, gpt-oss, and any "-thinking" model. A
-# reply budget without room for the thinking is cut off before the answer (issue 35: 24 of 24
-# replies). Claude thinks only when asked (--reasoning-effort / --reasoning-tokens).
+# the reply's output budget: Gemini 2.5 Pro/Flash (not Flash-Lite), Gemini 3 and the -latest
+# aliases, DeepSeek's reasoner and R1, Grok 4 (not its "non-reasoning" variants), Grok 3 Mini
+# and Grok Code, GLM 4.5 and later, MiniMax M, Qwen3 (not its Instruct/Coder variants), QwQ,
+# gpt-oss, and any "-thinking" model. A reply budget without room for the thinking is cut off
+# before the answer (issue 35: 24 of 24 replies). Claude thinks only when asked
+# (--reasoning-effort / --reasoning-tokens).
 _THINKS_BY_DEFAULT = re.compile(
     r"^(gemini-2\.5-(?:pro|flash)(?!-lite)|gemini-3|deepseek-reasoner|deepseek-r1|grok-4"
-    r"|grok-3-mini|glm-(?:4\.[5-9]|[5-9])|qwen3(?!.*(?:instruct|coder))|qwq|gpt-oss"
+    r"|gemini-(?:pro|flash)-latest|grok-3-mini|grok-code|glm-(?:4\.[5-9]|[5-9])|minimax-m"
+    r"|qwen3(?!.*(?:instruct|coder))|qwq|gpt-oss"
     r"|.*thinking)",
     re.IGNORECASE,
 )
