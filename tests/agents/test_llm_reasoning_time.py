@@ -468,6 +468,7 @@ def test_a_family_that_thinks_by_default_gets_room_to_think_and_keeps_its_temper
     assert thinks_by_default("Qwen3-235B-A22B-Thinking-2507") and thinks_by_default("gpt-oss-20b")
     assert not thinks_by_default("Qwen3-235B-A22B-Instruct-2507")
     assert thinks_by_default("grok-code-fast-1") and thinks_by_default("MiniMax-M2")
+    assert not thinks_by_default("DeepSeek-V3.1-non-thinking")
     plain = LLMClient("gpt-4o-mini", base_url="http://127.0.0.1:9/v1", temperature_explicit=False)
     thinker = LLMClient("DeepSeek-R1", base_url="http://127.0.0.1:9/v1", temperature_explicit=False)
     ordinary = plain._request(MESSAGES, ACTION_SCHEMA, "action")

@@ -1,6 +1,7 @@
 """Configuration of a chat-model client: decoding controls, retry bounds, structured-output
 modes and the endpoint (validated before the first call; shown in provenance without
-credentials). Pure values, no I/O.
+credentials). Pure values; the one thing read is inspect_ai's model database, which ships
+inside that package (which models reason).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ _THINKS_BY_DEFAULT = re.compile(
     r"|.*thinking)",
     re.IGNORECASE,
 )
-_DOES_NOT_THINK = re.compile(r"non-reasoning|no-think", re.IGNORECASE)
+_DOES_NOT_THINK = re.compile(r"non-?reasoning|non-?think|no-?think", re.IGNORECASE)
 
 
 def thinks_by_default(model: str) -> bool:
