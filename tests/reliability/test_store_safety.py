@@ -187,6 +187,44 @@ def test_two_identical_campaign_runs_at_once_both_succeed(
         assert len(runs) == 5 and {r.status for r in runs} == {"complete"}
 
 
+def test_a_store_another_process_is_creating_is_opened_not_refused(tmp_path: Path) -> None:
+    """Defect (seen once in CI, the test above): the second of two processes found the file
+    the first had just switched to WAL, with its tables not yet committed, and refused it
+    ("cannot be opened: no such table: runs"). The probe now leaves an empty database to the
+    real open, which waits for the creator's transaction."""
+    import threading
+
+    from labreplay.store import sqlite as store_sqlite
+
+    path = tmp_path / "s.sqlite"
+    creator = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    creator.execute("PRAGMA journal_mode=WAL")
+    assert path.stat().st_size > 0 and not creator.execute("SELECT * FROM sqlite_master").fetchall()
+    with Store(path) as db:  # an empty database beside an open writer: made a store
+        assert db.runs() == []
+    creator.close()
+
+    other = tmp_path / "t.sqlite"
+    creator = sqlite3.connect(other, isolation_level=None, check_same_thread=False)
+    creator.execute("PRAGMA journal_mode=WAL")
+    creator.executescript("BEGIN IMMEDIATE;" + store_sqlite._SCHEMA)  # tables, uncommitted
+    assert creator.in_transaction
+
+    def finish_creating() -> None:
+        version = store_sqlite.SCHEMA_VERSION
+        creator.execute(f"INSERT INTO meta VALUES ('schema_version', '{version}')")
+        creator.execute("COMMIT")
+
+    done = threading.Timer(0.5, finish_creating)
+    done.start()
+    try:
+        with Store(other) as db:  # waits for the creator's commit, then uses its store
+            assert db.runs() == []
+    finally:
+        done.join()
+        creator.close()
+
+
 def _foreign_wal(path: Path) -> Path:
     """Another application's WAL-mode database, closed cleanly (no side files left)."""
     conn = sqlite3.connect(path)

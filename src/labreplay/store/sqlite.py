@@ -269,8 +269,9 @@ class Store:
         probe = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
         try:
             self._conn = probe
-            self._check_ours(probe_only=True)
-            if not self.readonly:
+            # An empty database (another process may be creating this store right now: the
+            # file exists, its tables are not committed yet) has no rows to check.
+            if not self._check_ours(probe_only=True) and not self.readonly:
                 self._check_json_rows()
         finally:
             probe.close()
@@ -303,8 +304,9 @@ class Store:
                 self._conn.execute("ROLLBACK")
             raise
 
-    def _check_ours(self, probe_only: bool = False) -> None:
-        """Refuse, without writing, a file that is not a labreplay store of this version.
+    def _check_ours(self, probe_only: bool = False) -> bool:
+        """Refuse, without writing, a file that is not a labreplay store of this version;
+        True when the file is an empty database (made a store unless `probe_only`).
 
         Only a file with nothing in it (no table, view, index or trigger, user_version and
         application_id 0) is made a store; one holding only a view is someone else's."""
@@ -324,9 +326,10 @@ class Store:
             if self.readonly:
                 raise StoreError(f"{where} is not a labreplay SQLite store (an empty database)")
             if not probe_only:
-                # An SQLite file with nothing at all holds nothing to protect: make it a store.
+                # An SQLite file with nothing at all holds nothing to protect: make it a store
+                # (`_create` waits for, and tolerates, a process creating it at the same time).
                 self._create()
-            return
+            return True
         if not tables:
             kinds = sorted({kind for kind, _ in entries})
             detail = f"it holds only {', '.join(kinds)} entries" if kinds else "no tables"
@@ -370,9 +373,10 @@ class Store:
                 detail = f"missing column(s) {missing}" if missing else f"columns {have}"
                 raise StoreError(f"{where}: table {table!r} is damaged ({detail})")
         if probe_only:
-            return  # the ownership probe only reads; the real (writable) open grows tables
+            return False  # the ownership probe only reads; the real (writable) open grows tables
         for table, have in grown:  # only once every table has passed
             self._grow(table, have)
+        return False
 
     def _check_json_rows(self) -> None:
         """Refuse a store holding a stored JSON value that does not parse (SQLite's
