@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from labreplay.agents.llm_caps import COST_CAP, CapMeter, RunCaps
+from labreplay.agents.llm_caps import CapMeter, RunCaps
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
 from labreplay.agents.llm_prices import (
     BUILTIN_PRICES,
@@ -28,6 +28,7 @@ from labreplay.agents.llm_prices import (
 from labreplay.agents.llm_tokens import FALLBACK, O200K
 from labreplay.agents.llm_usage import cost, usage_line, usage_summary
 from labreplay.errors import AgentError
+from labreplay.runtime.failure import COST_CAP
 from labreplay.store.sqlite import Store
 from labreplay.testing import fault_server as stub
 from labreplay.testing.schema_server import SchemaAnswerer
@@ -231,6 +232,16 @@ def test_max_cost_stops_a_campaign_run_failed_with_the_cost_cap_and_the_spend_st
     last = calls[-1]["cost_usd"]
     assert all(c["cost_usd"] > 0 for c in calls) and spent - last < 0.01 <= spent
     assert run.summary["usage"]["cost_usd"] == pytest.approx(spent, abs=1e-6)
+    assert run.summary["cause_kind"] == COST_CAP  # not "call cap"
+    # the board shows the spend, and says why the run is not ranked
+    board = run_cli("campaign", "leaderboard", "--store", str(store))
+    assert board.returncode == 0, board.stderr
+    text = " ".join(board.stdout.split())
+    assert f"cost ${spent:.2f} (controls $0.00)" in text
+    assert f"openai:priced-model: {len(calls)} model calls" in text
+    assert (
+        "not ranked (runs failed: the agent could not act): openai:priced-model (cost cap)" in text
+    )
 
 
 def test_max_total_cost_stops_every_run_still_to_go(specs: Path, tmp_path: Path) -> None:
@@ -249,6 +260,39 @@ def test_max_total_cost_stops_every_run_still_to_go(specs: Path, tmp_path: Path)
     with Store(store, readonly=True) as db:
         spent = sum(c["cost_usd"] for r in db.runs() for c in db.llm_calls(r.run_id))
     assert 0.01 <= spent < 0.02 and sent >= 1
+
+
+def test_the_conditions_board_shows_each_runs_cost_and_a_capped_runs_spend(
+    buchwald_questions: Path, tmp_path: Path
+) -> None:
+    """Defect: the conditions board showed tokens but no cost, and a run stopped by
+    --max-cost (failed, never ranked) was nowhere on it, nor what it spent."""
+    store, prices = tmp_path / "c.sqlite", str(_prices(tmp_path))
+    argv = ("conditions", "run", "--questions", str(buchwald_questions), "--store", str(store))
+    with stub.StubServer(SchemaAnswerer()) as server:
+        url = ("--base-url", server.base_url, "--prices", prices, "--limit", "6")
+        done = run_cli(*argv, "--agent", "openai:priced-model", *url)
+        capped = run_cli(
+            *argv, "--agent", "openai:priced-model", *url, "--seed", "1", "--max-cost", "0.0001",
+            "--max-concurrency", "1",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert capped.returncode == 1 and "cap reached: --max-cost 0.0001" in capped.stderr
+    with Store(store, readonly=True) as db:
+        by_status = {r.status: r for r in db.runs()}
+        spent = {
+            s: sum(c["cost_usd"] for c in db.llm_calls(r.run_id)) for s, r in by_status.items()
+        }
+    assert by_status["failed"].summary is not None
+    assert by_status["failed"].summary["cause_kind"] == COST_CAP
+    board = run_cli("conditions", "leaderboard", "--store", str(store), "--json")
+    assert board.returncode == 0, board.stderr
+    (row,) = json.loads(board.stdout)["runs"]
+    assert row["cost_usd"] == pytest.approx(spent["complete"], abs=1e-6) and row["cost_usd"] > 0
+    text = " ".join(run_cli("conditions", "leaderboard", "--store", str(store)).stdout.split())
+    assert f"${spent['complete']:.4f}" in text
+    assert "not ranked (failed, cost cap): openai:priced-model" in text
+    assert f"cost ${spent['failed']:.4f}" in text and spent["failed"] >= 0.0001
 
 
 @pytest.mark.parametrize(

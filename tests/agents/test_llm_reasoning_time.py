@@ -21,12 +21,13 @@ import pytest
 from tests.agents.schemas import ACTION_SCHEMA
 
 from labreplay.agents.llm_caps import CapMeter, RunCaps
-from labreplay.agents.llm_client import CIRCUIT_LIMIT, TIME_CAP, AsyncLLMClient, LLMClient
+from labreplay.agents.llm_client import CIRCUIT_LIMIT, AsyncLLMClient, LLMClient
 from labreplay.agents.llm_config import (
     DEFAULT_REASONING_TOKENS,
     RetryPolicy,
     is_reasoning_model,
 )
+from labreplay.runtime.failure import TIME_CAP
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.llm_agent import make_agent
 from labreplay.testing import fault_server as stub
@@ -429,6 +430,7 @@ def test_a_conditions_run_against_a_hung_endpoint_stops_at_max_time(
         calls = db.llm_calls(run.run_id)
     assert run.status == "failed" and run.summary is not None
     assert str(run.summary.get("cap_reached", "")).startswith("--max-time 3"), run.summary
+    assert run.summary["cause_kind"] == TIME_CAP  # the cause named as campaign names it
     assert calls and all(str(c["error"]).startswith(TIME_CAP) for c in calls)
 
 

@@ -66,6 +66,9 @@ def test_a_cap_names_itself_not_a_model_failure() -> None:
     assert verdict.kind == TURN_CAP and "model call" not in str(verdict.cause)
     assert cap_kind("--max-time 5") == "time cap"
     assert cap_kind("--max-tokens-total 9") == "token cap"
+    # a money cap is named as one (it was "call cap", on the board too)
+    assert cap_kind("--max-cost 0.01") == cap_kind("--max-total-cost 5") == "cost cap"
+    assert cap_kind("--max-calls 5") == "call cap"
 
 
 def test_decision_failed_reads_the_last_call() -> None:

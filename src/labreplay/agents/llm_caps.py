@@ -32,10 +32,10 @@ from typing import Any
 from labreplay.agents.contracts import CallRecord
 from labreplay.agents.llm_prices import ModelPrice, PriceTable, SpendLedger
 from labreplay.errors import AgentError, LabreplayError
+from labreplay.runtime.failure import COST_CAP
 
 CHARS_PER_TOKEN_ESTIMATE = 4.0
-# The words every money cap's message carries (what stopped the run).
-COST_CAP = "cost cap"
+# COST_CAP (the failure rule's named cause) opens every money cap's message.
 
 
 def estimate_tokens(chars: int | None) -> int:

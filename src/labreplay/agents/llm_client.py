@@ -75,6 +75,7 @@ from labreplay.agents.llm_wire import (
     validator_for_schema,
 )
 from labreplay.errors import AgentError
+from labreplay.runtime.failure import TIME_CAP
 
 __all__ = [
     "AsyncLLMClient",
@@ -96,8 +97,7 @@ _NEEDS_COMPLETION_TOKENS: set[tuple[str, str]] = set()
 NOT_SENT = "not sent"
 # Calls failed in a row after which an endpoint that has answered before is given up on.
 CIRCUIT_LIMIT = 4
-# Error text of a call the run's time cap (--max-time) stopped.
-TIME_CAP = "time cap"
+# TIME_CAP (the failure rule's named cause) opens the error text of a call --max-time stopped.
 # How long past its timeout a concurrent request may run before the wall clock ends it (the
 # SDK's own timeout normally fires first; this catches answers trickled byte by byte).
 WALL_CLOCK_GRACE_S = 0.5

@@ -29,6 +29,7 @@ AGENT_UNAVAILABLE = "agent stopped answering"
 TURN_CAP = "turn cap"
 TIME_CAP = "time cap"
 TOKEN_CAP = "token cap"
+COST_CAP = "cost cap"
 CALL_CAP = "call cap"
 CHECKPOINTS_FAILED = "checkpoints failed"
 CAUSES = (
@@ -39,14 +40,18 @@ CAUSES = (
     TURN_CAP,
     TIME_CAP,
     TOKEN_CAP,
+    COST_CAP,
     CALL_CAP,
     CHECKPOINTS_FAILED,
 )
 
 
 def cap_kind(cap: str) -> str:
-    """The named cause of a cap (`--max-time 5 (...)` -> `time cap`)."""
+    """The named cause of a cap (`--max-time 5 (...)` -> `time cap`, `--max-cost 2` and
+    `--max-total-cost 9` -> `cost cap`); a cap on calls, or one not named, is a call cap."""
     text = cap.lower()
+    if "cost" in text:
+        return COST_CAP
     if "turn" in text:
         return TURN_CAP
     if "time" in text:
@@ -162,6 +167,7 @@ __all__ = [
     "CALL_CAP",
     "CAUSES",
     "CHECKPOINTS_FAILED",
+    "COST_CAP",
     "FAILED_SHARE",
     "MODEL_CALLS_FAILED",
     "REPLIES_INVALID",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import typer
@@ -617,17 +618,13 @@ def leaderboard_cmd(
         "precedent_lift_mc_all_score",  # read against the reference lines printed below
         "prompt_tokens",
         "completion_tokens",
+        "cost_usd",
     )
     view = Table(title="conditions leaderboard")
     for c in cols:
         view.add_column(c)
     for r in board["runs"]:
-        cells = [
-            f"{r[c]:.3f}"
-            if isinstance(r.get(c), float)
-            else ("-" if r.get(c) is None else str(r.get(c)))
-            for c in cols
-        ]
+        cells = [_cell(r, c) for c in cols]
         if r.get("unverified_data"):  # the question_file column
             cells[1] += " UNVERIFIED"
         view.add_row(*cells)
@@ -648,8 +645,33 @@ def leaderboard_cmd(
 
     for line in audit_lines(board["utility_audit"]):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+    from labreplay.sdk.agents import usage_line
+
+    for f in board["failed"]:  # never ranked, but what they spent is shown
+        usage = f.get("usage")
+        spent = f"; {usage_line(usage)}" if isinstance(usage, Mapping) else ""
+        console.print(
+            f"not ranked (failed, {f.get('cause_kind') or f.get('cause') or 'no cause'}): "
+            f"{f['agent']} on {f['question_file']} (seed {f['seed']}){spent}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     if not board["runs"]:
         raise typer.Exit(1)
+
+
+def _cell(row: Mapping[str, object], column: str) -> str:
+    """A board cell. USD is what the run's calls recorded: 'unknown' for a model with no price
+    (never shown as $0), '-' for an agent that called no model."""
+    value = row.get(column)
+    if column == "cost_usd":
+        if isinstance(value, int | float):
+            return f"${value:.4f}"
+        return "unknown" if row.get("llm_calls") else "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return "-" if value is None else str(value)
 
 
 from labreplay.suites.conditions.serve_cli import serve_cmd  # noqa: E402

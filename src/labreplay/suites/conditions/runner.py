@@ -44,6 +44,7 @@ from labreplay.sdk.engine import (
     RunHealth,
     Store,
     Verdict,
+    cap_kind,
     judge,
 )
 from labreplay.sdk.events import JsonObject
@@ -242,7 +243,12 @@ def finish_question_run(
         calls = recorder.store.llm_calls(recorder.run_id)
         recorder.finish(
             "failed",
-            {"cap_reached": cap, "cause": f"cap reached: {cap}", "usage": usage_summary(calls)},
+            {
+                "cap_reached": cap,
+                "cause": f"cap reached: {cap}",
+                "cause_kind": cap_kind(cap),  # named as campaign names it (the failure rule)
+                "usage": usage_summary(calls),
+            },
         )
         raise RunFailedError(
             f"run {recorder.run_id}: cap reached: {cap}; {len(calls)} calls accounted (stored as "
@@ -349,6 +355,7 @@ def _usage_columns(summary: Mapping[str, object]) -> dict[str, object]:
         "cached_tokens": usage.get("cached_tokens"),
         "invalid_replies": usage.get("invalid_replies"),
         "resolved_models": usage.get("resolved_models"),
+        "cost_usd": usage.get("cost_usd"),  # absent: no price for the model (cost unknown)
     }
 
 
@@ -360,6 +367,8 @@ class Board(TypedDict):
     utility audit and the precedent references per question file."""
 
     runs: list[dict[str, object]]
+    # failed runs (never ranked): agent, question file, cause, and what their calls spent
+    failed: list[dict[str, object]]
     utility_audit: dict[str, UtilityAudit]  # question file -> the audit over its runs
     unverified_data: list[str]  # question files compiled from modified data
     precedent_references: dict[str, ReferenceLifts]
@@ -411,8 +420,21 @@ def leaderboard(store: Store) -> Board:
 
     audits = leaderboard_audit(store, audited)
     marked = sorted({str(r["question_file"]) for r in rows if r.get("unverified_data")})
+    failed: list[dict[str, object]] = [
+        {
+            "run_id": run.run_id,
+            "agent": run.agent,
+            "seed": run.seed,
+            "question_file": run.spec_id,
+            "cause": (run.summary or {}).get("cause"),
+            "cause_kind": (run.summary or {}).get("cause_kind"),
+            "usage": (run.summary or {}).get("usage"),
+        }
+        for run in store.runs(suite=SUITE, status="failed")
+    ]
     return {
         "runs": rows,
+        "failed": failed,
         "utility_audit": audits,
         "unverified_data": marked,
         "precedent_references": _precedent_references(store, rows),
