@@ -69,6 +69,7 @@ class SpendCeiling(TypedDict):
 
 class AssignmentDryRun(TypedDict):
     assignment: str
+    partition_seed: int  # the compile seed of the spec's partition (its assignments and panel)
     branches: dict[str, BranchTally]
     upper_bound: SpendCeiling
 
@@ -77,6 +78,8 @@ class DryRunEstimate(TypedDict):
     dry_run: bool
     agent: str
     token_rule: str
+    partition_seeds: list[int]  # of the assignments estimated, each once
+    seed: int  # the run seed the estimate played (each branch's stream derives from it)
     assignments: list[AssignmentDryRun]
     total: dict[str, int]  # the `TOTALLED` counts over every branch
     controls: dict[str, int]  # the same over the control branches
@@ -207,6 +210,7 @@ def dry_run_assignment(
     }
     return {
         "assignment": spec.body["assignment"]["id"],
+        "partition_seed": int(spec_body(spec.body)["seed"]),
         "branches": branches,
         "upper_bound": _ceiling(spec, params, list(tallies.values())),
     }
@@ -258,6 +262,8 @@ def dry_run(
         "dry_run": True,
         "agent": agent_name,
         "token_rule": token_rule(),
+        "partition_seeds": sorted({a["partition_seed"] for a in per}),
+        "seed": seed,
         "assignments": per,
         "total": total,
         "controls": controls_total,

@@ -111,7 +111,9 @@ def print_dry_run(
         else "; cost unknown (no price for this model)"
     )
     console.print(
-        f"DRY RUN (no model called): {len(specs)} assignments, {total['calls']:,} calls, "
+        f"DRY RUN (no model called): {len(specs)} assignments (partition seed(s) "
+        f"{', '.join(map(str, estimate['partition_seeds']))}; run seed {estimate['seed']}), "
+        f"{total['calls']:,} calls, "
         f"~{total['prompt_tokens']:,} prompt + ~{total['completion_tokens']:,} completion tokens"
         f"{money}; controls {ctl['calls']:,} calls, ~{ctl['prompt_tokens']:,} prompt tokens "
         f"({ctl['prompt_tokens'] / max(1, total['prompt_tokens']):.0%}). Estimated with a "
