@@ -82,6 +82,31 @@ def test_conditions_cli_and_api_give_identical_runs(question_file: Path, tmp_pat
     assert _runs_and_scores(by_cli) == _runs_and_scores(by_api)
 
 
+def test_an_llm_conditions_run_is_the_same_by_cli_and_api(
+    question_file: Path, tmp_path: Path
+) -> None:
+    """Defect: `labreplay.run("conditions", ..., agent="openai:MODEL", questions=...)` lost
+    the model between resolving the agent and running it ("--agent llm needs --model")."""
+    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import question_spec
+    from labreplay.testing import fault_server as stub
+    from labreplay.testing.schema_server import SchemaAnswerer
+
+    by_cli, by_api = tmp_path / "cli.sqlite", tmp_path / "api.sqlite"
+    spec = question_spec(question_file, load_questions(question_file))
+    with stub.StubServer(SchemaAnswerer()) as server:
+        url, questions = ("--base-url", server.base_url), ("--questions", str(question_file))
+        command = "conditions run --agent openai:m --limit 4 --json"
+        assert cli(_argv(command, *url, *questions, "--store", str(by_cli))) == 0
+        labreplay.run(
+            "conditions", [spec], "openai:m", by_api, questions=question_file, limit=4,
+            base_url=server.base_url,
+        )  # fmt: skip
+    runs = _runs_and_scores(by_api)
+    assert [status for _, status, _ in runs.values()] == ["complete"]
+    assert _runs_and_scores(by_cli) == runs
+
+
 @pytest.mark.parametrize(
     ("suite", "key", "nearest"),
     [("campaign", "contrls", "controls"), ("campaign", "budget", None)],

@@ -112,7 +112,9 @@ def resolve_question_agent(
         return resolve_isolated(agent, QUESTION_CONTRACT, agent_timeout_s)
     if isinstance(agent, str) and agent in BUILTIN_AGENTS:
         built = build_agent(agent, questions, seed, model, None, options)
-        return ResolvedAgent(agent, lambda: built, built.name, built.params(), None, agent, built)
+        # An LLM agent is labelled with its model as given: its batches are rebuilt from it.
+        label = model if agent == "llm" and model else agent
+        return ResolvedAgent(label, lambda: built, built.name, built.params(), None, agent, built)
     return resolve_agent(agent, QuestionAgent, also_known=BUILTIN_AGENTS)
 
 

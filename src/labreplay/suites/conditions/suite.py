@@ -145,6 +145,10 @@ class ConditionsSuite:
 
         if isinstance(agent, str) and is_llm_agent(agent):  # is_llm_agent: str only
             model = agent
+        elif model is None and isinstance(agent, ResolvedAgent) and agent.builtin == "llm":
+            # `labreplay.run` resolved `openai:MODEL` before calling here (the CLI passes
+            # `model`): the model is its label, as `resolve_question_agent` made it
+            model = agent.label
         if run_options.questions is not None:
             path = Path(run_options.questions)
             found = question_spec(path, load_questions(path)).spec_hash
