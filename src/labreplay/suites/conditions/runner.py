@@ -426,9 +426,7 @@ def leaderboard(store: Store) -> Board:
             "agent": run.agent,
             "seed": run.seed,
             "question_file": run.spec_id,
-            "cause": (run.summary or {}).get("cause"),
-            "cause_kind": (run.summary or {}).get("cause_kind"),
-            "usage": (run.summary or {}).get("usage"),
+            **{key: (run.summary or {}).get(key) for key in ("cause", "cause_kind", "usage")},
         }
         for run in store.runs(suite=SUITE, status="failed")
     ]
