@@ -32,13 +32,21 @@ def test_the_conditions_board_in_a_file_shows_every_agent(data_dir: Path, tmp_pa
 
     questions, store = tmp_path / "mitsunobu.jsonl", tmp_path / "runs.sqlite"
     write_compiled(compile_datasets(["edbo_mitsunobu"], data_dir, seed=0), questions)
+    import labreplay
     from labreplay.store.sqlite import Store
-    from labreplay.suites.conditions.execute import run_questions
-    from labreplay.suites.conditions.runner import leaderboard
+    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import leaderboard, question_spec
 
     with Store(store) as db:  # the runs in-process (as `make demo`); the board from the CLI
         for agent in ("random", "ranker"):
-            run_questions(db, questions, agent, 0)
+            labreplay.run(
+                "conditions",
+                [question_spec(questions, load_questions(questions))],
+                agent,
+                db,
+                seed=0,
+                questions=questions,
+            )
         board = leaderboard(db)
     names = [str(r["agent"]) for r in board["runs"]]
     assert len(names) == 2 and all(len(n) > 5 for n in names)

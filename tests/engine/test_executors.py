@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from labreplay.execute import InProcessExecutor, ThreadedExecutor
+from labreplay.execute import Executor, InProcessExecutor, ThreadedExecutor
 from labreplay.store.sqlite import Store
 from labreplay.store.verify import verify_store
 
@@ -30,6 +30,21 @@ def _rows(path: Path) -> dict[str, list[tuple[Any, ...]]]:
         conn.close()
 
 
+def _run(
+    store: Store, questions: Path, agent: str, seed: int, executor: Executor | None = None
+) -> dict[str, object]:
+    """One conditions run through the one door, on `executor`."""
+    import labreplay
+    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import question_spec
+
+    spec = question_spec(questions, load_questions(questions))
+    (result,) = labreplay.run(
+        "conditions", [spec], agent, store, seed=seed, executor=executor, questions=questions
+    )
+    return result
+
+
 def test_conditions_identical_in_process_threads_and_dask(
     question_file: Path, tmp_path: Path
 ) -> None:
@@ -38,27 +53,21 @@ def test_conditions_identical_in_process_threads_and_dask(
 
     from labreplay.execute import DaskExecutor
     from labreplay.suites.conditions.agents import reference_agent
-    from labreplay.suites.conditions.execute import run_questions
     from labreplay.suites.conditions.questions import load_questions
     from labreplay.suites.conditions.runner import run_agent
 
     questions = load_questions(question_file)
-    batch = max(1, len(questions) // 5)  # several units, so ordering matters
     paths = {k: tmp_path / f"{k}.sqlite" for k in ("api", "in-process", "threads", "dask")}
     with Store(paths["api"]) as store:
         api = run_agent(store, question_file, questions, reference_agent("ranker", questions, 0), 0)
     with Store(paths["in-process"]) as store:
-        local = run_questions(
-            store, question_file, "ranker", 0, executor=InProcessExecutor(), batch=batch
-        )
+        local = _run(store, question_file, "ranker", 0, InProcessExecutor())
     with Store(paths["threads"]) as store, ThreadedExecutor(3) as threads:
-        threaded = run_questions(store, question_file, "ranker", 0, executor=threads, batch=batch)
+        threaded = _run(store, question_file, "ranker", 0, threads)
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
     try:
         with Store(paths["dask"]) as store, DaskExecutor(cluster=cluster) as dask:
-            distributed = run_questions(
-                store, question_file, "ranker", 0, executor=dask, batch=batch
-            )
+            distributed = _run(store, question_file, "ranker", 0, dask)
     finally:
         cluster.close()
     reference = _rows(paths["api"])
@@ -73,13 +82,11 @@ def test_conditions_identical_in_process_threads_and_dask(
 def test_a_killed_executor_run_resumes_to_the_same_store(
     question_file: Path, tmp_path: Path
 ) -> None:
-    from labreplay.suites.conditions.execute import run_questions
-
     whole, part = tmp_path / "whole.sqlite", tmp_path / "part.sqlite"
     with Store(whole) as store:
-        run_questions(store, question_file, "random", 3, batch=50)
+        _run(store, question_file, "random", 3)
     with Store(part) as store:
-        run_questions(store, question_file, "random", 3, batch=50)
+        _run(store, question_file, "random", 3)
     conn = sqlite3.connect(part)  # killed after the first 120 answers were stored
     conn.execute("DELETE FROM events WHERE seq >= 120")
     conn.execute("DELETE FROM scores")
@@ -87,6 +94,6 @@ def test_a_killed_executor_run_resumes_to_the_same_store(
     conn.commit()
     conn.close()
     with Store(part) as store, ThreadedExecutor(2) as threads:
-        again = run_questions(store, question_file, "random", 3, executor=threads, batch=50)
+        again = _run(store, question_file, "random", 3, threads)
     assert again["resumed"] is True
     assert _rows(part) == _rows(whole)

@@ -127,9 +127,11 @@ def _configsearch_runs(store: Store) -> None:
 def three_suite_store(tmp_path_factory: pytest.TempPathFactory, campaign_store: Path) -> Path:
     import os
 
+    import labreplay
     from labreplay.suites.conditions.compiler import compile_datasets
-    from labreplay.suites.conditions.execute import run_questions
+    from labreplay.suites.conditions.questions import load_questions
     from labreplay.suites.conditions.report import write_compiled
+    from labreplay.suites.conditions.runner import question_spec
 
     folder = tmp_path_factory.mktemp("three-suites")
     path = folder / "runs.sqlite"
@@ -139,7 +141,14 @@ def three_suite_store(tmp_path_factory: pytest.TempPathFactory, campaign_store: 
     write_compiled(compile_datasets(["edbo_mitsunobu"], data_dir, seed=0), questions)
     with Store(path) as store:
         for agent in ("random", "ranker"):
-            run_questions(store, questions, agent, 0)
+            labreplay.run(
+                "conditions",
+                [question_spec(questions, load_questions(questions))],
+                agent,
+                store,
+                seed=0,
+                questions=questions,
+            )
         _configsearch_runs(store)
     return path
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         spec_from_text,
         write_spec,
     )
+    from labreplay.engine.runner import run_suite, run_verdict
     from labreplay.execute.base import Executor
     from labreplay.execute.driver import Unit, open_executor, run_units
     from labreplay.runtime.failure import (
@@ -52,6 +53,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "spec_from_text",
         "write_spec",
     ),
+    "labreplay.engine.runner": ("run_suite", "run_verdict"),
     "labreplay.execute.base": ("Executor",),
     "labreplay.execute.driver": (
         "Unit",
@@ -112,7 +114,9 @@ __all__ = [
     "run",
     "run_isolation",
     "run_key",
+    "run_suite",
     "run_units",
+    "run_verdict",
     "spec_from_stored",
     "spec_from_text",
     "write_spec",

@@ -3,7 +3,7 @@
 A conditions spec holds its question file's sha256, not the questions. `run` without
 `questions=PATH` takes the file the compiler attached to the spec (`attached_files`, outside
 the hash) when its bytes still match, else the copy a results store keeps content-addressed
-under that sha256 (every conditions run stores its question file: `open_question_run`),
+under that sha256 (the runner stores every file a spec attaches),
 written to a private temporary file for the run's workers to read.
 """
 

@@ -9,7 +9,8 @@ from labreplay.sdk.engine import Store
 from labreplay.suites.conditions.agents import LeaveTableOutRanker, RandomAgent
 from labreplay.suites.conditions.compiler import compile_datasets
 from labreplay.suites.conditions.datasets import dataset_names
-from labreplay.suites.conditions.execute import run_questions
+from labreplay.sdk.engine import run as labreplay_run
+from labreplay.suites.conditions.runner import question_spec
 from labreplay.suites.conditions.questions import load_questions
 from labreplay.suites.conditions.report import write_compiled
 
@@ -70,10 +71,13 @@ def run_demo(data_dir: Path, store: Path, out_dir: Path) -> dict[str, object]:
     info = write_compiled(compiled, questions_path)
     compile_s = time.perf_counter() - started
     questions = load_questions(questions_path)
+    spec = question_spec(questions_path, questions)
     runs: dict[str, dict[str, object]] = {}
     with Store(store) as db:
-        for name in ("random", "ranker"):  # through the shared driver, like the CLI
-            result = run_questions(db, questions_path, name, 0)
+        for name in ("random", "ranker"):  # through the one door, like the CLI
+            (result,) = labreplay_run(
+                "conditions", [spec], name, db, seed=0, questions=questions_path
+            )
             runs[str(db.run(str(result["run_id"])).agent)] = result
     _print_tables(info["counts"], runs)
     ranker, floor = runs[LeaveTableOutRanker.name], runs[RandomAgent.name]

@@ -8,56 +8,26 @@ so a killed run resumes after its last stored batch. Run-level metrics go to `sc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-from labreplay.errors import AgentError, RunFailedError
 from labreplay.sdk import (
-    HEADER_KIND,
-    Recorder,
-    RunHeader,
-    canonical_form,
-    header_payload,
-    open_run,
-    sha256_bytes,
     sha256_file,
     sha256_json,
 )
-from labreplay.sdk.agents import (
-    AgentNonJSON,
-    AnswersInBatches,
-    CapReached,
-    call_failures,
-    isolation_of,
-    json_problem,
-    raised_message,
-    sandbox_of,
-    usage_summary,
-)
 from labreplay.sdk.data import loads_strict
 from labreplay.sdk.engine import (
-    AGENT_RAISED,
-    MODEL_CALLS_FAILED,
-    REPLIES_INVALID,
     EnvironmentSpec,
-    RunHealth,
     Store,
-    Verdict,
-    cap_kind,
-    judge,
 )
-from labreplay.sdk.events import JsonObject
 from labreplay.suites.conditions.agents import QuestionAgent
 from labreplay.suites.conditions.events import (
     AnswerEvent,
-    AnswerPayload,
-    AnswerResult,
     conditions_events,
 )
-from labreplay.suites.conditions.prompts import normalise_answer
-from labreplay.suites.conditions.questions import Question, QuestionView, agent_view
-from labreplay.suites.conditions.scoring import AnswerKey, answer_key, score_answer
+from labreplay.suites.conditions.questions import Question
+from labreplay.suites.conditions.scoring import answer_key, score_answer
 from labreplay.suites.conditions.summary import Summary, headline, summarise
 
 if TYPE_CHECKING:
@@ -106,225 +76,9 @@ def question_spec(
     return EnvironmentSpec(SUITE, PROTOCOL, PROTOCOL_VERSION, spec_id, body, attached)
 
 
-def _answers(agent: QuestionAgent, views: Sequence[QuestionView]) -> Iterator[JsonObject]:
-    """Raw answers in question order. Agents that can answer many at once (LLM agents with a
-    concurrency bound) get a batch at a time; an agent's own failure on a question is recorded
-    as that question's (wrong) answer."""
-    for start in range(0, len(views), BATCH):
-        chunk = views[start : start + BATCH]
-        if isinstance(agent, AnswersInBatches):
-            try:
-                yield from agent.answer_many(chunk)
-                continue
-            except (AgentError, CapReached):  # a cap ends the run: never a wrong answer
-                raise
-            except Exception:  # fall back to one at a time to find the failing question
-                pass
-        for view in chunk:
-            yield _guarded_answer(agent, view)
-
-
-def _guarded_answer(agent: QuestionAgent, view: QuestionView) -> JsonObject:
-    """One raw answer; an exception or a value that is not a JSON object becomes
-    `{"error": ...}` worded exactly as an isolated agent's (`labreplay.agents.isolated`), so
-    the stored run is the same in-process and isolated."""
-    try:
-        value = agent.answer(dict(view))
-    except (AgentError, CapReached):
-        raise
-    except AgentNonJSON as exc:
-        return {"error": exc.message}
-    except Exception as exc:
-        return {"error": raised_message("answer", exc)}
-    problem = json_problem("answer", value)
-    if problem is not None:
-        return {"error": problem}
-    if not isinstance(value, dict):
-        return {"error": f"answer() returned {type(value).__name__}, not a JSON object"}
-    return value
-
-
-def answer_payload(question: Question, key: AnswerKey, raw: JsonObject) -> AnswerPayload:
-    """One answer event: the raw answer, its parsed form and its per-question scores."""
-    view = agent_view(question)
-    if not isinstance(raw, Mapping):  # e.g. a batch answerer's garbage: recorded, not a crash
-        raw = {"error": f"answer() returned {type(raw).__name__}, not a JSON object"}
-    parsed = normalise_answer(raw, view) if "error" not in raw else {"invalid": raw["error"]}
-    return {
-        "question_id": question["id"],
-        "raw": raw,
-        "answer": parsed,
-        "result": score_answer(key, parsed),
-    }
-
-
-def open_question_run(
-    store: Store,
-    questions_path: Path,
-    questions: Sequence[Question],
-    agent: QuestionAgent,
-    seed: int,
-    subset: bool = False,
-) -> tuple[Recorder, dict[str, object] | None]:
-    """The run's recorder (resumed onto its verified stored answers) and, if the run is
-    already complete, its stored summary."""
-    spec = question_spec(questions_path, questions, subset)
-    params = agent.params()
-    if isolation_of(agent) != "in-process":  # an isolated run never reuses an in-process one
-        params = {**params, "isolation": isolation_of(agent)}
-    header = RunHeader(
-        spec,
-        "main",
-        agent.name,
-        params,
-        seed,
-        model=params.get("model"),
-        endpoint=params.get("endpoint") or params.get("base_url"),
-        extra_provenance={
-            "question_file_sha256": spec.body["sha256"],
-            "agent_sandbox": sandbox_of(agent),
-        },
-    )
-    # The question file travels with the run, content-addressed by the spec's sha256, so the
-    # store alone is enough to recompute every score (`store verify`).
-    data = questions_path.read_bytes()
-    if sha256_bytes(data) == spec.body["sha256"]:
-        store.put_content("conditions-questions", data)
-    # resume rules (complete: read back; failed: reset, afresh) live in the recorder module
-    recorder, status = open_run(store, header, batch=BATCH)
-    if status == "complete":
-        info = store.run(recorder.run_id)
-        return recorder, {
-            "run_id": recorder.run_id,
-            "resumed": False,
-            "cached": True,
-            **(info.summary or {}),
-        }
-    bound = recorder.header_at(
-        0,
-        header_payload(
-            agent=agent.name,
-            agent_params=params,
-            isolation=isolation_of(agent),
-            sandbox=sandbox_of(agent),
-            seed=seed,
-            branch=header.branch,
-            spec_hash=spec.spec_hash,
-            protocol=spec.protocol,
-        ),
-    )  # checks a stored header against this run's; None: a run stored before headers
-    if not recorder.resume() and bound is not None:
-        recorder.append(HEADER_KIND, bound)
-    return recorder, None
-
-
-def answered(recorder: Recorder) -> dict[str, AnswerResult]:
-    """question id -> stored per-question result, for every answer recorded so far."""
-    return {
-        e["payload"]["question_id"]: e["payload"]["result"]
-        for e in conditions_events(recorder.events)
-        if e["kind"] == "answer"
-    }
-
-
 def answer_events(events: Iterable[Mapping[str, object]]) -> list[AnswerEvent]:
     """The answer events of a run (its header event aside)."""
     return [e for e in conditions_events(events) if e["kind"] == "answer"]
-
-
-def finish_question_run(
-    recorder: Recorder, questions: Sequence[Question], seed: int, cap: str | None = None
-) -> dict[str, object]:
-    """Score every recorded answer, store the scores and mark the run complete (`failed` when
-    every model call failed or a run cap stopped it: never ranked, resumable)."""
-    assert recorder.store is not None
-    if cap is not None:
-        recorder.flush()
-        calls = recorder.store.llm_calls(recorder.run_id)
-        recorder.finish(
-            "failed",
-            {
-                "cap_reached": cap,
-                "cause": f"cap reached: {cap}",
-                "cause_kind": cap_kind(cap),  # named as campaign names it (the failure rule)
-                "usage": usage_summary(calls),
-            },
-        )
-        raise RunFailedError(
-            f"run {recorder.run_id}: cap reached: {cap}; {len(calls)} calls accounted (stored as "
-            "failed, not ranked; rerun with a higher cap to resume)"
-        )
-    results_by_id = answered(recorder)
-    results = [results_by_id[q["id"]] for q in questions]
-    summary = summarise([answer_key(q) for q in questions], results, seed)
-    flat = headline(summary)
-    # The full summary (per type, per dataset, lifts with intervals) rides along as the detail
-    # of a value-less "summary" row, so reports can read it from the store alone.
-    assert recorder.store is not None
-    recorder.flush()  # the call log complete in the store, including earlier sessions'
-    calls = recorder.store.llm_calls(recorder.run_id)
-    health = call_failures(calls)
-    extra: dict[str, object] = {}
-    if health["llm_calls"]:
-        flat = {**flat, "failed_call_share": health["failed_call_share"]}
-        extra = {"usage": usage_summary(calls), "invalid_answers": _invalid(recorder)}
-    verdict = answers_verdict(recorder.events, calls)
-    extra = {**extra, **_health(recorder.events, calls).to_json()}
-    if verdict.status == "failed":
-        extra = {**extra, "cause": verdict.cause, "cause_kind": verdict.kind}
-    recorder.finish(
-        verdict.status, {**flat, **extra}, {**flat, "summary": None}, {"summary": summary}
-    )
-    if verdict.status == "failed":
-        raise RunFailedError(
-            f"run {recorder.run_id}: the agent could not act (stored as failed, not ranked; "
-            f"rerun the same command to resume): {verdict.cause}"
-        )
-    # The numbers as stored (canonical: 12 significant digits), so a run read back from the
-    # store returns exactly what the run that wrote it returned.
-    stored, _ = canonical_form({**flat, **extra})
-    return {"run_id": recorder.run_id, "resumed": recorder.existed, "cached": False, **stored}
-
-
-def _health(
-    events: Sequence[Mapping[str, object]], calls: Sequence[Mapping[str, object]]
-) -> RunHealth:
-    """Each answer is one policy call; it failed when the agent gave no usable answer."""
-    failed_calls = {str(c["error"]) for c in calls if c.get("error")}
-    health = RunHealth()
-    for event in conditions_events(events):
-        if event["kind"] != "answer":
-            continue
-        raw = event["payload"].get("raw")
-        error = raw.get("error") if isinstance(raw, Mapping) else None
-        if not error:
-            health.policy(None)
-        elif "() raised " in str(error):
-            health.policy(AGENT_RAISED, error)
-        elif str(error) in failed_calls or any(str(error) in f for f in failed_calls):
-            health.policy(MODEL_CALLS_FAILED, error)
-        else:
-            health.policy(REPLIES_INVALID, error)
-    return health
-
-
-def answers_verdict(
-    events: Sequence[Mapping[str, object]], calls: Sequence[Mapping[str, object]]
-) -> Verdict:
-    """The one failed-run rule (`labreplay.runtime.failure`) for a conditions run; a run whose
-    every model call failed measured its endpoint and is failed too."""
-    every = call_failures(calls)
-    if every["all_failed"]:
-        cause = f"{MODEL_CALLS_FAILED}: every model call failed; first: {every['cause']}"
-        return Verdict("failed", MODEL_CALLS_FAILED, cause)
-    return judge(_health(events, calls))
-
-
-def _invalid(recorder: Recorder) -> int:
-    """Answers recorded invalid (no usable reply: the suite scored them wrong)."""
-    return sum(
-        1 for e in answer_events(recorder.events) if "invalid" in (e["payload"]["answer"] or {})
-    )
 
 
 def run_agent(
@@ -335,12 +89,15 @@ def run_agent(
     seed: int,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, object]:
-    """Answer every question with the agent object `agent` (resuming a partial run), score,
-    store; return the summary. Runs through the shared driver, in-process
-    (`labreplay.suites.conditions.execute.run_questions`)."""
-    from labreplay.suites.conditions.execute import run_questions
+    """Answer every question of `questions_path` with the agent object `agent` (resuming a
+    partial run), score, store; return the summary: `labreplay.run` with one spec."""
+    from labreplay.suites.conditions.suite import SUITE
 
-    return run_questions(store, questions_path, agent, seed, progress=progress)
+    spec = question_spec(questions_path, questions)
+    (result,) = SUITE.run(
+        [spec], agent, store, seed=seed, questions=questions_path, progress=progress
+    )
+    return result
 
 
 def _usage_columns(summary: Mapping[str, object]) -> dict[str, object]:

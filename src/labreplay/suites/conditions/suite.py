@@ -132,17 +132,16 @@ class ConditionsSuite:
         """Options: `ConditionsRunOptions` (questions: the question file each spec was
         compiled into; model, limit, isolate, agent_timeout_s, progress) and the LLM options.
         The CLI's `conditions run` calls this with the same defaults."""
-        from labreplay.sdk.agents import ResolvedAgent
+        from labreplay.sdk.agents import ResolvedAgent, is_llm_agent
+        from labreplay.sdk.engine import run_suite
         from labreplay.suites.conditions.attachments import question_file_of
-        from labreplay.suites.conditions.execute import run_questions
+        from labreplay.suites.conditions.episodes import EPISODES
         from labreplay.suites.conditions.options import parse_run_options
         from labreplay.suites.conditions.questions import load_questions
         from labreplay.suites.conditions.runner import question_spec
 
         run_options, agent_kwargs = parse_run_options(options)
         model = run_options.model
-        from labreplay.sdk.agents import is_llm_agent
-
         if isinstance(agent, str) and is_llm_agent(agent):  # is_llm_agent: str only
             model = agent
         elif model is None and isinstance(agent, ResolvedAgent) and agent.builtin == "llm":
@@ -171,20 +170,22 @@ class ConditionsSuite:
                 resolved = agent
                 if not isinstance(agent, ResolvedAgent):
                     resolved = self.resolve_agent(agent, seed=seed, **options)
+                assert isinstance(resolved, ResolvedAgent)
                 chosen = _chosen(questions, run_options.limit, seed)
-                ids = [str(q["id"]) for q in chosen] if run_options.limit is not None else None
-                summaries.append(
-                    run_questions(
-                        store,
-                        path,
-                        resolved,
-                        seed,
-                        model,
-                        executor,
-                        progress=run_options.progress,
-                        options=agent_kwargs,
-                        ids=ids,
-                    )
+                subset = run_options.limit is not None
+                summaries += run_suite(
+                    EPISODES,
+                    [question_spec(path, chosen, subset)],
+                    resolved,
+                    store,
+                    seed=seed,
+                    options={
+                        "model": model,
+                        "llm": agent_kwargs,
+                        "scope": [str(q["id"]) for q in chosen] if subset else None,
+                    },
+                    executor=executor,
+                    progress=run_options.progress,
                 )
         return summaries
 

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 
 from labreplay.sdk.agents import call_failures
 from labreplay.sdk.engine import EnvironmentSpec, Rederived, RunInfo, Store
-from labreplay.suites.conditions.runner import answers_verdict, rescored_summary
+from labreplay.suites.conditions.episodes import answers_verdict
+from labreplay.suites.conditions.runner import rescored_summary
 
 
 def call_share(run: RunInfo, store: Store | None) -> dict[str, float | None]:

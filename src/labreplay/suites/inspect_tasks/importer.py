@@ -18,27 +18,31 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from labreplay.errors import DataError, LabreplayError
+from labreplay.errors import DataError
 from labreplay.sdk import sha256_json
 from labreplay.sdk.engine import Store
-from labreplay.sdk.events import JsonObject, JsonValue
+from labreplay.sdk.events import JsonValue
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
 
 
 class _LoggedAgent:
-    """The harness of an inspect log, as the conditions runner records it."""
+    """The harness of an inspect log as a replay agent: each question's answer is the logged
+    sample's completion, read by our parser like any raw text answer."""
 
-    def __init__(self, model: str, params: Mapping[str, JsonValue]) -> None:
+    def __init__(
+        self, model: str, params: Mapping[str, JsonValue], completions: Mapping[str, str]
+    ) -> None:
         self.name = f"inspect:{model}"
         self._params = dict(params)
+        self._completions = dict(completions)
 
     def params(self) -> dict[str, JsonValue]:
         return dict(self._params)
 
     def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
-        raise LabreplayError("an imported inspect log answers from its samples only")
+        return {"text": self._completions[str(question_view["id"])]}
 
 
 def _read_log(path: Path) -> EvalLog:
@@ -69,13 +73,10 @@ def import_inspect_log(log_path: str | Path, store_path: str | Path) -> dict[str
 
 
 def _import_conditions(path: Path, log: EvalLog, store_path: Path) -> dict[str, object]:
-    from labreplay.suites.conditions.runner import (
-        answer_payload,
-        answered,
-        finish_question_run,
-        open_question_run,
-    )
-    from labreplay.suites.conditions.scoring import answer_key
+    from labreplay.sdk.agents import ResolvedAgent
+    from labreplay.sdk.engine import run_suite
+    from labreplay.suites.conditions.episodes import EPISODES
+    from labreplay.suites.conditions.runner import question_spec
     from labreplay.suites.inspect_tasks.conditions import _selected
 
     args = dict(log.eval.task_args or {})
@@ -101,18 +102,18 @@ def _import_conditions(path: Path, log: EvalLog, store_path: Path) -> dict[str, 
         "precedents": precedents,
         "samples": sha256_json(sorted(completions))[:16],
     }
-    agent = _LoggedAgent(model, params)
+    agent = _LoggedAgent(model, params, completions)
     with Store(store_path) as db:
-        recorder, finished = open_question_run(db, questions_path, chosen, agent, 0)
-        if finished is not None:
-            return {"suite": "conditions", "log": str(path), **finished}
-        done = answered(recorder)
-        for q in chosen:
-            if q["id"] not in done:
-                raw: JsonObject = {"text": completions[q["id"]]}
-                recorder.append("answer", answer_payload(q, answer_key(q), raw))
-        recorder.flush()
-        result = finish_question_run(recorder, chosen, 0)
+        (result,) = run_suite(
+            EPISODES,
+            [question_spec(questions_path, chosen)],
+            ResolvedAgent(agent.name, lambda: agent, agent.name, agent.params(), probe=agent),
+            db,
+            seed=0,
+            options={"scope": [str(q["id"]) for q in chosen]},
+        )
+    if result.get("cached"):
+        return {"suite": "conditions", "log": str(path), **result}
     return {"suite": "conditions", "log": str(path), "samples": len(chosen), **result}
 
 

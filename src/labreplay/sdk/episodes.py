@@ -1,0 +1,107 @@
+"""The episode protocol: what a suite declares so that the core runner plays and records it.
+
+A suite never opens, resumes, judges or finishes a run. It says which episodes a spec has
+(`episodes`), builds its agent where the episode plays (`agent_for`), plays one episode into an
+`EventSink` (`play`), and scores a finished episode from its events alone (`score`, pure; the
+runner and `store verify` call the same function). The runner (`labreplay.engine.runner`) owns
+everything else on every path and executor: the run key, skipping a finished run, resume, the
+header event, the response cache, the failure boundary, the failed-run rule and the store.
+
+Nothing here writes a store: an `EventSink` has no store behind it that a suite can reach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from labreplay.agents.contracts import ResponseCache
+    from labreplay.agents.resolve import ResolvedAgent
+    from labreplay.compile.spec import EnvironmentSpec
+    from labreplay.runtime.failure import RunHealth
+
+AgentT = TypeVar("AgentT")
+AgentT_contra = TypeVar("AgentT_contra", contravariant=True)
+
+Event = Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One run of a spec: its branch, the facts that make it its own run beyond spec, agent
+    and seed (`identity`, hashed into the run id), what the runs row records besides the agent
+    (`provenance`), and which of the spec's units it plays (`scope`; None: all of them)."""
+
+    branch: str = "main"
+    identity: Mapping[str, object] = field(default_factory=dict)
+    provenance: Mapping[str, object] = field(default_factory=dict)
+    scope: tuple[str, ...] | None = None
+
+
+class EventSink(Protocol):
+    """Where an episode's events and model calls go. `stored` is what an earlier session
+    already recorded of this episode (its header included), so a suite that continues a run
+    (`resume = "continue"`) skips the work those events did."""
+
+    @property
+    def stored(self) -> Sequence[Event]: ...
+
+    def emit(self, kind: str, payload: Mapping[str, object]) -> None: ...
+
+    def calls(self, records: Iterable[Mapping[str, object]]) -> None: ...
+
+    def advance(self, done: int = 1) -> None:
+        """Progress: `done` more units of the episode's work are recorded."""
+        ...
+
+
+class Scored(TypedDict):
+    """A finished episode's scores, read from its events and model calls alone."""
+
+    scores: dict[str, float | None]  # the `scores` rows (None: no such question / value)
+    details: dict[str, object]  # metric -> the detail stored beside it
+    summary: dict[str, object]  # the suite's fields of the run summary
+    health: RunHealth  # what the failed-run rule reads
+
+
+@runtime_checkable
+class EpisodeSuite(Protocol[AgentT]):
+    """A suite as the runner plays it."""
+
+    name: str
+    # "continue": a resumed episode keeps its stored events and `play` skips the work they did;
+    # "replay": it is recomputed from the start and must reproduce them (a changed one fails)
+    resume: Literal["continue", "replay"]
+
+    def episodes(
+        self, spec: EnvironmentSpec, options: Mapping[str, object]
+    ) -> Sequence[Episode]: ...
+
+    def agent_for(
+        self,
+        spec: EnvironmentSpec,
+        agent: ResolvedAgent,
+        seed: int,
+        options: Mapping[str, object],
+        cache: ResponseCache | None,
+    ) -> AgentT:
+        """The agent that plays `spec`, built where the episode plays (picklable inputs)."""
+        ...
+
+    def play(
+        self, spec: EnvironmentSpec, episode: Episode, agent: AgentT, sink: EventSink
+    ) -> None: ...
+
+    def score(
+        self,
+        spec: EnvironmentSpec,
+        episode: Episode,
+        events: Sequence[Event],
+        calls: Sequence[Mapping[str, object]],
+        seed: int,
+    ) -> Scored: ...
+
+
+__all__ = ["Episode", "EpisodeSuite", "Event", "EventSink", "Scored"]
