@@ -1,16 +1,18 @@
 """The episode runner: the one owner of every run, on every path and executor.
 
-For each spec and each episode a suite declares (`labreplay.sdk.episodes`), the runner builds
-the agent once, derives the run's identity (spec, branch, agent and its parameters, isolation,
-seed), reads a finished run back instead of playing it again, opens or resumes the run, writes
-the header event, binds the response cache, calls the suite's `play` into a sink, applies the
-one failure boundary (the agent stopped answering, a run cap was reached), derives the run's
-health and scores through the suite's pure `score`, judges it by the one failed-run rule and
-finishes it with the one run summary. Suites never see the store.
+For each spec, the runner plays the episodes its suite declares (`labreplay.sdk.episodes`) in
+order: it builds a fresh agent for each, derives the run's identity (spec, branch, agent and its
+parameters, isolation, seed), reads a finished run back instead of playing it again, opens or
+resumes the run, hands the suite the header event to place, binds the response cache, calls the
+suite's `play` into a sink, applies the one failure boundary (the agent stopped answering, a
+run cap was reached), scores the events with the suite's pure `score`, judges the run by the one
+failed-run rule and finishes it with the one run summary. An episode derived from another
+(`parent`: a matched control) reads its parent's events and is not played when its parent
+failed. Suites never see the store.
 
-Where an episode plays is the runner's decision: here, writing as it goes (in-process: a killed
-run resumes from its last written batch), or on an executor's worker (threads, Dask) into a
-memory sink whose events and calls the runner records when they come back, in episode order.
+Where a spec's episodes play is the runner's decision: here, writing as they go (in-process: a
+killed run resumes from its last written batch), or on an executor's worker (threads, Dask)
+into memory sinks whose events and calls the runner records when they come back, in order.
 """
 
 from __future__ import annotations
@@ -24,26 +26,35 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from labreplay._hashing import canonical_form, sha256_bytes
 from labreplay.agents.base import call_failures
 from labreplay.agents.contracts import (
-    UsesResponseCache,
     bind_response_cache,
     close_agent,
     drain_calls,
     isolation_of,
+    model_of,
     sandbox_of,
 )
 from labreplay.agents.llm_usage import usage_summary
 from labreplay.engine.sink import MemorySink, RecordingSink
 from labreplay.errors import RunFailedError
 from labreplay.execute.driver import Unit, run_units
-from labreplay.runtime.failure import MODEL_CALLS_FAILED, RunHealth, Verdict, cap_kind, judge
-from labreplay.runtime.header import HEADER_KIND, header_payload
+from labreplay.runtime.failure import (
+    AGENT_UNAVAILABLE,
+    MODEL_CALLS_FAILED,
+    RunHealth,
+    Verdict,
+    cap_kind,
+    judge,
+)
+from labreplay.runtime.header import header_payload
 from labreplay.runtime.recorder import Recorder, RunHeader, open_run
+from labreplay.store.sqlite import run_key
 
 if TYPE_CHECKING:
     from labreplay.agents.contracts import ResponseCache
     from labreplay.agents.resolve import ResolvedAgent
     from labreplay.compile.spec import EnvironmentSpec
     from labreplay.execute.base import Executor
+    from labreplay.runtime.event_types import HeaderPayload
     from labreplay.sdk.episodes import Episode, EpisodeSuite
     from labreplay.store.sqlite import Store
 
@@ -56,21 +67,24 @@ class Stopped(TypedDict):
 
 
 class Played(TypedDict):
-    """What an episode played on a worker sends back."""
+    """One episode played on a worker, as it comes back to the runner."""
 
-    events: list[tuple[str, dict[str, object]]]
+    branch: str
+    events: list[dict[str, Any]]  # the chain as played (after the stored prefix: continue)
     calls: list[dict[str, object]]
     stopped: Stopped | None
+    header: HeaderPayload  # the header as the worker's agent gave it
 
 
 @dataclass(frozen=True)
-class _Open:
-    """One episode opened here: its spec, declaration, recorder and stored prefix."""
+class Job:
+    """Everything a spec's episodes need to play anywhere (picklable)."""
 
+    suite: EpisodeSuite[Any]
     spec: EnvironmentSpec
-    episode: Episode
-    recorder: Recorder
-    stored: list[dict[str, Any]]
+    agent: ResolvedAgent
+    seed: int
+    options: Mapping[str, object]
 
 
 def run_suite(
@@ -85,68 +99,27 @@ def run_suite(
     progress: Callable[[int], None] | None = None,
 ) -> list[dict[str, object]]:
     """Play every episode of every spec with `agent` and record it in `store`; one summary per
-    episode, in order. Raises RunFailedError (after storing it) when a run failed."""
-    results: list[dict[str, object]] = []
-    for spec in specs:
-        probe = suite.agent_for(spec, agent, seed, options, None)
-        try:
-            results += _run_spec(
-                suite, spec, agent, probe, store, seed, options, executor, progress
-            )
-        finally:  # an isolated agent's child process never outlives its run
-            close_agent(probe)
-    return results
+    episode played or read back, in order. Raises RunFailedError (after storing the run) when
+    a run failed."""
+    from labreplay.execute.base import InProcessExecutor
 
-
-def _run_spec(
-    suite: EpisodeSuite[Any],
-    spec: EnvironmentSpec,
-    agent: ResolvedAgent,
-    probe: object,
-    store: Store,
-    seed: int,
-    options: Mapping[str, object],
-    executor: Executor | None,
-    progress: Callable[[int], None] | None,
-) -> list[dict[str, object]]:
-    _keep_attachments(store, spec)
-    finished: dict[int, dict[str, object]] = {}
+    here = executor is None or isinstance(executor, InProcessExecutor)
     units: list[Unit] = []
-    opened: list[_Open] = []
-    for index, episode in enumerate(suite.episodes(spec, options)):
-        recorder, status = _open(store, spec, episode, probe, seed)
-        if status == "complete":
-            finished[index] = _read_back(store, recorder.run_id)
-            continue
-        stored = recorder.resume() if suite.resume == "continue" else recorder.stored
-        run = _Open(spec, episode, recorder, stored)
-        opened.append(run)
-        bound = recorder.header_at(0, _header(spec, episode, probe, seed))
-        if suite.resume == "continue" and bound is not None and not stored:
-            recorder.append(HEADER_KIND, bound)
+    for spec in specs:
+        _keep_attachments(store, spec)
+        job = Job(suite, spec, agent, seed, dict(options))
         units.append(
             Unit(
-                recorder.run_id,
-                partial(
-                    _play_remote,
-                    suite,
-                    spec,
-                    episode,
-                    agent,
-                    probe,
-                    seed,
-                    dict(options),
-                    recorder.events,
-                ),
-                partial(_persist, suite, run, seed),
-                uses_llm=isinstance(probe, UsesResponseCache),
-                in_place=partial(_play_here, suite, run, probe, seed, progress),
+                f"{spec.spec_hash}:{len(units)}",
+                # a worker cannot read the store: it gets what its episodes continue from
+                partial(_play_remote, job, {} if here else _stored_prefixes(job, store)),
+                partial(_persist, job),
+                uses_llm=True,
+                in_place=partial(_play_here, job, progress),
             )
         )
-    played = iter(run_units(suite.name, units, store, executor))
-    return [
-        finished[i] if i in finished else next(played) for i in range(len(finished) + len(units))
-    ]
+    return [summary for per_spec in run_units(suite.name, units, store, executor)
+            for summary in per_spec]  # fmt: skip
 
 
 def _keep_attachments(store: Store, spec: EnvironmentSpec) -> None:
@@ -158,56 +131,119 @@ def _keep_attachments(store: Store, spec: EnvironmentSpec) -> None:
             store.put_content(f"{spec.suite}-attachment", data)
 
 
-def _header(spec: EnvironmentSpec, episode: Episode, agent: object, seed: int) -> Any:
-    return header_payload(
-        agent=str(getattr(agent, "name", type(agent).__name__)),
-        agent_params=_params(agent, episode),
-        isolation=isolation_of(agent),
-        sandbox=sandbox_of(agent),
-        seed=seed,
-        branch=episode.branch,
-        spec_hash=spec.spec_hash,
-        protocol=spec.protocol,
-    )
+# ---------------------------------------------------------------------------- identity
+def _agent_name(agent: object) -> str:
+    return str(getattr(agent, "name", type(agent).__name__))
 
 
 def _params(agent: object, episode: Episode) -> dict[str, Any]:
-    """The agent's parameters as the run row keys them: an isolated run never reuses an
-    in-process one, and an episode's own identity facts (a subset) make it its own run."""
     params_of = getattr(agent, "params", None)
     params: dict[str, Any] = dict(params_of()) if callable(params_of) else {}
-    if isolation_of(agent) != "in-process":
-        params["isolation"] = isolation_of(agent)
     return {**params, **episode.identity}
 
 
-def _open(
-    store: Store, spec: EnvironmentSpec, episode: Episode, agent: object, seed: int
-) -> tuple[Recorder, str]:
+def _run_header(job: Job, episode: Episode, agent: object, parent_run_id: str | None) -> RunHeader:
     params = _params(agent, episode)
-    header = RunHeader(
-        spec,
+    model, endpoint = model_of(agent)
+    return RunHeader(
+        job.spec,
         episode.branch,
-        str(getattr(agent, "name", type(agent).__name__)),
+        _agent_name(agent),
         params,
-        seed,
-        model=_text(params.get("model")),
-        endpoint=_text(params.get("endpoint") or params.get("base_url")),
-        extra_provenance={**episode.provenance, "agent_sandbox": sandbox_of(agent)},
+        job.seed,
+        model=model if model is not None else _text(params.get("model")),
+        endpoint=endpoint
+        if endpoint is not None
+        else _text(params.get("endpoint") or params.get("base_url")),
+        parent_run_id=parent_run_id,
+        # where the agent's code ran is part of the run's identity (`run_key`)
+        extra_provenance={
+            **episode.provenance,
+            "agent_isolation": isolation_of(agent),
+            "agent_sandbox": sandbox_of(agent),
+        },
     )
-    return open_run(store, header)
+
+
+def _header_event(job: Job, episode: Episode, agent: object) -> HeaderPayload:
+    return header_payload(
+        agent=_agent_name(agent),
+        agent_params=_params(agent, episode),
+        isolation=isolation_of(agent),
+        sandbox=sandbox_of(agent),
+        seed=job.seed,
+        branch=episode.branch,
+        spec_hash=job.spec.spec_hash,
+        protocol=job.spec.protocol,
+    )
 
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _read_back(store: Store, run_id: str) -> dict[str, object]:
-    info = store.run(run_id)
-    return {"run_id": run_id, "resumed": False, "cached": True, **(info.summary or {})}
+def _stored_prefixes(job: Job, store: Store) -> dict[str, list[dict[str, Any]]]:
+    """branch -> the events a continued episode already has (read only; for a worker)."""
+    if job.suite.resume != "continue":
+        return {}
+    out: dict[str, list[dict[str, Any]]] = {}
+    probe = job.suite.agent_for(job.spec, job.agent, job.seed, job.options, None)
+    try:
+        for episode in job.suite.episodes(job.spec, job.options):
+            params = _params(probe, episode)
+            run_id = run_key(
+                job.spec.spec_hash, _agent_name(probe), params, job.seed, episode.branch,
+                isolation_of(probe),
+            )  # fmt: skip
+            runs = store.runs(run_id=run_id)
+            if runs and runs[0].status == "running":
+                out[episode.branch] = store.events(run_id)
+    finally:
+        close_agent(probe)
+    return out
 
 
-# ---------------------------------------------------------------------------- playing
+# ---------------------------------------------------------------------------- playing here
+def _play_here(
+    job: Job, progress: Callable[[int], None] | None, store: Store
+) -> list[dict[str, object]]:
+    results: list[dict[str, object]] = []
+    runs: dict[str, tuple[str, Recorder | None, str]] = {}  # branch -> (run id, rec, status)
+    for episode in job.suite.episodes(job.spec, job.options):
+        parent = runs.get(episode.parent) if episode.parent is not None else None
+        if parent is not None and parent[2] != "complete":
+            continue  # a derived episode measures nothing beside a failed parent
+        agent = job.suite.agent_for(job.spec, job.agent, job.seed, job.options, None)
+        try:
+            recorder, status = open_run(
+                store, _run_header(job, episode, agent, parent[0] if parent else None)
+            )
+            if status == "complete":
+                runs[episode.branch] = (recorder.run_id, None, "complete")
+                results.append(_read_back(store, recorder.run_id))
+                continue
+            bind_response_cache(agent, store)
+            stored = recorder.resume() if job.suite.resume == "continue" else recorder.stored
+            header = _header_event(job, episode, agent)
+            sink = RecordingSink(recorder, stored, header, _parent_events(store, parent), progress)
+            stopped = _play(job, episode, agent, sink)
+            summary, status = _finish(job, episode, recorder, store, stopped)
+            runs[episode.branch] = (recorder.run_id, recorder, status)
+            results.append(summary)
+        finally:  # an isolated agent's child process never outlives its episode
+            close_agent(agent)
+    _raise_failed(results)
+    return results
+
+
+def _parent_events(
+    store: Store, parent: tuple[str, Recorder | None, str] | None
+) -> list[dict[str, Any]]:
+    if parent is None:
+        return []
+    return parent[1].events if parent[1] is not None else store.events(parent[0])
+
+
 def _stop_of(exc: BaseException) -> Stopped | None:
     """The failure boundary: what stops an episode as data, not as a crash."""
     from labreplay.agents.isolated import AgentUnavailable
@@ -221,116 +257,188 @@ def _stop_of(exc: BaseException) -> Stopped | None:
     return None
 
 
-def _play_here(
-    suite: EpisodeSuite[Any],
-    run: _Open,
-    agent: object,
-    seed: int,
-    progress: Callable[[int], None] | None,
-    store: Store,
-) -> dict[str, object]:
-    bind_response_cache(agent, store)
-    sink = RecordingSink(run.recorder, run.stored, progress)
+def _play(job: Job, episode: Episode, agent: object, sink: RecordingSink | MemorySink) -> Any:
     stopped: Stopped | None = None
     try:
-        suite.play(run.spec, run.episode, agent, sink)
+        job.suite.play(job.spec, episode, agent, sink)
     except Exception as exc:
         stopped = _stop_of(exc)
         if stopped is None:
             raise
     finally:
         sink.calls(drain_calls(agent))
-    return _finish(suite, run, store, seed, stopped)
+    sink.advance(0)
+    return stopped
 
 
+# ---------------------------------------------------------------------------- on a worker
 def _play_remote(
-    suite: EpisodeSuite[Any],
-    spec: EnvironmentSpec,
-    episode: Episode,
-    resolved: ResolvedAgent,
-    probe: object,
-    seed: int,
-    options: dict[str, object],
-    stored: list[dict[str, Any]],
-    cache: ResponseCache | None,
-) -> Played:
-    """An episode on an executor's worker: the agent built there (the checked one on threads),
-    everything kept in memory for the runner."""
-    # rebuilt where it plays from its name or import path; otherwise (an object, a factory,
-    # an isolated agent's one child process) the checked agent itself
-    rebuild = (resolved.builtin is not None or resolved.ref is not None) and (
-        isolation_of(probe) == "in-process"
-    )
-    agent = suite.agent_for(spec, resolved, seed, options, cache) if rebuild else probe
-    bind_response_cache(agent, cache)
-    sink = MemorySink(stored)
-    stopped: Stopped | None = None
-    try:
-        suite.play(spec, episode, agent, sink)
-    except Exception as exc:
-        stopped = _stop_of(exc)
-        if stopped is None:
-            raise
-    sink.calls(drain_calls(agent))
-    return {"events": sink.events, "calls": sink.call_records, "stopped": stopped}
+    job: Job, stored: Mapping[str, list[dict[str, Any]]], cache: ResponseCache | None
+) -> list[Played]:
+    """A spec's episodes on an executor's worker, everything kept in memory for the runner.
+    Parents are judged as the runner will judge them (a failed one has no children)."""
+    played: list[Played] = []
+    events_of: dict[str, list[dict[str, Any]]] = {}
+    for episode in job.suite.episodes(job.spec, job.options):
+        if episode.parent is not None and episode.parent not in events_of:
+            continue
+        agent = job.suite.agent_for(job.spec, job.agent, job.seed, job.options, cache)
+        try:
+            bind_response_cache(agent, cache)
+            header = _header_event(job, episode, agent)
+            prefix = stored.get(episode.branch, [])
+            parent = events_of.get(episode.parent, []) if episode.parent else []
+            sink = MemorySink(job.spec.spec_hash, prefix, header, parent)
+            stopped = _play(job, episode, agent, sink)
+        finally:
+            close_agent(agent)
+        events = sink.trajectory.events
+        played.append(
+            {
+                "branch": episode.branch,
+                "events": events[len(prefix) :],
+                "calls": sink.call_records,
+                "stopped": stopped,
+                "header": header,
+            }
+        )
+        if stopped is None and _verdict_of(job, episode, events, sink.call_records) == "complete":
+            events_of[episode.branch] = events
+    return played
 
 
-def _persist(suite: EpisodeSuite[Any], run: _Open, seed: int, store: Store, played: Played) -> Any:
-    for kind, payload in played["events"]:
-        run.recorder.append(kind, payload)
-    run.recorder.log_calls(played["calls"])
-    return _finish(suite, run, store, seed, played["stopped"])
+def _verdict_of(
+    job: Job, episode: Episode, events: Sequence[Any], calls: Sequence[Mapping[str, object]]
+) -> str:
+    scored = job.suite.score(job.spec, episode, events, calls, job.seed)
+    return run_verdict(scored["health"], calls).status
+
+
+class _AsPlayed:
+    """The worker's agent as the header it recorded names it (the runner's identity)."""
+
+    def __init__(self, header: HeaderPayload) -> None:
+        self.name = header["agent"]
+        self._params = dict(header["agent_params"])
+        self.isolation = header["isolation"]
+        self.sandbox = header["sandbox"]
+
+    def params(self) -> dict[str, Any]:
+        return dict(self._params)
+
+
+def _persist(job: Job, store: Store, played: Sequence[Played]) -> list[dict[str, object]]:
+    results: list[dict[str, object]] = []
+    by_branch = {p["branch"]: p for p in played}
+    runs: dict[str, str] = {}
+    for episode in job.suite.episodes(job.spec, job.options):
+        result = by_branch.get(episode.branch)
+        if result is None:
+            continue
+        agent = _AsPlayed(result["header"])
+        parent = runs.get(episode.parent) if episode.parent else None
+        recorder, status = open_run(store, _run_header(job, episode, agent, parent))
+        if status == "complete":
+            results.append(_read_back(store, recorder.run_id))
+            runs[episode.branch] = recorder.run_id
+            continue
+        if job.suite.resume == "continue":
+            recorder.resume()
+            for event in result["events"]:
+                recorder.append(str(event["kind"]), event["payload"])
+        else:
+            recorder.take(result["events"])
+        recorder.log_calls(result["calls"])
+        summary, status = _finish(job, episode, recorder, store, result["stopped"])
+        if status == "complete":
+            runs[episode.branch] = recorder.run_id
+        results.append(summary)
+    _raise_failed(results)
+    return results
 
 
 # ---------------------------------------------------------------------------- finishing
+def _read_back(store: Store, run_id: str) -> dict[str, object]:
+    info = store.run(run_id)
+    return {
+        "run_id": run_id,
+        "branch": info.branch,
+        "status": info.status,
+        "resumed": False,
+        "cached": True,
+        **(info.summary or {}),
+    }
+
+
 def _finish(
-    suite: EpisodeSuite[Any], run: _Open, store: Store, seed: int, stopped: Stopped | None
-) -> dict[str, object]:
-    recorder = run.recorder
+    job: Job, episode: Episode, recorder: Recorder, store: Store, stopped: Stopped | None
+) -> tuple[dict[str, object], str]:
     recorder.flush()  # the call log complete in the store, including earlier sessions'
     calls = store.llm_calls(recorder.run_id)
+    summary: dict[str, object] = {}
+    scores: dict[str, float | None] | None = None
+    details: dict[str, object] | None = None
     if stopped is not None:
-        summary: dict[str, object] = {"cause": stopped["cause"], "usage": usage_summary(calls)}
+        summary = {"cause": stopped["cause"], "usage": usage_summary(calls)}
         if stopped["cap"] is not None:
-            summary = {**summary, "cap_reached": stopped["cap"]}
-            summary["cause_kind"] = cap_kind(stopped["cap"])
-        recorder.finish("failed", {**summary, **_call_fields(calls)})
-        raise RunFailedError(
-            f"run {recorder.run_id}: {stopped['cause']}; {len(calls)} calls accounted (stored as "
-            "failed, not ranked; rerun with a higher cap to resume)"
-            if stopped["cap"] is not None
-            else f"run {recorder.run_id}: {stopped['cause']} (stored as failed, not ranked)"
-        )
-    events = recorder.events
-    scored = suite.score(run.spec, run.episode, events, calls, seed)
-    verdict = run_verdict(scored["health"], calls)
-    summary = {**scored["summary"], **scored["health"].to_json(), **_call_fields(calls)}
-    if calls:
-        summary["usage"] = usage_summary(calls)
-    if verdict.status == "failed":
-        summary = {**summary, "cause": verdict.cause, "cause_kind": verdict.kind}
-    recorder.finish(verdict.status, summary, scored["scores"], scored["details"])
-    if verdict.status == "failed":
-        raise RunFailedError(
-            f"run {recorder.run_id}: the agent could not act (stored as failed, not ranked; "
-            f"rerun the same command to resume): {verdict.cause}"
-        )
+            summary["cap_reached"] = stopped["cap"]
+        kind = cap_kind(stopped["cap"]) if stopped["cap"] else AGENT_UNAVAILABLE
+        verdict = Verdict("failed", kind, stopped["cause"])
+    else:
+        scored = job.suite.score(job.spec, episode, recorder.events, calls, job.seed)
+        verdict = run_verdict(scored["health"], calls)
+        summary = {**scored["summary"], **scored["health"].to_json()}
+        scores, details = scored["scores"], scored["details"]
+        if calls:
+            summary["usage"] = usage_summary(calls)
+        if verdict.status == "failed":
+            summary["cause"] = verdict.cause
+    if verdict.kind is not None:
+        summary["cause_kind"] = verdict.kind
+    summary = {**summary, **call_fields(calls)}
+    recorder.finish(verdict.status, summary, scores, details)
     # the numbers as stored (canonical), so a run read back returns what this one returned
     stored, _ = canonical_form(summary)
-    return {"run_id": recorder.run_id, "resumed": recorder.existed, "cached": False, **stored}
+    return {
+        "run_id": recorder.run_id,
+        "branch": episode.branch,
+        "status": verdict.status,
+        "resumed": recorder.existed,
+        "cached": False,
+        **stored,
+    }, verdict.status
+
+
+def _raise_failed(results: Sequence[Mapping[str, object]]) -> None:
+    """A failed run is stored first, then said: the command exits 1."""
+    for result in results:
+        if result.get("status") != "failed" or result.get("cached"):
+            continue
+        run_id, cause = result["run_id"], result.get("cause")
+        if result.get("cap_reached") is not None:
+            raise RunFailedError(
+                f"run {run_id}: {cause}; {result.get('llm_calls', 0)} calls accounted (stored "
+                "as failed, not ranked; rerun with a higher cap to resume)"
+            )
+        if result.get("cause_kind") == AGENT_UNAVAILABLE and "policy_calls" not in result:
+            raise RunFailedError(f"run {run_id}: {cause} (stored as failed, not ranked)")
+        raise RunFailedError(
+            f"run {run_id}: the agent could not act (stored as failed, not ranked; rerun the "
+            f"same command to resume): {cause}"
+        )
 
 
 def run_verdict(health: RunHealth, calls: Sequence[Mapping[str, object]]) -> Verdict:
     """The verdict on a finished run: failed when every model call failed (it measured its
     endpoint, not the agent), else the one failed-run rule over its health."""
     every = call_failures(calls)
-    if every["all_failed"]:
+    if health.harness_stop is None and every["all_failed"]:
         cause = f"{MODEL_CALLS_FAILED}: every model call failed; first: {every['cause']}"
         return Verdict("failed", MODEL_CALLS_FAILED, cause)
     return judge(health)
 
 
-def _call_fields(calls: Sequence[Mapping[str, object]]) -> dict[str, object]:
+def call_fields(calls: Sequence[Mapping[str, object]]) -> dict[str, object]:
     """The model-call fields of every run summary (what `store verify` recounts)."""
     if not calls:
         return {}
@@ -342,4 +450,4 @@ def _call_fields(calls: Sequence[Mapping[str, object]]) -> dict[str, object]:
     }
 
 
-__all__ = ["Played", "Stopped", "run_suite", "run_verdict"]
+__all__ = ["Job", "Played", "Stopped", "call_fields", "run_suite", "run_verdict"]

@@ -7,59 +7,109 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from labreplay.runtime.trajectory import Trajectory
+
 if TYPE_CHECKING:
+    from labreplay.runtime.event_types import HeaderPayload
     from labreplay.runtime.recorder import Recorder
     from labreplay.sdk.episodes import Event
 
 
 class RecordingSink:
-    """Writes through the runner's recorder (batched, so a killed run resumes)."""
+    """Writes through the runner's recorder (in batches, so a killed run resumes)."""
 
     def __init__(
-        self, recorder: Recorder, stored: Sequence[Event], progress: Callable[[int], None] | None
+        self,
+        recorder: Recorder,
+        stored: Sequence[Event],
+        header: HeaderPayload,
+        parent: Sequence[Event],
+        progress: Callable[[int], None] | None,
     ) -> None:
         self._recorder = recorder
         self._stored = stored
+        self._header = header
+        self._parent = parent
         self._progress = progress
+        self._continued = len(recorder.trajectory.events) > 0  # a resumed (continued) run
 
     @property
     def stored(self) -> Sequence[Event]:
         return self._stored
+
+    @property
+    def parent(self) -> Sequence[Event]:
+        return self._parent
+
+    @property
+    def trajectory(self) -> Trajectory:
+        return self._recorder.trajectory
+
+    def header(self) -> HeaderPayload | None:
+        seq = len(self._recorder.trajectory.events)
+        if self._continued:  # already placed: only checked against this run
+            found = next((i for i, e in enumerate(self._stored) if e["kind"] == "header"), None)
+            if found is not None:
+                self._recorder.header_at(found, self._header)
+            return None
+        return self._recorder.header_at(seq, self._header)
 
     def emit(self, kind: str, payload: Mapping[str, object]) -> None:
         self._recorder.append(kind, payload)
 
+    def follow(self, trajectory: Trajectory) -> None:
+        self._recorder.attach(trajectory)
+
     def calls(self, records: Iterable[Mapping[str, object]]) -> None:
         self._recorder.log_calls(records)
-        self._recorder.flush()  # the calls of a batch beside its events, before the next
 
     def advance(self, done: int = 1) -> None:
+        self._recorder.sync()
         self._recorder.flush()
-        if self._progress is not None:
+        if self._progress is not None and done:
             self._progress(done)
 
 
 class MemorySink:
-    """Keeps an episode's new events and calls for the runner (picklable with its contents)."""
+    """Keeps an episode's chain and calls for the runner (picklable with its contents)."""
 
-    def __init__(self, stored: Sequence[Event]) -> None:
+    def __init__(
+        self,
+        spec_hash: str,
+        stored: Sequence[Event],
+        header: HeaderPayload,
+        parent: Sequence[Event],
+    ) -> None:
         self._stored = list(stored)
-        self.events: list[tuple[str, dict[str, object]]] = []
+        self._header = header
+        self._parent = list(parent)
+        self.trajectory = Trajectory(spec_hash)
+        if stored:
+            self.trajectory.extend_verified(stored)
         self.call_records: list[dict[str, object]] = []
-        self.done = 0
 
     @property
     def stored(self) -> Sequence[Event]:
         return self._stored
 
+    @property
+    def parent(self) -> Sequence[Event]:
+        return self._parent
+
+    def header(self) -> HeaderPayload | None:
+        return None if self._stored else self._header
+
     def emit(self, kind: str, payload: Mapping[str, object]) -> None:
-        self.events.append((kind, dict(payload)))
+        self.trajectory.append(kind, payload)
+
+    def follow(self, trajectory: Trajectory) -> None:
+        self.trajectory = trajectory
 
     def calls(self, records: Iterable[Mapping[str, object]]) -> None:
         self.call_records.extend(dict(r) for r in records)
 
     def advance(self, done: int = 1) -> None:
-        self.done += done
+        del done  # progress is counted where the results arrive
 
 
 __all__ = ["MemorySink", "RecordingSink"]

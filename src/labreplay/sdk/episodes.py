@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     from labreplay.agents.contracts import ResponseCache
     from labreplay.agents.resolve import ResolvedAgent
     from labreplay.compile.spec import EnvironmentSpec
+    from labreplay.runtime.event_types import HeaderPayload
     from labreplay.runtime.failure import RunHealth
+    from labreplay.runtime.trajectory import Trajectory
 
 AgentT = TypeVar("AgentT")
 AgentT_contra = TypeVar("AgentT_contra", contravariant=True)
@@ -30,31 +32,44 @@ Event = Mapping[str, object]
 
 @dataclass(frozen=True)
 class Episode:
-    """One run of a spec: its branch, the facts that make it its own run beyond spec, agent
-    and seed (`identity`, hashed into the run id), what the runs row records besides the agent
-    (`provenance`), and which of the spec's units it plays (`scope`; None: all of them)."""
+    """One run of a spec: its branch, the branch it is derived from (`parent`: a matched
+    control reads its parent's events and is not played beside a failed parent), the facts
+    that make it its own run beyond spec, agent and seed (`identity`, hashed into the run id),
+    what the runs row records besides the agent (`provenance`), and which of the spec's units
+    it plays (`scope`; None: all of them)."""
 
     branch: str = "main"
+    parent: str | None = None
     identity: Mapping[str, object] = field(default_factory=dict)
     provenance: Mapping[str, object] = field(default_factory=dict)
     scope: tuple[str, ...] | None = None
 
 
 class EventSink(Protocol):
-    """Where an episode's events and model calls go. `stored` is what an earlier session
-    already recorded of this episode (its header included), so a suite that continues a run
-    (`resume = "continue"`) skips the work those events did."""
+    """Where an episode's events and model calls go.
+
+    `stored`: what an earlier session recorded of this episode (a suite that continues runs,
+    `resume = "continue"`, skips the work those events did); `parent`: the parent episode's
+    events; `header()`: the header event to place at the current position of the chain (None:
+    none belongs there, e.g. a continued run has it already); `emit` appends an event, or
+    `follow` records a `Trajectory` the suite's environment appends to; `advance(n)` says that
+    `n` more units of work are done and records what is new."""
 
     @property
     def stored(self) -> Sequence[Event]: ...
 
+    @property
+    def parent(self) -> Sequence[Event]: ...
+
+    def header(self) -> HeaderPayload | None: ...
+
     def emit(self, kind: str, payload: Mapping[str, object]) -> None: ...
+
+    def follow(self, trajectory: Trajectory) -> None: ...
 
     def calls(self, records: Iterable[Mapping[str, object]]) -> None: ...
 
-    def advance(self, done: int = 1) -> None:
-        """Progress: `done` more units of the episode's work are recorded."""
-        ...
+    def advance(self, done: int = 1) -> None: ...
 
 
 class Scored(TypedDict):

@@ -6,13 +6,13 @@ import time
 from pathlib import Path
 
 from labreplay.sdk.engine import Store
+from labreplay.sdk.engine import run as labreplay_run
 from labreplay.suites.conditions.agents import LeaveTableOutRanker, RandomAgent
 from labreplay.suites.conditions.compiler import compile_datasets
 from labreplay.suites.conditions.datasets import dataset_names
-from labreplay.sdk.engine import run as labreplay_run
-from labreplay.suites.conditions.runner import question_spec
 from labreplay.suites.conditions.questions import load_questions
 from labreplay.suites.conditions.report import write_compiled
+from labreplay.suites.conditions.runner import question_spec
 
 TYPES = ("mc_single", "mc_all", "fib_all")
 SHOWN = (

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from labreplay.errors import AgentError, DataError, SpecError
-from labreplay.sdk import sha256_file
+from labreplay.sdk import HEADER_KIND, sha256_file
 from labreplay.sdk.agents import (
     AgentNonJSON,
     AnswersInBatches,
@@ -216,6 +216,9 @@ class ConditionsEpisodes:
     def play(
         self, spec: EnvironmentSpec, episode: Episode, agent: QuestionAgent, sink: EventSink
     ) -> None:
+        header = sink.header()
+        if header is not None:
+            sink.emit(HEADER_KIND, header)
         done = {
             e["payload"]["question_id"]
             for e in conditions_events(sink.stored)
