@@ -17,7 +17,7 @@ from labreplay.errors import LabreplayError
 from labreplay.execute import DaskExecutor, InProcessExecutor
 from labreplay.store import Store
 from labreplay.suites.campaign.api import compile_specs
-from labreplay.suites.campaign.execute import run_assignments
+from labreplay.suites.campaign.runner import run_assignments
 
 
 def _heads(results: list[dict[str, Any]]) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 from labreplay.report import build_report
 from labreplay.store import Store
 from labreplay.suites.campaign.api import compile_specs
-from labreplay.suites.campaign.execute import run_assignments
+from labreplay.suites.campaign.runner import run_assignments
 
 TARGET_EVENTS = 10_000
 # (agent, seed) pairs added in this order until the store reaches TARGET_EVENTS.

@@ -13,7 +13,8 @@ from collections import Counter
 
 from labreplay.suites.campaign.agents import BayesAgent
 from labreplay.suites.campaign.api import compile_specs
-from labreplay.suites.campaign.runner import random_branches, run_assignment_branches
+from labreplay.suites.campaign.branches import random_branches
+from labreplay.suites.campaign.runner import run_assignment_branches
 
 
 def first_pick(events: list[dict]) -> str:

@@ -18,7 +18,8 @@ from labreplay.suites.campaign.leaderboard import leaderboard
 def alab_board(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from labreplay.suites.campaign.agents import BayesAgent
     from labreplay.suites.campaign.api import compile_specs
-    from labreplay.suites.campaign.runner import run_assignment, with_replicates
+    from labreplay.suites.campaign.branches import with_replicates
+    from labreplay.suites.campaign.runner import run_assignment
 
     _, specs, _ = compile_specs("alab-pipeline", seed=0, data_dir=data_dir)
     for spec in specs:

@@ -12,6 +12,7 @@ from labreplay.errors import SpecError
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.agents import BayesAgent, NoEvidenceAgent, OracleAgent, RandomAgent
 from labreplay.suites.campaign.api import compile_specs
+from labreplay.suites.campaign.branches import with_replicates
 from labreplay.suites.campaign.ceiling import (
     ceiling_best,
     ceiling_selected,
@@ -19,7 +20,7 @@ from labreplay.suites.campaign.ceiling import (
 )
 from labreplay.suites.campaign.leaderboard import leaderboard
 from labreplay.suites.campaign.power import power_line, power_pairs, power_text
-from labreplay.suites.campaign.runner import run_assignment, run_branch, with_replicates
+from labreplay.suites.campaign.runner import run_assignment, run_branch
 
 CONTROLS = ("random", "no-evidence")
 

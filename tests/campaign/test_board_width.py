@@ -28,8 +28,8 @@ def _cli(*args: str, columns: str | None = None, stdout: object = subprocess.PIP
 
 def test_the_board_in_a_file_shows_every_system_name(pg_specs: list[Any], tmp_path: Path) -> None:
     from labreplay.store.sqlite import Store
-    from labreplay.suites.campaign.execute import run_assignments
     from labreplay.suites.campaign.leaderboard import leaderboard
+    from labreplay.suites.campaign.runner import run_assignments
 
     store = tmp_path / "runs.sqlite"
     (spec,) = [s for s in pg_specs if s.body["assignment"]["id"] == "long-1"]

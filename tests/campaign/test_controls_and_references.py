@@ -13,6 +13,7 @@ from labreplay.suites.campaign.agents import (
     OracleAgent,
     RandomAgent,
 )
+from labreplay.suites.campaign.branches import random_branches
 from labreplay.suites.campaign.controls import (
     CallMatchedNoEvidence,
     ScheduleMatchedRandom,
@@ -21,12 +22,7 @@ from labreplay.suites.campaign.controls import (
     random_stream,
     supports,
 )
-from labreplay.suites.campaign.runner import (
-    random_branches,
-    run_assignment,
-    run_assignment_branches,
-    run_branch,
-)
+from labreplay.suites.campaign.runner import run_assignment, run_assignment_branches, run_branch
 
 
 def _accepted(events, kind=None):

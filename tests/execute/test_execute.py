@@ -13,7 +13,7 @@ from labreplay.errors import LabreplayError, SpecError
 from labreplay.execute import DaskExecutor, InProcessExecutor, WorkUnit
 from labreplay.store import Store
 from labreplay.suites.campaign.api import agent_factory, run_assignment
-from labreplay.suites.campaign.execute import compute_assignment, run_assignments
+from labreplay.suites.campaign.runner import run_assignments
 
 
 @pytest.fixture(scope="module")
@@ -95,10 +95,19 @@ def test_a_stored_run_that_disagrees_is_refused(tmp_path, few_specs):
         run_assignments(few_specs[:1], "bayes", store, 0)
 
 
-def test_work_unit_refuses_a_modified_spec(few_specs):
-    text = few_specs[0].to_file_text().replace('"budgets":{"evidence":', '"budgets":{"evidence":9')
-    with pytest.raises(SpecError, match="work unit"):
-        compute_assignment(text, "bayes", {}, 0, ("random", "no-evidence"))
+def test_work_unit_refuses_a_modified_spec(few_specs, tmp_path):
+    import copy
+
+    from labreplay.execute import ThreadedExecutor
+
+    spec = copy.deepcopy(few_specs[0])
+    assert spec.spec_hash == few_specs[0].spec_hash  # hashed, then changed in place
+    spec.body["budgets"]["evidence"] += 9
+    with Store(tmp_path / "s.sqlite") as store, ThreadedExecutor(1) as threads:
+        with pytest.raises(SpecError, match="work unit"):
+            run_assignments([spec], "bayes", store, 0, executor=threads)
+        with pytest.raises(SpecError, match="in-process"):
+            run_assignments([spec], "bayes", store, 0)
 
 
 def test_executor_contracts():
@@ -120,7 +129,7 @@ def test_threaded_executor_matches_in_process(tmp_path):
     from labreplay.execute import InProcessExecutor, ThreadedExecutor
     from labreplay.store.sqlite import Store
     from labreplay.suites.campaign.api import compile_specs
-    from labreplay.suites.campaign.execute import run_assignments
+    from labreplay.suites.campaign.runner import run_assignments
 
     _, specs, _ = compile_specs(seed=0, data_dir=Path(os.environ["LABREPLAY_DATA_DIR"]))
     chosen = [specs[6], specs[7], specs[8]]

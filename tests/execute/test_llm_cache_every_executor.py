@@ -17,7 +17,7 @@ import pytest
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.execute import ThreadedExecutor
 from labreplay.store.sqlite import Store
-from labreplay.suites.campaign.execute import run_assignments
+from labreplay.suites.campaign.runner import run_assignments
 from labreplay.testing import fault_server as stub
 
 

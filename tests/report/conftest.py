@@ -29,7 +29,7 @@ def campaign_store(
     tmp_path_factory: pytest.TempPathFactory, report_specs: list[EnvironmentSpec]
 ) -> Path:
     from labreplay.store import Store
-    from labreplay.suites.campaign.execute import run_assignments
+    from labreplay.suites.campaign.runner import run_assignments
 
     path = tmp_path_factory.mktemp("store") / "campaign.sqlite"
     with Store(path) as store:

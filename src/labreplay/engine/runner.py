@@ -18,7 +18,7 @@ into memory sinks whose events and calls the runner records when they come back,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -35,7 +35,7 @@ from labreplay.agents.contracts import (
 )
 from labreplay.agents.llm_usage import usage_summary
 from labreplay.engine.sink import MemorySink, RecordingSink
-from labreplay.errors import RunFailedError
+from labreplay.errors import RunFailedError, SpecError
 from labreplay.execute.driver import Unit, run_units
 from labreplay.runtime.failure import (
     AGENT_UNAVAILABLE,
@@ -74,6 +74,8 @@ class Played(TypedDict):
     calls: list[dict[str, object]]
     stopped: Stopped | None
     header: HeaderPayload  # the header as the worker's agent gave it
+    health: RunHealth  # what the play counted (`EventSink.health`)
+    facts: dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,11 @@ class Job:
     options: Mapping[str, object]
 
 
+def episodes_of(job: Job) -> list[Episode]:
+    """The spec's episodes as the suite declares them, with the run seed."""
+    return [replace(e, seed=job.seed) for e in job.suite.episodes(job.spec, job.options)]
+
+
 def run_suite(
     suite: EpisodeSuite[Any],
     specs: Sequence[EnvironmentSpec],
@@ -97,10 +104,12 @@ def run_suite(
     options: Mapping[str, object],
     executor: Executor | None = None,
     progress: Callable[[int], None] | None = None,
+    spec_done: Callable[[], None] | None = None,
 ) -> list[dict[str, object]]:
     """Play every episode of every spec with `agent` and record it in `store`; one summary per
-    episode played or read back, in order. Raises RunFailedError (after storing the run) when
-    a run failed."""
+    episode played or read back, in order (each with its `status`: a failed run is stored and
+    returned; `raise_failed` turns one into the command's error). `progress(n)`: n more units
+    of an episode's work recorded; `spec_done()`: a spec's episodes all finished."""
     from labreplay.execute.base import InProcessExecutor
 
     here = executor is None or isinstance(executor, InProcessExecutor)
@@ -114,12 +123,13 @@ def run_suite(
                 # a worker cannot read the store: it gets what its episodes continue from
                 partial(_play_remote, job, {} if here else _stored_prefixes(job, store)),
                 partial(_persist, job),
+                stored=_nothing if here else partial(_finished, job),
                 uses_llm=True,
                 in_place=partial(_play_here, job, progress),
             )
         )
-    return [summary for per_spec in run_units(suite.name, units, store, executor)
-            for summary in per_spec]  # fmt: skip
+    done = run_units(suite.name, units, store, executor, spec_done)
+    return [summary for per_spec in done for summary in per_spec]
 
 
 def _keep_attachments(store: Store, spec: EnvironmentSpec) -> None:
@@ -129,6 +139,16 @@ def _keep_attachments(store: Store, spec: EnvironmentSpec) -> None:
         data = Path(where).read_bytes()
         if sha256_bytes(data) == sha256:
             store.put_content(f"{spec.suite}-attachment", data)
+
+
+def _verified(spec: EnvironmentSpec, where: str) -> None:
+    """A spec whose body no longer gives its hash (changed after it was hashed) refuses to run,
+    here and on a worker it was sent to."""
+    if sha256_bytes(spec.canonical_text().encode("utf-8")) != spec.spec_hash:
+        raise SpecError(
+            f"spec {spec.spec_id}: content does not match its spec hash {spec.spec_hash[:16]}... "
+            f"({where}); refusing to run"
+        )
 
 
 # ---------------------------------------------------------------------------- identity
@@ -189,7 +209,7 @@ def _stored_prefixes(job: Job, store: Store) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     probe = job.suite.agent_for(job.spec, job.agent, job.seed, job.options, None)
     try:
-        for episode in job.suite.episodes(job.spec, job.options):
+        for episode in episodes_of(job):
             params = _params(probe, episode)
             run_id = run_key(
                 job.spec.spec_hash, _agent_name(probe), params, job.seed, episode.branch,
@@ -203,13 +223,42 @@ def _stored_prefixes(job: Job, store: Store) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def _nothing(store: Store) -> None:
+    return None
+
+
+def _finished(job: Job, store: Store) -> list[dict[str, object]] | None:
+    """A spec whose every episode is complete, read back (not sent to a worker again)."""
+    agent = job.suite.agent_for(job.spec, job.agent, job.seed, job.options, None)
+    try:
+        results: list[dict[str, object]] = []
+        runs: dict[str, str] = {}
+        for episode in episodes_of(job):
+            parent = runs.get(episode.parent) if episode.parent else None
+            run_id = run_key(
+                job.spec.spec_hash, _agent_name(agent), _params(agent, episode), job.seed,
+                episode.branch, isolation_of(agent),
+            )  # fmt: skip
+            found = store.runs(run_id=run_id)
+            if episode.parent is not None and parent is None:
+                continue
+            if not found or found[0].status != "complete":
+                return None
+            runs[episode.branch] = run_id
+            results.append(_read_back(store, run_id))
+        return results
+    finally:
+        close_agent(agent)
+
+
 # ---------------------------------------------------------------------------- playing here
 def _play_here(
     job: Job, progress: Callable[[int], None] | None, store: Store
 ) -> list[dict[str, object]]:
+    _verified(job.spec, "in-process")
     results: list[dict[str, object]] = []
     runs: dict[str, tuple[str, Recorder | None, str]] = {}  # branch -> (run id, rec, status)
-    for episode in job.suite.episodes(job.spec, job.options):
+    for episode in episodes_of(job):
         parent = runs.get(episode.parent) if episode.parent is not None else None
         if parent is not None and parent[2] != "complete":
             continue  # a derived episode measures nothing beside a failed parent
@@ -227,12 +276,13 @@ def _play_here(
             header = _header_event(job, episode, agent)
             sink = RecordingSink(recorder, stored, header, _parent_events(store, parent), progress)
             stopped = _play(job, episode, agent, sink)
-            summary, status = _finish(job, episode, recorder, store, stopped)
+            summary, status = _finish(
+                job, episode, recorder, store, stopped, sink.health, sink.facts
+            )
             runs[episode.branch] = (recorder.run_id, recorder, status)
             results.append(summary)
         finally:  # an isolated agent's child process never outlives its episode
             close_agent(agent)
-    _raise_failed(results)
     return results
 
 
@@ -277,9 +327,10 @@ def _play_remote(
 ) -> list[Played]:
     """A spec's episodes on an executor's worker, everything kept in memory for the runner.
     Parents are judged as the runner will judge them (a failed one has no children)."""
+    _verified(job.spec, "work unit")
     played: list[Played] = []
     events_of: dict[str, list[dict[str, Any]]] = {}
-    for episode in job.suite.episodes(job.spec, job.options):
+    for episode in episodes_of(job):
         if episode.parent is not None and episode.parent not in events_of:
             continue
         agent = job.suite.agent_for(job.spec, job.agent, job.seed, job.options, cache)
@@ -300,18 +351,66 @@ def _play_remote(
                 "calls": sink.call_records,
                 "stopped": stopped,
                 "header": header,
+                "health": sink.health,
+                "facts": sink.facts,
             }
         )
-        if stopped is None and _verdict_of(job, episode, events, sink.call_records) == "complete":
+        if stopped is None and _verdict_of(job, episode, sink) == "complete":
             events_of[episode.branch] = events
     return played
 
 
-def _verdict_of(
-    job: Job, episode: Episode, events: Sequence[Any], calls: Sequence[Mapping[str, object]]
-) -> str:
-    scored = job.suite.score(job.spec, episode, events, calls, job.seed)
-    return run_verdict(scored["health"], calls).status
+class Detached(TypedDict):
+    """An episode played without a store (`play_detached`)."""
+
+    branch: str
+    events: list[dict[str, Any]]
+    calls: list[dict[str, object]]
+    status: str
+    cause: str | None
+    cause_kind: str | None
+
+
+def play_detached(
+    suite: EpisodeSuite[Any],
+    spec: EnvironmentSpec,
+    agent: ResolvedAgent,
+    *,
+    seed: int,
+    options: Mapping[str, object],
+) -> list[Detached]:
+    """A spec's episodes played in memory and judged by the same rules, nothing written
+    (checks, dry runs, tests)."""
+    job = Job(suite, spec, agent, seed, dict(options))
+    out: list[Detached] = []
+    for played in _play_remote(job, {}, None):
+        episode = next(e for e in episodes_of(job) if e.branch == played["branch"])
+        stopped = played["stopped"]
+        if stopped is not None:
+            kind = cap_kind(stopped["cap"]) if stopped["cap"] else AGENT_UNAVAILABLE
+            verdict = Verdict("failed", kind, stopped["cause"])
+        else:
+            scored = suite.score(spec, episode, played["events"], played["calls"], seed)
+            health = scored["health"] if scored["health"] is not None else played["health"]
+            verdict = run_verdict(health, played["calls"])
+        out.append(
+            {
+                "branch": played["branch"],
+                "events": played["events"],
+                "calls": played["calls"],
+                "status": verdict.status,
+                "cause": verdict.cause,
+                "cause_kind": verdict.kind,
+            }
+        )
+    return out
+
+
+def _verdict_of(job: Job, episode: Episode, sink: MemorySink) -> str:
+    calls = sink.call_records
+    scored = job.suite.score(job.spec, episode, sink.trajectory.events, calls, job.seed)
+    health = scored["health"] if scored["health"] is not None else sink.health
+    return run_verdict(health, calls).status
 
 
 class _AsPlayed:
@@ -331,7 +430,7 @@ def _persist(job: Job, store: Store, played: Sequence[Played]) -> list[dict[str,
     results: list[dict[str, object]] = []
     by_branch = {p["branch"]: p for p in played}
     runs: dict[str, str] = {}
-    for episode in job.suite.episodes(job.spec, job.options):
+    for episode in episodes_of(job):
         result = by_branch.get(episode.branch)
         if result is None:
             continue
@@ -349,11 +448,12 @@ def _persist(job: Job, store: Store, played: Sequence[Played]) -> list[dict[str,
         else:
             recorder.take(result["events"])
         recorder.log_calls(result["calls"])
-        summary, status = _finish(job, episode, recorder, store, result["stopped"])
+        summary, status = _finish(
+            job, episode, recorder, store, result["stopped"], result["health"], result["facts"]
+        )
         if status == "complete":
             runs[episode.branch] = recorder.run_id
         results.append(summary)
-    _raise_failed(results)
     return results
 
 
@@ -371,7 +471,13 @@ def _read_back(store: Store, run_id: str) -> dict[str, object]:
 
 
 def _finish(
-    job: Job, episode: Episode, recorder: Recorder, store: Store, stopped: Stopped | None
+    job: Job,
+    episode: Episode,
+    recorder: Recorder,
+    store: Store,
+    stopped: Stopped | None,
+    played: RunHealth,
+    facts: Mapping[str, object],
 ) -> tuple[dict[str, object], str]:
     recorder.flush()  # the call log complete in the store, including earlier sessions'
     calls = store.llm_calls(recorder.run_id)
@@ -386,8 +492,9 @@ def _finish(
         verdict = Verdict("failed", kind, stopped["cause"])
     else:
         scored = job.suite.score(job.spec, episode, recorder.events, calls, job.seed)
-        verdict = run_verdict(scored["health"], calls)
-        summary = {**scored["summary"], **scored["health"].to_json()}
+        health = scored["health"] if scored["health"] is not None else played
+        verdict = run_verdict(health, calls)
+        summary = {**scored["summary"], **facts, **health.to_json()}
         scores, details = scored["scores"], scored["details"]
         if calls:
             summary["usage"] = usage_summary(calls)
@@ -409,7 +516,7 @@ def _finish(
     }, verdict.status
 
 
-def _raise_failed(results: Sequence[Mapping[str, object]]) -> None:
+def raise_failed(results: Sequence[Mapping[str, object]]) -> None:
     """A failed run is stored first, then said: the command exits 1."""
     for result in results:
         if result.get("status") != "failed" or result.get("cached"):
@@ -450,4 +557,14 @@ def call_fields(calls: Sequence[Mapping[str, object]]) -> dict[str, object]:
     }
 
 
-__all__ = ["Job", "Played", "Stopped", "call_fields", "run_suite", "run_verdict"]
+__all__ = [
+    "Detached",
+    "Job",
+    "Played",
+    "Stopped",
+    "call_fields",
+    "play_detached",
+    "raise_failed",
+    "run_suite",
+    "run_verdict",
+]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from labreplay.runtime.failure import RunHealth
 from labreplay.runtime.trajectory import Trajectory
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ class RecordingSink:
         self._parent = parent
         self._progress = progress
         self._continued = len(recorder.trajectory.events) > 0  # a resumed (continued) run
+        self.health = RunHealth()
+        self.facts: dict[str, object] = {}
 
     @property
     def stored(self) -> Sequence[Event]:
@@ -65,9 +68,10 @@ class RecordingSink:
 
     def advance(self, done: int = 1) -> None:
         self._recorder.sync()
-        self._recorder.flush()
-        if self._progress is not None and done:
-            self._progress(done)
+        if done:
+            self._recorder.flush()
+            if self._progress is not None:
+                self._progress(done)
 
 
 class MemorySink:
@@ -87,6 +91,8 @@ class MemorySink:
         if stored:
             self.trajectory.extend_verified(stored)
         self.call_records: list[dict[str, object]] = []
+        self.health = RunHealth()
+        self.facts: dict[str, object] = {}
 
     @property
     def stored(self) -> Sequence[Event]:

@@ -23,12 +23,13 @@ if TYPE_CHECKING:
         spec_from_text,
         write_spec,
     )
-    from labreplay.engine.runner import run_suite, run_verdict
+    from labreplay.engine.runner import play_detached, raise_failed, run_suite, run_verdict
     from labreplay.execute.base import Executor
     from labreplay.execute.driver import Unit, open_executor, run_units
     from labreplay.runtime.failure import (
         AGENT_RAISED,
         AGENT_UNAVAILABLE,
+        CAUSES,
         MODEL_CALLS_FAILED,
         REPLIES_INVALID,
         RunHealth,
@@ -53,7 +54,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "spec_from_text",
         "write_spec",
     ),
-    "labreplay.engine.runner": ("run_suite", "run_verdict"),
+    "labreplay.engine.runner": ("play_detached", "raise_failed", "run_suite", "run_verdict"),
     "labreplay.execute.base": ("Executor",),
     "labreplay.execute.driver": (
         "Unit",
@@ -63,6 +64,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "labreplay.runtime.failure": (
         "AGENT_RAISED",
         "AGENT_UNAVAILABLE",
+        "CAUSES",
         "MODEL_CALLS_FAILED",
         "REPLIES_INVALID",
         "RunHealth",
@@ -90,6 +92,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
 __all__ = [
     "AGENT_RAISED",
     "AGENT_UNAVAILABLE",
+    "CAUSES",
     "MODEL_CALLS_FAILED",
     "REPLIES_INVALID",
     "EnvironmentSpec",
@@ -110,6 +113,8 @@ __all__ = [
     "load_public_key",
     "load_spec",
     "open_executor",
+    "play_detached",
+    "raise_failed",
     "require_verified",
     "run",
     "run_isolation",

@@ -36,10 +36,11 @@ class Episode:
     control reads its parent's events and is not played beside a failed parent), the facts
     that make it its own run beyond spec, agent and seed (`identity`, hashed into the run id),
     what the runs row records besides the agent (`provenance`), and which of the spec's units
-    it plays (`scope`; None: all of them)."""
+    it plays (`scope`; None: all of them). `seed` is the run seed (the runner sets it)."""
 
     branch: str = "main"
     parent: str | None = None
+    seed: int = 0
     identity: Mapping[str, object] = field(default_factory=dict)
     provenance: Mapping[str, object] = field(default_factory=dict)
     scope: tuple[str, ...] | None = None
@@ -53,7 +54,12 @@ class EventSink(Protocol):
     events; `header()`: the header event to place at the current position of the chain (None:
     none belongs there, e.g. a continued run has it already); `emit` appends an event, or
     `follow` records a `Trajectory` the suite's environment appends to; `advance(n)` says that
-    `n` more units of work are done and records what is new."""
+    `n` more units of work are done and records what is new. A suite whose run health is not
+    written in its events counts it into `health` as it plays (a replayed run plays whole), and
+    `facts` holds what the play observed that the run summary records (e.g. its caps)."""
+
+    health: RunHealth
+    facts: dict[str, object]
 
     @property
     def stored(self) -> Sequence[Event]: ...
@@ -78,7 +84,8 @@ class Scored(TypedDict):
     scores: dict[str, float | None]  # the `scores` rows (None: no such question / value)
     details: dict[str, object]  # metric -> the detail stored beside it
     summary: dict[str, object]  # the suite's fields of the run summary
-    health: RunHealth  # what the failed-run rule reads
+    # what the failed-run rule reads; None: what the play counted into the sink
+    health: RunHealth | None
 
 
 @runtime_checkable

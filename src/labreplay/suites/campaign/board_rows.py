@@ -17,6 +17,7 @@ from labreplay.sdk.scoring import (
     sign_test,
     sustained_passage,
 )
+from labreplay.suites.campaign.branches import random_replicate, target_tau
 from labreplay.suites.campaign.ceiling import (
     Ceiling,
     ceiling_best,
@@ -24,7 +25,6 @@ from labreplay.suites.campaign.ceiling import (
     context_score,
 )
 from labreplay.suites.campaign.json_values import json_number
-from labreplay.suites.campaign.runner import random_replicate, target_tau
 from labreplay.suites.campaign.views import SpecBody
 
 REQUIRED = ("adaptive", "random")

@@ -56,8 +56,12 @@ class _Watch:
 def agent_problems(
     make_agent: Callable[[], Agent], spec: EnvironmentSpec, seed: int, strict: bool = True
 ) -> list[str]:
+    from labreplay.sdk.engine import AGENT_UNAVAILABLE, CAUSES
     from labreplay.suites.campaign.canaries import leaked, paid_canaries, plant_canaries
     from labreplay.suites.campaign.runner import run_branch
+
+    # a cap or an agent that stopped answering, not the agent's own replies
+    HARNESS_STOPS = {AGENT_UNAVAILABLE, *(c for c in CAUSES if c.endswith(" cap"))}
 
     planted, by_item = plant_canaries(spec)
     problems: list[str] = []
@@ -66,8 +70,9 @@ def agent_problems(
         agent = _Watch(make_agent())
         result = run_branch(planted, agent, seed, "adaptive")
         heads.append(result.head_hash)
-        if result.failure is not None:  # e.g. reset() raised: the branch ended, failed
-            problems.append(f"run: the branch failed: {result.failure}")
+        if result.status == "failed" and result.cause_kind in HARNESS_STOPS:
+            # e.g. reset() raised: the harness ended the branch, failed
+            problems.append(f"run: the branch failed: {result.cause}")
             break
         if strict and agent.violations:
             problems.append(f"schema: {agent.violations[0]} ({len(agent.violations)} in all)")

@@ -58,8 +58,8 @@ from labreplay.sdk.cli import (
 
 if TYPE_CHECKING:
     from labreplay.sdk import Record
+    from labreplay.suites.campaign.branches import AssignmentSummary
     from labreplay.suites.campaign.compiler import SpecIndex, TableQC
-    from labreplay.suites.campaign.runner import AssignmentSummary
 
 app = typer.Typer(
     help="SDL-1 budgeted campaigns over recorded reaction maps.", no_args_is_help=True

@@ -15,8 +15,8 @@ from pathlib import Path
 from labreplay.sdk.engine import EnvironmentSpec, Store
 from labreplay.suites.campaign.api import compile_specs, load_records
 from labreplay.suites.campaign.compiler import write_specs
-from labreplay.suites.campaign.execute import run_assignments
 from labreplay.suites.campaign.leaderboard import leaderboard
+from labreplay.suites.campaign.runner import run_assignments
 
 REFERENCE = ("bayes", "no-evidence", "random")
 SEEDS = (0, 1, 2, 3, 4)

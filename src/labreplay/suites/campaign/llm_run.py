@@ -22,9 +22,10 @@ from labreplay.sdk.agents import (
     usage_line,
 )
 from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.suites.campaign.branches import AssignmentSummary
 from labreplay.suites.campaign.env import CampaignEnv
 from labreplay.suites.campaign.llm_panel import panel_wire
-from labreplay.suites.campaign.runner import AgentFactory, AssignmentSummary
+from labreplay.suites.campaign.runner import AgentFactory
 
 
 def panel_schema_of(spec: EnvironmentSpec) -> dict[str, Any]:

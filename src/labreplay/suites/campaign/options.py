@@ -38,7 +38,7 @@ class CampaignRunOptions:
         """The control branches, `random` expanded into its replicates (refuses bad names)."""
         from labreplay.sdk.options import int_in
         from labreplay.suites.campaign.api import parse_controls
-        from labreplay.suites.campaign.runner import default_replicates, with_replicates
+        from labreplay.suites.campaign.branches import default_replicates, with_replicates
 
         replicates = (
             int_in("random_replicates", self.random_replicates, 1, 50)

@@ -16,7 +16,7 @@ import numpy as np
 from labreplay.errors import StoreError
 from labreplay.sdk import canonical_json
 from labreplay.sdk.engine import EnvironmentSpec, RunInfo, Store, spec_from_stored
-from labreplay.suites.campaign.runner import BRANCHES
+from labreplay.suites.campaign.branches import BRANCHES
 
 
 def stored_spec(store: Store, spec_hash: str) -> EnvironmentSpec:
@@ -95,9 +95,9 @@ def mean_curves(store: Store) -> dict[str, dict[int, dict[str, CurveStats]]]:
 
     Assignments of different lengths cannot share an x axis, so curves are averaged within each
     horizon (long and short assignments separately), equal weight per assignment."""
+    from labreplay.suites.campaign.branches import random_replicate
     from labreplay.suites.campaign.leaderboard import collect
     from labreplay.suites.campaign.metrics import branch_metrics
-    from labreplay.suites.campaign.runner import random_replicate
     from labreplay.suites.campaign.views import spec_body
 
     data = collect(store)

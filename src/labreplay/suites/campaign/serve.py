@@ -32,9 +32,10 @@ from labreplay.sdk.agents import CampaignAgent
 from labreplay.sdk.engine import EnvironmentSpec, Store, run_key
 from labreplay.sdk.harness import BridgeAgent, Channel, Request, ToolDef, start_worker
 from labreplay.suites.campaign.actions import PHASE_ACTIONS, action_schema
+from labreplay.suites.campaign.branches import BRANCHES, random_replicate
 from labreplay.suites.campaign.env import panel_schema
 from labreplay.suites.campaign.json_values import json_list, json_object
-from labreplay.suites.campaign.runner import BRANCHES, random_replicate, run_assignment
+from labreplay.suites.campaign.runner import run_assignment
 
 WAIT_S = 600.0  # a run that does not answer a tool call within this is reported, not awaited
 INTERFACE = "mcp"

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from labreplay.sdk.agents import Agent, ResolvedAgent
     from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, RunInfo, Store
-    from labreplay.suites.campaign.runner import AssignmentSummary
+    from labreplay.suites.campaign.branches import AssignmentSummary
 
 
 class CampaignSuite:
@@ -87,8 +87,8 @@ class CampaignSuite:
         agent_timeout_s, progress) and the LLM options of `openai:MODEL`. The CLI's
         `campaign run` calls this with the same defaults."""
         from labreplay.sdk.agents import ResolvedAgent
-        from labreplay.suites.campaign.execute import run_assignments
         from labreplay.suites.campaign.options import parse_run_options
+        from labreplay.suites.campaign.runner import run_assignments
 
         run_options, agent_kwargs = parse_run_options(options)
         controls = run_options.control_branches(

@@ -13,10 +13,17 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from labreplay.sdk.engine import EnvironmentSpec, Rederived, RunHealth, RunInfo, Store
+from labreplay.sdk.engine import (
+    EnvironmentSpec,
+    Rederived,
+    RunHealth,
+    RunInfo,
+    Store,
+    run_verdict,
+)
+from labreplay.suites.campaign.branches import random_replicate
 from labreplay.suites.campaign.json_values import json_list, json_number, json_object
 from labreplay.suites.campaign.metrics import branch_metrics
-from labreplay.suites.campaign.runner import branch_verdict, random_replicate
 from labreplay.suites.campaign.views import spec_body
 
 
@@ -61,7 +68,7 @@ def rederive_branch(
     end = next((json_object(e["payload"]) for e in events if e["kind"] == "end"), {})
     summary: Mapping[str, Any] = run.summary or {}
     calls = store.llm_calls(run.run_id) if store is not None else []
-    verdict = branch_verdict(calls, _health(summary))
+    verdict = run_verdict(_health(summary), calls)
     # The rule failed it: derived. The rule passes it but a cause is recorded: a harness stop
     # (cap, agent unavailable) the events cannot confirm or refute.
     status: str | None = verdict.status

@@ -133,7 +133,7 @@ class ConditionsSuite:
         compiled into; model, limit, isolate, agent_timeout_s, progress) and the LLM options.
         The CLI's `conditions run` calls this with the same defaults."""
         from labreplay.sdk.agents import ResolvedAgent, is_llm_agent
-        from labreplay.sdk.engine import run_suite
+        from labreplay.sdk.engine import raise_failed, run_suite
         from labreplay.suites.conditions.attachments import question_file_of
         from labreplay.suites.conditions.episodes import EPISODES
         from labreplay.suites.conditions.options import parse_run_options
@@ -187,6 +187,7 @@ class ConditionsSuite:
                     executor=executor,
                     progress=run_options.progress,
                 )
+                raise_failed(summaries)
         return summaries
 
     def check_options(self, **options: object) -> None:
