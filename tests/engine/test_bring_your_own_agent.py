@@ -160,7 +160,7 @@ def test_readme_question_agent_via_cli_and_api(
     assert by_child["run_id"] != by_cli["run_id"]  # isolation is part of the run's identity
     assert by_child["mc_all_score"] == pytest.approx(by_cli["mc_all_score"], abs=1e-9)
     with Store(workdir / "q.sqlite", readonly=True) as db:
-        assert db.run(by_child["run_id"]).agent_params["isolation"] == "subprocess"
+        assert db.run(by_child["run_id"]).provenance["agent_isolation"] == "subprocess"
     monkeypatch.syspath_prepend(str(workdir))
     from my_question_agents import FirstOption  # type: ignore[import-not-found]
 

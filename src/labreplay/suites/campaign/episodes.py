@@ -261,7 +261,9 @@ class CampaignEpisodes:
         # (a lone branch under another name plays its agent as given: `run_branch`)
         first = str(options.get("branch", "adaptive"))
         adaptive = Episode(first, provenance={**data, "controls": sorted(controls)})
-        return [adaptive, *(Episode(c, parent=first, provenance=data) for c in controls)]
+        # the random replicates first, then the no-evidence control (the order of every path)
+        ordered = sorted(controls, key=lambda c: random_replicate(c) is None)
+        return [adaptive, *(Episode(c, parent=first, provenance=data) for c in ordered)]
 
     def agent_for(
         self,

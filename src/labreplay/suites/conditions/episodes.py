@@ -25,7 +25,6 @@ from labreplay.sdk.agents import (
     drain_calls,
     json_problem,
     raised_message,
-    resolve_agent,
 )
 from labreplay.sdk.engine import (
     AGENT_RAISED,
@@ -181,10 +180,7 @@ def build_agent(
         return built
     if agent.builtin is not None:
         return reference_agent(agent.builtin, spec_questions(spec), seed)
-    if agent.ref is not None and agent.probe is None:
-        rebuilt: QuestionAgent = resolve_agent(agent.ref, QuestionAgent).make()
-        return rebuilt
-    made: QuestionAgent = agent.probe if agent.probe is not None else agent.make()
+    made: QuestionAgent = agent.make()  # an isolated agent: its own child process
     return made
 
 
