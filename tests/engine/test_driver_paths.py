@@ -1,7 +1,7 @@
-"""The driver owns the episode: every run path -- each suite's CLI `run` (in-process, threads,
---isolate), `labreplay.run`, the suites' own run functions and the demos -- goes through
-`labreplay.execute.driver.run_units`, instrumented here; and no module outside the campaign
-environment mutates its state."""
+"""The runner owns the episode: every run path -- each suite's CLI `run` (in-process, threads,
+--isolate), `labreplay.run`, the suites' own run functions and the demos -- goes through the
+episode runner's scheduling (`labreplay.execute.driver.run_units`, instrumented here); and no
+module outside the campaign environment mutates its state."""
 
 from __future__ import annotations
 
@@ -24,8 +24,7 @@ SRC = Path(labreplay.__file__).resolve().parent
 @pytest.fixture()
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every call of run_units, by suite, wherever a module bound the name."""
-    import labreplay.suites.campaign.execute
-    import labreplay.suites.conditions.execute
+    import labreplay.engine.runner
     import labreplay.suites.configsearch.execute
 
     seen: list[str] = []
@@ -39,7 +38,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     for module in list(sys.modules.values()):
         if getattr(module, "run_units", None) is original:
             monkeypatch.setattr(module, "run_units", counting)
-    assert labreplay.suites.campaign.execute.run_units is counting
+    assert labreplay.engine.runner.run_units is counting
     return seen
 
 
@@ -135,7 +134,6 @@ ALLOWED_CALLERS = {
     "suites/campaign/dry_run.py",
     "suites/configsearch/suite.py",
     "suites/campaign/runner.py",
-    "suites/campaign/execute.py",
     "suites/configsearch/runner.py",
     "suites/configsearch/execute.py",
 }

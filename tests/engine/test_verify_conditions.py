@@ -49,15 +49,24 @@ def test_forged_conditions_figures_fail_verify(
         assert any(expected in p for p in problems), (name, problems)
 
 
-def _rekey(conn: sqlite3.Connection, agent: str, params: dict[str, object]) -> None:
-    """The run's agent and parameters rewritten and its id recomputed with the public
-    function, its events, scores and calls moved along: only the header can tell."""
+def _rekey(
+    conn: sqlite3.Connection, agent: str, params: dict[str, object], isolation: str | None = None
+) -> None:
+    """The run's agent, parameters (and isolation) rewritten and its id recomputed with the
+    public function, its events, scores and calls moved along: only the header can tell."""
     from labreplay.store.sqlite import run_isolation, run_key
 
     run_id, spec_hash, seed, branch, provenance = conn.execute(
         "SELECT run_id, spec_hash, seed, branch, provenance FROM runs"
     ).fetchone()
-    fake = run_key(spec_hash, agent, params, seed, branch, run_isolation(json.loads(provenance)))
+    recorded = json.loads(provenance)
+    if isolation is not None:
+        recorded["agent_isolation"] = isolation
+        conn.execute(
+            "UPDATE runs SET provenance=? WHERE run_id=?",
+            (json.dumps(recorded, sort_keys=True, separators=(",", ":")), run_id),
+        )
+    fake = run_key(spec_hash, agent, params, seed, branch, run_isolation(recorded))
     for table in ("events", "scores", "llm_calls", "runs"):
         conn.execute(f"UPDATE {table} SET run_id=? WHERE run_id=?", (fake, run_id))
     conn.execute(
@@ -80,20 +89,16 @@ def test_a_conditions_row_forged_with_its_id_recomputed_fails_on_the_header(
     conn.close()
     assert kind == "header" and json.loads(text)["agent"] == "ranker_leave_table_out"
     forgeries = {
-        # conditions records an isolated run in its parameters
-        "isolation": (
-            "ranker_leave_table_out",
-            {**params, "isolation": "subprocess"},
-            "field isolation",
-        ),
-        "agent": ("my-agent", params, "field agent: 'my-agent'"),
+        # the runner records a run's isolation where the store keys it (provenance)
+        "isolation": ("ranker_leave_table_out", params, "subprocess", "field isolation"),
+        "agent": ("my-agent", params, None, "field agent: 'my-agent'"),
     }
     capsys.readouterr()
-    for name, (agent, forged_params, expected) in forgeries.items():
+    for name, (agent, forged_params, isolation, expected) in forgeries.items():
         forged = shutil.copy(store, tmp_path / f"{name}.sqlite")
         conn = sqlite3.connect(forged)
         with conn:
-            _rekey(conn, agent, forged_params)
+            _rekey(conn, agent, forged_params, isolation)
         conn.close()
         assert cli(["store", "verify", "--store", str(forged), "--json"]) == 1, name
         problems = json.loads(capsys.readouterr().out)["problems"]

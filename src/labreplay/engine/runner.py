@@ -59,6 +59,9 @@ if TYPE_CHECKING:
     from labreplay.store.sqlite import Store
 
 
+BATCH = 64  # events written per transaction: a killed run loses at most this many
+
+
 class Stopped(TypedDict):
     """Why the harness stopped an episode: a run cap, or an agent that stopped answering."""
 
@@ -265,7 +268,7 @@ def _play_here(
         agent = job.suite.agent_for(job.spec, job.agent, job.seed, job.options, None)
         try:
             recorder, status = open_run(
-                store, _run_header(job, episode, agent, parent[0] if parent else None)
+                store, _run_header(job, episode, agent, parent[0] if parent else None), batch=BATCH
             )
             if status == "complete":
                 runs[episode.branch] = (recorder.run_id, None, "complete")
@@ -436,7 +439,7 @@ def _persist(job: Job, store: Store, played: Sequence[Played]) -> list[dict[str,
             continue
         agent = _AsPlayed(result["header"])
         parent = runs.get(episode.parent) if episode.parent else None
-        recorder, status = open_run(store, _run_header(job, episode, agent, parent))
+        recorder, status = open_run(store, _run_header(job, episode, agent, parent), batch=BATCH)
         if status == "complete":
             results.append(_read_back(store, recorder.run_id))
             runs[episode.branch] = recorder.run_id
