@@ -6,35 +6,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from labreplay.errors import AgentError, DataError, SpecError
+from labreplay.errors import SpecError
 from labreplay.sdk import Record
-from labreplay.sdk.agents import Agent
 from labreplay.sdk.data import resolve_data_dir
 from labreplay.sdk.engine import EnvironmentSpec, load_spec
-from labreplay.suites.campaign.agents import ORACLE_NAME, REFERENCE_AGENTS
+from labreplay.suites.campaign.card_compile import load_records
 from labreplay.suites.campaign.compiler import SpecIndex, write_specs
 from labreplay.suites.campaign.protocol import Partition
-from labreplay.suites.campaign.runner import AgentFactory, run_assignment
+from labreplay.suites.campaign.resolve import (
+    agent_factory,
+    resolve_campaign_agent,
+)
+from labreplay.suites.campaign.runner import run_assignment
 
 if TYPE_CHECKING:
-    from labreplay.sdk.agents import ResolvedAgent
-
-RECORDS = ("precursor-genome", "alab-pipeline")
-# Where an isolated child process finds the reference agents (module:attribute).
-ISOLATED_FACTORY = "labreplay.suites.campaign.agents:REFERENCE_AGENTS"
-
-
-def load_records(record: str, data_dir: str | Path | None = None) -> list[Record]:
-    root = resolve_data_dir(data_dir)
-    if record == "precursor-genome":
-        from labreplay.suites.campaign.records_pg import load_precursor_genome
-
-        return load_precursor_genome(root)
-    if record == "alab-pipeline":
-        from labreplay.suites.campaign.records_alab import load_alab_pipeline
-
-        return load_alab_pipeline(root)
-    raise DataError(f"unknown campaign record (choose from {list(RECORDS)})", value=record)
+    pass
 
 
 def compile_specs(
@@ -207,78 +193,6 @@ def select_specs(specs: Sequence[EnvironmentSpec], only: str | None) -> list[Env
     ids = sorted({s.body["assignment"]["id"] for s in specs})
     wanted = id_set("--only", only, [*ids, *sorted({s.spec_id for s in specs})])
     return [s for s in specs if s.body["assignment"]["id"] in wanted or s.spec_id in wanted]
-
-
-def _llm_factory(name: str, **options: Any) -> AgentFactory:
-    try:
-        from labreplay.suites.campaign.llm_agent import make_agent
-    except ImportError as exc:
-        raise AgentError(f"LLM agents are unavailable: {exc}") from exc
-
-    def build() -> Agent:
-        agent = make_agent(name, **options)
-        if not isinstance(agent, Agent):
-            raise AgentError(f"{name} did not build a campaign agent")
-        return agent
-
-    return build
-
-
-def resolve_campaign_agent(
-    agent: Any,
-    isolate: bool = False,
-    agent_timeout_s: float | None = None,
-    **options: Any,
-) -> ResolvedAgent:
-    """Any campaign agent (object, factory, reference or registered name, `MODULE:ATTR`,
-    `openai:MODEL`, or `oracle`: the labelled ceiling that reads each spec's evaluator record,
-    run on the adaptive branch only and never ranked), checked against `CampaignAgent` before
-    anything runs.
-
-    `isolate=True` serves a Python agent from a child process that receives only observations
-    (`labreplay.agents.isolated`; its module is imported there, never here), each call
-    answered within `agent_timeout_s` (default 60 s) or the run is recorded failed.
-    """
-    from labreplay.sdk.agents import CampaignAgent, ResolvedAgent, is_llm_agent, resolve_agent
-
-    if isolate:
-        from labreplay.sdk.agents import CAMPAIGN_CONTRACT, resolve_isolated
-
-        if is_llm_agent(agent):
-            raise AgentError(
-                f"agent {agent!r}: --isolate runs Python agents; an LLM agent already sends the "
-                "model only the visible state"
-            )
-        builtin_refs = {name: f"{ISOLATED_FACTORY}[{name}]" for name in REFERENCE_AGENTS}
-        # the child builds and checks the agent: refused here, exit 2
-        return resolve_isolated(
-            agent, CAMPAIGN_CONTRACT, agent_timeout_s, builtin_refs=builtin_refs
-        )
-    if agent == ORACLE_NAME:
-        from labreplay.suites.campaign.agents import OracleAgent
-
-        def per_spec_only() -> Agent:
-            raise AgentError(
-                "agent 'oracle' reads each spec's evaluator record: run it with "
-                "run_assignments (or `campaign run --agent oracle`), which builds one per spec"
-            )
-
-        ceiling = OracleAgent({})
-        return ResolvedAgent(
-            agent, per_spec_only, ceiling.name, ceiling.params(), None, ORACLE_NAME, None
-        )
-    if isinstance(agent, str) and is_llm_agent(agent):
-        make = _llm_factory(agent, **options)
-        llm = make()
-        return ResolvedAgent(agent, make, llm.name, llm.params(), None, agent, llm)
-    builtins = {name: cls for name, cls in REFERENCE_AGENTS.items()}
-    return resolve_agent(agent, CampaignAgent, builtins=builtins, builtin_ref=ISOLATED_FACTORY)
-
-
-def agent_factory(name: Any, isolate: bool = False, **options: Any) -> AgentFactory:
-    """A factory for any campaign agent (see `resolve_campaign_agent`)."""
-    timeout_s = options.pop("agent_timeout_s", None)
-    return resolve_campaign_agent(name, isolate, timeout_s, **options).make
 
 
 __all__ = [

@@ -22,6 +22,7 @@ from typing import Any
 
 from labreplay.errors import DataError
 from labreplay.sdk import Record, sha256_file, sha256_json
+from labreplay.sdk.data import resolve_data_dir
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.suites.campaign.card import RecordCard, builtin_card_path, check_sources, load_card
 from labreplay.suites.campaign.compiler import QCScore, SpecIndex, TableQC, build_specs, index_of
@@ -35,6 +36,22 @@ from labreplay.suites.campaign.protocol import (
 )
 
 BUILTIN_RECORDS = ("precursor-genome", "alab-pipeline")
+
+
+RECORDS = ("precursor-genome", "alab-pipeline")
+
+
+def load_records(record: str, data_dir: str | Path | None = None) -> list[Record]:
+    root = resolve_data_dir(data_dir)
+    if record == "precursor-genome":
+        from labreplay.suites.campaign.records_pg import load_precursor_genome
+
+        return load_precursor_genome(root)
+    if record == "alab-pipeline":
+        from labreplay.suites.campaign.records_alab import load_alab_pipeline
+
+        return load_alab_pipeline(root)
+    raise DataError(f"unknown campaign record (choose from {list(RECORDS)})", value=record)
 
 
 def resolve_card(record: str | None, record_card: str | Path | None) -> RecordCard:
@@ -74,7 +91,6 @@ def _compile_builtin(
     allow_modified: bool,
     overrides: Mapping[str, object],
 ) -> tuple[Partition, list[EnvironmentSpec], SpecIndex]:
-    from labreplay.suites.campaign.api import load_records
     from labreplay.suites.campaign.datafiles import data_provenance
 
     kinds = [e.kind for e in card.evidence]

@@ -25,9 +25,9 @@ from labreplay.suites.campaign.branches import (
 )
 from labreplay.suites.campaign.episodes import MAX_INVALID_STREAK, CampaignEpisodes
 from labreplay.suites.campaign.metrics import branch_metrics
+from labreplay.suites.campaign.resolve import AgentFactory
 from labreplay.suites.campaign.views import spec_body
 
-AgentFactory = Callable[[], Agent]
 CONTROLS = ("random", "no-evidence")
 
 
@@ -42,7 +42,7 @@ def known_controls(controls: Sequence[str]) -> tuple[str, ...]:
 
 
 def _resolved(agent: object, options: dict[str, Any]) -> ResolvedAgent:
-    from labreplay.suites.campaign.api import resolve_campaign_agent
+    from labreplay.suites.campaign.resolve import resolve_campaign_agent
 
     if isinstance(agent, ResolvedAgent):
         return agent
