@@ -1,4 +1,5 @@
-"""The meltsuite `Suite`: options classes, compile, run through the shared driver, rescore.
+"""The meltsuite `Suite`: options classes, compile, its episodes (played and recorded by the
+core runner, `labreplay.sdk.engine.run_suite`), rescore.
 
 Registered with one entry-point line in its distribution's metadata:
 
@@ -10,25 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from labreplay.errors import RunFailedError
-from labreplay.sdk import HEADER_KIND, HeaderPayload, RunHeader, header_payload, open_run
-from labreplay.sdk.agents import (
-    AgentUnavailable,
-    ResolvedAgent,
-    close_agent,
-    isolation_of,
-    resolve_agent,
-    resolve_isolated,
-    sandbox_of,
-)
-from labreplay.sdk.engine import EnvironmentSpec, Store, Unit, judge, run_units
+from labreplay.sdk import HEADER_KIND
+from labreplay.sdk.agents import ResolvedAgent, resolve_agent, resolve_isolated
+from labreplay.sdk.engine import EnvironmentSpec, Store, raise_failed, run_suite
+from labreplay.sdk.episodes import Episode, Event, EventSink, Scored
 from labreplay.sdk.options import check_agent_timeout, int_in, parse_options
 from meltsuite.contract import CONTRACT_REF, REFERENCE_AGENTS, REFERENCE_REF, MeltPredictor
-from meltsuite.episode import Prediction, compile_specs, health, play, score
+from meltsuite.episode import compile_specs, health, play, score
 
 if TYPE_CHECKING:
     import typer
@@ -67,56 +59,54 @@ def run_options(given: Mapping[str, Any]) -> MeltRunOptions:
     return options
 
 
-def _stored(run_id: str, store: Store) -> dict[str, Any] | None:
-    info = store.run(run_id)
-    if info is None or info.status != "complete":
-        return None
-    return {"run_id": run_id, "cached": True, **(info.summary or {})}
+class MeltEpisodes:
+    """The suite as the core runner plays it: one episode per spec (`play` into the runner's
+    sink, never the store; `score` pure, also used by `store verify`)."""
+
+    name = "melt"
+    resume: Literal["continue", "replay"] = "replay"  # a resumed run is played again
+
+    def episodes(self, spec: EnvironmentSpec, options: Mapping[str, object]) -> list[Episode]:
+        return [Episode("main")]
+
+    def agent_for(
+        self,
+        spec: EnvironmentSpec,
+        agent: ResolvedAgent,
+        seed: int,
+        options: Mapping[str, object],
+        cache: object,
+    ) -> MeltPredictor:
+        made: MeltPredictor = agent.make()
+        return made
+
+    def play(
+        self, spec: EnvironmentSpec, episode: Episode, agent: MeltPredictor, sink: EventSink
+    ) -> None:
+        header = sink.header()  # what the runs row says, bound into the chain first
+        if header is not None:
+            sink.emit(HEADER_KIND, header)
+        for prediction in play(spec, agent, episode.seed):
+            sink.emit("prediction", prediction)
+
+    def score(
+        self,
+        spec: EnvironmentSpec,
+        episode: Episode,
+        events: Sequence[Event],
+        calls: Sequence[Mapping[str, object]],
+        seed: int,
+    ) -> Scored:
+        predictions: list[Mapping[str, object]] = [
+            p for e in events if e["kind"] == "prediction" for p in [e["payload"]]
+            if isinstance(p, Mapping)
+        ]  # fmt: skip
+        scores = score(spec, predictions)
+        return {"scores": scores, "details": {}, "summary": dict(scores),
+                "health": health(predictions)}  # fmt: skip
 
 
-def _record(
-    spec: EnvironmentSpec,
-    run_id: str,
-    recorder: Any,
-    header: HeaderPayload,
-    store: Store,
-    value: Any,
-) -> dict[str, Any]:
-    """Write one played episode (the driver calls this; `play` never sees the store): the
-    run's header event first (what its runs row says, bound into the chain), then each
-    prediction."""
-    predictions: list[Prediction]
-    predictions, stop = value
-    bound = recorder.header_at(0, header)  # None: a partial run stored before headers
-    if bound is not None:
-        recorder.append(HEADER_KIND, bound)
-    for p in predictions:
-        recorder.append("prediction", p)
-    found = health(predictions)
-    found.harness_stop = stop
-    verdict = judge(found)
-    scores = score(spec, predictions)
-    summary: dict[str, Any] = {**scores, **found.to_json()}
-    if verdict.status == "failed":
-        summary = {**summary, "cause": verdict.cause, "cause_kind": verdict.kind}
-    recorder.finish(verdict.status, summary, scores)
-    if verdict.status == "failed":
-        raise RunFailedError(f"run {run_id}: stored as failed, not ranked: {verdict.cause}")
-    # the numbers as stored (canonical JSON keeps 12 significant digits): a run returns the
-    # same summary the first time and when read back
-    return {**(_stored(run_id, store) or {}), "cached": False}
-
-
-def _play(
-    spec: EnvironmentSpec, make: Callable[[], MeltPredictor], seed: int, cache: Any
-) -> tuple[list[Prediction], str | None]:
-    agent = make()
-    try:
-        return play(spec, agent, seed), None
-    except AgentUnavailable as exc:  # the agent stopped answering: the run fails, named
-        return [], f"agent stopped answering: {exc}"
-    finally:
-        close_agent(agent)
+EPISODES = MeltEpisodes()
 
 
 class MeltSuite:
@@ -160,43 +150,11 @@ class MeltSuite:
         **options: Any,
     ) -> list[dict[str, Any]]:
         resolved = self.resolve_agent(agent, **options)
-        probe = resolved.probe if resolved.probe is not None else resolved.make()
-        params = dict(resolved.params)
-        if isolation_of(probe) != "in-process":  # an isolated run never reuses another
-            params["isolation"] = isolation_of(probe)
-        isolation, sandbox = isolation_of(probe), sandbox_of(probe)
-        close_agent(probe)
-        units = []
-        for spec in specs:
-            header = RunHeader(
-                spec,
-                "main",
-                resolved.name,
-                params,
-                seed,
-                extra_provenance={"agent_sandbox": sandbox},
-            )
-            recorder, status = open_run(store, header)
-            run_id = recorder.run_id
-            bound = header_payload(
-                agent=resolved.name,
-                agent_params=params,
-                isolation=isolation,
-                sandbox=sandbox,
-                seed=seed,
-                branch="main",
-                spec_hash=spec.spec_hash,
-                protocol=spec.protocol,
-            )
-            units.append(
-                Unit(
-                    run_id,
-                    partial(_play, spec, resolved.make, seed),
-                    partial(_record, spec, run_id, recorder, bound),
-                    stored=partial(_stored, run_id) if status == "complete" else _none,
-                )
-            )
-        return run_units(self.name, units, store, executor)
+        results = run_suite(
+            EPISODES, specs, resolved, store, seed=seed, options={}, executor=executor
+        )
+        raise_failed(results)  # stored first, then said: the command exits 1
+        return results
 
     def rescore(
         self,
@@ -229,10 +187,6 @@ class MeltSuite:
         if first != second:
             problems.append("two fresh agents with one seed predicted differently")
         return problems
-
-
-def _none(store: Store) -> None:
-    return None
 
 
 SUITE = MeltSuite()
