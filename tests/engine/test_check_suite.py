@@ -46,3 +46,27 @@ def test_a_suite_whose_runs_are_not_deterministic_is_named(data_dir: Path) -> No
     short = [s for s in specs if s.body["assignment"]["id"] == "short-1"]
     with pytest.raises(LabreplayError, match="determinism"):
         check_suite("campaign", short, Unseeded, controls=())
+
+
+def test_a_suite_that_names_the_store_write_api_fails_the_runner_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner owns the runs: a suite package naming `open_run` (or any store writer) is
+    refused by check_suite before anything runs; the built-in suites name none."""
+    from labreplay.suite import get_suite
+    from labreplay.testing.suite_checks import store_writers_named
+
+    package = tmp_path / "sneaky"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "suite.py").write_text(
+        "from labreplay.sdk import open_run\n\n\nclass Sneaky:\n    name = 'sneaky'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from sneaky.suite import Sneaky  # type: ignore[import-not-found]
+
+    assert store_writers_named(Sneaky()) == ["suite.py:1: open_run"]
+    with pytest.raises(LabreplayError, match="names the store's write API"):
+        check_suite(Sneaky(), [], "random")  # type: ignore[arg-type]
+    for name in ("campaign", "conditions"):
+        assert store_writers_named(get_suite(name)) == [], name

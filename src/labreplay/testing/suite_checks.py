@@ -9,7 +9,9 @@ reference agent, as the built-in suites' tests do):
 - **resume**: running again into a finished store returns the same summaries and leaves the
   store's runs, events and scores as they were (finished work is read back, not redone);
 - **verifiable**: `store verify` passes on the store, and where the suite recomputes scores
-  (`Rescores`) every stored score equals its recomputation from the events.
+  (`Rescores`) every stored score equals its recomputation from the events;
+- **the runner owns the runs**: no module of the suite's package names the store's write API
+  (`STORE_WRITERS`): it declares episodes, plays into a sink and scores, nothing more.
 
 Raises `LabreplayError` listing every problem, or returns None.
 """
@@ -25,6 +27,51 @@ from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import LabreplayError
 from labreplay.store.sqlite import Store
 from labreplay.suite import Suite, get_suite
+
+# The store's write API: only the episode runner (`labreplay.engine`) may name these.
+STORE_WRITERS = frozenset(
+    {
+        "open_run",
+        "open_recorder",
+        "Recorder",
+        "RunHeader",
+        "header_payload",
+        "judge",
+        "run_units",
+        "put_scores",
+        "finish_run",
+        "append_events",
+        "record_llm_calls",
+    }
+)
+
+
+def store_writers_named(suite: object) -> list[str]:
+    """`file:line: name` for every store-writing name the suite's package imports or uses."""
+    import ast
+    import importlib
+
+    package = type(suite).__module__.rpartition(".")[0] or type(suite).__module__
+    where = getattr(importlib.import_module(package), "__file__", None)
+    if where is None:
+        return []
+    root = Path(where).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.asname or a.name for a in node.names]
+                if isinstance(node, ast.ImportFrom)
+                else [node.id]
+                if isinstance(node, ast.Name)
+                else [node.attr]
+                if isinstance(node, ast.Attribute)
+                else []
+            )
+            line = getattr(node, "lineno", 0)
+            found += [f"{path.name}:{line}: {n}" for n in names if n in STORE_WRITERS]
+    return found
+
 
 # run id -> (status, branch, the chain it finished with, its scores but wall-clock ones)
 Snapshot = dict[str, tuple[str, str, object, dict[str, float | None]]]
@@ -61,6 +108,12 @@ def check_suite(
     from labreplay.store.verify import verify_store
 
     target = get_suite(suite) if isinstance(suite, str) else suite
+    writers = store_writers_named(target)
+    if writers:  # before anything runs: such a suite bypasses the runner
+        raise LabreplayError(
+            f"suite check failed for {target.name}: runner: the suite names the store's write "
+            f"API ({'; '.join(writers[:3])})"
+        )
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="labreplay-check-suite-") as tmp:
         root = Path(workdir) if workdir is not None else Path(tmp)
@@ -108,4 +161,4 @@ def _comparable(value: object) -> object:
     return value
 
 
-__all__ = ["check_suite"]
+__all__ = ["STORE_WRITERS", "check_suite", "store_writers_named"]
