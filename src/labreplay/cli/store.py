@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from labreplay.cli._common import JsonOption, console, err_console, print_json
+from labreplay.cli._common import JsonOption, console, err_console, out_dir_check, print_json
 
 app = typer.Typer(help="Results-store maintenance.", no_args_is_help=True)
 
@@ -155,7 +155,9 @@ def remove(
 
 @app.command("keygen")
 def keygen(
-    out: Path = typer.Option(..., "--out", help="Directory for the new key pair."),
+    out: Path = typer.Option(
+        ..., "--out", help="Directory for the new key pair.", callback=out_dir_check()
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Write a new Ed25519 key pair for `store sign`: the private key (mode 0600; keep it

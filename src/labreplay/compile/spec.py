@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay._atomic import atomic_write_text
+from labreplay._files import FileKindError, path_kind, read_file
 from labreplay._hashing import HASH_SCHEME_VERSION, canonical_json, sha256_bytes
 from labreplay.errors import SpecError
 from labreplay.safe_json import JsonLimitError, loads_strict
@@ -156,11 +157,13 @@ def write_spec(spec: EnvironmentSpec, path: str | Path, seal: Sequence[str] = ()
     atomic_write_text(path, visible_text + "\n")
 
 
-def _read_text(path: Path, what: str) -> str:
+def read_spec_text(path: Path, what: str) -> str:
+    """The text of a spec-side file (a spec, a sealed file, an index): a regular file of
+    bounded size (`labreplay._files`), UTF-8; else one SpecError line naming it."""
     try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{what} {path}: cannot read ({exc.strerror})") from exc
+        return read_file(path, what).decode("utf-8")
+    except FileKindError as exc:
+        raise SpecError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise SpecError(f"{what} {path}: not valid UTF-8 (byte offset {exc.start})") from exc
 
@@ -181,12 +184,12 @@ def _unseal(data: Mapping[str, object], text: str, path: Path) -> str:
         raise SpecError(f"spec {path}: sealed file {seal['file']!r} leaves the spec directory")
     override = os.environ.get(ENV_SEALED_DIR)
     sealed_path = Path(override) / rel.name if override else path.parent / rel
-    if not sealed_path.is_file():
+    if path_kind(sealed_path) is None:
         raise SpecError(
             f"spec {path}: its sealed evaluator file {sealed_path} is missing (the agent-visible "
             f"spec alone cannot be scored; set {ENV_SEALED_DIR} if it is kept elsewhere)"
         )
-    sealed_text = _read_text(sealed_path, "sealed file")
+    sealed_text = read_spec_text(sealed_path, "sealed file")
     try:
         sealed = loads_strict(sealed_text)
     except JsonLimitError as exc:
@@ -211,7 +214,7 @@ def _unseal(data: Mapping[str, object], text: str, path: Path) -> str:
 def load_spec(path: str | Path) -> EnvironmentSpec:
     """A spec file, single or sealed (its sealed part read from `sealed/`), fully verified."""
     path = Path(path)
-    text = _read_text(path, "spec")
+    text = read_spec_text(path, "spec")
     try:
         data = loads_strict(text)
     except JsonLimitError:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from labreplay.compile.spec import (
         EnvironmentSpec,
         load_spec,
+        read_spec_text,
         spec_from_stored,
         spec_from_text,
         write_spec,
@@ -48,6 +49,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "labreplay.compile.spec": (
         "EnvironmentSpec",
         "load_spec",
+        "read_spec_text",
         "spec_from_stored",
         "spec_from_text",
         "write_spec",
@@ -108,6 +110,7 @@ __all__ = [
     "load_public_key",
     "load_spec",
     "open_executor",
+    "read_spec_text",
     "require_verified",
     "run",
     "run_isolation",

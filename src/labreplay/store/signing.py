@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from labreplay._files import FileKindError, read_file, writable_dir
 from labreplay.errors import LabreplayError
 from labreplay.store.sqlite import RunInfo, SignatureRow, Store, StoredCell
 
@@ -76,18 +77,11 @@ def key_id(public_key: Ed25519PublicKey) -> str:
 
 
 def _read_key_file(path: Path, option: str) -> bytes:
-    if not path.exists():
-        raise KeyFileError(f"{option}: key file {path} does not exist")
-    if not path.is_file():
-        raise KeyFileError(f"{option}: key file {path} is not a regular file")
-    if path.stat().st_size > _MAX_KEY_BYTES:
-        raise KeyFileError(
-            f"{option}: key file {path} is {path.stat().st_size} bytes, not an Ed25519 PEM key"
-        )
+    """A key file's bytes: a regular file of at most `_MAX_KEY_BYTES` (`labreplay._files`)."""
     try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise KeyFileError(f"{option}: key file {path} cannot be read ({exc.strerror})") from exc
+        return read_file(path, f"{option} key file", _MAX_KEY_BYTES)
+    except FileKindError as exc:
+        raise KeyFileError(str(exc)) from None
 
 
 def load_private_key(path: str | Path, option: str = "--key") -> Ed25519PrivateKey:
@@ -167,9 +161,7 @@ def generate_key_pair(out_dir: str | Path) -> tuple[Path, Path, str]:
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     except ImportError as exc:
         raise _crypto_missing() from exc
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise KeyFileError(f"--out: {out} exists and is not a directory")
+    out = writable_dir(out_dir)
     private_path, public_path = out / PRIVATE_KEY_NAME, out / PUBLIC_KEY_NAME
     for existing in (private_path, public_path):
         if existing.exists() or existing.is_symlink():

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from labreplay._files import path_kind
 from labreplay._hashing import canonical_json, sha256_json
 from labreplay._provenance import base_provenance, scrub_secrets, scrub_text, utc_now
 from labreplay.errors import StoreError
@@ -204,8 +205,9 @@ class Store:
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
-        if self.path.is_dir():
-            raise StoreError(f"store path {self.path} is a directory; give a file path")
+        kind = path_kind(self.path)
+        if kind not in (None, "a regular file"):  # SQLite would block on a FIFO, write a device
+            raise StoreError(f"store path {self.path} is {kind}; give a regular file path")
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         if fresh and readonly:
             what = "does not exist" if not self.path.exists() else "is empty (0 bytes)"

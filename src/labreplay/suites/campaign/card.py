@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
+from labreplay.sdk import path_kind, read_file
 
 BUILTIN_RULES = ("precursor-genome", "alab-pipeline")
 TABLE_RULES = ("bins", "columns")
@@ -110,12 +111,7 @@ def read_card_file(path: Path) -> dict[str, Any]:
     if not name.endswith(CARD_SUFFIXES):
         raise card_error(path, f"a card file is named NAME{' or NAME'.join(CARD_SUFFIXES)}",
                          "file", name)  # fmt: skip
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise card_error(
-            path, f"unreadable card ({exc.strerror or exc})", "file", str(path)
-        ) from exc
+    raw = read_file(path, "record card")  # a FIFO or a device is named, never read
     try:
         if name.endswith(".card.toml"):
             data: object = tomllib.loads(raw.decode("utf-8"))
@@ -327,8 +323,10 @@ def check_sources(
         field = f"sources[{i}].path"
         digest = (known or {}).get(source.path)
         if digest is None:
-            if not on_disk.is_file():
-                raise card.error("source file not found", field, source.path)
+            kind = path_kind(on_disk)
+            if kind != "a regular file":  # hashing a FIFO would wait for ever
+                why = "not found" if kind is None else f"is {kind}, not a regular file"
+                raise card.error(f"source file {why}", field, source.path)
             try:
                 digest = sha256_file(on_disk)
             except OSError as exc:

@@ -20,6 +20,7 @@ from labreplay.sdk import (
     canonical_form,
     header_payload,
     open_run,
+    read_file,
     sha256_bytes,
     sha256_file,
     sha256_json,
@@ -187,7 +188,7 @@ def open_question_run(
     )
     # The question file travels with the run, content-addressed by the spec's sha256, so the
     # store alone is enough to recompute every score (`store verify`).
-    data = questions_path.read_bytes()
+    data = read_file(questions_path, "question file")
     if sha256_bytes(data) == spec.body["sha256"]:
         store.put_content("conditions-questions", data)
     # resume rules (complete: read back; failed: reset, afresh) live in the recorder module
