@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -107,17 +106,23 @@ def _flipped(records: list[Record], ids: set[str]) -> list[Record]:
     return out
 
 
+@pytest.mark.parametrize("record", ["precursor-genome", "alab-pipeline"])
 def test_agent_visible_files_are_byte_identical_when_held_out_outcomes_change(
-    pg_records: list[Record], pg_compiled: Any, tmp_path: Path
+    record: str, request: pytest.FixtureRequest, data_dir: Path, tmp_path: Path
 ) -> None:
     from labreplay.compile.spec import load_spec
-    from labreplay.suites.campaign.api import compile_specs
+    from labreplay.suites.campaign.api import compile_specs, load_records
     from labreplay.suites.campaign.compiler import write_specs
 
-    part, specs, index = pg_compiled
+    if record == "precursor-genome":
+        records = request.getfixturevalue("pg_records")
+        part, specs, index = request.getfixturevalue("pg_compiled")
+    else:
+        records = load_records(record, data_dir)
+        part, specs, index = compile_specs(record=record, seed=0, records=records)
     panel = set(part.panel)  # every candidate and held-out query of every assignment
     _, flipped_specs, flipped_index = compile_specs(
-        record="precursor-genome", seed=0, records=_flipped(pg_records, panel)
+        record=record, seed=0, records=_flipped(records, panel)
     )
     # The flip reaches the evaluator: outcomes, the acceleration target and the spec hashes.
     assert [s.spec_hash for s in specs] != [s.spec_hash for s in flipped_specs]
