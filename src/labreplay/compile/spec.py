@@ -120,6 +120,8 @@ def spec_from_stored(text: str, spec_hash: str, origin: str = "store") -> Enviro
 # Sealed spec files. `write_spec(..., seal=("evaluator",))` writes the body fields named in
 # `seal` (a suite's recorded outcomes and anything computed from them) to their own file,
 # `sealed/<name>.sealed.json`, and the spec file keeps everything else: the agent-visible part.
+# A name is a top-level body field (`evaluator`) or one key of a top-level object field
+# (`record.dataset_hashes`: the field stays visible, that key is sealed).
 # The visible file holds nothing computed from the sealed fields, not even a hash of them (a
 # changed held-out outcome leaves it byte-identical). The binding lives on the sealed side: the
 # sealed file records the sha256 of the visible file's bytes and the spec_hash, which is the
@@ -134,14 +136,23 @@ def write_spec(spec: EnvironmentSpec, path: str | Path, seal: Sequence[str] = ()
     if not seal:
         atomic_write_text(path, spec.to_file_text() + "\n")
         return
-    missing = [name for name in seal if name not in spec.body]
-    if missing:
-        raise SpecError(f"spec {spec.spec_id}: cannot seal missing body field(s) {missing}")
+    visible = dict(spec.body)
+    sealed: dict[str, object] = {}
+    for name in seal:
+        field, _, key = name.partition(".")
+        outer = visible.get(field)
+        if key and isinstance(outer, Mapping) and key in outer:
+            sealed[name] = outer[key]
+            visible[field] = {k: v for k, v in outer.items() if k != key}
+        elif not key and field in visible:
+            sealed[name] = visible.pop(field)
+        else:
+            raise SpecError(f"spec {spec.spec_id}: cannot seal missing body field {name!r}")
     sealed_name = f"{SEALED_DIR}/{path.stem}.sealed.json"
     visible_text = canonical_json(
         {
             **spec.header(),
-            "body": {k: v for k, v in spec.body.items() if k not in seal},
+            "body": visible,
             "sealed": {"fields": sorted(seal), "file": sealed_name},
         }
     )
@@ -150,7 +161,7 @@ def write_spec(spec: EnvironmentSpec, path: str | Path, seal: Sequence[str] = ()
             "spec_hash": spec.spec_hash,
             "spec_id": spec.spec_id,
             "visible_sha256": sha256_bytes(visible_text.encode("utf-8")),
-            "sealed": {name: spec.body[name] for name in seal},
+            "sealed": sealed,
         }
     )
     atomic_write_text(path.parent / sealed_name, sealed_text + "\n")
@@ -206,7 +217,14 @@ def _unseal(data: Mapping[str, object], text: str, path: Path) -> str:
     if not isinstance(fields, dict) or not isinstance(body, dict):
         raise SpecError(f"sealed file {sealed_path}: field 'sealed' must be a JSON object")
     whole = {k: v for k, v in data.items() if k != "sealed"}
-    whole["body"] = {**body, **fields}
+    joined = dict(body)
+    for name, value in fields.items():
+        field, _, key = name.partition(".")
+        outer = joined.get(field)
+        if key and not isinstance(outer, dict):
+            raise SpecError(f"sealed file {sealed_path}: field {name!r} has no object to join")
+        joined[field] = {**outer, key: value} if key and isinstance(outer, dict) else value
+    whole["body"] = joined
     whole["spec_hash"] = sealed["spec_hash"]  # checked against the rejoined content next
     return canonical_json(whole)
 
