@@ -23,6 +23,7 @@ from labreplay._hashing import canonical_json
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import StoreError
 from labreplay.runtime.header import HEADER_KIND, HeaderPayload, find_header
+from labreplay.runtime.summary import call_accounting
 from labreplay.runtime.trajectory import Trajectory
 from labreplay.store.sqlite import Store
 
@@ -199,16 +200,27 @@ class Recorder:
         summary: Mapping[str, object],
         scores: Mapping[str, float | None] | None = None,
         details: Mapping[str, object] | None = None,
-    ) -> None:
+    ) -> dict[str, object]:
         """Flush what is left, then scores and the run's final status (the `complete` mark is
-        written last, so a run killed before it resumes)."""
+        written last, so a run killed before it resumes). The summary gets the run's call
+        accounting (`labreplay.runtime.summary`: every suite the same fields, derived here,
+        never by a suite); returns the summary as recorded."""
         self.sync()
         self.flush()
         if self.store is None:
-            return
+            return dict(summary)
+        recorded: dict[str, object] = {**summary, **call_accounting(self._calls_as_logged())}
         if scores is not None or details is not None:
             self.store.put_scores(self.run_id, scores or {}, details)
-        self.store.finish_run(self.run_id, status, summary)
+        self.store.finish_run(self.run_id, status, recorded)
+        return recorded
+
+    def _calls_as_logged(self) -> list[Mapping[str, object]]:
+        """The run's calls: every stored row (earlier sessions' included), each call logged in
+        this session as it was logged (with the request fields the table does not keep)."""
+        assert self.store is not None
+        logged = {c["call_index"]: c for c in self.calls}
+        return [logged.get(row["call_index"], row) for row in self.store.llm_calls(self.run_id)]
 
 
 @dataclass(frozen=True)

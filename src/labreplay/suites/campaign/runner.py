@@ -419,9 +419,6 @@ def _finish(
         "caps": dict(caps or {}),
         **health_.to_json(),
     }
-    if calls:
-        summary.update({k: v for k, v in call_failures(calls).items() if k != "all_failed"})
-        summary["usage"] = usage_summary(calls)
     if failure is not None and failure.startswith("cap reached: "):
         summary["cap_reached"] = failure.removeprefix("cap reached: ")
     if verdict.status == "failed":

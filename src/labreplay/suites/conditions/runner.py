@@ -33,7 +33,6 @@ from labreplay.sdk.agents import (
     json_problem,
     raised_message,
     sandbox_of,
-    usage_summary,
 )
 from labreplay.sdk.data import loads_strict
 from labreplay.sdk.engine import (
@@ -240,19 +239,17 @@ def finish_question_run(
     assert recorder.store is not None
     if cap is not None:
         recorder.flush()
-        calls = recorder.store.llm_calls(recorder.run_id)
-        recorder.finish(
+        recorded = recorder.finish(
             "failed",
             {
                 "cap_reached": cap,
                 "cause": f"cap reached: {cap}",
                 "cause_kind": cap_kind(cap),  # named as campaign names it (the failure rule)
-                "usage": usage_summary(calls),
             },
         )
         raise RunFailedError(
-            f"run {recorder.run_id}: cap reached: {cap}; {len(calls)} calls accounted (stored as "
-            "failed, not ranked; rerun with a higher cap to resume)"
+            f"run {recorder.run_id}: cap reached: {cap}; {recorded.get('llm_calls', 0)} calls "
+            "accounted (stored as failed, not ranked; rerun with a higher cap to resume)"
         )
     results_by_id = answered(recorder)
     results = [results_by_id[q["id"]] for q in questions]
@@ -266,13 +263,14 @@ def finish_question_run(
     health = call_failures(calls)
     extra: dict[str, object] = {}
     if health["llm_calls"]:
+        # a score row too (the board's column); the summary's accounting is the recorder's
         flat = {**flat, "failed_call_share": health["failed_call_share"]}
-        extra = {"usage": usage_summary(calls), "invalid_answers": _invalid(recorder)}
+        extra = {"invalid_answers": _invalid(recorder)}
     verdict = answers_verdict(recorder.events, calls)
     extra = {**extra, **_health(recorder.events, calls).to_json()}
     if verdict.status == "failed":
         extra = {**extra, "cause": verdict.cause, "cause_kind": verdict.kind}
-    recorder.finish(
+    recorded = recorder.finish(
         verdict.status, {**flat, **extra}, {**flat, "summary": None}, {"summary": summary}
     )
     if verdict.status == "failed":
@@ -282,7 +280,7 @@ def finish_question_run(
         )
     # The numbers as stored (canonical: 12 significant digits), so a run read back from the
     # store returns exactly what the run that wrote it returned.
-    stored, _ = canonical_form({**flat, **extra})
+    stored, _ = canonical_form(recorded)
     return {"run_id": recorder.run_id, "resumed": recorder.existed, "cached": False, **stored}
 
 
