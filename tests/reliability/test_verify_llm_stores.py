@@ -17,6 +17,7 @@ from labreplay.store.sqlite import Store
 from labreplay.testing.fault_server import StubServer
 from labreplay.testing.schema_server import SchemaAnswerer
 
+from .conftest import copy_of
 from .conftest import run_cli_in_process as run_cli
 
 # the configsearch tests' small setting (tests/configsearch/conftest.py), budget 4, init 2
@@ -92,3 +93,64 @@ def test_an_untouched_store_with_an_llm_run_of_every_suite_verifies(
             assert summary["usage"]["calls"] == len(calls), run.suite
     code, report = _verify(store)
     assert code == 0 and report["problems"] == [], report
+
+
+def _forged(store: Path, target: Path, *sql: str) -> Path:
+    forged = copy_of(store, target)
+    conn = sqlite3.connect(forged)
+    with conn:
+        for statement in sql:
+            assert conn.execute(statement).rowcount >= 1, statement
+    conn.close()
+    return forged
+
+
+# One UPDATE each on a field a board filters or ranks on; what verify must name.
+ROW_FORGERIES = {
+    # an in-process run passed off as a model-endpoint one (`--require-isolated` ranks it)
+    "model": (
+        "UPDATE runs SET model='gpt-4o' WHERE agent='bayes' AND branch='adaptive'",
+        "table runs, field model: 'gpt-4o', but the run's header event says None",
+    ),
+    "sandbox": (
+        "UPDATE runs SET provenance=json_set(provenance, '$.agent_sandbox', 'bwrap') "
+        "WHERE suite='conditions'",
+        "table runs, field provenance.agent_sandbox: 'bwrap', but the run's header event",
+    ),
+    "spec_id": (
+        "UPDATE runs SET spec_id='seed0/long-1' WHERE agent='bayes' AND branch='adaptive'",
+        "table runs, field spec_id: 'seed0/long-1', but the run's spec",
+    ),
+    # a search demoted (or any run of a suite whose status was not re-derived)
+    "status": (
+        "UPDATE runs SET status='failed' WHERE suite='configsearch'",
+        "table runs, field status: 'failed', but the events, calls and the failed-run rule "
+        "give 'complete'",
+    ),
+    "call-accounting": (
+        "UPDATE runs SET summary=json_set(summary, '$.failed_calls', 0, '$.llm_calls', 1) "
+        "WHERE suite='configsearch'",
+        "table runs, field summary.llm_calls: 1, but table llm_calls gives 2",
+    ),
+}
+
+
+@pytest.mark.parametrize("forgery", sorted(ROW_FORGERIES))
+def test_one_update_of_a_field_a_board_reads_fails_verify_naming_it(
+    forgery: str, llm_store: tuple[Path, Path], tmp_path: Path
+) -> None:
+    sql, expected = ROW_FORGERIES[forgery]
+    forged = _forged(llm_store[0], tmp_path / "forged.sqlite", sql)
+    code, report = _verify(forged)
+    assert code == 1 and any(expected in p for p in report["problems"]), report
+
+
+def test_a_forged_model_is_not_ranked_as_an_isolated_model_endpoint(
+    llm_store: tuple[Path, Path], tmp_path: Path
+) -> None:
+    forged = _forged(llm_store[0], tmp_path / "forged.sqlite", ROW_FORGERIES["model"][0])
+    proc = run_cli(
+        "campaign", "leaderboard", "--store", str(forged), "--require-isolated", "--verified",
+        "--json",
+    )  # fmt: skip
+    assert proc.returncode == 1 and "field model" in proc.stderr, proc.stderr

@@ -348,6 +348,7 @@ def _append_header(
         agent_params=agent.params(),
         isolation=isolation_of(agent),
         sandbox=sandbox_of(agent),
+        model=model_of(agent)[0],
         seed=seed,
         branch=branch,
         spec_hash=env.spec_hash,

@@ -177,7 +177,7 @@ def open_question_run(
         agent.name,
         params,
         seed,
-        model=params.get("model"),
+        model=_model(params),
         endpoint=params.get("endpoint") or params.get("base_url"),
         extra_provenance={
             "question_file_sha256": spec.body["sha256"],
@@ -206,6 +206,7 @@ def open_question_run(
             agent_params=params,
             isolation=isolation_of(agent),
             sandbox=sandbox_of(agent),
+            model=header.model,
             seed=seed,
             branch=header.branch,
             spec_hash=spec.spec_hash,
@@ -215,6 +216,12 @@ def open_question_run(
     if not recorder.resume() and bound is not None:
         recorder.append(HEADER_KIND, bound)
     return recorder, None
+
+
+def _model(params: Mapping[str, object]) -> str | None:
+    """The model a run's row and header name: its agent's `model` parameter, if any."""
+    model = params.get("model")
+    return None if model is None else str(model)
 
 
 def answered(recorder: Recorder) -> dict[str, AnswerResult]:
