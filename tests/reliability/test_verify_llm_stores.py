@@ -154,3 +154,25 @@ def test_a_forged_model_is_not_ranked_as_an_isolated_model_endpoint(
         "--json",
     )  # fmt: skip
     assert proc.returncode == 1 and "field model" in proc.stderr, proc.stderr
+
+
+def test_scores_edited_after_the_question_file_was_deleted_fail_unless_allowed(
+    llm_store: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Without the question file nothing recomputes the conditions scores: verify fails,
+    saying what it could not check; `--allow-unverifiable` lists the run as unverifiable."""
+    forged = _forged(
+        llm_store[0],
+        tmp_path / "forged.sqlite",
+        "DELETE FROM contents",
+        "UPDATE scores SET value=0.99 WHERE metric='mc_all_score'",
+    )
+    code, report = _verify(forged)
+    problems = report["problems"]
+    assert code == 1 and len(problems) == 1, report
+    assert "(conditions," in problems[0] and "scores (" in problems[0], problems
+    assert "no question file with sha256" in problems[0], problems
+    assert "--allow-unverifiable" in problems[0], problems
+    code, report = _verify(forged, "--allow-unverifiable")
+    assert code == 0 and report["problems"] == [], report
+    assert any("no question file" in n for n in report["unverifiable"]), report

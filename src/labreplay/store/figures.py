@@ -20,7 +20,7 @@ from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import LabreplayError
 from labreplay.runtime.summary import CALL_FIELDS, call_accounting
 from labreplay.store.sqlite import RunInfo, Store
-from labreplay.suite import Rederived
+from labreplay.suite import ContentMissing, Rederived
 
 Rescore = Callable[
     [EnvironmentSpec, Sequence[Mapping[str, object]], RunInfo, Store], Mapping[str, float | None]
@@ -151,6 +151,8 @@ def score_findings(
         return out
     try:
         fresh = dict(rescore(spec, events, run, store))
+    except ContentMissing as exc:
+        return Findings(missing=[f"scores ({', '.join(sorted(stored))}) not checked: {exc}"])
     except (LabreplayError, ValueError, KeyError, TypeError) as exc:
         return Findings([f"table scores: cannot be recomputed from the events ({exc})"])
     if not fresh:

@@ -20,7 +20,8 @@ For each run, reading only:
   (`labreplay.store.figures`): each score row (none deleted, none added), each score detail
   (curves), the status, the summary counts and the call accounting
   (`labreplay.runtime.summary`); and the control runs a board needs beside a run must exist.
-  What no suite can re-derive is listed as unverifiable.
+  What no suite can re-derive is listed as unverifiable; a run whose spec names a file the
+  store lacks (a conditions question file) fails, unless `allow_unverifiable`.
 Each problem names the run, the table and the field.
 """
 
@@ -168,7 +169,10 @@ def _header_findings(
     return out
 
 
-def verify_store(store: Store) -> VerifyReport:
+def verify_store(store: Store, *, allow_unverifiable: bool = False) -> VerifyReport:
+    """Every run of `store` checked (module docstring). A run whose figures cannot be checked
+    because the store lacks a file its spec names (a conditions question file) is a problem,
+    unless `allow_unverifiable`: then it is listed as unverifiable."""
     problems: list[str] = []
     unverifiable: dict[str, list[str]] = {}
     n_events = 0
@@ -194,6 +198,10 @@ def verify_store(store: Store) -> VerifyReport:
         found = Findings(_row_problems(run, spec) + _chain_problems(run, events))
         found.extend(_header_findings(run, spec, events))
         found.extend(_figures(store, run, runs, spec, events, rescorers, rederivers, superseded))
+        if allow_unverifiable:
+            found.unverifiable += found.missing
+        else:
+            found.problems += [f"{m} (--allow-unverifiable accepts it)" for m in found.missing]
         problems.extend(f"{where}: {p}" for p in found.problems)
         if found.unverifiable:
             unverifiable[run.run_id] = found.unverifiable
@@ -234,11 +242,16 @@ class UnverifiedStoreError(StoreError):
     exit_code = 1
 
 
-def require_verified(store: Store, public_key: Ed25519PublicKey | None = None) -> VerifyReport:
+def require_verified(
+    store: Store,
+    public_key: Ed25519PublicKey | None = None,
+    *,
+    allow_unverifiable: bool = False,
+) -> VerifyReport:
     """`store verify` (and, with a public key, every signature) before a board ranks: any
     problem refuses the whole board in one line; the unverifiable notes come back for the
     board to mark."""
-    report = verify_store(store)
+    report = verify_store(store, allow_unverifiable=allow_unverifiable)
     if public_key is not None:
         from labreplay.store.signing import verify_signatures
 
