@@ -176,3 +176,135 @@ def test_scores_edited_after_the_question_file_was_deleted_fail_unless_allowed(
     code, report = _verify(forged, "--allow-unverifiable")
     assert code == 0 and report["problems"] == [], report
     assert any("no question file" in n for n in report["unverifiable"]), report
+
+
+def test_a_forged_superseded_row_fails_verify(llm_store: tuple[Path, Path], tmp_path: Path) -> None:
+    """A removal record is an unsigned row: one that contradicts the store fails, and a
+    deleted control is missing whatever `superseded` says of it."""
+    store = llm_store[0]
+    with Store(store, readonly=True) as db:
+        control = next(r for r in db.runs() if r.agent == "bayes" and r.branch == "random")
+    columns = "(run_id, suite, spec_id, branch, agent, status, head_hash, removed, reason)"
+    forgeries = {
+        # the control deleted and its removal "recorded" to excuse it
+        "excused-control": (
+            (
+                f"DELETE FROM runs WHERE run_id='{control.run_id}'",
+                f"INSERT INTO superseded {columns} VALUES ('{control.run_id}', 'campaign', "
+                f"'{control.spec_id}', 'random', 'bayes', 'complete', NULL, "
+                "'2026-01-01T00:00:00Z', 'removed to be redone')",
+            ),
+            "no 'random' control run, which a board needs beside this run (removed by store",
+        ),
+        # a removal of a run that never was
+        "invented-run": (
+            (
+                f"INSERT INTO superseded {columns} VALUES ('{'a' * 24}', 'campaign', "
+                "'seed0/short-9', 'adaptive', 'gpt-5', 'complete', NULL, "
+                "'2026-01-01T00:00:00Z', 'removed to be redone')",
+            ),
+            f"table superseded, run {'a' * 24}, field spec_id: no stored 'campaign' spec",
+        ),
+        # the redone run's removal record under another agent
+        "other-agent": (
+            (
+                f"INSERT INTO superseded {columns} VALUES ('{control.run_id}', 'campaign', "
+                f"'{control.spec_id}', 'random', 'gpt-5', 'failed', NULL, "
+                "'2026-01-01T00:00:00Z', 'removed to be redone')",
+            ),
+            f"table superseded, run {control.run_id}, field agent: 'gpt-5', but the run",
+        ),
+    }
+    for name, (sql, expected) in forgeries.items():
+        forged = _forged(store, tmp_path / f"{name}.sqlite", *sql)
+        code, report = _verify(forged)
+        assert code == 1 and any(expected in p for p in report["problems"]), (name, report)
+
+
+@pytest.fixture(scope="module")
+def signed_store(
+    llm_store: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    """(the LLM store signed, its public key)."""
+    root = tmp_path_factory.mktemp("signed")
+    store = copy_of(llm_store[0], root / "signed.sqlite")
+    assert run_cli("store", "keygen", "--out", str(root / "keys")).returncode == 0
+    key = root / "keys" / "labreplay-signing-key.pem"
+    signing = run_cli("store", "sign", "--store", str(store), "--key", str(key))
+    assert signing.returncode == 0, signing.stderr
+    conn = sqlite3.connect(store)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return store, root / "keys" / "labreplay-signing-key.pub.pem"
+
+
+def test_a_signed_llm_store_verifies_and_an_edited_message_or_superseded_row_fails(
+    signed_store: tuple[Path, Path], tmp_path: Path
+) -> None:
+    store, public = signed_store
+    code, report = _verify(store, "--public-key", str(public))
+    assert code == 0 and report["problems"] == [], report
+    with Store(store, readonly=True) as db:
+        control = next(r for r in db.runs() if r.agent == "bayes" and r.branch == "random")
+    columns = "(run_id, suite, spec_id, branch, agent, status, head_hash, removed, reason)"
+    forgeries = {
+        # the stored message no longer says what was signed (an export reader reads it)
+        "run-message": (
+            "UPDATE signatures SET message=replace(message, '\"format\"', '\"formats\"') "
+            "WHERE subject != '*store*'",
+            "table signatures, field message: is not the message the signature covers",
+        ),
+        "manifest-message": (
+            "UPDATE signatures SET message=replace(message, '\"format\"', '\"formats\"') "
+            "WHERE subject = '*store*'",
+            "table signatures, field message: is not the message the signature covers",
+        ),
+        # a removal record consistent with the store, added after signing
+        "superseded": (
+            f"INSERT INTO superseded {columns} VALUES ('{control.run_id}', 'campaign', "
+            f"'{control.spec_id}', 'random', 'bayes', 'failed', NULL, "
+            "'2026-01-01T00:00:00Z', 'removed to be redone')",
+            "table superseded: rows added, removed or edited since signing",
+        ),
+    }
+    for name, (sql, expected) in forgeries.items():
+        forged = _forged(store, tmp_path / f"{name}.sqlite", sql)
+        code, report = _verify(forged, "--public-key", str(public))
+        assert code == 1 and any(expected in p for p in report["problems"]), (name, report)
+        if name == "superseded":  # consistent with the store: only the signature sees it
+            assert _verify(forged)[0] == 0, name
+
+
+def test_a_store_signed_before_superseded_rows_were_signed_verifies_until_one_is_added(
+    signed_store: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A manifest of the earlier form (labreplay-store-signature/1, no `superseded` digest)
+    still verifies; once the store has a removal record it cannot vouch for, it says so."""
+    from labreplay.store import signing
+
+    store, public = signed_store
+    old = copy_of(store, tmp_path / "old.sqlite")
+    key = signing.load_private_key(public.parent / signing.PRIVATE_KEY_NAME)
+    with Store(old) as db:
+        runs = [r for r in db.runs() if r.status != "running"]
+        digests = {r.run_id: signing._sha(signing.run_message(db, r)) for r in runs}
+        rows = [s for s in db.signatures() if s.subject != signing.MANIFEST_SUBJECT]
+        manifest = signing._manifest_message(digests, None)  # the /1 form
+        kid = signing.key_id(key.public_key())
+        db.replace_signatures(
+            [*rows, signing._signature_row(signing.MANIFEST_SUBJECT, kid, manifest, key)]
+        )
+    assert b"labreplay-store-signature/1" in manifest
+    code, report = _verify(old, "--public-key", str(public))
+    assert code == 0 and report["problems"] == [], report
+    conn = sqlite3.connect(old)
+    with conn:
+        conn.execute(
+            "INSERT INTO superseded SELECT run_id, suite, spec_id, branch, agent, 'failed', "
+            "NULL, '2026-01-01T00:00:00Z', 'removed to be redone' FROM runs LIMIT 1"
+        )
+    conn.close()
+    code, report = _verify(old, "--public-key", str(public))
+    assert code == 1, report
+    assert any("table superseded: 1 row(s)" in p and "sign the store again" in p
+               for p in report["problems"]), report  # fmt: skip

@@ -206,7 +206,9 @@ def control_findings(
     derived: Rederived | None,
     superseded: Sequence[Mapping[str, object]] = (),
 ) -> Findings:
-    """The control runs a board needs beside `run` exist; a child's parent exists."""
+    """The control runs a board needs beside `run` exist; a child's parent exists. A control
+    removed by `store remove` is missing too until it is redone: a `superseded` row is an
+    unsigned note anyone can insert, so it excuses nothing (it is only quoted)."""
     out = Findings()
     ids = {r.run_id for r in runs}
     if run.parent_run_id is not None and run.parent_run_id not in ids:
@@ -217,15 +219,68 @@ def control_findings(
     if derived is None or run.status != "complete":
         return out
     children = {r.branch for r in runs if r.parent_run_id == run.run_id}
-    # a control removed by `store remove` (recorded in `superseded`) is said there
-    removed = {(s.get("spec_id"), s.get("agent"), s.get("branch")) for s in superseded}
+    removed = {(s.get("spec_id"), s.get("agent"), s.get("branch")): s for s in superseded}
     for branch in derived["controls"]:
-        if branch not in children and (run.spec_id, run.agent, branch) not in removed:
+        if branch not in children:
+            was = removed.get((run.spec_id, run.agent, branch))
+            why = (
+                f"removed by store remove ({str(was.get('reason'))[:80]}): rerun to redo it"
+                if was is not None
+                else "deleted, or never run: rerun with that control"
+            )
             out.problems.append(
                 f"table runs: no {branch!r} control run, which a board needs beside this run "
-                "(deleted, or never run: rerun with that control)"
+                f"({why})"
             )
     return out
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_hex(value: object, length: int) -> bool:
+    return isinstance(value, str) and len(value) == length and set(value) <= _HEX
+
+
+def superseded_findings(
+    superseded: Sequence[Mapping[str, object]],
+    runs: Sequence[RunInfo],
+    specs: set[tuple[str, str]],
+) -> list[str]:
+    """Each `superseded` row (a run `store remove` removed) against the store: a status runs
+    have, a run id and a chain head of the form `store remove` writes, a spec the store holds
+    (specs are never removed), and, where the run was redone under the same id, the same
+    suite, spec, branch and agent (the id is derived from them). A row can still be forged
+    consistently (nothing keyless binds it); only a signature (`store sign`) covers the rows
+    themselves."""
+    problems = []
+    by_id = {r.run_id: r for r in runs}
+    for row in superseded:
+        run_id = row.get("run_id")
+        where = f"table superseded, run {str(run_id)[:24]}"
+        if not _is_hex(run_id, 24):
+            problems.append(f"{where}, field run_id: {run_id!r} is not a run id")
+        if row.get("status") not in STATUSES:
+            problems.append(
+                f"{where}, field status: {row.get('status')!r} is not one of {STATUSES}"
+            )
+        if row.get("head_hash") is not None and not _is_hex(row.get("head_hash"), 64):
+            problems.append(
+                f"{where}, field head_hash: {row.get('head_hash')!r} is not a chain head"
+            )
+        if (row.get("suite"), row.get("spec_id")) not in specs:
+            problems.append(
+                f"{where}, field spec_id: no stored {row.get('suite')!r} spec "
+                f"{row.get('spec_id')!r} (specs are never removed: a forged row?)"
+            )
+        redone = by_id.get(str(run_id))
+        for column in ("suite", "spec_id", "branch", "agent") if redone is not None else ():
+            if row.get(column) != getattr(redone, column):
+                problems.append(
+                    f"{where}, field {column}: {row.get(column)!r}, but the run redone under "
+                    f"that id has {getattr(redone, column)!r} (a forged row?)"
+                )
+    return problems
 
 
 __all__ = [
@@ -236,4 +291,5 @@ __all__ = [
     "score_findings",
     "status_findings",
     "summary_findings",
+    "superseded_findings",
 ]

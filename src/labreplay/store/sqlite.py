@@ -460,6 +460,11 @@ class Store:
                 (spec_hash, suite, protocol, spec_id, body, utc_now()),
             )
 
+    def spec_names(self) -> set[tuple[str, str]]:
+        """(suite, spec id) of every stored spec."""
+        rows = self._conn.execute("SELECT suite, spec_id FROM specs").fetchall()
+        return {(str(suite), str(spec_id)) for suite, spec_id in rows}
+
     def get_spec(self, spec_hash: str) -> str:
         row = self._conn.execute(
             "SELECT body FROM specs WHERE spec_hash=?", (spec_hash,)

@@ -21,7 +21,8 @@ For each run, reading only:
   (curves), the status, the summary counts and the call accounting
   (`labreplay.runtime.summary`); and the control runs a board needs beside a run must exist.
   What no suite can re-derive is listed as unverifiable; a run whose spec names a file the
-  store lacks (a conditions question file) fails, unless `allow_unverifiable`.
+  store lacks (a conditions question file) fails, unless `allow_unverifiable`;
+- each `superseded` row must be consistent with the store (`figures.superseded_findings`).
 Each problem names the run, the table and the field.
 """
 
@@ -43,6 +44,7 @@ from labreplay.store.figures import (
     score_findings,
     status_findings,
     summary_findings,
+    superseded_findings,
 )
 from labreplay.store.sqlite import RunInfo, Store, run_isolation, run_key
 
@@ -205,6 +207,7 @@ def verify_store(store: Store, *, allow_unverifiable: bool = False) -> VerifyRep
         problems.extend(f"{where}: {p}" for p in found.problems)
         if found.unverifiable:
             unverifiable[run.run_id] = found.unverifiable
+    problems += superseded_findings(superseded, runs, store.spec_names())
     notes = [f"run {r}: {n}" for r, found in unverifiable.items() for n in found]
     return VerifyReport(len(runs), n_events, problems, superseded, notes, unverifiable)
 
