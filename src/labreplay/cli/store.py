@@ -21,6 +21,12 @@ def verify(
         "--public-key",
         help="Also check every run's Ed25519 signature (`store sign`) with this PEM public key.",
     ),
+    allow_unverifiable: bool = typer.Option(
+        False,
+        "--allow-unverifiable",
+        help="Accept runs whose scores cannot be checked because the store lacks a file their "
+        "spec names (a conditions question file): listed as unverifiable, not failed.",
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Re-verify every run's hash chain against its stored, hash-checked spec (and, with
@@ -34,7 +40,7 @@ def verify(
 
         key = load_public_key(public_key)
     with Store(store, readonly=True) as db:
-        report = verify_store(db)
+        report = verify_store(db, allow_unverifiable=allow_unverifiable)
         if key is not None:
             from labreplay.store.signing import verify_signatures
 

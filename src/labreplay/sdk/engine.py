@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from labreplay.store.signing import load_public_key
     from labreplay.store.sqlite import RunInfo, Store, run_isolation, run_key
     from labreplay.store.verify import require_verified
-    from labreplay.suite import Rederived, ReportSection, Suite
+    from labreplay.suite import ContentMissing, Rederived, ReportSection, Suite
 
 _SOURCES: dict[str, tuple[str, ...]] = {
     # the one door (`labreplay.compile` / `labreplay.run`), for a suite's own CLI commands
@@ -81,6 +81,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "run_key",
     ),
     "labreplay.suite": (
+        "ContentMissing",
         "Rederived",
         "ReportSection",
         "Suite",
@@ -92,6 +93,7 @@ __all__ = [
     "AGENT_UNAVAILABLE",
     "MODEL_CALLS_FAILED",
     "REPLIES_INVALID",
+    "ContentMissing",
     "EnvironmentSpec",
     "Executor",
     "Rederived",

@@ -348,6 +348,7 @@ def _append_header(
         agent_params=agent.params(),
         isolation=isolation_of(agent),
         sandbox=sandbox_of(agent),
+        model=model_of(agent)[0],
         seed=seed,
         branch=branch,
         spec_hash=env.spec_hash,
@@ -419,9 +420,6 @@ def _finish(
         "caps": dict(caps or {}),
         **health_.to_json(),
     }
-    if calls:
-        summary.update({k: v for k, v in call_failures(calls).items() if k != "all_failed"})
-        summary["usage"] = usage_summary(calls)
     if failure is not None and failure.startswith("cap reached: "):
         summary["cap_reached"] = failure.removeprefix("cap reached: ")
     if verdict.status == "failed":

@@ -34,13 +34,13 @@ from labreplay.sdk.agents import (
     json_problem,
     raised_message,
     sandbox_of,
-    usage_summary,
 )
 from labreplay.sdk.data import loads_strict
 from labreplay.sdk.engine import (
     AGENT_RAISED,
     MODEL_CALLS_FAILED,
     REPLIES_INVALID,
+    ContentMissing,
     EnvironmentSpec,
     RunHealth,
     Store,
@@ -179,7 +179,7 @@ def open_question_run(
         agent.name,
         params,
         seed,
-        model=params.get("model"),
+        model=_model(params),
         endpoint=params.get("endpoint") or params.get("base_url"),
         extra_provenance={
             "question_file_sha256": spec.body["sha256"],
@@ -208,6 +208,7 @@ def open_question_run(
             agent_params=params,
             isolation=isolation_of(agent),
             sandbox=sandbox_of(agent),
+            model=header.model,
             seed=seed,
             branch=header.branch,
             spec_hash=spec.spec_hash,
@@ -217,6 +218,12 @@ def open_question_run(
     if not recorder.resume() and bound is not None:
         recorder.append(HEADER_KIND, bound)
     return recorder, None
+
+
+def _model(params: Mapping[str, object]) -> str | None:
+    """The model a run's row and header name: its agent's `model` parameter, if any."""
+    model = params.get("model")
+    return None if model is None else str(model)
 
 
 def answered(recorder: Recorder) -> dict[str, AnswerResult]:
@@ -241,19 +248,17 @@ def finish_question_run(
     assert recorder.store is not None
     if cap is not None:
         recorder.flush()
-        calls = recorder.store.llm_calls(recorder.run_id)
-        recorder.finish(
+        recorded = recorder.finish(
             "failed",
             {
                 "cap_reached": cap,
                 "cause": f"cap reached: {cap}",
                 "cause_kind": cap_kind(cap),  # named as campaign names it (the failure rule)
-                "usage": usage_summary(calls),
             },
         )
         raise RunFailedError(
-            f"run {recorder.run_id}: cap reached: {cap}; {len(calls)} calls accounted (stored as "
-            "failed, not ranked; rerun with a higher cap to resume)"
+            f"run {recorder.run_id}: cap reached: {cap}; {recorded.get('llm_calls', 0)} calls "
+            "accounted (stored as failed, not ranked; rerun with a higher cap to resume)"
         )
     results_by_id = answered(recorder)
     results = [results_by_id[q["id"]] for q in questions]
@@ -267,13 +272,14 @@ def finish_question_run(
     health = call_failures(calls)
     extra: dict[str, object] = {}
     if health["llm_calls"]:
+        # a score row too (the board's column); the summary's accounting is the recorder's
         flat = {**flat, "failed_call_share": health["failed_call_share"]}
-        extra = {"usage": usage_summary(calls), "invalid_answers": _invalid(recorder)}
+        extra = {"invalid_answers": _invalid(recorder)}
     verdict = answers_verdict(recorder.events, calls)
     extra = {**extra, **_health(recorder.events, calls).to_json()}
     if verdict.status == "failed":
         extra = {**extra, "cause": verdict.cause, "cause_kind": verdict.kind}
-    recorder.finish(
+    recorded = recorder.finish(
         verdict.status, {**flat, **extra}, {**flat, "summary": None}, {"summary": summary}
     )
     if verdict.status == "failed":
@@ -283,7 +289,7 @@ def finish_question_run(
         )
     # The numbers as stored (canonical: 12 significant digits), so a run read back from the
     # store returns exactly what the run that wrote it returned.
-    stored, _ = canonical_form({**flat, **extra})
+    stored, _ = canonical_form(recorded)
     return {"run_id": recorder.run_id, "resumed": recorder.existed, "cached": False, **stored}
 
 
@@ -498,11 +504,14 @@ def rescore_run(
     spec: EnvironmentSpec, events: Sequence[Mapping[str, object]], seed: int, store: Store
 ) -> dict[str, float | None]:
     """The headline scores of a stored run, recomputed from its answer events and the
-    question file the store keeps under the spec's sha256 ({} for a store written before
-    question files were kept: nothing to recompute from)."""
+    question file the store keeps under the spec's sha256 (ContentMissing when the store does
+    not keep it: written before question files were kept, or the file deleted)."""
     summary = rescored_summary(spec, events, seed, store)
     if summary is None:
-        return {}
+        raise ContentMissing(
+            f"table contents: no question file with sha256 {str(spec.body['sha256'])[:16]}... "
+            "(the run's spec names it), so its scores and summary detail cannot be recomputed"
+        )
     flat = headline(summary)
     return {
         k: (float(v) if v is not None else None)
