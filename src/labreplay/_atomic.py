@@ -2,6 +2,8 @@
 
 Every output of labreplay (specs, exports, reports, caches, question files, downloads) goes
 through here, so the rules hold everywhere at once:
+- the target is a regular file or nothing (`labreplay._files`): a device, a FIFO or a
+  directory there is refused before anything is written, never replaced by a renamed file;
 - the temporary file lives in the destination's own directory (a rename never crosses a
   filesystem, so it is atomic);
 - a failure (full disk, permission, a bug, Ctrl-C) removes the temporary and leaves the
@@ -22,6 +24,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import IO, Literal, overload
 
+from labreplay._files import writable_dir, writable_file
 from labreplay.errors import LabreplayError
 
 
@@ -70,7 +73,7 @@ def atomic_open(
 
 @contextmanager
 def _atomic_open(path: str | Path, binary: bool) -> Iterator[IO[str] | IO[bytes]]:
-    target = Path(path)
+    target = writable_file(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -112,11 +115,10 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
     or directory) replaces its namesake: the namesakes are first moved aside, and if any move
     fails (a namesake of another kind, a full disk) every move is undone, so a failed build
     leaves `path` exactly as it was. `path` must be a directory or not exist (an existing file
-    there is refused before anything is written).
+    there is refused before anything is written), and a namesake must be of the kind built (a
+    regular file for a file, a directory for a directory: a FIFO there is never replaced).
     """
-    target = Path(path)
-    if target.exists() and not target.is_dir():
-        raise LabreplayError(f"--out {target} exists and is not a directory")
+    target = writable_dir(path, "output directory")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
@@ -143,6 +145,8 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
 def _swap_into(built: Path, target: Path) -> None:
     """Move every entry of `built` into `target`, all or none (namesakes moved aside first)."""
     produced = sorted(p for p in built.iterdir())
+    for item in produced:  # every namesake checked before anything moves
+        (writable_dir if item.is_dir() else writable_file)(target / item.name)
     aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
     moved_aside: list[tuple[Path, Path]] = []  # (original place, where it waits)
     placed: list[tuple[Path, Path]] = []  # (new place, where it came from)

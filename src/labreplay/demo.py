@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
+from labreplay._files import writable_dir
 from labreplay.cli._common import console, err_console, progress_printer
 from labreplay.errors import LabreplayError
 from labreplay.records.sources import resolve_data_dir
@@ -39,12 +39,12 @@ def main(argv: list[str] | None = None) -> int:
         help="no progress lines on stderr (off anyway when it is not a terminal)",
     )
     args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    store = out / "labreplay.sqlite"
     suites = [s for s in args.suites.split(",") if s] if args.suites else list_suites()
     started = time.perf_counter()
     try:
+        out = writable_dir(args.out)  # a FIFO or a file there: refused, never replaced
+        out.mkdir(parents=True, exist_ok=True)
+        store = out / "labreplay.sqlite"
         data_dir = resolve_data_dir(args.data_dir)
         say = progress_printer(args.quiet)
         for i, name in enumerate(suites, 1):

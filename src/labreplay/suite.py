@@ -20,7 +20,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
-from labreplay.errors import LabreplayError
+from labreplay.errors import LabreplayError, StoreError
 
 if TYPE_CHECKING:
     import typer
@@ -109,10 +109,18 @@ class ChecksOptions(Protocol):
     def check_options(self, **options: object) -> None: ...
 
 
+class ContentMissing(StoreError):
+    """A stored run's figures cannot be recomputed because the store lacks a file its spec
+    names by sha256 (a conditions question file: `Store.content`). A suite's `rescore` raises
+    it; `store verify` fails the run (exit 1) unless `--allow-unverifiable` is given, and says
+    what could not be checked."""
+
+
 @runtime_checkable
 class Rescores(Protocol):
     """Recomputes a stored run's scores from its events, its spec and the store (`store
-    verify` compares them with the `scores` rows)."""
+    verify` compares them with the `scores` rows). Raises `ContentMissing` when the store
+    lacks a file the spec names (nothing to recompute from)."""
 
     def rescore(
         self,
@@ -220,6 +228,7 @@ def load_suites() -> list[Suite]:
 __all__ = [
     "ENTRY_POINT_GROUP",
     "ChecksOptions",
+    "ContentMissing",
     "DeclaresContract",
     "HasDefaultSeed",
     "ImportsResults",

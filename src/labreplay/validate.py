@@ -10,6 +10,7 @@ refuses `--controls bogus`.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Literal, SupportsFloat, SupportsIndex, overload
 
@@ -64,19 +65,21 @@ def finite_float(
 
 
 def int_in(option: str, value: object, lo: int | None = None, hi: int | None = None) -> int:
-    """`value` as an int within [lo, hi] (a float or bool is not an int), else OptionError."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
-                value = int(value.strip())
-            else:
-                raise ValueError
-        except ValueError:
-            raise bad(option, value, "is not an integer") from None
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
+    """`value` as a Python int within [lo, hi], else OptionError. An int, a NumPy integer
+    (any `numbers.Integral`) and a string of ASCII digits give the same int; a float, a bool
+    (NumPy's too) or None is not an int."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral | str):
+        raise bad(option, value, "is not an integer")
+    if isinstance(value, str):
+        text = value.strip()
+        digits = text[1:] if text[:1] in ("+", "-") else text
+        if not (digits.isascii() and digits.isdigit()):
+            raise bad(option, value, "is not an integer")
+    number = int(value)  # a plain int: a NumPy integer or a digit string is the same seed
+    if (lo is not None and number < lo) or (hi is not None and number > hi):
         bounds = f"[{lo if lo is not None else '-inf'}, {hi if hi is not None else 'inf'}]"
         raise bad(option, value, f"is out of range {bounds}")
-    return int(value)
+    return number
 
 
 def seed(option: str, value: object) -> int:

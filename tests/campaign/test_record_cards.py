@@ -162,19 +162,152 @@ BAD = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("case", sorted(BAD))
-def test_bad_card_exits_2_with_one_line_and_writes_nothing(case, tmp_path, capsys):
-    edit, field, value = BAD[case]
-    sha = _table(tmp_path)
-    card = _card(tmp_path, edit(GOOD).format(sha=sha))
+def _refused(card: Path, field: str, value: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """Compile `card`: exit 2, one line naming the card, the field and the value, nothing
+    written and the card unchanged. Returns the line."""
     before = card.read_bytes()
-    out = tmp_path / "specs"
+    out = card.parent / "specs"
     code = run(["campaign", "compile", "--record-card", str(card), "--out", str(out)])
     err = capsys.readouterr().err.strip()
     assert code == 2, err
     assert len(err.splitlines()) == 1, err
     assert card.name in err and field in err and value in err, err
     assert not out.exists() and card.read_bytes() == before
+    return err
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_card_exits_2_with_one_line_and_writes_nothing(case, tmp_path, capsys):
+    edit, field, value = BAD[case]
+    sha = _table(tmp_path)
+    _refused(_card(tmp_path, edit(GOOD).format(sha=sha)), field, value, capsys)
+
+
+# A card may not put the outcome in front of the agent: a column it sees before the result
+# (the id, a descriptor, a grouping key) is neither an outcome column nor one evidence reveals.
+_THERMO = '\n[[evidence]]\nkind = "thermocouple"\nreveals = "temperature_c"\nshows = "t"\nbudget = "evidence"\nprice = 1\n'
+SHOWS_OUTCOME = {
+    "descriptor is the outcome": (
+        lambda t: t.replace('"temperature_c"]', '"temperature_c", "yield"]'),
+        "experiment.descriptors[3]", "yield",
+    ),
+    "grouping by the outcome": (
+        lambda t: t.replace('grouping = ["ligand"]', 'grouping = ["yield"]'), "grouping[0]", "yield"
+    ),
+    "id is the outcome": (lambda t: t.replace('id = "well"', 'id = "yield"'), "experiment.id", "yield"),
+    "descriptor an evidence kind reveals": (
+        lambda t: t + _THERMO, "experiment.descriptors[2]", "temperature_c"
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(SHOWS_OUTCOME))
+def test_card_showing_the_outcome_to_the_agent_is_refused(case, tmp_path, capsys):
+    edit, field, value = SHOWS_OUTCOME[case]
+    card = _card(tmp_path, edit(GOOD).format(sha=_table(tmp_path)))
+    assert "in front of the agent" in _refused(card, field, value, capsys)
+
+
+def test_columns_rule_valid_column_is_not_a_descriptor(tmp_path, capsys):
+    text = GOOD.replace('"temperature_c"]', '"temperature_c", "constant"]').replace(
+        'rule = "bins"\ncolumn = "yield"\n'
+        'bins = [{{ category = "low", below = 10 }}, {{ category = "mid", below = 50 }}, '
+        '{{ category = "high" }}]',
+        'rule = "columns"\ncategory_column = "yield"\nvalid_column = "constant"\n'
+        'categories = ["a", "b"]',
+    )
+    card = _card(tmp_path, text.format(sha=_table(tmp_path)))
+    err = _refused(card, "experiment.descriptors[3]", "constant", capsys)
+    assert "outcome.valid_column" in err
+
+
+# Sources stay inside the card's folder: the table lies one folder up (so each path below
+# names a real file), and the card is refused before reading it.
+@pytest.mark.parametrize("how", ["dotdot", "absolute", "symlink"])
+def test_source_outside_the_card_folder_is_refused(how, tmp_path, capsys):
+    sha = _table(tmp_path)
+    folder = tmp_path / "cards"
+    folder.mkdir()
+    if how == "symlink":
+        (folder / "screen.csv").symlink_to(tmp_path / "screen.csv")
+        path = "screen.csv"
+    else:
+        path = "../screen.csv" if how == "dotdot" else str(tmp_path / "screen.csv")
+    text = GOOD.format(sha=sha).replace('"screen.csv"', f'"{path}"')
+    err = _refused(_card(folder, text), "sources[0].path", path, capsys)
+    assert "card's folder" in err
+
+
+def test_symlink_inside_the_card_folder_is_accepted(tmp_path):
+    (tmp_path / "data").mkdir()
+    sha = _table(tmp_path / "data")
+    (tmp_path / "screen.csv").symlink_to(tmp_path / "data" / "screen.csv")
+    card = _card(tmp_path, GOOD.format(sha=sha))
+    assert run(["campaign", "compile", "--record-card", str(card)]) == 0
+
+
+def _yaml_card(folder: Path, description: str, shows: str = "the yield") -> Path:
+    sha = _table(folder)
+    path = folder / "toy-screen.card.yaml"
+    path.write_text(
+        f"""card_version: 1
+name: toy-screen
+{description}
+grouping: [ligand]
+sources: [{{path: screen.csv, sha256: "{sha}"}}]
+table: {{file: screen.csv}}
+experiment: {{id: well, descriptors: [ligand, base]}}
+outcome: {{rule: bins, column: yield, bins: [{{category: low, below: 30}}, {{category: high}}]}}
+evidence: [{{kind: yield_assay, reveals: yield, shows: {shows}, budget: evidence, price: 1}}]
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_yaml_alias_is_refused(tmp_path, capsys):
+    pytest.importorskip("yaml")
+    card = _yaml_card(tmp_path, "description: &d the measured yield", shows="*d")
+    assert "alias" in _refused(card, "file", "*d", capsys)
+
+
+def test_billion_laughs_card_is_refused_at_once(tmp_path):
+    """Nine levels of nested aliases in 700 bytes (10^9 strings once expanded): refused from
+    the event stream, nothing built. In a child process, so a regression fails by timeout."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("yaml")
+    levels = ['a0: &a0 "lol"']
+    levels += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    text = "description:\n" + "\n".join("  " + line for line in levels)
+    card = _yaml_card(tmp_path, text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "labreplay.cli.main", "campaign", "compile", "--record-card",
+         str(card), "--out", str(tmp_path / "specs")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-300:]
+    assert len(proc.stderr.strip().splitlines()) == 1 and "alias" in proc.stderr
+    assert not (tmp_path / "specs").exists()
+
+
+@pytest.mark.parametrize("case", ["long value", "deep nesting", "big card"])
+def test_refusal_shows_a_bounded_value(case, tmp_path, capsys):
+    """A huge or deeply nested card is one short line (exit 2), never its whole value."""
+    text = GOOD.format(sha=_table(tmp_path))
+    if case == "long value":
+        text = text.replace('name = "toy-screen"', f'name = "{"x y" * 50_000}"')
+    elif case == "deep nesting":
+        text = text.replace('grouping = ["ligand"]', f"grouping = {'[' * 50_000}{']' * 50_000}")
+    else:
+        text += "# " + "pad " * 300_000 + "\n"
+    card = _card(tmp_path, text)
+    out = tmp_path / "specs"
+    assert run(["campaign", "compile", "--record-card", str(card), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and card.name in err and len(err) < 400, err[:400]
+    assert not out.exists()
 
 
 def test_too_small_record_is_refused_with_the_numbers(tmp_path, capsys):

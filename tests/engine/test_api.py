@@ -81,3 +81,50 @@ def test_check_agent_contract_catches_a_secret_in_params() -> None:
             return {"api_key": "sk-" + "abcdefghijklmnop1234"}  # split: no key-like literal
 
     assert any("secret" in p for p in contract_problems(Leaky()))
+
+
+def test_a_seed_is_an_int_a_numpy_integer_or_a_digit_string(
+    question_file: Path, tmp_path: Path
+) -> None:
+    """The same seed, the same run ids, whatever its spelling (issue 46: seed="0" stored a
+    failed run, np.int64(0) was refused); the CLI's --seed goes through the same check."""
+    import numpy as np
+
+    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import question_spec
+
+    spec = question_spec(question_file, load_questions(question_file))
+    ids = []
+    for k, seed in enumerate([3, "3", np.int64(3), np.uint8(3)]):
+        (summary,) = labreplay.run(
+            "conditions", [spec], "random", tmp_path / f"s{k}.sqlite", seed=seed, limit=5
+        )
+        with Store(tmp_path / f"s{k}.sqlite") as store:
+            (run,) = store.runs()
+        assert run.status == "complete" and run.seed == 3 and type(run.seed) is int
+        ids.append(summary["run_id"])
+    assert len(set(ids)) == 1
+
+
+@pytest.mark.parametrize(
+    "seed", [3.0, True, -1, "abc", "3.5", "", 2**63, "٣"], ids=lambda s: repr(s)
+)
+def test_a_seed_that_is_not_a_non_negative_integer_is_refused_before_any_store(
+    question_file: Path, tmp_path: Path, seed: object
+) -> None:
+    import numpy as np
+
+    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import question_spec
+    from labreplay.validate import OptionError
+
+    spec = question_spec(question_file, load_questions(question_file))
+    for bad in (seed, np.float64(3.0) if seed == 3.0 else np.bool_(True)):
+        with pytest.raises(OptionError, match="seed"):
+            labreplay.run("conditions", [spec], "random", tmp_path / "s.sqlite", seed=bad)
+        assert list(tmp_path.iterdir()) == []
+    with pytest.raises(OptionError, match="seed"):  # compile checks it the same way
+        labreplay.compile("conditions", out=tmp_path / "q.jsonl", seed=seed)
+    with pytest.raises(OptionError, match="seed"):  # None: compile has no default to take
+        labreplay.compile("conditions", out=tmp_path / "q.jsonl", seed=None)
+    assert list(tmp_path.iterdir()) == []

@@ -109,3 +109,27 @@ def test_conditions_runs_are_bound_to_an_environment_spec_and_verify(
     assert bad.returncode == 1
     assert summary["run_id"] in bad.stderr and "seq 7" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_a_failed_run_redone_is_reopened_under_the_header_it_records_then(tmp_path: Path) -> None:
+    """A failed run is reset and redone; its row then says what the redo's header says (the
+    sandbox and model it ran with), so `store verify` can hold the row to the header."""
+    from labreplay.runtime.header import HEADER_KIND, header_payload
+    from labreplay.runtime.recorder import open_run
+
+    def attempt(store: Store, sandbox: str, status: str) -> str:
+        header = RunHeader(SPEC, "main", "probe", {}, 0, model="m", extra_provenance={
+            "agent_isolation": "subprocess", "agent_sandbox": sandbox})  # fmt: skip
+        rec, _ = open_run(store, header)
+        rec.append(HEADER_KIND, header_payload(
+            agent="probe", agent_params={}, isolation="subprocess", sandbox=sandbox, seed=0,
+            branch="main", spec_hash=SPEC.spec_hash, protocol=SPEC.protocol, model="m"))  # fmt: skip
+        rec.finish(status, {"cause": "agent unavailable"} if status == "failed" else {})
+        return rec.run_id
+
+    with Store(tmp_path / "s.sqlite") as store:
+        first = attempt(store, "none", "failed")
+        assert attempt(store, "bwrap", "complete") == first
+        assert store.run(first).provenance["agent_sandbox"] == "bwrap"
+        report = verify_store(store)
+    assert report.ok, report.problems

@@ -269,6 +269,54 @@ def test_a_partial_run_stored_before_headers_resumes_without_one(
     assert not report["problems"], report
 
 
+def _strip_model(conn: sqlite3.Connection) -> None:
+    """Every header as one written before headers named the model holds it."""
+
+    def strip(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            {**e, "payload": {k: v for k, v in e["payload"].items() if k != "model"}}
+            if e["kind"] == "header"
+            else e
+            for e in events
+        ]
+
+    _rechain(conn, strip)
+
+
+@pytest.mark.parametrize("executor", ["in-process", "threads"])
+def test_a_partial_run_whose_header_predates_the_model_resumes_without_it(
+    executor: str, clean_store: Path, tmp_path: Path
+) -> None:
+    """A header gained `model` later: a run whose stored header lacks it resumes (replayed
+    in-process, or recomputed on a worker and adopted) under that header, unchanged."""
+    from labreplay.store.sqlite import Store
+
+    complete = copy_of(clean_store, tmp_path / "complete.sqlite")
+    conn = sqlite3.connect(complete)
+    with conn:
+        _strip_model(conn)
+    conn.close()
+    store = copy_of(complete, tmp_path / "partial.sqlite")
+    _partial(store, _strip_model)
+    specs = clean_store.parent / "specs"  # compiled by the fixture
+    first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]
+    proc = run_cli(
+        "campaign", "run", "--specs", str(specs), "--store", str(store),
+        "--agent", "no-evidence", "--only", first["id"], "--controls", "random",
+        "--executor", executor,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    with Store(store, readonly=True) as resumed, Store(complete, readonly=True) as whole:
+        runs = resumed.runs()
+        assert runs and all(r.status == "complete" for r in runs)
+        for run in runs:
+            events = resumed.events(run.run_id)
+            assert [e["hash"] for e in events] == [e["hash"] for e in whole.events(run.run_id)]
+            assert all("model" not in e["payload"] for e in events if e["kind"] == "header")
+    report = json.loads(run_cli("store", "verify", "--store", str(store), "--json").stdout)
+    assert not report["problems"] and not report["unverifiable"], report
+
+
 def _claim_bwrap(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {**e, "payload": {**e["payload"], "sandbox": "bwrap"}} if e["kind"] == "header" else e

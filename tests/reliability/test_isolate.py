@@ -93,7 +93,10 @@ def test_compile_writes_visible_specs_and_a_bound_sealed_evaluator(
         assert "evaluator" not in visible["body"]  # no recorded outcome in the visible spec
         assert not ({"outcome", "valid"} & _all_keys(visible["body"]))
         spec = load_spec(specs / entry["file"])  # rejoined and verified
-        assert spec.spec_hash == hashes[entry["id"]]["spec_hash"] and "evaluator" in spec.body
+        assert (
+            spec.spec_hash == hashes["assignments"][entry["id"]]["spec_hash"]
+            and "evaluator" in spec.body
+        )
         assert "spec_hash" not in entry and "spec_hash" not in visible  # evaluator-side
     first = specs / index["assignments"][0]["file"]
     sealed = specs / visible["sealed"]["file"]
@@ -107,7 +110,10 @@ def test_compile_writes_visible_specs_and_a_bound_sealed_evaluator(
     with pytest.raises(SpecError, match=r"sealed evaluator file .* is missing"):
         load_spec(first)
     other.write_bytes(original)
-    assert load_spec(first).spec_hash == hashes[index["assignments"][0]["id"]]["spec_hash"]
+    assert (
+        load_spec(first).spec_hash
+        == hashes["assignments"][index["assignments"][0]["id"]]["spec_hash"]
+    )
 
 
 def _all_keys(value: object) -> set[str]:

@@ -50,6 +50,11 @@ class Spy:
             return {"text": _read(view["path"])}
         if probe == "env":
             return {"env": dict(os.environ)}
+        if probe == "list":
+            try:
+                return {"entries": sorted(os.listdir(view["path"]))}
+            except OSError as exc:
+                return {"entries": "refused: " + type(exc).__name__}
         if probe == "procs":
             seen = []
             for pid in os.listdir("/proc"):
@@ -188,6 +193,45 @@ def test_in_the_sandbox_the_spy_reads_no_hidden_file_nor_the_evaluator(
     finally:
         agent.close()
     assert KEY not in seen  # the evaluator's environment is not in the sandbox's /proc
+
+
+@pytest.mark.skipif(not sandbox_status().available, reason=sandbox_status().reason)
+def test_in_the_sandbox_the_working_directory_and_home_are_not_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was: the whole working directory was bound, and only paths named on the command line
+    were masked: an agent read another store left there (every recorded outcome). Now neither
+    it nor $HOME is shown, even where they are on the import path (`python -m`,
+    `PYTHONPATH=.`): of the working directory, only the modules an import can reach."""
+    home = tmp_path
+    (home / "beside.txt").write_text("HOME-MARKER", encoding="utf-8")
+    work = home / "work"
+    (work / "notes").mkdir(parents=True)
+    (work / "spy_agent.py").write_text(SPY, encoding="utf-8")
+    (work / "spy_helpers.py").write_text("", encoding="utf-8")  # a module it may import
+    (work / "old-runs.sqlite").write_text("STORE-MARKER", encoding="utf-8")
+    (work / "notes" / "secret.txt").write_text("SECRET-MARKER", encoding="utf-8")
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([".", str(home), *sys.path]))
+    monkeypatch.setattr(sys, "path", [str(work), *sys.path])
+    agent = _agent(sandbox=True)
+    try:
+        assert agent.sandbox == "bwrap"
+        for path in ("old-runs.sqlite", "notes/secret.txt", "../beside.txt"):
+            text = agent.answer({"probe": "read", "path": str(work / path)})["text"]
+            assert "MARKER" not in text, path
+        listed = {
+            name: agent.answer({"probe": "list", "path": str(path)})["entries"]
+            for name, path in (("cwd", work), ("home", home), ("notes", work / "notes"))
+        }
+        own = agent.answer({"probe": "read", "path": str(work / "spy_agent.py")})["text"]
+    finally:
+        agent.close()
+    assert "import json, os" in own  # its own module is there: the honest agent runs
+    # of the working directory, what an import from it reaches: its modules and packages
+    assert set(listed["cwd"]) - {"__pycache__"} == {"spy_agent.py", "spy_helpers.py"}, listed
+    assert listed["home"] == ["work"] and str(listed["notes"]).startswith("refused"), listed
 
 
 CAMPAIGN_SPY = """

@@ -287,11 +287,11 @@ def _bad_keys(root: Path, keys: Path) -> dict[str, tuple[str, Path, str]]:
     loose = _write(root / "loose.pem", (keys / PRIVATE).read_bytes(), 0o644)
     unreadable = _write(root / "unreadable.pem", (keys / PRIVATE).read_bytes(), 0o000)
     return {
-        "missing": ("--key", root / "nope.pem", "does not exist"),
+        "missing": ("--key", root / "nope.pem", "not found"),
         "directory": ("--key", root, "not a regular file"),
         "empty": ("--key", _write(root / "empty.pem", b""), "not a PEM private key"),
         "garbage": ("--key", _write(root / "junk.pem", b"\x00\xff junk"), "not a PEM private"),
-        "huge": ("--key", _write(root / "huge.pem", b"A" * 100_000), "not an Ed25519 PEM key"),
+        "huge": ("--key", _write(root / "huge.pem", b"A" * 100_000), "over its 64.0 KiB limit"),
         "ec-private": ("--key", _write(root / "ec.pem", ec_pem), "not an Ed25519 key"),
         "encrypted": ("--key", _write(root / "enc.pem", encrypted), "is encrypted"),
         "public-as-private": ("--key", keys / PUBLIC, "holds a public key"),
@@ -300,7 +300,7 @@ def _bad_keys(root: Path, keys: Path) -> dict[str, tuple[str, Path, str]]:
         "ec-public": ("--public-key", _write(root / "ecpub.pem", ec_pub), "not an Ed25519 key"),
         "private-as-public": ("--public-key", keys / PRIVATE, "holds a private key"),
         "garbage-public": ("--public-key", root / "junk.pem", "not a PEM public key"),
-        "missing-public": ("--public-key", root / "nope.pub", "does not exist"),
+        "missing-public": ("--public-key", root / "nope.pub", "not found"),
     }
 
 

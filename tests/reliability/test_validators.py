@@ -4,7 +4,6 @@ run or a store created before the refusal."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,7 +84,8 @@ def test_python_api_string_controls_mean_what_the_cli_means(tmp_path: Path) -> N
 
 def test_export_over_a_directory_namesake_changes_nothing(specs_dir: Path, tmp_path: Path) -> None:
     """Defect: export into a directory where one target name was an existing directory
-    replaced 10 of 12 files before failing."""
+    replaced 10 of 12 files before failing. A directory where a file is written is refused
+    (issue 46: regular files only), before any file is replaced."""
     store = tmp_path / "s.sqlite"
     specs = labreplay.compile("campaign", seed=0)[:1]
     labreplay.run("campaign", specs, "random", store, controls=())
@@ -99,14 +99,11 @@ def test_export_over_a_directory_namesake_changes_nothing(specs_dir: Path, tmp_p
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     (out / names[0]).write_text("old", encoding="utf-8")
     before[names[0]] = b"old"
-    with Store(store, readonly=True) as db:
-        export_store(db, out, ("jsonl",))  # a directory namesake is replaced as a whole
-    assert (out / names[-1]).is_file()
-    assert (out / names[0]).read_bytes() != b"old"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "s.sqlite"] or all(
-        not p.name.startswith(".out.") for p in tmp_path.iterdir()
-    )
-    assert json.loads((out / names[0]).read_text(encoding="utf-8").splitlines()[0])
+    with Store(store, readonly=True) as db, pytest.raises(LabreplayError, match="a directory"):
+        export_store(db, out, ("jsonl",))
+    assert (out / names[-1] / "keep.txt").read_text(encoding="utf-8") == "mine"
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "s.sqlite"]
 
 
 def test_validator_units() -> None:

@@ -257,7 +257,9 @@ class IsolatedAgent:
         # where they ran the command, as in-process.
         cwd = os.getcwd()
         env = child_environment(os.environ, pass_env, cwd)
-        prefix = sandbox_prefix(self._workdir.name, cwd, hide) if use_sandbox else []
+        prefix = []
+        if use_sandbox:  # the view holds the modules of the agent and of its contract
+            prefix = sandbox_prefix(self._workdir.name, cwd, hide, refs=(ref, contract))
         # the protocol's own pipes: what the agent prints (fd 1 included) never mixes in
         to_child, self._requests_w = os.pipe()
         self._replies_r, from_child = os.pipe()

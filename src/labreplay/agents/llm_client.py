@@ -63,6 +63,7 @@ from labreplay.agents.llm_inspect import (
     InspectEndpoint,
     check_available,
     inspect_schema,
+    key_variables,
 )
 from labreplay.agents.llm_wire import (
     SCHEMA_FAULT,
@@ -328,13 +329,14 @@ class _ClientCore:
 
     # ------------------------------------------------------------------ shared steps
     def _endpoint(self, api_key: str | None) -> InspectEndpoint:
-        """The transport: inspect's provider of `_served`. The key (given, or read from the
-        environment for `openai:MODEL` and `--provider anthropic`) goes to the provider and
-        nowhere else; an inspect model string's provider reads its own variable otherwise."""
-        key = api_key
+        """The transport: inspect's provider of `_served`. The key (given: `--api-key-env`;
+        else the provider's own variable, `key_variables`, `OPENAI_API_KEY` for `openai:MODEL`)
+        goes to the provider and nowhere else, with or without a base URL: a placeholder is
+        sent only where no key is set (a local server takes any)."""
+        names = ("OPENAI_API_KEY",) if self._provider == "openai" else key_variables(self._served)
+        key = api_key or next((os.environ[n] for n in names if os.environ.get(n)), None)
         if self.provider != "inspect":
-            default_env = "ANTHROPIC_API_KEY" if self._provider == "anthropic" else "OPENAI_API_KEY"
-            key = api_key or os.environ.get(default_env) or PLACEHOLDER_KEY
+            key = key or PLACEHOLDER_KEY
         if key and key != PLACEHOLDER_KEY:
             register_secret(key)  # from now on no stored text can hold it
         for secret in secret_query_values(self.base_url):

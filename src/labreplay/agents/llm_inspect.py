@@ -102,14 +102,38 @@ EXACT_PROVIDERS = CHAT_PROVIDERS - {"openai"}
 _RICH_MARKUP = re.compile(r"\[/?(?:bold|italic|underline|dim|red|green|blue|yellow|cyan|magenta)\]")
 # inspect's stop reasons as chat-completion finish reasons (what `validate_reply` reads).
 _STOP_REASONS = {"max_tokens": "length", "model_length": "length"}
-# Local servers accept any key, but inspect's OpenAI-family providers insist on one.
+# Local servers accept any key, but inspect's OpenAI-family providers insist on one: sent only
+# when no key is set.
 PLACEHOLDER_KEY = "no-key-needed"
+# The variables inspect_ai 0.3.285's providers read their key from, first set wins (google's SDK
+# reads GEMINI_API_KEY when GOOGLE_API_KEY is not set). openai-api's is per service (`_key_names`).
+_KEY_VARIABLES = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "google": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+}
 
 
 def split_spec(agent: str) -> tuple[str, str] | None:
     """(provider, model) of an inspect model string, or None for any other agent name."""
     found = _SPEC.match(agent.strip())
     return (found.group(1), found.group(2)) if found else None
+
+
+def key_variables(model: str) -> tuple[str, ...]:
+    """The environment variables the provider of the inspect model string `model` takes its
+    key from, first set wins: `OPENAI_API_KEY` for `openai/...`, `<SERVICE>_API_KEY` for
+    `openai-api/<service>/...` (upper case, `-` as `_`, as inspect_ai spells it),
+    `ANTHROPIC_API_KEY`, `GOOGLE_API_KEY` then `GEMINI_API_KEY`; () for any other provider,
+    which reads its own."""
+    found = split_spec(model)
+    if found is None:
+        return ()
+    provider, name = found
+    if provider == "openai-api" and "/" in name:
+        service = name.split("/", 1)[0]
+        return (f"{service.upper().replace('-', '_')}_API_KEY",)
+    return _KEY_VARIABLES.get(provider, ())
 
 
 def is_inspect_spec(agent: str) -> bool:
@@ -472,9 +496,9 @@ class InspectEndpoint:
             # Chat completions, as for OpenAI-compatible servers (inspect would use the Responses API
             # for reasoning models, which OpenAI-compatible servers lack).
             args["responses_api"] = False
-        key = api_key
-        if key is None and self.provider in ("openai-api", "openai") and base_url:
-            key = PLACEHOLDER_KEY  # a local server takes any key; the provider wants one
+        key = api_key  # the caller's (`--api-key-env`, else the provider's own variable)
+        if not key and self.provider in ("openai-api", "openai") and base_url:
+            key = PLACEHOLDER_KEY  # no key set: a local server takes any; the provider wants one
         if base_url and self.provider in _V1_APPENDED:
             base_url = re.sub(r"/v1/?$", "", base_url.rstrip("/"))
         try:

@@ -28,7 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from labreplay._files import read_file
 from labreplay.errors import AgentError
+
+MAX_PRICES_BYTES = 16 * 2**20  # a price table is a few KB; far more is not one
 
 PER_TOKENS = 1_000_000  # prices are per million tokens
 BUILTIN_PRICES_AS_OF = "2025-11"
@@ -124,9 +127,9 @@ def load_prices(path: str | Path) -> PriceTable:
     "cached_input": 0.3}}` (TOML: `["my-model"]` then `input = 3`...). `input` and `output`
     are required; every price a finite number in [0, 10000] USD per million tokens."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: a NUL in the path
+    try:  # a regular file of bounded size: /dev/zero or a FIFO is refused, never read
+        text = read_file(file, "price file (--prices)", MAX_PRICES_BYTES).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise AgentError(f"--prices {str(path)!r}: cannot be read ({exc})") from exc
     data: Any
     try:

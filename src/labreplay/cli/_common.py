@@ -19,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from labreplay import validate
+from labreplay._files import writable_dir, writable_file
 
 # Output that is not a terminal (a file, a pipe, a CI log) has no width to fit: rich would
 # pick 80 columns there and fold every table; such output is written at its natural width.
@@ -261,11 +262,26 @@ def url_check(option: str) -> TextCheck:
 
 
 def out_dir_check(option: str = "--out") -> Callable[[Path | None], Path | None]:
-    """Callback refusing an output directory path that is an existing non-directory."""
+    """Callback refusing an output directory path that holds anything but a directory."""
 
     def check(value: Path | None) -> Path | None:
-        if value is not None and value.exists() and not value.is_dir():
-            raise _bad(option, str(value), "exists and is not a directory")
+        return None if value is None else writable_dir(value, option)
+
+    return check
+
+
+def out_file_check(
+    option: str = "--out", beside: Callable[[Path], Sequence[Path]] = lambda path: ()
+) -> Callable[[Path | None], Path | None]:
+    """Callback refusing an output file path, or a file the command writes `beside` it (e.g.
+    `<out>.spec.json`), that holds anything but a regular file (a device, a FIFO, a
+    directory): checked before any work, so nothing is written and the path stays as it was."""
+
+    def check(value: Path | None) -> Path | None:
+        if value is not None:
+            writable_file(value, option)
+            for sibling in beside(value):
+                writable_file(sibling, f"{option}'s companion file")
         return value
 
     return check

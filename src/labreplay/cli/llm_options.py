@@ -47,8 +47,9 @@ ProviderOption = typer.Option(
 ApiKeyEnvOption = typer.Option(
     None,
     "--api-key-env",
-    help="Environment variable holding the API key (default OPENAI_API_KEY; its value is "
-    "never stored).",
+    help="Environment variable holding the API key (default: the provider's own, "
+    "OPENAI_API_KEY, <SERVICE>_API_KEY for openai-api/<service>/..., ANTHROPIC_API_KEY, "
+    "GOOGLE_API_KEY; its value is never stored).",
 )
 TemperatureOption = typer.Option(
     None,
@@ -267,5 +268,6 @@ def agent_options(
 
 
 def resolve_api_key(api_key_env: str | None) -> str | None:
-    """The key in `api_key_env` (None: the builders fall back to OPENAI_API_KEY)."""
+    """The key in `api_key_env` (None: the client reads the provider's own variable,
+    `llm_inspect.key_variables`)."""
     return os.environ.get(api_key_env) if api_key_env else None

@@ -87,7 +87,7 @@ def cite(
     if store is None:
         typer.echo(citing.bibtex(citing.default_keys()), nl=False)  # plain: no markup, no wrap
         return
-    if not store.is_file():
+    if not store.exists():  # anything but a regular file there: `Store` names it
         raise StoreError(f"--store {store}: no such results store")
     suites, sources = citing.store_usage(store)
     text = citing.bibtex(citing.store_keys(suites, sources))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from labreplay.cli._common import JsonOption, console, err_console, print_json
+from labreplay.cli._common import JsonOption, console, err_console, out_dir_check, print_json
 
 app = typer.Typer(help="Results-store maintenance.", no_args_is_help=True)
 
@@ -20,6 +20,12 @@ def verify(
         None,
         "--public-key",
         help="Also check every run's Ed25519 signature (`store sign`) with this PEM public key.",
+    ),
+    allow_unverifiable: bool = typer.Option(
+        False,
+        "--allow-unverifiable",
+        help="Accept runs whose scores cannot be checked because the store lacks a file their "
+        "spec names (a conditions question file): listed as unverifiable, not failed.",
     ),
     json_out: bool = JsonOption,
 ) -> None:
@@ -34,7 +40,7 @@ def verify(
 
         key = load_public_key(public_key)
     with Store(store, readonly=True) as db:
-        report = verify_store(db)
+        report = verify_store(db, allow_unverifiable=allow_unverifiable)
         if key is not None:
             from labreplay.store.signing import verify_signatures
 
@@ -155,7 +161,9 @@ def remove(
 
 @app.command("keygen")
 def keygen(
-    out: Path = typer.Option(..., "--out", help="Directory for the new key pair."),
+    out: Path = typer.Option(
+        ..., "--out", help="Directory for the new key pair.", callback=out_dir_check()
+    ),
     json_out: bool = JsonOption,
 ) -> None:
     """Write a new Ed25519 key pair for `store sign`: the private key (mode 0600; keep it

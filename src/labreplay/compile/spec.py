@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay._atomic import atomic_write_text
+from labreplay._files import FileKindError, path_kind, read_file
 from labreplay._hashing import HASH_SCHEME_VERSION, canonical_json, sha256_bytes
 from labreplay.errors import SpecError
 from labreplay.safe_json import JsonLimitError, loads_strict
@@ -119,6 +120,8 @@ def spec_from_stored(text: str, spec_hash: str, origin: str = "store") -> Enviro
 # Sealed spec files. `write_spec(..., seal=("evaluator",))` writes the body fields named in
 # `seal` (a suite's recorded outcomes and anything computed from them) to their own file,
 # `sealed/<name>.sealed.json`, and the spec file keeps everything else: the agent-visible part.
+# A name is a top-level body field (`evaluator`) or one key of a top-level object field
+# (`record.dataset_hashes`: the field stays visible, that key is sealed).
 # The visible file holds nothing computed from the sealed fields, not even a hash of them (a
 # changed held-out outcome leaves it byte-identical). The binding lives on the sealed side: the
 # sealed file records the sha256 of the visible file's bytes and the spec_hash, which is the
@@ -133,14 +136,23 @@ def write_spec(spec: EnvironmentSpec, path: str | Path, seal: Sequence[str] = ()
     if not seal:
         atomic_write_text(path, spec.to_file_text() + "\n")
         return
-    missing = [name for name in seal if name not in spec.body]
-    if missing:
-        raise SpecError(f"spec {spec.spec_id}: cannot seal missing body field(s) {missing}")
+    visible = dict(spec.body)
+    sealed: dict[str, object] = {}
+    for name in seal:
+        field, _, key = name.partition(".")
+        outer = visible.get(field)
+        if key and isinstance(outer, Mapping) and key in outer:
+            sealed[name] = outer[key]
+            visible[field] = {k: v for k, v in outer.items() if k != key}
+        elif not key and field in visible:
+            sealed[name] = visible.pop(field)
+        else:
+            raise SpecError(f"spec {spec.spec_id}: cannot seal missing body field {name!r}")
     sealed_name = f"{SEALED_DIR}/{path.stem}.sealed.json"
     visible_text = canonical_json(
         {
             **spec.header(),
-            "body": {k: v for k, v in spec.body.items() if k not in seal},
+            "body": visible,
             "sealed": {"fields": sorted(seal), "file": sealed_name},
         }
     )
@@ -149,18 +161,20 @@ def write_spec(spec: EnvironmentSpec, path: str | Path, seal: Sequence[str] = ()
             "spec_hash": spec.spec_hash,
             "spec_id": spec.spec_id,
             "visible_sha256": sha256_bytes(visible_text.encode("utf-8")),
-            "sealed": {name: spec.body[name] for name in seal},
+            "sealed": sealed,
         }
     )
     atomic_write_text(path.parent / sealed_name, sealed_text + "\n")
     atomic_write_text(path, visible_text + "\n")
 
 
-def _read_text(path: Path, what: str) -> str:
+def read_spec_text(path: Path, what: str) -> str:
+    """The text of a spec-side file (a spec, a sealed file, an index): a regular file of
+    bounded size (`labreplay._files`), UTF-8; else one SpecError line naming it."""
     try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecError(f"{what} {path}: cannot read ({exc.strerror})") from exc
+        return read_file(path, what).decode("utf-8")
+    except FileKindError as exc:
+        raise SpecError(str(exc)) from None
     except UnicodeDecodeError as exc:
         raise SpecError(f"{what} {path}: not valid UTF-8 (byte offset {exc.start})") from exc
 
@@ -181,12 +195,12 @@ def _unseal(data: Mapping[str, object], text: str, path: Path) -> str:
         raise SpecError(f"spec {path}: sealed file {seal['file']!r} leaves the spec directory")
     override = os.environ.get(ENV_SEALED_DIR)
     sealed_path = Path(override) / rel.name if override else path.parent / rel
-    if not sealed_path.is_file():
+    if path_kind(sealed_path) is None:
         raise SpecError(
             f"spec {path}: its sealed evaluator file {sealed_path} is missing (the agent-visible "
             f"spec alone cannot be scored; set {ENV_SEALED_DIR} if it is kept elsewhere)"
         )
-    sealed_text = _read_text(sealed_path, "sealed file")
+    sealed_text = read_spec_text(sealed_path, "sealed file")
     try:
         sealed = loads_strict(sealed_text)
     except JsonLimitError as exc:
@@ -203,7 +217,14 @@ def _unseal(data: Mapping[str, object], text: str, path: Path) -> str:
     if not isinstance(fields, dict) or not isinstance(body, dict):
         raise SpecError(f"sealed file {sealed_path}: field 'sealed' must be a JSON object")
     whole = {k: v for k, v in data.items() if k != "sealed"}
-    whole["body"] = {**body, **fields}
+    joined = dict(body)
+    for name, value in fields.items():
+        field, _, key = name.partition(".")
+        outer = joined.get(field)
+        if key and not isinstance(outer, dict):
+            raise SpecError(f"sealed file {sealed_path}: field {name!r} has no object to join")
+        joined[field] = {**outer, key: value} if key and isinstance(outer, dict) else value
+    whole["body"] = joined
     whole["spec_hash"] = sealed["spec_hash"]  # checked against the rejoined content next
     return canonical_json(whole)
 
@@ -211,7 +232,7 @@ def _unseal(data: Mapping[str, object], text: str, path: Path) -> str:
 def load_spec(path: str | Path) -> EnvironmentSpec:
     """A spec file, single or sealed (its sealed part read from `sealed/`), fully verified."""
     path = Path(path)
-    text = _read_text(path, "spec")
+    text = read_spec_text(path, "spec")
     try:
         data = loads_strict(text)
     except JsonLimitError:

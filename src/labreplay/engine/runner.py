@@ -23,6 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from labreplay._files import read_file
 from labreplay._hashing import canonical_form, sha256_bytes
 from labreplay.agents.base import call_failures
 from labreplay.agents.contracts import (
@@ -33,7 +34,6 @@ from labreplay.agents.contracts import (
     model_of,
     sandbox_of,
 )
-from labreplay.agents.llm_usage import usage_summary
 from labreplay.engine.sink import MemorySink, RecordingSink
 from labreplay.errors import RunFailedError, SpecError
 from labreplay.execute.driver import Unit, run_units
@@ -77,6 +77,7 @@ class Played(TypedDict):
     calls: list[dict[str, object]]
     stopped: Stopped | None
     header: HeaderPayload  # the header as the worker's agent gave it
+    endpoint: str | None  # the endpoint its row names
     health: RunHealth  # what the play counted (`EventSink.health`)
     facts: dict[str, object]
 
@@ -139,7 +140,7 @@ def _keep_attachments(store: Store, spec: EnvironmentSpec) -> None:
     """The files a spec content-addresses (a conditions question file) travel with its runs,
     so the store alone is enough to recompute every score (`store verify`)."""
     for sha256, where in spec.attached_files.items():
-        data = Path(where).read_bytes()
+        data = read_file(Path(where), f"{spec.suite} attachment")
         if sha256_bytes(data) == sha256:
             store.put_content(f"{spec.suite}-attachment", data)
 
@@ -165,19 +166,28 @@ def _params(agent: object, episode: Episode) -> dict[str, Any]:
     return {**params, **episode.identity}
 
 
+def _model_endpoint(agent: object, params: Mapping[str, object]) -> tuple[str | None, str | None]:
+    """The model and endpoint a run's row names (its header binds the model): a model-backed
+    agent's own, else its `model` and `endpoint` (or `base_url`) parameters."""
+    model, endpoint = model_of(agent)
+    if model is None:
+        model = _text(params.get("model"))
+    if endpoint is None:
+        endpoint = _text(params.get("endpoint") or params.get("base_url"))
+    return model, endpoint
+
+
 def _run_header(job: Job, episode: Episode, agent: object, parent_run_id: str | None) -> RunHeader:
     params = _params(agent, episode)
-    model, endpoint = model_of(agent)
+    model, endpoint = _model_endpoint(agent, params)
     return RunHeader(
         job.spec,
         episode.branch,
         _agent_name(agent),
         params,
         job.seed,
-        model=model if model is not None else _text(params.get("model")),
-        endpoint=endpoint
-        if endpoint is not None
-        else _text(params.get("endpoint") or params.get("base_url")),
+        model=model,
+        endpoint=endpoint,
         parent_run_id=parent_run_id,
         # where the agent's code ran is part of the run's identity (`run_key`)
         extra_provenance={
@@ -189,11 +199,13 @@ def _run_header(job: Job, episode: Episode, agent: object, parent_run_id: str | 
 
 
 def _header_event(job: Job, episode: Episode, agent: object) -> HeaderPayload:
+    params = _params(agent, episode)
     return header_payload(
         agent=_agent_name(agent),
-        agent_params=_params(agent, episode),
+        agent_params=params,
         isolation=isolation_of(agent),
         sandbox=sandbox_of(agent),
+        model=_model_endpoint(agent, params)[0],
         seed=job.seed,
         branch=episode.branch,
         spec_hash=job.spec.spec_hash,
@@ -354,6 +366,7 @@ def _play_remote(
                 "calls": sink.call_records,
                 "stopped": stopped,
                 "header": header,
+                "endpoint": _model_endpoint(agent, _params(agent, episode))[1],
                 "health": sink.health,
                 "facts": sink.facts,
             }
@@ -419,11 +432,13 @@ def _verdict_of(job: Job, episode: Episode, sink: MemorySink) -> str:
 class _AsPlayed:
     """The worker's agent as the header it recorded names it (the runner's identity)."""
 
-    def __init__(self, header: HeaderPayload) -> None:
+    def __init__(self, header: HeaderPayload, endpoint: str | None) -> None:
         self.name = header["agent"]
         self._params = dict(header["agent_params"])
         self.isolation = header["isolation"]
         self.sandbox = header["sandbox"]
+        self.model = header.get("model")
+        self.endpoint = endpoint
 
     def params(self) -> dict[str, Any]:
         return dict(self._params)
@@ -437,7 +452,7 @@ def _persist(job: Job, store: Store, played: Sequence[Played]) -> list[dict[str,
         result = by_branch.get(episode.branch)
         if result is None:
             continue
-        agent = _AsPlayed(result["header"])
+        agent = _AsPlayed(result["header"], result["endpoint"])
         parent = runs.get(episode.parent) if episode.parent else None
         recorder, status = open_run(store, _run_header(job, episode, agent, parent), batch=BATCH)
         if status == "complete":
@@ -488,7 +503,7 @@ def _finish(
     scores: dict[str, float | None] | None = None
     details: dict[str, object] | None = None
     if stopped is not None:
-        summary = {"cause": stopped["cause"], "usage": usage_summary(calls)}
+        summary = {"cause": stopped["cause"]}
         if stopped["cap"] is not None:
             summary["cap_reached"] = stopped["cap"]
         kind = cap_kind(stopped["cap"]) if stopped["cap"] else AGENT_UNAVAILABLE
@@ -499,16 +514,14 @@ def _finish(
         verdict = run_verdict(health, calls)
         summary = {**scored["summary"], **facts, **health.to_json()}
         scores, details = scored["scores"], scored["details"]
-        if calls:
-            summary["usage"] = usage_summary(calls)
         if verdict.status == "failed":
             summary["cause"] = verdict.cause
     if verdict.kind is not None:
         summary["cause_kind"] = verdict.kind
-    summary = {**summary, **call_fields(calls)}
-    recorder.finish(verdict.status, summary, scores, details)
+    # the recorder adds the call accounting every suite's summary has (`runtime.summary`)
+    recorded = recorder.finish(verdict.status, summary, scores, details)
     # the numbers as stored (canonical), so a run read back returns what this one returned
-    stored, _ = canonical_form(summary)
+    stored, _ = canonical_form(recorded)
     return {
         "run_id": recorder.run_id,
         "branch": episode.branch,
@@ -548,24 +561,11 @@ def run_verdict(health: RunHealth, calls: Sequence[Mapping[str, object]]) -> Ver
     return judge(health)
 
 
-def call_fields(calls: Sequence[Mapping[str, object]]) -> dict[str, object]:
-    """The model-call fields of every run summary (what `store verify` recounts)."""
-    if not calls:
-        return {}
-    health = call_failures(calls)
-    return {
-        "llm_calls": health["llm_calls"],
-        "failed_calls": health["failed_calls"],
-        "failed_call_share": health["failed_call_share"],
-    }
-
-
 __all__ = [
     "Detached",
     "Job",
     "Played",
     "Stopped",
-    "call_fields",
     "play_detached",
     "raise_failed",
     "run_suite",

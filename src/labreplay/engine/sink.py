@@ -48,7 +48,7 @@ class RecordingSink:
     def trajectory(self) -> Trajectory:
         return self._recorder.trajectory
 
-    def header(self) -> HeaderPayload | None:
+    def header(self) -> Mapping[str, object] | None:
         seq = len(self._recorder.trajectory.events)
         if self._continued:  # already placed: only checked against this run
             found = next((i for i, e in enumerate(self._stored) if e["kind"] == "header"), None)
@@ -102,7 +102,7 @@ class MemorySink:
     def parent(self) -> Sequence[Event]:
         return self._parent
 
-    def header(self) -> HeaderPayload | None:
+    def header(self) -> Mapping[str, object] | None:
         return None if self._stored else self._header
 
     def emit(self, kind: str, payload: Mapping[str, object]) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from labreplay._files import readable_file, writable_file
 from labreplay._hashing import sha256_file
 from labreplay.errors import DataError, DownloadError
 from labreplay.records.manifest import FileEntry, Source, get_source, sources
@@ -58,12 +59,12 @@ def resolve_data_dir(explicit: str | Path | None = None, must_exist: bool = True
 def data_file(data_dir: Path, relative: str) -> Path:
     """Path of one manifest file; a clear error if it is not there."""
     path = data_dir / relative
-    if not path.is_file():
+    if not path.exists():
         raise DataError(
             "file not found; run `labreplay data fetch` or set LABREPLAY_DATA_DIR",
             file=str(path),
         )
-    return path
+    return readable_file(path, "data file")  # a FIFO or a directory there: named as such
 
 
 @dataclass(frozen=True)
@@ -204,6 +205,8 @@ def fetch(
         status = verify_file(data_dir, entry, name)
         if status.status != "ok":
             target = data_dir / entry.path
+            for path in (target, target.with_name(target.name + ".part")):
+                writable_file(path, "data file")  # never unlink or fill a FIFO or a device
             if target.exists():
                 target.unlink()  # wrong bytes: never keep a file that fails its checksum
             _download_one(

@@ -13,7 +13,7 @@ from typing import TypedDict
 
 from labreplay import __version__
 from labreplay._atomic import atomic_directory, atomic_write_text
-from labreplay.errors import StoreError
+from labreplay._files import writable_dir
 from labreplay.store.sqlite import Store
 
 REPORT_FILE = "index.html"
@@ -41,7 +41,7 @@ def build_report(
     from labreplay.report.suites import generic_section
     from labreplay.suite import ReportSection, load_suites
 
-    store_path, out = Path(store_path), Path(out_dir)
+    store_path, out = Path(store_path), writable_dir(out_dir, "--out")  # before any work
     sections: list[ReportSection] = []
     with Store(store_path, readonly=True) as store:
         runs = store.runs()
@@ -74,8 +74,6 @@ def build_report(
         },
         body,
     )
-    if out.exists() and not out.is_dir():
-        raise StoreError(f"--out {out} exists and is not a directory")
     target = out / REPORT_FILE
     # Built in a temporary sibling and renamed into place: a reader never sees a half-written
     # report, and a failure (a full disk) leaves no new, empty --out directory behind.

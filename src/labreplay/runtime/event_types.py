@@ -14,7 +14,7 @@ suite, so its payload lives here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Generic, Literal, TypeAlias, TypedDict, TypeVar
+from typing import Generic, Literal, NotRequired, TypeAlias, TypedDict, TypeVar
 
 from labreplay.errors import StoreError
 
@@ -43,6 +43,8 @@ class HeaderPayload(TypedDict):
     agent_params: JsonObject
     isolation: str  # "in-process" or "subprocess" (--isolate), as the runs row claims it
     sandbox: str  # "bwrap" when an isolated agent ran in the sandbox, else "none"
+    # the model the runs row names (None: no model); absent from headers written before it
+    model: NotRequired[str | None]
     seed: int
     branch: str
     spec_hash: str

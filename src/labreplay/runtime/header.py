@@ -30,6 +30,10 @@ IN_PROCESS = "in-process"
 _HEADER_SEQS = (0, 1)
 # the row fields a header binds, in the order problems are said
 _BOUND = ("agent", "agent_params", "isolation", "seed", "branch", "spec_hash")
+# Fields headers gained after headers were first written: a stored header without one keeps
+# lacking it when its run resumes (its chain is the record), and `store verify` says the row's
+# value rests on the row alone.
+LATER_FIELDS = ("model",)
 
 
 def header_payload(
@@ -42,14 +46,18 @@ def header_payload(
     branch: str,
     spec_hash: str,
     protocol: str,
+    model: str | None = None,
 ) -> HeaderPayload:
     """The header of a run, its parameters as the runs row stores them (credentials
-    scrubbed), so the stored row and the stored header compare like with like."""
+    scrubbed), so the stored row and the stored header compare like with like. `model`: the
+    model the row names, as `RunHeader.model` gives it (the campaign board calls an
+    in-process run with a model a model-endpoint run, so the chain must say it)."""
     return {
         "agent": agent,
         "agent_params": scrub_secrets(dict(agent_params)),
         "isolation": isolation,
         "sandbox": sandbox,
+        "model": model,
         "seed": int(seed),
         "branch": branch,
         "spec_hash": spec_hash,
@@ -68,6 +76,14 @@ def find_header(
             if isinstance(payload, Mapping):
                 return seq, payload
     return None
+
+
+def as_first_written(
+    payload: Mapping[str, object], stored: Mapping[str, object]
+) -> dict[str, object]:
+    """`payload` (a run's header now) without the `LATER_FIELDS` that its stored header,
+    written before headers had them, lacks: a resumed chain goes on as it began."""
+    return {k: v for k, v in payload.items() if k in stored or k not in LATER_FIELDS}
 
 
 def row_isolation(agent_params: Mapping[str, object], provenance: Mapping[str, object]) -> str:
@@ -89,13 +105,14 @@ def header_problems(
     row: Mapping[str, object],
     protocol: str,
 ) -> list[str]:
-    """Where a runs row (`row`: agent, agent_params, isolation, seed, branch, spec_hash)
-    differs from the header of its chain, and the header's protocol from the spec's. (The
-    provenance's `agent_sandbox` and version are what the row's first opening recorded; a run
-    reset after a failure is reopened under the header it records then, so they are not
-    compared: the header is the record.)"""
+    """Where a runs row (`row`: agent, agent_params, isolation, seed, branch, spec_hash, model,
+    and the sandbox its provenance claims, None where it claims none) differs from the header
+    of its chain, and the header's protocol from the spec's. (The provenance's version is what
+    the row's opening recorded; the header keeps the version that opened the chain.)"""
     problems = []
-    for key in _BOUND:
+    later = tuple(key for key in LATER_FIELDS if key in header)
+    claims_sandbox = ("sandbox",) if row.get("sandbox") is not None else ()
+    for key in (*_BOUND, *later, *claims_sandbox):
         stored, bound = row.get(key), header.get(key)
         same = (
             canonical_json(stored) == canonical_json(bound)
@@ -103,8 +120,9 @@ def header_problems(
             else stored == bound
         )
         if not same:
+            field = "provenance.agent_sandbox" if key == "sandbox" else key
             problems.append(
-                f"table runs, field {key}: {_short(stored)}, but the run's header event "
+                f"table runs, field {field}: {_short(stored)}, but the run's header event "
                 f"says {_short(bound)} (edited row?)"
             )
     if header.get("protocol") != protocol:
@@ -122,7 +140,9 @@ def _short(value: object) -> str:
 
 __all__ = [
     "HEADER_KIND",
+    "LATER_FIELDS",
     "HeaderPayload",
+    "as_first_written",
     "find_header",
     "header_payload",
     "header_problems",

@@ -22,9 +22,11 @@ from typing import Any
 from labreplay._hashing import canonical_json
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import StoreError
-from labreplay.runtime.header import HEADER_KIND, HeaderPayload, find_header
+from labreplay.runtime.event_types import JsonValue
+from labreplay.runtime.header import HEADER_KIND, HeaderPayload, as_first_written, find_header
+from labreplay.runtime.summary import call_accounting
 from labreplay.runtime.trajectory import Trajectory
-from labreplay.store.sqlite import Store
+from labreplay.store.sqlite import RunOpening, Store
 
 DEFAULT_BATCH = 500
 
@@ -71,7 +73,7 @@ class Recorder:
             self._next_call = len(self.store.llm_calls(self.run_id))
         return self.stored
 
-    def header_at(self, seq: int, payload: HeaderPayload) -> HeaderPayload | None:
+    def header_at(self, seq: int, payload: HeaderPayload) -> Mapping[str, object] | None:
         """The header event to append at `seq` (`labreplay.runtime.header`), or None when the
         stored prefix already reaches past `seq` without one: a run stored before headers
         resumes without one (a replayed header would differ from the stored event there).
@@ -82,9 +84,10 @@ class Recorder:
         stored = self.stored[seq]
         if stored["kind"] != HEADER_KIND:
             return None
-        # this run's header as the chain would store it (canonical, scrubbed)
-        fresh = Trajectory(self.spec_hash).append(HEADER_KIND, payload)["payload"]
         was = stored["payload"]
+        header = as_first_written(payload, was)
+        # this run's header as the chain would store it (canonical, scrubbed)
+        fresh = Trajectory(self.spec_hash).append(HEADER_KIND, header)["payload"]
         changed = sorted(
             k
             for k in fresh.keys() | was.keys()
@@ -98,11 +101,8 @@ class Recorder:
                 f"{fresh.get(key)!r} (the sandbox or the agent changed); rerun with --restart "
                 "to start it afresh"
             )
-        out = payload.copy()
-        out["labreplay_version"] = str(
-            stored["payload"].get("labreplay_version", payload["labreplay_version"])
-        )
-        return out
+        version = was.get("labreplay_version", payload["labreplay_version"])
+        return {**header, "labreplay_version": str(version)}
 
     def aligned(self, events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """`events` recorded elsewhere (a worker, which cannot see the store), re-chained to
@@ -114,12 +114,13 @@ class Recorder:
         seq, payload = found
         stored = self.stored[seq]
         if stored["kind"] == HEADER_KIND:
-            version = stored["payload"].get("labreplay_version")
-            if payload.get("labreplay_version") == version:
+            was = stored["payload"]
+            version = was.get("labreplay_version")
+            header = {**as_first_written(payload, was), "labreplay_version": version}
+            if header == payload:
                 return [dict(e) for e in events]
             kept: list[tuple[str, Mapping[str, object]]] = [
-                (e["kind"], {**payload, "labreplay_version": version} if i == seq else e["payload"])
-                for i, e in enumerate(events)
+                (e["kind"], header if i == seq else e["payload"]) for i, e in enumerate(events)
             ]
         else:
             kept = [(e["kind"], e["payload"]) for i, e in enumerate(events) if i != seq]
@@ -199,16 +200,27 @@ class Recorder:
         summary: Mapping[str, object],
         scores: Mapping[str, float | None] | None = None,
         details: Mapping[str, object] | None = None,
-    ) -> None:
+    ) -> dict[str, object]:
         """Flush what is left, then scores and the run's final status (the `complete` mark is
-        written last, so a run killed before it resumes)."""
+        written last, so a run killed before it resumes). The summary gets the run's call
+        accounting (`labreplay.runtime.summary`: every suite the same fields, derived here,
+        never by a suite); returns the summary as recorded."""
         self.sync()
         self.flush()
         if self.store is None:
-            return
+            return dict(summary)
+        recorded: dict[str, object] = {**summary, **call_accounting(self._calls_as_logged())}
         if scores is not None or details is not None:
             self.store.put_scores(self.run_id, scores or {}, details)
-        self.store.finish_run(self.run_id, status, summary)
+        self.store.finish_run(self.run_id, status, recorded)
+        return recorded
+
+    def _calls_as_logged(self) -> list[Mapping[str, object]]:
+        """The run's calls: every stored row (earlier sessions' included), each call logged in
+        this session as it was logged (with the request fields the table does not keep)."""
+        assert self.store is not None
+        logged = {c["call_index"]: c for c in self.calls}
+        return [logged.get(row["call_index"], row) for row in self.store.llm_calls(self.run_id)]
 
 
 @dataclass(frozen=True)
@@ -224,6 +236,11 @@ class RunHeader:
     endpoint: str | None = None
     parent_run_id: str | None = None
     extra_provenance: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _extra_provenance(header: RunHeader) -> dict[str, JsonValue]:
+    """What a run row's provenance records of the run (beside the process's versions)."""
+    return {"spec_hash": header.spec.spec_hash, **header.extra_provenance}
 
 
 def open_recorder(store: Store, header: RunHeader, *, batch: int = DEFAULT_BATCH) -> Recorder:
@@ -242,7 +259,7 @@ def open_recorder(store: Store, header: RunHeader, *, batch: int = DEFAULT_BATCH
         model=header.model,
         endpoint=header.endpoint,
         parent_run_id=header.parent_run_id,
-        extra_provenance={"spec_hash": spec.spec_hash, **header.extra_provenance},
+        extra_provenance=_extra_provenance(header),
     )
     recorder = Recorder(spec.spec_hash, store, run_id, batch=batch)
     recorder.existed = existed
@@ -262,7 +279,8 @@ def open_run(
     recorder = open_recorder(store, header, batch=batch)
     status = store.run(recorder.run_id).status if recorder.existed else "running"
     if status == "failed":
-        store.reset_run(recorder.run_id)
+        opening = RunOpening(header.model, header.endpoint, _extra_provenance(header))
+        store.reset_run(recorder.run_id, opening)
         recorder = Recorder(header.spec.spec_hash, store, recorder.run_id, batch=batch)
         status = "running"
     return recorder, "complete" if status == "complete" else "running"

@@ -6,7 +6,9 @@ needs from the core, under names that stay stable.
 - hashing: `canonical_json` (sorted keys, floats to 12 significant digits) and the sha256
   helpers every spec, trajectory and dataset hash is built from;
 - randomness: `make_rng(seed, *keys)` / `derive_seed(seed, *keys)`, one recorded stream per key;
-- files: atomic writes (a reader never sees a half-written file);
+- files: atomic writes (a reader never sees a half-written file); the two path rules
+  (`writable_file`: labreplay writes regular files only; `read_file`/`readable_file`: it reads
+  regular files of bounded size, a FIFO or a device named for what it is);
 - records: the typed `Missing` value and its JSON tag;
 - runs: `Recorder` / `RunHeader` / `open_recorder` (the hash-chained trajectory recorder);
 - errors: the `LabreplayError` family the CLI turns into one-line, exit-2 messages.
@@ -38,6 +40,16 @@ from labreplay._atomic import (
     atomic_write_bytes,
     atomic_write_text,
     describe_os_error,
+)
+from labreplay._files import (
+    MAX_INPUT_BYTES,
+    FileKindError,
+    path_kind,
+    read_file,
+    readable_dir,
+    readable_file,
+    writable_dir,
+    writable_file,
 )
 from labreplay._hashing import (
     HASH_SCHEME_VERSION,
@@ -75,10 +87,12 @@ __all__ = [
     "DEFAULT_BATCH",
     "HASH_SCHEME_VERSION",
     "HEADER_KIND",
+    "MAX_INPUT_BYTES",
     "MISSING_TAG",
     "AgentError",
     "DataError",
     "DownloadError",
+    "FileKindError",
     "HeaderPayload",
     "LabreplayError",
     "Missing",
@@ -105,10 +119,16 @@ __all__ = [
     "make_rng",
     "open_recorder",
     "open_run",
+    "path_kind",
+    "read_file",
+    "readable_dir",
+    "readable_file",
     "sha256_bytes",
     "sha256_file",
     "sha256_json",
     "short_hash",
     "to_json",
     "value_or",
+    "writable_dir",
+    "writable_file",
 ]

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from labreplay.compile.spec import (
         EnvironmentSpec,
         load_spec,
+        read_spec_text,
         spec_from_stored,
         spec_from_text,
         write_spec,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from labreplay.store.signing import load_public_key
     from labreplay.store.sqlite import RunInfo, Store, run_isolation, run_key
     from labreplay.store.verify import require_verified
-    from labreplay.suite import Rederived, ReportSection, Suite
+    from labreplay.suite import ContentMissing, Rederived, ReportSection, Suite
 
 _SOURCES: dict[str, tuple[str, ...]] = {
     # the one door (`labreplay.compile` / `labreplay.run`), for a suite's own CLI commands
@@ -50,6 +51,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     "labreplay.compile.spec": (
         "EnvironmentSpec",
         "load_spec",
+        "read_spec_text",
         "spec_from_stored",
         "spec_from_text",
         "write_spec",
@@ -83,6 +85,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "run_key",
     ),
     "labreplay.suite": (
+        "ContentMissing",
         "Rederived",
         "ReportSection",
         "Suite",
@@ -95,6 +98,7 @@ __all__ = [
     "CAUSES",
     "MODEL_CALLS_FAILED",
     "REPLIES_INVALID",
+    "ContentMissing",
     "EnvironmentSpec",
     "Executor",
     "Rederived",
@@ -115,6 +119,7 @@ __all__ = [
     "open_executor",
     "play_detached",
     "raise_failed",
+    "read_spec_text",
     "require_verified",
     "run",
     "run_isolation",

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from labreplay.agents.contracts import ResponseCache
     from labreplay.agents.resolve import ResolvedAgent
     from labreplay.compile.spec import EnvironmentSpec
-    from labreplay.runtime.event_types import HeaderPayload
     from labreplay.runtime.failure import RunHealth
     from labreplay.runtime.trajectory import Trajectory
 
@@ -67,7 +66,7 @@ class EventSink(Protocol):
     @property
     def parent(self) -> Sequence[Event]: ...
 
-    def header(self) -> HeaderPayload | None: ...
+    def header(self) -> Mapping[str, object] | None: ...
 
     def emit(self, kind: str, payload: Mapping[str, object]) -> None: ...
 

@@ -14,13 +14,13 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from labreplay._hashing import canonical_json
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import LabreplayError
+from labreplay.runtime.summary import CALL_FIELDS, call_accounting
 from labreplay.store.sqlite import RunInfo, Store
-from labreplay.suite import Rederived
+from labreplay.suite import ContentMissing, Rederived
 
 Rescore = Callable[
     [EnvironmentSpec, Sequence[Mapping[str, object]], RunInfo, Store], Mapping[str, float | None]
@@ -28,22 +28,20 @@ Rescore = Callable[
 Rederive = Callable[[EnvironmentSpec, Sequence[Mapping[str, object]], RunInfo, Store], Rederived]
 _TOLERANCE = 1e-9
 STATUSES = ("running", "complete", "failed")
-# `runs.summary` call accounting (`labreplay.agents.base.call_failures`) a board shows
-_CALL_FIELDS: tuple[Literal["llm_calls", "failed_calls", "failed_call_share"], ...] = (
-    "llm_calls",
-    "failed_calls",
-    "failed_call_share",
-)
 
 
 @dataclass
 class Findings:
     problems: list[str] = field(default_factory=list)
     unverifiable: list[str] = field(default_factory=list)
+    # what could not be checked because the store lacks a file the spec names (a question
+    # file): a problem, unless the user allows unverifiable runs (`--allow-unverifiable`)
+    missing: list[str] = field(default_factory=list)
 
     def extend(self, other: Findings) -> None:
         self.problems += other.problems
         self.unverifiable += other.unverifiable
+        self.missing += other.missing
 
 
 def _same(value: float | None, want: float | None) -> bool:
@@ -102,9 +100,8 @@ def status_findings(run: RunInfo, derived: Rederived | None) -> Findings:
 
 
 def summary_findings(store: Store, run: RunInfo, derived: Rederived | None) -> Findings:
-    """Summary counts re-derived by the suite, and the call accounting against `llm_calls`."""
-    from labreplay.agents.base import call_failures
-
+    """Summary counts re-derived by the suite, and the call accounting (the one schema of
+    `labreplay.runtime.summary`, every suite alike) against the `llm_calls` rows."""
     out = Findings()
     summary = run.summary or {}
     for key, want in sorted((derived or {"summary": {}})["summary"].items()):
@@ -113,18 +110,24 @@ def summary_findings(store: Store, run: RunInfo, derived: Rederived | None) -> F
                 f"table runs, field summary.{key}: {summary.get(key)!r}, the events give {want!r}"
             )
     calls = store.llm_calls(run.run_id)
-    if any(k in summary for k in _CALL_FIELDS):
-        fresh = call_failures(calls)
-        for key in _CALL_FIELDS:
-            if not _same(summary.get(key), fresh[key]):
-                out.problems.append(
-                    f"table runs, field summary.{key}: {summary.get(key)!r}, but table "
-                    f"llm_calls gives {fresh[key]!r} (calls deleted, added or edited?)"
-                )
-    elif calls and run.suite == "campaign":
-        out.problems.append(
-            f"table llm_calls: {len(calls)} call(s) but the run's summary accounts for none"
-        )
+    fresh = call_accounting(calls)
+    present = [k for k in CALL_FIELDS if k in summary]
+    # A field a run recorded must be what its calls give (a conditions run stored before the
+    # one schema recorded only the share: what it recorded is checked).
+    for key in present:
+        if not _same(summary.get(key), fresh.get(key)):
+            out.problems.append(
+                f"table runs, field summary.{key}: {summary.get(key)!r}, but table "
+                f"llm_calls gives {fresh.get(key)!r} (calls deleted, added or edited?)"
+            )
+    if calls and not present:
+        message = f"{len(calls)} call(s) in table llm_calls but the run's summary accounts for none"
+        if run.suite == "campaign":  # campaign has recorded them since its first version
+            out.problems.append(f"table runs, field summary.llm_calls: {message}")
+        else:
+            out.unverifiable.append(
+                f"call accounting: {message} (stored before every suite recorded it, or deleted)"
+            )
     return out
 
 
@@ -148,6 +151,8 @@ def score_findings(
         return out
     try:
         fresh = dict(rescore(spec, events, run, store))
+    except ContentMissing as exc:
+        return Findings(missing=[f"scores ({', '.join(sorted(stored))}) not checked: {exc}"])
     except (LabreplayError, ValueError, KeyError, TypeError) as exc:
         return Findings([f"table scores: cannot be recomputed from the events ({exc})"])
     if not fresh:
@@ -201,7 +206,9 @@ def control_findings(
     derived: Rederived | None,
     superseded: Sequence[Mapping[str, object]] = (),
 ) -> Findings:
-    """The control runs a board needs beside `run` exist; a child's parent exists."""
+    """The control runs a board needs beside `run` exist; a child's parent exists. A control
+    removed by `store remove` is missing too until it is redone: a `superseded` row is an
+    unsigned note anyone can insert, so it excuses nothing (it is only quoted)."""
     out = Findings()
     ids = {r.run_id for r in runs}
     if run.parent_run_id is not None and run.parent_run_id not in ids:
@@ -212,15 +219,68 @@ def control_findings(
     if derived is None or run.status != "complete":
         return out
     children = {r.branch for r in runs if r.parent_run_id == run.run_id}
-    # a control removed by `store remove` (recorded in `superseded`) is said there
-    removed = {(s.get("spec_id"), s.get("agent"), s.get("branch")) for s in superseded}
+    removed = {(s.get("spec_id"), s.get("agent"), s.get("branch")): s for s in superseded}
     for branch in derived["controls"]:
-        if branch not in children and (run.spec_id, run.agent, branch) not in removed:
+        if branch not in children:
+            was = removed.get((run.spec_id, run.agent, branch))
+            why = (
+                f"removed by store remove ({str(was.get('reason'))[:80]}): rerun to redo it"
+                if was is not None
+                else "deleted, or never run: rerun with that control"
+            )
             out.problems.append(
                 f"table runs: no {branch!r} control run, which a board needs beside this run "
-                "(deleted, or never run: rerun with that control)"
+                f"({why})"
             )
     return out
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_hex(value: object, length: int) -> bool:
+    return isinstance(value, str) and len(value) == length and set(value) <= _HEX
+
+
+def superseded_findings(
+    superseded: Sequence[Mapping[str, object]],
+    runs: Sequence[RunInfo],
+    specs: set[tuple[str, str]],
+) -> list[str]:
+    """Each `superseded` row (a run `store remove` removed) against the store: a status runs
+    have, a run id and a chain head of the form `store remove` writes, a spec the store holds
+    (specs are never removed), and, where the run was redone under the same id, the same
+    suite, spec, branch and agent (the id is derived from them). A row can still be forged
+    consistently (nothing keyless binds it); only a signature (`store sign`) covers the rows
+    themselves."""
+    problems = []
+    by_id = {r.run_id: r for r in runs}
+    for row in superseded:
+        run_id = row.get("run_id")
+        where = f"table superseded, run {str(run_id)[:24]}"
+        if not _is_hex(run_id, 24):
+            problems.append(f"{where}, field run_id: {run_id!r} is not a run id")
+        if row.get("status") not in STATUSES:
+            problems.append(
+                f"{where}, field status: {row.get('status')!r} is not one of {STATUSES}"
+            )
+        if row.get("head_hash") is not None and not _is_hex(row.get("head_hash"), 64):
+            problems.append(
+                f"{where}, field head_hash: {row.get('head_hash')!r} is not a chain head"
+            )
+        if (row.get("suite"), row.get("spec_id")) not in specs:
+            problems.append(
+                f"{where}, field spec_id: no stored {row.get('suite')!r} spec "
+                f"{row.get('spec_id')!r} (specs are never removed: a forged row?)"
+            )
+        redone = by_id.get(str(run_id))
+        for column in ("suite", "spec_id", "branch", "agent") if redone is not None else ():
+            if row.get(column) != getattr(redone, column):
+                problems.append(
+                    f"{where}, field {column}: {row.get(column)!r}, but the run redone under "
+                    f"that id has {getattr(redone, column)!r} (a forged row?)"
+                )
+    return problems
 
 
 __all__ = [
@@ -231,4 +291,5 @@ __all__ = [
     "score_findings",
     "status_findings",
     "summary_findings",
+    "superseded_findings",
 ]

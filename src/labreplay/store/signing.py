@@ -6,8 +6,10 @@ the chain, recompute the scores and pass. A signature closes that for everyone h
 public key: `labreplay store sign --key KEY` signs, for each finished run, a digest of every
 byte a board reads of it (the `runs` row, the chain's head hash and length, which bind every
 event, the `scores` rows with their details, the `llm_calls` rows), and one manifest naming
-every signed run with its digest (so a deleted or added run is seen, not only an edited one).
-`store verify --public-key PUB` checks them all.
+every signed run with its digest (so a deleted or added run is seen, not only an edited one)
+and the digest of the `superseded` rows (so a removal record added after signing is seen).
+`store verify --public-key PUB` checks them all, and that each stored `message` is the one
+the rows give now.
 
 Only the signatures and the public key's id are stored; the private key never enters the
 store, an export or an output. Messages are exact: floats are encoded by `float.hex`, not by
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from labreplay._files import FileKindError, read_file, writable_dir
 from labreplay.errors import LabreplayError
 from labreplay.store.sqlite import RunInfo, SignatureRow, Store, StoredCell
 
@@ -36,7 +39,10 @@ if TYPE_CHECKING:  # `cryptography` is imported lazily: only signing needs it
     )
 
 RUN_FORMAT = "labreplay-run-signature/1"
-MANIFEST_FORMAT = "labreplay-store-signature/1"
+# /2 also signs the `superseded` rows (what `store remove` removed); /1 manifests, signed
+# before, still verify on a store that has none (they cannot vouch for any)
+MANIFEST_FORMAT = "labreplay-store-signature/2"
+_MANIFEST_V1 = "labreplay-store-signature/1"
 # The manifest's subject in the `signatures` table (run ids are 24 hex digits: no clash).
 MANIFEST_SUBJECT = "*store*"
 PRIVATE_KEY_NAME = "labreplay-signing-key.pem"
@@ -76,18 +82,11 @@ def key_id(public_key: Ed25519PublicKey) -> str:
 
 
 def _read_key_file(path: Path, option: str) -> bytes:
-    if not path.exists():
-        raise KeyFileError(f"{option}: key file {path} does not exist")
-    if not path.is_file():
-        raise KeyFileError(f"{option}: key file {path} is not a regular file")
-    if path.stat().st_size > _MAX_KEY_BYTES:
-        raise KeyFileError(
-            f"{option}: key file {path} is {path.stat().st_size} bytes, not an Ed25519 PEM key"
-        )
+    """A key file's bytes: a regular file of at most `_MAX_KEY_BYTES` (`labreplay._files`)."""
     try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise KeyFileError(f"{option}: key file {path} cannot be read ({exc.strerror})") from exc
+        return read_file(path, f"{option} key file", _MAX_KEY_BYTES)
+    except FileKindError as exc:
+        raise KeyFileError(str(exc)) from None
 
 
 def load_private_key(path: str | Path, option: str = "--key") -> Ed25519PrivateKey:
@@ -167,9 +166,7 @@ def generate_key_pair(out_dir: str | Path) -> tuple[Path, Path, str]:
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     except ImportError as exc:
         raise _crypto_missing() from exc
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise KeyFileError(f"--out: {out} exists and is not a directory")
+    out = writable_dir(out_dir)
     private_path, public_path = out / PRIVATE_KEY_NAME, out / PUBLIC_KEY_NAME
     for existing in (private_path, public_path):
         if existing.exists() or existing.is_symlink():
@@ -242,8 +239,18 @@ def run_message(store: Store, run: RunInfo) -> bytes:
     return json.dumps(message, sort_keys=True, separators=(",", ":")).encode("ascii")
 
 
-def _manifest_message(run_digests: Mapping[str, str]) -> bytes:
-    body = {"format": MANIFEST_FORMAT, "runs": dict(sorted(run_digests.items()))}
+def _manifest_message(
+    run_digests: Mapping[str, str],
+    superseded: Sequence[Mapping[str, Cell]] | None,
+) -> bytes:
+    """The manifest: every signed run's digest and a digest of the `superseded` rows (in run
+    id order); `superseded` None gives the /1 form, which had none."""
+    body: dict[str, object] = {"runs": dict(sorted(run_digests.items()))}
+    if superseded is None:
+        body["format"] = _MANIFEST_V1
+    else:
+        body["format"] = MANIFEST_FORMAT
+        body["superseded"] = _digest_rows(sorted(superseded, key=lambda r: str(r["run_id"])))
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("ascii")
 
 
@@ -266,7 +273,8 @@ def sign_store(store: Store, private_key: Ed25519PrivateKey) -> SignReport:
         message = run_message(store, run)
         digests[run.run_id] = _sha(message)
         rows.append(_signature_row(run.run_id, kid, message, private_key))
-    rows.append(_signature_row(MANIFEST_SUBJECT, kid, _manifest_message(digests), private_key))
+    manifest = _manifest_message(digests, store.superseded())
+    rows.append(_signature_row(MANIFEST_SUBJECT, kid, manifest, private_key))
     store.replace_signatures(rows)
     return SignReport(len(digests), skipped, kid)
 
@@ -320,26 +328,65 @@ def verify_signatures(store: Store, public_key: Ed25519PublicKey) -> list[str]:
                     else "(forged or damaged signature)"
                 )
             )
-    if manifest.key_id != kid or not _valid(public_key, manifest, _manifest_message(digests)):
-        signed_runs = _manifest_runs(manifest)
-        missing = sorted(set(signed_runs) - set(digests))
-        extra = sorted(set(digests) - set(signed_runs))
-        detail = (
-            f"signed run(s) missing from the store: {', '.join(missing[:5])}"
-            if missing
-            else f"run(s) added after signing: {', '.join(extra[:5])}"
-            if extra
-            else "a run changed since signing, or the manifest was forged"
-        )
-        problems.append(f"table signatures, manifest: does not verify with key {kid} ({detail})")
+        elif row.message != message.decode("ascii"):
+            problems.append(f"{where}: {_EDITED_MESSAGE}")
+    problems += _manifest_problems(store, public_key, manifest, digests)
     return problems
 
 
-def _manifest_runs(row: SignatureRow) -> list[str]:
-    """The runs a stored manifest message names: only a hint for the diagnosis (the stored
-    message is not trusted; the signature over the recomputed one is)."""
+# the signed bytes are recomputed from the rows; a stored message that differs was edited
+# (an export reader who trusts it would read what nobody signed)
+_EDITED_MESSAGE = (
+    "table signatures, field message: is not the message the signature covers (the stored "
+    "rows give another one: an edited message)"
+)
+
+
+def _manifest_problems(
+    store: Store, public_key: Ed25519PublicKey, manifest: SignatureRow, digests: Mapping[str, str]
+) -> list[str]:
+    """The manifest against the runs present and the `superseded` rows."""
+    kid = key_id(public_key)
+    superseded = store.superseded()
+    expected = _manifest_message(digests, superseded)
+    for message in (expected, _manifest_message(digests, None)):
+        if manifest.key_id != kid or not _valid(public_key, manifest, message):
+            continue
+        problems = []
+        if message != expected and superseded:  # a /1 manifest vouches for no removal
+            problems.append(
+                f"table superseded: {len(superseded)} row(s), which the manifest (signed by an "
+                f"earlier labreplay, {_MANIFEST_V1}) does not cover; sign the store again"
+            )
+        if manifest.message != message.decode("ascii"):
+            problems.append(f"{_EDITED_MESSAGE} (manifest)")
+        return problems
+    signed_runs, signed_superseded = _manifest_claims(manifest)
+    missing = sorted(set(signed_runs) - set(digests))
+    extra = sorted(set(digests) - set(signed_runs))
+    fresh_superseded = json.loads(expected)["superseded"]
+    detail = (
+        f"signed run(s) missing from the store: {', '.join(missing[:5])}"
+        if missing
+        else f"run(s) added after signing: {', '.join(extra[:5])}"
+        if extra
+        else "table superseded: rows added, removed or edited since signing"
+        if signed_superseded is not None and signed_superseded != fresh_superseded
+        else "a run changed since signing, or the manifest was forged"
+    )
+    return [f"table signatures, manifest: does not verify with key {kid} ({detail})"]
+
+
+def _manifest_claims(row: SignatureRow) -> tuple[list[str], str | None]:
+    """The runs and the superseded digest a stored manifest message names: only a hint for
+    the diagnosis (the stored message is not trusted; the signature over the recomputed one
+    is)."""
     try:
-        runs = json.loads(row.message).get("runs", {})
+        body = json.loads(row.message)
+        runs, superseded = body.get("runs", {}), body.get("superseded")
     except (ValueError, AttributeError):
-        return []
-    return [str(r) for r in runs] if isinstance(runs, dict) else []
+        return [], None
+    return (
+        [str(r) for r in runs] if isinstance(runs, dict) else [],
+        superseded if isinstance(superseded, str) else None,
+    )

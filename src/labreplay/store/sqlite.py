@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from labreplay._files import path_kind
 from labreplay._hashing import canonical_json, sha256_json
 from labreplay._provenance import base_provenance, scrub_secrets, scrub_text, utc_now
 from labreplay.errors import StoreError
@@ -134,6 +135,20 @@ class SignatureRow:
     signature: str
 
 
+@dataclass(frozen=True)
+class RunOpening:
+    """What a run row records of how the run was opened, beside its identity."""
+
+    model: str | None
+    endpoint: str | None
+    extra_provenance: Mapping[str, JsonValue] | None
+
+
+def _provenance(extra: Mapping[str, JsonValue] | None) -> dict[str, JsonValue]:
+    """A run row's provenance: this process's (versions, commit) and the run's own."""
+    return {**base_provenance(), **scrub_secrets(dict(extra or {}))}
+
+
 IN_PROCESS = "in-process"
 # A cell as SQLite returns it.
 StoredCell = str | int | float | bytes | None
@@ -204,8 +219,9 @@ class Store:
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
-        if self.path.is_dir():
-            raise StoreError(f"store path {self.path} is a directory; give a file path")
+        kind = path_kind(self.path)
+        if kind not in (None, "a regular file"):  # SQLite would block on a FIFO, write a device
+            raise StoreError(f"store path {self.path} is {kind}; give a regular file path")
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         if fresh and readonly:
             what = "does not exist" if not self.path.exists() else "is empty (0 bytes)"
@@ -446,6 +462,11 @@ class Store:
                 (spec_hash, suite, protocol, spec_id, body, utc_now()),
             )
 
+    def spec_names(self) -> set[tuple[str, str]]:
+        """(suite, spec id) of every stored spec."""
+        rows = self._conn.execute("SELECT suite, spec_id FROM specs").fetchall()
+        return {(str(suite), str(spec_id)) for suite, spec_id in rows}
+
     def get_spec(self, spec_hash: str) -> str:
         row = self._conn.execute(
             "SELECT body FROM specs WHERE spec_hash=?", (spec_hash,)
@@ -500,7 +521,7 @@ class Store:
     ) -> tuple[str, bool]:
         """Create the run row, or find the existing one. Returns (run_id, already_existed)."""
         params = scrub_secrets(dict(agent_params))
-        provenance = {**base_provenance(), **scrub_secrets(dict(extra_provenance or {}))}
+        provenance = _provenance(extra_provenance)
         run_id = run_key(spec_hash, agent, params, seed, branch, run_isolation(provenance))
         with self.transaction() as conn:
             row = conn.execute("SELECT status FROM runs WHERE run_id=?", (run_id,)).fetchone()
@@ -545,8 +566,11 @@ class Store:
                 (status, utc_now(), _text({**dict(summary), "chain": chain}), run_id),
             )
 
-    def reset_run(self, run_id: str) -> None:
-        """Forget a run's events and scores (used when its stored prefix cannot be replayed)."""
+    def reset_run(self, run_id: str, reopened: RunOpening | None = None) -> None:
+        """Forget a run's events and scores (used when its stored prefix cannot be replayed).
+        `reopened`: how the run is opened again (a failed run redone), so its row describes
+        the run it will hold (model, endpoint, provenance: the sandbox may differ), as the
+        header its fresh chain starts with does."""
         with self.transaction() as conn:
             for table in ("events", "scores", "llm_calls", *self._legacy_tables(conn)):
                 conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
@@ -555,6 +579,16 @@ class Store:
                 "UPDATE runs SET status='running', finished=NULL, summary=NULL WHERE run_id=?",
                 (run_id,),
             )
+            if reopened is not None:
+                conn.execute(
+                    "UPDATE runs SET model=?, endpoint=?, provenance=? WHERE run_id=?",
+                    (
+                        _clean(reopened.model),
+                        _clean(reopened.endpoint),
+                        _text(_provenance(reopened.extra_provenance)),
+                        run_id,
+                    ),
+                )
 
     def remove_runs(self, run_ids: Sequence[str], reason: str) -> list[RunInfo]:
         """Remove runs (rows, events, scores, calls) so they can be redone, and record each in

@@ -10,14 +10,19 @@ For each run, reading only:
   derived from spec hash, agent, agent parameters, seed, branch and isolation, so an edited
   `agent` (or any of those) no longer gives the row's id; `spec_hash` must equal the one in
   the run's provenance; a `complete` run must have its finished record;
-- those columns must equal the run's `header` event (`labreplay.runtime.header`): the run id
-  is a public function, so a forger can recompute it after editing a row, but not the chain
-  without re-hashing it (which the finished record catches, and against a forger who rewrites
-  every table, only a signature). A run stored before headers is listed as unverifiable;
+- its `suite` and `spec_id` must be its spec's;
+- those columns, its `model` and the sandbox its provenance claims must equal the run's
+  `header` event (`labreplay.runtime.header`): the run id is a public function, so a forger
+  can recompute it after editing a row, but not the chain without re-hashing it (which the
+  finished record catches, and against a forger who rewrites every table, only a signature).
+  A run stored before headers is listed as unverifiable;
 - every figure a board reads must be what the events, the spec and the call log give
   (`labreplay.store.figures`): each score row (none deleted, none added), each score detail
-  (curves), the status, the summary counts and the call accounting; and the control runs a
-  board needs beside a run must exist. What no suite can re-derive is listed as unverifiable.
+  (curves), the status, the summary counts and the call accounting
+  (`labreplay.runtime.summary`); and the control runs a board needs beside a run must exist.
+  What no suite can re-derive is listed as unverifiable; a run whose spec names a file the
+  store lacks (a conditions question file) fails, unless `allow_unverifiable`;
+- each `superseded` row must be consistent with the store (`figures.superseded_findings`).
 Each problem names the run, the table and the field.
 """
 
@@ -39,6 +44,7 @@ from labreplay.store.figures import (
     score_findings,
     status_findings,
     summary_findings,
+    superseded_findings,
 )
 from labreplay.store.sqlite import RunInfo, Store, run_isolation, run_key
 
@@ -101,7 +107,7 @@ def _chain_problems(run: RunInfo, events: Sequence[Mapping[str, object]]) -> lis
     return problems
 
 
-def _row_problems(run: RunInfo) -> list[str]:
+def _row_problems(run: RunInfo, spec: EnvironmentSpec) -> list[str]:
     problems = []
     expected = run_key(
         run.spec_hash,
@@ -116,6 +122,12 @@ def _row_problems(run: RunInfo) -> list[str]:
             "table runs, fields agent/agent_params/seed/branch/spec_hash/isolation: they do "
             f"not give the run id (agent {run.agent!r}, branch {run.branch!r}; edited row?)"
         )
+    for column, want in (("suite", spec.suite), ("spec_id", spec.spec_id)):
+        if getattr(run, column) != want:
+            problems.append(
+                f"table runs, field {column}: {getattr(run, column)!r}, but the run's spec "
+                f"{run.spec_hash[:16]}... says {want!r}"
+            )
     recorded_spec = run.provenance.get("spec_hash")
     if recorded_spec is not None and recorded_spec != run.spec_hash:
         problems.append(
@@ -139,6 +151,7 @@ def _header_findings(
                 "isolation, seed and branch rest on the runs row alone"
             ]
         )
+    header = found[1]
     row = {
         "agent": run.agent,
         "agent_params": run.agent_params,
@@ -146,11 +159,22 @@ def _header_findings(
         "seed": run.seed,
         "branch": run.branch,
         "spec_hash": run.spec_hash,
+        "model": run.model,
+        "sandbox": run.provenance.get("agent_sandbox"),
     }
-    return Findings(header_problems(found[1], row, spec.protocol))
+    out = Findings(header_problems(header, row, spec.protocol))
+    if "model" not in header and run.model is not None:
+        out.unverifiable.append(
+            f"model {run.model!r}: a header written before headers named the model, so it "
+            "rests on the runs row alone"
+        )
+    return out
 
 
-def verify_store(store: Store) -> VerifyReport:
+def verify_store(store: Store, *, allow_unverifiable: bool = False) -> VerifyReport:
+    """Every run of `store` checked (module docstring). A run whose figures cannot be checked
+    because the store lacks a file its spec names (a conditions question file) is a problem,
+    unless `allow_unverifiable`: then it is listed as unverifiable."""
     problems: list[str] = []
     unverifiable: dict[str, list[str]] = {}
     n_events = 0
@@ -173,12 +197,17 @@ def verify_store(store: Store) -> VerifyReport:
         except StoreError as exc:
             problems.append(f"{where}: table events: {exc}")
             continue
-        found = Findings(_row_problems(run) + _chain_problems(run, events))
+        found = Findings(_row_problems(run, spec) + _chain_problems(run, events))
         found.extend(_header_findings(run, spec, events))
         found.extend(_figures(store, run, runs, spec, events, rescorers, rederivers, superseded))
+        if allow_unverifiable:
+            found.unverifiable += found.missing
+        else:
+            found.problems += [f"{m} (--allow-unverifiable accepts it)" for m in found.missing]
         problems.extend(f"{where}: {p}" for p in found.problems)
         if found.unverifiable:
             unverifiable[run.run_id] = found.unverifiable
+    problems += superseded_findings(superseded, runs, store.spec_names())
     notes = [f"run {r}: {n}" for r, found in unverifiable.items() for n in found]
     return VerifyReport(len(runs), n_events, problems, superseded, notes, unverifiable)
 
@@ -216,11 +245,16 @@ class UnverifiedStoreError(StoreError):
     exit_code = 1
 
 
-def require_verified(store: Store, public_key: Ed25519PublicKey | None = None) -> VerifyReport:
+def require_verified(
+    store: Store,
+    public_key: Ed25519PublicKey | None = None,
+    *,
+    allow_unverifiable: bool = False,
+) -> VerifyReport:
     """`store verify` (and, with a public key, every signature) before a board ranks: any
     problem refuses the whole board in one line; the unverifiable notes come back for the
     board to mark."""
-    report = verify_store(store)
+    report = verify_store(store, allow_unverifiable=allow_unverifiable)
     if public_key is not None:
         from labreplay.store.signing import verify_signatures
 

@@ -4,7 +4,8 @@ It exists so the client's fault handling (rate limits, server errors, garbage bo
 answers) and the harness's own overhead can be exercised without a model: tests and
 benchmarks script what each request receives. It is stdlib only, serves in daemon threads, and
 records every request it saw (path, headers, JSON body) so a test can check exactly what left
-the client. It is not a model and never stands in for one in an end-to-end test. `echo_key` makes it hand
+the client. It is not a model and never stands in for one in an end-to-end test. `key_required`
+makes it refuse a request without the right bearer key (401); `echo_key` makes it hand
 the request's API key back (in the reply's `model`, its content or an error body), so the
 scrubbing of every stored and printed text can be tested against a real socket.
 """
@@ -175,6 +176,19 @@ def request_key(request: SeenRequest) -> str:
     auth = next((v for k, v in request.headers.items() if k.lower() == "authorization"), "")
     scheme, _, key = auth.partition(" ")
     return key.strip() if scheme.lower() == "bearer" else ""
+
+
+def key_required(key: str, inner: Responder) -> Responder:
+    """A server that needs `key`: a chat request whose bearer is not `key` (none, another, a
+    placeholder) is refused with a 401 as OpenAI words it; the others go to `inner`. Which
+    key each request carried stays in `StubServer.requests` (`request_key`)."""
+
+    def respond(request: SeenRequest, n: int) -> StubReply:
+        if request_key(request) != key:
+            return error_reply(401, "Incorrect API key provided.")
+        return inner(request, n)
+
+    return respond
 
 
 def echo_key(reply: Callable[[str, int], StubReply]) -> Responder:

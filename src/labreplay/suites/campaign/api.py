@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from labreplay.errors import SpecError
-from labreplay.sdk import Record
+from labreplay.sdk import Record, path_kind
 from labreplay.sdk.data import resolve_data_dir
-from labreplay.sdk.engine import EnvironmentSpec, load_spec
+from labreplay.sdk.engine import EnvironmentSpec, load_spec, read_spec_text
 from labreplay.suites.campaign.card_compile import load_records
 from labreplay.suites.campaign.compiler import SpecIndex, write_specs
 from labreplay.suites.campaign.protocol import Partition
@@ -120,8 +120,11 @@ def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
     from labreplay.sdk.data import JsonLimitError, loads_strict
 
     spec_dir = Path(spec_dir)
+    kind = path_kind(spec_dir)
+    if kind not in (None, "a directory"):
+        raise SpecError(f"{spec_dir}: is {kind}, not a spec directory")
     index_path = spec_dir / "index.json"
-    if not index_path.is_file():
+    if path_kind(index_path) is None:
         subdirs = sorted(
             (p for p in spec_dir.glob("seed*") if (p / "index.json").is_file()),
             key=lambda p: int(p.name[4:]) if p.name[4:].isdigit() else -1,
@@ -130,11 +133,7 @@ def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
             return [spec for sub in subdirs for spec in load_specs(sub)]
         raise SpecError(f"{index_path}: not found (run `labreplay campaign compile` first)")
     try:
-        index = loads_strict(index_path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SpecError(f"{index_path}: cannot read ({exc.strerror})") from exc
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{index_path}: not valid UTF-8 (byte offset {exc.start})") from exc
+        index = loads_strict(read_spec_text(index_path, "spec index"))
     except JsonLimitError as exc:  # invalid, too deep, or NaN/Infinity
         reason = str(exc).replace("invalid JSON", "not valid JSON", 1)
         raise SpecError(f"{index_path}: {reason}") from exc

@@ -8,7 +8,13 @@ contract; `check_schema` checks a card against it without a jsonschema dependenc
 uses only type, enum, pattern, minimum, minItems, minLength, required, properties and
 additionalProperties, all checked here). The built-in records are cards in `cards/`.
 
-Every refusal is a `DataError` naming the card file, the field (a dotted path) and the value.
+Every refusal is a `DataError` naming the card file, the field (a dotted path) and the value
+(cut to 80 characters before it is rendered: no error path serialises an unbounded value).
+A card cannot put the outcome in front of the agent: a column an agent sees before the result
+(the id, a descriptor, a grouping key) may not be an outcome column or one an evidence kind
+reveals. Sources lie inside the card's folder (no `..`, no absolute path, no symlink leading
+out; a `data-dir` source inside the data dir). YAML aliases are refused (a few hundred bytes of
+nested aliases expand to gigabytes), as is a card over 1 MiB or nested over 32 levels.
 """
 
 from __future__ import annotations
@@ -16,18 +22,22 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from labreplay.errors import DataError
+from labreplay.sdk import path_kind, read_file
 
 BUILTIN_RULES = ("precursor-genome", "alab-pipeline")
 TABLE_RULES = ("bins", "columns")
 CARD_SUFFIXES = (".card.toml", ".card.yaml", ".card.yml")
+MAX_CARD_BYTES = 1 << 20
+MAX_CARD_DEPTH = 32
+SHOWN = 80  # characters of a refused value (and of its field path) in a refusal
 
 
 @dataclass(frozen=True)
@@ -87,7 +97,54 @@ class RecordCard:
 
 
 def card_error(file: Path, message: str, field: str, value: object) -> DataError:
-    return DataError(message, file=f"card {file.name}", field=field, value=value)
+    return DataError(message, file=f"card {file.name}", field=_cut(field), value=preview(value))
+
+
+def _cut(text: str, limit: int = SHOWN) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def preview(value: object, limit: int = SHOWN) -> object:
+    """`value` as a refusal shows it: a short string or number as is, anything else as JSON
+    text cut to `limit` characters, rendered piece by piece and stopped there (a huge or
+    deeply nested value costs `limit` characters, never its full size)."""
+    if isinstance(value, str):
+        return _cut(value, limit)
+    if value is None or isinstance(value, bool | float) or _small_int(value):
+        return value
+    text = ""
+    for piece in _pieces(value, limit, 0):
+        text += piece
+        if len(text) > limit:
+            break
+    return _cut(text, limit)
+
+
+def _small_int(value: object) -> bool:
+    return isinstance(value, int) and value.bit_length() < 64
+
+
+def _pieces(value: object, limit: int, depth: int) -> Iterator[str]:
+    if depth > MAX_CARD_DEPTH:
+        yield "..."
+    elif isinstance(value, Mapping):
+        yield "{"
+        for i, (key, item) in enumerate(value.items()):
+            yield (", " if i else "") + json.dumps(_cut(str(key), limit)) + ": "
+            yield from _pieces(item, limit, depth + 1)
+        yield "}"
+    elif isinstance(value, list | tuple):
+        yield "["
+        for i, item in enumerate(value):
+            yield ", " if i else ""
+            yield from _pieces(item, limit, depth + 1)
+        yield "]"
+    elif isinstance(value, str):
+        yield json.dumps(_cut(value, limit))
+    elif value is None or isinstance(value, bool | float) or _small_int(value):
+        yield json.dumps(value)
+    else:
+        yield f"<{type(value).__name__}>"
 
 
 @lru_cache(maxsize=1)
@@ -110,12 +167,8 @@ def read_card_file(path: Path) -> dict[str, Any]:
     if not name.endswith(CARD_SUFFIXES):
         raise card_error(path, f"a card file is named NAME{' or NAME'.join(CARD_SUFFIXES)}",
                          "file", name)  # fmt: skip
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise card_error(
-            path, f"unreadable card ({exc.strerror or exc})", "file", str(path)
-        ) from exc
+    # a FIFO or a device is named, never read; a card is at most MAX_CARD_BYTES
+    raw = read_file(path, "record card", MAX_CARD_BYTES)
     try:
         if name.endswith(".card.toml"):
             data: object = tomllib.loads(raw.decode("utf-8"))
@@ -123,10 +176,31 @@ def read_card_file(path: Path) -> dict[str, Any]:
             data = _load_yaml(path, raw)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise card_error(path, f"not a valid card file: {message}", "file", name) from exc
+        raise card_error(
+            path, f"not a valid card file: {_cut(message, 200)}", "file", name
+        ) from exc
+    except RecursionError as exc:  # the parsers recurse per nesting level
+        raise card_error(path, f"nested over {MAX_CARD_DEPTH} levels", "file", name) from exc
     if not isinstance(data, dict):
         raise card_error(path, "a card is a mapping of fields", "file", name)
+    if _depth(data) > MAX_CARD_DEPTH:
+        raise card_error(path, f"nested over {MAX_CARD_DEPTH} levels", "file", name)
     return data
+
+
+def _depth(value: object) -> int:
+    """Nesting depth of parsed card data (a tree: aliases are refused), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_CARD_DEPTH:
+            break
+        if isinstance(item, dict):
+            stack += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
+    return deepest
 
 
 def _load_yaml(path: Path, raw: bytes) -> object:
@@ -137,8 +211,17 @@ def _load_yaml(path: Path, raw: bytes) -> object:
             path, "YAML cards need PyYAML: pip install pyyaml (or write NAME.card.toml)",
             "file", path.name,
         ) from exc  # fmt: skip
+    text = raw.decode("utf-8")
     try:
-        return yaml.safe_load(raw.decode("utf-8"))
+        # Aliases first, from the event stream (nothing is built): `*name` can repeat a
+        # node that itself repeats nodes, so a few hundred bytes expand to gigabytes.
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise card_error(
+                    path, "YAML aliases are not allowed in a card (write the value out)",
+                    "file", f"*{event.anchor}",
+                )  # fmt: skip
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ValueError(str(exc).replace("\n", " ")) from exc
 
@@ -217,7 +300,7 @@ def _value_at(data: Mapping[str, object], field: str) -> object:
             value = value[part]
         else:
             return None
-    return value if not isinstance(value, dict | list) else json.dumps(value)[:80]
+    return value
 
 
 def _semantic(path: Path, data: Mapping[str, Any]) -> RecordCard:
@@ -230,6 +313,10 @@ def _semantic(path: Path, data: Mapping[str, Any]) -> RecordCard:
         return card_error(path, message, field, value)
 
     paths = [s.path for s in sources]
+    for i, source in enumerate(sources):
+        if _leaves_root(source.path):
+            raise refuse("a source path stays inside the card's folder (or the data dir): "
+                         "no '..', no absolute path", f"sources[{i}].path", source.path)  # fmt: skip
     if len(set(paths)) != len(paths):
         raise refuse("a source is listed twice", "sources", sorted(p for p in paths if paths.count(p) > 1)[0])  # fmt: skip
     if rule in TABLE_RULES:
@@ -269,6 +356,10 @@ def _semantic(path: Path, data: Mapping[str, Any]) -> RecordCard:
         if rule in TABLE_RULES and e.budget != "evidence":
             raise refuse("a table's evidence is bought from the evidence budget",
                          f"evidence[{i}].budget", e.budget)  # fmt: skip
+    shown = [("experiment.id", str(data["experiment"]["id"]))]
+    shown += [(f"experiment.descriptors[{i}]", str(c)) for i, c in enumerate(data["experiment"]["descriptors"])]  # fmt: skip
+    shown += [(f"grouping[{i}]", str(c)) for i, c in enumerate(data["grouping"])]
+    _refuse_outcome_in_view(refuse, outcome, rule, evidence, shown)
     claims = None
     if "claims" in data:
         if rule not in TABLE_RULES:
@@ -307,10 +398,52 @@ def _semantic(path: Path, data: Mapping[str, Any]) -> RecordCard:
     )
 
 
+def _leaves_root(path: str) -> bool:
+    pure = PurePosixPath(path.replace("\\", "/"))
+    return pure.is_absolute() or ".." in pure.parts or PureWindowsPath(path).drive != ""
+
+
+def _refuse_outcome_in_view(
+    refuse: Callable[[str, str, object], DataError],
+    outcome: Mapping[str, object],
+    rule: str,
+    evidence: Sequence[EvidenceKind],
+    shown: Sequence[tuple[str, str]],
+) -> None:
+    """A column the agent sees before the result (`shown`: the id, the descriptors, the
+    grouping keys, as (field, column)) must not hold the outcome nor be one an evidence kind
+    reveals (it would be bought for free)."""
+    hidden = {
+        str(outcome[key]): f"the outcome (outcome.{key})"
+        for key in ("column", "category_column", "valid_column")
+        if rule in TABLE_RULES and key in outcome
+    }
+    for i, e in enumerate(evidence):
+        hidden.setdefault(e.reveals, f"bought evidence (evidence[{i}].reveals)")
+    for field, column in shown:
+        if column in hidden:
+            raise refuse(
+                f"an agent sees this column before the result, but it is {hidden[column]}: "
+                "the card would put it in front of the agent", field, column,
+            )  # fmt: skip
+
+
 def source_paths(card: RecordCard, data_dir: Path) -> dict[str, Path]:
-    """Each source's path on disk (card-relative or data-dir-relative)."""
-    root = data_dir if card.sources_root == "data-dir" else card.file.parent
-    return {s.path: root / s.path for s in card.sources}
+    """Each source's path on disk (card-relative or data-dir-relative). A card-relative source
+    must resolve inside the card's folder: a symlink leading out is refused (a card from
+    elsewhere could otherwise read, and quote in its refusals, any file the user can read)."""
+    if card.sources_root == "data-dir":
+        return {s.path: data_dir / s.path for s in card.sources}
+    root = card.file.parent
+    inside = root.resolve()
+    paths = {}
+    for i, s in enumerate(card.sources):
+        path = root / s.path
+        if _leaves_root(s.path) or not path.resolve().is_relative_to(inside):
+            raise card.error("a source resolves outside the card's folder (a symlink?)",
+                             f"sources[{i}].path", s.path)  # fmt: skip
+        paths[s.path] = path
+    return paths
 
 
 def check_sources(
@@ -327,8 +460,10 @@ def check_sources(
         field = f"sources[{i}].path"
         digest = (known or {}).get(source.path)
         if digest is None:
-            if not on_disk.is_file():
-                raise card.error("source file not found", field, source.path)
+            kind = path_kind(on_disk)
+            if kind != "a regular file":  # hashing a FIFO would wait for ever
+                why = "not found" if kind is None else f"is {kind}, not a regular file"
+                raise card.error(f"source file {why}", field, source.path)
             try:
                 digest = sha256_file(on_disk)
             except OSError as exc:

@@ -12,7 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 from labreplay.sdk import Missing, Record, atomic_write_text, sha256_json, to_json
 from labreplay.sdk.engine import EnvironmentSpec, write_spec
@@ -59,12 +59,13 @@ class TableQC(TypedDict):
 
 
 class SpecIndex(TypedDict):
-    """A compile's index.json (its sealed entries included until `write_specs` splits them)."""
+    """A compile's index.json (its sealed entries included until `write_specs` splits them:
+    `split_index`, by the allow-lists at the end of this module)."""
 
     suite: str
     data_verified: bool | None
     modified_files: list[str] | None
-    data_files: dict[str, str] | None
+    data_files: dict[str, str] | None  # sealed: the sha256 of the files read
     record: str
     protocol: str
     seed: int
@@ -76,7 +77,7 @@ class SpecIndex(TypedDict):
     withheld_panel_experiments: int
     long_experiments: int
     short_experiments: int
-    qc: NotRequired[TableQC]  # a record card's table
+    qc: NotRequired[TableQC]  # a record card's table (sealed: read from held-out outcomes)
 
 
 SUITE = "campaign"
@@ -277,32 +278,100 @@ def index_of(
     }
 
 
-# Body fields an agent must not see: the recorded outcomes and evidence, and everything the
-# compiler computed from them (the acceleration target is the context model's score on the
-# held-out panel). They live in the sealed evaluator file.
-SEALED_FIELDS = ("evaluator", "acceleration_target")
-# Index entries computed from held-out outcomes (the spec hash covers them; the count of
-# scorable queries reads them): kept in sealed/index.sealed.json, not in index.json.
-SEALED_INDEX_KEYS: tuple[Literal["spec_hash", "scorable_queries"], ...] = (
-    "spec_hash",
-    "scorable_queries",
+# The firewall, as allow-lists: what an agent may read is named here, and everything else a
+# compile path puts in a spec body or an index (a new field included) goes to `sealed/`. Every
+# name below is a function of the context experiments, the protocol and the card alone; the
+# recorded outcomes of the panel and anything computed from them (the evaluator, the
+# acceleration target, a table's QC scores, the count of scorable queries, the spec hash) and
+# the sha256 of the data files and of the card (which cover the held-out outcomes) are sealed.
+VISIBLE_BODY_FIELDS = frozenset(
+    {
+        "record",  # its keys in VISIBLE_RECORD_KEYS only
+        "protocol_params",
+        "seed",
+        "assignment",
+        "eval_precursors",
+        "budgets",
+        "prices",
+        "eps",
+        "categories",
+        "candidates",
+        "queries",
+        "claims",
+        "context_summary",
+        "context_rows",
+        "roles",
+    }
 )
+VISIBLE_RECORD_KEYS = frozenset(
+    {
+        "source",
+        "n_records",
+        "data_files",  # a count
+        "data_verified",
+        "modified_files",  # paths (with --allow-modified-data), no hash
+        "outcome_from_evidence",
+        "card",  # its file name
+        "outcome_rule",
+        "grouping",
+        "evidence_kinds",
+    }
+)
+VISIBLE_INDEX_KEYS = frozenset(
+    {
+        "suite",
+        "record",
+        "protocol",
+        "seed",
+        "protocol_params",
+        "eval_precursors",
+        "panel_size",
+        "context_size",
+        "assignments",  # each entry's keys in VISIBLE_ASSIGNMENT_KEYS only
+        "withheld_panel_experiments",
+        "long_experiments",
+        "short_experiments",
+        "data_verified",
+        "modified_files",
+    }
+)
+VISIBLE_ASSIGNMENT_KEYS = frozenset({"id", "kind", "candidates", "queries", "budgets", "file"})
+
+
+def sealed_fields(body: Mapping[str, object]) -> list[str]:
+    """The body fields (and `record.KEY`s) that `write_spec` seals: all but the visible ones."""
+    sealed = [k for k in body if k not in VISIBLE_BODY_FIELDS]
+    record = body.get("record")
+    if isinstance(record, Mapping):
+        sealed += [f"record.{k}" for k in record if k not in VISIBLE_RECORD_KEYS]
+    return sorted(sealed)
+
+
+def split_index(index: SpecIndex) -> tuple[dict[str, object], dict[str, object]]:
+    """(index.json, sealed/index.sealed.json): the sealed part keeps the shape of the visible
+    one, its assignment entries keyed by assignment id."""
+    entries: Sequence[Mapping[str, object]] = index["assignments"]
+    visible: dict[str, object] = {k: v for k, v in index.items() if k in VISIBLE_INDEX_KEYS}
+    sealed: dict[str, object] = {k: v for k, v in index.items() if k not in VISIBLE_INDEX_KEYS}
+    visible["assignments"] = [
+        {k: v for k, v in a.items() if k in VISIBLE_ASSIGNMENT_KEYS} for a in entries
+    ]
+    sealed["assignments"] = {
+        str(a["id"]): {k: v for k, v in a.items() if k not in VISIBLE_ASSIGNMENT_KEYS}
+        for a in entries
+    }
+    return visible, sealed
 
 
 def write_specs(out_dir: str | Path, index: SpecIndex, specs: Sequence[EnvironmentSpec]) -> None:
     """Agent-visible specs and index.json (byte-identical whatever the held-out outcomes), and
-    the sealed evaluator part under sealed/ (outcomes, targets, spec hashes)."""
+    the sealed part under sealed/ (outcomes, targets, data hashes, spec hashes, QC)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for spec in specs:
-        write_spec(spec, out_dir / f"{spec.body['assignment']['id']}.json", seal=SEALED_FIELDS)
-    visible = {
-        **index,
-        "assignments": [
-            {k: v for k, v in a.items() if k not in SEALED_INDEX_KEYS} for a in index["assignments"]
-        ],
-    }
-    sealed = {a["id"]: {k: a[k] for k in SEALED_INDEX_KEYS if k in a} for a in index["assignments"]}
+        path = out_dir / f"{spec.body['assignment']['id']}.json"
+        write_spec(spec, path, seal=sealed_fields(spec.body))
+    visible, sealed = split_index(index)
     atomic_write_text(out_dir / "index.json", json.dumps(visible, indent=2, sort_keys=True) + "\n")
     (out_dir / "sealed").mkdir(exist_ok=True)
     atomic_write_text(

@@ -36,6 +36,7 @@ from labreplay.sdk.agents import (
     bind_response_cache,
     drain_calls,
     isolation_of,
+    model_of,
     sandbox_of,
 )
 from labreplay.suites.campaign.events import CategoryForecast, campaign_events
@@ -190,6 +191,16 @@ class ControlWrapper:
     def sandbox(self) -> str:
         """The sandbox the wrapped agent's code runs in ("bwrap" or "none")."""
         return sandbox_of(self.inner)
+
+    @property
+    def model(self) -> str | None:
+        """The wrapped agent's model (None: none): a control's run row and header name it as
+        the adaptive run's do, whichever process ran the control."""
+        return model_of(self.inner)[0]
+
+    @property
+    def endpoint(self) -> str | None:
+        return model_of(self.inner)[1]
 
     def drain_calls(self) -> list[CallRecord]:
         return list(drain_calls(self.inner))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from labreplay.sdk import atomic_write_bytes
 from labreplay.sdk.engine import EnvironmentSpec, Store
 from labreplay.suites.campaign.api import compile_specs, load_records
 from labreplay.suites.campaign.compiler import write_specs
@@ -86,6 +87,6 @@ def _write_curves(store: Store, out_dir: Path) -> list[Path]:
     paths = []
     for system, by_horizon in sorted(mean_curves(store).items()):
         path = out_dir / f"campaign_curves_{system.replace(' ', '_').replace('#', '-')}.png"
-        path.write_bytes(learning_curves(system, by_horizon))
+        atomic_write_bytes(path, learning_curves(system, by_horizon))
         paths.append(path)
     return paths

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.errors import DataError
-from labreplay.sdk import Record
+from labreplay.sdk import Record, read_file
 from labreplay.sdk.data import JsonLimitError, loads_strict
 from labreplay.suites.campaign.records_pg import Phase, phase_list, sample_record
 
@@ -170,11 +170,8 @@ def ledger_sample(sample: Mapping[str, Any], where: _Where) -> dict[str, Any]:
 def load_official_ledger(path: Path) -> list[Record]:
     """Every sample of an official ledger file, in file order."""
     file = str(path)
-    if not path.is_file():
-        raise DataError("ledger file not found", file=file)
     try:
-        with path.open("r", encoding="utf-8") as handle:
-            payload = loads_strict(handle.read())
+        payload = loads_strict(read_file(path, "ledger file").decode("utf-8"))
     except JsonLimitError as exc:  # invalid, truncated, too deep, or NaN/Infinity
         reason = str(exc).removeprefix("invalid JSON ")  # "at line L column C: why"
         raise DataError(f"corrupt or truncated JSON {reason}", file=file) from exc

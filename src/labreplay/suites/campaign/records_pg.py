@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from labreplay.errors import DataError
-from labreplay.sdk import Missing, Record
+from labreplay.sdk import Missing, Record, read_file
 from labreplay.sdk.data import data_file, loads_strict
 from labreplay.suites.campaign import evidence as ev
 
@@ -257,7 +257,7 @@ def read_pg_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     rows: list[tuple[int, dict[str, Any]]] = []
     seen: set[str] = set()
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_file(path, "record file").decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"unreadable file ({exc})", file=str(path)) from exc
     for number, line in enumerate(lines, 1):

@@ -11,7 +11,8 @@ Each evidence kind reveals one column of the row: one item, or a typed Missing w
 
 Refused (one line naming the card, the field and the value): a missing column, duplicate or
 empty ids, a category or bin with no rows, a grouping key with one level, evidence revealing
-a column the table does not have.
+a column the table does not have. (A card whose id, descriptors or grouping name an outcome
+column or a revealed one never gets here: `card.load_card` refuses it.)
 """
 
 from __future__ import annotations

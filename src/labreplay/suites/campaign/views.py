@@ -110,8 +110,9 @@ class EvaluatorRecord(TypedDict):
 
 class SpecBody(TypedDict):
     """A campaign spec's body, as `compiler.build_specs` writes it (checked on load by
-    `spec_schema.check_body_schema`). `evaluator` and `acceleration_target` are sealed apart
-    in a spec directory and joined back when a run loads the spec."""
+    `spec_schema.check_body_schema`). In a spec directory every field outside
+    `compiler.VISIBLE_BODY_FIELDS` (`evaluator`, `acceleration_target`, the data hashes of
+    `record`) is sealed apart and joined back when a run loads the spec."""
 
     record: dict[str, object]
     protocol_params: dict[str, object]

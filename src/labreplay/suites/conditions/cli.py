@@ -48,6 +48,7 @@ from labreplay.sdk.cli import (
     count_check,
     finite_float_check,
     int_range,
+    out_file_check,
     print_json,
     print_table,
     progress_bar,
@@ -101,9 +102,20 @@ def _pairs(values: list[str] | None, flag: str) -> dict[str, str]:
     return out
 
 
+def _spec_path(out: Path) -> Path:
+    from labreplay.suites.conditions.report import spec_path
+
+    return spec_path(out)
+
+
 @app.command("compile")
 def compile_cmd(
-    out: Path = typer.Option(..., "--out", help="Question file to write (JSONL, release layout)."),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        help="Question file to write (JSONL, release layout); its spec goes beside it.",
+        callback=out_file_check(beside=lambda out: [_spec_path(out)]),
+    ),
     dataset: list[str] = typer.Option(
         None, "--dataset", help="Built-in dataset name (repeatable)."
     ),

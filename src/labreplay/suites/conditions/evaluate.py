@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labreplay.errors import DataError
+from labreplay.sdk import read_file
 from labreplay.sdk.data import JsonLimitError, loads_strict
 from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.conditions.prompts import normalise_answer
@@ -167,12 +168,8 @@ def _read_lines(
     path: Path,
 ) -> tuple[dict[str, list[tuple[int, JsonObject]]], list[PredictionProblem]]:
     """id -> [(line, record)] of the prediction objects, and the lines that are not one."""
-    if not path.is_file():
-        raise DataError("predictions file not found", file=str(path))
     try:
-        text = path.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise DataError(f"cannot read ({exc.strerror})", file=str(path)) from exc
+        text = read_file(path, "predictions file").decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DataError(f"not valid UTF-8 (byte offset {exc.start})", file=str(path)) from exc
     problems: list[PredictionProblem] = []

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labreplay.errors import DataError
-from labreplay.sdk import sha256_file, sha256_json
+from labreplay.sdk import MAX_INPUT_BYTES, readable_file, sha256_file, sha256_json
 from labreplay.suites.conditions.chem import (
     AXIS_KINDS,
     ROLES,
@@ -37,8 +37,7 @@ if TYPE_CHECKING:
 def _read_frame(path: Path) -> pd.DataFrame:
     import pandas as pd
 
-    if not path.is_file():
-        raise DataError("table file not found", file=str(path))
+    readable_file(path, "table file", MAX_INPUT_BYTES)  # pandas reads it whole
     suffix = path.suffix.lower()
     try:
         if suffix in {".xlsx", ".xlsm"}:

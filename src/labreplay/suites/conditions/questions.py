@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Final, NotRequired, TypedDict, cast
 
 from labreplay.errors import DataError
-from labreplay.sdk import atomic_write_text
+from labreplay.sdk import atomic_write_text, read_file
 from labreplay.sdk.data import JsonLimitError, loads_strict
 
 
@@ -256,12 +256,8 @@ def _candidates(
 def load_questions(path: str | Path) -> list[Question]:
     """Read and validate a question file (ours or the official release)."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError("question file not found", file=str(path))
     try:
-        lines = path.read_bytes().decode("utf-8").split("\n")
-    except OSError as exc:
-        raise DataError(f"cannot read ({exc.strerror})", file=str(path)) from exc
+        lines = read_file(path, "question file").decode("utf-8").split("\n")
     except UnicodeDecodeError as exc:
         raise DataError(f"not valid UTF-8 (byte offset {exc.start})", file=str(path)) from exc
     questions: list[Question] = []

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from labreplay.sdk import atomic_write_text, canonical_json
+from labreplay.sdk import atomic_write_text, canonical_json, writable_file
 from labreplay.suites.conditions.compiler import CompiledSet
 from labreplay.suites.conditions.independence import (
     option_set_lines,
@@ -138,7 +138,10 @@ def profile_lines(profile: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def write_compiled(compiled: CompiledSet, out: Path) -> dict[str, Any]:
-    """Questions to `out` (release layout), spec + QC + audit to `out.spec.json`. Both atomic."""
+    """Questions to `out` (release layout), spec + QC + audit to `out.spec.json`. Both atomic,
+    and both paths checked first (regular files only), so a refusal writes neither."""
+    for path in (out, spec_path(out)):
+        writable_file(path)
     write_questions(out, compiled.questions)
     keys = [answer_key(q) for q in compiled.questions]
     info = {

@@ -18,6 +18,7 @@ from labreplay.sdk import (
 )
 from labreplay.sdk.data import loads_strict
 from labreplay.sdk.engine import (
+    ContentMissing,
     EnvironmentSpec,
     Store,
 )
@@ -254,11 +255,14 @@ def rescore_run(
     spec: EnvironmentSpec, events: Sequence[Mapping[str, object]], seed: int, store: Store
 ) -> dict[str, float | None]:
     """The headline scores of a stored run, recomputed from its answer events and the
-    question file the store keeps under the spec's sha256 ({} for a store written before
-    question files were kept: nothing to recompute from)."""
+    question file the store keeps under the spec's sha256 (ContentMissing when the store does
+    not keep it: written before question files were kept, or the file deleted)."""
     summary = rescored_summary(spec, events, seed, store)
     if summary is None:
-        return {}
+        raise ContentMissing(
+            f"table contents: no question file with sha256 {str(spec.body['sha256'])[:16]}... "
+            "(the run's spec names it), so its scores and summary detail cannot be recomputed"
+        )
     flat = headline(summary)
     return {
         k: (float(v) if v is not None else None)

@@ -309,7 +309,10 @@ def references_cmd(
 def export_references_cmd(
     store: Path = StoreOption,
     out: Path = typer.Option(
-        ..., "--out", help="Directory for one <task>__<model>.json.gz per complete sweep."
+        ...,
+        "--out",
+        help="Directory for one <task>__<model>.json.gz per complete sweep.",
+        callback=out_dir_check(),
     ),
     slices: Path | None = typer.Option(
         None,
@@ -326,12 +329,12 @@ def export_references_cmd(
     from labreplay.suites.configsearch.references import export_references
 
     slice_files = _slice_files(slices)
-    if not store.is_file() and not slice_files:
+    if not store.exists() and not slice_files:
         raise StoreError(f"store {store} does not exist (run `configsearch references` first)")
     # The store is opened (a foreign file refused) before --out exists, and the files are
     # built in a temporary sibling renamed into place: a refusal or failure leaves no directory.
     with contextlib.ExitStack() as stack:
-        db = stack.enter_context(Store(store, readonly=True)) if store.is_file() else None
+        db = stack.enter_context(Store(store, readonly=True)) if store.exists() else None
         building = stack.enter_context(atomic_directory(out))
         written = export_references(db, building, slice_files)
         if not written:
@@ -342,10 +345,11 @@ def export_references_cmd(
 
 def _slice_files(directory: Path | None) -> list[Path]:
     from labreplay.errors import LabreplayError
+    from labreplay.sdk import readable_dir
 
     if directory is None:
         return []
-    files = sorted(directory.glob("*.json.gz")) if directory.is_dir() else []
+    files = sorted(readable_dir(directory, "--slices").glob("*.json.gz"))
     if not files:
         raise LabreplayError(f"--slices {directory}: no *.json.gz reference slices there")
     return files
@@ -559,7 +563,7 @@ def report_cmd(
     from labreplay.sdk.engine import Store
     from labreplay.suites.configsearch.report import markdown, write_report
 
-    if not store.is_file():
+    if not store.exists():  # anything but a regular file there: `Store` names it
         raise StoreError(
             f"store {store} does not exist (run `configsearch sweep` or `run` first, or pass "
             "--store PATH)"

@@ -229,12 +229,8 @@ def replay_cmd(
             factory, tally = make_factory(agent, **options)
         else:
             factory, _ = resolve_optimizer(agent)
-    if references.is_dir():
-        refs = load_references(references)
-    elif references.is_file():
-        refs = [load_reference(references)]
-    else:
-        raise LabreplayError(f"--references: {references} is neither a file nor a directory")
+    # a directory of references, or one file (a FIFO, a device... there: the reader names it)
+    refs = load_references(references) if references.is_dir() else [load_reference(references)]
     if not refs:
         raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
     refs = _degenerate_rule(refs, keep_degenerate)
@@ -506,12 +502,12 @@ def reference_report_cmd(
     (every problem at T = 12, T0 = 4), which-model verdicts, (n, s) MAE heat maps per r and
     normalised traces, read from the recorded reference files only."""
     from labreplay.errors import LabreplayError
+    from labreplay.sdk import readable_dir
     from labreplay.suites.configsearch import reference_report
     from labreplay.suites.configsearch.optimizers import require_surrogate
     from labreplay.suites.configsearch.references import load_references
 
-    if not references.is_dir():
-        raise LabreplayError(f"--references: {references} is not a directory")
+    readable_dir(references, "--references")
     require_surrogate(surrogate)
     refs = load_references(references)
     if not refs:

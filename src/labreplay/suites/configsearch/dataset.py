@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labreplay.errors import DataError
+from labreplay.sdk import MAX_INPUT_BYTES, read_file, readable_file
 from labreplay.sdk.data import JsonLimitError, loads_strict
 from labreplay.suites.configsearch.data import Material, Pool, TaskDef, register_task
 from labreplay.suites.configsearch.space import ConfigSpace
@@ -42,10 +43,11 @@ ID_FIELDS = ("id", "mbid", "material_id", "jid")
 def _lines(path: Path) -> list[tuple[int, str]]:
     try:
         if path.name.endswith(".gz"):
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
+            with gzip.open(readable_file(path, "dataset file", MAX_INPUT_BYTES), "rt",
+                           encoding="utf-8") as handle:  # fmt: skip
                 text = handle.read()
         else:
-            text = path.read_text(encoding="utf-8")
+            text = read_file(path, "dataset file").decode("utf-8")
     except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:  # zlib: corrupt gzip
         raise DataError(f"cannot read dataset ({exc})", file=str(path)) from exc
     return [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
@@ -96,9 +98,7 @@ _LAST_READ: dict[tuple[str, int, int, str, str, str], Pool] = {}
 
 def read_dataset(path: Path, target: str, task: str, source: str) -> Pool:
     """The materials of one JSONL(.gz) file (see the module doc)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError("dataset file does not exist", file=str(path))
+    path = readable_file(path, "dataset file", MAX_INPUT_BYTES)
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, target, task, source)
     if key not in _LAST_READ:
@@ -173,11 +173,9 @@ def _digest(*parts: bytes) -> str:
 def register_dataset(path: Path, target: str, path_b: Path | None = None) -> str:
     """Register a user dataset as a task (the Python hook behind `--dataset`); returns its name."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError("dataset file does not exist", file=str(path))
-    if path_b is not None and not Path(path_b).is_file():
-        raise DataError("dataset file does not exist", file=str(path_b))
-    blobs = [path.read_bytes(), target.encode()] + ([Path(path_b).read_bytes()] if path_b else [])
+    blobs = [read_file(path, "dataset file"), target.encode()]
+    if path_b is not None:
+        blobs.append(read_file(path_b, "dataset file"))
     stem = re.sub(r"[^A-Za-z0-9]+", "_", path.name.split(".")[0]).strip("_") or "dataset"
     name = f"user_{stem}_{_digest(*blobs)}"
     b_loader = (lambda _dir: read_dataset(Path(path_b), target, name, "b")) if path_b else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from labreplay.errors import SpecError
+from labreplay.sdk import MAX_INPUT_BYTES, readable_file
 from labreplay.sdk.options import MAX_SEED, MAX_SEED_COUNT, bad, id_set, number_list
 from labreplay.suites.configsearch.pipeline import PipelineSettings
 from labreplay.suites.configsearch.space import PAPER_N, PAPER_R, PAPER_S, ConfigSpace
@@ -97,8 +98,8 @@ def task_or_dataset(
     if not target:
         raise SpecError("--dataset needs --target FIELD (the numeric property to predict)")
     for option, path in (("--dataset", dataset), ("--dataset-b", dataset_b)):
-        if path is not None and not Path(path).is_file():
-            raise bad(option, str(path), "is not a file")
+        if path is not None:  # missing, a FIFO, a device...: named for what it is
+            readable_file(path, f"{option} dataset file", MAX_INPUT_BYTES)
     from labreplay.suites.configsearch.dataset import check_dataset
 
     assert dataset is not None  # given exactly one of task and dataset, checked above

@@ -32,7 +32,7 @@ from typing import Literal, NotRequired, TypedDict, cast
 import numpy as np
 
 from labreplay.errors import DataError
-from labreplay.sdk import atomic_write_bytes, canonical_json, sha256_json
+from labreplay.sdk import atomic_write_bytes, canonical_json, read_file, sha256_json
 from labreplay.sdk.agents import Optimizer
 from labreplay.sdk.engine import RunInfo, Store
 from labreplay.sdk.events import JsonObject, JsonValue
@@ -356,7 +356,7 @@ def export_references(
 def _read_doc(path: Path, what: str) -> ReferenceDoc:
     """A reference (or slice) file's JSON document, or one line naming the file."""
     try:
-        doc = json.loads(gzip.decompress(path.read_bytes()))
+        doc = json.loads(gzip.decompress(read_file(path, what)))
     except (OSError, ValueError) as exc:
         raise DataError(f"unreadable {what} ({exc})", file=str(path)) from exc
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:

@@ -207,6 +207,7 @@ class ConfigSearch:
             agent_params=header.agent_params,
             isolation=str(isolation or "in-process"),
             sandbox="none",
+            model=header.model,
             seed=header.seed,
             branch=header.branch,
             spec_hash=self.spec_hash,

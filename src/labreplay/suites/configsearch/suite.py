@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import typer
 
     from labreplay.sdk.agents import Optimizer, ResolvedAgent
-    from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
+    from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, RunInfo, Store
     from labreplay.suites.configsearch.runner import ConfigSearch
     from labreplay.suites.configsearch.search import SearchResult
 
@@ -194,6 +194,25 @@ class ConfigsearchSuite:
             ],
             "short_folds": float(landscape["short_folds"]),
         }
+
+    def rederive(
+        self,
+        spec: EnvironmentSpec,
+        events: Sequence[Mapping[str, object]],
+        run: RunInfo,
+        store: Store | None = None,
+    ) -> Rederived:
+        """A stored run's status, as far as the store gives it (`store verify`): failed when
+        every model call in `llm_calls` failed; a recorded cause (the optimiser stopped
+        answering, its suggestions were unusable: a failed run keeps no steps) rests on the
+        record (None); else complete."""
+        from labreplay.sdk.agents import call_failures
+
+        calls = store.llm_calls(run.run_id) if store is not None else []
+        status: str | None = "failed" if call_failures(calls)["all_failed"] else "complete"
+        if status == "complete" and (run.summary or {}).get("cause"):
+            status = None
+        return {"controls": [], "details": {}, "status": status, "summary": {}}
 
     def agent_problems(
         self,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labreplay.errors import DataError
-from labreplay.sdk import sha256_json
+from labreplay.sdk import MAX_INPUT_BYTES, path_kind, readable_file, sha256_json
 from labreplay.sdk.engine import Store
 from labreplay.sdk.events import JsonValue
 
@@ -51,8 +51,7 @@ def _read_log(path: Path) -> EvalLog:
     require_inspect()
     from inspect_ai.log import read_eval_log
 
-    if not path.is_file():
-        raise DataError("inspect log not found", file=str(path))
+    readable_file(path, "inspect log", MAX_INPUT_BYTES)  # inspect reads it whole
     try:
         return read_eval_log(str(path))
     except Exception as exc:  # inspect raises many kinds on a bad file
@@ -85,7 +84,7 @@ def _import_conditions(path: Path, log: EvalLog, store_path: Path) -> dict[str, 
     # the task records the file's absolute path in its metadata (task args keep what was typed)
     meta = dict(getattr(log.eval, "task_metadata", None) or log.eval.metadata or {})
     questions_path = Path(str(meta.get("questions") or args["questions"]))
-    if not questions_path.is_file():
+    if path_kind(questions_path) is None:  # anything else there: load_questions names it
         raise DataError("the log's question file is not here", file=str(questions_path))
     precedents = str(args.get("precedents", "both"))
     if log.status != "success" or not log.samples:
