@@ -51,6 +51,7 @@ CROSS_SUITE = {
     "inspect_tasks": (
         "labreplay.suites.campaign.api",
         "labreplay.suites.campaign.serve",
+        "labreplay.suites.conditions.episodes",  # an imported log plays as a replay agent
         "labreplay.suites.conditions.events",  # the typed answer result it scores
         "labreplay.suites.conditions.prompts",
         "labreplay.suites.conditions.questions",

@@ -53,9 +53,9 @@ if TYPE_CHECKING:
     from labreplay.agents.contracts import ResponseCache
     from labreplay.agents.resolve import ResolvedAgent
     from labreplay.compile.spec import EnvironmentSpec
+    from labreplay.engine.episodes import Episode, EpisodeSuite
     from labreplay.execute.base import Executor
     from labreplay.runtime.event_types import HeaderPayload
-    from labreplay.sdk.episodes import Episode, EpisodeSuite
     from labreplay.store.sqlite import Store
 
 

@@ -11,9 +11,9 @@ from labreplay.runtime.failure import RunHealth
 from labreplay.runtime.trajectory import Trajectory
 
 if TYPE_CHECKING:
+    from labreplay.engine.episodes import Event
     from labreplay.runtime.event_types import HeaderPayload
     from labreplay.runtime.recorder import Recorder
-    from labreplay.sdk.episodes import Event
 
 
 class RecordingSink:
