@@ -5,7 +5,7 @@ assignment (`short-1/adaptive`, `short-1/random`, `short-1/no-evidence`, ...), p
 order by one served run per (specs, store, model): `labreplay.run` in a worker thread with a
 bridge agent, as `labreplay campaign serve` (the controls start from the adaptive
 branch's pre-campaign forecast, so a control sample waits for its adaptive sample; one random
-replicate by default, `-T random_replicates=K`: each is a full campaign of model calls). Each step
+replicate, one sample each: every replicate is a full campaign of model calls). Each step
 the model sees the current observation (or panel checkpoint: answered by the same model) and
 calls one typed tool; a reply without a tool call is passed on as the action (an invalid
 action, recorded). The harness keeps no conversation across steps: the observation holds the
@@ -30,7 +30,6 @@ from inspect_ai.tool import ToolInfo, ToolParams
 
 from labreplay.sdk.harness import ServedRun
 from labreplay.suites.campaign.api import load_specs, parse_controls, select_specs
-from labreplay.suites.campaign.branches import with_replicates
 from labreplay.suites.campaign.serve import INSTRUCTIONS, CampaignView, tool_defs
 from labreplay.suites.inspect_tasks._offline import allow_mockllm_offline
 
@@ -41,7 +40,7 @@ WAIT_TURN_S = 3600.0
 
 
 def _session(
-    specs: str, store: str, only: str | None, controls: str, seed: int, model: str, replicates: int
+    specs: str, store: str, only: str | None, controls: str, seed: int, model: str
 ) -> tuple[ServedRun, CampaignView]:
     key = (
         str(Path(specs).resolve()),
@@ -50,12 +49,11 @@ def _session(
         controls,
         str(seed),
         model,
-        str(replicates),
     )
     with _LOCK:
         if key not in _SESSIONS:
             chosen = select_specs(load_specs(specs), only)
-            options = {"controls": controls, "random_replicates": replicates}
+            options = {"controls": controls, "random_replicates": 1}
             run = ServedRun(
                 "campaign", chosen, Path(store), f"inspect:{model}", seed, model, options,
                 INTERFACE,
@@ -92,11 +90,10 @@ def drive_campaign(
     controls: str,
     seed: int,
     max_steps: int,
-    replicates: int,
 ) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         model = get_model()
-        session = _session(specs, store, only, controls, seed, str(model), replicates)
+        session = _session(specs, store, only, controls, seed, str(model))
         target = {"assignment": state.metadata["assignment"], "branch": state.metadata["branch"]}
         tools = tool_infos()
         waited = 0.0
@@ -145,15 +142,13 @@ def _past(session: tuple[ServedRun, CampaignView], target: dict[str, str]) -> bo
 
 
 @scorer(metrics=[mean()])
-def branch_auc(
-    specs: str, store: str, only: str | None, controls: str, seed: int, replicates: int
-) -> Scorer:
+def branch_auc(specs: str, store: str, only: str | None, controls: str, seed: int) -> Scorer:
     """The branch's adaptive AUC, read from the store (the model never sees it)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         from labreplay.sdk.engine import Store, run_key
 
-        run, _ = _session(specs, store, only, controls, seed, str(state.model), replicates)
+        run, _ = _session(specs, store, only, controls, seed, str(state.model))
         spec = next(
             s for s in run.specs if s.body["assignment"]["id"] == state.metadata["assignment"]
         )
@@ -188,11 +183,10 @@ def campaign(
     controls: str = "random,no-evidence",
     seed: int = 0,
     max_steps: int = 2000,
-    random_replicates: int = 1,
 ) -> Task:
     allow_mockllm_offline()  # `--model mockllm/model` runs without tiktoken's download
     chosen = select_specs(load_specs(specs), only)
-    branches = ("adaptive", *with_replicates(parse_controls(controls), random_replicates))
+    branches = ("adaptive", *parse_controls(controls))
     samples = [
         Sample(
             id=f"{s.body['assignment']['id']}/{b}",
@@ -204,7 +198,7 @@ def campaign(
     ]
     return Task(
         dataset=MemoryDataset(samples, name="labreplay-campaign"),
-        solver=drive_campaign(specs, store, only, controls, seed, max_steps, random_replicates),
-        scorer=branch_auc(specs, store, only, controls, seed, random_replicates),
+        solver=drive_campaign(specs, store, only, controls, seed, max_steps),
+        scorer=branch_auc(specs, store, only, controls, seed),
         metadata={"labreplay_suite": "campaign", "store": str(Path(store).resolve())},
     )
