@@ -176,7 +176,7 @@ class HasDefaultSeed(Protocol):
 
 @runtime_checkable
 class DeclaresContract(Protocol):
-    """Names the suite's agent contract (a `typing.Protocol` class): the generic MCP server
+    """Names the suite's agent contract (a `typing.Protocol` class): `serve`
     (`labreplay.sdk.harness.serve_suite_run`) forwards the methods it declares."""
 
     agent_contract: type

@@ -62,6 +62,25 @@ def canaried(
 
 
 @pytest.fixture(scope="session")
+def question_file(data_dir: Path, tmp_path_factory: Any) -> Path:
+    """A slice of the edbo_mitsunobu questions, compiled from the real table, with a canary
+    planted in each question's evaluator-side metadata."""
+    from labreplay.suites.conditions.compiler import compile_datasets
+    from labreplay.suites.conditions.questions import load_questions, write_questions
+    from labreplay.suites.conditions.report import write_compiled
+
+    root = tmp_path_factory.mktemp("conditions")
+    write_compiled(compile_datasets(["edbo_mitsunobu"], data_dir, seed=0), root / "all.jsonl")
+    path = root / "mitsunobu60.jsonl"
+    questions = load_questions(root / "all.jsonl")[:60]
+    for q in questions:  # a canary in the evaluator-side metadata of every question
+        q["meta"]["canary"] = f"CANARY-META-{q['id']}"
+    write_questions(path, questions)
+    assert all(q["meta"]["canary"].startswith("CANARY-") for q in load_questions(path))
+    return path
+
+
+@pytest.fixture(scope="session")
 def served_env() -> dict[str, str]:
     """The environment of a served subprocess: this checkout's sources first."""
     src = str(Path(__file__).resolve().parents[2] / "src")

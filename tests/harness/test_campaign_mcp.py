@@ -1,6 +1,7 @@
 """`labreplay campaign serve`: an official MCP client over stdio playing a deterministic policy
-records exactly what the same policy records in-process (every branch); bad calls are data;
-a disconnected session resumes; no evaluator field ever reaches a tool result."""
+records exactly what the same policy records in-process through `labreplay.run` at the same
+defaults (every branch: three random replicates and no-evidence); bad calls are data; a
+disconnected session resumes; no evaluator field ever reaches a tool result."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import labreplay
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.agents import BayesAgent, RandomAgent
 from labreplay.suites.campaign.canaries import leaked, paid_canaries
@@ -43,9 +45,8 @@ def _stored(store: Path) -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def _in_process(specs: list[Any], agent: type, store: Path) -> dict[tuple[str, str], Any]:
-    with Store(store) as db:
-        for spec in specs:
-            run_assignment(spec, agent, db, 0)
+    """The same policy through the Python API at its defaults (the door `serve` shares)."""
+    labreplay.run("campaign", specs, agent, store)
     return _stored(store)
 
 
@@ -70,7 +71,9 @@ def test_mcp_client_records_what_in_process_records(
     _same_trajectories(mcp, _in_process(campaign_specs, BayesAgent, tmp_path / "local.sqlite"))
     assert {r["agent"] for r in mcp.values()} == {"bayes-over-mcp"}
     assert {r["isolation"] for r in mcp.values()} == {"mcp"}
-    assert len(mcp) == 6  # two assignments x (adaptive, random, no-evidence)
+    # two assignments x (adaptive, random, random-2, random-3, no-evidence): `campaign run`'s
+    # defaults (was: one random replicate over MCP, three from the CLI)
+    assert len(mcp) == 10
 
 
 def test_mcp_serve_plays_the_random_replicates_campaign_run_plays(

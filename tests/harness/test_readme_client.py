@@ -1,5 +1,6 @@
 """The README's minimal stdio client runs as written and records, on every branch, the
-trajectory hashes and adaptive AUC of the same policy in-process."""
+trajectory hashes and adaptive AUC of the same policy in-process (`labreplay.run` at the same
+defaults)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from typing import Any
 
 import pytest
 
+import labreplay
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.agents import BayesAgent
-from labreplay.suites.campaign.runner import run_assignment
 
 from .clients import played_digest
 
@@ -45,9 +46,10 @@ def test_readme_client_matches_in_process(
         check=True,
     )
     done = json.loads(out.stdout.strip().splitlines()[-1])
-    assert done["done"] and done["played"][0]["branches"] == ["adaptive", "random", "no-evidence"]
-    with Store(tmp_path / "local.sqlite") as db:
-        reference = run_assignment(campaign_specs[0], BayesAgent, db, 0)
+    (reference,) = labreplay.run("campaign", campaign_specs[:1], BayesAgent, tmp_path / "l.sqlite")
+    assert done["done"] and done["played"][0]["branches"] == list(reference["branches"])
+    assert len(reference["branches"]) == 5  # adaptive, 3 random replicates, no-evidence
+    with Store(tmp_path / "l.sqlite") as db:
         local = {r.branch: played_digest(db.events(r.run_id)) for r in db.runs(suite="campaign")}
     with Store(store, readonly=True) as db:
         runs = {r.branch: r for r in db.runs(suite="campaign")}

@@ -59,4 +59,4 @@ def serve_cmd(
     """Serve one run over MCP (stdio): tools `next_call` and `reply`."""
     from labreplay.sdk.harness import serve_suite_run
 
-    serve_suite_run("melt", load_spec(spec), store, name, seed)
+    serve_suite_run("melt", [load_spec(spec)], store, name, seed)

@@ -25,6 +25,8 @@ explicitly by subclassing it), never discovered by probing attribute names:
 - `Isolated`: `isolation` says where the agent's code ran ("in-process" or "subprocess");
 - `Closable`: `close()` releases what the agent holds; every run path calls it when the run
   is over (an isolated agent's child process never outlives its run);
+- `PlaysEpisodes`: `begin_episode(...)` is told which episode (spec, branch, seed) it is about
+  to play (a served harness's bridge labels its session and its cached replies by it);
 - `ScoresSuggestions` (configsearch): `last_acquisition`, the score of the last suggestion.
 
 Runnable example (campaign; the README's "Bring your own agent" has one per suite):
@@ -339,6 +341,19 @@ class Closable(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class PlaysEpisodes(Protocol):
+    """An agent told which episode it is about to play (the runner says it before `play`)."""
+
+    def begin_episode(self, spec_id: str, spec_hash: str, branch: str, seed: int) -> None: ...
+
+
+def begin_episode(agent: object, spec_id: str, spec_hash: str, branch: str, seed: int) -> None:
+    """Tell an agent that declares `PlaysEpisodes` which episode it plays (else a no-op)."""
+    if isinstance(agent, PlaysEpisodes):
+        agent.begin_episode(spec_id, spec_hash, branch, seed)
+
+
 def close_agent(agent: object) -> None:
     """Release what a closable agent holds (a no-op for any other agent)."""
     if isinstance(agent, Closable):
@@ -404,6 +419,7 @@ __all__ = [
     "Optimizer",
     "OptimizerHistory",
     "PanelEntry",
+    "PlaysEpisodes",
     "QuestionAgent",
     "RecordsCalls",
     "ResponseCache",
@@ -412,6 +428,7 @@ __all__ = [
     "Trial",
     "UsesResponseCache",
     "acquisition_of",
+    "begin_episode",
     "bind_response_cache",
     "close_agent",
     "drain_calls",

@@ -27,6 +27,7 @@ from labreplay._files import read_file
 from labreplay._hashing import canonical_form, sha256_bytes
 from labreplay.agents.base import call_failures
 from labreplay.agents.contracts import (
+    begin_episode,
     bind_response_cache,
     close_agent,
     drain_calls,
@@ -324,6 +325,7 @@ def _stop_of(exc: BaseException) -> Stopped | None:
 
 def _play(job: Job, episode: Episode, agent: object, sink: RecordingSink | MemorySink) -> Any:
     stopped: Stopped | None = None
+    begin_episode(agent, job.spec.spec_id, job.spec.spec_hash, episode.branch, episode.seed)
     try:
         job.suite.play(job.spec, episode, agent, sink)
     except Exception as exc:

@@ -1,14 +1,14 @@
 """A bridge between an ordinary in-process run and a harness that lives elsewhere.
 
-The run (the suite's own runner, with its events, hash chain, checkpoints, controls and
-scores) executes in a worker thread with a *bridge agent* as its policy. Every time the runner
-calls the agent (`act`, `forecast`, `answer`), the bridge agent posts the request on a
-`Channel` and blocks until a tool call (MCP, inspect_ai) delivers the harness's reply. Because
-the runner is the in-process one, a harness that replies like a Python agent records exactly
-what that Python agent records.
+The run (the suite's own `run`, through the core runner: its events, hash chain, controls and
+scores) executes in a worker thread with a *bridge agent* as its policy. Every time the run
+calls a method of the suite's agent contract, the bridge agent posts the request on a
+`Channel` and blocks until a tool call (MCP) delivers the harness's reply. Because the run is
+the in-process one, a harness that replies like a Python agent records exactly what that
+Python agent records.
 
-Resume: every reply is kept in the store's response cache under a key bound to the session
-(harness name, params, seed, branch label), the call's index and the hash of the request; a
+Resume: every reply is kept in the store's response cache under a key bound to the episode
+(harness name, params, spec, branch, seed), the call's index and the hash of the request; a
 restarted session answers its completed calls from there (like an LLM agent's cached calls),
 so the runner's recomputed prefix equals the stored one and the harness continues where it
 stopped.
@@ -55,6 +55,7 @@ class Channel:
         self.finished: dict[str, Any] | None = None
         self.failure: str | None = None
         self.context: dict[str, Any] = {}
+        self.episodes: list[dict[str, Any]] = []  # every context set, in order
 
     # ------------------------------------------------------------------ worker side
     def ask(self, kind: str, payload: Mapping[str, object]) -> object:
@@ -78,6 +79,7 @@ class Channel:
     def set_context(self, **context: object) -> None:
         with self._cond:
             self.context.update(context)
+            self.episodes.append(dict(self.context))
 
     # ------------------------------------------------------------------ harness side
     def current(self, timeout: float | None = None) -> Request | None:
@@ -129,48 +131,53 @@ class BridgeAgent:
     """A policy whose every decision comes from the harness through a `Channel`.
 
     `name` is the declared harness name; `isolation` ("mcp") goes into run provenance as
-    `agent_isolation`. `session` labels the fresh session (e.g. the branch) so that the cache
-    keys of two sessions never collide.
+    `agent_isolation`. Each method of the suite's contract (`methods`, lifecycle aside) is
+    forwarded to the harness unchanged, so a malformed reply is the suite's invalid action
+    (recorded), exactly as in-process. The runner says which episode is played
+    (`begin_episode`): the harness sees it as its session, and the cache keys of two episodes
+    never collide.
     """
+
+    endpoint: str | None = None  # a harness has no endpoint of ours
 
     def __init__(
         self,
         channel: Channel,
         name: str,
         params: Mapping[str, object],
-        session: Mapping[str, object],
-        cache: ResponseCache | None = None,
         model: str | None = None,
-        isolation: str = ISOLATION,
         methods: tuple[str, ...] = (),
+        isolation: str = ISOLATION,
     ) -> None:
-        self.channel = channel
-        self.methods = methods  # a contract's other methods, forwarded (see __getattr__)
+        self.channel, self.isolation = channel, isolation
+        self.methods = methods  # forwarded (see __getattr__)
         self.model = model  # declared by the harness; recorded on the run row
-        self.endpoint: str | None = None  # a harness has no endpoint of ours
-        self.isolation = isolation
         self.name = name
         self._params = dict(params)
-        self.session = dict(session)
-        self.cache = cache
+        self.cache: ResponseCache | None = None
+        self.episode: dict[str, object] = {}
         self.calls_made = 0
-        self.calls_cached = 0
 
     def params(self) -> dict[str, object]:
         return dict(self._params)
 
     def reset(self, seed: int) -> None:
-        self.seed = seed
+        """Answered by the bridge (a new episode is announced by `begin_episode`)."""
+
+    def bind_store(self, cache: ResponseCache | None) -> None:
+        self.cache = cache
+
+    def begin_episode(self, spec_id: str, spec_hash: str, branch: str, seed: int) -> None:
+        self.episode = {"spec_hash": spec_hash, "branch": branch, "seed": seed}
         self.calls_made = 0
-        self.channel.set_context(**self.session)
+        self.channel.set_context(spec_id=spec_id, spec_hash=spec_hash, branch=branch)
 
     def _key(self, kind: str, payload: Mapping[str, object]) -> str:
         return "harness:" + sha256_json(
             {
                 "harness": self.name,
                 "params": self._params,
-                "session": self.session,
-                "seed": getattr(self, "seed", None),
+                "episode": self.episode,
                 "call": self.calls_made,
                 "kind": kind,
                 "request": sha256_json(payload),
@@ -183,7 +190,6 @@ class BridgeAgent:
         if self.cache is not None:
             hit = self.cache.cached_response(key)
             if hit is not None:
-                self.calls_cached += 1
                 text = hit["reply_json"]  # written below as a str
                 if not isinstance(text, str | bytes | bytearray):
                     raise TypeError(f"cached reply {key}: reply_json is not JSON text")
@@ -196,24 +202,10 @@ class BridgeAgent:
             )
         return reply
 
-    # The protocols of the suites: whatever the harness sent is passed on unchanged, so a
-    # malformed reply is the runner's invalid action (recorded), exactly as in-process.
-    def act(self, observation: Mapping[str, object]) -> object:
-        return self._call("act", observation)
-
-    def forecast(self, snapshot: Mapping[str, object]) -> object:
-        return self._call("forecast", snapshot)
-
-    def answer(self, question_view: Mapping[str, object]) -> Any:
-        # (Any: the conditions runner types this bridge as its `QuestionAgent`, whose answer
-        # is declared a dict; what the harness sent is passed on unchanged)
-        return self._call("answer", question_view)
-
     def __getattr__(self, name: str) -> Callable[[Mapping[str, object]], object]:
-        """A method of the suite's contract that is not one of the built-in three (`methods`,
-        declared by the suite): forwarded to the harness like them. Only declared names, so
-        the optional capabilities the core probes for (`close`, `bind_store`, ...) are not
-        mistaken for the harness's."""
+        """A method of the suite's contract (`methods`): forwarded to the harness. Only
+        declared names, so the optional capabilities the core probes for (`close`,
+        `drain_calls`, ...) are not mistaken for the harness's."""
         if name.startswith("_") or name not in self.__dict__.get("methods", ()):
             raise AttributeError(name)
 

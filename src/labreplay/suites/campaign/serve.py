@@ -1,12 +1,11 @@
-"""`labreplay campaign serve`: any harness plays the campaigns through MCP tools.
+"""The campaign tools of `labreplay campaign serve`: a view of the one served run.
 
-The server runs the ordinary in-process path (`run_assignment`: the adaptive branch, then each
-matched control from the same pre-campaign forecast) in a worker thread, with a
-`BridgeAgent` as the policy: the harness's tool calls are the agent's `act` / `forecast`
-answers. Events, hash chain, checkpoints, controls, scores and provenance are therefore those
-of an in-process run; only the agent's name (the declared harness name) and
-`agent_isolation: "mcp"` differ. A deterministic policy played through the tools has the same
-trajectory hashes and adaptive AUC as in-process.
+`campaign serve` is the generic `serve` (`labreplay.sdk.harness.serve_suite_run`): the run is
+`labreplay.run("campaign", ...)` with the same options and defaults as `campaign run` (the
+adaptive branch, then each matched control from the same pre-campaign forecast: by default
+three schedule-matched random replicates and the no-evidence control), played by a bridge
+agent. The generic tools `next_call` / `reply` are not offered here: these are the same
+mechanism, shown as the campaign's own tools.
 
 Tools (every result is one JSON object; none ever holds an evaluator field):
 - `observe()`: the pending observation (`kind: "observation"`, the Python observation's keys),
@@ -23,22 +22,13 @@ says what was expected.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import cast
+from collections.abc import Mapping, Sequence
 
-from labreplay.sdk.agents import CampaignAgent
-from labreplay.sdk.engine import EnvironmentSpec, Store, run_key
-from labreplay.sdk.harness import BridgeAgent, Channel, Request, ToolDef, start_worker
+from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.sdk.harness import Request, ServedRun, ToolDef
 from labreplay.suites.campaign.actions import PHASE_ACTIONS, action_schema
-from labreplay.suites.campaign.branches import BRANCHES, random_replicate
 from labreplay.suites.campaign.env import panel_schema
 from labreplay.suites.campaign.json_values import json_list, json_object
-from labreplay.suites.campaign.runner import run_assignment
-
-WAIT_S = 600.0  # a run that does not answer a tool call within this is reported, not awaited
-INTERFACE = "mcp"
 
 INSTRUCTIONS = (
     "labreplay campaign server. Loop: observe(), then act(reply) (or the typed tool of the "
@@ -67,11 +57,6 @@ def _action_variants() -> dict[str, dict[str, object]]:
                 "additionalProperties": False,
             }
     return out
-
-
-def panel_tool_schema() -> dict[str, object]:
-    """The panel forecast tool's schema: any experiment id (the env checks the panel's)."""
-    return panel_schema()
 
 
 ACTION_TOOLS = _action_variants()
@@ -109,157 +94,74 @@ def tool_defs() -> list[ToolDef]:
         ToolDef(
             "submit_panel_forecast",
             "Answer a panel checkpoint: one forecast per held-out query.",
-            panel_tool_schema(),
+            panel_schema(),  # any experiment id (the env checks the panel's)
         )
     )
     return tools
 
 
-class CampaignSession:
-    """One harness session over a list of specs: the worker runs them; tools drive it."""
+class CampaignView:
+    """The campaign's tools over a `ServedRun` (`labreplay.sdk.harness.HarnessView`)."""
 
-    def __init__(
-        self,
-        specs: Sequence[EnvironmentSpec],
-        store_path: str | Path,
-        agent_name: str,
-        seed: int = 0,
-        controls: tuple[str, ...] = ("random", "no-evidence"),
-        model: str | None = None,
-        interface: str = INTERFACE,
-    ) -> None:
-        self.specs = list(specs)
-        self.store_path = Path(store_path)
-        self.agent_name = agent_name
-        self.seed = seed
-        # the order the runner plays them: the random replicates, then no-evidence
-        # (the ordering of `execute.run_assignments`, then `runner._branches`)
-        ordered = tuple(
-            dict.fromkeys(c for c in (*BRANCHES[1:], *sorted(controls)) if c in controls)
-        )
-        replicates = tuple(c for c in ordered if random_replicate(c) is not None)
-        self.controls = (*replicates, *(c for c in ordered if c not in replicates))
-        self.model = model
-        self.params = {"interface": interface, **({"model": model} if model else {})}
-        self.interface = interface
-        self.channel = Channel()
-        self.played: list[dict[str, object]] = []
-        self.started: list[dict[str, str]] = []  # (assignment, branch) in the order run
-        self._lock = threading.Lock()  # a harness's parallel tool calls are served in turn
-        self._thread = start_worker(self.channel, self._work)
+    instructions = INSTRUCTIONS
 
-    # ------------------------------------------------------------------ worker
-    def _work(self) -> dict[str, object]:
-        with Store(self.store_path) as db:
-            for spec in self.specs:
-                assignment = str(spec.body["assignment"]["id"])
+    def __init__(self, specs: Sequence[EnvironmentSpec]) -> None:
+        self.assignments = {s.spec_hash: str(s.body["assignment"]["id"]) for s in specs}
 
-                def make(
-                    spec: EnvironmentSpec = spec, assignment: str = assignment
-                ) -> CampaignAgent:
-                    branch = self._next_branch(db, spec)
-                    if branch is not None and self.started[-1:] != [
-                        {"assignment": assignment, "branch": branch}
-                    ]:
-                        self.started.append({"assignment": assignment, "branch": branch})
-                    session = {
-                        "assignment": assignment,
-                        "spec_hash": spec.spec_hash,
-                        "branch": branch,
-                    }
-                    # the bridge forwards whatever the remote agent replies; the runner checks
-                    # every reply (a bad one is an invalid action, recorded), as in-process
-                    return cast(
-                        "CampaignAgent",
-                        BridgeAgent(
-                            self.channel,
-                            self.agent_name,
-                            self.params,
-                            session,
-                            db,
-                            self.model,
-                            self.interface,
-                        ),
-                    )
+    def tools(self) -> list[ToolDef]:
+        return tool_defs()
 
-                summary = run_assignment(spec, make, db, self.seed, self.controls)
-                self.played.append(
-                    {
-                        "assignment": assignment,
-                        "status": summary["status"],
-                        "branches": list(summary["branches"]),
-                    }
-                )
-        return {"played": self.played}
+    @staticmethod
+    def _played(results: Sequence[Mapping[str, object]]) -> dict[str, object]:
+        played = [
+            {
+                "assignment": json_object(r["assignment"])["id"],
+                "status": r["status"],
+                "branches": list(json_object(r["branches"])),
+            }
+            for r in results
+        ]
+        return {"played": played}
 
-    def _next_branch(self, db: Store, spec: EnvironmentSpec) -> str | None:
-        """The branch a fresh agent is built for: the runner plays the branches in order
-        (adaptive, then each control) and a branch's run is complete before the next one's
-        agent is built, so it is the first whose run is not complete (None: all are; such an
-        agent only reads back, as does the probe the driver builds for name and params)."""
-        status = {r.run_id: r.status for r in db.runs(suite="campaign")}
-        for branch in ("adaptive", *self.controls):
-            run_id = run_key(
-                spec.spec_hash, self.agent_name, self.params, self.seed, branch, self.interface
-            )
-            if status.get(run_id) != "complete":
-                return branch
-        return None
+    def session_of(self, context: Mapping[str, object]) -> dict[str, object]:
+        """The harness's session: the assignment and branch being played."""
+        assignment = self.assignments.get(str(context.get("spec_hash")))
+        return {"assignment": assignment, "branch": context.get("branch")}
 
-    # ------------------------------------------------------------------ tools
-    def done_reply(self) -> dict[str, object]:
-        reply: dict[str, object] = {"done": True, "played": list(self.played)}
-        if self.channel.failure:
-            reply["error"] = f"the run stopped: {self.channel.failure}"
-        return reply
-
-    def _view(self, request: Request | None) -> dict[str, object]:
+    def _view(self, run: ServedRun, request: Request | None) -> dict[str, object]:
         if request is None:
-            if self.channel.finished is None:
-                return {"error": "the run did not answer in time", "expected": "observe()"}
-            return self.done_reply()
-        session = {k: request.context.get(k) for k in ("assignment", "branch")}
+            return run.done(self._played)
+        session = self.session_of(request.context)
         if request.kind == "forecast":
             return {**request.payload, "session": session}
         return {"kind": "observation", **request.payload, "session": session}
 
-    def observe(self) -> dict[str, object]:
-        return self._view(self.channel.current(WAIT_S))
-
-    def act(self, reply: object) -> dict[str, object]:
-        answered = self.channel.current(WAIT_S)
+    def act(self, run: ServedRun, reply: object) -> dict[str, object]:
+        answered, nxt = run.answer(reply)
         if answered is None:
-            return {**self._view(None), "expected": "nothing: every session is over"}
-        nxt = self.channel.reply(reply, WAIT_S)
+            return {**self._view(run, None), "expected": "nothing: every session is over"}
         result = _result_of(answered, reply, nxt)
-        view = self._view(nxt)
+        view = self._view(run, nxt)
         result["next"] = "done" if view.get("done") else view.get("kind", "error")
         if nxt is not None:
             result["session"] = view["session"]
-            result["new_session"] = nxt.context.get("branch") != answered.context.get(
-                "branch"
-            ) or nxt.context.get("assignment") != answered.context.get("assignment")
+            result["new_session"] = nxt.context != answered.context
         elif "error" in view:
             result["error"] = view["error"]
         return result
 
-    def call(self, tool: str, arguments: Mapping[str, object] | None) -> dict[str, object]:
-        with self._lock:
-            return self._call(tool, arguments)
-
-    def _call(self, tool: str, arguments: Mapping[str, object] | None) -> dict[str, object]:
-        args = dict(arguments or {})
+    def call(self, run: ServedRun, tool: str, args: dict[str, object]) -> dict[str, object]:
         if tool == "observe":
-            return self.observe()
+            return self._view(run, run.pending())
         if tool == "act":
             if "reply" not in args:
                 # recorded like any malformed action: the reply names what was expected
-                return self.act({"invalid_call": "act without 'reply'", **args})
-            return self.act(args["reply"])
+                return self.act(run, {"invalid_call": "act without 'reply'", **args})
+            return self.act(run, args["reply"])
         if tool in ACTION_TOOLS:
-            return self.act({**args, "type": tool})
+            return self.act(run, {**args, "type": tool})
         if tool == "submit_panel_forecast":
-            return self.act(args)
+            return self.act(run, args)
         return {
             "error": f"unknown tool {tool!r}",
             "expected": ["observe", "act", *ACTION_TOOLS, "submit_panel_forecast"],
@@ -295,43 +197,4 @@ def _result_of(answered: Request, reply: object, nxt: Request | None) -> dict[st
     return {"accepted": None, "reason": "the branch ended after this action"}
 
 
-def serve_campaign(
-    spec_dir: str | Path,
-    store_path: str | Path,
-    agent_name: str,
-    only: str | None = None,
-    seed: int = 0,
-    controls: tuple[str, ...] = ("random", "no-evidence"),
-    transport: str = "stdio",
-    port: int = 8765,
-    model: str | None = None,
-) -> None:
-    """Serve the specs of `spec_dir` over MCP until the harness disconnects (stdio) or the
-    server is stopped (http). Each MCP session plays its own campaign
-    (`labreplay.sdk.harness.SessionSlots`): a second session neither sees nor acts on the
-    first's, and a session that ended leaves its campaign to the next one to connect."""
-    from labreplay.sdk.harness import SessionSlots, build_server, require_mcp, serve
-    from labreplay.suites.campaign.api import load_specs, select_specs
-
-    require_mcp()
-    specs = select_specs(load_specs(spec_dir), only)
-
-    # slot 1 plays as the declared name (a lone harness, and resume after a restart), built
-    # now as before; a concurrent session as NAME-k, so two sessions never write the same runs
-    first = CampaignSession(specs, store_path, agent_name, seed, controls, model)
-
-    def campaign_of(
-        slot: int,
-    ) -> Callable[[str, Mapping[str, object] | None], dict[str, object]]:
-        if slot == 1:
-            return first.call
-        return CampaignSession(
-            specs, store_path, f"{agent_name}-{slot}", seed, controls, model
-        ).call
-
-    slots = SessionSlots(campaign_of)
-    server = build_server("labreplay-campaign", INSTRUCTIONS, tool_defs(), slots)
-    serve(server, transport, port=port)
-
-
-__all__ = ["ACTION_TOOLS", "CampaignSession", "serve_campaign", "tool_defs"]
+__all__ = ["ACTION_TOOLS", "CampaignView", "tool_defs"]

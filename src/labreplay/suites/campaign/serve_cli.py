@@ -25,11 +25,11 @@ def serve_cmd(
         help="Comma list of control branches (random, no-evidence), or none.",
     ),
     seed: int = typer.Option(0, help="Run seed (control randomness).", callback=seed_check()),
-    random_replicates: int = typer.Option(
-        1,
+    random_replicates: int | None = typer.Option(
+        None,
         "--random-replicates",
-        help="Schedule-matched random replicates per assignment (default 1, as `campaign run` "
-        "for a model-driven agent: each replicate is a full campaign of the harness's calls).",
+        help="Schedule-matched random replicates per assignment (default 3, as `campaign run` "
+        "and `labreplay.run`).",
         callback=int_range("--random-replicates", 1, 50),
     ),
     transport: str = typer.Option(
@@ -39,12 +39,14 @@ def serve_cmd(
         8765, help="Port of the http transport (127.0.0.1).", callback=int_range("--port", 1, 65535)
     ),
 ) -> None:
-    """Serve the campaigns to any harness over MCP (tools observe/act and one per action)."""
-    from labreplay.suites.campaign.options import CampaignRunOptions
-    from labreplay.suites.campaign.serve import serve_campaign
+    """Serve the campaigns to any harness over MCP (tools observe/act and one per action):
+    the run `campaign run` plays, with its options and defaults."""
+    from labreplay.sdk.harness import serve_suite_run
+    from labreplay.suites.campaign.api import load_specs, select_specs
+    from labreplay.suites.campaign.serve import CampaignView
 
-    # the control branches as `campaign run` expands them (one options class)
-    branches = CampaignRunOptions(
-        controls=controls, random_replicates=random_replicates
-    ).control_branches(agent_name)
-    serve_campaign(specs, store, agent_name, only, seed, branches, transport, port, model)
+    chosen = select_specs(load_specs(specs), only)
+    serve_suite_run(
+        "campaign", chosen, store, agent_name, seed, model=model, view=CampaignView(chosen),
+        transport=transport, port=port, controls=controls, random_replicates=random_replicates,
+    )  # fmt: skip

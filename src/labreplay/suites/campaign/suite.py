@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from labreplay.sdk.agents import CampaignAgent
 from labreplay.sdk.engine import ReportSection
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 class CampaignSuite:
     name = "campaign"
     default_seed = 0  # the run seed of `labreplay.run` and of the CLI's --seed
+    agent_contract = CampaignAgent  # `serve` forwards what it declares (act, forecast)
 
     def cli(self) -> typer.Typer:
         from labreplay.suites.campaign.cli import app

@@ -27,7 +27,16 @@ def serve_cmd(
         8765, help="Port of the http transport (127.0.0.1).", callback=int_range("--port", 1, 65535)
     ),
 ) -> None:
-    """Serve a question file to any harness over MCP (tools observe/act and typed answers)."""
-    from labreplay.suites.conditions.serve import serve_questions
+    """Serve a question file to any harness over MCP (tools observe/act and typed answers):
+    the run `conditions run` plays, with its options and defaults."""
+    from labreplay.sdk.harness import serve_suite_run
+    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import question_spec
+    from labreplay.suites.conditions.serve import QuestionView
 
-    serve_questions(questions, store, agent_name, seed, transport, port, model)
+    loaded = load_questions(questions)  # a bad file: one line, exit 2, before serving
+    view = QuestionView(questions.name, len(loaded))
+    serve_suite_run(
+        "conditions", [question_spec(questions, loaded)], store, agent_name, seed,
+        model=model, view=view, transport=transport, port=port, questions=questions,
+    )  # fmt: skip

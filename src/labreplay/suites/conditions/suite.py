@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from labreplay.errors import SpecError
+from labreplay.sdk.agents import QuestionAgent
 from labreplay.sdk.engine import ReportSection
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 class ConditionsSuite:
     name = "conditions"
     default_seed = 0  # the run seed of `labreplay.run` and of the CLI's --seed
+    agent_contract = QuestionAgent  # `serve` forwards what it declares (answer)
 
     def cli(self) -> typer.Typer:
         from labreplay.suites.conditions.cli import app

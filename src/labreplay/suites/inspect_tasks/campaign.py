@@ -2,9 +2,10 @@
 
 inspect's model drives our environment through tools: the samples are the branches of each
 assignment (`short-1/adaptive`, `short-1/random`, `short-1/no-evidence`, ...), played in that
-order by one `CampaignSession` per (specs, store, model): the ordinary runner in a worker
-thread with a bridge agent, as `labreplay campaign serve` (the controls start from the adaptive
-branch's pre-campaign forecast, so a control sample waits for its adaptive sample). Each step
+order by one served run per (specs, store, model): `labreplay.run` in a worker thread with a
+bridge agent, as `labreplay campaign serve` (the controls start from the adaptive
+branch's pre-campaign forecast, so a control sample waits for its adaptive sample; one random
+replicate, one sample each: every replicate is a full campaign of model calls). Each step
 the model sees the current observation (or panel checkpoint: answered by the same model) and
 calls one typed tool; a reply without a tool call is passed on as the action (an invalid
 action, recorded). The harness keeps no conversation across steps: the observation holds the
@@ -27,19 +28,20 @@ from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolInfo, ToolParams
 
+from labreplay.sdk.harness import ServedRun
 from labreplay.suites.campaign.api import load_specs, parse_controls, select_specs
-from labreplay.suites.campaign.serve import INSTRUCTIONS, CampaignSession, tool_defs
+from labreplay.suites.campaign.serve import INSTRUCTIONS, CampaignView, tool_defs
 from labreplay.suites.inspect_tasks._offline import allow_mockllm_offline
 
 INTERFACE = "inspect"
-_SESSIONS: dict[tuple[str, ...], CampaignSession] = {}
+_SESSIONS: dict[tuple[str, ...], tuple[ServedRun, CampaignView]] = {}
 _LOCK = threading.Lock()
 WAIT_TURN_S = 3600.0
 
 
 def _session(
     specs: str, store: str, only: str | None, controls: str, seed: int, model: str
-) -> CampaignSession:
+) -> tuple[ServedRun, CampaignView]:
     key = (
         str(Path(specs).resolve()),
         str(Path(store).resolve()),
@@ -51,16 +53,21 @@ def _session(
     with _LOCK:
         if key not in _SESSIONS:
             chosen = select_specs(load_specs(specs), only)
-            _SESSIONS[key] = CampaignSession(
-                chosen,
-                store,
-                f"inspect:{model}",
-                seed,
-                parse_controls(controls),
-                model=model,
-                interface=INTERFACE,
-            )
+            options = {"controls": controls, "random_replicates": 1}
+            run = ServedRun(
+                "campaign", chosen, Path(store), f"inspect:{model}", seed, model, options,
+                INTERFACE,
+            )  # fmt: skip
+            _SESSIONS[key] = (run, CampaignView(chosen))
         return _SESSIONS[key]
+
+
+def _call(
+    session: tuple[ServedRun, CampaignView], tool: str, args: dict[str, object]
+) -> dict[str, object]:
+    run, view = session
+    with run.lock:
+        return view.call(run, tool, args)
 
 
 def tool_infos() -> list[ToolInfo]:
@@ -77,7 +84,12 @@ def tool_infos() -> list[ToolInfo]:
 
 @solver
 def drive_campaign(
-    specs: str, store: str, only: str | None, controls: str, seed: int, max_steps: int
+    specs: str,
+    store: str,
+    only: str | None,
+    controls: str,
+    seed: int,
+    max_steps: int,
 ) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         model = get_model()
@@ -87,7 +99,7 @@ def drive_campaign(
         waited = 0.0
         steps = 0
         while steps < max_steps:
-            view = await anyio.to_thread.run_sync(session.call, "observe", {})
+            view = await anyio.to_thread.run_sync(_call, session, "observe", {})
             if view.get("done") or "session" not in view:
                 break
             if view["session"] != target:
@@ -112,7 +124,7 @@ def drive_campaign(
                 name, args = calls[0].function, dict(calls[0].arguments or {})
             else:
                 name, args = "act", {"reply": output.completion}
-            result = await anyio.to_thread.run_sync(session.call, name, args)
+            result = await anyio.to_thread.run_sync(_call, session, name, args)
             state.messages.append(output.message)
             state.messages.append(ChatMessageUser(content=f"{name} -> {json.dumps(result)}"))
             steps += 1
@@ -122,9 +134,11 @@ def drive_campaign(
     return solve
 
 
-def _past(session: CampaignSession, target: dict[str, str]) -> bool:
+def _past(session: tuple[ServedRun, CampaignView], target: dict[str, str]) -> bool:
     """Has `target`'s branch been played (a later branch started after it)?"""
-    return target in session.started and session.started[-1] != target
+    run, view = session
+    started = [view.session_of(context) for context in run.channel.episodes]
+    return target in started and started[-1] != target
 
 
 @scorer(metrics=[mean()])
@@ -134,14 +148,14 @@ def branch_auc(specs: str, store: str, only: str | None, controls: str, seed: in
     async def score(state: TaskState, target: Target) -> Score:
         from labreplay.sdk.engine import Store, run_key
 
-        session = _session(specs, store, only, controls, seed, str(state.model))
+        run, _ = _session(specs, store, only, controls, seed, str(state.model))
         spec = next(
-            s for s in session.specs if s.body["assignment"]["id"] == state.metadata["assignment"]
+            s for s in run.specs if s.body["assignment"]["id"] == state.metadata["assignment"]
         )
         run_id = run_key(
             spec.spec_hash,
-            session.agent_name,
-            session.params,
+            run.agent_name,
+            run.params,
             seed,
             state.metadata["branch"],
             INTERFACE,

@@ -1,0 +1,138 @@
+"""One door: at defaults, `serve` (an official MCP client over stdio), the CLI's `run` and
+`labreplay.run` record the same runs: the same run ids, scores and event chains.
+
+Was: `campaign serve` played one random replicate where `campaign run` and `labreplay.run`
+play three (an agent's selection lift differed between the doors). To compare run ids, the
+in-process agent declares the harness's identity (its name, `params` `{"interface": "mcp"}` and
+`isolation = "mcp"`: what a served run is keyed by) and the MCP client replies with the same
+policy, so every door must give the same run, byte for byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import labreplay
+from labreplay.cli.main import run as cli
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.store.sqlite import Store
+
+from .clients import drive, serve_args
+
+pytest.importorskip("mcp")
+
+HARNESS = """
+from labreplay.suites.campaign.agents import BayesAgent
+from labreplay.suites.conditions.agents import RandomAgent
+
+
+class CampaignHarness(BayesAgent):
+    name = "harness"
+    isolation = "mcp"
+
+    def params(self):
+        return {"interface": "mcp"}
+
+
+class ConditionsHarness:
+    name = "harness"
+    isolation = "mcp"
+
+    def params(self):
+        return {"interface": "mcp"}
+
+    def answer(self, question_view):
+        return RandomAgent(0).answer(question_view)
+"""
+
+
+@pytest.fixture
+def harnessed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`harnessed:CampaignHarness` / `harnessed:ConditionsHarness`, importable here."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "harnessed.py").write_text(HARNESS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    yield
+    sys.modules.pop("harnessed", None)
+
+
+def _runs(path: Path) -> list[tuple[str, str, str, str, dict[str, float | None]]]:
+    """(run id, branch, status, head hash, scores) of every run, by run id."""
+    with Store(path, readonly=True) as db:
+        return sorted(
+            (r.run_id, r.branch, r.status, db.events(r.run_id)[-1]["hash"], db.scores(r.run_id))
+            for r in db.runs()
+        )
+
+
+def test_campaign_serve_cli_and_api_record_the_same_runs(
+    campaign_specs: list[EnvironmentSpec],
+    spec_dir: Path,
+    served_env: dict[str, str],
+    harnessed: None,
+    tmp_path: Path,
+) -> None:
+    from labreplay.suites.campaign.agents import BayesAgent
+
+    by_cli, by_api, served = (tmp_path / f"{n}.sqlite" for n in ("cli", "api", "mcp"))
+    argv = ["campaign", "run", "--specs", str(spec_dir), "--only", "short-1", "--json"]
+    assert cli([*argv, "--agent", "harnessed:CampaignHarness", "--store", str(by_cli)]) == 0
+    from harnessed import CampaignHarness  # type: ignore[import-not-found]
+
+    labreplay.run("campaign", campaign_specs[:1], CampaignHarness, by_api)
+    args = serve_args("campaign", "--specs", str(spec_dir), "--store", str(served), "--only")
+    out = asyncio.run(drive([*args, "short-1", "--agent-name", "harness"], served_env, BayesAgent))
+    assert out["final"]["played"][0]["status"] == "complete"
+    runs = _runs(served)
+    assert [branch for _, branch, *_ in sorted(runs, key=lambda r: r[1])] == [
+        "adaptive",
+        "no-evidence",
+        "random",
+        "random-2",
+        "random-3",
+    ]
+    assert runs == _runs(by_cli) == _runs(by_api)
+
+
+def test_conditions_serve_cli_and_api_record_the_same_run(
+    question_file: Path, served_env: dict[str, str], harnessed: None, tmp_path: Path
+) -> None:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    from labreplay.suites.conditions.agents import RandomAgent
+    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import question_spec
+
+    by_cli, by_api, served = (tmp_path / f"{n}.sqlite" for n in ("cli", "api", "mcp"))
+    argv = ["conditions", "run", "--questions", str(question_file), "--json"]
+    assert cli([*argv, "--agent", "harnessed:ConditionsHarness", "--store", str(by_cli)]) == 0
+    from harnessed import ConditionsHarness  # type: ignore[import-not-found]
+
+    spec = question_spec(question_file, load_questions(question_file))
+    labreplay.run("conditions", [spec], ConditionsHarness, by_api)
+    args = serve_args("conditions", "--questions", str(question_file), "--store", str(served))
+
+    async def answer_all() -> dict[str, Any]:
+        server = StdioServerParameters(
+            command=sys.executable, args=[*args, "--agent-name", "harness"], env=served_env
+        )
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as mcp:
+            await mcp.initialize()
+            while True:
+                result = await mcp.call_tool("observe", {})
+                seen: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+                if seen.get("done"):
+                    return seen
+                await mcp.call_tool("act", {"reply": RandomAgent(0).answer(seen)})
+
+    assert asyncio.run(answer_all())["questions"] == len(load_questions(question_file))
+    runs = _runs(served)
+    assert len(runs) == 1 and runs[0][2] == "complete"
+    assert runs == _runs(by_cli) == _runs(by_api)
