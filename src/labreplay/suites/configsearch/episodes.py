@@ -46,6 +46,7 @@ from labreplay.suites.configsearch.runner import (
     Advances,
     ConfigSearch,
     Setup,
+    library_versions,
     worker_copy,
 )
 from labreplay.suites.configsearch.search import (
@@ -219,8 +220,6 @@ class SweepEpisodes:
 
 
 def _provenance(spec: EnvironmentSpec) -> dict[str, object]:
-    from labreplay.suites.configsearch.runner import library_versions
-
     pipeline = spec.body.get("pipeline")
     files = pipeline.get("files") if isinstance(pipeline, Mapping) else None
     # the data files and the versions the fits ran with (a reference file carries them on)

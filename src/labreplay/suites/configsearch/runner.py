@@ -168,14 +168,6 @@ class ConfigSearch:
             **params,
         }
 
-    def provenance(self) -> dict[str, object]:
-        """What a run's row records beside its parameters."""
-        return {
-            "data": self.evaluator.provenance()["files"],
-            # the versions the fits ran with (a reference file carries them on)
-            "libraries": library_versions(),
-        }
-
     def training_sets(self) -> list[tuple[float, int]]:
         """The (r, n) training sets of the feasible space, in sweep order: the units of work."""
         return list(dict.fromkeys((c.r, c.n) for c in self.feasible))
