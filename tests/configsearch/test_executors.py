@@ -1,6 +1,6 @@
 """Configsearch on the shared driver: a sweep on a real Dask LocalCluster (one unit per (r, n)
 training set, fits made on the workers) stores the same trajectory as in-process, and searches
-per seed on threads store what `ConfigSearch.run` stores."""
+per seed on threads store what `run_search` stores."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from labreplay.execute import InProcessExecutor, ThreadedExecutor
 from labreplay.store.sqlite import Store
 from labreplay.store.verify import verify_store
-from labreplay.suites.configsearch.execute import run_searches
+from labreplay.suites.configsearch.episodes import run_search, run_searches, sweep
 from labreplay.suites.configsearch.runner import ConfigSearch
 
 from .conftest import SMALL_SETTINGS, SMALL_SPACE
@@ -38,9 +38,10 @@ def test_sweep_on_dask_equals_in_process(data_dir: Path, cache_dir: Path, tmp_pa
 
     local, remote = tmp_path / "local.sqlite", tmp_path / "dask.sqlite"
     with Store(local) as store:
-        ConfigSearch(
+        local_campaign = ConfigSearch(
             data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir, min_test_points=1
-        ).sweep("rf-scm")
+        )
+        sweep(local_campaign, "rf-scm")
     fresh_cache = tmp_path / "worker-cache"  # nothing cached: the workers fit everything
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None)
     try:
@@ -54,7 +55,7 @@ def test_sweep_on_dask_equals_in_process(data_dir: Path, cache_dir: Path, tmp_pa
                 fresh_cache,
                 min_test_points=1,
             )
-            campaign.sweep("rf-scm", None, dask)
+            sweep(campaign, "rf-scm", None, dask)
     finally:
         cluster.close()
     assert len(_events(local)) == 13 and _events(remote) == _events(local)
@@ -71,7 +72,9 @@ def test_searches_per_seed_on_threads_equal_run(
         campaign = ConfigSearch(
             data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir, min_test_points=1
         )
-        expected = [campaign.run(["rf-scm"], "best-model", "bo", 5, 3, s)[2] for s in (1, 2)]
+        expected = [
+            run_search(campaign, ["rf-scm"], "best-model", "bo", 5, 3, s)[2] for s in (1, 2)
+        ]
     with Store(many) as store, ThreadedExecutor(2) as threads:
         campaign = ConfigSearch(
             data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir, min_test_points=1

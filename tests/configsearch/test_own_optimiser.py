@@ -58,17 +58,17 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def driven(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many units each configsearch run_units call got (every path goes through it)."""
-    import labreplay.suites.configsearch.execute as execute
+    """How many specs each configsearch run_suite call got (every path goes through it)."""
+    import labreplay.suites.configsearch.episodes as episodes
 
     seen: list[int] = []
-    original = execute.run_units
+    original = episodes.run_suite
 
-    def counting(suite: str, units: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.append(len(units))
-        return original(suite, units, *args, **kwargs)
+    def counting(suite: Any, specs: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(len(specs))
+        return original(suite, specs, *args, **kwargs)
 
-    monkeypatch.setattr(execute, "run_units", counting)
+    monkeypatch.setattr(episodes, "run_suite", counting)
     return seen
 
 
@@ -216,7 +216,7 @@ def test_an_llm_optimiser_runs_with_the_llm_option_set_and_all_failed_calls_fail
     assert bad.exit_code == 1, bad.output
     (row,) = json.loads(bad.output)
     assert row["status"] == "failed" and not row["ranked"]
-    assert row["cause"] == "model calls failed: every model call failed"
+    assert row["cause"].startswith("model calls failed: every model call failed")
     assert row["llm_usage"]["calls"] == row["llm_usage"]["failed_calls"] > 0
     with Store(workdir / "garbage.sqlite", readonly=True) as db:
         assert db.run(row["run_id"]).status == "failed"  # never stored as a success

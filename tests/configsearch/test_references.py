@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from labreplay.store.sqlite import Store
+from labreplay.suites.configsearch import episodes
 from labreplay.suites.configsearch.cli import app
 from labreplay.suites.configsearch.references import (
     compare,
@@ -40,7 +41,7 @@ def test_export_round_trips_a_real_sweep_byte_stably(
         campaign = ConfigSearch(
             data_dir, "band_gap", store, SMALL_SETTINGS, SMALL_SPACE, cache_dir, min_test_points=1
         )
-        run_id, _ = campaign.sweep("rf-scm")
+        run_id, _ = episodes.sweep(campaign, "rf-scm")
     with Store(store_path, readonly=True) as store:
         stored = ConfigSearch._maes(store.events(run_id))  # the values as canonically stored
         (first,) = export_references(store, tmp_path / "a")
@@ -78,10 +79,11 @@ def test_r_slices_of_a_sweep_assemble_into_the_full_reference(
 
     def sweep(path: Path, r_values: tuple[float, ...]) -> None:
         with Store(path) as store:
-            ConfigSearch(
+            campaign = ConfigSearch(
                 data_dir, "band_gap", store, SMALL_SETTINGS,
                 replace(SMALL_SPACE, r_values=r_values), cache_dir, min_test_points=1,
-            ).sweep("rf-scm")  # fmt: skip
+            )  # fmt: skip
+            episodes.sweep(campaign, "rf-scm")
 
     r_first, r_second = SMALL_SPACE.r_values
     sweep(tmp_path / "full.sqlite", SMALL_SPACE.r_values)

@@ -11,6 +11,7 @@ import pytest
 from labreplay.errors import SpecError
 from labreplay.runtime.trajectory import Trajectory
 from labreplay.store.sqlite import Store
+from labreplay.suites.configsearch.episodes import run_search, sweep
 from labreplay.suites.configsearch.report import write_report
 from labreplay.suites.configsearch.runner import ConfigSearch
 from labreplay.suites.configsearch.space import Config
@@ -41,8 +42,8 @@ def test_sweep_resumes_without_duplicates(data_dir: Path, cache_dir: Path, tmp_p
         campaign = _campaign(data_dir, cache_dir, store)
         assert len(campaign.feasible) == 12 and not campaign.infeasible
         with pytest.raises(KeyboardInterrupt):
-            campaign.sweep("rf-scm", _StopAfter(5))
-        run_id, table = campaign.sweep("rf-scm")
+            sweep(campaign, "rf-scm", _StopAfter(5))
+        run_id, table = sweep(campaign, "rf-scm")
         events = store.events(run_id)
         assert sum(e["kind"] == "evaluation" for e in events) == 12
         Trajectory.verify(events, campaign.spec_hash)
@@ -53,7 +54,7 @@ def test_sweep_resumes_without_duplicates(data_dir: Path, cache_dir: Path, tmp_p
 
 
 def _run(campaign: ConfigSearch, method: str, seed: int, **kw: Any) -> Any:
-    return campaign.run(["rf-scm"], "best-model", method, kw.get("budget", 6), 3, seed)
+    return run_search(campaign, ["rf-scm"], "best-model", method, kw.get("budget", 6), 3, seed)
 
 
 def test_bo_and_random_share_the_initial_design_and_are_deterministic(
@@ -61,7 +62,7 @@ def test_bo_and_random_share_the_initial_design_and_are_deterministic(
 ) -> None:
     with Store(tmp_path / "a.sqlite") as a, Store(tmp_path / "b.sqlite") as b:
         ca, cb = _campaign(data_dir, cache_dir, a), _campaign(data_dir, cache_dir, b)
-        ca.sweep("rf-scm")
+        sweep(ca, "rf-scm")
         run_a, bo, summary = _run(ca, "bo", 7)
         _, rnd, _ = _run(ca, "random", 7)
         assert [s.candidate for s in bo.steps[:3]] == [s.candidate for s in rnd.steps[:3]]
@@ -88,15 +89,17 @@ def test_closest_and_discriminate_problems(data_dir: Path, cache_dir: Path, tmp_
         campaign = _campaign(data_dir, cache_dir, store)
         with pytest.raises(SpecError, match="unknown ground truth"):
             campaign.ground_truth(["rf-scm"], "median")
-        campaign.sweep("rf-scm")
-        campaign.sweep("ofm-mlp")
-        _, result, summary = campaign.run(["rf-scm", "ofm-mlp"], "discriminate", "bo", 5, 2, 3)
+        sweep(campaign, "rf-scm")
+        sweep(campaign, "ofm-mlp")
+        _, result, summary = run_search(
+            campaign, ["rf-scm", "ofm-mlp"], "discriminate", "bo", 5, 2, 3
+        )
         assert summary["evaluations"] == 10  # every model at every chosen configuration
         assert summary["answer"]["objective"] == max(s.objective for s in result.steps)
-        _, closest, csum = campaign.run(["rf-scm"], "closest", "random", 4, 2, 3, gt="mean")
+        _, closest, csum = run_search(campaign, ["rf-scm"], "closest", "random", 4, 2, 3, gt="mean")
         assert csum["gt_evaluations"] == 12 and closest.ground_truth["rf-scm"] > 0
         with pytest.raises(SpecError, match="at least two models"):
-            campaign.run(["rf-scm"], "discriminate", "bo", 4, 2, 1)
+            run_search(campaign, ["rf-scm"], "discriminate", "bo", 4, 2, 1)
         report = write_report(store, tmp_path / "out")
         assert {s["model"] for s in report["sweeps"]} == {"rf-scm", "ofm-mlp"}
         assert (tmp_path / "out/configsearch_report.md").read_text().count("|") > 20
@@ -109,21 +112,21 @@ def test_a_run_made_before_its_sweep_gains_its_target_later(
 ) -> None:
     with Store(tmp_path / "late.sqlite") as store:
         campaign = _campaign(data_dir, cache_dir, store)
-        _, _, early = campaign.run(["rf-scm"], "best-model", "random", 3, 2, 5)
+        _, _, early = run_search(campaign, ["rf-scm"], "best-model", "random", 3, 2, 5)
         assert "steps_to_target" not in early and early["used_fits"] >= 4
         before = write_report(store, tmp_path / "r0")
         (group,) = before["searches"]
         assert group["truth_known"] is False and "n_total=200" in group["protocol"]
         md = (tmp_path / "r0/configsearch_report.md").read_text()
         assert "no seed-42 run" in md  # the seed-42 section says why it is empty
-        campaign.sweep("rf-scm")
-        _, _, late = campaign.run(["rf-scm"], "best-model", "random", 3, 2, 5)
+        sweep(campaign, "rf-scm")
+        _, _, late = run_search(campaign, ["rf-scm"], "best-model", "random", 3, 2, 5)
         assert "steps_to_target" in late and "final_normalised" in late
         after = write_report(store, tmp_path / "r1")
         (group,) = after["searches"]
         assert group["truth_known"] is True and group["mean_final_normalised"] is not None
-        (sweep,) = after["sweeps"]
-        assert sweep["short_folds"] == 0 and sweep["test_points"]["min"] == 4
+        (swept,) = after["sweeps"]
+        assert swept["short_folds"] == 0 and swept["test_points"]["min"] == 4
 
 
 def test_bo_vs_random_comparison_is_paired_over_seeds(
@@ -131,10 +134,10 @@ def test_bo_vs_random_comparison_is_paired_over_seeds(
 ) -> None:
     with Store(tmp_path / "pair.sqlite") as store:
         campaign = _campaign(data_dir, cache_dir, store)
-        campaign.sweep("rf-scm")
+        sweep(campaign, "rf-scm")
         for seed in range(3):
             for method in ("bo", "random"):
-                campaign.run(["rf-scm"], "best-model", method, 4, 2, seed)
+                run_search(campaign, ["rf-scm"], "best-model", method, 4, 2, seed)
         report = write_report(store, tmp_path / "out")
         (pair,) = report["comparisons"]
         assert pair["paired_seeds"] == 3

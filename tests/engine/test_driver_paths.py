@@ -25,7 +25,6 @@ SRC = Path(labreplay.__file__).resolve().parent
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every call of run_units, by suite, wherever a module bound the name."""
     import labreplay.engine.runner
-    import labreplay.suites.configsearch.execute
 
     seen: list[str] = []
     original = driver.run_units
@@ -126,7 +125,7 @@ def _threads() -> Any:
 
 # Functions that run an episode themselves instead of through the driver. Outside their own
 # modules (and the driver's units), nothing may call them.
-EPISODE_FUNCTIONS = {"run_branch", "run_assignment_branches", "search_events"}
+EPISODE_FUNCTIONS = {"run_branch", "run_assignment_branches", "search_detached"}
 ALLOWED_CALLERS = {
     # store-less agent checks (labreplay.testing.check_agent): they write nothing
     "suites/campaign/checks.py",
@@ -134,8 +133,7 @@ ALLOWED_CALLERS = {
     "suites/campaign/dry_run.py",
     "suites/configsearch/suite.py",
     "suites/campaign/runner.py",
-    "suites/configsearch/runner.py",
-    "suites/configsearch/execute.py",
+    "suites/configsearch/episodes.py",
 }
 
 

@@ -105,7 +105,7 @@ def run_suite(
     agent: ResolvedAgent,
     store: Store,
     *,
-    seed: int,
+    seed: int | Sequence[int],
     options: Mapping[str, object],
     executor: Executor | None = None,
     progress: Callable[[int], None] | None = None,
@@ -113,26 +113,30 @@ def run_suite(
 ) -> list[dict[str, object]]:
     """Play every episode of every spec with `agent` and record it in `store`; one summary per
     episode played or read back, in order (each with its `status`: a failed run is stored and
-    returned; `raise_failed` turns one into the command's error). `progress(n)`: n more units
-    of an episode's work recorded; `spec_done()`: a spec's episodes all finished."""
+    returned; `raise_failed` turns one into the command's error). Several seeds: the spec's
+    episodes under each (one unit of work per spec and seed, in that order). `progress(n)`: n
+    more units of an episode's work recorded; `spec_done()`: a spec's episodes all finished
+    (under one seed)."""
     from labreplay.execute.base import InProcessExecutor
 
     here = executor is None or isinstance(executor, InProcessExecutor)
+    seeds = [seed] if isinstance(seed, int) else list(seed)
     units: list[Unit] = []
     for spec in specs:
         _keep_attachments(store, spec)
-        job = Job(suite, spec, agent, seed, dict(options))
-        units.append(
-            Unit(
-                f"{spec.spec_hash}:{len(units)}",
-                # a worker cannot read the store: it gets what its episodes continue from
-                partial(_play_remote, job, {} if here else _stored_prefixes(job, store)),
-                partial(_persist, job),
-                stored=_nothing if here else partial(_finished, job),
-                uses_llm=True,
-                in_place=partial(_play_here, job, progress),
+        for one in seeds:
+            job = Job(suite, spec, agent, one, dict(options))
+            units.append(
+                Unit(
+                    f"{spec.spec_hash}:{len(units)}",
+                    # a worker cannot read the store: it gets what its episodes continue from
+                    partial(_play_remote, job, {} if here else _stored_prefixes(job, store)),
+                    partial(_persist, job),
+                    stored=_nothing if here else partial(_finished, job),
+                    uses_llm=True,
+                    in_place=partial(_play_here, job, progress),
+                )
             )
-        )
     done = run_units(suite.name, units, store, executor, spec_done)
     return [summary for per_spec in done for summary in per_spec]
 

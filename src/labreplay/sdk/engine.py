@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         write_spec,
     )
     from labreplay.engine.runner import play_detached, raise_failed, run_suite, run_verdict
-    from labreplay.execute.base import Executor
+    from labreplay.execute.base import Executor, WorkUnit
     from labreplay.execute.driver import Unit, open_executor, run_units
     from labreplay.runtime.failure import (
         AGENT_RAISED,
@@ -57,7 +57,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "write_spec",
     ),
     "labreplay.engine.runner": ("play_detached", "raise_failed", "run_suite", "run_verdict"),
-    "labreplay.execute.base": ("Executor",),
+    "labreplay.execute.base": ("Executor", "WorkUnit"),
     "labreplay.execute.driver": (
         "Unit",
         "open_executor",
@@ -110,6 +110,7 @@ __all__ = [
     "Trajectory",
     "Unit",
     "Verdict",
+    "WorkUnit",
     "cap_kind",
     "compile",
     "decision_failed",

@@ -223,6 +223,7 @@ def sweep_cmd(
     one work unit per (r, n) training set."""
     from labreplay.sdk.engine import Store, open_executor
     from labreplay.suites.configsearch import preflight
+    from labreplay.suites.configsearch.episodes import sweep
 
     _refuse_dask_with_own_dataset(executor, dataset)
     preflight.task_or_dataset(task, dataset, target, dataset_b)
@@ -238,7 +239,7 @@ def sweep_cmd(
         )  # fmt: skip
         label = f"sweep {campaign.task} {model}"
         with progress_bar(label, len(campaign.feasible), not (json_out or quiet)) as bar:
-            run_id, _ = campaign.sweep(model, bar, None if executor == "in-process" else ex)
+            run_id, _ = sweep(campaign, model, bar, ex)
         summary = db.run(run_id).summary or {}
     marked = {"unverified_data": unverified} if unverified else {}
     if json_out:
@@ -273,6 +274,7 @@ def references_cmd(
     stage is cached by its input hashes, so a rerun only computes what is missing)."""
     from labreplay.sdk.engine import Store
     from labreplay.suites.configsearch import preflight
+    from labreplay.suites.configsearch.episodes import sweep
 
     names = preflight.task_list(tasks)
     chosen_models = preflight.model_list("--models", models)
@@ -289,7 +291,7 @@ def references_cmd(
             for model in chosen_models:
                 label = f"sweep {task} {model}"
                 with progress_bar(label, len(campaign.feasible), not (json_out or quiet)) as bar:
-                    run_id, _ = campaign.sweep(model, bar)
+                    run_id, _ = sweep(campaign, model, bar)
                 summary = db.run(run_id).summary or {}
                 marked = campaign.evaluator.unverified
                 out.append({"task": task, "model": model, "run_id": run_id, **summary})
@@ -453,7 +455,7 @@ def run_cmd(
     from labreplay.errors import LabreplayError
     from labreplay.sdk.engine import Store, open_executor
     from labreplay.suites.configsearch import preflight
-    from labreplay.suites.configsearch.execute import resolve_optimizer_agent, run_searches
+    from labreplay.suites.configsearch.episodes import resolve_optimizer_agent, run_searches
     from labreplay.suites.configsearch.search import METHODS, PROBLEMS
 
     _refuse_dask_with_own_dataset(executor, dataset)

@@ -17,6 +17,7 @@ from typing import TypedDict
 
 from labreplay.sdk.engine import Store
 from labreplay.suites.configsearch.cache import StageCounts
+from labreplay.suites.configsearch.episodes import run_searches, sweep
 from labreplay.suites.configsearch.json_numbers import as_float
 from labreplay.suites.configsearch.pipeline import PipelineSettings
 from labreplay.suites.configsearch.report import write_report
@@ -65,13 +66,14 @@ def run_demo(data_dir: Path, store: Path, out_dir: Path, quick: bool) -> DemoSum
     seeds = range(20)
     with Store(store) as db:
         campaign = ConfigSearch(data_dir, "band_gap", db, settings=settings, space=space)
-        _, table = campaign.sweep("rf-scm")
+        _, table = sweep(campaign, "rf-scm")
         values = [table[("rf-scm", c)] for c in campaign.feasible]
         rows: list[DemoRow] = []
         for method in ("bo", "random"):
-            results = [
-                campaign.run(["rf-scm"], "best-model", method, 12, 4, seed)[2] for seed in seeds
-            ]
+            searches = run_searches(
+                campaign, ["rf-scm"], "best-model", method, 12, 4, list(seeds), "reference"
+            )
+            results = [summary for _, _, summary in searches]
             # the summaries are JSON objects: steps_to_target an int, or None when missed
             reached = [s for r in results if isinstance(s := r["steps_to_target"], int)]
             rows.append(

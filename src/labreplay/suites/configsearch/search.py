@@ -53,7 +53,7 @@ from labreplay.sdk.agents import (
     Trial,
 )
 from labreplay.sdk.agents import acquisition_of as _acquisition_of
-from labreplay.sdk.engine import AGENT_RAISED, MODEL_CALLS_FAILED, REPLIES_INVALID, RunHealth, judge
+from labreplay.sdk.engine import AGENT_RAISED, REPLIES_INVALID, RunHealth
 from labreplay.suites.configsearch.events import ConfigJson, StepPayload
 from labreplay.suites.configsearch.optimizers import (
     BUILTIN_OPTIMIZERS,
@@ -82,10 +82,8 @@ RUN_ENDING = (AgentUnavailable, CapReached)
 
 @runtime_checkable
 class CallsAModel(Protocol):
-    """Declared by an optimiser that asks a model (the LLM optimiser): a search in which every
-    call failed is a failed run, as in every suite."""
-
-    def every_call_failed(self) -> bool: ...
+    """Declared by an optimiser that asks a model (the LLM optimiser): its calls are the run's
+    (a search in which every call failed is a failed run, as in every suite)."""
 
     def model_calls(self) -> list[CallRecord]: ...
 
@@ -184,8 +182,6 @@ class SearchResult:
     steps: list[Step] = field(default_factory=list)
     ground_truth: dict[str, float] = field(default_factory=dict)
     gt_evaluations: int = 0
-    failure: str | None = None  # why the search stopped short (its optimiser stopped answering)
-    model_calls: list[CallRecord] = field(default_factory=list)  # an LLM optimiser's calls
 
     @property
     def evaluations(self) -> int:
@@ -409,7 +405,6 @@ def search(
     copy = type(optimizer) not in BUILTIN_OPTIMIZERS
     seen: set[int] = set()
     best: float | None = None
-    health = RunHealth()  # the guided steps, for the one failed-run rule
     for step_index in range(budget):
         started = time.perf_counter()
         acquisition: float | None = None
@@ -425,7 +420,6 @@ def search(
             )  # fmt: skip
             pick, error = _ask(optimizer, history, index, seen)
             acquisition = _acquisition_of(optimizer) if error is None else None
-            health.policy(_failed_suggestion(error) if pick is None else None, error)
         overhead = time.perf_counter() - started
         if pick is None:
             last = best if best is not None else float("nan")
@@ -454,16 +448,21 @@ def search(
             step.error = f"observe raised {type(exc).__name__}: {_one_line(exc)}"
         if on_step is not None:
             on_step(step)
-    if isinstance(optimizer, CallsAModel):
-        result.model_calls = optimizer.model_calls()  # accounted in the store's llm_calls
-        if optimizer.every_call_failed():
-            # its steps are endpoint failures, not search: the run is failed, never scored
-            result.failure = f"{MODEL_CALLS_FAILED}: every model call failed"
-            return result
-    verdict = judge(health)  # `labreplay.runtime.failure`: the rule of every suite
-    if verdict.status == "failed":
-        result.failure = verdict.cause
     return result
+
+
+def search_health(steps: Sequence[Mapping[str, object]]) -> RunHealth:
+    """The health of a search from its step payloads, for the one failed-run rule: each
+    guided step (past the initial design) is one policy call, failed when the optimiser gave
+    no usable suggestion."""
+    health = RunHealth()
+    for step in steps:
+        if step.get("phase") == "init":
+            continue
+        error = step.get("error")
+        failed = _failed_suggestion(str(error) if error else None)
+        health.policy(failed if step.get("config") is None else None, error)
+    return health
 
 
 def _failed_suggestion(error: str | None) -> str | None:

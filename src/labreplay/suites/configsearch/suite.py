@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from labreplay.sdk.agents import Optimizer, ResolvedAgent
     from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, RunInfo, Store
     from labreplay.suites.configsearch.runner import ConfigSearch
-    from labreplay.suites.configsearch.search import SearchResult
 
 
 def config_point(payload: Mapping[str, object]) -> tuple[float, float, float, float] | None:
@@ -111,7 +110,7 @@ class ConfigsearchSuite:
         """A search method name (bo | random | exhaustive), or any `Optimizer` (object,
         factory, registered name, MODULE:ATTR) checked against the contract; options
         `isolate` and `agent_timeout_s` serve an importable one from a child process."""
-        from labreplay.suites.configsearch.execute import resolve_optimizer_agent
+        from labreplay.suites.configsearch.episodes import resolve_optimizer_agent
         from labreplay.suites.configsearch.options import parse_run_options
 
         run_options = parse_run_options({k: v for k, v in options.items() if k != "seed"})
@@ -131,7 +130,7 @@ class ConfigsearchSuite:
         `resolve_agent`). Options: `ConfigsearchRunOptions` (the compile options plus
         data_dir, models, problem, budget, init, seeds, gt, cost_alpha), the defaults of
         `configsearch run`."""
-        from labreplay.suites.configsearch.execute import run_searches
+        from labreplay.suites.configsearch.episodes import run_searches
         from labreplay.suites.configsearch.options import parse_run_options
 
         run_options = parse_run_options(options)
@@ -179,21 +178,11 @@ class ConfigsearchSuite:
         """The scores of an exhaustive sweep, recomputed from its evaluation events (`store
         verify` compares them with the `scores` rows). A search's scores need the truth table of
         other runs, so a search gives none here."""
-        from labreplay.suites.configsearch.runner import ConfigSearch
-        from labreplay.suites.configsearch.targets import sweep_summary
+        from labreplay.suites.configsearch.episodes import SWEEP_BRANCH, sweep_scores
 
-        if getattr(run, "branch", None) != "sweep/exhaustive":
+        if getattr(run, "branch", None) != SWEEP_BRANCH:
             return {}
-        landscape = sweep_summary(list(ConfigSearch._payloads([dict(e) for e in events]).values()))
-        return {
-            "min_mae": landscape["mae"]["min"],
-            "max_mae": landscape["mae"]["max"],
-            "max_min_ratio": landscape["mae"]["max_min_ratio"],
-            "max_min_ratio_without_degenerate": landscape["mae_without_degenerate_folds"][
-                "max_min_ratio"
-            ],
-            "short_folds": float(landscape["short_folds"]),
-        }
+        return sweep_scores(events)["scores"]
 
     def rederive(
         self,
@@ -226,20 +215,24 @@ class ConfigsearchSuite:
         campaign = self._campaign(options.get("data_dir"), None, {**options, "task": spec.spec_id})
         if campaign.spec_hash != spec.spec_hash:
             return [f"spec {spec.spec_hash[:16]}... does not match these options/data"]
+        from labreplay.sdk.agents import ResolvedAgent
+        from labreplay.suites.configsearch.episodes import method_agent, search_detached
+
         budget = int(options.get("budget", 6))
         models = list(options.get("models", ["rf-scm"]))
 
-        def once() -> tuple[list[dict[str, Any]], SearchResult]:
+        def once() -> list[dict[str, Any]]:
             made = make_agent()  # a method name or an Optimizer
-            name, optimizer = (made, None) if isinstance(made, str) else (made.name, made)
-            done: tuple[list[dict[str, Any]], SearchResult] = campaign.search_events(
-                models, "best-model", name, budget, 3, seed, "reference", {}, 0, optimizer=optimizer
+            agent = (
+                method_agent(made)
+                if isinstance(made, str)
+                else ResolvedAgent(made.name, lambda: made, made.name, made.params(), probe=made)
             )
-            return done
+            return search_detached(campaign, models, "best-model", agent, budget, 3, seed)
 
         runs = [once() for _ in range(2)]
         problems = []
-        steps = [e for e in runs[0][0] if e["kind"] == "step"]
+        steps = [e for e in runs[0] if e["kind"] == "step"]
         if len(steps) > budget:
             problems.append(f"budget: {len(steps)} steps > budget {budget}")
         feasible = {(c.r, c.n, c.s) for c in campaign.feasible}
@@ -248,7 +241,7 @@ class ConfigsearchSuite:
             if (float(c["r"]), int(c["n"]), int(c["s"])) not in feasible:
                 problems.append(f"feasibility: step {e['payload']['step']} chose {c}")
                 break
-        if [e["hash"] for e in runs[0][0]] != [e["hash"] for e in runs[1][0]]:
+        if [e["hash"] for e in runs[0]] != [e["hash"] for e in runs[1]]:
             problems.append("determinism: two searches with the same seed differ")
         return problems
 
