@@ -60,7 +60,7 @@ def test_a_suite_that_names_the_store_write_api_fails_the_runner_check(
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "suite.py").write_text(
-        "from labreplay.sdk import open_run\n\n\nclass Sneaky:\n    name = 'sneaky'\n"
+        "from labreplay.runtime.recorder import open_run\n\n\nclass Sneaky:\n    name = 'sneaky'\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     from sneaky.suite import Sneaky  # type: ignore[import-not-found]

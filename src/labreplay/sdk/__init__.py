@@ -10,7 +10,8 @@ needs from the core, under names that stay stable.
   (`writable_file`: labreplay writes regular files only; `read_file`/`readable_file`: it reads
   regular files of bounded size, a FIFO or a device named for what it is);
 - records: the typed `Missing` value and its JSON tag;
-- runs: `Recorder` / `RunHeader` / `open_recorder` (the hash-chained trajectory recorder);
+- runs: `HEADER_KIND`, the kind of the header event a suite places where the runner says
+  (runs themselves are opened, recorded and finished by the episode runner alone);
 - errors: the `LabreplayError` family the CLI turns into one-line, exit-2 messages.
 
 The rest of the SDK is grouped by concept, one module each:
@@ -80,11 +81,9 @@ from labreplay.records._types import (
     to_json,
     value_or,
 )
-from labreplay.runtime.header import HEADER_KIND, HeaderPayload, find_header, header_payload
-from labreplay.runtime.recorder import DEFAULT_BATCH, Recorder, RunHeader, open_recorder, open_run
+from labreplay.runtime.header import HEADER_KIND
 
 __all__ = [
-    "DEFAULT_BATCH",
     "HASH_SCHEME_VERSION",
     "HEADER_KIND",
     "MAX_INPUT_BYTES",
@@ -93,13 +92,10 @@ __all__ = [
     "DataError",
     "DownloadError",
     "FileKindError",
-    "HeaderPayload",
     "LabreplayError",
     "Missing",
     "Record",
-    "Recorder",
     "RunFailedError",
-    "RunHeader",
     "SpecError",
     "StoreError",
     "atomic_directory",
@@ -111,14 +107,10 @@ __all__ = [
     "canonical_json",
     "derive_seed",
     "describe_os_error",
-    "find_header",
     "first_in_seeded_order",
     "from_json",
-    "header_payload",
     "is_missing",
     "make_rng",
-    "open_recorder",
-    "open_run",
     "path_kind",
     "read_file",
     "readable_dir",

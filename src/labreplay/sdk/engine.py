@@ -1,8 +1,8 @@
-"""The engine for suite authors: the store, environment specs, executors and the run driver,
+"""The engine for suite authors: the store, environment specs, executors, the episode runner,
 trajectories, the failed-run rule, and the `Suite` protocol with the `ReportSection` its
 `report_section` returns.
 
-    from labreplay.sdk.engine import Store, EnvironmentSpec, open_executor, run_units, judge
+    from labreplay.sdk.engine import Store, EnvironmentSpec, open_executor, run_suite
 
 Names are imported from the core on first use (PEP 562), so importing this module is cheap
 and a name costs what importing it from its core module did.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     )
     from labreplay.engine.runner import play_detached, raise_failed, run_suite, run_verdict
     from labreplay.execute.base import Executor, WorkUnit
-    from labreplay.execute.driver import Unit, open_executor, run_units
+    from labreplay.execute.driver import open_executor
     from labreplay.runtime.failure import (
         AGENT_RAISED,
         AGENT_UNAVAILABLE,
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
         Verdict,
         cap_kind,
         decision_failed,
-        judge,
     )
     from labreplay.runtime.trajectory import Trajectory
     from labreplay.store.signing import load_public_key
@@ -58,11 +57,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "labreplay.engine.runner": ("play_detached", "raise_failed", "run_suite", "run_verdict"),
     "labreplay.execute.base": ("Executor", "WorkUnit"),
-    "labreplay.execute.driver": (
-        "Unit",
-        "open_executor",
-        "run_units",
-    ),
+    "labreplay.execute.driver": ("open_executor",),
     "labreplay.runtime.failure": (
         "AGENT_RAISED",
         "AGENT_UNAVAILABLE",
@@ -73,7 +68,6 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "Verdict",
         "cap_kind",
         "decision_failed",
-        "judge",
     ),
     "labreplay.runtime.trajectory": ("Trajectory",),
     "labreplay.store.signing": ("load_public_key",),
@@ -108,13 +102,11 @@ __all__ = [
     "Store",
     "Suite",
     "Trajectory",
-    "Unit",
     "Verdict",
     "WorkUnit",
     "cap_kind",
     "compile",
     "decision_failed",
-    "judge",
     "load_public_key",
     "load_spec",
     "open_executor",
@@ -126,7 +118,6 @@ __all__ = [
     "run_isolation",
     "run_key",
     "run_suite",
-    "run_units",
     "run_verdict",
     "spec_from_stored",
     "spec_from_text",
