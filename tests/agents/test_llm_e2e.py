@@ -192,7 +192,7 @@ def test_conditions_questions_through_a_real_model(
     tmp_path: Path,
 ) -> None:
     from labreplay.suites.conditions.questions import agent_view
-    from labreplay.suites.conditions.runner import run_agent
+    from labreplay.suites.conditions.run import run_agent
 
     path, questions = mitsunobu_questions
     url, proxy = recording_proxy

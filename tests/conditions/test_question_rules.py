@@ -400,7 +400,7 @@ def test_questions_file_is_keyed_by_content_not_name(tmp_path: Path) -> None:
 def test_report_shows_per_dataset_bars_against_the_random_floor(tmp_path: Path) -> None:
     from labreplay.store.sqlite import Store
     from labreplay.suites.conditions.agents import RandomAgent
-    from labreplay.suites.conditions.runner import run_agent
+    from labreplay.suites.conditions.run import run_agent
     from labreplay.suites.conditions.suite import SUITE
 
     rows = [[sub, lig, y] for sub in ("1a", "1b")

@@ -11,7 +11,8 @@ import pytest
 from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import LeaveTableOutRanker, QuestionAgent, RandomAgent
 from labreplay.suites.conditions.questions import agent_view, load_questions, write_questions
-from labreplay.suites.conditions.runner import leaderboard, run_agent
+from labreplay.suites.conditions.run import run_agent
+from labreplay.suites.conditions.runner import leaderboard
 
 
 def test_agents_satisfy_the_protocol(compiled_all: Any) -> None:

@@ -96,7 +96,8 @@ def test_conditions_paths_go_through_the_driver(
     from labreplay.suites.conditions.agents import RandomAgent
     from labreplay.suites.conditions.cli import app
     from labreplay.suites.conditions.questions import load_questions
-    from labreplay.suites.conditions.runner import question_spec, run_agent
+    from labreplay.suites.conditions.run import run_agent
+    from labreplay.suites.conditions.runner import question_spec
 
     questions = load_questions(question_file)
     spec = question_spec(question_file, questions)

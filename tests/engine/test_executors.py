@@ -54,7 +54,7 @@ def test_conditions_identical_in_process_threads_and_dask(
     from labreplay.execute import DaskExecutor
     from labreplay.suites.conditions.agents import reference_agent
     from labreplay.suites.conditions.questions import load_questions
-    from labreplay.suites.conditions.runner import run_agent
+    from labreplay.suites.conditions.run import run_agent
 
     questions = load_questions(question_file)
     paths = {k: tmp_path / f"{k}.sqlite" for k in ("api", "in-process", "threads", "dask")}

@@ -81,7 +81,7 @@ def test_conditions_runs_are_bound_to_an_environment_spec_and_verify(
 ) -> None:
     from labreplay.suites.conditions.agents import RandomAgent
     from labreplay.suites.conditions.questions import load_questions
-    from labreplay.suites.conditions.runner import run_agent
+    from labreplay.suites.conditions.run import run_agent
 
     path = tmp_path / "results.sqlite"
     questions = load_questions(question_file)

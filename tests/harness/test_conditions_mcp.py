@@ -16,7 +16,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from labreplay.store.sqlite import Store
 from labreplay.suites.conditions.agents import RandomAgent
 from labreplay.suites.conditions.questions import load_questions
-from labreplay.suites.conditions.runner import run_agent
+from labreplay.suites.conditions.run import run_agent
 
 from .clients import serve_args
 

@@ -12,6 +12,7 @@ from labreplay.sdk.data import resolve_data_dir
 from labreplay.sdk.engine import EnvironmentSpec, load_spec, read_spec_text
 from labreplay.suites.campaign.card_compile import load_records
 from labreplay.suites.campaign.compiler import SpecIndex, write_specs
+from labreplay.suites.campaign.options import CONTROLS, parse_controls
 from labreplay.suites.campaign.protocol import Partition
 from labreplay.suites.campaign.resolve import (
     agent_factory,
@@ -160,26 +161,6 @@ def load_specs(spec_dir: str | Path) -> list[EnvironmentSpec]:
         check_campaign_spec(spec, str(path))
         specs.append(spec)
     return specs
-
-
-CONTROLS = ("random", "no-evidence")
-
-
-NO_CONTROLS = "none"
-
-
-def parse_controls(text: object) -> tuple[str, ...]:
-    """`random,no-evidence` (or a list of names, from Python) -> the control branches; an
-    unknown name is named (exit 2). `none` (or an empty list, from Python) means the adaptive
-    branch alone; an empty text is refused (an unset variable in a script is no choice)."""
-    from labreplay.sdk.options import bad, name_list
-
-    if isinstance(text, str):
-        if not text.strip():
-            raise bad("--controls", text, f"is empty; give {', '.join(CONTROLS)} or {NO_CONTROLS}")
-        if text.strip() == NO_CONTROLS:
-            return ()
-    return name_list("--controls", text, CONTROLS, allow_empty=True)
 
 
 def select_specs(specs: Sequence[EnvironmentSpec], only: str | None) -> list[EnvironmentSpec]:

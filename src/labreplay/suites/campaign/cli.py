@@ -286,7 +286,7 @@ def run_cmd(
     from labreplay.sdk.engine import Store, open_executor
     from labreplay.suites.campaign.api import load_specs, resolve_campaign_agent, select_specs
     from labreplay.suites.campaign.options import CampaignRunOptions
-    from labreplay.suites.campaign.suite import SUITE
+    from labreplay.suites.campaign.runner import run_campaign
 
     price = run_price(agent, price_per_mtok, prices)
     options = agent_options(
@@ -366,7 +366,7 @@ def run_cmd(
         api_options = {**dataclasses.asdict(run_options), **options, "progress": bar.advance}
         if "seed" in api_options:  # the LLM sampling seed; `seed` is the run seed
             api_options["llm_seed"] = api_options.pop("seed")
-        results = SUITE.run(chosen, resolved, db, seed=seed, executor=ex, **api_options)
+        results = run_campaign(chosen, resolved, db, seed=seed, executor=ex, **api_options)
     if json_out:
         print_json(results)
     else:

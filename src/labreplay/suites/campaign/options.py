@@ -14,7 +14,23 @@ from functools import lru_cache
 
 from labreplay.sdk.options import check_agent_timeout, parse_options
 
-DEFAULT_CONTROLS = ("random", "no-evidence")
+CONTROLS = ("random", "no-evidence")  # every control a run may ask for
+DEFAULT_CONTROLS = CONTROLS
+NO_CONTROLS = "none"
+
+
+def parse_controls(text: object) -> tuple[str, ...]:
+    """`random,no-evidence` (or a list of names, from Python) -> the control branches; an
+    unknown name is named (exit 2). `none` (or an empty list, from Python) means the adaptive
+    branch alone; an empty text is refused (an unset variable in a script is no choice)."""
+    from labreplay.sdk.options import bad, name_list
+
+    if isinstance(text, str):
+        if not text.strip():
+            raise bad("--controls", text, f"is empty; give {', '.join(CONTROLS)} or {NO_CONTROLS}")
+        if text.strip() == NO_CONTROLS:
+            return ()
+    return name_list("--controls", text, CONTROLS, allow_empty=True)
 
 
 @dataclass(frozen=True)
@@ -37,7 +53,6 @@ class CampaignRunOptions:
     def control_branches(self, agent: object) -> tuple[str, ...]:
         """The control branches, `random` expanded into its replicates (refuses bad names)."""
         from labreplay.sdk.options import int_in
-        from labreplay.suites.campaign.api import parse_controls
         from labreplay.suites.campaign.branches import default_replicates, with_replicates
 
         replicates = (

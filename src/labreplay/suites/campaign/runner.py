@@ -25,10 +25,9 @@ from labreplay.suites.campaign.branches import (
 )
 from labreplay.suites.campaign.episodes import MAX_INVALID_STREAK, CampaignEpisodes
 from labreplay.suites.campaign.metrics import branch_metrics
+from labreplay.suites.campaign.options import CONTROLS
 from labreplay.suites.campaign.resolve import AgentFactory
 from labreplay.suites.campaign.views import spec_body
-
-CONTROLS = ("random", "no-evidence")
 
 
 def known_controls(controls: Sequence[str]) -> tuple[str, ...]:
@@ -48,6 +47,34 @@ def _resolved(agent: object, options: dict[str, Any]) -> ResolvedAgent:
         return agent
     timeout = options.pop("agent_timeout_s", None)
     return resolve_campaign_agent(agent, agent_timeout_s=timeout, **options)
+
+
+def run_campaign(
+    specs: Sequence[EnvironmentSpec],
+    agent: object,
+    store: Store,
+    *,
+    seed: int = 0,
+    executor: Executor | None = None,
+    **options: object,
+) -> list[AssignmentSummary]:
+    """`labreplay.run("campaign", ...)` and `campaign run`: options are `CampaignRunOptions`
+    (controls, random_replicates, isolate, agent_timeout_s, progress) and the LLM options of
+    `openai:MODEL`; one summary per assignment."""
+    from labreplay.suites.campaign.options import parse_run_options
+    from labreplay.suites.campaign.resolve import resolve_campaign_agent
+
+    run_options, agent_kwargs = parse_run_options({k: v for k, v in options.items() if k != "seed"})
+    controls = run_options.control_branches(
+        agent.label if isinstance(agent, ResolvedAgent) else agent
+    )
+    if not isinstance(agent, ResolvedAgent):
+        agent = resolve_campaign_agent(
+            agent, run_options.isolate, run_options.agent_timeout_s, **agent_kwargs
+        )
+    return run_assignments(
+        list(specs), agent, store, seed, controls, executor, agent_kwargs, run_options.progress
+    )
 
 
 def run_assignments(
@@ -219,5 +246,6 @@ __all__ = [
     "run_assignment_branches",
     "run_assignments",
     "run_branch",
+    "run_campaign",
     "stored_branch",
 ]

@@ -88,19 +88,9 @@ class CampaignSuite:
         """Options: `CampaignRunOptions` (controls, random_replicates, isolate,
         agent_timeout_s, progress) and the LLM options of `openai:MODEL`. The CLI's
         `campaign run` calls this with the same defaults."""
-        from labreplay.sdk.agents import ResolvedAgent
-        from labreplay.suites.campaign.options import parse_run_options
-        from labreplay.suites.campaign.runner import run_assignments
+        from labreplay.suites.campaign.runner import run_campaign
 
-        run_options, agent_kwargs = parse_run_options(options)
-        controls = run_options.control_branches(
-            agent.label if isinstance(agent, ResolvedAgent) else agent
-        )
-        if not isinstance(agent, ResolvedAgent):
-            agent = self.resolve_agent(agent, **options)
-        return run_assignments(
-            list(specs), agent, store, seed, controls, executor, agent_kwargs, run_options.progress
-        )
+        return run_campaign(specs, agent, store, seed=seed, executor=executor, **options)
 
     def check_options(self, **options: object) -> None:
         """Refuse bad or unknown run options before any store is opened (`labreplay.run`)."""

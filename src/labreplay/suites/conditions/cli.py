@@ -509,8 +509,9 @@ def run_cmd(
     if isolate and executor != "in-process":
         raise LabreplayError("--isolate runs with --executor in-process (one child per run)")
     check_isolation(isolate, require_sandbox)
+    from labreplay.suites.conditions.options import parse_run_options
+    from labreplay.suites.conditions.run import run_conditions
     from labreplay.suites.conditions.runner import question_spec
-    from labreplay.suites.conditions.suite import SUITE
 
     # The same options class, defaults and runner as `labreplay.run("conditions", ...)`.
     api_options = {
@@ -523,7 +524,7 @@ def run_cmd(
     }
     if "seed" in api_options:  # the LLM sampling seed; `seed` is the run seed
         api_options["llm_seed"] = api_options.pop("seed")
-    SUITE.check_options(**api_options)  # refused before any store exists
+    parse_run_options(api_options)  # refused before any store exists
     spec = question_spec(questions, qs)
     try:  # every agent problem is one line, exit 2, before the store exists
         built = resolve_question_agent(
@@ -541,7 +542,7 @@ def run_cmd(
         Store(store) as db,
         progress_bar("answering", len(chosen), enabled=not json_out) as bar,
     ):
-        (result,) = SUITE.run(
+        (result,) = run_conditions(
             [spec], built, db, seed=seed, executor=ex, progress=bar.advance, **api_options
         )
     if json_out:

@@ -8,7 +8,7 @@ so a killed run resumes after its last stored batch. Run-level metrics go to `sc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
@@ -22,7 +22,6 @@ from labreplay.sdk.engine import (
     EnvironmentSpec,
     Store,
 )
-from labreplay.suites.conditions.agents import QuestionAgent
 from labreplay.suites.conditions.events import (
     AnswerEvent,
     conditions_events,
@@ -80,25 +79,6 @@ def question_spec(
 def answer_events(events: Iterable[Mapping[str, object]]) -> list[AnswerEvent]:
     """The answer events of a run (its header event aside)."""
     return [e for e in conditions_events(events) if e["kind"] == "answer"]
-
-
-def run_agent(
-    store: Store,
-    questions_path: Path,
-    questions: Sequence[Question],
-    agent: QuestionAgent,
-    seed: int,
-    progress: Callable[[int], None] | None = None,
-) -> dict[str, object]:
-    """Answer every question of `questions_path` with the agent object `agent` (resuming a
-    partial run), score, store; return the summary: `labreplay.run` with one spec."""
-    from labreplay.suites.conditions.suite import SUITE
-
-    spec = question_spec(questions_path, questions)
-    (result,) = SUITE.run(
-        [spec], agent, store, seed=seed, questions=questions_path, progress=progress
-    )
-    return result
 
 
 def _usage_columns(summary: Mapping[str, object]) -> dict[str, object]:

@@ -26,11 +26,11 @@ import numpy as np
 
 from labreplay.errors import DataError, SpecError
 from labreplay.sdk.events import JsonObject
-from labreplay.suites.configsearch.models import ModelData
 
 if TYPE_CHECKING:
     import torch
 
+    from labreplay.suites.configsearch.models import ModelData  # annotations only
     from labreplay.suites.configsearch.torch_fit import _Scaled
 
 MAX_ELEMENTS = 10

@@ -20,12 +20,12 @@ import numpy as np
 
 from labreplay.errors import SpecError
 from labreplay.sdk.events import JsonObject
-from labreplay.suites.configsearch.models import ModelData
 
 if TYPE_CHECKING:
     import torch
 
     from labreplay.suites.configsearch.data import Material
+    from labreplay.suites.configsearch.models import ModelData  # annotations only
 
 
 def available() -> bool:

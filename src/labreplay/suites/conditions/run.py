@@ -1,0 +1,149 @@
+"""The conditions door: resolving an agent and running question files through the core
+runner. `labreplay.run("conditions", ...)` (through the suite) and `conditions run` (the CLI)
+call these two functions with the same options and defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from labreplay.errors import SpecError
+
+if TYPE_CHECKING:
+    from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
+    from labreplay.suites.conditions.agents import QuestionAgent
+    from labreplay.suites.conditions.questions import Question
+
+
+def resolve_conditions_agent(agent: Any, **options: Any) -> Any:
+    """Options: those of `run` (`ConditionsRunOptions` plus the LLM options)."""
+    from labreplay.suites.conditions.execute import BUILTIN_AGENTS, resolve_question_agent
+    from labreplay.suites.conditions.options import parse_run_options
+    from labreplay.suites.conditions.questions import load_questions
+
+    seed = int(options.pop("seed", 0))
+    run_options, agent_kwargs = parse_run_options(options)
+    from labreplay.sdk.agents import is_llm_agent
+
+    given = agent
+    if is_llm_agent(agent):
+        agent, model = "llm", agent
+    else:
+        model = run_options.model
+    questions: list[Question] = []
+    if run_options.questions is not None:
+        questions = load_questions(Path(run_options.questions))
+    elif isinstance(agent, str) and agent in BUILTIN_AGENTS and not run_options.isolate:
+        # a reference agent is built from the questions: `run` resolves it once it has
+        # found the spec's question file (attached, or in the store)
+        return given
+    return resolve_question_agent(
+        agent,
+        _chosen(questions, run_options.limit, seed),
+        seed,
+        model,
+        agent_kwargs,
+        isolate=run_options.isolate,
+        agent_timeout_s=run_options.agent_timeout_s,
+    )
+
+
+def run_conditions(
+    specs: Sequence[EnvironmentSpec],
+    agent: object,
+    store: Store,
+    *,
+    seed: int = 0,
+    executor: Executor | None = None,
+    **options: object,
+) -> list[dict[str, object]]:
+    """Options: `ConditionsRunOptions` (questions: the question file each spec was
+    compiled into; model, limit, isolate, agent_timeout_s, progress) and the LLM options.
+    The CLI's `conditions run` calls this with the same defaults."""
+    from labreplay.sdk.agents import ResolvedAgent, is_llm_agent
+    from labreplay.sdk.engine import raise_failed, run_suite
+    from labreplay.suites.conditions.attachments import question_file_of
+    from labreplay.suites.conditions.episodes import EPISODES
+    from labreplay.suites.conditions.options import parse_run_options
+    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import question_spec
+
+    run_options, agent_kwargs = parse_run_options(options)
+    model = run_options.model
+    if isinstance(agent, str) and is_llm_agent(agent):  # is_llm_agent: str only
+        model = agent
+    elif model is None and isinstance(agent, ResolvedAgent) and agent.builtin == "llm":
+        # `labreplay.run` resolved `openai:MODEL` before calling here (the CLI passes
+        # `model`): the model is its label, as `resolve_question_agent` made it
+        model = agent.label
+    if run_options.questions is not None:
+        path = Path(run_options.questions)
+        found = question_spec(path, load_questions(path)).spec_hash
+        for spec in specs:
+            if spec.spec_hash != found:
+                raise SpecError(f"{path} does not match spec {spec.spec_hash[:16]}... (modified?)")
+    else:  # each spec finds its own file before anything is recorded
+        with ExitStack() as files:
+            for spec in specs:
+                files.enter_context(question_file_of(spec, store))
+    summaries = []
+    for spec in specs:
+        with ExitStack() as files:
+            if run_options.questions is None:
+                path = files.enter_context(question_file_of(spec, store))
+                options = {**options, "questions": path}
+            questions = load_questions(path)
+            resolved = agent
+            if not isinstance(agent, ResolvedAgent):
+                resolved = resolve_conditions_agent(agent, seed=seed, **options)
+            assert isinstance(resolved, ResolvedAgent)
+            chosen = _chosen(questions, run_options.limit, seed)
+            subset = run_options.limit is not None
+            summaries += run_suite(
+                EPISODES,
+                [question_spec(path, chosen, subset)],
+                resolved,
+                store,
+                seed=seed,
+                options={
+                    "model": model,
+                    "llm": agent_kwargs,
+                    "scope": [str(q["id"]) for q in chosen] if subset else None,
+                },
+                executor=executor,
+                progress=run_options.progress,
+            )
+            raise_failed(summaries)
+    return summaries
+
+
+def run_agent(
+    store: Store,
+    questions_path: Path,
+    questions: Sequence[Question],
+    agent: QuestionAgent,
+    seed: int,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, object]:
+    """Answer every question of `questions_path` with the agent object `agent` (resuming a
+    partial run), score, store; return the summary: `labreplay.run` with one spec."""
+    from labreplay.suites.conditions.runner import question_spec
+
+    spec = question_spec(questions_path, questions)
+    (result,) = run_conditions(
+        [spec], agent, store, seed=seed, questions=questions_path, progress=progress
+    )
+    return result
+
+
+def _chosen(questions: Sequence[Question], limit: int | None, seed: int) -> list[Question]:
+    """`limit`: the first N questions in an order seeded by `seed` (as the CLI's --limit)."""
+    from labreplay.sdk import first_in_seeded_order
+
+    chosen: list[Question] = first_in_seeded_order(list(questions), limit, seed, "conditions")
+    return chosen
+
+
+__all__ = ["resolve_conditions_agent", "run_agent", "run_conditions"]
