@@ -153,10 +153,8 @@ def test_readme_optimiser_in_process_isolated_and_from_python(
         "configsearch", data_dir, task="band_gap", settings=SMALL_SETTINGS, space=space,
         min_test_points=1,
     )  # fmt: skip
-    options: dict[str, Any] = {
-        "data_dir": data_dir, "settings": SMALL_SETTINGS, "space": space,
-        "min_test_points": 1, "budget": 4, "init": 2,
-    }  # fmt: skip
+    # the spec is self-contained: its task, settings and space are not given again
+    options: dict[str, Any] = {"data_dir": data_dir, "min_test_points": 1, "budget": 4, "init": 2}
     for agent, name in ((ForestOptimizer, "class.sqlite"), (ForestOptimizer(), "object.sqlite")):
         (done,) = labreplay.run("configsearch", specs, agent, workdir / name, seed=5, **options)
         assert done["steps"] == 4 and done["invalid_steps"] == 0

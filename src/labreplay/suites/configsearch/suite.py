@@ -137,7 +137,14 @@ class ConfigsearchSuite:
         out = []
         for spec in specs:
             data_dir = Path(run_options.data_dir) if run_options.data_dir is not None else None
-            campaign = self._campaign(data_dir, store, {**options, "task": spec.spec_id})
+            # the spec is self-contained: its task, pipeline settings and space rebuild its
+            # problem (options given again must agree: the hash is compared below)
+            rebuilt = spec_problem(spec)
+            if any(k in options for k in ("settings", "n_total", "n_ood")):
+                rebuilt.pop("settings")
+            if "space" in options:
+                rebuilt.pop("space")
+            campaign = self._campaign(data_dir, store, {**options, **rebuilt})
             if campaign.spec_hash != spec.spec_hash:
                 raise SpecError(f"spec {spec.spec_hash[:16]}... does not match these options/data")
             seeds = [seed + k for k in range(run_options.seeds)]
@@ -244,6 +251,26 @@ class ConfigsearchSuite:
         if [e["hash"] for e in runs[0]] != [e["hash"] for e in runs[1]]:
             problems.append("determinism: two searches with the same seed differ")
         return problems
+
+
+def spec_problem(spec: EnvironmentSpec) -> dict[str, Any]:
+    """The task, pipeline settings and configuration space a configsearch spec was compiled
+    from, read from the spec itself."""
+    from labreplay.suites.configsearch.pipeline import PipelineSettings
+    from labreplay.suites.configsearch.space import ConfigSpace
+
+    body = spec.body
+    space = body["space"]
+    return {
+        "task": spec.spec_id,
+        "settings": PipelineSettings(**body["pipeline"]["settings"]),
+        "space": ConfigSpace(
+            tuple(float(r) for r in space["r"]),
+            tuple(int(n) for n in space["n"]),
+            tuple(int(s) for s in space["s"]),
+            tuple((int(n), int(s)) for n, s in space["s_cap"]),
+        ),
+    }
 
 
 SUITE = ConfigsearchSuite()
