@@ -141,14 +141,19 @@ class Tally:
 class DryRunAgent:
     """Renders what the LLM agent would send and answers with a valid stand-in reply."""
 
-    def __init__(self, name: str, params: Mapping[str, object], tally: Tally) -> None:
+    def __init__(self, name: str, params: Mapping[str, object], tallies: dict[str, Tally]) -> None:
         from labreplay.suites.campaign.llm_prompts import StateLayout
 
-        self.name, self._params, self.tally = name, dict(params), tally
+        self.name, self._params, self._tallies = name, dict(params), tallies
+        self.tally = Tally()  # until the runner says which branch this agent plays
         self._layout = StateLayout()
 
     def params(self) -> dict[str, object]:
         return dict(self._params)
+
+    def begin_episode(self, spec_id: str, spec_hash: str, branch: str, seed: int) -> None:
+        """The runner names the branch this agent plays: its calls are tallied there."""
+        self.tally = self._tallies.setdefault(branch, Tally())
 
     def reset(self, seed: int) -> None:
         self._layout.reset()
@@ -185,12 +190,9 @@ def dry_run_assignment(
     """Per branch: calls (policy / checkpoint), prompt and completion tokens, the largest
     prompt and response budget, and the first prompt rendered."""
     tallies: dict[str, Tally] = {}
-    order = ["adaptive", *controls]
 
     def make() -> DryRunAgent:
-        branch = order[len(tallies)] if len(tallies) < len(order) else f"extra-{len(tallies)}"
-        tally = tallies.setdefault(branch, Tally())
-        return DryRunAgent(agent_name, params, tally)
+        return DryRunAgent(agent_name, params, tallies)
 
     run_assignment_branches(spec, make, None, seed, controls)
     branches: dict[str, BranchTally] = {
