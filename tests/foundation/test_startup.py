@@ -63,7 +63,7 @@ def test_a_suite_help_imports_that_suite_only(suite: str) -> None:
     assert "run" in out
     loaded = {m.split(".")[2] for m in modules if m.startswith("labreplay.suites.")}
     assert loaded == {suite}
-    # (heavy libraries: next step)
+    assert [m for m in _heavy(modules) if m != "pydantic"] == []
 
 
 def test_a_late_group_runs_in_process_and_a_typo_is_still_suggested(
