@@ -202,15 +202,16 @@ def list_suites() -> list[str]:
     return sorted(_entry_points())
 
 
-def suite_summary(name: str) -> str:
-    """One line on the registered suite `name` without importing it (`labreplay --help` lists
-    the suites this way): the first paragraph of the docstring of the package that holds its
-    entry point's module, read from the source file. A generic line where there is none."""
-    ep = _entry_points().get(name)
-    doc = None
-    if ep is not None:
+def suite_summaries() -> dict[str, str]:
+    """Name -> one line of every registered suite, in name order, without importing any
+    (`labreplay --help` lists the suites this way): the first paragraph of the docstring of
+    the package that holds its entry point's module, read from the source file; a generic line
+    where there is none."""
+    summaries = {}
+    for name, ep in sorted(_entry_points().items()):
         doc = _docstring(ep.module.rpartition(".")[0] or ep.module)
-    return " ".join(doc.split("\n\n")[0].split()) if doc else f"The {name} suite."
+        summaries[name] = " ".join(doc.split("\n\n")[0].split()) if doc else f"The {name} suite."
+    return summaries
 
 
 def _docstring(module: str) -> str | None:
@@ -271,5 +272,5 @@ __all__ = [
     "get_suite",
     "list_suites",
     "load_suites",
-    "suite_summary",
+    "suite_summaries",
 ]

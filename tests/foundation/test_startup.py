@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import labreplay
 from labreplay.cli import main as cli_main
+from labreplay.suite import suite_summaries
 
 HEAVY = ("numpy", "pandas", "torch", "sklearn", "scipy", "pydantic")
 
@@ -73,3 +75,25 @@ def test_a_late_group_runs_in_process_and_a_typo_is_still_suggested(
     assert "run" in capsys.readouterr().out
     assert cli_main.run(["campain"]) == 2
     assert "Did you mean 'campaign'" in capsys.readouterr().err
+
+
+def test_a_suite_line_is_its_package_docstring_read_without_importing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = tmp_path / "twosuites-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: twosuites\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[labreplay.suites]\nbrine = brinepkg.suite:SUITE\nbare = baremod:SUITE\n"
+    )
+    (tmp_path / "brinepkg").mkdir()
+    (tmp_path / "brinepkg" / "__init__.py").write_text(
+        '"""Brine suite: salt\n    screens.\n\nMore detail."""\nraise RuntimeError("imported")\n'
+    )
+    (tmp_path / "baremod.py").write_text('raise RuntimeError("imported")\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    lines = suite_summaries()
+    assert lines["brine"] == "Brine suite: salt screens."
+    assert lines["bare"] == "The bare suite."
+    assert "brinepkg" not in sys.modules and "baremod" not in sys.modules
+    assert list(lines) == sorted(lines)

@@ -43,7 +43,7 @@ class _PlainCommand(TyperCommand):
 
 class _LateGroups(TyperGroup):
     """The top-level group. The suites' groups (`labreplay <suite> ...`) and `labreplay import
-    ...` are late: listed from the start by name and one line (`suite_summary`), imported only
+    ...` are late: listed from the start by name and one line (`suite_summaries`), imported only
     when a command line names them, so that `labreplay --help` and `version` import no suite
     (nor what the suites import: numpy, pandas, torch, pydantic)."""
 
@@ -95,10 +95,10 @@ app.add_typer(store_cli.app, name="store")
 def _late_groups() -> dict[str, tuple[str, Callable[[], typer.Typer]]]:
     """name -> (one line, its typer group) of the groups the suites make: one per registered
     suite and `import`. The line is known without importing the suite."""
-    from labreplay.suite import list_suites, suite_summary
+    from labreplay.suite import suite_summaries
 
     groups: dict[str, tuple[str, Callable[[], typer.Typer]]] = {
-        name: (suite_summary(name), partial(_suite_group, name)) for name in list_suites()
+        name: (line, partial(_suite_group, name)) for name, line in suite_summaries().items()
     }
     if groups:
         groups["import"] = (IMPORT_HELP, _import_group)
