@@ -1,5 +1,9 @@
 """labreplay: recorded experiments -> frozen, budgeted evaluation environments for AI agents."""
 
+# `labreplay.compile` is the function, not the package of that name: the package is imported
+# before the function is bound (it is cheap: its names load on first use), so that importing
+# `labreplay.compile.spec` later does not bind the package over the function.
+import labreplay.compile as _compile_package  # noqa: F401
 from labreplay._version import __version__
 from labreplay.agents.contracts import (
     CampaignAgent,

@@ -18,12 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from labreplay.compile.spec import EnvironmentSpec
 from labreplay.errors import LabreplayError
-from labreplay.execute.base import Executor
-from labreplay.store.sqlite import Store
 from labreplay.suite import ChecksOptions, default_seed, get_suite
+
+# `import labreplay` imports this module: the store and the spec model (pydantic) are imported
+# by the calls that use them, so `labreplay version` and `--help` start without them.
+if TYPE_CHECKING:
+    from labreplay.compile.spec import EnvironmentSpec
+    from labreplay.execute.base import Executor
+    from labreplay.store.sqlite import Store
 
 
 def compile(
@@ -55,6 +60,8 @@ def run(
     (AgentError naming the agent, the method and what is wrong); so are the seed, the specs
     and the suite's own options (`check_options`: an unknown key is refused naming the
     nearest valid one). `seed=None` takes the suite's default (`default_seed`, as its CLI)."""
+    from labreplay.compile.spec import EnvironmentSpec
+    from labreplay.store.sqlite import Store
     from labreplay.validate import OptionError
     from labreplay.validate import seed as check_seed
 
@@ -86,6 +93,8 @@ def run(
 
 def _remove_if_empty(path: Path) -> None:
     """Delete a store this call created when it holds no run (nothing to lose)."""
+    from labreplay.store.sqlite import Store
+
     try:
         with Store(path, readonly=True) as db:
             if db.runs():

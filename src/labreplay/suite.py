@@ -14,8 +14,11 @@ Entry points exist only in installed metadata (`pip install -e .` for a checkout
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.machinery import PathFinder
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
@@ -199,6 +202,36 @@ def list_suites() -> list[str]:
     return sorted(_entry_points())
 
 
+def suite_summaries() -> dict[str, str]:
+    """Name -> one line of every registered suite, in name order, without importing any
+    (`labreplay --help` lists the suites this way): the first paragraph of the docstring of
+    the package that holds its entry point's module, read from the source file; a generic line
+    where there is none."""
+    summaries = {}
+    for name, ep in sorted(_entry_points().items()):
+        doc = _docstring(ep.module.rpartition(".")[0] or ep.module)
+        summaries[name] = " ".join(doc.split("\n\n")[0].split()) if doc else f"The {name} suite."
+    return summaries
+
+
+def _docstring(module: str) -> str | None:
+    """`module`'s docstring read from its source, importing neither it nor its packages (a
+    dotted name's `find_spec` would import every package above it)."""
+    top, *rest = module.split(".")
+    try:
+        spec = importlib.util.find_spec(top)
+        for k in range(len(rest)):
+            if spec is None or spec.submodule_search_locations is None:
+                return None
+            name = ".".join([top, *rest[: k + 1]])
+            spec = PathFinder.find_spec(name, list(spec.submodule_search_locations))
+        if spec is None or not spec.has_location or not spec.origin:
+            return None
+        return ast.get_docstring(ast.parse(Path(spec.origin).read_bytes()))
+    except (ImportError, OSError, SyntaxError, ValueError):
+        return None  # no readable source (a zip, a compiled-only install): the generic line
+
+
 _LOADED: dict[str, Suite] = {}
 
 
@@ -239,4 +272,5 @@ __all__ = [
     "get_suite",
     "list_suites",
     "load_suites",
+    "suite_summaries",
 ]

@@ -190,7 +190,6 @@ def test_importing_a_facade_imports_no_core_module() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == str(
         [
-            "labreplay.sdk._lazy",
             "labreplay.sdk.agents",
             "labreplay.sdk.data",
             "labreplay.sdk.engine",

@@ -19,9 +19,6 @@ from labreplay.cli._common import (
     timeout_check,
     url_check,
 )
-from labreplay.records import manifest
-from labreplay.records.sources import fetch as fetch_source
-from labreplay.records.sources import resolve_data_dir, verify
 
 app = typer.Typer(
     help="Datasets: list the manifest, verify checksums, download.", no_args_is_help=True
@@ -31,6 +28,8 @@ app = typer.Typer(
 @app.command("list")
 def list_sources(json_out: bool = JsonOption) -> None:
     """List every known source with its license, size and canonical location."""
+    from labreplay.records import manifest  # (here: `labreplay --help` needs none of them)
+
     rows: list[dict[str, Any]] = [
         {
             "name": s.name,
@@ -64,6 +63,9 @@ def verify_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Check every file against the manifest's size and sha256. Exit 1 if any is not ok."""
+    from labreplay.records import manifest
+    from labreplay.records.sources import resolve_data_dir, verify
+
     root = resolve_data_dir(data_dir)
     chosen = names or manifest.source_names()
     for name in chosen:
@@ -118,6 +120,10 @@ def fetch_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Download a source into the data directory, verifying every file's sha256."""
+    from labreplay.records import manifest
+    from labreplay.records.sources import fetch as fetch_source
+    from labreplay.records.sources import resolve_data_dir
+
     source = manifest.get_source(name)  # an unknown source creates no data directory
     root = resolve_data_dir(data_dir, must_exist=False)  # fetch may create a new data dir
     root.mkdir(parents=True, exist_ok=True)

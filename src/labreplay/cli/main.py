@@ -4,16 +4,80 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 from labreplay import __version__
 from labreplay._scrubbed_io import scrubbed_output, scrubbing
 from labreplay.cli import data as data_cli
+from labreplay.cli import report as report_cli
 from labreplay.cli import store as store_cli
 from labreplay.cli._common import JsonOption, console, err_console, out_dir_check, print_json
 from labreplay.cli._errors import expected_failure, report_failure
+
+if TYPE_CHECKING:  # the click that typer uses (recent typer vendors it: `typer._click`)
+    from typer._click import Command, Context
+
+# `import ...`'s one line, known before any suite is imported
+IMPORT_HELP = "Bring results of other tools into a store."
+
+
+def _plain_help_flag(option: TyperOption | None) -> TyperOption | None:
+    """`--help` with the default False: typer (0.2x) coerces a flag that is not given (None)
+    through pydantic, which would import it for `labreplay version`."""
+    if option is not None and option.default is None:
+        option.default = False
+    return option
+
+
+class _PlainCommand(TyperCommand):
+    """A command that pays for no coercion when `--help` is not given (`version`)."""
+
+    def get_help_option(self, ctx: Context) -> TyperOption | None:
+        return _plain_help_flag(super().get_help_option(ctx))
+
+
+class _LateGroups(TyperGroup):
+    """The top-level group. The suites' groups (`labreplay <suite> ...`) and `labreplay import
+    ...` are late: listed from the start by name and one line (`suite_summaries`), imported only
+    when a command line names them, so that `labreplay --help` and `version` import no suite
+    (nor what the suites import: numpy, pandas, torch, pydantic)."""
+
+    _loaders: dict[str, Callable[[], typer.Typer]] | None = None  # set on first use
+
+    def _place(self) -> dict[str, Callable[[], typer.Typer]]:
+        """A placeholder (name and one line, for listings) per late group not mounted yet."""
+        if self._loaders is None:
+            self._loaders = {}
+            for name, (line, load) in _late_groups().items():
+                if name not in self.commands:  # `_add_suite_groups` mounted it already
+                    self.commands[name] = TyperGroup(name=name, help=line)
+                    self._loaders[name] = load
+        return self._loaders
+
+    def get_help_option(self, ctx: Context) -> TyperOption | None:
+        return _plain_help_flag(super().get_help_option(ctx))
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        self._place()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        self._place()
+        return super().get_command(ctx, cmd_name)
+
+    def resolve_command(
+        self, ctx: Context, args: list[str]
+    ) -> tuple[str | None, Command | None, list[str]]:
+        load = self._place().pop(args[0], None) if args else None
+        if load is not None:  # the group this command line names: the placeholder makes way
+            self.commands[args[0]] = _click_group(args[0], load())
+        return super().resolve_command(ctx, args)
+
 
 app = typer.Typer(
     name="labreplay",
@@ -22,31 +86,59 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=_LateGroups,
 )
 app.add_typer(data_cli.app, name="data")
 app.add_typer(store_cli.app, name="store")
 
 
-def _add_suite_groups() -> None:
-    """Mount every registered suite's command group (`labreplay <suite> ...`) and the report."""
-    from labreplay.cli import report as report_cli
+def _late_groups() -> dict[str, tuple[str, Callable[[], typer.Typer]]]:
+    """name -> (one line, its typer group) of the groups the suites make: one per registered
+    suite and `import`. The line is known without importing the suite."""
+    from labreplay.suite import suite_summaries
+
+    groups: dict[str, tuple[str, Callable[[], typer.Typer]]] = {
+        name: (line, partial(_suite_group, name)) for name, line in suite_summaries().items()
+    }
+    if groups:
+        groups["import"] = (IMPORT_HELP, _import_group)
+    return groups
+
+
+def _suite_group(name: str) -> typer.Typer:
+    from labreplay.suite import get_suite
+
+    return get_suite(name).cli()
+
+
+def _import_group() -> typer.Typer:
+    """`labreplay import ...`: the importers suites offer (optional `import_cli()`), one group."""
     from labreplay.suite import ImportsResults, load_suites
 
-    if any(c.name == "report" for c in app.registered_commands):
-        return  # already mounted (main() may be called more than once in one process)
-    for suite in load_suites():
-        app.add_typer(suite.cli(), name=suite.name)
-    # `labreplay import ...`: the importers suites offer (optional `import_cli()`), one group
-    imports = typer.Typer(help="Bring results of other tools into a store.", no_args_is_help=True)
+    imports = typer.Typer(help=IMPORT_HELP, no_args_is_help=True)
     for suite in load_suites():
         if isinstance(suite, ImportsResults):
             imports.registered_commands.extend(suite.import_cli().registered_commands)
-    if imports.registered_commands:
-        app.add_typer(imports, name="import")
-    report_cli.register(app)
+    return imports
 
 
-@app.command("version")
+def _click_group(name: str, group: typer.Typer) -> Command:
+    """`group` as the click command that `app.add_typer(group, name=name)` mounts."""
+    holder = typer.Typer(rich_markup_mode=app.rich_markup_mode)
+    holder.add_typer(group, name=name)
+    return typer.main.get_group(holder).commands[name]
+
+
+def _add_suite_groups() -> None:
+    """Mount every late group on `app` now, for what walks the whole command tree (the CLI
+    reference, tests); `run` imports a suite's group only when a command line names it."""
+    mounted = {group.name for group in app.registered_groups}
+    for name, (_, load) in _late_groups().items():
+        if name not in mounted:
+            app.add_typer(load(), name=name)
+
+
+@app.command("version", cls=_PlainCommand)
 def version() -> None:
     """Print the labreplay version."""
     console.print(__version__)
@@ -96,6 +188,8 @@ def cite(
     typer.echo(text, nl=False)
 
 
+report_cli.register(app)
+
 # (typer's click command: called with click's own arguments, returns what a command returns)
 _built: list[Callable[..., object]] = []
 
@@ -103,7 +197,7 @@ _built: list[Callable[..., object]] = []
 def _command() -> Callable[..., object]:
     """The click command of `app`, built once per process: typer rebuilds it on every call
     (a tenth of a second with every suite mounted), which in-process callers (tests, the
-    fuzz test's hundreds of calls) pay each time. Built after the suites are mounted."""
+    fuzz test's hundreds of calls) pay each time. A suite's group joins it when first named."""
     if not _built:
         _built.append(typer.main.get_command(app))
     return _built[0]
@@ -114,7 +208,6 @@ def run(argv: list[str] | None = None) -> int:
 
     Only a bug of ours escapes as an exception (its traceback is what a bug report needs).
     """
-    _add_suite_groups()
     with scrubbed_output():  # what a command prints can quote a server or an agent: no key
         return _run(argv)
 

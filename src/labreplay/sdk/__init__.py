@@ -30,58 +30,117 @@ The rest of the SDK is grouped by concept, one module each:
   a suite's runtime does not import typer or rich).
 
 A suite imports the core only through these modules and `labreplay.errors` (a test enforces
-it). The new modules import a name's core module on first use (PEP 562), so they add nothing to
-start-up time. The core modules these names come from (`labreplay._hashing`,
+it). Every SDK module, this one included, imports a name's core module on first use (PEP 562),
+so importing it adds nothing to start-up time (`labreplay <suite> --help` needs no numpy). The core modules these names come from (`labreplay._hashing`,
 `labreplay.store.sqlite`, ...) may change; these do not without a deprecation.
 """
 
-from labreplay._atomic import (
-    atomic_directory,
-    atomic_open,
-    atomic_write_bytes,
-    atomic_write_text,
-    describe_os_error,
-)
-from labreplay._files import (
-    MAX_INPUT_BYTES,
-    FileKindError,
-    path_kind,
-    read_file,
-    readable_dir,
-    readable_file,
-    writable_dir,
-    writable_file,
-)
-from labreplay._hashing import (
-    HASH_SCHEME_VERSION,
-    canonical_bytes,
-    canonical_form,
-    canonical_json,
-    sha256_bytes,
-    sha256_file,
-    sha256_json,
-    short_hash,
-)
-from labreplay._rng import derive_seed, first_in_seeded_order, make_rng
-from labreplay.errors import (
-    AgentError,
-    DataError,
-    DownloadError,
-    LabreplayError,
-    RunFailedError,
-    SpecError,
-    StoreError,
-)
-from labreplay.records._types import (
-    MISSING_TAG,
-    Missing,
-    Record,
-    from_json,
-    is_missing,
-    to_json,
-    value_or,
-)
-from labreplay.runtime.header import HEADER_KIND
+from typing import TYPE_CHECKING
+
+from labreplay._lazy import lazy_attributes
+
+if TYPE_CHECKING:
+    from labreplay._atomic import (
+        atomic_directory,
+        atomic_open,
+        atomic_write_bytes,
+        atomic_write_text,
+        describe_os_error,
+    )
+    from labreplay._files import (
+        MAX_INPUT_BYTES,
+        FileKindError,
+        path_kind,
+        read_file,
+        readable_dir,
+        readable_file,
+        writable_dir,
+        writable_file,
+    )
+    from labreplay._hashing import (
+        HASH_SCHEME_VERSION,
+        canonical_bytes,
+        canonical_form,
+        canonical_json,
+        sha256_bytes,
+        sha256_file,
+        sha256_json,
+        short_hash,
+    )
+    from labreplay._rng import derive_seed, first_in_seeded_order, make_rng
+    from labreplay.errors import (
+        AgentError,
+        DataError,
+        DownloadError,
+        LabreplayError,
+        RunFailedError,
+        SpecError,
+        StoreError,
+    )
+    from labreplay.records._types import (
+        MISSING_TAG,
+        Missing,
+        Record,
+        from_json,
+        is_missing,
+        to_json,
+        value_or,
+    )
+    from labreplay.runtime.header import HEADER_KIND
+
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "labreplay._atomic": (
+        "atomic_directory",
+        "atomic_open",
+        "atomic_write_bytes",
+        "atomic_write_text",
+        "describe_os_error",
+    ),
+    "labreplay._files": (
+        "MAX_INPUT_BYTES",
+        "FileKindError",
+        "path_kind",
+        "read_file",
+        "readable_dir",
+        "readable_file",
+        "writable_dir",
+        "writable_file",
+    ),
+    "labreplay._hashing": (
+        "HASH_SCHEME_VERSION",
+        "canonical_bytes",
+        "canonical_form",
+        "canonical_json",
+        "sha256_bytes",
+        "sha256_file",
+        "sha256_json",
+        "short_hash",
+    ),
+    "labreplay._rng": (
+        "derive_seed",
+        "first_in_seeded_order",
+        "make_rng",
+    ),
+    "labreplay.errors": (
+        "AgentError",
+        "DataError",
+        "DownloadError",
+        "LabreplayError",
+        "RunFailedError",
+        "SpecError",
+        "StoreError",
+    ),
+    "labreplay.records._types": (
+        "MISSING_TAG",
+        "Missing",
+        "Record",
+        "from_json",
+        "is_missing",
+        "to_json",
+        "value_or",
+    ),
+    "labreplay.runtime.header": ("HEADER_KIND",),
+}
 
 __all__ = [
     "HASH_SCHEME_VERSION",
@@ -124,3 +183,6 @@ __all__ = [
     "writable_dir",
     "writable_file",
 ]
+
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_attributes(__name__, globals(), _SOURCES)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from labreplay._lazy import lazy_attributes
 from labreplay.cli._common import (
     EXECUTORS,
     AgentTimeoutOption,
@@ -49,7 +50,6 @@ from labreplay.cli._common import (
     validate_url,
 )
 from labreplay.cli._errors import expected_failure, report_failure
-from labreplay.sdk._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from labreplay.cli.llm_options import (

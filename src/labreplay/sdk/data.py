@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from labreplay.sdk._lazy import lazy_attributes
+from labreplay._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from labreplay.records.checked import checked_digests

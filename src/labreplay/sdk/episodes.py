@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from labreplay.sdk._lazy import lazy_attributes
+from labreplay._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from labreplay.engine.episodes import Episode, EpisodeSuite, Event, EventSink, Scored

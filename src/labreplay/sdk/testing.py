@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from labreplay.sdk._lazy import lazy_attributes
+from labreplay._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from labreplay.testing.checks import CANARY

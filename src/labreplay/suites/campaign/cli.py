@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from labreplay.sdk import first_in_seeded_order
 from labreplay.sdk.cli import (
     AgentTimeoutOption,
     ApiKeyEnvOption,
@@ -282,6 +281,7 @@ def run_cmd(
     """Run an agent with its matched controls on every assignment; resumable."""
     import dataclasses
 
+    from labreplay.sdk import first_in_seeded_order
     from labreplay.sdk.agents import run_price
     from labreplay.sdk.engine import Store, open_executor
     from labreplay.suites.campaign.api import load_specs, resolve_campaign_agent, select_specs

@@ -9,7 +9,6 @@ import typer
 from rich.table import Table
 
 from labreplay.errors import LabreplayError
-from labreplay.sdk import first_in_seeded_order
 from labreplay.sdk.cli import (
     AgentTimeoutOption,
     ApiKeyEnvOption,
@@ -462,6 +461,7 @@ def run_cmd(
     json_out: bool = JsonOption,
 ) -> None:
     """Answer every question with one agent, score, and store the run (resumes if interrupted)."""
+    from labreplay.sdk import first_in_seeded_order
     from labreplay.sdk.agents import is_llm_agent, run_price
     from labreplay.sdk.engine import Store, open_executor
     from labreplay.suites.conditions.execute import resolve_question_agent

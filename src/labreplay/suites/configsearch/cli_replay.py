@@ -39,7 +39,7 @@ from labreplay.sdk.cli import (
     progress_printer,
 )
 from labreplay.sdk.options import MAX_SEED, MAX_SEED_COUNT
-from labreplay.suites.configsearch.search import COST_ALPHA as COST_ALPHA_DEFAULT
+from labreplay.suites.configsearch.options import COST_ALPHA as COST_ALPHA_DEFAULT
 
 if TYPE_CHECKING:
     from labreplay.suites.configsearch.llm_optimizer import CallTally

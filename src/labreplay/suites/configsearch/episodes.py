@@ -42,6 +42,7 @@ from labreplay.sdk.engine import (
 from labreplay.sdk.episodes import Episode, Event, EventSink, Scored
 from labreplay.sdk.events import JsonObject
 from labreplay.suites.configsearch.events import EvaluationPayload, StepPayload
+from labreplay.suites.configsearch.options import COST_ALPHA
 from labreplay.suites.configsearch.runner import (
     Advances,
     ConfigSearch,
@@ -50,7 +51,6 @@ from labreplay.suites.configsearch.runner import (
     worker_copy,
 )
 from labreplay.suites.configsearch.search import (
-    COST_ALPHA,
     METHODS,
     CallsAModel,
     Candidate,

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 # The search seed of both doors when none is given (seeds 42..42+k-1, as the papers' replays).
 DEFAULT_SEED = 42
+# BO's weight of the fit cost when none is given (0: plain EI); here, not in `search`, so that
+# the CLI's option default costs no numpy at `configsearch --help`.
+COST_ALPHA = 0.0
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ from labreplay.suites.configsearch.optimizers import (
     require_surrogate,
     surrogate_identity,
 )
-from labreplay.suites.configsearch.search import COST_ALPHA, Answer, SearchResult, landscape, search
+from labreplay.suites.configsearch.options import COST_ALPHA
+from labreplay.suites.configsearch.search import Answer, SearchResult, landscape, search
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
 from labreplay.suites.configsearch.targets import (
     MIN_TEST_POINTS,

@@ -23,8 +23,8 @@ from labreplay.suites.configsearch.cache import CacheStats
 from labreplay.suites.configsearch.events import EvaluationPayload
 from labreplay.suites.configsearch.models import PropertyModel, build_model
 from labreplay.suites.configsearch.optimizers import surrogate_identity
+from labreplay.suites.configsearch.options import COST_ALPHA
 from labreplay.suites.configsearch.pipeline import Evaluation, Evaluator, PipelineSettings
-from labreplay.suites.configsearch.search import COST_ALPHA
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace, paper_space
 from labreplay.suites.configsearch.targets import MIN_TEST_POINTS, standard_error
 

@@ -63,6 +63,7 @@ from labreplay.suites.configsearch.optimizers import (
     make_history,
     make_trial,
 )
+from labreplay.suites.configsearch.options import COST_ALPHA
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
 from labreplay.suites.configsearch.targets import (
     MIN_TEST_POINTS,
@@ -74,7 +75,6 @@ from labreplay.suites.configsearch.targets import (
 
 PROBLEMS = ("best-model", "discriminate", "closest", "which-model")
 METHODS = ("bo", "random", "exhaustive", "smallest-ns")
-COST_ALPHA = 0.0
 MAXIMIN_TRIES = 256
 # What an optimiser's call may raise that ends the run instead of spending one invalid step.
 RUN_ENDING = (AgentUnavailable, CapReached)

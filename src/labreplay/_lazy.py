@@ -1,4 +1,4 @@
-"""Lazy re-exports for the SDK's facade modules (PEP 562).
+"""Lazy re-exports (PEP 562) for the SDK's facade modules and the core's packages.
 
 A facade module lists, per core module, the names it re-exports; a name's core module is
 imported on first access, so `from labreplay.sdk.engine import Store` costs what
