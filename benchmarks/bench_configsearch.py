@@ -67,7 +67,7 @@ from labreplay.suites.configsearch.episodes import run_search, sweep
 from labreplay.suites.configsearch.models import ModelData, RandomForestSCM
 from labreplay.suites.configsearch.pipeline import Evaluator, PipelineSettings
 from labreplay.suites.configsearch.references import load_references
-from labreplay.suites.configsearch.runner import ConfigSearch
+from labreplay.suites.configsearch.runner import ConfigSearch, worker_copy
 from labreplay.suites.configsearch.space import paper_space
 
 RECORDED = Path(__file__).resolve().parent / "references" / "configsearch"
@@ -215,11 +215,17 @@ def run(quick: bool) -> list[dict[str, Any]]:
         started = time.perf_counter()
         sweep(campaign, "rf-scm")
         sweep_s = time.perf_counter() - started
-        overheads: list[float] = []
+        # a step's overhead is wall time, kept out of the recorded steps: each run's summary
+        # carries its mean and max over the BO steps
+        mean_overheads: list[float] = []
+        max_overheads: list[float] = []
         for seed in range(3 if quick else 5):
-            _, result, _ = run_search(campaign, ["rf-scm"], "best-model", "bo", 8, 3, seed)
-            overheads += [s.overhead_s for s in result.steps if s.phase == "bo"]
-        stats = campaign.stats.as_dict()
+            _, _, summary = run_search(campaign, ["rf-scm"], "best-model", "bo", 8, 3, seed)
+            mean_overheads.append(float(summary["bo_overhead_mean_s"]))
+            max_overheads.append(float(summary["bo_overhead_max_s"]))
+        # the sweep and the searches play on the one in-process copy the runner builds from
+        # this setup: its counters are the pipeline cache's over all of them
+        stats = worker_copy(campaign.setup()).stats.as_dict()
     figures = [
         {
             "name": f"configsearch: exhaustive RF-SCM sweep, band gap, quick protocol "
@@ -230,10 +236,11 @@ def run(quick: bool) -> list[dict[str, Any]]:
             "target": "measured",
         },
         {
-            "name": "configsearch: BO overhead per step (GP fit + EI), excluding training",
-            "median": statistics.median(overheads),
+            "name": "configsearch: BO overhead per step (GP fit + EI), excluding training "
+            "(median of the runs' means; ratio = max)",
+            "median": statistics.median(mean_overheads),
             "unit": "s",
-            "ratio": max(overheads),
+            "ratio": max(max_overheads),
             "target": "< 2 s",
         },
         {
