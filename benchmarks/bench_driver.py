@@ -1,8 +1,9 @@
 """The driver path against the old direct path: `campaign run --agent bayes` on five partition
 seeds (5 x 12 assignments x 3 branches), wall time of the CLI, side by side.
 
-Issue 18 moved every run path onto the one driver (`run_units`) and added the agent contract
-checks; the reference protocol must stay within 10% of the old wall time. Set
+Issue 18 moved every run path onto one driver (today the episode runner, `run_suite`) and
+added the agent contract checks; the reference protocol must stay within 10% of the old wall
+time. Set
 `LABREPLAY_BENCH_BASELINE` to the `src/` directory of a checkout of the old code (e.g. a
 `git worktree` of the commit before the change) to measure both, alternating runs so machine
 load hits both alike; the ratio is new / old (< 1.10 is the target). Without the baseline only

@@ -73,15 +73,17 @@ def _policy_calls(store: Store) -> int:
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
-    _, specs, _ = compile_specs("precursor-genome", seed=0)
+    _, specs, index = compile_specs("precursor-genome", seed=0)
     spec = next(s for s in specs if s.body["assignment"]["id"] == "short-1")
+    # the compiler's own index, cut to the one assignment played (its entries carry the id)
+    entries = [a for a in index["assignments"] if a["id"] == "short-1"]
     repeats = 1 if quick else 3
     local_per_call, mcp_calls, sessions = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         spec_dir = Path(tmp) / "specs"
         write_specs(
             spec_dir,
-            {"assignments": [{"file": "short-1.json", "spec_hash": spec.spec_hash}]},
+            {**index, "assignments": entries},
             [spec],
         )
         for i in range(repeats):

@@ -23,10 +23,12 @@ from types import ModuleType
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 BENCH_DIR = Path(__file__).resolve().parent
 FIGURE_KEYS = ("name", "median", "unit", "ratio", "target")
+UNWRAPPED_WIDTH = 10_000  # wider than any row: a table as wide as its longest cells
 
 
 def discover(only: Sequence[str] = (), bench_dir: Path = BENCH_DIR) -> list[Path]:
@@ -70,6 +72,15 @@ def _checked(figures: object, module: str) -> list[dict[str, Any]]:
     return out
 
 
+def make_console() -> Console:
+    """A terminal gets rich's own width; a pipe or a file gets lines as long as their content
+    (rich would otherwise wrap every cell and message at 80 columns, splitting figure names)."""
+    console = Console()
+    if console.is_terminal:
+        return console
+    return Console(width=UNWRAPPED_WIDTH)
+
+
 def run_all(paths: Sequence[Path], quick: bool, console: Console) -> dict[str, Any]:
     modules: list[dict[str, Any]] = []
     figures: list[dict[str, Any]] = []
@@ -90,7 +101,7 @@ def run_all(paths: Sequence[Path], quick: bool, console: Console) -> dict[str, A
                     "seconds": time.perf_counter() - started,
                 }
             )
-            console.print(f"  [red]failed[/red]: {error}", highlight=False, markup=False)
+            console.print(f"  [red]failed[/red]: {escape(error)}", highlight=False)
             continue
         figures.extend(got)
         modules.append({"module": name, "status": "ok", "seconds": time.perf_counter() - started})
@@ -151,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--dir", type=Path, default=BENCH_DIR, help="where to look for bench_*.py (default: here)"
     )
     args = parser.parse_args(argv)
-    console = Console()
+    console = make_console()
     paths = discover(args.only, args.dir)
     if not paths:
         known = [p.stem for p in discover(bench_dir=args.dir)]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -87,3 +91,52 @@ def test_the_foundation_benchmark_runs_on_the_real_data(tmp_path: Path) -> None:
     assert names[0].startswith("canonical_json + sha256 of a spec (1035 records")
     assert names[2].startswith("data verify, all 1560 files")
     assert all(f["median"] > 0 for f in result["figures"])
+
+
+def test_piped_output_keeps_each_figure_on_one_line(tmp_path: Path) -> None:
+    # captured stdout is not a terminal: a long figure name must not wrap at 80 columns
+    bench_dir, out = tmp_path / "benches", tmp_path / "out"
+    bench_dir.mkdir()
+    name = "a figure name long enough to wrap " * 4
+    (bench_dir / "bench_long.py").write_text(
+        f"def run(quick):\n    return [{{'name': {name!r}, 'median': 1, 'unit': 's'}}]\n"
+    )
+    (bench_dir / "bench_bad.py").write_text("def run(quick):\n    raise KeyError('[id]')\n")
+    done = _run("--quick", "--dir", str(bench_dir), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert any(name.strip() in line for line in done.stdout.splitlines()), done.stdout
+    assert "failed: KeyError: '[id]'" in done.stdout  # the error as raised, markup rendered
+
+
+def _labreplay_imports(path: Path) -> list[tuple[str, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        (node.module, alias.name)
+        for node in ast.walk(tree)  # imports inside functions too: most benchmarks defer them
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("labreplay")
+        for alias in node.names
+    ]
+
+
+def test_every_benchmark_module_names_only_what_labreplay_has() -> None:
+    # an engine move that deletes or renames a function fails here, not an hour into `make bench`
+    benches = sorted(RUNNER.parent.glob("bench_*.py"))
+    assert benches
+    missing = []
+    for path in benches:
+        assert re.search(r"^def run\(quick: bool\)", path.read_text(), re.M), path.name
+        missing += [
+            f"{path.name}: from {module} import {name}"
+            for module, name in _labreplay_imports(path)
+            if not _resolves(module, name)
+        ]
+    assert missing == []
+
+
+def _resolves(module: str, name: str) -> bool:
+    try:
+        if hasattr(importlib.import_module(module), name):
+            return True
+        return importlib.util.find_spec(f"{module}.{name}") is not None  # a submodule
+    except ImportError:
+        return False
