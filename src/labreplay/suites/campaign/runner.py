@@ -10,11 +10,12 @@ events are written. A branch that completed is read back, not played again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from labreplay.errors import SpecError
-from labreplay.sdk.agents import Agent, ResolvedAgent
+from labreplay.sdk.agents import Agent, ResolvedAgent, close_agent
 from labreplay.sdk.engine import EnvironmentSpec, Executor, Store, play_detached, run_suite
 from labreplay.suites.campaign.branches import (
     BRANCHES,
@@ -40,13 +41,22 @@ def known_controls(controls: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ordered))
 
 
-def _resolved(agent: object, options: dict[str, Any]) -> ResolvedAgent:
+@contextmanager
+def _resolved(agent: object, options: dict[str, Any]) -> Iterator[ResolvedAgent]:
+    """`agent` resolved for the runner (which builds a fresh agent per episode); the probe a
+    resolution built to check the contract is released afterwards (an isolated agent's probe
+    is a child process)."""
     from labreplay.suites.campaign.resolve import resolve_campaign_agent
 
     if isinstance(agent, ResolvedAgent):
-        return agent
+        yield agent
+        return
     timeout = options.pop("agent_timeout_s", None)
-    return resolve_campaign_agent(agent, agent_timeout_s=timeout, **options)
+    resolved = resolve_campaign_agent(agent, agent_timeout_s=timeout, **options)
+    try:
+        yield resolved
+    finally:
+        close_agent(resolved.probe)
 
 
 def run_campaign(
@@ -68,13 +78,20 @@ def run_campaign(
     controls = run_options.control_branches(
         agent.label if isinstance(agent, ResolvedAgent) else agent
     )
-    if not isinstance(agent, ResolvedAgent):
-        agent = resolve_campaign_agent(
-            agent, run_options.isolate, run_options.agent_timeout_s, **agent_kwargs
+    if isinstance(agent, ResolvedAgent):
+        return run_assignments(
+            list(specs), agent, store, seed, controls, executor, agent_kwargs, run_options.progress
         )
-    return run_assignments(
-        list(specs), agent, store, seed, controls, executor, agent_kwargs, run_options.progress
+    resolved = resolve_campaign_agent(
+        agent, run_options.isolate, run_options.agent_timeout_s, **agent_kwargs
     )
+    try:
+        return run_assignments(
+            list(specs), resolved, store, seed, controls, executor, agent_kwargs,
+            run_options.progress,
+        )  # fmt: skip
+    finally:  # the probe the resolution built to check the contract
+        close_agent(resolved.probe)
 
 
 def run_assignments(
@@ -91,11 +108,26 @@ def run_assignments(
     """Run `agent` (anything `resolve_campaign_agent` takes, or its result) with its matched
     controls on every spec; the per-assignment summaries, in spec order. Resumable: finished
     branches are read back from the store, not played again."""
-    from labreplay.suites.campaign.agents import ORACLE_NAME
-
     options = dict(agent_options or {})
     chosen = known_controls(controls)
-    resolved = _resolved(agent, options)
+    with _resolved(agent, options) as resolved:
+        return _run_resolved(specs, resolved, store, seed, chosen, executor, options, progress,
+                             max_invalid_streak)  # fmt: skip
+
+
+def _run_resolved(
+    specs: Sequence[EnvironmentSpec],
+    resolved: ResolvedAgent,
+    store: Store,
+    seed: int,
+    chosen: tuple[str, ...],
+    executor: Executor | None,
+    options: dict[str, Any],
+    progress: Callable[[], None] | None,
+    max_invalid_streak: int,
+) -> list[AssignmentSummary]:
+    from labreplay.suites.campaign.agents import ORACLE_NAME
+
     if resolved.builtin == ORACLE_NAME:
         chosen = ()  # the ceiling: adaptive branch only, never ranked
     unique = list({s.spec_hash: s for s in specs}.values())  # the same spec twice: once
@@ -159,13 +191,14 @@ def run_assignment_branches(
                                            **(found[b].summary or {})})
             for b in ("adaptive", *known_controls(controls)) if b in found
         }  # fmt: skip
-    played = play_detached(
-        CampaignEpisodes(),
-        spec,
-        _resolved(make_agent, {}),
-        seed=seed,
-        options={"controls": known_controls(controls)},
-    )
+    with _resolved(make_agent, {}) as resolved:
+        played = play_detached(
+            CampaignEpisodes(),
+            spec,
+            resolved,
+            seed=seed,
+            options={"controls": known_controls(controls)},
+        )
     return {
         p["branch"]: BranchResult(
             "",
