@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,19 +60,21 @@ def test_compile_seeds_are_bounded(seeds: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("controls", ["bogus", ("bogus",), ["random", ""], 5])
 def test_python_api_controls_are_validated(
-    controls: object, specs_dir: Path, tmp_path: Path
+    controls: object, compiled_campaign: Callable[..., Any], tmp_path: Path
 ) -> None:
     """Defect: `labreplay.run(..., controls=("bogus",))` ran the adaptive branch only."""
-    specs = labreplay.compile("campaign", seed=0)[:1]
+    specs = compiled_campaign(record="precursor-genome", seed=0)[1][:1]
     store = tmp_path / "s.sqlite"
     with pytest.raises(LabreplayError, match="controls"):
         labreplay.run("campaign", specs, "random", store, controls=controls)
     assert not store.exists()
 
 
-def test_python_api_string_controls_mean_what_the_cli_means(tmp_path: Path) -> None:
+def test_python_api_string_controls_mean_what_the_cli_means(
+    compiled_campaign: Callable[..., Any], tmp_path: Path
+) -> None:
     """Defect: `controls="random"` was read as the letters r, a, n, ... (adaptive only)."""
-    specs = labreplay.compile("campaign", seed=0)[:1]
+    specs = compiled_campaign(record="precursor-genome", seed=0)[1][:1]
     store = tmp_path / "s.sqlite"
     labreplay.run("campaign", specs, "random", store, controls="random")
     with Store(store, readonly=True) as db:
@@ -82,12 +85,14 @@ def test_python_api_string_controls_mean_what_the_cli_means(tmp_path: Path) -> N
     assert not (tmp_path / "t.sqlite").exists()
 
 
-def test_export_over_a_directory_namesake_changes_nothing(specs_dir: Path, tmp_path: Path) -> None:
+def test_export_over_a_directory_namesake_changes_nothing(
+    compiled_campaign: Callable[..., Any], tmp_path: Path
+) -> None:
     """Defect: export into a directory where one target name was an existing directory
     replaced 10 of 12 files before failing. A directory where a file is written is refused
     (issue 46: regular files only), before any file is replaced."""
     store = tmp_path / "s.sqlite"
-    specs = labreplay.compile("campaign", seed=0)[:1]
+    specs = compiled_campaign(record="precursor-genome", seed=0)[1][:1]
     labreplay.run("campaign", specs, "random", store, controls=())
     out = tmp_path / "out"
     with Store(store, readonly=True) as db:
