@@ -16,7 +16,7 @@ from labreplay.store.export import export_store
 from labreplay.store.sqlite import Store
 from labreplay.validate import finite_float, name_list, seed_range
 
-from .conftest import assert_one_line_error, run_cli
+from .conftest import assert_one_line_error, run_cli_in_process
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_campaign_run_refuses_before_creating_a_store(
 ) -> None:
     store = tmp_path / "s.sqlite"
     argv = ["campaign", "run", "--specs", str(specs_dir), "--store", str(store), *extra]
-    line = assert_one_line_error(run_cli(*argv))
+    line = assert_one_line_error(run_cli_in_process(*argv))
     assert extra[-2] in line or extra[0] in line, line
     assert not store.exists() and sorted(p.name for p in tmp_path.iterdir()) == []
 
@@ -52,7 +52,7 @@ def test_campaign_run_refuses_before_creating_a_store(
 def test_compile_seeds_are_bounded(seeds: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     line = assert_one_line_error(
-        run_cli("campaign", "compile", "--seeds", seeds, "--out", str(out), timeout=60)
+        run_cli_in_process("campaign", "compile", "--seeds", seeds, "--out", str(out))
     )
     assert "--seeds" in line
     assert not out.exists()
