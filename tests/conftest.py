@@ -2,21 +2,29 @@
 
 Also the compiled inputs that many test files only read, made once per session by the CLI as
 a user runs it (a subprocess): the default campaign specs and the Buchwald-Hartwig questions.
-A test that changes files copies them first (`copy_campaign_specs`).
+A test that changes files copies them first (`copy_campaign_specs`). And `compiled_campaign`:
+`compile_specs` results compiled once per test run and shared by the xdist workers.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import labreplay
 from labreplay.compile.spec import EnvironmentSpec
 
 # Set at import so that every subprocess a test starts inherits it too.
@@ -39,13 +47,97 @@ def _compile_with_cli(*args: str) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+@cache
+def _code_hash() -> str:
+    """The labreplay source the inputs are compiled by: a changed line compiles afresh."""
+    digest = hashlib.sha256()
+    root = Path(labreplay.__file__).parent
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".toml", ".yaml", ".json") and path.is_file():
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _data_fingerprint(data_dir: Path) -> str:
+    """Names, sizes and modification times of the data files: the data a compile reads,
+    without hashing 100 MB per run (compile itself checks the hashes)."""
+    stats = [
+        (str(path.relative_to(data_dir)), path.stat().st_size, path.stat().st_mtime_ns)
+        for path in sorted(data_dir.rglob("*"))
+        if path.is_file()
+    ]
+    return hashlib.sha256(json.dumps([str(data_dir.resolve()), stats]).encode()).hexdigest()
+
+
+def _input_key(*parts: object) -> str:
+    """A name for what `parts` (options, data directory) compile to with this code."""
+    data_dir = os.environ.get("LABREPLAY_DATA_DIR")
+    if not data_dir:
+        pytest.fail("LABREPLAY_DATA_DIR must point at the shared real data")
+    key = json.dumps([[str(p) for p in parts], _data_fingerprint(Path(data_dir)), _code_hash()])
+    return hashlib.sha256(key.encode()).hexdigest()[:24]
+
+
 @pytest.fixture(scope="session")
-def campaign_specs_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def made_once(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[str, Callable[[Path], None]], Path]:
+    """made_once(key, make) -> path: `make(path)` run once per test run for the xdist workers
+    together (pytest-xdist's recipe: the run's temporary root, shared by the workers, and a
+    file lock; flock, so no extra dependency). The first worker to ask makes it, the others
+    wait and read it; a make that failed is tried again by the next."""
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "made-once"
+    root.mkdir(exist_ok=True)
+
+    def made(key: str, make: Callable[[Path], None]) -> Path:
+        path, done = root / key, root / f"{key}.done"
+        with (root / f"{key}.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if not done.exists():
+                if path.is_dir():
+                    shutil.rmtree(path)
+                path.unlink(missing_ok=True)
+                make(path)
+                done.touch()
+        return path
+
+    return made
+
+
+MadeOnce = Callable[[str, Callable[[Path], None]], Path]
+CompiledCampaign = Callable[..., tuple[Any, list[EnvironmentSpec], dict[str, Any]]]
+
+
+@pytest.fixture(scope="session")
+def compiled_campaign(made_once: MadeOnce) -> CompiledCampaign:
+    """compiled(**options) -> `compile_specs(**options)` (partition, specs, index), compiled
+    once per test run for the xdist workers together, kept by options, data and code. Each call
+    returns a fresh copy, so a test may change what it gets."""
+
+    def compiled(**options: Any) -> tuple[Any, list[EnvironmentSpec], dict[str, Any]]:
+        from labreplay.suites.campaign.api import compile_specs
+
+        def make(path: Path) -> None:
+            path.write_bytes(pickle.dumps(compile_specs(**options)))
+
+        key = _input_key(sorted(options.items()))
+        loaded: tuple[Any, list[EnvironmentSpec], dict[str, Any]] = pickle.loads(
+            made_once(f"campaign-{key}.pickle", make).read_bytes()
+        )
+        return loaded
+
+    return compiled
+
+
+@pytest.fixture(scope="session")
+def campaign_specs_source(made_once: MadeOnce) -> Path:
     """`labreplay campaign compile --out DIR` at its defaults (Precursor Genome, seed 0), once
-    per session. Read it only: a test that writes into specs uses `copy_campaign_specs`."""
-    out = tmp_path_factory.mktemp("campaign-specs") / "specs"
-    _compile_with_cli("campaign", "compile", "--out", str(out))
-    return out
+    per test run. Read it only: a test that writes into specs uses `copy_campaign_specs`."""
+    args = ("campaign", "compile")
+    return made_once(
+        f"specs-{_input_key(*args)}", lambda out: _compile_with_cli(*args, "--out", str(out))
+    )
 
 
 @pytest.fixture(scope="session")
@@ -61,22 +153,22 @@ def copy_campaign_specs(campaign_specs_source: Path) -> Callable[[Path], Path]:
 
 
 @pytest.fixture(scope="session")
-def buchwald_questions(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`labreplay conditions compile --dataset buchwald_hartwig --out FILE`, once per session
+def buchwald_questions(made_once: MadeOnce) -> Path:
+    """`labreplay conditions compile --dataset buchwald_hartwig --out FILE`, once per test run
     (read only: the tests take their first lines or pass `--limit`)."""
-    out = tmp_path_factory.mktemp("buchwald-questions") / "questions.jsonl"
-    _compile_with_cli("conditions", "compile", "--dataset", "buchwald_hartwig", "--out", str(out))
-    return out
+    args = ("conditions", "compile", "--dataset", "buchwald_hartwig")
+    return made_once(
+        f"questions-{_input_key(*args)}.jsonl",
+        lambda out: _compile_with_cli(*args, "--out", str(out)),
+    )
 
 
 @pytest.fixture(scope="session")
-def small_llm_assignment() -> EnvironmentSpec:
+def small_llm_assignment(compiled_campaign: CompiledCampaign) -> EnvironmentSpec:
     """A short real Precursor Genome assignment with small budgets, for tests that play a real
     (tiny) model: small budgets and small short assignments keep prompts near 3k tokens and the
     calls few. Read only (`plant_canaries` copies the body)."""
-    from labreplay.suites.campaign.api import compile_specs
-
-    _, specs, _ = compile_specs(
+    _, specs, _ = compiled_campaign(
         record="precursor-genome",
         seed=0,
         experiment_budget=2,

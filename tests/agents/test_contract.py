@@ -27,12 +27,9 @@ from labreplay.suites.campaign.runner import run_branch
 
 
 @pytest.fixture(scope="module")
-def specs() -> list[EnvironmentSpec]:
-    from labreplay.suites.campaign.api import compile_specs
-
-    data_dir = os.environ.get("LABREPLAY_DATA_DIR")
-    assert data_dir, "LABREPLAY_DATA_DIR must point at the shared real data"
-    _, compiled, _ = compile_specs("precursor-genome", seed=0, data_dir=Path(data_dir))
+def specs(compiled_campaign: Callable[..., Any]) -> list[EnvironmentSpec]:
+    assert os.environ.get("LABREPLAY_DATA_DIR"), "LABREPLAY_DATA_DIR must point at the shared data"
+    _, compiled, _ = compiled_campaign(record="precursor-genome", seed=0)
     return [compiled[0], compiled[6]]  # one long, one short assignment
 
 

@@ -8,15 +8,14 @@ codes and output are what a user sees.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.reliability.conftest import run_cli_in_process
 
 from labreplay.agents.llm_budget import reply_tokens, response_budget
 from labreplay.store.sqlite import Store
@@ -32,16 +31,12 @@ from labreplay.testing.schema_server import (
 pytest.importorskip("openai")
 
 
-def run_cli(*args: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
-    child = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "labreplay.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=child,
-        check=False,
-    )
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in this process, its text boards 200 columns wide (the exit code and output a
+    user sees, without an interpreter start per call)."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("COLUMNS", "200")
+        return run_cli_in_process(*args)
 
 
 @pytest.fixture(scope="module")

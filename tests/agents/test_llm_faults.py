@@ -77,7 +77,7 @@ def test_total_retry_time_bounds_many_retries() -> None:
         action = agent.act(OBSERVATION)
         elapsed = time.monotonic() - started
         n_requests = len(server.chat_requests)
-    assert elapsed < 1.5
+    assert elapsed < 10.0  # unbounded, 100 retries of 0.2 s would take 20 s
     assert 2 <= n_requests < 20
     assert "total retry time 1s would be exceeded" in action["error"]
 
@@ -90,7 +90,7 @@ def test_timeouts_are_honoured() -> None:
         action = agent.act(OBSERVATION)
         elapsed = time.monotonic() - started
         assert len(server.chat_requests) == 2
-    assert elapsed < 2.0
+    assert elapsed < 10.0  # two requests to a server that answers in 5 s each would take 10 s
     assert action["type"] == "invalid" and "timed out" in action["error"]
 
 

@@ -250,24 +250,26 @@ def test_a_forced_max_tokens_is_not_switched(
 # ---------------------------------------------------------------------- Retry-After
 def test_retry_after_beyond_the_old_8_s_cap_is_honoured() -> None:
     """A 429 asking for 20 s (the issue's case; the former cap was 8 s) is waited out and the
-    call succeeds."""
+    call succeeds. The client's wait is a recorder: the test checks the wait asked for (over the
+    8 s jittered back-off), not 20 s of its own time."""
     replies = [stub.rate_limited(20), stub.ok(GOOD)]
     with stub.StubServer(stub.scripted(replies)) as server:
         client = LLMClient("stub", base_url=server.base_url, retry=RetryPolicy(timeout_s=5.0))
-        started = time.monotonic()
+        waits: list[float] = []
+        client.wait = waits.append
         reply = client.complete_json(MESSAGES, ACTION_SCHEMA, "action")
-        elapsed = time.monotonic() - started
     assert reply.ok and reply.calls[0]["retries"] == 1 and reply.calls[0]["error"] is None
-    assert 20.0 <= elapsed < 30.0 and len(server.chat_requests) == 2
+    assert waits == [20.0] and len(server.chat_requests) == 2
 
 
 def test_retry_after_over_the_declared_maximum_fails_at_once_saying_why() -> None:
     with stub.StubServer(stub.constant(stub.rate_limited(30))) as server:
         policy = RetryPolicy(timeout_s=5.0, max_retry_wait_s=5.0)
         client = LLMClient("stub", base_url=server.base_url, retry=policy)
-        started = time.monotonic()
+        waits: list[float] = []
+        client.wait = waits.append
         reply = client.complete_json(MESSAGES, ACTION_SCHEMA, "action")
-        assert time.monotonic() - started < 3.0 and len(server.chat_requests) == 1
+        assert waits == [] and len(server.chat_requests) == 1  # refused at once: no wait
     error = str(reply.calls[0]["error"])
     assert error.startswith("HTTP 429") and "asked to wait 30 s, over --max-retry-wait 5 s" in error
     assert client.params()["retry"]["max_retry_wait_s"] == 5.0
@@ -295,7 +297,7 @@ def test_max_call_time_is_a_wall_clock_deadline_on_a_call_with_its_retries() -> 
         started = time.monotonic()
         reply = client.complete_json(MESSAGES, ACTION_SCHEMA, "action")
         elapsed = time.monotonic() - started
-    assert 0.9 <= elapsed < 2.0 and reply.cap_reached is None
+    assert 0.9 <= elapsed < 10.0 and reply.cap_reached is None  # not the 60 s timeout
     (call,) = reply.calls
     assert "timed out" in str(call["error"]) and "total retry time 1s" in str(call["error"])
     assert client.params()["retry"]["call_time_s"] == 1.0
@@ -310,7 +312,7 @@ def test_an_answer_trickled_byte_by_byte_is_ended_by_the_wall_clock() -> None:
         started = time.monotonic()  # after the client: its first import of inspect is slow
         (reply,) = client.run_many([(MESSAGES, ACTION_SCHEMA)], "action")
         elapsed = time.monotonic() - started
-    assert elapsed < 2.5 and not reply.ok
+    assert elapsed < 10.0 and not reply.ok  # not the ~30 s trickle
     assert str(reply.calls[0]["error"]).startswith("request timed out")
 
 
@@ -323,7 +325,7 @@ def test_a_trickled_answer_to_the_blocking_client_ends_at_its_timeout_too() -> N
         started = time.monotonic()
         reply = client.complete_json(MESSAGES, ACTION_SCHEMA, "action")
         elapsed = time.monotonic() - started
-    assert elapsed < 2.5 and not reply.ok
+    assert elapsed < 10.0 and not reply.ok  # not the ~30 s trickle
     assert str(reply.calls[0]["error"]).startswith("request timed out")
 
 
@@ -336,7 +338,7 @@ def test_the_time_cap_stops_a_call_in_flight() -> None:
         started = time.monotonic()
         reply = client.complete_json(MESSAGES, ACTION_SCHEMA, "action")
         elapsed = time.monotonic() - started
-    assert 0.9 <= elapsed < 2.0
+    assert 0.9 <= elapsed < 10.0  # not the 60 s timeout
     assert reply.cap_reached is not None and reply.cap_reached.startswith(
         "cap reached: --max-time 1"
     )
@@ -353,7 +355,7 @@ def test_the_time_cap_stops_concurrent_calls_in_flight() -> None:
         started = time.monotonic()
         replies = client.run_many([(MESSAGES, ACTION_SCHEMA)] * 5, "answer")
         elapsed = time.monotonic() - started
-    assert elapsed < 2.5
+    assert elapsed < 10.0  # not the 60 s timeout
     assert all(r.cap_reached and "--max-time 1" in r.cap_reached for r in replies)
     assert len(server.chat_requests) == 3  # the other two were never admitted
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,10 @@ def pg_records(data_dir: Path) -> list[Record]:
 
 
 @pytest.fixture(scope="session")
-def pg_compiled(pg_records: list[Record]) -> tuple[Any, list[EnvironmentSpec], dict[str, Any]]:
-    from labreplay.suites.campaign.api import compile_specs
-
-    return compile_specs(record="precursor-genome", seed=0, records=pg_records)
+def pg_compiled(
+    compiled_campaign: Callable[..., tuple[Any, list[EnvironmentSpec], dict[str, Any]]],
+) -> tuple[Any, list[EnvironmentSpec], dict[str, Any]]:
+    return compiled_campaign(record="precursor-genome", seed=0)
 
 
 @pytest.fixture(scope="session")

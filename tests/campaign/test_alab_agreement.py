@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+import pytest
+from tests.reliability.conftest import run_cli_in_process
 
 from labreplay.sdk import Missing, Record
 from labreplay.suites.campaign.alab_agreement import (
@@ -53,19 +53,16 @@ def test_counts_and_confusion_on_small_records() -> None:
     assert lines[1] == "confusion (rule->experts): unreacted->unreacted 1"
 
 
-def test_compile_prints_the_computed_agreement(data_dir: Path) -> None:
+def test_compile_prints_the_computed_agreement(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     report = ledger_agreement(data_dir)
     assert {k: report[k] for k in REPORTED} == REPORTED  # type: ignore[literal-required]
     assert report["decided_by_experts"] == report["overlap"]  # every ledger sample is labelled
     assert sum(sum(row.values()) for row in report["confusion"].values()) == report["overlap"]
     args = ["campaign", "compile", "--record", "alab-pipeline", "--data-dir", str(data_dir)]
-    proc = subprocess.run(
-        [sys.executable, "-m", "labreplay.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "COLUMNS": "400"},
-    )
+    monkeypatch.setenv("COLUMNS", "400")
+    proc = run_cli_in_process(*args)
     assert proc.returncode == 0, proc.stderr
     printed = [line.rstrip() for line in proc.stdout.splitlines()]
     for line in agreement_lines(report):

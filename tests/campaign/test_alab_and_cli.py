@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+from tests.reliability.conftest import run_cli_in_process
 
 from labreplay.suites.campaign.api import compile_specs, load_records
 from labreplay.suites.campaign.model import label_of
@@ -38,11 +41,13 @@ def test_alab_record_compiles_and_runs(data_dir):
 
 
 def test_cli_compile_run_leaderboard_export(tmp_path: Path):
+    """The campaign CLI's subprocess smoke test: compile, run, leaderboard and export as a user
+    runs them; the second agent, the resumed runs and the refusal run in-process."""
     specs, store = tmp_path / "specs", tmp_path / "runs.sqlite"
     assert _cli("campaign", "compile", "--seed", "0", "--out", str(specs)).returncode == 0
 
-    def run(agent: str) -> subprocess.CompletedProcess[str]:
-        return _cli(
+    def run(agent: str, cli: Callable[..., subprocess.CompletedProcess[str]] = _cli):
+        return cli(
             "campaign",
             "run",
             "--specs",
@@ -56,13 +61,13 @@ def test_cli_compile_run_leaderboard_export(tmp_path: Path):
             "--json",
         )
 
-    for agent in ("bayes", "random"):
-        proc = run(agent)
+    for agent, cli in (("bayes", _cli), ("random", run_cli_in_process)):
+        proc = run(agent, cli)
         assert proc.returncode == 0, proc.stderr
         results = json.loads(proc.stdout)
         assert [r["assignment"]["id"] for r in results] == ["long-1", "short-2"]
-    again = run("bayes")
-    assert json.loads(again.stdout) == json.loads(run("bayes").stdout)
+    again = run("bayes", run_cli_in_process)
+    assert json.loads(again.stdout) == json.loads(run("bayes", run_cli_in_process).stdout)
     board = _cli("campaign", "leaderboard", "--store", str(store), "--json")
     assert board.returncode == 0, board.stderr
     data = json.loads(board.stdout)
@@ -96,7 +101,7 @@ def test_cli_compile_run_leaderboard_export(tmp_path: Path):
     provenance = json.loads(json.loads(runs[0])["provenance"])
     for field in ("labreplay_version", "git_commit", "git_dirty", "dataset_hashes", "spec_hash"):
         assert field in provenance
-    bad = _cli(
+    bad = run_cli_in_process(
         "campaign",
         "run",
         "--specs",

@@ -3,7 +3,7 @@ agent can buy (declared in every A-Lab spec), and a ranked system below a refere
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,13 +15,14 @@ from labreplay.suites.campaign.leaderboard import leaderboard
 
 
 @pytest.fixture(scope="module")
-def alab_board(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def alab_board(
+    compiled_campaign: Callable[..., Any], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     from labreplay.suites.campaign.agents import BayesAgent
-    from labreplay.suites.campaign.api import compile_specs
     from labreplay.suites.campaign.branches import with_replicates
     from labreplay.suites.campaign.runner import run_assignment
 
-    _, specs, _ = compile_specs("alab-pipeline", seed=0, data_dir=data_dir)
+    _, specs, _ = compiled_campaign(record="alab-pipeline", seed=0)
     for spec in specs:
         assert spec.body["record"]["outcome_from_evidence"] == OUTCOME_FROM_EVIDENCE
     path = tmp_path_factory.mktemp("alab-board") / "runs.sqlite"

@@ -11,7 +11,6 @@ import pytest
 from labreplay.errors import SpecError
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.agents import BayesAgent, NoEvidenceAgent, OracleAgent, RandomAgent
-from labreplay.suites.campaign.api import compile_specs
 from labreplay.suites.campaign.branches import with_replicates
 from labreplay.suites.campaign.ceiling import (
     ceiling_best,
@@ -249,13 +248,13 @@ def test_two_ranked_systems_use_only_their_pairs():
 
 
 def test_two_protocols_under_one_spec_id_are_refused_unless_one_is_selected(
-    board_store, pg_records, tmp_path
+    board_store, compiled_campaign, tmp_path
 ):
     import shutil
 
     path = tmp_path / "mixed.sqlite"
     shutil.copy(board_store, path)
-    _, rows_specs, _ = compile_specs(seed=0, records=pg_records, context_detail="rows")
+    _, rows_specs, _ = compiled_campaign(record="precursor-genome", seed=0, context_detail="rows")
     spec = next(s for s in rows_specs if s.body["assignment"]["id"] == "long-1")
     with Store(path) as store:
         run_assignment(spec, BayesAgent, store, 0, ("random",))

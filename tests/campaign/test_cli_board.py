@@ -1,25 +1,17 @@
-"""CLI: several partition seeds, pooled boards, refusals that name the bad value (exit 2)."""
+"""CLI: several partition seeds, pooled boards, refusals that name the bad value (exit 2).
+
+The CLI runs in this process (exit code, stdout and stderr as a user sees them): the subprocess
+smoke test of the campaign CLI is `test_alab_and_cli.test_cli_compile_run_leaderboard_export`."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.reliability.conftest import run_cli_in_process as _cli
+
 from labreplay.store.sqlite import Store
-
-
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "labreplay.cli.main", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def _run(specs: Path, store: Path, *extra: str) -> subprocess.CompletedProcess[str]:

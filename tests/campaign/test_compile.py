@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
+
+from tests.reliability.conftest import run_cli_in_process
 
 from labreplay.compile.spec import load_spec
 from labreplay.suites.campaign.api import compile_specs
@@ -60,27 +60,10 @@ def test_cli_compile_twice_gives_identical_files(tmp_path: Path):
     outs = []
     for name in ("one", "two"):
         out = tmp_path / name
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "labreplay.cli.main",
-                "campaign",
-                "compile",
-                "--record",
-                "precursor-genome",
-                "--protocol",
-                "sdl1",
-                "--seed",
-                "7",
-                "--out",
-                str(out),
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        proc = run_cli_in_process(
+            "campaign", "compile", "--record", "precursor-genome", "--protocol", "sdl1",
+            "--seed", "7", "--out", str(out), "--json",
+        )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         index = json.loads(proc.stdout)
         assert index["panel_size"] == 255

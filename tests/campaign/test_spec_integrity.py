@@ -34,8 +34,8 @@ def test_modified_spec_refuses_to_load(pg_specs, tmp_path: Path):
 
 def test_cli_run_refuses_tampered_spec(pg_specs, tmp_path: Path):
     import json
-    import subprocess
-    import sys
+
+    from tests.reliability.conftest import run_cli_in_process
 
     from labreplay.suites.campaign.compiler import write_specs
 
@@ -47,24 +47,10 @@ def test_cli_run_refuses_tampered_spec(pg_specs, tmp_path: Path):
     spec_file = tmp_path / "specs" / "sealed" / "long-1.sealed.json"
     assert '"valid":true' not in (tmp_path / "specs" / "long-1.json").read_text()
     spec_file.write_text(spec_file.read_text().replace('"valid":true', '"valid":false', 1))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "labreplay.cli.main",
-            "campaign",
-            "run",
-            "--specs",
-            str(tmp_path / "specs"),
-            "--agent",
-            "random",
-            "--store",
-            str(tmp_path / "s.sqlite"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_cli_in_process(
+        "campaign", "run", "--specs", str(tmp_path / "specs"), "--agent", "random",
+        "--store", str(tmp_path / "s.sqlite"),
+    )  # fmt: skip
     assert proc.returncode == 2
     assert "refusing to run" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

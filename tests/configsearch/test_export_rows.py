@@ -5,6 +5,7 @@ schema of its kind. Here, not in tests/engine, to share this folder's model cach
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,8 +30,9 @@ def validator(schema: dict[str, Any], pointer: str) -> jsonschema.Draft202012Val
     return jsonschema.Draft202012Validator({"$ref": pointer, "$defs": schema["$defs"]})
 
 
-def _small_store(path: Path, data_dir: Path, question_file: Path, cache: Path) -> None:
-    campaign = labreplay.compile("campaign", data_dir, record="precursor-genome", seed=0)
+def _small_store(
+    path: Path, campaign: list[Any], data_dir: Path, question_file: Path, cache: Path
+) -> None:
     short = [s for s in campaign if s.body["assignment"]["id"] == "short-2"]
     labreplay.run("campaign", short, "random", path, controls=(), random_replicates=1)
     (conditions,) = labreplay.compile(
@@ -47,11 +49,12 @@ def _small_store(path: Path, data_dir: Path, question_file: Path, cache: Path) -
 
 
 def test_an_exported_store_validates_against_the_schema(
-    data_dir: Path, cache_dir: Path, tmp_path: Path
+    compiled_campaign: Callable[..., Any], data_dir: Path, cache_dir: Path, tmp_path: Path
 ) -> None:
     schema = export_schema()
     store = tmp_path / "small.sqlite"
-    _small_store(store, data_dir, tmp_path / "q.jsonl", cache_dir)
+    campaign = compiled_campaign(record="precursor-genome", seed=0)[1]
+    _small_store(store, campaign, data_dir, tmp_path / "q.jsonl", cache_dir)
     with Store(store, readonly=True) as db:
         assert {r.suite for r in db.runs()} == {"campaign", "conditions", "configsearch"}
         export_store(db, tmp_path / "out", ("jsonl",))

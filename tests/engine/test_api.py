@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,8 @@ from labreplay.testing import check_agent
 
 
 @pytest.fixture(scope="module")
-def campaign_specs(data_dir: Path) -> list[Any]:
-    return labreplay.compile("campaign", data_dir, record="precursor-genome", seed=0)
+def campaign_specs(compiled_campaign: Callable[..., Any]) -> list[Any]:
+    return compiled_campaign(record="precursor-genome", seed=0)[1]
 
 
 def test_compile_and_run_through_the_registry(campaign_specs: list[Any], tmp_path: Path) -> None:

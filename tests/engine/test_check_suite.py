@@ -3,18 +3,18 @@ suite that breaks a promise."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import labreplay
 from labreplay.errors import LabreplayError
 from labreplay.testing import check_suite
 
 
-def test_campaign_keeps_the_engine_promises(data_dir: Path) -> None:
-    specs = labreplay.compile("campaign", data_dir, record="precursor-genome", seed=0)
+def test_campaign_keeps_the_engine_promises(compiled_campaign: Callable[..., Any]) -> None:
+    specs = compiled_campaign(record="precursor-genome", seed=0)[1]
     short = [s for s in specs if s.body["assignment"]["id"] == "short-1"]
     check_suite("campaign", short, "bayes", controls=("random", "no-evidence"))
 
@@ -27,7 +27,9 @@ def test_conditions_keeps_the_engine_promises(question_file: Path) -> None:
     check_suite("conditions", [spec], "ranker", questions=question_file)
 
 
-def test_a_suite_whose_runs_are_not_deterministic_is_named(data_dir: Path) -> None:
+def test_a_suite_whose_runs_are_not_deterministic_is_named(
+    compiled_campaign: Callable[..., Any],
+) -> None:
     from labreplay.suites.campaign.agents import RandomAgent
 
     class Unseeded(RandomAgent):
@@ -42,7 +44,7 @@ def test_a_suite_whose_runs_are_not_deterministic_is_named(data_dir: Path) -> No
         def params(self) -> dict[str, Any]:
             return {}
 
-    specs = labreplay.compile("campaign", data_dir, record="precursor-genome", seed=0)
+    specs = compiled_campaign(record="precursor-genome", seed=0)[1]
     short = [s for s in specs if s.body["assignment"]["id"] == "short-1"]
     with pytest.raises(LabreplayError, match="determinism"):
         check_suite("campaign", short, Unseeded, controls=())

@@ -42,8 +42,8 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def short(data_dir: Path) -> list[Any]:
-    specs = labreplay.compile("campaign", data_dir, record="precursor-genome", seed=0)
+def short(compiled_campaign: Callable[..., Any]) -> list[Any]:
+    specs = compiled_campaign(record="precursor-genome", seed=0)[1]
     return [s for s in specs if s.body["assignment"]["id"] == "short-2"]
 
 

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,9 +101,9 @@ class GarbageAgent:
 
 
 def test_a_campaign_agent_returning_garbage_is_failed_and_unranked(
-    data_dir: Path, tmp_path: Path
+    compiled_campaign: Callable[..., Any], tmp_path: Path
 ) -> None:
-    specs = labreplay.compile("campaign", data_dir, record="precursor-genome", seed=0)
+    specs = compiled_campaign(record="precursor-genome", seed=0)[1]
     short = [s for s in specs if s.body["assignment"]["id"] == "short-1"]
     (result,) = labreplay.run("campaign", short, GarbageAgent, tmp_path / "g.sqlite")
     assert result["status"] == "failed" and result["cause_kind"] == REPLIES_INVALID
@@ -172,12 +173,12 @@ def test_garbage_answers_are_recorded_alike_in_process_and_isolated(
 
 
 def test_a_failed_run_is_removed_redone_and_verify_says_what_was_superseded(
-    data_dir: Path, tmp_path: Path
+    compiled_campaign: Callable[..., Any], tmp_path: Path
 ) -> None:
     from labreplay.cli.main import run as cli
     from labreplay.store.verify import verify_store
 
-    specs = labreplay.compile("campaign", data_dir, record="precursor-genome", seed=0)
+    specs = compiled_campaign(record="precursor-genome", seed=0)[1]
     short = [s for s in specs if s.body["assignment"]["id"] == "short-2"]
     path = tmp_path / "r.sqlite"
     labreplay.run("campaign", short, GarbageAgent, path)

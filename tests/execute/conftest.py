@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +14,10 @@ from labreplay.compile.spec import EnvironmentSpec
 
 
 @pytest.fixture(scope="session")
-def sdl1_specs() -> list[EnvironmentSpec]:
+def sdl1_specs(compiled_campaign: Callable[..., Any]) -> list[EnvironmentSpec]:
     if not os.environ.get("LABREPLAY_DATA_DIR"):
         pytest.fail("LABREPLAY_DATA_DIR must point at the shared real data")
-    from labreplay.suites.campaign.api import compile_specs
-
-    _, specs, _ = compile_specs(record="precursor-genome", protocol="sdl1", seed=0)
+    _, specs, _ = compiled_campaign(record="precursor-genome", seed=0)  # the sdl1 protocol
     return specs
 
 

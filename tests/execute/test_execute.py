@@ -121,18 +121,13 @@ def test_executor_contracts():
         DaskExecutor("tcp://127.0.0.1:1", cluster=object())
 
 
-def test_threaded_executor_matches_in_process(tmp_path):
+def test_threaded_executor_matches_in_process(tmp_path, sdl1_specs):
     """Campaigns in flight on threads store exactly what the sequential run stores."""
-    import os
-    from pathlib import Path
-
     from labreplay.execute import InProcessExecutor, ThreadedExecutor
     from labreplay.store.sqlite import Store
-    from labreplay.suites.campaign.api import compile_specs
     from labreplay.suites.campaign.runner import run_assignments
 
-    _, specs, _ = compile_specs(seed=0, data_dir=Path(os.environ["LABREPLAY_DATA_DIR"]))
-    chosen = [specs[6], specs[7], specs[8]]
+    chosen = [sdl1_specs[6], sdl1_specs[7], sdl1_specs[8]]
     heads = []
     for name, executor in (("seq", InProcessExecutor()), ("thr", ThreadedExecutor(3))):
         with Store(tmp_path / f"{name}.sqlite") as store, executor:

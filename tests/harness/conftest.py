@@ -4,6 +4,7 @@ environment a served subprocess needs to import this checkout."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +39,8 @@ def data_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def campaign_specs(data_dir: Path) -> list[EnvironmentSpec]:
-    from labreplay.suites.campaign.api import compile_specs
-
-    _, specs, _ = compile_specs(record="precursor-genome", seed=0, data_dir=data_dir)
+def campaign_specs(compiled_campaign: Callable[..., Any]) -> list[EnvironmentSpec]:
+    _, specs, _ = compiled_campaign(record="precursor-genome", seed=0)
     return [s for s in specs if s.body["assignment"]["id"] in ("short-1", "short-2")]
 
 

@@ -1,4 +1,7 @@
-"""One error boundary: every bad input named in one line, exit 2, no traceback, nothing written."""
+"""One error boundary: every bad input named in one line, exit 2, no traceback, nothing written.
+
+The CLI runs in-process (the exit code and output a user sees); the repository hook's smoke
+commands run as real subprocesses."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from labreplay.compile.spec import EnvironmentSpec, spec_from_text
 from labreplay.errors import DataError, SpecError
 from labreplay.store.sqlite import Store
 
-from .conftest import assert_one_line_error, digest, run_cli
+from .conftest import assert_one_line_error, digest, run_cli, run_cli_in_process
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +86,7 @@ def test_bad_option_values_are_one_line(
     argv: tuple[str, ...], specs_dir: Path, tmp_path: Path
 ) -> None:
     args = [a.format(specs=specs_dir, tmp=tmp_path) for a in argv]
-    assert_one_line_error(run_cli(*args))
+    assert_one_line_error(run_cli_in_process(*args))
     assert not (tmp_path / "s.sqlite").exists()  # refused before the store was created
     assert not (tmp_path / "o").exists()
 
@@ -100,7 +103,7 @@ def test_out_that_is_an_existing_file(command: str, tmp_path: Path) -> None:
         "export": ["export", "--store", str(store), "--out", str(out)],
         "report": ["report", "--store", str(store), "--out", str(out)],
     }[command]
-    line = assert_one_line_error(run_cli(*argv))
+    line = assert_one_line_error(run_cli_in_process(*argv))
     assert str(out) in line
     assert out.read_text(encoding="utf-8") == "mine"
 
@@ -119,7 +122,7 @@ def test_bad_spec_file_is_one_line_and_opens_no_run(
     spec_file.write_bytes(content)
     store = tmp_path / "s.sqlite"
     line = assert_one_line_error(
-        run_cli(
+        run_cli_in_process(
             "campaign", "run", "--specs", str(specs), "--store", str(store), "--agent", "random"
         )
     )
@@ -135,7 +138,9 @@ def test_bad_index_json(content: bytes, specs_dir: Path, tmp_path: Path) -> None
     specs = _copy(specs_dir, tmp_path)
     (specs / "index.json").write_bytes(content)
     line = assert_one_line_error(
-        run_cli("campaign", "run", "--specs", str(specs), "--store", str(tmp_path / "s.sqlite"))
+        run_cli_in_process(
+            "campaign", "run", "--specs", str(specs), "--store", str(tmp_path / "s.sqlite")
+        )
     )
     assert "index.json" in line
 
@@ -153,7 +158,7 @@ def test_self_consistent_spec_missing_budgets(specs_dir: Path, tmp_path: Path) -
     index_path.write_text(json.dumps(index), encoding="utf-8")
     store = tmp_path / "s.sqlite"
     line = assert_one_line_error(
-        run_cli(
+        run_cli_in_process(
             "campaign", "run", "--specs", str(specs), "--store", str(store), "--agent", "random"
         )
     )
@@ -168,7 +173,9 @@ def test_conditions_files_not_utf8(tmp_path: Path) -> None:
     bad.write_bytes(b'{"id": "\xff"}\n')
     before = digest(bad)
     line = assert_one_line_error(
-        run_cli("conditions", "score", "--questions", str(bad), "--predictions", str(bad))
+        run_cli_in_process(
+            "conditions", "score", "--questions", str(bad), "--predictions", str(bad)
+        )
     )
     assert str(bad) in line
     assert digest(bad) == before
@@ -178,7 +185,9 @@ def test_leaderboard_on_a_store_without_campaign_runs(tmp_path: Path) -> None:
     store = tmp_path / "s.sqlite"
     with Store(store):
         pass
-    line = assert_one_line_error(run_cli("campaign", "leaderboard", "--store", str(store)))
+    line = assert_one_line_error(
+        run_cli_in_process("campaign", "leaderboard", "--store", str(store))
+    )
     assert "no campaign runs" in line
 
 
@@ -191,7 +200,9 @@ def test_export_into_unwritable_directory(tmp_path: Path) -> None:
     locked.mkdir()
     locked.chmod(0o555)
     try:
-        assert_one_line_error(run_cli("export", "--store", str(store), "--out", str(locked / "o")))
+        assert_one_line_error(
+            run_cli_in_process("export", "--store", str(store), "--out", str(locked / "o"))
+        )
     finally:
         locked.chmod(0o755)
 

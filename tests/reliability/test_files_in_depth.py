@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.reliability.conftest import assert_one_line_error, run_cli
+from tests.reliability.conftest import assert_one_line_error
+from tests.reliability.conftest import run_cli_in_process as run_cli
 
 
 def _question(qid: str, effective: list[Any], table: str | None = "t1") -> dict[str, Any]:

@@ -68,7 +68,9 @@ def test_an_isolated_agents_children_never_outlive_it(
     pidfile = tmp_path / "child.pid"
     # no sandbox: the agent writes its child's (host) pid where the test reads it; the sandbox's
     # own pid namespace is covered by test_isolated_containment
-    agent = IsolatedAgent(agent_module, QUESTION_CONTRACT, timeout_s=3.0, sandbox=False)
+    # the hung call is stopped at 3 s; an answer gets 30 s (no bound under 10 s on a busy CI)
+    timeout_s = 3.0 if hang else 30.0
+    agent = IsolatedAgent(agent_module, QUESTION_CONTRACT, timeout_s=timeout_s, sandbox=False)
     try:
         if hang:  # the per-call timeout stops the call, the agent and its child
             with pytest.raises(AgentUnavailable, match="did not answer within 3 s"):

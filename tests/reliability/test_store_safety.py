@@ -13,7 +13,8 @@ import pytest
 from labreplay.errors import StoreError
 from labreplay.store.sqlite import Store
 
-from .conftest import assert_one_line_error, digest, make_foreign_sqlite, run_cli, sibling_names
+from .conftest import assert_one_line_error, digest, make_foreign_sqlite, sibling_names
+from .conftest import run_cli_in_process as run_cli
 
 READ_COMMANDS = (
     ("campaign", "leaderboard", "--store", "{store}"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from labreplay.store.export import export_store
 from labreplay.store.sqlite import Store
 from labreplay.validate import finite_float, name_list, seed_range
 
-from .conftest import assert_one_line_error, run_cli
+from .conftest import assert_one_line_error, run_cli_in_process
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,7 @@ def test_campaign_run_refuses_before_creating_a_store(
 ) -> None:
     store = tmp_path / "s.sqlite"
     argv = ["campaign", "run", "--specs", str(specs_dir), "--store", str(store), *extra]
-    line = assert_one_line_error(run_cli(*argv))
+    line = assert_one_line_error(run_cli_in_process(*argv))
     assert extra[-2] in line or extra[0] in line, line
     assert not store.exists() and sorted(p.name for p in tmp_path.iterdir()) == []
 
@@ -51,7 +52,7 @@ def test_campaign_run_refuses_before_creating_a_store(
 def test_compile_seeds_are_bounded(seeds: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     line = assert_one_line_error(
-        run_cli("campaign", "compile", "--seeds", seeds, "--out", str(out), timeout=60)
+        run_cli_in_process("campaign", "compile", "--seeds", seeds, "--out", str(out))
     )
     assert "--seeds" in line
     assert not out.exists()
@@ -59,19 +60,21 @@ def test_compile_seeds_are_bounded(seeds: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("controls", ["bogus", ("bogus",), ["random", ""], 5])
 def test_python_api_controls_are_validated(
-    controls: object, specs_dir: Path, tmp_path: Path
+    controls: object, compiled_campaign: Callable[..., Any], tmp_path: Path
 ) -> None:
     """Defect: `labreplay.run(..., controls=("bogus",))` ran the adaptive branch only."""
-    specs = labreplay.compile("campaign", seed=0)[:1]
+    specs = compiled_campaign(record="precursor-genome", seed=0)[1][:1]
     store = tmp_path / "s.sqlite"
     with pytest.raises(LabreplayError, match="controls"):
         labreplay.run("campaign", specs, "random", store, controls=controls)
     assert not store.exists()
 
 
-def test_python_api_string_controls_mean_what_the_cli_means(tmp_path: Path) -> None:
+def test_python_api_string_controls_mean_what_the_cli_means(
+    compiled_campaign: Callable[..., Any], tmp_path: Path
+) -> None:
     """Defect: `controls="random"` was read as the letters r, a, n, ... (adaptive only)."""
-    specs = labreplay.compile("campaign", seed=0)[:1]
+    specs = compiled_campaign(record="precursor-genome", seed=0)[1][:1]
     store = tmp_path / "s.sqlite"
     labreplay.run("campaign", specs, "random", store, controls="random")
     with Store(store, readonly=True) as db:
@@ -82,12 +85,14 @@ def test_python_api_string_controls_mean_what_the_cli_means(tmp_path: Path) -> N
     assert not (tmp_path / "t.sqlite").exists()
 
 
-def test_export_over_a_directory_namesake_changes_nothing(specs_dir: Path, tmp_path: Path) -> None:
+def test_export_over_a_directory_namesake_changes_nothing(
+    compiled_campaign: Callable[..., Any], tmp_path: Path
+) -> None:
     """Defect: export into a directory where one target name was an existing directory
     replaced 10 of 12 files before failing. A directory where a file is written is refused
     (issue 46: regular files only), before any file is replaced."""
     store = tmp_path / "s.sqlite"
-    specs = labreplay.compile("campaign", seed=0)[:1]
+    specs = compiled_campaign(record="precursor-genome", seed=0)[1][:1]
     labreplay.run("campaign", specs, "random", store, controls=())
     out = tmp_path / "out"
     with Store(store, readonly=True) as db:

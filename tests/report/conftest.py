@@ -4,6 +4,7 @@ assignments (adaptive + both controls each), and an HTML structure reader."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -14,12 +15,10 @@ from labreplay.compile.spec import EnvironmentSpec
 
 
 @pytest.fixture(scope="session")
-def report_specs() -> list[EnvironmentSpec]:
+def report_specs(compiled_campaign: Callable[..., Any]) -> list[EnvironmentSpec]:
     if not os.environ.get("LABREPLAY_DATA_DIR"):
         pytest.fail("LABREPLAY_DATA_DIR must point at the shared real data")
-    from labreplay.suites.campaign.api import compile_specs
-
-    _, specs, _ = compile_specs(record="precursor-genome", protocol="sdl1", seed=0)
+    _, specs, _ = compiled_campaign(record="precursor-genome", seed=0)  # the sdl1 protocol
     wanted = ("short-1", "long-1", "long-2", "long-3")  # the report shows the long board
     return [s for w in wanted for s in specs if s.body["assignment"]["id"] == w]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -644,6 +644,8 @@ class LLMClient(_ClientCore):
     def __init__(self, model: str, *, api_key: str | None = None, **options: Any) -> None:
         super().__init__(model, **options)
         self._sdk = self._endpoint(api_key)
+        # How a retry waits; a test puts a recorder here to check a Retry-After without waiting.
+        self.wait: Callable[[float], None] = time.sleep
 
     def _send(self, attempt: _Attempt) -> Completion:
         """One request, waited for in the calling thread. It runs on inspect's event loop under
@@ -673,7 +675,7 @@ class LLMClient(_ClientCore):
                 outcome = self._after_failure(attempt, exc)
             if isinstance(outcome, str):
                 return None, self._record(attempt, None, outcome)
-            time.sleep(outcome)
+            self.wait(outcome)
 
     def complete_json(
         self,
