@@ -1,7 +1,7 @@
 """Run many work units: in-process by default, or on a Dask cluster for scale-out.
 
-Executors run keyed work units; only the calling process writes the store. Each suite's glue
-(e.g. `labreplay.suites.campaign.execute.run_assignments`) submits its units through them. See
+Executors run keyed work units; only the calling process writes the store. The episode runner
+(`labreplay.engine.runner.run_suite`) submits one unit per spec through them. See
 `labreplay.execute.dask_executor` for running on a Dask cluster or an HPC scheduler.
 """
 

@@ -2,8 +2,8 @@
 
 A `Recorder` owns one run's `Trajectory` (canonical JSON, hash-chained to the spec hash). With a
 store it writes events in batches (one transaction per batch) and the model calls behind them;
-without one (on an executor's worker) it keeps everything in memory; the driver then adopts
-the events into a store-backed recorder (`take`), so only the driver ever writes the store.
+without one (on an executor's worker) it keeps everything in memory; the runner then adopts
+the events into a store-backed recorder (`take`), so only the runner ever writes the store.
 
 Resuming a run starts from its stored events, verified against the spec hash first. Two modes:
 - replay (default): the run is recomputed from the start (deterministically; LLM agents answer
@@ -53,7 +53,7 @@ class Recorder:
                 raise StoreError(f"run {run_id}: stored prefix does not verify: {exc}") from exc
         self._synced = 0
         self._pending: list[dict[str, Any]] = []
-        self.calls: list[dict[str, object]] = []  # every call logged (in memory, for the driver)
+        self.calls: list[dict[str, object]] = []  # every call logged (in memory, for the runner)
         self._calls_pending: list[dict[str, object]] = []
         self._next_call = 0
         self.existed = False

@@ -44,7 +44,7 @@ class AssignmentMetrics(TypedDict):
 
 
 class AssignmentSummary(AssignmentMetrics):
-    """What a run returns per assignment (`run_assignment`, `execute.run_assignments`)."""
+    """What a run returns per assignment (`runner.run_assignment`, `runner.run_assignments`)."""
 
     spec_id: str
     spec_hash: str

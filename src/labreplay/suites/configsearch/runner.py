@@ -106,7 +106,7 @@ class ConfigSearch:
         )
         self.spec = {**self.environment.header(), **self.environment.body}
         self.spec_hash = self.environment.spec_hash
-        # A worker's copy (store=None) only computes; the driver's copy stores.
+        # A worker's copy (store=None) only computes; the runner's copy stores.
         if store is not None:
             store.put_spec(SUITE, PROTOCOL, task, self.spec_hash, self.environment.to_file_text())
         self.data_dir, self.cache_dir = data_dir, cache_dir
