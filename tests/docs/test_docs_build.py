@@ -45,7 +45,7 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
         assert command in cli, f"the CLI reference lacks {command}"
     assert "--store" in cli
     api = (site / "api" / "index.html").read_text(encoding="utf-8")
-    for name in ("check_agent", "check_suite", "CampaignAgent", "open_run"):
+    for name in ("check_agent", "check_suite", "CampaignAgent", "EpisodeSuite", "EventSink"):
         assert name in api, f"the API reference lacks {name}"
     for page in ("suites/campaign", "agents/llm", "harnesses", "reliability", "metrics", "cite"):
         assert (site / page / "index.html").is_file(), page
