@@ -66,8 +66,10 @@ def test_check_agent_conditions_references_and_failures(data_dir: Path, tmp_path
         def answer(self, view: Any) -> dict[str, Any]:
             return {"option": random.randrange(len(view["options"]))} if "options" in view else {}
 
+    # the spec's own question file (attached by the compiler): no questions= needed
+    check_agent(lambda: RandomAgent(0), "conditions", spec)
     with pytest.raises(AgentError, match="form"):
-        check_agent(lambda: OutOfRange(0), "conditions", spec, questions=path)
+        check_agent(lambda: OutOfRange(0), "conditions", spec)
     with pytest.raises(AgentError, match="determinism"):
         check_agent(lambda: Moody(0), "conditions", spec, questions=path)
 

@@ -152,11 +152,15 @@ class ConditionsSuite:
     def agent_problems(
         self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
     ) -> list[str]:
-        """Options: questions (the question file of `spec`)."""
+        """Options: questions (the question file of `spec`; by default the file the compiler
+        attached to it)."""
         from labreplay.suites.conditions.checks import agent_problems
+        from labreplay.suites.conditions.episodes import spec_questions
         from labreplay.suites.conditions.questions import load_questions
 
-        return agent_problems(make_agent, load_questions(Path(options["questions"])), seed)
+        given = options.get("questions")
+        questions = load_questions(Path(given)) if given else list(spec_questions(spec))
+        return agent_problems(make_agent, questions, seed)
 
 
 SUITE = ConditionsSuite()
