@@ -235,21 +235,21 @@ def _partial(store: Path, edit: Callable[[sqlite3.Connection], None]) -> None:
     conn.close()
 
 
-@pytest.mark.parametrize("executor", ["in-process", "threads"])
-def test_a_partial_run_stored_before_headers_resumes_without_one(
-    executor: str, clean_store: Path, tmp_path: Path
-) -> None:
-    """Replayed in-process, or recomputed on a worker (which records a header) and adopted:
-    either way the resumed chain stays headerless and equals the stripped complete one."""
-    from labreplay.store.sqlite import Store
-
+def _resumed_after(
+    rewrite: Callable[[sqlite3.Connection], None],
+    executor: str,
+    clean_store: Path,
+    tmp_path: Path,
+) -> tuple[Path, Path]:
+    """(a partial store resumed by `campaign run` on `executor`, the complete store it was cut
+    from), both with their chains rewritten by `rewrite` as an older version wrote them."""
     complete = copy_of(clean_store, tmp_path / "complete.sqlite")
     conn = sqlite3.connect(complete)
     with conn:
-        _strip_headers(conn)
+        rewrite(conn)
     conn.close()
     store = copy_of(complete, tmp_path / "partial.sqlite")
-    _partial(store, _strip_headers)
+    _partial(store, rewrite)
     specs = clean_store.parent / "specs"  # compiled by the fixture
     first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]
     proc = run_cli(
@@ -258,6 +258,18 @@ def test_a_partial_run_stored_before_headers_resumes_without_one(
         "--executor", executor,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    return store, complete
+
+
+@pytest.mark.parametrize("executor", ["in-process", "threads"])
+def test_a_partial_run_stored_before_headers_resumes_without_one(
+    executor: str, clean_store: Path, tmp_path: Path
+) -> None:
+    """Replayed in-process, or recomputed on a worker (which records a header) and adopted:
+    either way the resumed chain stays headerless and equals the stripped complete one."""
+    from labreplay.store.sqlite import Store
+
+    store, complete = _resumed_after(_strip_headers, executor, clean_store, tmp_path)
     with Store(store, readonly=True) as resumed, Store(complete, readonly=True) as whole:
         runs = resumed.runs()
         assert runs and all(r.status == "complete" for r in runs)
@@ -291,21 +303,7 @@ def test_a_partial_run_whose_header_predates_the_model_resumes_without_it(
     in-process, or recomputed on a worker and adopted) under that header, unchanged."""
     from labreplay.store.sqlite import Store
 
-    complete = copy_of(clean_store, tmp_path / "complete.sqlite")
-    conn = sqlite3.connect(complete)
-    with conn:
-        _strip_model(conn)
-    conn.close()
-    store = copy_of(complete, tmp_path / "partial.sqlite")
-    _partial(store, _strip_model)
-    specs = clean_store.parent / "specs"  # compiled by the fixture
-    first = json.loads((specs / "index.json").read_text(encoding="utf-8"))["assignments"][0]
-    proc = run_cli(
-        "campaign", "run", "--specs", str(specs), "--store", str(store),
-        "--agent", "no-evidence", "--only", first["id"], "--controls", "random",
-        "--executor", executor,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    store, complete = _resumed_after(_strip_model, executor, clean_store, tmp_path)
     with Store(store, readonly=True) as resumed, Store(complete, readonly=True) as whole:
         runs = resumed.runs()
         assert runs and all(r.status == "complete" for r in runs)
