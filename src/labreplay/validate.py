@@ -252,6 +252,30 @@ def scheduler_address(option: str, value: object) -> str:
     return text
 
 
+
+
+def url(option: str, value: object) -> str:
+    """An http(s) URL with a host and a valid port, or a one-line error."""
+    if not isinstance(value, str):
+        raise bad(option, value, "is not a URL")
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # raises ValueError on a bad port
+    except ValueError as exc:
+        raise bad(option, value, f"is not a valid URL ({exc})") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise bad(
+            option, value, "is not an http(s) URL with a host, e.g. http://127.0.0.1:8080/v1"
+        )
+    if port == 0:
+        raise bad(option, value, "has port 0")
+    if any(c.isspace() for c in value):
+        raise bad(option, value, "contains whitespace")
+    return value
+
+
 __all__ = [
     "MAX_COUNT",
     "MAX_RUN_TIME_S",
@@ -271,4 +295,5 @@ __all__ = [
     "scheduler_address",
     "seed",
     "seed_range",
+    "url",
 ]

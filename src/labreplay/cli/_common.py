@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
@@ -236,27 +235,9 @@ def choice(option: str, choices: Sequence[str]) -> TextCheck:
     return check
 
 
-def validate_url(option: str, value: str) -> str:
-    """An http(s) URL with a host and a valid port, or a one-line error."""
-    try:
-        parts = urlsplit(value)
-        port = parts.port  # raises ValueError on a bad port
-    except ValueError as exc:
-        raise _bad(option, value, f"is not a valid URL ({exc})") from exc
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise _bad(
-            option, value, "is not an http(s) URL with a host, e.g. http://127.0.0.1:8080/v1"
-        )
-    if port == 0:
-        raise _bad(option, value, "has port 0")
-    if any(c.isspace() for c in value):
-        raise _bad(option, value, "contains whitespace")
-    return value
-
-
 def url_check(option: str) -> TextCheck:
     def check(value: str | None) -> str | None:
-        return None if value is None else validate_url(option, value)
+        return None if value is None else validate.url(option, value)
 
     return check
 

@@ -47,9 +47,9 @@ from labreplay.cli._common import (
     seed_check,
     timeout_check,
     url_check,
-    validate_url,
 )
 from labreplay.cli._errors import expected_failure, report_failure
+from labreplay.cli.generate import command
 
 if TYPE_CHECKING:
     from labreplay.cli.llm_options import (
@@ -141,6 +141,7 @@ __all__ = [
     "WorkersOption",
     "agent_options",
     "check_isolation",
+    "command",
     "choice",
     "console",
     "count_check",
@@ -161,7 +162,6 @@ __all__ = [
     "seed_check",
     "timeout_check",
     "url_check",
-    "validate_url",
 ]
 
 if not TYPE_CHECKING:

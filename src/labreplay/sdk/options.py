@@ -1,25 +1,51 @@
-"""Options classes: one frozen dataclass per suite command, refusing unknown keys.
+"""Options classes: one frozen dataclass per suite command, the fields its flags.
 
-Every suite declares what `labreplay.run(suite, ...)` and `labreplay.compile(suite, ...)` take
-as a frozen dataclass; `parse_options(Options, where, given)` builds it from keyword arguments
-and refuses a key it does not declare in one line naming the nearest valid key (exit 2), so a
-typo (`contrls=()`) is never silently ignored. The CLI builds the same class from its flags,
-so the CLI and the API share one set of defaults.
+A suite declares what a command takes as a frozen, keyword-only `Checked` dataclass whose
+fields are made with `flag(default, help, check=...)`; the CLI's flags are generated from the
+fields (`labreplay.sdk.cli.command`) and the Python API builds the same class from its keyword
+arguments (`split_options` refuses a key no class declares, naming the nearest valid one), so
+both doors share one set of defaults, checks and refusals. The groups every run shares are
+declared once: `IsolationOptions` (the base of a suite's run options), `LlmOptions`,
+`ExecutorOptions`, `OutputOptions`.
 
-The validators the options classes use (`int_in`, `finite_float`, `seed_range`, `id_set`, ...)
-are re-exported here; each raises `OptionError` (a `LabreplayError`) naming the option.
-
-Keyword arguments meant for the agent builder (e.g. the LLM options of `openai:MODEL`) are
-declared as a set of names (`agent_keys`) and come back apart, in `extra`.
+The checks (`Ints`, `Floats`, `OneOf`, `Rule`, `counts`, `seconds`, `seeds`) and the
+validators under them (`int_in`, `finite_float`, `seed_range`, ...) raise `OptionError` (a
+`LabreplayError`: one line, exit 2) naming the option.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from labreplay.agents.llm_options import LlmOptions
+from labreplay.option_fields import (
+    REQUIRED,
+    Checked,
+    Floats,
+    Ints,
+    OneOf,
+    Rule,
+    api_options,
+    counts,
+    flag,
+    flags,
+    nearest,
+    refuse_unknown,
+    seconds,
+    seeds,
+    split_options,
+    unknown_option,
+)
+from labreplay.run_options import (
+    DataOptions,
+    ExecutorOptions,
+    IsolationOptions,
+    OutputOptions,
+    ServeOptions,
+    StoreOptions,
+)
 from labreplay.validate import (
     MAX_SEED,
     MAX_SEED_COUNT,
@@ -39,28 +65,6 @@ if TYPE_CHECKING:
 
 # an options dataclass
 OptionsT = TypeVar("OptionsT", bound="DataclassInstance")
-
-
-def nearest(key: str, known: Iterable[str]) -> str | None:
-    """The known name closest to `key` (None when nothing is close)."""
-    found = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
-    return found[0] if found else None
-
-
-def unknown_option(where: str, key: str, known: Collection[str]) -> OptionError:
-    """One line naming the unknown key, the nearest valid one and what is valid."""
-    close = nearest(key, known)
-    hint = f"did you mean {close!r}? " if close is not None else ""
-    return OptionError(
-        f"{where}: unknown option {key!r} ({hint}valid: {', '.join(sorted(known)) or 'none'})"
-    )
-
-
-def refuse_unknown(where: str, given: Iterable[str], known: Collection[str]) -> None:
-    """Refuse the first key of `given` not in `known` (OptionError naming the nearest)."""
-    for key in given:
-        if key not in known:
-            raise unknown_option(where, key, known)
 
 
 def check_agent_timeout(isolate: bool, agent_timeout_s: float | None) -> None:
@@ -99,11 +103,28 @@ def parse_options(
 __all__ = [
     "MAX_SEED",
     "MAX_SEED_COUNT",
+    "REQUIRED",
+    "Checked",
+    "DataOptions",
+    "ExecutorOptions",
+    "Floats",
+    "Ints",
+    "IsolationOptions",
+    "LlmOptions",
+    "OneOf",
     "OptionError",
+    "OutputOptions",
+    "Rule",
+    "ServeOptions",
+    "StoreOptions",
+    "api_options",
     "bad",
     "check_agent_timeout",
     "choice",
+    "counts",
     "finite_float",
+    "flag",
+    "flags",
     "id_set",
     "int_in",
     "name_list",
@@ -112,6 +133,9 @@ __all__ = [
     "option_names",
     "parse_options",
     "refuse_unknown",
+    "seconds",
     "seed_range",
+    "seeds",
+    "split_options",
     "unknown_option",
 ]

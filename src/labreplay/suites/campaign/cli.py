@@ -11,48 +11,30 @@ import typer
 from rich.table import Table
 
 from labreplay.sdk.cli import (
-    AgentTimeoutOption,
-    ApiKeyEnvOption,
-    BaseUrlOption,
-    DataDirOption,
-    DryRunOption,
-    ExecutorOption,
-    IsolateOption,
-    JsonOption,
-    LimitOption,
-    LlmSeedOption,
-    MaxCallsOption,
-    MaxCallTimeOption,
-    MaxCostOption,
-    MaxRetriesOption,
-    MaxRetryWaitOption,
-    MaxTimeOption,
-    MaxTokensOption,
-    MaxTokensTotalOption,
-    MaxTotalCostOption,
-    PriceOption,
-    PricesOption,
-    ProviderOption,
-    QuietOption,
-    ReasoningEffortOption,
-    ReasoningTokensOption,
-    RequireSandboxOption,
-    SchedulerOption,
-    TemperatureOption,
-    TimeoutOption,
-    TokenParamOption,
-    agent_options,
-    check_isolation,
-    choice,
+    command,
     console,
-    finite_float_check,
-    int_range,
-    out_dir_check,
     print_json,
     print_table,
     progress_bar,
     progress_printer,
-    seed_check,
+)
+from labreplay.sdk.options import (
+    DataOptions,
+    ExecutorOptions,
+    LlmOptions,
+    OutputOptions,
+    ServeOptions,
+    StoreOptions,
+    api_options,
+)
+from labreplay.suites.campaign.options import (
+    CampaignAgentArgs,
+    CampaignBoardArgs,
+    CampaignCompileArgs,
+    CampaignCompileOptions,
+    CampaignOptions,
+    CampaignRunOptions,
+    CampaignSource,
 )
 
 if TYPE_CHECKING:
@@ -65,39 +47,12 @@ app = typer.Typer(
 )
 
 
-@app.command("compile")
+@command(app, "compile", CampaignCompileOptions, CampaignCompileArgs, DataOptions, OutputOptions)
 def compile_cmd(
-    record: str | None = typer.Option(
-        None, help="A built-in record: precursor-genome (default) | alab-pipeline."
-    ),
-    record_card: Path | None = typer.Option(
-        None,
-        "--record-card",
-        help="A record card (NAME.card.toml or NAME.card.yaml, docs/record-cards.md) describing "
-        "your own table of experiments.",
-    ),
-    protocol: str = typer.Option("sdl1", help="Protocol family."),
-    seed: int = typer.Option(0, help="Seed of the frozen partition.", callback=seed_check()),
-    seeds: str | None = typer.Option(
-        None, "--seeds", help="Several partition seeds, e.g. 0-4: one seed<N>/ folder each."
-    ),
-    out: Path | None = typer.Option(
-        None, "--out", help="Write specs + index.json here.", callback=out_dir_check()
-    ),
-    context_detail: str = typer.Option(
-        "summary",
-        help="summary | rows (context in the state).",
-        callback=choice("--context-detail", ("summary", "rows")),
-    ),
-    allow_modified_data: bool = typer.Option(
-        False,
-        "--allow-modified-data",
-        help="Compile from files whose sha256 differs from the manifest; the specs record the "
-        "real hashes and are marked 'unverified data' on every board.",
-    ),
-    data_dir: Path | None = DataDirOption,
-    json_out: bool = JsonOption,
-    quiet: bool = QuietOption,
+    options: CampaignCompileOptions,
+    args: CampaignCompileArgs,
+    data: DataOptions,
+    output: OutputOptions,
 ) -> None:
     """Compile a record into frozen, hashed assignment specs and print the partition."""
     import contextlib
@@ -106,14 +61,16 @@ def compile_cmd(
     from labreplay.suites.campaign.api import compile_specs, parse_seeds
     from labreplay.suites.campaign.compiler import write_specs
 
-    seed_list = parse_seeds(seeds) if seeds is not None else [seed]
+    record, record_card, protocol = options.record, options.record_card, options.protocol
+    data_dir, seeds, out, json_out = data.data_dir, args.seeds, args.out, output.json_out
+    seed_list = parse_seeds(seeds) if seeds is not None else [options.seed]
     # Seeds are compiled one at a time and written as they come (memory stays that of one
     # seed), into a temporary sibling of --out that is renamed into place only when every
     # seed has compiled and been written: a failure (bad data, a full disk) leaves --out as
     # it was, with no partial spec set.
     indexes: list[SpecIndex] = []
     records = None
-    say = progress_printer(quiet)
+    say = progress_printer(output.quiet)
     with contextlib.ExitStack() as stack:
         building = stack.enter_context(atomic_directory(out)) if out is not None else None
         for i, s in enumerate(seed_list, 1):
@@ -126,8 +83,8 @@ def compile_cmd(
                 seed=s,
                 data_dir=data_dir,
                 records=records,
-                context_detail=context_detail,
-                allow_modified_data=allow_modified_data,
+                context_detail=options.context_detail,
+                allow_modified_data=data.allow_modified_data,
             )
             if records is None and len(seed_list) > 1:
                 records = _records_once(record, record_card, data_dir)
@@ -214,167 +171,77 @@ def _print_qc(qc: TableQC) -> None:
         )
 
 
-@app.command("run")
+@command(
+    app, "run", CampaignSource, StoreOptions, CampaignAgentArgs, CampaignRunOptions, LlmOptions,
+    ExecutorOptions, OutputOptions,
+)  # fmt: skip
 def run_cmd(
-    specs: Path = typer.Option(..., "--specs", help="Directory written by `campaign compile`."),
-    agent: str = typer.Option(
-        "bayes",
-        help="random | bayes | no-evidence | openai:MODEL | a registered agent | MODULE:ATTR "
-        "(your class or factory, importable from PYTHONPATH or the working directory).",
-    ),
-    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    controls: str = typer.Option(
-        "random,no-evidence",
-        help="Comma list of control branches (random, no-evidence), or none.",
-    ),
-    seed: int = typer.Option(
-        0, help="Run seed (agent and control randomness).", callback=seed_check()
-    ),
-    only: str | None = typer.Option(None, help="Comma list of assignment ids (default: all)."),
-    random_replicates: int | None = typer.Option(
-        None,
-        "--random-replicates",
-        help="Schedule-matched random replicates per assignment (default 3; 1 for LLM agents, "
-        "whose every replicate costs a full campaign of calls).",
-        callback=int_range("--random-replicates", 1, 50),
-    ),
-    base_url: str | None = BaseUrlOption,
-    provider: str | None = ProviderOption,
-    api_key_env: str | None = ApiKeyEnvOption,
-    temperature: float | None = TemperatureOption,
-    llm_seed: int | None = LlmSeedOption,
-    max_tokens: int | None = MaxTokensOption,
-    timeout: float | None = TimeoutOption,
-    max_retries: int | None = MaxRetriesOption,
-    token_param: str | None = TokenParamOption,
-    reasoning_effort: str | None = ReasoningEffortOption,
-    reasoning_tokens: int | None = ReasoningTokensOption,
-    max_retry_wait: float | None = MaxRetryWaitOption,
-    max_call_time: float | None = MaxCallTimeOption,
-    max_calls: int | None = MaxCallsOption,
-    max_tokens_total: int | None = MaxTokensTotalOption,
-    max_time: float | None = MaxTimeOption,
-    price_per_mtok: str | None = PriceOption,
-    prices: str | None = PricesOption,
-    max_cost: float | None = MaxCostOption,
-    max_total_cost: float | None = MaxTotalCostOption,
-    dry_run: bool = DryRunOption,
-    limit: int | None = LimitOption,
-    structured: str | None = typer.Option(
-        None,
-        help="LLM structured output: auto | json_schema | json_object | off.",
-        callback=choice("--structured", ("auto", "json_schema", "json_object", "off")),
-    ),
-    executor: str = ExecutorOption,
-    max_concurrency: int = typer.Option(
-        1,
-        "--max-concurrency",
-        help="Campaigns in flight at once (threads; for LLM agents).",
-        callback=int_range("--max-concurrency", 1, 256),
-    ),
-    scheduler: str | None = SchedulerOption,
-    isolate: bool = IsolateOption,
-    agent_timeout: float | None = AgentTimeoutOption,
-    require_sandbox: bool = RequireSandboxOption,
-    json_out: bool = JsonOption,
+    source: CampaignSource,
+    where: StoreOptions,
+    args: CampaignAgentArgs,
+    run: CampaignRunOptions,
+    llm: LlmOptions,
+    execution: ExecutorOptions,
+    output: OutputOptions,
 ) -> None:
     """Run an agent with its matched controls on every assignment; resumable."""
     import dataclasses
 
     from labreplay.sdk import first_in_seeded_order
-    from labreplay.sdk.agents import run_price
-    from labreplay.sdk.engine import Store, open_executor
+    from labreplay.sdk.agents import is_llm_agent
+    from labreplay.sdk.engine import Store
     from labreplay.suites.campaign.api import load_specs, resolve_campaign_agent, select_specs
-    from labreplay.suites.campaign.options import CampaignRunOptions
+    from labreplay.suites.campaign.llm_run import check_max_tokens, with_progress
     from labreplay.suites.campaign.runner import run_campaign
 
-    price = run_price(agent, price_per_mtok, prices)
-    options = agent_options(
-        base_url=base_url,
-        api_key_env=api_key_env,
-        temperature=temperature,
-        llm_seed=llm_seed,
-        max_tokens=max_tokens,
-        timeout=timeout,
-        max_retries=max_retries,
-        max_calls=max_calls,
-        max_tokens_total=max_tokens_total,
-        max_time=max_time,
-        prices=prices,
-        max_cost=max_cost,
-        max_total_cost=max_total_cost,
-        provider=provider,
-        token_param=token_param,
-        reasoning_effort=reasoning_effort,
-        reasoning_tokens=reasoning_tokens,
-        max_retry_wait=max_retry_wait,
-        max_call_time=max_call_time,
-    )
-    if structured is not None:
-        options["structured"] = structured
-    if max_total_cost is not None and executor == "dask":
-        from labreplay.errors import LabreplayError
-
-        # Its spend is counted in this process; dask workers are other processes.
-        raise LabreplayError(
-            "--max-total-cost counts the spend of this process: use --executor in-process or "
-            "threads with it, not dask"
-        )
-    if isolate and (executor != "in-process" or max_concurrency > 1):
-        from labreplay.errors import LabreplayError
-
-        raise LabreplayError("--isolate runs with --executor in-process (one child per agent)")
-    check_isolation(isolate, require_sandbox)
-    # The same options class, defaults and runner as `labreplay.run("campaign", ...)`.
-    run_options = CampaignRunOptions(
-        controls=controls,
-        random_replicates=random_replicates,
-        isolate=isolate,
-        agent_timeout_s=agent_timeout,
-    )
-    run_options.check()
-    control_list = run_options.control_branches(agent)
-    chosen = first_in_seeded_order(select_specs(load_specs(specs), only), limit, seed, "campaign")
+    executor = execution.executor
+    if executor == "in-process" and args.max_concurrency > 1:
+        executor = "threads"  # the older spelling of a threaded run
+    llm.check_executor(executor)
+    run.check_executor(executor)
+    run.say_without_sandbox()
+    agent, seed = args.agent, source.seed
+    control_list = run.control_branches(agent)
+    selected = select_specs(load_specs(source.specs), source.only)
+    chosen = first_in_seeded_order(selected, run.limit, seed, "campaign")
+    options = llm.builder_kwargs()
     # Every agent problem is one line, exit 2, before the store exists.
-    resolved = resolve_campaign_agent(agent, isolate, agent_timeout, **options)
-    from labreplay.sdk.agents import is_llm_agent
-
+    resolved = resolve_campaign_agent(agent, run.isolate, run.agent_timeout_s, **options)
     is_llm = is_llm_agent(agent)
     if is_llm:
-        from labreplay.suites.campaign.llm_run import check_max_tokens
-
-        check_max_tokens(chosen, max_tokens)  # a budget too small is refused before any call
-    if dry_run:
+        check_max_tokens(chosen, llm.max_tokens)  # a budget too small is refused before any call
+    if args.dry_run:
         from labreplay.suites.campaign.llm_run import print_dry_run
 
-        print_dry_run(chosen, agent, resolved.make, seed, control_list, price, json_out)
+        price = llm.price(agent)
+        print_dry_run(chosen, agent, resolved.make, seed, control_list, price, output.json_out)
         return
-    if executor == "in-process" and max_concurrency > 1:
-        executor = "threads"  # the older spelling of a threaded run
-    workers = max_concurrency if max_concurrency > 1 else None
+    workers = args.max_concurrency if args.max_concurrency > 1 else execution.workers
+    execution = dataclasses.replace(execution, executor=executor, workers=workers)
     # The executor first: an unreachable scheduler is refused before a store is created.
-    from labreplay.suites.campaign.llm_run import with_progress
-
     with (
-        open_executor(executor, scheduler, workers) as ex,
-        Store(store) as db,
-        progress_bar("campaigns", len(chosen), executor == "in-process") as bar,
+        execution.open() as ex,
+        Store(where.store) as db,
+        progress_bar(
+            "campaigns", len(chosen), executor == "in-process" and not output.quiet
+        ) as bar,
         with_progress(resolved.make, agent) as watched,
     ):
         if is_llm and executor == "in-process":
             resolved = dataclasses.replace(resolved, make=watched)  # the slow-endpoint line
-        api_options = {**dataclasses.asdict(run_options), **options, "progress": bar.advance}
-        if "seed" in api_options:  # the LLM sampling seed; `seed` is the run seed
-            api_options["llm_seed"] = api_options.pop("seed")
-        results = run_campaign(chosen, resolved, db, seed=seed, executor=ex, **api_options)
-    if json_out:
+        # The same options classes and runner as `labreplay.run("campaign", ...)`.
+        results = run_campaign(
+            chosen, resolved, db, seed=seed, executor=ex,
+            **api_options(dataclasses.replace(run, progress=bar.advance), llm),
+        )  # fmt: skip
+    if output.json_out:
         print_json(results)
     else:
         print_results(agent, results)
         if is_llm:
             from labreplay.suites.campaign.llm_run import print_run_costs
 
-            print_run_costs(console, results, price)
+            print_run_costs(console, results, llm.price(agent))
     failed = [r for r in results if r.get("status") == "failed"]
     if failed:
         from labreplay.errors import RunFailedError
@@ -383,6 +250,24 @@ def run_cmd(
             f"{len(failed)} of {len(results)} assignments failed (stored as failed, not ranked; "
             f"rerun the same command to resume): {failed[0]['cause']}"
         )
+
+
+@command(app, "serve", CampaignSource, StoreOptions, CampaignOptions, ServeOptions)
+def serve_cmd(
+    source: CampaignSource, where: StoreOptions, campaign: CampaignOptions, serve: ServeOptions
+) -> None:
+    """Serve the campaigns to any harness over MCP (tools observe/act and one per action):
+    the run `campaign run` plays, with its options and defaults."""
+    from labreplay.sdk.harness import serve_suite_run
+    from labreplay.suites.campaign.api import load_specs, select_specs
+    from labreplay.suites.campaign.serve import CampaignView
+
+    chosen = select_specs(load_specs(source.specs), source.only)
+    serve_suite_run(
+        "campaign", chosen, where.store, serve.agent_name, source.seed, model=serve.model,
+        view=CampaignView(chosen), transport=serve.transport, port=serve.port,
+        **api_options(campaign),
+    )  # fmt: skip
 
 
 def print_results(agent: str, results: Sequence[AssignmentSummary]) -> None:
@@ -424,60 +309,19 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
 
 
-@app.command("leaderboard")
-def leaderboard_cmd(
-    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    specs: Path | None = typer.Option(
-        None,
-        "--specs",
-        help="Board only these specs (a `campaign compile` directory): selects one protocol "
-        "when the store holds several under the same spec ids.",
-    ),
-    difference: float = typer.Option(
-        0.01,
-        "--difference",
-        help="AUC difference for the power line's 'assignments needed'.",
-        callback=finite_float_check("--difference", lo=0, hi=2, lo_open=True),
-    ),
-    price_per_mtok: str | None = PriceOption,
-    fmt: str | None = typer.Option(
-        None,
-        "--format",
-        help="Print the paper's board as markdown | latex | csv (with intervals and the power "
-        "range) instead of the terminal tables.",
-        callback=choice("--format", ("markdown", "latex", "csv")),
-    ),
-    require_isolated: bool = typer.Option(
-        False,
-        "--require-isolated",
-        help="Rank only agents kept from the evaluator (--isolate runs, LLM agents); in-process "
-        "runs are left out and listed.",
-    ),
-    verified: bool = typer.Option(
-        False,
-        "--verified",
-        help="Run `store verify` first: refuse to rank a store it finds any problem in (exit "
-        "1), and mark the runs whose figures it cannot re-derive.",
-    ),
-    public_key: Path | None = typer.Option(
-        None,
-        "--public-key",
-        help="As --verified, and every run must carry a valid signature by this Ed25519 "
-        "public key (`labreplay store sign`).",
-    ),
-    json_out: bool = JsonOption,
-) -> None:
+@command(app, "leaderboard", StoreOptions, CampaignBoardArgs, OutputOptions)
+def leaderboard_cmd(where: StoreOptions, args: CampaignBoardArgs, output: OutputOptions) -> None:
     """The paper's board (long assignments) and the short board, with paired bootstrap 95%
     intervals, selection value, headroom and a power line; read only from the store."""
-    from labreplay.errors import SpecError, StoreError
+    from labreplay.errors import StoreError
     from labreplay.sdk.engine import Store
     from labreplay.suites.campaign.api import load_specs
     from labreplay.suites.campaign.board_text import print_board
     from labreplay.suites.campaign.health import add_call_health
     from labreplay.suites.campaign.leaderboard import leaderboard
 
-    if not difference > 0:
-        raise SpecError(f"--difference must be positive, got {difference!r}")
+    store, specs, public_key, fmt = where.store, args.specs, args.public_key, args.format
+    verified, json_out = args.verified, output.json_out
     hashes = [s.spec_hash for s in load_specs(specs)] if specs is not None else None
     from labreplay.sdk.engine import load_public_key, require_verified
 
@@ -492,7 +336,10 @@ def leaderboard_cmd(
             held = f" (it holds {', '.join(suites)} runs)" if suites else ""
             raise StoreError(f"store {store} holds no campaign runs{held}")
         board = leaderboard(
-            db, spec_hashes=hashes, difference=difference, require_isolated=require_isolated
+            db,
+            spec_hashes=hashes,
+            difference=args.difference,
+            require_isolated=args.require_isolated,
         )
     add_call_health(board, runs)
     if verified or key is not None:
@@ -501,7 +348,7 @@ def leaderboard_cmd(
     from labreplay.sdk.agents import parse_price
     from labreplay.suites.campaign.costs import add_costs, cost_lines
 
-    add_costs(board, runs, parse_price(price_per_mtok))
+    add_costs(board, runs, parse_price(args.price_per_mtok))
     if json_out:
         print_json(board)
         return
@@ -533,8 +380,3 @@ def leaderboard_cmd(
         for r in table["rows"]:
             if r.get("failed_call_share"):
                 console.print(f"{r['system']}: {r['failed_call_share']:.1%} of model calls failed")
-
-
-from labreplay.suites.campaign.serve_cli import serve_cmd  # noqa: E402
-
-app.command("serve")(serve_cmd)

@@ -1,18 +1,31 @@
 """The campaign suite's options: one class for `campaign run` and `labreplay.run("campaign")`.
 
-Defaults live here and nowhere else: the CLI builds `CampaignRunOptions` from its flags and
-the Python API from its keyword arguments, so both doors run the same branches (e.g. the
+Defaults live here and nowhere else: the CLI's flags are generated from `CampaignRunOptions`
+(and the shared LLM group, `LlmOptions`) and the Python API builds the same classes from its
+keyword arguments, so both doors run the same branches (e.g. the
 number of schedule-matched random replicates) and give the same run ids and scores.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from pathlib import Path
 
-from labreplay.sdk.options import check_agent_timeout, parse_options
+from labreplay.sdk import writable_dir
+from labreplay.sdk.options import (
+    Checked,
+    Floats,
+    Ints,
+    IsolationOptions,
+    LlmOptions,
+    OneOf,
+    Rule,
+    counts,
+    flag,
+    seeds,
+    split_options,
+)
 
 CONTROLS = ("random", "no-evidence")  # every control a run may ask for
 DEFAULT_CONTROLS = CONTROLS
@@ -33,60 +46,194 @@ def parse_controls(text: object) -> tuple[str, ...]:
     return name_list("--controls", text, CONTROLS, allow_empty=True)
 
 
-@dataclass(frozen=True)
-class CampaignRunOptions:
-    """What one campaign run takes besides specs, agent, store, seed and executor.
+def _controls(label: str, value: object) -> tuple[str, ...]:
+    return parse_controls(value)
 
-    `controls`: control branches (a list, or `random,no-evidence` as text; empty: adaptive
-    only). `random_replicates`: schedule-matched random replicates per assignment (None: 3 for
-    Python agents, 1 for LLM agents, whose every replicate is a full campaign of calls).
-    `isolate`/`agent_timeout_s`: serve a Python agent from a child process, each call answered
-    within the timeout. `progress`: called once per assignment done.
+
+@dataclass(frozen=True, kw_only=True)
+class CampaignOptions(Checked):
+    """The campaign suite's own options: the same class, defaults and checks in `campaign
+    run`, `campaign serve` and `labreplay.run`.
+
+    `random_replicates=None`: 3 for Python agents, 1 for LLM agents, whose every replicate is
+    a full campaign of calls. `progress` (API only): called once per assignment done.
     """
 
-    controls: str | Sequence[str] = DEFAULT_CONTROLS
-    random_replicates: int | None = None
-    isolate: bool = False
-    agent_timeout_s: float | None = None
-    progress: Callable[[], None] | None = None
+    controls: str | Sequence[str] = flag(
+        ",".join(DEFAULT_CONTROLS),
+        "Comma list of control branches (random, no-evidence), or none.",
+        check=Rule(_controls, "bogus"),
+        parse_as=str,
+    )
+    random_replicates: int | None = flag(
+        None,
+        "Schedule-matched random replicates per assignment (default 3; 1 for LLM agents, "
+        "whose every replicate costs a full campaign of calls).",
+        check=Ints(1, 50),
+    )
+    limit: int | None = flag(
+        None,
+        "Run only the first N assignments in an order seeded by the run seed.",
+        check=counts(),
+    )
+    progress: Callable[[], None] | None = flag(None, "Called once per assignment done.", cli=False)
 
     def control_branches(self, agent: object) -> tuple[str, ...]:
-        """The control branches, `random` expanded into its replicates (refuses bad names)."""
-        from labreplay.sdk.options import int_in
+        """The control branches, `random` expanded into its replicates."""
         from labreplay.suites.campaign.branches import default_replicates, with_replicates
 
         replicates = (
-            int_in("random_replicates", self.random_replicates, 1, 50)
+            self.random_replicates
             if self.random_replicates is not None
             else default_replicates(agent if isinstance(agent, str) else "")
         )
         return with_replicates(parse_controls(self.controls), replicates)
 
-    def check(self) -> None:
-        """Refuse bad values before any store exists."""
-        self.control_branches("")
-        check_agent_timeout(self.isolate, self.agent_timeout_s)
+
+@dataclass(frozen=True, kw_only=True)
+class CampaignRunOptions(CampaignOptions, IsolationOptions):
+    """What one campaign run takes besides specs, agent, store, seed and executor."""
 
 
-@lru_cache(maxsize=1)
-def llm_agent_keys() -> frozenset[str]:
-    """Keyword arguments the `openai:MODEL` agent builder takes (its signature is the list)."""
-    from labreplay.suites.campaign.llm_agent import make_agent
+@dataclass(frozen=True, kw_only=True)
+class CampaignSource(Checked):
+    """Which compiled assignments a command plays, into which store (the command line's)."""
 
-    params = inspect.signature(make_agent).parameters
-    # `seed` of the API is the run seed: the sampling seed is `llm_seed` (as on the CLI).
-    return frozenset({*(p for p in params if p not in ("agent", "store", "seed")), "llm_seed"})
+    specs: Path = flag(help="Directory written by `campaign compile`.", api=False)
+    only: str | None = flag(None, "Comma list of assignment ids (default: all).", api=False)
+    seed: int = flag(0, "Run seed (agent and control randomness).", check=seeds(), api=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CampaignAgentArgs(Checked):
+    """The agent `campaign run` plays, and how (the command line's)."""
+
+    agent: str = flag(
+        "bayes",
+        "random | bayes | no-evidence | openai:MODEL | a registered agent | MODULE:ATTR "
+        "(your class or factory, importable from PYTHONPATH or the working directory).",
+        api=False,
+    )
+    max_concurrency: int = flag(
+        1, "Campaigns in flight at once (threads; for LLM agents).", check=Ints(1, 256), api=False
+    )
+    dry_run: bool = flag(
+        False,
+        "Render the prompts and estimate calls and tokens without calling the model; exit 0.",
+        api=False,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CampaignCompileOptions(Checked):
+    """What `campaign compile` and `labreplay.compile("campaign", ...)` take (besides the
+    data directory and the protocol's own overrides, `ProtocolParams`)."""
+
+    record: str | None = flag(
+        None, "A built-in record: precursor-genome (default) | alab-pipeline."
+    )
+    record_card: Path | None = flag(
+        None,
+        "A record card (NAME.card.toml or NAME.card.yaml, docs/record-cards.md) describing "
+        "your own table of experiments.",
+    )
+    protocol: str = flag("sdl1", "Protocol family.", check=OneOf(("sdl1",)))
+    seed: int = flag(0, "Seed of the frozen partition.", check=seeds())
+    context_detail: str = flag(
+        "summary", "summary | rows (context in the state).", check=OneOf(("summary", "rows"))
+    )
+
+
+def _out_dir(label: str, value: object) -> Path:
+    """A directory path to write (a device, FIFO or file there is refused, left as it was)."""
+    return writable_dir(Path(str(value)), label)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CampaignCompileArgs(Checked):
+    """Where `campaign compile` writes, and for how many partition seeds (command line)."""
+
+    seeds: str | None = flag(
+        None, "Several partition seeds, e.g. 0-4: one seed<N>/ folder each.", api=False
+    )
+    out: Path | None = flag(None, "Write specs + index.json here.", check=Rule(_out_dir), api=False)
+
+
+def _price(label: str, value: object) -> str:
+    """IN,OUT[,CACHED], refused as parsed."""
+    from labreplay.sdk.agents import parse_price
+
+    parse_price(str(value))
+    return str(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CampaignBoardArgs(Checked):
+    """What `campaign leaderboard` reads and how it prints (read only from the store)."""
+
+    specs: Path | None = flag(
+        None,
+        "Board only these specs (a `campaign compile` directory): selects one protocol "
+        "when the store holds several under the same spec ids.",
+        api=False,
+    )
+    difference: float = flag(
+        0.01,
+        "AUC difference for the power line's 'assignments needed'.",
+        check=Floats(0.0, 2.0, lo_open=True),
+        api=False,
+    )
+    price_per_mtok: str | None = flag(
+        None,
+        "IN,OUT[,CACHED]: USD per million prompt / completion / provider-cached prompt "
+        "tokens, over any table (e.g. 2.5,10,1.25).",
+        check=Rule(_price, "1,x"),
+        api=False,
+    )
+    format: str | None = flag(
+        None,
+        "Print the paper's board as markdown | latex | csv (with intervals and the power "
+        "range) instead of the terminal tables.",
+        check=OneOf(("markdown", "latex", "csv")),
+        api=False,
+    )
+    require_isolated: bool = flag(
+        False,
+        "Rank only agents kept from the evaluator (--isolate runs, LLM agents); in-process "
+        "runs are left out and listed.",
+        api=False,
+    )
+    verified: bool = flag(
+        False,
+        "Run `store verify` first: refuse to rank a store it finds any problem in (exit "
+        "1), and mark the runs whose figures it cannot re-derive.",
+        api=False,
+    )
+    public_key: Path | None = flag(
+        None,
+        "As --verified, and every run must carry a valid signature by this Ed25519 "
+        "public key (`labreplay store sign`).",
+        api=False,
+    )
 
 
 def parse_run_options(
     given: Mapping[str, object], where: str = "campaign run"
-) -> tuple[CampaignRunOptions, dict[str, object]]:
-    """The run options and the agent builder's keyword arguments; unknown keys refused."""
-    options, agent_kwargs = parse_options(CampaignRunOptions, where, given, llm_agent_keys())
-    options.check()
-    if "llm_seed" in agent_kwargs:
-        agent_kwargs["seed"] = agent_kwargs.pop("llm_seed")
-    return options, agent_kwargs
+) -> tuple[CampaignRunOptions, LlmOptions]:
+    """The run options and the LLM options; an unknown key is refused naming the nearest."""
+    run, llm = split_options(where, dict(given), CampaignRunOptions, LlmOptions)
+    assert isinstance(run, CampaignRunOptions) and isinstance(llm, LlmOptions)
+    return run, llm
 
 
-__all__ = ["DEFAULT_CONTROLS", "CampaignRunOptions", "llm_agent_keys", "parse_run_options"]
+__all__ = [
+    "DEFAULT_CONTROLS",
+    "CampaignAgentArgs",
+    "CampaignBoardArgs",
+    "CampaignCompileArgs",
+    "CampaignCompileOptions",
+    "CampaignOptions",
+    "CampaignRunOptions",
+    "CampaignSource",
+    "parse_run_options",
+]

@@ -68,28 +68,28 @@ def run_campaign(
     executor: Executor | None = None,
     **options: object,
 ) -> list[AssignmentSummary]:
-    """`labreplay.run("campaign", ...)` and `campaign run`: options are `CampaignRunOptions`
-    (controls, random_replicates, isolate, agent_timeout_s, progress) and the LLM options of
-    `openai:MODEL`; one summary per assignment."""
+    """`labreplay.run("campaign", ...)` and `campaign run`: options are those of
+    `CampaignRunOptions` and `LlmOptions`; one summary per assignment."""
+    from labreplay.sdk import first_in_seeded_order
     from labreplay.suites.campaign.options import parse_run_options
     from labreplay.suites.campaign.resolve import resolve_campaign_agent
 
-    run_options, agent_kwargs = parse_run_options({k: v for k, v in options.items() if k != "seed"})
-    controls = run_options.control_branches(
-        agent.label if isinstance(agent, ResolvedAgent) else agent
-    )
+    run_options, llm = parse_run_options({k: v for k, v in options.items() if k != "seed"})
+    label = agent.label if isinstance(agent, ResolvedAgent) else agent
+    controls = run_options.control_branches(label)
+    chosen = first_in_seeded_order(list(specs), run_options.limit, seed, "campaign")
+    agent_kwargs = llm.builder_kwargs()
     if isinstance(agent, ResolvedAgent):
         return run_assignments(
-            list(specs), agent, store, seed, controls, executor, agent_kwargs, run_options.progress
+            chosen, agent, store, seed, controls, executor, agent_kwargs, run_options.progress
         )
     resolved = resolve_campaign_agent(
         agent, run_options.isolate, run_options.agent_timeout_s, **agent_kwargs
     )
     try:
         return run_assignments(
-            list(specs), resolved, store, seed, controls, executor, agent_kwargs,
-            run_options.progress,
-        )  # fmt: skip
+            chosen, resolved, store, seed, controls, executor, agent_kwargs, run_options.progress
+        )
     finally:  # the probe the resolution built to check the contract
         close_agent(resolved.probe)
 

@@ -70,9 +70,9 @@ class CampaignSuite:
         from labreplay.suites.campaign.options import parse_run_options
 
         options = {k: v for k, v in options.items() if k != "seed"}
-        run_options, agent_kwargs = parse_run_options(options)
+        run_options, llm = parse_run_options(options)
         return resolve_campaign_agent(
-            agent, run_options.isolate, run_options.agent_timeout_s, **agent_kwargs
+            agent, run_options.isolate, run_options.agent_timeout_s, **llm.builder_kwargs()
         )
 
     def run(
@@ -85,9 +85,8 @@ class CampaignSuite:
         executor: Executor | None = None,
         **options: object,
     ) -> list[AssignmentSummary]:
-        """Options: `CampaignRunOptions` (controls, random_replicates, isolate,
-        agent_timeout_s, progress) and the LLM options of `openai:MODEL`. The CLI's
-        `campaign run` calls this with the same defaults."""
+        """Options: those of `CampaignRunOptions` and `LlmOptions` (the CLI's `campaign run`
+        flags are generated from the same classes)."""
         from labreplay.suites.campaign.runner import run_campaign
 
         return run_campaign(specs, agent, store, seed=seed, executor=executor, **options)
