@@ -36,8 +36,9 @@ from typing import Any
 from labreplay.errors import DataError
 from labreplay.sdk import Record, read_file
 from labreplay.sdk.data import JsonLimitError, loads_strict
-from labreplay.suites.campaign.records_pg import Phase, phase_list, sample_record
+from labreplay.suites.campaign.records_pg import Phase, phase_list, sample_record, tier_history
 
+_NAN = "expected a number or null"
 REQUIRED_FIELDS = (
     "sample_id", "target_compound", "precursors", "synthesis",
     "reaction_energy_ev_per_atom", "outcome",
@@ -65,6 +66,11 @@ class _Where:
             return []
         if not isinstance(raw, list):
             raise self.error("expected a JSON list", field, raw)
+        return raw
+
+    def number(self, raw: object, field: str, message: str) -> float | None:
+        if raw is not None and (isinstance(raw, bool) or not isinstance(raw, int | float)):
+            raise self.error(message, field, raw)
         return raw
 
 
@@ -112,9 +118,7 @@ def _refinements_and_review(
             field = f"scans[{i}].refinement_cases[{j}]"
             case = where.mapping(raw_case, field)
             selected = (i == active_scan and j == active_case) if known else None
-            rwp = case.get("rwp")
-            if rwp is not None and (isinstance(rwp, bool) or not isinstance(rwp, int | float)):
-                raise where.error("rwp is not a number", f"{field}.rwp", rwp)
+            rwp = where.number(case.get("rwp"), f"{field}.rwp", "rwp is not a number")
             refinements.append(
                 {
                     "rwp": rwp,
@@ -132,7 +136,9 @@ def _refinements_and_review(
                         "quality tier must be 1, 2 or 3", f"{field}.verification", score
                     )
                 history = verification.get("human_quality_score_history") or [score]
-                review = {"tier": int(score), "history": [int(h) for h in history]}
+                at = f"{field}.verification.human_quality_score_history"
+                tiers = tier_history(history, file=where.file, record=where.record, field=at)
+                review = {"tier": int(score), "history": tiers}
     return refinements, review
 
 
@@ -153,13 +159,14 @@ def ledger_sample(sample: Mapping[str, Any], where: _Where) -> dict[str, Any]:
     synthesis = where.mapping(sample["synthesis"], "synthesis")
     outcome = where.mapping(sample["outcome"], "outcome")
     refinements, review = _refinements_and_review(sample, where)
+    temperature, time = synthesis.get("heating_temperature"), synthesis.get("heating_time")
     return {
         "sample_id": where.record,
         "precursors": _precursors(sample, where),
         "target": sample["target_compound"],
         "target_stoichiometry": sample.get("target_stoichiometry"),
-        "temperature_c": synthesis.get("heating_temperature"),
-        "time_min": synthesis.get("heating_time"),
+        "temperature_c": where.number(temperature, "synthesis.heating_temperature", _NAN),
+        "time_min": where.number(time, "synthesis.heating_time", _NAN),
         "reaction_energy_ev_per_atom": sample["reaction_energy_ev_per_atom"],
         "reaction_category": outcome.get("reaction_category"),
         "refinements": refinements,

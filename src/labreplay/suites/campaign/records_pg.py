@@ -49,6 +49,9 @@ REQUIRED_FIELDS = (
     "temperature_c", "time_min", "reaction_energy_ev_per_atom", "reaction_category",
     "snapshot_refinement_rwp", "phases_full",
 )  # fmt: skip
+# fields read as more than an opaque value: their JSON types are checked on load
+TEXT_FIELDS = ("sample_id", "precursor_1", "precursor_2")
+NUMBER_FIELDS = ("temperature_c", "time_min", "snapshot_refinement_rwp", "active_refinement_rwp")
 NOT_IN_LEDGER = "not recorded in ledger"
 
 
@@ -79,12 +82,14 @@ def phase_list(raw: object, *, file: str, record: str, field: str) -> list[Phase
             raise DataError(
                 "phase without a name", file=file, record=record, field=field, value=phase
             )
-        out.append(
-            {
-                "name": str(phase["name"]),
-                "weight_fraction": ev.rounded(phase.get("weight_fraction"), 4),
-            }
-        )
+        fraction = phase.get("weight_fraction")
+        if fraction is not None and (
+            isinstance(fraction, bool) or not isinstance(fraction, int | float)
+        ):
+            raise DataError(
+                "phase weight is not a number", file=file, record=record, field=field, value=phase
+            )
+        out.append({"name": str(phase["name"]), "weight_fraction": ev.rounded(fraction, 4)})
     return out
 
 
@@ -233,7 +238,19 @@ def _review(row: Mapping[str, Any], file: str) -> dict[str, Any] | None:
         raise DataError("quality tier must be 1, 2 or 3", file=file, record=row["sample_id"],
                         field="human_quality_score", value=score)  # fmt: skip
     history = row.get("human_quality_score_history") or [score]
-    return {"tier": score, "history": [int(h) for h in history]}
+    where = {"file": file, "record": row["sample_id"], "field": "human_quality_score_history"}
+    return {"tier": score, "history": tier_history(history, **where)}
+
+
+def tier_history(raw: object, *, file: str, record: str, field: str) -> list[int]:
+    """A review's recorded tiers in order: a list of numbers, read as integers."""
+    out: list[int] = []
+    for tier in raw if isinstance(raw, list) else [None]:  # not a list: refused below
+        if isinstance(tier, bool) or not isinstance(tier, int | float):
+            raise DataError("quality tier history must be a list of tiers", file=file,
+                            record=record, field=field, value=raw)  # fmt: skip
+        out.append(int(tier))
+    return out
 
 
 def pg_sample(row: Mapping[str, Any], file: str) -> dict[str, Any]:
@@ -279,6 +296,7 @@ def read_pg_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         for field in REQUIRED_FIELDS:
             if field not in row:
                 raise DataError("required field missing", file=str(path), record=sid, field=field)
+        _check_types(row, file=str(path), record=sid)
         if sid in seen:
             raise DataError(
                 "duplicate sample id", file=str(path), record=sid, field="sample_id", value=sid
@@ -286,6 +304,18 @@ def read_pg_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
         seen.add(sid)
         rows.append((number, row))
     return rows
+
+
+def _check_types(row: Mapping[str, object], *, file: str, record: str) -> None:
+    for field in TEXT_FIELDS:
+        if not isinstance(row[field], str):
+            raise DataError("expected a string", file=file, record=record, field=field,
+                            value=row[field])  # fmt: skip
+    for field in NUMBER_FIELDS:
+        value = row.get(field)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise DataError("expected a number or null", file=file, record=record, field=field,
+                            value=value)  # fmt: skip
 
 
 def _pg_provenance(row: Mapping[str, object], number: int) -> dict[str, object]:
