@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from labreplay.errors import SpecError
 from labreplay.sdk import Record, make_rng
@@ -39,6 +39,22 @@ EVIDENCE_KINDS: tuple[str, ...] = (
     "automated_refinement",
 )
 REVIEW_KIND = "expert_review"
+
+
+class ProtocolOverrides(TypedDict, total=False):
+    """What a record card's `[protocol]` section may set (its schema's `protocol`)."""
+
+    eval_precursors: int
+    long_assignments: int
+    long_candidates: int
+    short_assignments: int
+    experiment_budget: int
+    evidence_budget: int
+    review_budget: int
+    acceleration_target_delta: float
+    context_detail: Literal["summary", "rows"]
+    min_short_candidates: int
+    panel_requires_outcome: bool
 
 
 @dataclass(frozen=True)
