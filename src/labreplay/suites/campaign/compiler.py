@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from labreplay.sdk import Missing, Record, atomic_write_text, sha256_json, to_json
 from labreplay.sdk.engine import EnvironmentSpec, write_spec
+from labreplay.sdk.events import JsonValue
 from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.datafiles import DataProvenance
 from labreplay.suites.campaign.json_values import json_object
@@ -74,7 +75,7 @@ class SpecIndex(TypedDict):
     record: str
     protocol: str
     seed: int
-    protocol_params: dict[str, object]
+    protocol_params: dict[str, JsonValue]
     eval_precursors: list[str]
     panel_size: int
     context_size: int
@@ -365,7 +366,7 @@ VISIBLE_INDEX_KEYS = frozenset(
 VISIBLE_ASSIGNMENT_KEYS = frozenset({"id", "kind", "candidates", "queries", "budgets", "file"})
 
 
-def sealed_fields(body: Mapping[str, object]) -> list[str]:
+def sealed_fields(body: Mapping[str, JsonValue]) -> list[str]:
     """The body fields (and `record.KEY`s) that `write_spec` seals: all but the visible ones."""
     sealed = [k for k in body if k not in VISIBLE_BODY_FIELDS]
     record = body.get("record")

@@ -17,6 +17,7 @@ from typing import Any, TypedDict
 
 from labreplay.sdk.agents import Price, add_usage, cost
 from labreplay.sdk.engine import RunInfo
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.leaderboard import _system_keys, system_of
 
 ROW_KEYS = (
@@ -40,7 +41,7 @@ class SystemCost(TypedDict):
     checkpoint_fallbacks: int
     cost: float | None  # USD; None: unknown (no price)
     controls_cost: float | None
-    price_per_mtok: dict[str, object] | None
+    price_per_mtok: dict[str, JsonValue] | None
 
 
 def system_costs(runs: Sequence[RunInfo], price: Price = None) -> dict[str, SystemCost]:
@@ -73,7 +74,7 @@ def system_costs(runs: Sequence[RunInfo], price: Price = None) -> dict[str, Syst
     return out
 
 
-def _price_json(price: Price) -> dict[str, object] | None:
+def _price_json(price: Price) -> dict[str, JsonValue] | None:
     if price is None:
         return None
     if isinstance(price, tuple):

@@ -30,6 +30,7 @@ from typing import Any, Literal, TypedDict
 
 from labreplay.errors import SpecError
 from labreplay.sdk import Record, make_rng
+from labreplay.sdk.events import JsonValue
 
 EVIDENCE_KINDS: tuple[str, ...] = (
     "execution_record",
@@ -84,7 +85,7 @@ class ProtocolParams:
     panel_requires_outcome: bool = False
     expected_panel: int | None = 255  # asserted when the record is the Precursor Genome
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, JsonValue]:
         out = asdict(self)
         out["evidence_prices"] = dict(self.evidence_prices)
         return out
