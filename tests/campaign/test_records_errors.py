@@ -93,6 +93,27 @@ def test_pg_unparseable_precursor(data_dir: Path, tmp_path: Path) -> None:
     assert (caught.value.field, caught.value.value) == ("precursors", "not a formula!")
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("temperature_c", "900 C"),
+        ("precursor_1", 3),
+        ("snapshot_refinement_rwp", True),
+        ("phases_full", [{"name": "NiO", "weight_fraction": "0.5"}]),
+        ("human_quality_score_history", "2"),
+    ],
+)
+def test_pg_wrong_json_type(data_dir: Path, tmp_path: Path, field: str, value: object) -> None:
+    lines = _real_lines(data_dir)
+    row = json.loads(lines[1])
+    row[field], row["human_quality_score"] = value, 2
+    lines[1] = json.dumps(row)
+    root = _pg_copy(data_dir, tmp_path, lines)
+    with pytest.raises(DataError) as caught:
+        load_precursor_genome(root, with_pipeline=False)
+    assert (caught.value.record, caught.value.field) == (row["sample_id"], field)
+
+
 def test_ledger_errors(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="ledger file not found"):
         load_official_ledger(tmp_path / "absent.json")
@@ -110,6 +131,14 @@ def test_ledger_errors(tmp_path: Path) -> None:
     with pytest.raises(DataError) as caught:
         load_official_ledger(missing_field)
     assert (caught.value.record, caught.value.field) == ("PG_0102", "target_compound")
+    sample = {"sample_id": "PG_0102", "target_compound": "NiWO4", "outcome": {},
+              "precursors": [{"formula": "NiO"}, {"formula": "WO3"}],
+              "synthesis": {"heating_temperature": "900 C"}, "reaction_energy_ev_per_atom": None}  # fmt: skip
+    text_temperature = tmp_path / "text_temperature.json"
+    text_temperature.write_text(json.dumps({"samples": [sample]}))
+    with pytest.raises(DataError) as caught:
+        load_official_ledger(text_temperature)
+    assert caught.value.field == "synthesis.heating_temperature"
 
 
 def _pipeline_copy(data_dir: Path, tmp_path: Path) -> Path:

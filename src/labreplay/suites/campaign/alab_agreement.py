@@ -13,9 +13,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from labreplay.sdk import Missing, Record
+from labreplay.sdk.events import JsonValue
+
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.records_pg import Outcome
 
 UNDECIDED = "undecided"
 PHYSICAL_FAILURE = "physical_failure"
@@ -32,7 +36,7 @@ class AgreementReport(TypedDict):
     undecided_reasons: dict[str, int]  # the rule's Missing reasons (text before any ':')
 
 
-def outcome_label(outcome: Mapping[str, object]) -> str:
+def outcome_label(outcome: Outcome | Mapping[str, JsonValue | Missing]) -> str:
     """`physical_failure`, the category, or `undecided` (validity or category Missing)."""
     valid = outcome.get("valid")
     if valid is False:
@@ -43,7 +47,7 @@ def outcome_label(outcome: Mapping[str, object]) -> str:
     return UNDECIDED
 
 
-def _undecided_reason(outcome: Mapping[str, object]) -> str:
+def _undecided_reason(outcome: Outcome | Mapping[str, JsonValue | Missing]) -> str:
     valid, category = outcome.get("valid"), outcome.get("category")
     missing = valid if isinstance(valid, Missing) else category
     reason = missing.reason if isinstance(missing, Missing) else "no outcome"
@@ -51,7 +55,7 @@ def _undecided_reason(outcome: Mapping[str, object]) -> str:
 
 
 def outcome_agreement(
-    rule: str, run_outcomes: Mapping[str, Mapping[str, object]], samples: Sequence[Record]
+    rule: str, run_outcomes: Mapping[str, Outcome], samples: Sequence[Record]
 ) -> AgreementReport:
     """`run_outcomes`: pipeline run name -> the rule's outcome; `samples`: ledger records.
 

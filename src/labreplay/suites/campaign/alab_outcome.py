@@ -54,18 +54,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from labreplay.sdk import Missing
 from labreplay.suites.campaign import evidence as ev
 from labreplay.suites.campaign.chem import parse_formula, phase_formula
+from labreplay.suites.campaign.json_values import json_list, json_number, json_object
+
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.records_alab import PipelineRun, RunFacts
+    from labreplay.suites.campaign.records_pg import Outcome
 
 RULE_NAME = "alab-pipeline-outcome/2"
 FRAMEWORK_ELEMENTS = frozenset({"O", "H", "C", "N"})
 SAME_PHASE_TOLERANCE = 0.02  # atomic fraction per element; see the module docstring
 
-# Which purchasable evidence kinds each outcome field is computed from (declared in the spec).
-OUTCOME_FROM_EVIDENCE: dict[str, Any] = {
+
+class EvidenceRule(TypedDict):
+    """Which purchasable evidence kinds each outcome field is computed from (declared in a
+    spec's `record.outcome_from_evidence`)."""
+
+    rule: str
+    fields: dict[str, list[str]]  # outcome field -> evidence kinds
+    note: str
+
+
+OUTCOME_FROM_EVIDENCE: EvidenceRule = {
     "rule": RULE_NAME,
     "fields": {
         "valid": ["execution_record", "xrd_scan"],
@@ -76,7 +90,7 @@ OUTCOME_FROM_EVIDENCE: dict[str, Any] = {
 }
 
 
-def derive_outcome(run: Mapping[str, Any]) -> dict[str, Any]:
+def derive_outcome(run: PipelineRun) -> Outcome:
     """The documented rule of this module's docstring."""
     valid = _validity(run["facts"])
     if valid is not True:
@@ -85,16 +99,17 @@ def derive_outcome(run: Mapping[str, Any]) -> dict[str, Any]:
     refinement = run["evidence"]["automated_refinement"]
     if isinstance(refinement, Missing):
         return {"valid": valid, "category": Missing(refinement.reason)}
-    content = refinement[0]["content"]
+    content = json_object(refinement[0]["content"], "automated refinement")
     if not content["success"]:
         return {
             "valid": valid,
             "category": Missing(f"automated refinement failed: {content['error']}"),
         }
-    return {"valid": valid, "category": category_of(content["phases"], run["precursors"])}
+    phases = [json_object(p, "phase") for p in json_list(content["phases"], "phases")]
+    return {"valid": valid, "category": category_of(phases, run["precursors"])}
 
 
-def _validity(facts: Mapping[str, Any]) -> bool | Missing:
+def _validity(facts: RunFacts) -> bool | Missing:
     collected, scanned = facts["weight_collected_mg"], bool(facts["xrd_recorded"])
     if collected is None:
         return Missing("recovered mass not recorded")
@@ -123,7 +138,7 @@ def _is_precursor(formula: str, precursor: str) -> bool:
     )
 
 
-def category_of(phases: Sequence[Mapping[str, Any]], precursors: Sequence[str]) -> str | Missing:
+def category_of(phases: Sequence[Mapping[str, object]], precursors: Sequence[str]) -> str | Missing:
     """The reaction category of one refinement's phases (see the module docstring)."""
     if not precursors:
         return Missing("no precursors recorded")
@@ -133,7 +148,9 @@ def category_of(phases: Sequence[Mapping[str, Any]], precursors: Sequence[str]) 
         if not elements:
             return Missing(f"precursor without a characteristic element: {precursor}")
         owned.append(elements)
-    present = [phase_formula(str(p["name"])) for p in phases if (p["weight_fraction"] or 0) > 0]
+    present = [
+        phase_formula(str(p["name"])) for p in phases if json_number(p["weight_fraction"] or 0) > 0
+    ]
     if not present:
         return Missing("automated refinement reports no phase weight")
     found: set[str] = set()

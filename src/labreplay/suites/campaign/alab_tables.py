@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from labreplay.errors import DataError
 from labreplay.sdk.data import data_file
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign import evidence as ev
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FOLDER = "alab_pipeline"
 
@@ -37,7 +41,54 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
-def read_table(data_dir: Path, name: str) -> Any:
+class DoseSummary(TypedDict):
+    powder: str
+    target_mass_g: float | None
+    actual_mass_g: float | None
+    accuracy_percent: float | None
+    dose_count: int
+
+
+class TaskSummary(TypedDict):
+    task: str
+    status: str
+    duration_min: float | None
+
+
+class Dosing(TypedDict):
+    powders: list[DoseSummary]
+    max_abs_deviation_percent: float | None
+    duplicate_rows_dropped: int
+    end_reason: JsonValue
+
+
+class Recovery(TypedDict):
+    total_dosed_mass_mg: float | None
+    weight_collected_mg: float | None
+    yield_percent: float | None
+
+
+class Heating(TypedDict):
+    method: JsonValue
+    temperature_c: float | None
+    time_min: float | None
+    atmosphere: JsonValue
+
+
+class ExecutionContent(TypedDict):
+    """The content of a run's `execution_record` evidence item."""
+
+    status: JsonValue
+    dosing: Dosing
+    recovery: Recovery
+    xrd_total_mass_dispensed_mg: float | None
+    xrd_met_target_mass: bool | None
+    recorded_elements: list[str]
+    heating: Heating
+    workflow_tasks: list[TaskSummary]
+
+
+def read_table(data_dir: Path, name: str) -> pd.DataFrame:
     import pandas as pd
 
     path = data_file(data_dir, f"{FOLDER}/parquet/{name}.parquet")
@@ -87,7 +138,7 @@ def precursor_formula(powder_name: str) -> str:
     return powder_name.split("_", 1)[0]
 
 
-def doses_of(rows: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]], int]:
+def doses_of(rows: list[dict[str, Any]]) -> tuple[list[str], list[DoseSummary], int]:
     """Precursors in dosing order and per-powder dosing accuracy.
 
     The export repeats every dose row 2-10 times (a join artefact: identical timestamps and
@@ -99,29 +150,28 @@ def doses_of(rows: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]
         unique.values(),
         key=lambda r: (str(r["dose_timestamp"]), int(r["dose_sequence"]), str(r["powder_name"])),
     )
-    per: dict[str, dict[str, Any]] = {}
+    per: dict[str, tuple[float, float, int]] = {}  # powder -> (target, actual, doses)
     for row in ordered:
         name = str(row["powder_name"])
-        entry = per.setdefault(name, {"target": float(row["target_mass"]), "actual": 0.0, "n": 0})
-        entry["actual"] += float(row["actual_mass"])
-        entry["n"] += 1
-    doses = []
-    for name, e in per.items():
-        accuracy = 100.0 * e["actual"] / e["target"] if e["target"] else None
+        target, actual, n = per.get(name, (float(row["target_mass"]), 0.0, 0))
+        per[name] = (target, actual + float(row["actual_mass"]), n + 1)
+    doses: list[DoseSummary] = []
+    for name, (target, actual, n) in per.items():
+        accuracy = 100.0 * actual / target if target else None
         doses.append(
             {
                 "powder": name,
-                "target_mass_g": ev.rounded(e["target"], 5),
-                "actual_mass_g": ev.rounded(e["actual"], 5),
+                "target_mass_g": ev.rounded(target, 5),
+                "actual_mass_g": ev.rounded(actual, 5),
                 "accuracy_percent": ev.rounded(accuracy, 2),
-                "dose_count": e["n"],
+                "dose_count": n,
             }
         )
     return [precursor_formula(n) for n in per], doses, len(rows) - len(unique)
 
 
-def tasks_of(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
+def tasks_of(rows: list[dict[str, Any]]) -> list[TaskSummary]:
+    out: list[TaskSummary] = []
     for row in sorted(rows, key=lambda r: (r["started_at"], str(r["task_type"]))):
         minutes = (row["completed_at"] - row["started_at"]).total_seconds() / 60.0
         out.append(
@@ -134,8 +184,8 @@ def tasks_of(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def execution_content(exp: Mapping[str, Any], doses: list[dict[str, Any]], duplicates: int,
-                       elements: list[str], tasks: list[dict[str, Any]]) -> dict[str, Any]:  # fmt: skip
+def execution_content(exp: Mapping[str, Any], doses: list[DoseSummary], duplicates: int,
+                       elements: list[str], tasks: list[TaskSummary]) -> ExecutionContent:  # fmt: skip
     deviations = [
         abs(d["accuracy_percent"] - 100.0) for d in doses if d["accuracy_percent"] is not None
     ]
@@ -165,7 +215,7 @@ def execution_content(exp: Mapping[str, Any], doses: list[dict[str, Any]], dupli
     }
 
 
-def execution_line(name: str, c: Mapping[str, Any]) -> str:
+def execution_line(name: str, c: ExecutionContent) -> str:
     rec = c["recovery"]
     return (
         f"Run {name}: {len(c['dosing']['powders'])} powders dosed (max deviation "

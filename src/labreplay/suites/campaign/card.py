@@ -27,10 +27,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from labreplay.errors import DataError
 from labreplay.sdk import path_kind, read_file
+from labreplay.sdk.events import JsonValue
+from labreplay.suites.campaign.protocol import ProtocolOverrides
 
 BUILTIN_RULES = ("precursor-genome", "alab-pipeline")
 TABLE_RULES = ("bins", "columns")
@@ -38,6 +40,85 @@ CARD_SUFFIXES = (".card.toml", ".card.yaml", ".card.yml")
 MAX_CARD_BYTES = 1 << 20
 MAX_CARD_DEPTH = 32
 SHOWN = 80  # characters of a refused value (and of its field path) in a refusal
+OUTCOME_COLUMNS: tuple[Literal["column", "category_column", "valid_column"], ...] = (
+    "column",
+    "category_column",
+    "valid_column",
+)
+
+
+class SchemaNode(TypedDict, total=False):
+    """The JSON Schema keywords the card schema uses (all that `check_schema` checks)."""
+
+    type: str
+    enum: list[JsonValue]
+    pattern: str
+    minimum: float
+    minLength: int
+    minItems: int
+    required: list[str]
+    properties: dict[str, SchemaNode]
+    additionalProperties: bool
+    items: SchemaNode
+    description: str
+
+
+# A card as the schema (`card_schema.json`) admits it.
+class SourceEntry(TypedDict):
+    path: str
+    sha256: str
+
+
+class TableEntry(TypedDict):
+    file: str
+    format: NotRequired[Literal["csv", "tsv"]]
+
+
+class ExperimentEntry(TypedDict):
+    id: str
+    descriptors: list[str]
+
+
+class BinEntry(TypedDict):
+    category: str
+    below: NotRequired[float]
+
+
+class OutcomeEntry(TypedDict):
+    rule: str
+    column: NotRequired[str]
+    bins: NotRequired[list[BinEntry]]
+    category_column: NotRequired[str]
+    categories: NotRequired[list[str]]
+    valid_column: NotRequired[str]
+
+
+class EvidenceEntry(TypedDict):
+    kind: str
+    reveals: str
+    shows: str
+    budget: str
+    price: int
+
+
+class ClaimEntry(TypedDict):
+    name: str
+    supported_by: list[str]
+
+
+class CardData(TypedDict):
+    card_version: int
+    name: str
+    description: NotRequired[str]
+    sources_root: NotRequired[Literal["card", "data-dir"]]
+    sources: list[SourceEntry]
+    table: NotRequired[TableEntry]
+    experiment: ExperimentEntry
+    outcome: OutcomeEntry
+    evidence: list[EvidenceEntry]
+    claims: NotRequired[list[ClaimEntry]]
+    grouping: list[str]
+    protocol: NotRequired[ProtocolOverrides]
 
 
 @dataclass(frozen=True)
@@ -83,7 +164,7 @@ class RecordCard:
     valid_column: str | None
     evidence: tuple[EvidenceKind, ...]
     grouping: tuple[str, ...]
-    protocol: Mapping[str, Any]
+    protocol: ProtocolOverrides
     # (name, evidence kinds that support it); None: the rule's own (the SDL-1 four, or a
     # table's default `outcome_category`, see `table_claims`)
     claims: tuple[tuple[str, tuple[str, ...]], ...] | None = None
@@ -148,10 +229,10 @@ def _pieces(value: object, limit: int, depth: int) -> Iterator[str]:
 
 
 @lru_cache(maxsize=1)
-def card_schema() -> dict[str, Any]:
+def card_schema() -> SchemaNode:
     """The published JSON Schema of record cards (version 1)."""
     text = resources.files("labreplay.suites.campaign").joinpath("card_schema.json").read_text()
-    schema: dict[str, Any] = json.loads(text)
+    schema: SchemaNode = json.loads(text)
     return schema
 
 
@@ -236,7 +317,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def check_schema(value: object, schema: Mapping[str, Any], where: str) -> tuple[str, str] | None:
+def check_schema(value: object, schema: SchemaNode, where: str) -> tuple[str, str] | None:
     """The first violation as (dotted field, reason), or None. Covers the keywords the card
     schema uses; an unknown field is refused by `additionalProperties: false`."""
     kind = schema.get("type")
@@ -262,7 +343,7 @@ def check_schema(value: object, schema: Mapping[str, Any], where: str) -> tuple[
             if (found := check_schema(item, schema.get("items", {}), f"{where}[{i}]")) is not None:
                 return found
     if isinstance(value, dict):
-        props: Mapping[str, Any] = schema.get("properties", {})
+        props = schema.get("properties", {})
         for key in schema.get("required", ()):
             if key not in value:
                 return _join(where, key), "required field is missing"
@@ -288,7 +369,7 @@ def load_card(path: str | Path) -> RecordCard:
     if (found := check_schema(data, card_schema(), "")) is not None:
         field, reason = found
         raise card_error(path, reason, field, _value_at(data, field))
-    return _semantic(path, data)
+    return _semantic(path, cast(CardData, data))  # checked against the card schema above
 
 
 def _value_at(data: Mapping[str, object], field: str) -> object:
@@ -303,10 +384,10 @@ def _value_at(data: Mapping[str, object], field: str) -> object:
     return value
 
 
-def _semantic(path: Path, data: Mapping[str, Any]) -> RecordCard:
-    outcome: Mapping[str, Any] = data["outcome"]
+def _semantic(path: Path, data: CardData) -> RecordCard:
+    outcome = data["outcome"]
     rule = str(outcome["rule"])
-    table: Mapping[str, Any] = data.get("table", {})
+    table = data.get("table")
     sources = tuple(Source(s["path"], s["sha256"]) for s in data["sources"])
 
     def refuse(message: str, field: str, value: object) -> DataError:
@@ -320,7 +401,7 @@ def _semantic(path: Path, data: Mapping[str, Any]) -> RecordCard:
     if len(set(paths)) != len(paths):
         raise refuse("a source is listed twice", "sources", sorted(p for p in paths if paths.count(p) > 1)[0])  # fmt: skip
     if rule in TABLE_RULES:
-        if not table:
+        if table is None:
             raise refuse(f"rule {rule!r} reads a table: declare table.file", "table", None)
         if table["file"] not in paths:
             raise refuse("the table is not one of the sources", "table.file", table["file"])
@@ -379,10 +460,8 @@ def _semantic(path: Path, data: Mapping[str, Any]) -> RecordCard:
         description=str(data.get("description", "")),
         sources_root=str(data.get("sources_root", "card")),
         sources=sources,
-        table_file=table.get("file"),
-        table_format=str(
-            table.get("format", "tsv" if str(table.get("file", "")).endswith(".tsv") else "csv")
-        ),
+        table_file=None if table is None else table["file"],
+        table_format=_table_format(table),
         id_column=str(data["experiment"]["id"]),
         descriptors=tuple(data["experiment"]["descriptors"]),
         rule=rule,
@@ -393,9 +472,16 @@ def _semantic(path: Path, data: Mapping[str, Any]) -> RecordCard:
         valid_column=outcome.get("valid_column"),
         evidence=evidence,
         grouping=tuple(data["grouping"]),
-        protocol=dict(data.get("protocol", {})),
+        protocol=data.get("protocol", {}).copy(),
         claims=claims,
     )
+
+
+def _table_format(table: TableEntry | None) -> str:
+    """The declared format, else the file's suffix says (`.tsv`), else csv."""
+    if table is not None and "format" in table:
+        return table["format"]
+    return "tsv" if table is not None and table["file"].endswith(".tsv") else "csv"
 
 
 def _leaves_root(path: str) -> bool:
@@ -405,7 +491,7 @@ def _leaves_root(path: str) -> bool:
 
 def _refuse_outcome_in_view(
     refuse: Callable[[str, str, object], DataError],
-    outcome: Mapping[str, object],
+    outcome: OutcomeEntry,
     rule: str,
     evidence: Sequence[EvidenceKind],
     shown: Sequence[tuple[str, str]],
@@ -415,7 +501,7 @@ def _refuse_outcome_in_view(
     reveals (it would be bought for free)."""
     hidden = {
         str(outcome[key]): f"the outcome (outcome.{key})"
-        for key in ("column", "category_column", "valid_column")
+        for key in OUTCOME_COLUMNS
         if rule in TABLE_RULES and key in outcome
     }
     for i, e in enumerate(evidence):
@@ -480,10 +566,6 @@ def check_sources(
                 )  # fmt: skip
             modified.append(source.path)
     return files, modified
-
-
-def protocol_overrides(card: RecordCard) -> dict[str, object]:
-    return dict(card.protocol)
 
 
 def describe(card: RecordCard) -> list[str]:

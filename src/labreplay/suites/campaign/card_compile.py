@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from labreplay.errors import DataError
 from labreplay.sdk import Record, sha256_file, sha256_json
@@ -35,7 +35,34 @@ from labreplay.suites.campaign.protocol import (
     protocol_for,
 )
 
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.alab_outcome import EvidenceRule
+
 BUILTIN_RECORDS = ("precursor-genome", "alab-pipeline")
+
+
+class Claim(TypedDict):
+    name: str
+    supported_by: list[str]  # evidence kinds that must all have been inspected
+
+
+class EvidenceKindEntry(TypedDict):
+    kind: str
+    reveals: str
+    shows: str
+    budget: str
+    price: int
+
+
+class CardDeclaration(TypedDict):
+    """What a table's specs carry of its card (under `record`)."""
+
+    card: str
+    card_sha256: str
+    outcome_rule: str
+    grouping: list[str]
+    evidence_kinds: list[EvidenceKindEntry]
+    outcome_from_evidence: NotRequired[EvidenceRule]
 
 
 RECORDS = ("precursor-genome", "alab-pipeline")
@@ -168,7 +195,7 @@ def _compile_table(
         "verified": not modified,
         "modified": sorted(modified),
     }
-    extra: dict[str, object] = {
+    extra: CardDeclaration = {
         "card": card.file.name,
         "card_sha256": sha256_file(card.file),
         "outcome_rule": card.rule,
@@ -211,7 +238,7 @@ def _compile_table(
     return part, specs, index
 
 
-def table_claims(card: RecordCard, deciding: Sequence[str]) -> list[dict[str, object]]:
+def table_claims(card: RecordCard, deciding: Sequence[str]) -> list[Claim]:
     """The claims a table's agent states at each closure: the card's, else one claim
     `outcome_category` ("the evidence inspected supports the outcome forecast"), supported when
     every evidence kind that reveals the outcome (else every declared kind) was inspected."""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from labreplay.sdk import canonical_json
 from labreplay.sdk.agents import Agent
 from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.sdk.events import JsonValue
 
 
 class _Watch:
@@ -23,7 +24,7 @@ class _Watch:
         self.seen: list[str] = []
         self.violations: list[str] = []
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> dict[str, JsonValue]:
         return dict(self.inner.params())
 
     def reset(self, seed: int) -> None:

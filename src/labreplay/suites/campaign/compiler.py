@@ -12,12 +12,14 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from labreplay.sdk import Missing, Record, atomic_write_text, sha256_json, to_json
 from labreplay.sdk.engine import EnvironmentSpec, write_spec
+from labreplay.sdk.events import JsonValue
 from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.datafiles import DataProvenance
+from labreplay.suites.campaign.json_values import json_object
 from labreplay.suites.campaign.model import label_of
 from labreplay.suites.campaign.protocol import (
     EVIDENCE_KINDS,
@@ -27,7 +29,11 @@ from labreplay.suites.campaign.protocol import (
     partition,
     precursors_of,
 )
-from labreplay.suites.campaign.views import SpecBody, spec_body
+from labreplay.suites.campaign.views import EvaluatorRecord, PanelItem, SpecBody, spec_body
+
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.alab_outcome import EvidenceRule
+    from labreplay.suites.campaign.card_compile import CardDeclaration, Claim
 
 
 class IndexEntry(TypedDict):
@@ -69,7 +75,7 @@ class SpecIndex(TypedDict):
     record: str
     protocol: str
     seed: int
-    protocol_params: dict[str, object]
+    protocol_params: dict[str, JsonValue]
     eval_precursors: list[str]
     panel_size: int
     context_size: int
@@ -78,6 +84,27 @@ class SpecIndex(TypedDict):
     long_experiments: int
     short_experiments: int
     qc: NotRequired[TableQC]  # a record card's table (sealed: read from held-out outcomes)
+
+
+class ContextSummary(TypedDict):
+    """Outcome counts of the context experiments (a spec's `context_summary`)."""
+
+    n_experiments: int
+    outcome_counts: dict[str, int]
+    per_precursor: dict[str, dict[str, int]]
+
+
+class AccelerationTarget(TypedDict):
+    tau: float | None
+    context_model_score_t0: float | None
+    delta: float
+    rule: str
+
+
+class OutcomeFromEvidence(TypedDict, total=False):
+    """What a built-in record adds to a spec's `record` section (nothing, for most)."""
+
+    outcome_from_evidence: EvidenceRule
 
 
 SUITE = "campaign"
@@ -94,7 +121,7 @@ def _outcome_label(record: Record) -> str:
     return "missing"
 
 
-def context_summary(records: Sequence[Record]) -> dict[str, object]:
+def context_summary(records: Sequence[Record]) -> ContextSummary:
     """Per-precursor outcome counts and overall base rates of the context experiments."""
     per: dict[str, Counter[str]] = {}
     overall: Counter[str] = Counter()
@@ -110,20 +137,21 @@ def context_summary(records: Sequence[Record]) -> dict[str, object]:
     }
 
 
-def _visible(record: Record) -> dict[str, object]:
-    return {"experiment_id": record.record_id, "descriptors": to_json(record.descriptors)}
+def _visible(record: Record) -> PanelItem:
+    descriptors = json_object(to_json(record.descriptors), "descriptors")
+    return {"experiment_id": record.record_id, "descriptors": dict(descriptors)}
 
 
-def _private(record: Record, kinds: Sequence[str]) -> dict[str, object]:
+def _private(record: Record, kinds: Sequence[str]) -> EvaluatorRecord:
     evidence = {kind: to_json(record.evidence.get(kind, _missing_kind(kind))) for kind in kinds}
-    return {"outcome": to_json(record.outcome), "evidence": evidence}
+    return {"outcome": dict(json_object(to_json(record.outcome), "outcome")), "evidence": evidence}
 
 
 def _missing_kind(kind: str) -> Missing:
     return Missing(f"the record holds no {kind.replace('_', ' ')}")
 
 
-def _outcome_declaration(record_source: str) -> dict[str, object]:
+def _outcome_declaration(record_source: str) -> OutcomeFromEvidence:
     """Where a record's outcome is computed from evidence an agent can buy, the spec says so
     (`outcome_from_evidence`, printed on the board); other records' specs are unchanged."""
     if record_source != "alab-pipeline":
@@ -142,8 +170,8 @@ def build_specs(
     *,
     categories: Sequence[str] = CATEGORIES,
     evidence_kinds: Sequence[str] = EVIDENCE_KINDS,
-    record_extra: Mapping[str, object] | None = None,
-    claims: Sequence[Mapping[str, object]] | None = None,
+    record_extra: CardDeclaration | None = None,
+    claims: Sequence[Claim] | None = None,
 ) -> tuple[Partition, list[EnvironmentSpec]]:
     """`data`: the real hashes of the files read (`datafiles.data_provenance`). A record card's
     table passes its own categories, evidence kinds, claims (name and the evidence kinds that
@@ -163,7 +191,7 @@ def build_specs(
     )
     specs = []
     for a in part.assignments:
-        body = {
+        body: dict[str, object] = {
             "record": {
                 "source": record_source,
                 "dataset_hashes": dict(data["dataset_hashes"]),
@@ -210,7 +238,7 @@ def build_specs(
     return part, specs
 
 
-def _acceleration_target(body: SpecBody, params: ProtocolParams) -> dict[str, object]:
+def _acceleration_target(body: SpecBody, params: ProtocolParams) -> AccelerationTarget:
     """tau = the context-trained model's t = 0 score + delta (None without a scorable panel)."""
     import math
 
@@ -338,7 +366,7 @@ VISIBLE_INDEX_KEYS = frozenset(
 VISIBLE_ASSIGNMENT_KEYS = frozenset({"id", "kind", "candidates", "queries", "budgets", "file"})
 
 
-def sealed_fields(body: Mapping[str, object]) -> list[str]:
+def sealed_fields(body: Mapping[str, JsonValue]) -> list[str]:
     """The body fields (and `record.KEY`s) that `write_spec` seals: all but the visible ones."""
     sealed = [k for k in body if k not in VISIBLE_BODY_FIELDS]
     record = body.get("record")

@@ -13,10 +13,11 @@ priced again at `--price-per-mtok`; a system whose model had no price shows its 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from labreplay.sdk.agents import Price, add_usage, cost
 from labreplay.sdk.engine import RunInfo
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.leaderboard import _system_keys, system_of
 
 ROW_KEYS = (
@@ -30,7 +31,20 @@ ROW_KEYS = (
 )
 
 
-def system_costs(runs: Sequence[RunInfo], price: Price = None) -> dict[str, dict[str, Any]]:
+class SystemCost(TypedDict):
+    """One system's model use over all its runs (`board["costs"][system]`)."""
+
+    total: dict[str, Any]  # a usage summary (`labreplay.sdk.agents.add_usage`)
+    controls: dict[str, Any]  # the matched controls' share of it
+    branches: dict[str, dict[str, Any]]  # branch -> its usage summary
+    controls_token_share: float | None
+    checkpoint_fallbacks: int
+    cost: float | None  # USD; None: unknown (no price)
+    controls_cost: float | None
+    price_per_mtok: dict[str, JsonValue] | None
+
+
+def system_costs(runs: Sequence[RunInfo], price: Price = None) -> dict[str, SystemCost]:
     names = _system_keys(runs)
     by_branch: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
     fallbacks: dict[str, int] = {}
@@ -40,7 +54,7 @@ def system_costs(runs: Sequence[RunInfo], price: Price = None) -> dict[str, dict
         fallbacks[system] = fallbacks.get(system, 0) + int(summary.get("checkpoint_fallbacks") or 0)
         if summary.get("usage"):
             by_branch.setdefault(system, {}).setdefault(r.branch, []).append(summary["usage"])
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, SystemCost] = {}
     for system in sorted(set(names.values())):
         branches = {b: add_usage(parts) for b, parts in by_branch.get(system, {}).items()}
         total = add_usage(branches.values())
@@ -60,7 +74,7 @@ def system_costs(runs: Sequence[RunInfo], price: Price = None) -> dict[str, dict
     return out
 
 
-def _price_json(price: Price) -> dict[str, object] | None:
+def _price_json(price: Price) -> dict[str, JsonValue] | None:
     if price is None:
         return None
     if isinstance(price, tuple):

@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 from scipy.stats import norm
-
-from labreplay.suites.campaign.json_values import json_list, json_object
 
 ALPHA = 0.05
 POWER = 0.80
@@ -44,6 +42,42 @@ class PowerAt(TypedDict):
     seeds_needed: int | None
     paper_gap_assignments: int | None
     paper_gap_seeds: int | None
+
+
+class PairSD(TypedDict):
+    a: str
+    b: str
+    n: int  # paired assignments
+    sd: float | None  # None: fewer than two
+
+
+class PaperGapPower(TypedDict):
+    difference: float
+    assignments_needed: list[int] | None  # [at the smallest SD, at the largest]
+    seeds_needed: list[int] | None
+
+
+class PowerLine(TypedDict):
+    """A board table's `power` (`power_line`); the estimates are None where not estimable,
+    else [at the smallest SD, at the largest]."""
+
+    alpha: float
+    power: float
+    method: str
+    n_assignments: int
+    difference: float
+    ranked_systems: int
+    assignments_per_seed: int
+    pairs: list[PairSD]
+    source: str
+    sd_range: list[float] | None
+    min_detectable: list[float] | None
+    assignments_needed: list[int] | None
+    seeds_needed: list[int] | None
+    smallest_pair: list[str] | None
+    largest_pair: list[str] | None
+    conservative: PowerAt | None  # the largest SD's figures
+    paper_gap: PaperGapPower | None
 
 
 def _z_sum() -> float:
@@ -91,10 +125,10 @@ def power_line(
     assignments_per_seed: int,
     ranked: int,
     paper_gap: float = PAPER_GAP,
-) -> dict[str, object]:
+) -> PowerLine:
     """`pairs`: (a, b, paired per-assignment AUC differences a - b), chosen by `power_pairs`."""
     z = _z_sum()
-    listed: list[dict[str, Any]] = []
+    listed: list[PairSD] = []
     usable: list[tuple[float, str, str]] = []
     for a, b, diffs in pairs:
         sd = float(np.std(diffs, ddof=1)) if len(diffs) >= 2 else None
@@ -103,7 +137,7 @@ def power_line(
         if sd is not None and sd > 1e-18:
             usable.append((sd, a, b))
     usable.sort()
-    base: dict[str, Any] = {
+    line: PowerLine = {
         "alpha": ALPHA,
         "power": POWER,
         "method": "normal approximation on paired per-assignment AUC differences",
@@ -120,8 +154,6 @@ def power_line(
             if ranked == 1
             else "every pair of distinct ranked systems"
         ),
-    }
-    empty = {
         "sd_range": None,
         "min_detectable": None,
         "assignments_needed": None,
@@ -132,7 +164,7 @@ def power_line(
         "paper_gap": None,
     }
     if not usable or n_assignments < 2:
-        return {**base, **empty}
+        return line
 
     def at(sd: float, a: str, b: str) -> PowerAt:
         need = _needed(sd, difference)
@@ -148,35 +180,32 @@ def power_line(
         }
 
     lo, hi = at(*usable[0]), at(*usable[-1])
-    need = [lo["assignments_needed"], hi["assignments_needed"]]
-    seeds = [lo["seeds_needed"], hi["seeds_needed"]]
-    gap_need = [lo["paper_gap_assignments"], hi["paper_gap_assignments"]]
-    gap_seeds = [lo["paper_gap_seeds"], hi["paper_gap_seeds"]]
-    return {
-        **base,
-        "sd_range": [lo["sd"], hi["sd"]],
-        "min_detectable": [lo["min_detectable"], hi["min_detectable"]],
-        "assignments_needed": need if None not in need else None,
-        "seeds_needed": seeds if None not in seeds else None,
-        "smallest_pair": lo["pair"],
-        "largest_pair": hi["pair"],
-        # The largest SD: the figure to use with one ranked system, the safe end otherwise.
-        "conservative": hi,
-        "paper_gap": {
-            "difference": paper_gap,
-            "assignments_needed": gap_need if None not in gap_need else None,
-            "seeds_needed": gap_seeds if None not in gap_seeds else None,
-        },
+    line["sd_range"] = [lo["sd"], hi["sd"]]
+    line["min_detectable"] = [lo["min_detectable"], hi["min_detectable"]]
+    line["assignments_needed"] = _both(lo["assignments_needed"], hi["assignments_needed"])
+    line["seeds_needed"] = _both(lo["seeds_needed"], hi["seeds_needed"])
+    line["smallest_pair"], line["largest_pair"] = lo["pair"], hi["pair"]
+    # The largest SD: the figure to use with one ranked system, the safe end otherwise.
+    line["conservative"] = hi
+    line["paper_gap"] = {
+        "difference": paper_gap,
+        "assignments_needed": _both(lo["paper_gap_assignments"], hi["paper_gap_assignments"]),
+        "seeds_needed": _both(lo["paper_gap_seeds"], hi["paper_gap_seeds"]),
     }
+    return line
 
 
-def pairs_text(p: Mapping[str, object]) -> str:
-    pairs = [json_object(q, "pair") for q in json_list(p["pairs"], "pairs")]
+def _both(lo: int | None, hi: int | None) -> list[int] | None:
+    """[lo, hi] where both ends are estimable."""
+    return None if lo is None or hi is None else [lo, hi]
+
+
+def pairs_text(p: PowerLine) -> str:
     return ", ".join(
         f"{q['a']} vs {q['b']} (SD {q['sd']:.4f})"
         if q["sd"] is not None
         else f"{q['a']} vs {q['b']} (no SD)"
-        for q in pairs
+        for q in p["pairs"]
     )
 
 
@@ -191,8 +220,11 @@ def _pair(pair: Sequence[str]) -> str:
     return f"{pair[0]} vs {pair[1]}"
 
 
-def power_text(p: Mapping[str, Any]) -> str:
-    if p.get("min_detectable") is None:
+def power_text(p: PowerLine) -> str:
+    detectable, c, gap = p["min_detectable"], p["conservative"], p["paper_gap"]
+    smallest, largest = p["smallest_pair"], p["largest_pair"]
+    # `power_line` sets these together, or none of them
+    if detectable is None or c is None or gap is None or smallest is None or largest is None:
         return (
             "power: not estimable (no ranked system, fewer than two assignments or no paired "
             "differences with a spread)"
@@ -201,25 +233,22 @@ def power_text(p: Mapping[str, Any]) -> str:
         f"power (normal approx., two-sided {1 - p['alpha']:.0%}, {p['power']:.0%} power; "
         f"{p['source']}: {pairs_text(p)}): with {p['n_assignments']} assignments "
     )
-    gap = p["paper_gap"]
-    gap_seeds = gap.get("seeds_needed") if gap else None
+    gap_seeds = gap["seeds_needed"]
     if p["ranked_systems"] == 1:
-        c = p["conservative"]
         return (
             head + f"the smallest separable AUC difference is {c['min_detectable']:.4f} "
             f"(conservative: largest SD, {_pair(c['pair'])}; "
-            f"{_range(p['min_detectable'], '{:.4f}')} over the reference pairs); separating "
+            f"{_range(detectable, '{:.4f}')} over the reference pairs); separating "
             f"{p['difference']:.4f} needs {c['assignments_needed'] or '-'} assignments"
             + (f" (~{c['seeds_needed']} partition seeds)" if c["seeds_needed"] else "")
             + f"; the paper's gap {gap['difference']:.3f} needs "
             f"{c['paper_gap_assignments'] or '-'} assignments"
             + (f" (~{c['paper_gap_seeds']} partition seeds)" if c["paper_gap_seeds"] else "")
         )
-    needed = p.get("assignments_needed")
-    seeds = p.get("seeds_needed")
+    needed, seeds = p["assignments_needed"], p["seeds_needed"]
     return (
-        head + f"the smallest separable AUC difference is {_range(p['min_detectable'], '{:.4f}')} "
-        f"(smallest SD: {_pair(p['smallest_pair'])}; largest: {_pair(p['largest_pair'])}); "
+        head + f"the smallest separable AUC difference is {_range(detectable, '{:.4f}')} "
+        f"(smallest SD: {_pair(smallest)}; largest: {_pair(largest)}); "
         f"separating {p['difference']:.4f} needs "
         + (_range(needed, "{}") if needed else "-")
         + " assignments"

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from labreplay.errors import SpecError
 from labreplay.sdk import Record, make_rng
+from labreplay.sdk.events import JsonValue
 
 EVIDENCE_KINDS: tuple[str, ...] = (
     "execution_record",
@@ -39,6 +40,22 @@ EVIDENCE_KINDS: tuple[str, ...] = (
     "automated_refinement",
 )
 REVIEW_KIND = "expert_review"
+
+
+class ProtocolOverrides(TypedDict, total=False):
+    """What a record card's `[protocol]` section may set (its schema's `protocol`)."""
+
+    eval_precursors: int
+    long_assignments: int
+    long_candidates: int
+    short_assignments: int
+    experiment_budget: int
+    evidence_budget: int
+    review_budget: int
+    acceleration_target_delta: float
+    context_detail: Literal["summary", "rows"]
+    min_short_candidates: int
+    panel_requires_outcome: bool
 
 
 @dataclass(frozen=True)
@@ -68,7 +85,7 @@ class ProtocolParams:
     panel_requires_outcome: bool = False
     expected_panel: int | None = 255  # asserted when the record is the Precursor Genome
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, JsonValue]:
         out = asdict(self)
         out["evidence_prices"] = dict(self.evidence_prices)
         return out

@@ -15,18 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
 from labreplay.errors import DataError
 from labreplay.sdk import Missing, Record, from_json, to_json
 from labreplay.sdk.data import loads_strict
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign import evidence as ev
 from labreplay.suites.campaign.alab_outcome import derive_outcome
 from labreplay.suites.campaign.alab_tables import (
     FOLDER,
     TABLE_COLUMNS,
+    Heating,
     doses_of,
     execution_content,
     execution_line,
@@ -37,8 +39,46 @@ from labreplay.suites.campaign.alab_tables import (
     value_of,
 )
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 SOURCE = "alab-pipeline"
 __all__ = ["SOURCE", "TABLE_COLUMNS", "derive_outcome", "load_alab_pipeline", "load_pipeline_runs"]
+
+
+class RunFacts(TypedDict):
+    """What the outcome rule reads besides the evidence (`alab_outcome`)."""
+
+    weight_collected_mg: float | None
+    xrd_met_target_mass: bool | None
+    xrd_recorded: bool
+
+
+class PipelineRun(TypedDict):
+    """One pipeline experiment: its recorded facts and, per evidence kind, its items or why
+    there are none."""
+
+    name: str
+    experiment_id: str
+    row: int
+    experiment_type: JsonValue
+    target_formula: JsonValue
+    precursors: list[str]
+    heating: Heating
+    facts: RunFacts
+    evidence: dict[str, list[dict[str, object]] | Missing]
+
+
+class AlabDescriptors(TypedDict):
+    precursors: list[str] | Missing
+    target: JsonValue
+    target_stoichiometry: Missing
+    temperature_c: float | Missing
+    time_min: float | Missing
+    reaction_energy_ev_per_atom: Missing
+    elements: list[str] | Missing
+    atmosphere: JsonValue | Missing
+    heating_method: JsonValue | Missing
 
 
 def _fingerprint(data_dir: Path) -> str:
@@ -52,7 +92,7 @@ def _fingerprint(data_dir: Path) -> str:
     return sha256_json([ev.input_fingerprint(data_dir, input_paths(data_dir)), code])
 
 
-def _grouped(frame: Any, order: list[str]) -> dict[str, Any]:
+def _grouped(frame: pd.DataFrame, order: list[str]) -> dict[str, pd.DataFrame]:
     """experiment_id -> its rows as a DataFrame (for arrays)."""
     frame = frame.sort_values(["experiment_id", *order], kind="stable") if order else frame
     return {
@@ -60,11 +100,11 @@ def _grouped(frame: Any, order: list[str]) -> dict[str, Any]:
     }
 
 
-def _rows_by_experiment(frame: Any) -> dict[str, list[dict[str, Any]]]:
+def _rows_by_experiment(frame: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
     """experiment_id -> its rows as plain dicts, in table order (cheaper than DataFrames)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for row in frame.to_dict("records"):
-        out.setdefault(str(row["experiment_id"]), []).append(row)
+        out.setdefault(str(row["experiment_id"]), []).append({str(k): v for k, v in row.items()})
     return out
 
 
@@ -79,7 +119,7 @@ def _read_dara(path: Path) -> dict[str, Any]:
     return ev.summarise_dara(result, path)
 
 
-def _build_runs(data_dir: Path) -> dict[str, dict[str, Any]]:
+def _build_runs(data_dir: Path) -> dict[str, PipelineRun]:
     experiments = read_table(data_dir, "experiments")
     doses = _rows_by_experiment(read_table(data_dir, "powder_doses"))
     elements = _rows_by_experiment(read_table(data_dir, "experiment_elements"))
@@ -87,9 +127,9 @@ def _build_runs(data_dir: Path) -> dict[str, dict[str, Any]]:
     tasks = _rows_by_experiment(read_table(data_dir, "workflow_tasks"))
     table = f"{FOLDER}/parquet/experiments.parquet"
     xrd_dir = data_dir / FOLDER / "xrd"
-    runs: dict[str, dict[str, Any]] = {}
+    runs: dict[str, PipelineRun] = {}
     for row, raw in enumerate(experiments.to_dict("records")):
-        exp = {key: value_of(value) for key, value in raw.items()}
+        exp = {str(key): value_of(value) for key, value in raw.items()}
         exp["xrd_met_target_mass"] = flag_of(raw["xrd_met_target_mass"])
         name, eid = str(exp["name"]), str(exp["experiment_id"])
         if name in runs:
@@ -100,7 +140,7 @@ def _build_runs(data_dir: Path) -> dict[str, dict[str, Any]]:
         recorded = sorted({str(r["element_symbol"]) for r in elements.get(eid, [])})
         task_list = tasks_of(tasks[eid]) if eid in tasks else []
         content = execution_content(exp, dose_list, dropped, recorded, task_list)
-        evidence: dict[str, Any] = {
+        evidence: dict[str, list[dict[str, object]] | Missing] = {
             "execution_record": [
                 ev.make_item("execution_record", name, 0, execution_line(name, content), content)
             ]
@@ -148,25 +188,32 @@ def _build_runs(data_dir: Path) -> dict[str, dict[str, Any]]:
                 "xrd_met_target_mass": exp["xrd_met_target_mass"],
                 "xrd_recorded": xy.is_file(),
             },
-            "evidence": to_json(evidence),
+            "evidence": evidence,
         }
     return runs
 
 
-def load_pipeline_runs(data_dir: Path, *, use_cache: bool = True) -> dict[str, dict[str, Any]]:
+def load_pipeline_runs(data_dir: Path, *, use_cache: bool = True) -> dict[str, PipelineRun]:
     """Experiment name -> its recorded facts and evidence (Missing restored), cached on disk."""
     cache = ev.EvidenceCache("alab-pipeline", _fingerprint(data_dir)) if use_cache else None
-    runs = cache.load() if cache is not None else None
-    if runs is None:
+    stored = cache.load() if cache is not None else None
+    if stored is None:
         runs = _build_runs(data_dir)
         if cache is not None:
-            cache.store(runs)
+            cache.store(
+                {name: {**run, "evidence": to_json(run["evidence"])} for name, run in runs.items()}
+            )
+        return runs
     # the cache holds canonical JSON (sorted keys): restore table order from the row numbers
-    ordered = sorted(runs.values(), key=lambda run: int(run["row"]))
-    return {run["name"]: {**run, "evidence": _restore_missing(run["evidence"])} for run in ordered}
+    ordered = sorted(stored.values(), key=lambda run: int(run["row"]))
+    for run in ordered:
+        run["evidence"] = _restore_missing(run["evidence"])
+    return {run["name"]: run for run in ordered}
 
 
-def _restore_missing(evidence: Mapping[str, Any]) -> dict[str, Any]:
+def _restore_missing(
+    evidence: Mapping[str, list[dict[str, object]] | dict[str, str]],
+) -> dict[str, list[dict[str, object]] | Missing]:
     """Only a whole evidence kind can be Missing (items are plain JSON), so a shallow pass
     suffices; the generic recursive `from_json` costs ~1 s on 170k nodes."""
     return {
@@ -178,16 +225,16 @@ def _restore_missing(evidence: Mapping[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- records
 
 
-def _descriptors(run: Mapping[str, Any]) -> dict[str, Any]:
+def _descriptors(run: PipelineRun) -> AlabDescriptors:
     not_recorded = "not recorded in the A-Lab pipeline"
     heating = run["heating"]
     precursors = run["precursors"]
     table = f"{FOLDER}/parquet/powder_doses.parquet"
 
-    def present(value: object) -> object:
+    def present(value: JsonValue) -> JsonValue | Missing:
         return not_recorded_missing if value is None else value
 
-    def number(value: Any) -> Any:  # the cache's canonical JSON turns 200.0 into 200
+    def number(value: float | None) -> float | Missing:  # canonical JSON turns 200.0 into 200
         return not_recorded_missing if value is None else float(value)
 
     not_recorded_missing = Missing(not_recorded)

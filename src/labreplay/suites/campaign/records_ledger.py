@@ -31,13 +31,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from labreplay.errors import DataError
 from labreplay.sdk import Record, read_file
 from labreplay.sdk.data import JsonLimitError, loads_strict
-from labreplay.suites.campaign.records_pg import Phase, phase_list, sample_record
+from labreplay.sdk.events import JsonValue
+from labreplay.suites.campaign import evidence as ev
+from labreplay.suites.campaign.records_pg import (
+    Phase,
+    Refinement,
+    Review,
+    Sample,
+    sample_record,
+    tier_history,
+)
 
+_NAN = "expected a number or null"
 REQUIRED_FIELDS = (
     "sample_id", "target_compound", "precursors", "synthesis",
     "reaction_energy_ev_per_atom", "outcome",
@@ -53,30 +62,35 @@ class _Where:
     def error(self, message: str, field: str, value: object = None) -> DataError:
         return DataError(message, file=self.file, record=self.record, field=field, value=value)
 
-    def mapping(self, raw: Any, field: str) -> Mapping[str, Any]:
+    def mapping(self, raw: JsonValue, field: str) -> Mapping[str, JsonValue]:
         if raw is None:
             return {}
         if not isinstance(raw, Mapping):
             raise self.error("expected a JSON object", field, raw)
         return raw
 
-    def listing(self, raw: Any, field: str) -> list[Any]:
+    def listing(self, raw: JsonValue, field: str) -> list[JsonValue]:
         if raw is None:
             return []
         if not isinstance(raw, list):
             raise self.error("expected a JSON list", field, raw)
         return raw
 
+    def number(self, raw: JsonValue, field: str, message: str) -> float | None:
+        if raw is not None and (isinstance(raw, bool) or not isinstance(raw, int | float)):
+            raise self.error(message, field, raw)
+        return raw
 
-def _weights(raw: object, where: _Where, field: str) -> list[Phase] | None:
+
+def _weights(raw: JsonValue, where: _Where, field: str) -> list[Phase] | None:
     if raw is None:
         return None
     if isinstance(raw, Mapping):
         pairs = [(str(name), value) for name, value in raw.items()]
     elif isinstance(raw, list):
         pairs = []
-        for phase in raw:
-            phase = where.mapping(phase, field)
+        for item in raw:
+            phase = where.mapping(item, field)
             value = phase.get("weight_fraction", phase.get("weight_percent"))
             pairs.append((str(phase.get("name")), value))
     else:
@@ -88,21 +102,23 @@ def _weights(raw: object, where: _Where, field: str) -> list[Phase] | None:
         values.append(float(value))
     if any(v > 1.0 for v in values) or sum(values) > 1.5:
         values = [v / 100.0 for v in values]
-    phases = [{"name": n, "weight_fraction": v} for (n, _), v in zip(pairs, values, strict=True)]
-    return phase_list(phases, file=where.file, record=where.record, field=field)
+    return [
+        {"name": n, "weight_fraction": ev.rounded(v, 4)}
+        for (n, _), v in zip(pairs, values, strict=True)
+    ]
 
 
 def _refinements_and_review(
-    sample: Mapping[str, Any], where: _Where
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    sample: Mapping[str, JsonValue], where: _Where
+) -> tuple[list[Refinement], Review | None]:
     xrd = where.mapping(
         where.mapping(sample.get("characterization"), "characterization").get("xrd"),
         "characterization.xrd",
     )
     scans = where.listing(xrd.get("scans"), "characterization.xrd.scans")
     active_scan = sample.get("active_scan_index")
-    refinements: list[dict[str, Any]] = []
-    review: dict[str, Any] | None = None
+    refinements: list[Refinement] = []
+    review: Review | None = None
     for i, raw_scan in enumerate(scans):
         scan = where.mapping(raw_scan, f"scans[{i}]")
         active_case = scan.get("active_case_index")
@@ -112,9 +128,7 @@ def _refinements_and_review(
             field = f"scans[{i}].refinement_cases[{j}]"
             case = where.mapping(raw_case, field)
             selected = (i == active_scan and j == active_case) if known else None
-            rwp = case.get("rwp")
-            if rwp is not None and (isinstance(rwp, bool) or not isinstance(rwp, int | float)):
-                raise where.error("rwp is not a number", f"{field}.rwp", rwp)
+            rwp = where.number(case.get("rwp"), f"{field}.rwp", "rwp is not a number")
             refinements.append(
                 {
                     "rwp": rwp,
@@ -127,16 +141,22 @@ def _refinements_and_review(
             verification = where.mapping(case.get("verification"), f"{field}.verification")
             score = verification.get("human_quality_score")
             if selected and score is not None:
-                if isinstance(score, bool) or score not in (1, 2, 3):
+                if (
+                    isinstance(score, bool)
+                    or not isinstance(score, int | float)
+                    or score not in (1, 2, 3)
+                ):
                     raise where.error(
                         "quality tier must be 1, 2 or 3", f"{field}.verification", score
                     )
                 history = verification.get("human_quality_score_history") or [score]
-                review = {"tier": int(score), "history": [int(h) for h in history]}
+                at = f"{field}.verification.human_quality_score_history"
+                tiers = tier_history(history, file=where.file, record=where.record, field=at)
+                review = {"tier": int(score), "history": tiers}
     return refinements, review
 
 
-def _precursors(sample: Mapping[str, Any], where: _Where) -> list[str]:
+def _precursors(sample: Mapping[str, JsonValue], where: _Where) -> list[str]:
     out = []
     for k, raw in enumerate(where.listing(sample["precursors"], "precursors")):
         entry = where.mapping(raw, f"precursors[{k}]")
@@ -149,17 +169,18 @@ def _precursors(sample: Mapping[str, Any], where: _Where) -> list[str]:
     return out
 
 
-def ledger_sample(sample: Mapping[str, Any], where: _Where) -> dict[str, Any]:
+def ledger_sample(sample: Mapping[str, JsonValue], where: _Where) -> Sample:
     synthesis = where.mapping(sample["synthesis"], "synthesis")
     outcome = where.mapping(sample["outcome"], "outcome")
     refinements, review = _refinements_and_review(sample, where)
+    temperature, time = synthesis.get("heating_temperature"), synthesis.get("heating_time")
     return {
         "sample_id": where.record,
         "precursors": _precursors(sample, where),
         "target": sample["target_compound"],
         "target_stoichiometry": sample.get("target_stoichiometry"),
-        "temperature_c": synthesis.get("heating_temperature"),
-        "time_min": synthesis.get("heating_time"),
+        "temperature_c": where.number(temperature, "synthesis.heating_temperature", _NAN),
+        "time_min": where.number(time, "synthesis.heating_time", _NAN),
         "reaction_energy_ev_per_atom": sample["reaction_energy_ev_per_atom"],
         "reaction_category": outcome.get("reaction_category"),
         "refinements": refinements,

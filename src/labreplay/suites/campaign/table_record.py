@@ -21,10 +21,13 @@ import csv
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay.sdk import Missing, Record
 from labreplay.suites.campaign.card import RecordCard, source_paths
+
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.records_pg import Outcome
 
 GROUPS_FIELD = "groups"
 _TRUE = {"true", "1", "yes"}
@@ -75,7 +78,7 @@ def _check_columns(card: RecordCard, header: list[str]) -> None:
             )  # fmt: skip
 
 
-def _outcome(card: RecordCard, row: dict[str, str]) -> dict[str, Any]:
+def _outcome(card: RecordCard, row: dict[str, str]) -> Outcome:
     if card.rule == "bins":
         assert card.outcome_column is not None
         value = _cell(row[card.outcome_column])

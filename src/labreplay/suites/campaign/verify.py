@@ -21,13 +21,14 @@ from labreplay.sdk.engine import (
     Store,
     run_verdict,
 )
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.branches import random_replicate
 from labreplay.suites.campaign.json_values import json_list, json_number, json_object
 from labreplay.suites.campaign.metrics import branch_metrics
 from labreplay.suites.campaign.views import spec_body
 
 
-def _health(summary: Mapping[str, object]) -> RunHealth:
+def _health(summary: Mapping[str, JsonValue]) -> RunHealth:
     """The health counts the run recorded (without a harness stop: that is a claim)."""
     failures = summary.get("policy_failures") or {}
     return RunHealth(
