@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
 from labreplay.sdk import make_rng
-from labreplay.suites.conditions.agents import LeaveTableOutRanker
+from labreplay.suites.conditions.agents import LeaveTableOutRanker, QuestionAgent
 from labreplay.suites.conditions.questions import Question, agent_view, value_label
 from labreplay.suites.conditions.scoring import answer_key, score_answer
 from labreplay.suites.conditions.summary import cluster_bootstrap
@@ -232,7 +232,7 @@ def ranker_reference(
     """dataset -> MC type -> the leave-table-out ranker's accuracy and score (interval over
     source tables) beside the random floor: how far "what won on the other substrates" goes
     without reading the question. A reference row, never ranked."""
-    ranker = LeaveTableOutRanker(questions)
+    ranker: QuestionAgent = LeaveTableOutRanker(questions)
     rows: dict[tuple[str, str], tuple[list[float], list[float], list[float], list[str]]] = {}
     for q in questions:
         if q["question_type"] not in MC_TYPES or q["meta"].get("variant") == "with_precedents":
@@ -240,7 +240,7 @@ def ranker_reference(
         key = answer_key(q)
         if key.uninformative:
             continue
-        result = score_answer(key, ranker.answer(agent_view(q)))
+        result = score_answer(key, ranker.answer(dict(agent_view(q))))
         acc, score, floor, tables = rows.setdefault((key.dataset, key.qtype), ([], [], [], []))
         acc.append(float(result["correct"]))
         mc_score = result["score"]

@@ -24,6 +24,7 @@ from typing import Final, NotRequired, TypedDict, cast
 from labreplay.errors import DataError
 from labreplay.sdk import atomic_write_text, read_file
 from labreplay.sdk.data import JsonLimitError, loads_strict
+from labreplay.sdk.events import JsonValue
 
 
 class Precedent(TypedDict):
@@ -81,7 +82,7 @@ class QuestionView(TypedDict):
     candidates: NotRequired[dict[str, list[object]]]
 
 
-def view_of(question_view: Mapping[str, object]) -> QuestionView:
+def view_of(question_view: Mapping[str, JsonValue]) -> QuestionView:
     """A view handed over the `QuestionAgent` contract (a plain JSON object there) as the
     `agent_view` shape the runner built it in."""
     return cast("QuestionView", question_view)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from labreplay.errors import DataError
 from labreplay.sdk import MAX_INPUT_BYTES, path_kind, readable_file, sha256_json
 from labreplay.sdk.engine import Store
-from labreplay.sdk.events import JsonValue
+from labreplay.sdk.events import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
@@ -41,7 +41,7 @@ class _LoggedAgent:
     def params(self) -> dict[str, JsonValue]:
         return dict(self._params)
 
-    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
+    def answer(self, question_view: Mapping[str, JsonValue]) -> JsonObject:
         return {"text": self._completions[str(question_view["id"])]}
 
 
