@@ -103,6 +103,14 @@ def answer_shares(questions: Sequence[Question]) -> dict[str, dict[str, AnswerSh
     return out
 
 
+class OptionSetRepeats(TypedDict):
+    """One dataset's repeated option sets cut to `max_per_set` questions each."""
+
+    max_per_set: int
+    sets_cut: int
+    withheld: int  # questions
+
+
 class Withheld(TypedDict):
     """One cap step: which answer's questions were withheld, in which group, how many."""
 
@@ -261,7 +269,7 @@ def ranker_reference(
     return out
 
 
-def option_set_lines(repeats: Mapping[str, Mapping[str, int]]) -> list[str]:
+def option_set_lines(repeats: Mapping[str, OptionSetRepeats]) -> list[str]:
     """One QC line per dataset whose repeated option sets were cut."""
     return [
         f"option sets {ds}: {r['sets_cut']} option set(s) asked more than {r['max_per_set']} "
