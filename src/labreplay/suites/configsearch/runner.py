@@ -18,7 +18,7 @@ import numpy as np
 from labreplay.errors import SpecError, StoreError
 from labreplay.sdk import sha256_json
 from labreplay.sdk.engine import EnvironmentSpec, Store
-from labreplay.sdk.events import JsonObject
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.configsearch.cache import CacheStats
 from labreplay.suites.configsearch.events import EvaluationPayload
 from labreplay.suites.configsearch.models import PropertyModel, build_model
@@ -201,7 +201,7 @@ class ConfigSearch:
     def _maes(cls, events: Sequence[Mapping[str, object]]) -> dict[tuple[str, Config], float]:
         return {k: float(p["mae"]) for k, p in cls._payloads(events).items()}
 
-    def _sweep_of(self, params: Mapping[str, object], model: str) -> bool:
+    def _sweep_of(self, params: Mapping[str, JsonValue], model: str) -> bool:
         """A stored sweep is this model's truth only with today's settings (a sweep recorded
         before settings were stored, or with others, is not)."""
         model_params = params.get("model_params", {})
