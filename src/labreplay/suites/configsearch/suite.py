@@ -218,7 +218,8 @@ class ConfigsearchSuite:
         **options: Any,
     ) -> list[str]:
         """`make_agent()` names a search method or builds an optimiser; options as for `run`
-        (a small space keeps it cheap). Checks: within budget, only feasible configurations, deterministic."""
+        (a small space keeps it cheap). Checks: within budget, only valid suggestions of feasible
+        configurations, deterministic."""
         campaign = self._campaign(options.get("data_dir"), None, {**options, "task": spec.spec_id})
         if campaign.spec_hash != spec.spec_hash:
             return [f"spec {spec.spec_hash[:16]}... does not match these options/data"]
@@ -245,6 +246,9 @@ class ConfigsearchSuite:
         feasible = {(c.r, c.n, c.s) for c in campaign.feasible}
         for e in steps:
             c = e["payload"]["config"]
+            if c is None:  # an invalid suggestion: nothing evaluated, its error says why
+                problems.append(f"validity: step {e['payload']['step']}: {e['payload']['error']}")
+                break
             if (float(c["r"]), int(c["n"]), int(c["s"])) not in feasible:
                 problems.append(f"feasibility: step {e['payload']['step']} chose {c}")
                 break
