@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypedDict, cast
 
 import numpy as np
 
@@ -41,7 +41,12 @@ from labreplay.sdk.engine import (
 )
 from labreplay.sdk.episodes import Episode, Event, EventSink, Scored
 from labreplay.sdk.events import JsonObject
-from labreplay.suites.configsearch.events import EvaluationPayload, StepPayload
+from labreplay.suites.configsearch.events import (
+    ConfigsearchEvent,
+    EvaluationPayload,
+    StepPayload,
+    configsearch_events,
+)
 from labreplay.suites.configsearch.options import COST_ALPHA
 from labreplay.suites.configsearch.runner import (
     Advances,
@@ -219,7 +224,14 @@ class SweepEpisodes:
         return sweep_scores(events)
 
 
-def _provenance(spec: EnvironmentSpec) -> dict[str, object]:
+class Provenance(TypedDict):
+    """What a configsearch run row records besides its agent (`Episode.provenance`)."""
+
+    data: list[str] | None  # the spec's data files
+    libraries: dict[str, str | None]  # None: not installed
+
+
+def _provenance(spec: EnvironmentSpec) -> Provenance:
     pipeline = spec.body.get("pipeline")
     files = pipeline.get("files") if isinstance(pipeline, Mapping) else None
     # the data files and the versions the fits ran with (a reference file carries them on)
@@ -549,7 +561,7 @@ def search_detached(
     init: int,
     seed: int,
     gt: str = "reference",
-) -> list[dict[str, Any]]:
+) -> list[ConfigsearchEvent]:
     """One search played in memory, nothing written (agent checks): its events."""
     options = search_options(campaign, models, problem, agent.name, budget, init, gt)
     (played,) = play_detached(
@@ -559,7 +571,7 @@ def search_detached(
         seed=seed,
         options=options,
     )
-    return played["events"]
+    return configsearch_events(played["events"])
 
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from labreplay.errors import SpecError
 from labreplay.sdk.engine import ReportSection
@@ -15,7 +15,10 @@ if TYPE_CHECKING:
 
     from labreplay.sdk.agents import Optimizer, ResolvedAgent
     from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, RunInfo, Store
+    from labreplay.suites.configsearch.events import ConfigsearchEvent
+    from labreplay.suites.configsearch.pipeline import PipelineSettings
     from labreplay.suites.configsearch.runner import ConfigSearch
+    from labreplay.suites.configsearch.space import ConfigSpace
 
 
 def config_point(payload: Mapping[str, object]) -> tuple[float, float, float, float] | None:
@@ -229,7 +232,7 @@ class ConfigsearchSuite:
         budget = int(options.get("budget", 6))
         models = list(options.get("models", ["rf-scm"]))
 
-        def once() -> list[dict[str, Any]]:
+        def once() -> list[ConfigsearchEvent]:
             made = make_agent()  # a method name or an Optimizer
             agent = (
                 method_agent(made)
@@ -257,7 +260,16 @@ class ConfigsearchSuite:
         return problems
 
 
-def spec_problem(spec: EnvironmentSpec) -> dict[str, Any]:
+class SpecProblem(TypedDict):
+    """The campaign options a spec rebuilds (`spec_problem`); `run` drops the ones the caller
+    gives again."""
+
+    task: str
+    settings: NotRequired[PipelineSettings]
+    space: NotRequired[ConfigSpace]
+
+
+def spec_problem(spec: EnvironmentSpec) -> SpecProblem:
     """The task, pipeline settings and configuration space a configsearch spec was compiled
     from, read from the spec itself."""
     from labreplay.suites.configsearch.pipeline import PipelineSettings
