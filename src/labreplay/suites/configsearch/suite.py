@@ -182,7 +182,7 @@ class ConfigsearchSuite:
         self,
         spec: EnvironmentSpec,
         events: Sequence[Mapping[str, object]],
-        run: object,
+        run: RunInfo,
         store: Store | None = None,
     ) -> dict[str, float | None]:
         """The scores of an exhaustive sweep, recomputed from its evaluation events (`store
@@ -190,7 +190,7 @@ class ConfigsearchSuite:
         other runs, so a search gives none here."""
         from labreplay.suites.configsearch.episodes import SWEEP_BRANCH, sweep_scores
 
-        if getattr(run, "branch", None) != SWEEP_BRANCH:
+        if run.branch != SWEEP_BRANCH:
             return {}
         return sweep_scores(events)["scores"]
 
