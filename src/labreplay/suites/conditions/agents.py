@@ -15,7 +15,7 @@ import numpy as np
 from labreplay.errors import AgentError
 from labreplay.sdk import make_rng, sha256_json
 from labreplay.sdk.agents import QuestionAgent
-from labreplay.sdk.events import JsonValue
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.conditions.questions import (
     Precedent,
     Question,
@@ -39,7 +39,7 @@ class RandomAgent:
     def params(self) -> dict[str, JsonValue]:
         return {"seed": self.seed}
 
-    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
+    def answer(self, question_view: Mapping[str, JsonValue]) -> JsonObject:
         view = view_of(question_view)
         rng = make_rng(self.seed, "random-agent", view["id"])
         if view["question_type"] == "fib_all":
@@ -124,12 +124,12 @@ class LeaveTableOutRanker:
         known = [v for v in vals if v is not None]
         return sum(known) / len(known) if known else 0.0
 
-    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
+    def answer(self, question_view: Mapping[str, JsonValue]) -> JsonObject:
         view = view_of(question_view)
         if "dataset" not in view or "table_id" not in view:
             raise AgentError(f"question {view.get('id')}: view lacks dataset/table_id")
         if view["question_type"] == "fib_all":
-            choices = {}
+            choices: dict[str, JsonValue] = {}
             for k in view["varying_keys"]:
                 scores = [self._option_score(view, {k: c}) for c in view["candidates"][k]]
                 choices[k] = max(range(len(scores)), key=lambda i: (scores[i], -i))
@@ -193,7 +193,7 @@ class ExclusionBaseline:
             ]
         }
 
-    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
+    def answer(self, question_view: Mapping[str, JsonValue]) -> JsonObject:
         view = view_of(question_view)
         rng = make_rng(self.seed, "exclusion-baseline", view["id"])
         scores = self.slot_scores(view)
@@ -242,7 +242,7 @@ class PrecedentRanker:
             ]
         }
 
-    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
+    def answer(self, question_view: Mapping[str, JsonValue]) -> JsonObject:
         view = view_of(question_view)
         rng = make_rng(self.seed, "precedent-ranker", view["id"])
         scores = self.slot_scores(view)
@@ -255,7 +255,7 @@ def _answer(
     scores: Mapping[str, list[float]],
     rng: np.random.Generator,
     best: str,
-) -> dict[str, object]:
+) -> JsonObject:
     if qtype == "fib_all":
         return {"choices": {k: _pick(scores[k], rng, best) for k in keys}}
     return {"option": _pick(scores["option"], rng, best)}

@@ -31,14 +31,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import numpy as np
 
 from labreplay.sdk import HASH_SCHEME_VERSION, make_rng, sha256_json
+from labreplay.sdk.events import JsonObject
 from labreplay.suites.conditions.chem import ComponentJson
 from labreplay.suites.conditions.questions import Precedent, Question
 from labreplay.suites.conditions.tables import (
+    DatasetQc,
     ObservedRow,
     ScreeningTable,
     TableRule,
@@ -46,12 +48,15 @@ from labreplay.suites.conditions.tables import (
     TableSummary,
 )
 
+if TYPE_CHECKING:
+    from labreplay.suites.conditions.independence import AnswerShare, OptionSetRepeats, Withheld
+
 PROTOCOL = "rxnoptbench-compile"
 VERSION = 4  # 4: outcome-blind precedents (issue 36)
 QUESTION_TYPES = ("mc_single", "mc_all", "fib_all")
 PRECEDENTS_MIN, PRECEDENTS_MAX = 2, 5
 
-QUESTION_RULES = {
+QUESTION_RULES: JsonObject = {
     "min_distinct_rows": 2,
     "min_options": "the dataset rule's min_options (default 3), counted after precedent removal",
     "mc_single_context": "most-covered observed context of the other varying keys; seeded tie-break",
@@ -527,18 +532,41 @@ def compile_table(
     return out, skipped
 
 
+class AnswerShares(TypedDict, total=False):
+    """dataset -> MC type -> answer-repetition share, before and after the cap, what the cap
+    withheld and the repeated option sets cut (`independence`); empty when not compiled."""
+
+    before: dict[str, dict[str, AnswerShare]]
+    after: dict[str, dict[str, AnswerShare]]
+    withheld: list[Withheld]
+    option_set_repeats: dict[str, OptionSetRepeats]
+
+
 @dataclass
 class CompiledSet:
-    spec: dict[str, Any]
+    spec: CompileSpec
     spec_hash: str
     questions: list[Question]
     tables: list[TableSummary]  # per-table summary + QC
     skipped: dict[str, int]
     skipped_by_dataset: dict[str, dict[str, int]] = field(default_factory=dict)
-    qc: dict[str, dict[str, Any]] = field(default_factory=dict)  # dataset -> QC summary
+    qc: dict[str, DatasetQc] = field(default_factory=dict)  # dataset -> QC summary
     sources: dict[str, str] = field(default_factory=dict)  # file read -> sha256 (not hashed)
-    # dataset -> MC type -> answer-repetition share, before and after the cap (`independence`)
-    answer_shares: dict[str, Any] = field(default_factory=dict)
+    answer_shares: AnswerShares = field(default_factory=lambda: AnswerShares())
+
+
+class CompileSpec(TypedDict):
+    """What a question set was compiled from and by which rules (hashed: its spec_hash)."""
+
+    protocol: str
+    version: int
+    hash_scheme: str
+    seed: int
+    datasets: dict[str, dict[str, Any]]  # dataset -> `TableRule.to_json`
+    question_rules: JsonObject
+    input_files_sha256: NotRequired[dict[str, str]]  # built-in datasets: file -> sha256
+    input_rows_sha256: NotRequired[dict[str, str]]  # a user's table: dataset -> rows' sha256
+    unverified_data: NotRequired[list[str]]  # --allow-modified-data: files off the manifest
 
 
 def build_spec(
@@ -547,11 +575,11 @@ def build_spec(
     seed: int,
     rows_sha256: dict[str, str] | None = None,
     unverified: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> CompileSpec:
     """The hashed compile spec. Built-in datasets are tied to their files' sha256; a user's
     table to the sha256 of its rows as read (`importer.rows_sha256`), so the same rows in any
     file format under any file name give the same spec."""
-    spec: dict[str, Any] = {
+    spec: CompileSpec = {
         "protocol": PROTOCOL,
         "version": VERSION,
         "hash_scheme": HASH_SCHEME_VERSION,
@@ -597,7 +625,7 @@ def compile_tables(
     summaries: list[TableSummary] = []
     skipped = _no_skips()
     by_dataset: dict[str, dict[str, int]] = {}
-    qc: dict[str, dict[str, Any]] = {}
+    qc: dict[str, DatasetQc] = {}
     for rule, tables in tables_by_rule:
         mine = by_dataset.setdefault(rule.dataset, _no_skips())
         floor = noise_floor(rule, tables)
@@ -629,7 +657,6 @@ def compile_tables(
             summaries.append(summary)
     from labreplay.suites.conditions.independence import (
         MAX_PER_OPTION_SET,
-        Withheld,
         answer_shares,
         cap_answer_share,
         dedupe_option_sets,
@@ -646,7 +673,7 @@ def compile_tables(
         skipped["answer_share_cap"] += n
         by_dataset[ds]["answer_share_cap"] += n
     questions = _withhold_leaking_twins(questions, seed, skipped, by_dataset)
-    shares = {
+    shares: AnswerShares = {
         "before": before,
         "after": answer_shares(questions),
         "withheld": withheld,

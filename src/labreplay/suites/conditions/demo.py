@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TypedDict
 
 from labreplay.sdk.engine import Store
 from labreplay.sdk.engine import run as labreplay_run
@@ -13,6 +14,7 @@ from labreplay.suites.conditions.datasets import dataset_names
 from labreplay.suites.conditions.questions import load_questions
 from labreplay.suites.conditions.report import write_compiled
 from labreplay.suites.conditions.runner import question_spec
+from labreplay.suites.conditions.summary import GoldPosition
 
 TYPES = ("mc_single", "mc_all", "fib_all")
 SHOWN = (
@@ -61,7 +63,22 @@ def _number(value: object) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
-def run_demo(data_dir: Path, store: Path, out_dir: Path) -> dict[str, object]:
+class DemoFigures(TypedDict):
+    """What `run_demo` prints and returns."""
+
+    questions_file: str
+    spec_hash: str
+    n_questions: int
+    counts: dict[str, dict[str, int]]  # dataset -> question type -> questions
+    skipped: dict[str, int]
+    gold_position_audit: dict[str, GoldPosition]
+    runs: dict[str, dict[str, object]]  # agent -> its run summary
+    ranker_beats_floor: dict[str, bool]
+    compile_seconds: float
+    total_seconds: float
+
+
+def run_demo(data_dir: Path, store: Path, out_dir: Path) -> DemoFigures:
     """Compile all datasets, run the random and leave-table-out references, print and return
     the figures (question counts, scores, floors, timings)."""
     started = time.perf_counter()

@@ -16,10 +16,12 @@ no prediction at all is refused either way.
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, TypedDict
 
 from labreplay.errors import DataError
 from labreplay.sdk import read_file
@@ -31,7 +33,23 @@ from labreplay.suites.conditions.scoring import answer_key, score_answer
 from labreplay.suites.conditions.summary import headline, summarise
 
 LISTED = 20  # malformed predictions listed one per line; the rest are counted
-_MISSING = object()
+
+
+class _Absent(enum.Enum):
+    """A field a prediction does not hold (unlike one holding null)."""
+
+    MISSING = enum.auto()
+
+
+_MISSING: Literal[_Absent.MISSING] = _Absent.MISSING
+
+
+class ProblemJson(TypedDict):
+    line: int
+    id: str | None
+    field: str
+    value: JsonValue  # null when the field is absent
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -41,7 +59,7 @@ class PredictionProblem:
     line: int
     qid: str | None
     field: str
-    value: object  # _MISSING when the field is absent
+    value: JsonValue | Literal[_Absent.MISSING]
     reason: str
 
     def describe(self) -> str:
@@ -49,7 +67,7 @@ class PredictionProblem:
         who = "-" if self.qid is None else repr(self.qid)
         return f"line {self.line}, id {who}, field {self.field!r}, value {shown}: {self.reason}"
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> ProblemJson:
         return {
             "line": self.line,
             "id": self.qid,
@@ -59,7 +77,7 @@ class PredictionProblem:
         }
 
 
-def _short(value: object) -> str:
+def _short(value: JsonValue) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -93,7 +111,7 @@ class ReadPredictions:
     invalid_ids: frozenset[str]  # known ids whose prediction is malformed (scored invalid)
 
 
-def _kind(value: object) -> str:
+def _kind(value: JsonValue) -> str:
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, float):
@@ -109,7 +127,7 @@ def _kind(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
-def _index_problem(value: object, size: int, what: str) -> str | None:
+def _index_problem(value: JsonValue, size: int, what: str) -> str | None:
     """Why `value` is not a 0-based index into `size` things (None when it is one)."""
     if isinstance(value, bool) or not isinstance(value, int):
         return f"{what} must be a 0-based integer index, got {_kind(value)}"

@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
 from labreplay.sdk import make_rng
-from labreplay.suites.conditions.agents import LeaveTableOutRanker
+from labreplay.suites.conditions.agents import LeaveTableOutRanker, QuestionAgent
 from labreplay.suites.conditions.questions import Question, agent_view, value_label
 from labreplay.suites.conditions.scoring import answer_key, score_answer
 from labreplay.suites.conditions.summary import cluster_bootstrap
@@ -101,6 +101,14 @@ def answer_shares(questions: Sequence[Question]) -> dict[str, dict[str, AnswerSh
             "top_share": n_top / len(members),
         }
     return out
+
+
+class OptionSetRepeats(TypedDict):
+    """One dataset's repeated option sets cut to `max_per_set` questions each."""
+
+    max_per_set: int
+    sets_cut: int
+    withheld: int  # questions
 
 
 class Withheld(TypedDict):
@@ -232,7 +240,7 @@ def ranker_reference(
     """dataset -> MC type -> the leave-table-out ranker's accuracy and score (interval over
     source tables) beside the random floor: how far "what won on the other substrates" goes
     without reading the question. A reference row, never ranked."""
-    ranker = LeaveTableOutRanker(questions)
+    ranker: QuestionAgent = LeaveTableOutRanker(questions)
     rows: dict[tuple[str, str], tuple[list[float], list[float], list[float], list[str]]] = {}
     for q in questions:
         if q["question_type"] not in MC_TYPES or q["meta"].get("variant") == "with_precedents":
@@ -240,7 +248,7 @@ def ranker_reference(
         key = answer_key(q)
         if key.uninformative:
             continue
-        result = score_answer(key, ranker.answer(agent_view(q)))
+        result = score_answer(key, ranker.answer(dict(agent_view(q))))
         acc, score, floor, tables = rows.setdefault((key.dataset, key.qtype), ([], [], [], []))
         acc.append(float(result["correct"]))
         mc_score = result["score"]
@@ -261,7 +269,7 @@ def ranker_reference(
     return out
 
 
-def option_set_lines(repeats: Mapping[str, Mapping[str, int]]) -> list[str]:
+def option_set_lines(repeats: Mapping[str, OptionSetRepeats]) -> list[str]:
     """One QC line per dataset whose repeated option sets were cut."""
     return [
         f"option sets {ds}: {r['sets_cut']} option set(s) asked more than {r['max_per_set']} "

@@ -28,7 +28,7 @@ from labreplay.sdk.agents import (
     is_builtin_spec,
     parse_agent_spec,
 )
-from labreplay.sdk.events import JsonValue
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.conditions.llm_prompts import (
     PROMPT_VERSION,
     question_answer,
@@ -81,18 +81,18 @@ class LLMQuestionAgent:
         if self.concurrent is not None:
             self.concurrent.reseed(seed)
 
-    def _job(self, view: QuestionView) -> tuple[list[dict[str, str]], dict[str, object]]:
+    def _job(self, view: QuestionView) -> tuple[list[dict[str, str]], JsonObject]:
         schema = question_schema(view)
         return question_messages(self.render(view), schema), schema
 
-    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
+    def answer(self, question_view: Mapping[str, JsonValue]) -> JsonObject:
         view = view_of(question_view)
         messages, schema = self._job(view)
         reply = self.client.complete_json(messages, schema, "answer")
         self._log.add(reply)
         return question_answer(view, reply)
 
-    def answer_many(self, views: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+    def answer_many(self, views: Sequence[Mapping[str, JsonValue]]) -> list[JsonObject]:
         """Answers in input order (and calls logged in input order), many in flight at once."""
         if self.concurrent is None:
             return [self.answer(v) for v in views]

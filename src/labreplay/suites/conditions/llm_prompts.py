@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from labreplay.sdk import canonical_json
 from labreplay.sdk.agents import JsonReply
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.conditions.questions import QuestionView
 
 # Unchanged from the shared prompt module this came from, so response-cache keys still match.
@@ -21,7 +22,9 @@ QUESTION_POLICY = (
 )
 
 
-def question_messages(prompt: str, response_schema: Mapping[str, object]) -> list[dict[str, str]]:
+def question_messages(
+    prompt: str, response_schema: Mapping[str, JsonValue]
+) -> list[dict[str, str]]:
     """The chat messages for one question already rendered to text by its suite."""
     user = "\n".join(
         [
@@ -35,19 +38,19 @@ def question_messages(prompt: str, response_schema: Mapping[str, object]) -> lis
     return [{"role": "system", "content": QUESTION_POLICY}, {"role": "user", "content": user}]
 
 
-def question_schema(view: QuestionView) -> dict[str, object]:
+def question_schema(view: QuestionView) -> JsonObject:
     """The JSON answer schema of a conditions question view (1-based numbers, as prompted)."""
     if view.get("question_type") == "fib_all":
         candidates = view.get("candidates", {})
         keys = list(view.get("varying_keys", []))
-        props = {
+        props: dict[str, JsonValue] = {
             k: {"type": "integer", "minimum": 1, "maximum": max(1, len(candidates.get(k, [])))}
             for k in keys
         }
         return {
             "type": "object",
             "properties": props,
-            "required": keys,
+            "required": [*keys],
             "additionalProperties": False,
         }
     n_options = max(1, len(view.get("options", [])))
@@ -59,7 +62,7 @@ def question_schema(view: QuestionView) -> dict[str, object]:
     }
 
 
-def question_answer(view: QuestionView, reply: JsonReply) -> dict[str, object]:
+def question_answer(view: QuestionView, reply: JsonReply) -> JsonObject:
     """A validated reply in the suite's 0-based answer form, or {"error", "raw"} on failure."""
     if reply.value is None:
         return {"error": reply.error or "no reply", "raw": reply.text or ""}

@@ -19,6 +19,7 @@ from labreplay.sdk.agents import (
     token_rule,
     usage_line,
 )
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.conditions.questions import Question, QuestionView, agent_view
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ class RendersQuestions(Protocol):
 
     def render(self, view: QuestionView, /) -> str: ...
 
-    def params(self) -> Mapping[str, object]: ...
+    def params(self) -> Mapping[str, JsonValue]: ...
 
 
 class DryRun(TypedDict):
@@ -56,7 +57,7 @@ class DryRun(TypedDict):
     upper_bound_cost: NotRequired[float | None]
 
 
-def _schema(view: QuestionView) -> dict[str, object]:
+def _schema(view: QuestionView) -> JsonObject:
     from labreplay.suites.conditions.llm_prompts import question_schema
 
     return question_schema(view)

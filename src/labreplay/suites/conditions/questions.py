@@ -24,6 +24,7 @@ from typing import Final, NotRequired, TypedDict, cast
 from labreplay.errors import DataError
 from labreplay.sdk import atomic_write_text, read_file
 from labreplay.sdk.data import JsonLimitError, loads_strict
+from labreplay.sdk.events import JsonValue
 
 
 class Precedent(TypedDict):
@@ -81,7 +82,7 @@ class QuestionView(TypedDict):
     candidates: NotRequired[dict[str, list[object]]]
 
 
-def view_of(question_view: Mapping[str, object]) -> QuestionView:
+def view_of(question_view: Mapping[str, JsonValue]) -> QuestionView:
     """A view handed over the `QuestionAgent` contract (a plain JSON object there) as the
     `agent_view` shape the runner built it in."""
     return cast("QuestionView", question_view)
@@ -132,7 +133,7 @@ def table_id_of(q: Question) -> str:
     return str(meta.get("parent_table_id") or q["id"])
 
 
-def normalise_type(raw: object) -> str | None:
+def normalise_type(raw: JsonValue) -> str | None:
     return TYPE_ALIASES.get(str(raw).strip().lower().replace("-", "_"))
 
 
@@ -151,12 +152,14 @@ def value_label(components: object) -> str:
     return " + ".join(parts)
 
 
-def _fail(path: Path, line: int, qid: object, field: str, value: object, message: str) -> DataError:
+def _fail(
+    path: Path, line: int, qid: JsonValue, field: str, value: JsonValue, message: str
+) -> DataError:
     record = f"line {line}" + (f" (id {qid})" if qid is not None else "")
     return DataError(message, file=str(path), record=record, field=field, value=value)
 
 
-def _finite_or_null(value: object) -> bool:
+def _finite_or_null(value: JsonValue) -> bool:
     if value is None:
         return True
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

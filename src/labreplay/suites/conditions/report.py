@@ -5,20 +5,25 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 from labreplay.sdk import atomic_write_text, canonical_json, writable_file
-from labreplay.suites.conditions.compiler import CompiledSet
+from labreplay.suites.conditions.compiler import AnswerShares, CompiledSet, CompileSpec
 from labreplay.suites.conditions.independence import (
+    RankerRow,
     option_set_lines,
     ranker_reference,
     share_lines,
 )
-from labreplay.suites.conditions.precedent_audit import precedent_reference_lines, reference_lifts
+from labreplay.suites.conditions.precedent_audit import (
+    Lift,
+    precedent_reference_lines,
+    reference_lifts,
+)
 from labreplay.suites.conditions.questions import Question, write_questions
 from labreplay.suites.conditions.scoring import answer_key
-from labreplay.suites.conditions.summary import gold_position_audit
-from labreplay.suites.conditions.tables import TableSummary
+from labreplay.suites.conditions.summary import GoldPosition, gold_position_audit
+from labreplay.suites.conditions.tables import DatasetQc, TableSummary
 
 
 def spec_path(questions_path: Path) -> Path:
@@ -39,11 +44,78 @@ def question_counts(questions: Sequence[Question]) -> dict[str, dict[str, int]]:
 
 # The RxnOptBench composition the profile is read against (paper, appendix C and section 3.4).
 PAPER_MEDIAN_ROWS, PAPER_MEDIAN_AXES, PAPER_MC_ALL_FLOOR = 7, 3, (0.54, 0.67)
-PAPER_REFERENCE: dict[str, Any] = {
+
+
+class PaperReference(TypedDict):
+    median_rows_per_table: int
+    median_axes_per_table: int
+    mc_all_floor_score: list[float]
+
+
+PAPER_REFERENCE: PaperReference = {
     "median_rows_per_table": PAPER_MEDIAN_ROWS,
     "median_axes_per_table": PAPER_MEDIAN_AXES,
     "mc_all_floor_score": list(PAPER_MC_ALL_FLOOR),
 }
+
+FloorKey = Literal[
+    "floor_score", "floor_accuracy", "floor_hit", "floor_strict", "floor_score_given_hit"
+]
+# a random floor the compiler records with each question -> its key in the profile
+FLOORS: tuple[tuple[str, FloorKey], ...] = (
+    ("score", "floor_score"),
+    ("accuracy", "floor_accuracy"),
+    ("hit", "floor_hit"),
+    ("strict", "floor_strict"),
+    ("score_given_hit", "floor_score_given_hit"),
+)
+
+
+class TypeProfile(TypedDict, total=False):
+    """One question type of a dataset: count, options per question, mean random floors (only
+    the floors its questions record)."""
+
+    n: int
+    median_options: float | None
+    min_options: int | None
+    max_options: int | None
+    floor_score: float
+    floor_accuracy: float
+    floor_hit: float
+    floor_strict: float
+    floor_score_given_hit: float
+
+
+class DatasetProfile(TypedDict):
+    tables: int
+    median_rows_per_table: float | None
+    median_axes_per_table: float | None
+    axes_varied: dict[str, int]  # axis -> tables varying it, most first
+    reference: PaperReference
+    mc_single: TypeProfile
+    mc_all: TypeProfile
+    fib_all: TypeProfile
+
+
+class CompileInfo(TypedDict, total=False):
+    """What `write_compiled` writes beside the questions (`out.spec.json`); it returns the same
+    without ``spec`` and ``tables``."""
+
+    spec: CompileSpec
+    spec_hash: str
+    n_questions: int
+    counts: dict[str, dict[str, int]]
+    skipped: dict[str, int]
+    skipped_by_dataset: dict[str, dict[str, int]]
+    qc: dict[str, DatasetQc]
+    gold_position_audit: dict[str, GoldPosition]
+    precedent_references: dict[str, dict[str, dict[str, Lift]]]
+    answer_shares: AnswerShares
+    ranker_reference: dict[str, dict[str, RankerRow]]
+    profile: dict[str, DatasetProfile]
+    sources: dict[str, str]
+    tables: list[TableSummary]
+    unverified_data: list[str]
 
 
 def _median(values: list[float]) -> float | None:
@@ -54,75 +126,82 @@ def _median(values: list[float]) -> float | None:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
+def _type_profile(qs: Sequence[Question]) -> TypeProfile:
+    options = [len(q["options"]) for q in qs]
+    floors = [q["meta"].get("random_floor", {}) for q in qs]  # the compiler's floats
+    row: TypeProfile = {
+        "n": len(qs),
+        "median_options": _median([float(n) for n in options]),
+        "min_options": min(options, default=None),
+        "max_options": max(options, default=None),
+    }
+    for metric, key in FLOORS:
+        vals = [
+            float(v)
+            for f in floors
+            if isinstance(f, Mapping) and isinstance(v := f.get(metric), int | float)
+        ]
+        if vals:
+            row[key] = round(sum(vals) / len(vals), 4)
+    return row
+
+
 def difficulty_profile(
     questions: Sequence[Question], tables: Sequence[TableSummary]
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, DatasetProfile]:
     """Per dataset: tables, observed rows and axes varied per table, and per question type the
     count, options per question and mean random floors -- beside the paper's reference values."""
-    out: dict[str, dict[str, Any]] = {}
+    counts: dict[str, int] = Counter()
+    rows: dict[str, list[float]] = {}
+    axes: dict[str, list[float]] = {}
+    varied: dict[str, Counter[str]] = {}
     for t in tables:
-        ds = out.setdefault(
-            str(t["dataset"]), {"tables": 0, "rows": [], "axes": [], "axes_varied": Counter()}
-        )
-        ds["tables"] += 1
-        ds["rows"].append(t["rows"])
-        ds["axes"].append(len(t["varying_keys"]))
-        ds["axes_varied"].update(t["varying_keys"])
+        ds = str(t["dataset"])
+        counts[ds] += 1
+        rows.setdefault(ds, []).append(t["rows"])
+        axes.setdefault(ds, []).append(len(t["varying_keys"]))
+        varied.setdefault(ds, Counter()).update(t["varying_keys"])
     per_type: dict[tuple[str, str], list[Question]] = {}
     for q in questions:
         if q["meta"].get("variant") == "with_precedents":
             continue
         per_type.setdefault((str(q["meta"].get("dataset", "")), q["question_type"]), []).append(q)
-    profile: dict[str, dict[str, Any]] = {}
-    for name in sorted(set(out) | {ds for ds, _ in per_type}):
-        ds = out.get(name, {"tables": 0, "rows": [], "axes": [], "axes_varied": Counter()})
-        entry: dict[str, Any] = {
-            "tables": ds["tables"],
-            "median_rows_per_table": _median(ds["rows"]),
-            "median_axes_per_table": _median(ds["axes"]),
-            "axes_varied": dict(ds["axes_varied"].most_common()),
+    profile: dict[str, DatasetProfile] = {}
+    for name in sorted(set(counts) | {ds for ds, _ in per_type}):
+        profile[name] = {
+            "tables": counts[name],
+            "median_rows_per_table": _median(rows.get(name, [])),
+            "median_axes_per_table": _median(axes.get(name, [])),
+            "axes_varied": dict(varied.get(name, Counter[str]()).most_common()),
             "reference": PAPER_REFERENCE,
+            "mc_single": _type_profile(per_type.get((name, "mc_single"), [])),
+            "mc_all": _type_profile(per_type.get((name, "mc_all"), [])),
+            "fib_all": _type_profile(per_type.get((name, "fib_all"), [])),
         }
-        for qtype in ("mc_single", "mc_all", "fib_all"):
-            qs = per_type.get((name, qtype), [])
-            options = [len(q["options"]) for q in qs]
-            floors = [q["meta"].get("random_floor", {}) for q in qs]  # the compiler's floats
-            row: dict[str, Any] = {
-                "n": len(qs),
-                "median_options": _median([float(n) for n in options]),
-                "min_options": min(options, default=None),
-                "max_options": max(options, default=None),
-            }
-            for metric in ("score", "accuracy", "hit", "strict", "score_given_hit"):
-                vals = [
-                    float(v)
-                    for f in floors
-                    if isinstance(f, Mapping) and isinstance(v := f.get(metric), int | float)
-                ]
-                if vals:
-                    row[f"floor_{metric}"] = round(sum(vals) / len(vals), 4)
-            entry[qtype] = row
-        profile[name] = entry
     return profile
 
 
-def profile_lines(profile: dict[str, dict[str, Any]]) -> list[str]:
+# per question type: its label and the random floor a profile line shows
+_SHOWN_FLOORS: tuple[tuple[Literal["mc_single", "mc_all", "fib_all"], str, str, FloorKey], ...] = (
+    ("mc_single", "MC_single", "score", "floor_score"),
+    ("mc_all", "MC_all", "score", "floor_score"),
+    ("fib_all", "FIB", "hit", "floor_hit"),
+)
+
+
+def profile_lines(profile: Mapping[str, DatasetProfile]) -> list[str]:
     """One line per dataset: the difficulty profile against the paper's reference values."""
     lines = []
     for name, p in profile.items():
         ref = p["reference"]
         axes = ", ".join(f"{k} x{n}" for k, n in list(p["axes_varied"].items())[:4])
         parts = []
-        for qtype, label, metric in (
-            ("mc_single", "MC_single", "score"),
-            ("mc_all", "MC_all", "score"),
-            ("fib_all", "FIB", "hit"),
-        ):
+        for qtype, label, metric, key in _SHOWN_FLOORS:
             row = p[qtype]
             if row["n"]:
                 parts.append(
                     f"{label} {row['n']} (options {row['median_options']:g}, "
-                    f"floor {metric} {row[f'floor_{metric}']:.3f})"
+                    f"floor {metric} {row[key]:.3f})"
                 )
             else:
                 parts.append(f"{label} 0")
@@ -137,14 +216,14 @@ def profile_lines(profile: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def write_compiled(compiled: CompiledSet, out: Path) -> dict[str, Any]:
+def write_compiled(compiled: CompiledSet, out: Path) -> CompileInfo:
     """Questions to `out` (release layout), spec + QC + audit to `out.spec.json`. Both atomic,
     and both paths checked first (regular files only), so a refusal writes neither."""
     for path in (out, spec_path(out)):
         writable_file(path)
     write_questions(out, compiled.questions)
     keys = [answer_key(q) for q in compiled.questions]
-    info = {
+    info: CompileInfo = {
         "spec": compiled.spec,
         "spec_hash": compiled.spec_hash,
         "n_questions": len(compiled.questions),
@@ -163,10 +242,12 @@ def write_compiled(compiled: CompiledSet, out: Path) -> dict[str, Any]:
     if compiled.spec.get("unverified_data"):
         info["unverified_data"] = compiled.spec["unverified_data"]
     atomic_write_text(spec_path(out), canonical_json(info) + "\n")
-    return {k: v for k, v in info.items() if k not in {"tables", "spec"}}
+    shown = info.copy()
+    del shown["tables"], shown["spec"]
+    return shown
 
 
-def qc_lines(info: dict[str, Any]) -> list[str]:
+def qc_lines(info: CompileInfo) -> list[str]:
     """The compile QC summary, one line per dataset: rows read, excluded and why, clipped,
     out of range, replicates merged, rows outside tables; then what questions were dropped."""
     lines = []

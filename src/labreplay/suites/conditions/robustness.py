@@ -31,6 +31,7 @@ import numpy as np
 from labreplay.sdk import make_rng
 from labreplay.sdk.data import loads_strict
 from labreplay.sdk.engine import Store
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.conditions.events import AnswerPayload
 from labreplay.suites.conditions.questions import Question
 from labreplay.suites.conditions.scoring import answer_key
@@ -62,7 +63,7 @@ def _relative(values: Sequence[float]) -> tuple[float, ...]:
     return tuple(v / best for v in values) if best > 0 else tuple(0.0 for _ in values)
 
 
-def _yield_and_factor(score: Mapping[str, object]) -> tuple[float, float, bool]:
+def _yield_and_factor(score: Mapping[str, JsonValue]) -> tuple[float, float, bool]:
     """(yield fraction, selectivity factor, selectivity reported) of one `scores` entry."""
     raw_y = score.get("yield")
     y = parse_amount(raw_y).value if raw_y is not None else None

@@ -22,6 +22,7 @@ from labreplay.sdk.engine import (
     EnvironmentSpec,
     Store,
 )
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.conditions.events import (
     AnswerEvent,
     conditions_events,
@@ -81,7 +82,7 @@ def answer_events(events: Iterable[Mapping[str, object]]) -> list[AnswerEvent]:
     return [e for e in conditions_events(events) if e["kind"] == "answer"]
 
 
-def _usage_columns(summary: Mapping[str, object]) -> dict[str, object]:
+def _usage_columns(summary: Mapping[str, JsonValue]) -> JsonObject:
     """A run's model accounting on its board row (LLM runs only)."""
     usage = summary.get("usage")
     if not usage or not isinstance(usage, Mapping):  # a dict whenever the run called a model

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.conditions.events import AnswerResult
 from labreplay.suites.conditions.questions import Question, table_id_of, value_label
 from labreplay.suites.conditions.tables import parse_amount, parse_ratio, utility
@@ -152,7 +153,7 @@ def random_floor(key: AnswerKey) -> dict[str, float]:
     }
 
 
-def score_answer(key: AnswerKey, answer: Mapping[str, object]) -> AnswerResult:
+def score_answer(key: AnswerKey, answer: Mapping[str, JsonValue]) -> AnswerResult:
     """One parsed answer -> its metrics. `answer` is {"option": i} (MC), {"choices": {k: i}}
     (FIB) or {"invalid": reason}; anything invalid scores 0 (FIB: no Hit)."""
     uninformative = key.uninformative

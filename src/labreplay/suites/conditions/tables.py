@@ -32,7 +32,7 @@ from labreplay.suites.conditions.outcomes import (
     selectivity_factor,
     utility,
 )
-from labreplay.suites.conditions.slicing import OUTSIDE_CAP, slice_group
+from labreplay.suites.conditions.slicing import OUTSIDE_CAP, OptionSubset, slice_group
 
 __all__ = [
     "OUTCOME_FIELDS",
@@ -92,6 +92,52 @@ class ObservedRow:
     replicate_sd: float | None = None
 
 
+class ExcludedRow(TypedDict):
+    """A source row no table uses, and why (`_exclusion_reason`)."""
+
+    file: str
+    row: int
+    reason: str
+
+
+class TableQc(TypedDict):
+    """One table's QC record (`_tables_of_group`), listed with it in the compile spec."""
+
+    group: list[str]
+    source_rows: int
+    distinct_rows: int
+    replicate_rows_merged: int
+    replicate_conflicts: int
+    flagged_cells: list[str]
+    excluded_rows: list[ExcludedRow]  # the group's, on its first table only
+    invalid_smiles: list[str]
+    cut: str
+    varied_by_cut: list[str]
+    fixed_by_slice: dict[str, str]
+    option_subset: OptionSubset | None
+    zero_best_utility: bool
+
+
+class DatasetQc(TypedDict):
+    """One dataset's QC summary (`build_tables`): every row read is used, merged as a
+    replicate, excluded (by reason) or outside every table (by reason)."""
+
+    rows_read: int
+    rows_excluded: dict[str, int]  # reason -> rows
+    clipped_negative: int
+    out_of_range_flagged: int
+    replicate_rows_merged: int
+    rows_outside_tables: int
+    rows_outside_by_reason: dict[str, int]
+    groups: int
+    tables: int
+    tables_capped: int
+    invalid_smiles: int
+    options_merged_by_structure: int
+    warnings: list[str]
+    axis_rule: NotRequired[list[str]]  # a user's table: what it varies and why (`importer`)
+
+
 class TableSummary(TypedDict):
     """One table as the compile spec lists it (`ScreeningTable.summary`)."""
 
@@ -101,7 +147,7 @@ class TableSummary(TypedDict):
     varying_keys: list[str]
     fixed: dict[str, str]
     best_utility: float
-    qc: dict[str, Any]  # the table's QC record (`_tables_of_group`)
+    qc: TableQc
     questions: NotRequired[int]  # set by the compiler
 
 
@@ -117,7 +163,7 @@ class ScreeningTable:
     varying_keys: list[str]
     values: dict[str, dict[str, Component]]  # key -> label -> component (SMILES lookup)
     rows: list[ObservedRow]
-    qc: dict[str, Any]
+    qc: TableQc
     objective: str = "utility"
     # Every distinct row of the same reaction (this table's, sibling tables', rows outside every
     # table), shared between sibling tables: where precedents outside a question's options come
@@ -146,7 +192,7 @@ class ScreeningTable:
 class TableSet(list[ScreeningTable]):
     """The tables of one dataset, with the dataset-level QC summary (rows read, excluded...)."""
 
-    qc: dict[str, Any]
+    qc: DatasetQc
 
 
 @dataclass(frozen=True)
@@ -436,7 +482,7 @@ def build_tables(raw_rows: Iterable[RawRow], rule: TableRule, seed: int) -> Tabl
         key = (*raw.reaction, *(lab[k] for k in rule.slice_keys))
         groups.setdefault(key, []).append((raw, p, lab))
     tables = TableSet()
-    qc: dict[str, Any] = {
+    qc: DatasetQc = {
         "rows_read": len(parsed),
         "rows_excluded": Counter[str](),
         "clipped_negative": sum(p.clipped_negative for _, p in parsed),
@@ -479,11 +525,11 @@ def _tables_of_group(
     items: list[tuple[RawRow, ParsedOutcome, dict[str, str]]],
     rule: TableRule,
     seed: int,
-    qc: dict[str, Any],
+    qc: DatasetQc,
     display: dict[str, dict[str, Component]],
     reaction_rows: list[ObservedRow],
 ) -> list[ScreeningTable]:
-    excluded: list[dict[str, Any]] = []
+    excluded: list[ExcludedRow] = []
     by_tuple: dict[tuple[str, ...], list[tuple[RawRow, ParsedOutcome]]] = {}
     tuple_labels: dict[tuple[str, ...], dict[str, str]] = {}
     for raw, p, lab in items:
@@ -552,7 +598,7 @@ def _tables_of_group(
             }
         )
         qc["invalid_smiles"] += len(invalid_smiles)
-        table_qc = {
+        table_qc: TableQc = {
             "group": list(group_key),
             "source_rows": sum(len(r.provenance) for r in rows),
             "distinct_rows": len(rows),

@@ -27,6 +27,7 @@ from typing import Any
 
 from labreplay.errors import DataError, SpecError
 from labreplay.sdk.data import JsonLimitError, data_file, loads_strict
+from labreplay.sdk.events import JsonValue
 
 JARVIS_STRUCTURES = "jarvis/jarvis_structures_with_leaderboard_targets.jsonl"
 METAL_GAP_EV = 0.001
@@ -89,7 +90,7 @@ def _read_jsonl_gz(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _number(row: Mapping[str, object], name: str, path: Path, record: str) -> float:
+def _number(row: Mapping[str, JsonValue], name: str, path: Path, record: str) -> float:
     value = row.get(name)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise DataError(

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from labreplay.errors import DataError
 from labreplay.sdk import MAX_INPUT_BYTES, read_file, readable_file
 from labreplay.sdk.data import JsonLimitError, loads_strict
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.configsearch.data import Material, Pool, TaskDef, register_task
 from labreplay.suites.configsearch.space import ConfigSpace
 
@@ -53,7 +54,7 @@ def _lines(path: Path) -> list[tuple[int, str]]:
     return [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
-def _structure(row: Mapping[str, object], path: Path, record: str) -> Structure:
+def _structure(row: Mapping[str, JsonValue], path: Path, record: str) -> Structure:
     from pymatgen.core.structure import Structure
 
     cif = row.get("cif")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypedDict, cast
 
 import numpy as np
 
@@ -40,8 +40,14 @@ from labreplay.sdk.engine import (
     run_suite,
 )
 from labreplay.sdk.episodes import Episode, Event, EventSink, Scored
-from labreplay.sdk.events import JsonObject
-from labreplay.suites.configsearch.events import EvaluationPayload, StepPayload
+from labreplay.sdk.events import HeaderPayload, JsonObject
+from labreplay.suites.configsearch.events import (
+    ConfigsearchEvent,
+    EvaluationPayload,
+    StepPayload,
+    configsearch_events,
+)
+from labreplay.suites.configsearch.json_numbers import as_int
 from labreplay.suites.configsearch.options import COST_ALPHA
 from labreplay.suites.configsearch.runner import (
     Advances,
@@ -219,7 +225,14 @@ class SweepEpisodes:
         return sweep_scores(events)
 
 
-def _provenance(spec: EnvironmentSpec) -> dict[str, object]:
+class Provenance(TypedDict):
+    """What a configsearch run row records besides its agent (`Episode.provenance`)."""
+
+    data: list[str] | None  # the spec's data files
+    libraries: dict[str, str | None]  # None: not installed
+
+
+def _provenance(spec: EnvironmentSpec) -> Provenance:
     pipeline = spec.body.get("pipeline")
     files = pipeline.get("files") if isinstance(pipeline, Mapping) else None
     # the data files and the versions the fits ran with (a reference file carries them on)
@@ -351,10 +364,10 @@ def search_summary(
     return summary
 
 
-def _header_params(events: Sequence[Event]) -> tuple[str, Mapping[str, Any]]:
+def _header_params(events: Sequence[Event]) -> tuple[str, JsonObject]:
     header = next(e for e in events if e["kind"] == HEADER_KIND)
-    payload = cast(Mapping[str, Any], header["payload"])
-    return str(payload["agent"]), cast(Mapping[str, Any], payload["agent_params"])
+    payload = cast("HeaderPayload", header["payload"])  # the kind names the payload's type
+    return str(payload["agent"]), payload["agent_params"]
 
 
 class SearchEpisodes:
@@ -380,7 +393,7 @@ class SearchEpisodes:
         cache: ResponseCache | None,
     ) -> Searcher:
         campaign = worker_copy(cast(Setup, options["setup"]))
-        o = cast(Mapping[str, Any], options)
+        o = cast("SearchOptions", options)  # what `search_options` built
         optimizer: Optimizer | None = None
         user: JsonObject | None = None
         if agent.builtin is None:
@@ -436,8 +449,10 @@ class SearchEpisodes:
     ) -> Scored:
         method, params = _header_params(events)
         result = result_of(events, str(params["problem"]), method)
+        models = params["models"]
+        assert isinstance(models, list)  # `ConfigSearch.run_params` names them
         summary = search_summary(
-            result, list(params["models"]), int(params["min_test_points"]), self.truth
+            result, [str(m) for m in models], as_int(params["min_test_points"]), self.truth
         )
         numbers = {
             k: float(v)
@@ -456,6 +471,21 @@ def campaign_truth(campaign: ConfigSearch, models: Sequence[str]) -> Truth:
     return Truth(tuple(campaign.feasible), table, se)
 
 
+class SearchOptions(TypedDict):
+    """`search_options`: what a search episode plays from, anywhere (picklable)."""
+
+    setup: Setup
+    models: list[str]
+    problem: str
+    method: str
+    budget: int
+    init: int
+    gt: str
+    truth: dict[str, float]  # the closest problem's ground truth per model (else empty)
+    gt_cost: int  # the evaluations computing it cost
+    cost_alpha: float
+
+
 def search_options(
     campaign: ConfigSearch,
     models: Sequence[str],
@@ -465,7 +495,7 @@ def search_options(
     init: int,
     gt: str,
     cost_alpha: float = COST_ALPHA,
-) -> dict[str, object]:
+) -> SearchOptions:
     """Everything a search episode needs to play anywhere (picklable). The closest problem's
     ground truth is computed here, once for every seed."""
     models = list(models)
@@ -549,7 +579,7 @@ def search_detached(
     init: int,
     seed: int,
     gt: str = "reference",
-) -> list[dict[str, Any]]:
+) -> list[ConfigsearchEvent]:
     """One search played in memory, nothing written (agent checks): its events."""
     options = search_options(campaign, models, problem, agent.name, budget, init, gt)
     (played,) = play_detached(
@@ -559,7 +589,7 @@ def search_detached(
         seed=seed,
         options=options,
     )
-    return played["events"]
+    return configsearch_events(played["events"])
 
 
 __all__ = [

@@ -114,7 +114,7 @@ def _plain_history(history: OptimizerHistory | LegacyHistory) -> OptimizerHistor
     }
 
 
-def _row(config: Mapping[str, object], axes: Sequence[str]) -> list[object]:
+def _row(config: Configuration, axes: Sequence[str]) -> list[object]:
     return [config.get(a) for a in axes]
 
 
@@ -144,10 +144,10 @@ def suggestion_messages(history: OptimizerHistory) -> tuple[list[dict[str, str]]
     ], indices
 
 
-def _schema(indices: list[int]) -> dict[str, object]:
+def _schema(indices: list[int]) -> JsonObject:
     return {
         "type": "object",
-        "properties": {"index": {"type": "integer", "enum": indices}},
+        "properties": {"index": {"type": "integer", "enum": [*indices]}},
         "required": ["index"],
         "additionalProperties": False,
     }

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from labreplay.sdk.engine import Store
+from labreplay.sdk.events import JsonValue
 from labreplay.sdk.report import Paper, PaperComparison, Published, num
 
 PAPER = Paper(
@@ -76,8 +77,8 @@ def _saved(values: list[float]) -> str:
     return "-" if not values else f"{100 * sum(values) / len(values):.0f}%"
 
 
-def _floats(summaries: list[Mapping[str, Any]], key: str) -> list[float]:
-    return [float(s[key]) for s in summaries if isinstance(s.get(key), int | float)]
+def _floats(summaries: Sequence[Mapping[str, JsonValue]], key: str) -> list[float]:
+    return [float(v) for s in summaries if isinstance(v := s.get(key), int | float)]
 
 
 def comparison(store: Store) -> PaperComparison:

@@ -14,7 +14,7 @@ benchmark configuration looks at.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -125,7 +125,7 @@ def _rect(x: int, y: int, hatch: str | None, edge: str, alpha: float, lw: float 
 
 
 def traces(
-    title: str, by_method: dict[str, Sequence[Sequence[float | None]]], init: int, path: Path
+    title: str, by_method: Mapping[str, Sequence[Sequence[float | None]]], init: int, path: Path
 ) -> None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -39,7 +39,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -74,6 +74,21 @@ class Fold:
 
     members: np.ndarray
     test_order: np.ndarray
+
+
+class PipelineProvenance(TypedDict):
+    """What a configsearch spec records of its pipeline (`Evaluator.provenance`)."""
+
+    task: str
+    task_description: str
+    mp_pool: int
+    jarvis_pool: int
+    jarvis_excluded: dict[str, int]  # reason -> JARVIS entries left out
+    files: list[str]
+    feature_space: str
+    settings: dict[str, int | float]
+    pipeline_version: str
+    unverified_data: NotRequired[list[str]]  # --allow-modified-data: files off the manifest
 
 
 @dataclass(frozen=True)
@@ -431,8 +446,8 @@ class Evaluator:
             )
         return out
 
-    def provenance(self) -> dict[str, object]:
-        return {
+    def provenance(self) -> PipelineProvenance:
+        out: PipelineProvenance = {
             "task": self.task,
             "task_description": self.definition.description,
             "mp_pool": len(self.mp),
@@ -442,6 +457,9 @@ class Evaluator:
             "feature_space": self.feature_kind,
             "settings": self.settings.to_json(),
             "pipeline_version": PIPELINE_VERSION,
-            # only when non-empty, so the specs of unmodified data keep their hashes
-            **({"unverified_data": self.unverified} if self.unverified else {}),
         }
+        if (
+            self.unverified
+        ):  # only when non-empty, so the specs of unmodified data keep their hashes
+            out["unverified_data"] = self.unverified
+        return out

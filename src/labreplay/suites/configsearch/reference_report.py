@@ -10,31 +10,82 @@ merged row.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from labreplay.sdk import atomic_write_bytes
 from labreplay.suites.configsearch import pictures
 from labreplay.suites.configsearch.claims import CLAIMS, ClaimTableRow, claims_table
-from labreplay.suites.configsearch.cost import cost_claim_markdown, pooled_cost_claims
-from labreplay.suites.configsearch.optimizers import require_surrogate, surrogate_identity
-from labreplay.suites.configsearch.pooled import pooled
+from labreplay.suites.configsearch.cost import (
+    PooledCostClaim,
+    ReplayCostClaims,
+    cost_claim_markdown,
+    pooled_cost_claims,
+)
+from labreplay.suites.configsearch.optimizers import (
+    SurrogateIdentity,
+    require_surrogate,
+    surrogate_identity,
+)
+from labreplay.suites.configsearch.pooled import MEASURES, MeasureCI, PooledBlock, pooled
 from labreplay.suites.configsearch.references import (
     CostRow,
     Reference,
     ReplayPlan,
+    ScoredRow,
     compare_many,
 )
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config
 from labreplay.suites.configsearch.targets import MIN_TEST_POINTS
-from labreplay.suites.configsearch.which_model import compare_which_model
+from labreplay.suites.configsearch.which_model import WhichModelRow, compare_which_model
 
 # the defaults of METRICS.md (fourth round): every problem at the paper's T = 12, T0 = 4
 PROBLEMS = {"best-model": (12, 4), "closest": (12, 4)}
 WHICH_MODEL = (12, 4)
 MIN_ON_TARGET = 10
+
+
+class ReferenceInfo(TypedDict):
+    task: str
+    model: str
+    configurations: int
+    c_min: int  # configurations with n * s >= C_min
+    se_known: bool
+
+
+class NotScored(TypedDict):
+    reference: str
+    problem: str
+    reason: str
+
+
+class ReportSummary(TypedDict):
+    references: int
+    not_scored: int
+    best_model_with_10_on_target: int
+    best_model_bo_better: int
+    best_model_mean_bo_hits: float | None
+    best_model_mean_random_hits: float | None
+
+
+class ReferencesReport(TypedDict):
+    """`build`'s report: what `markdown` prints and `write` stores (as JSON, without the
+    per-seed traces)."""
+
+    surrogate: SurrogateIdentity
+    min_test_points: int
+    seeds: list[int]
+    references: list[ReferenceInfo]
+    claims: list[ClaimTableRow]
+    replays: list[ScoredRow]
+    cost_claims: list[ReplayCostClaims]
+    cost_claims_pooled: list[PooledCostClaim]
+    which_model: list[WhichModelRow]
+    not_scored: list[NotScored]
+    pooled: dict[str, PooledBlock]  # problem -> BO vs random and vs smallest-ns, pooled
+    summary: ReportSummary
 
 
 def _stem(ref: Reference) -> str:
@@ -63,7 +114,7 @@ def build(
     problems: Sequence[str] = tuple(PROBLEMS),
     budgets: dict[str, tuple[int, int]] | None = None,
     progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
+) -> ReferencesReport:
     """`budgets`: (T, T0) per problem ("best-model", "closest", "which-model"); default the
     METRICS value (12, 4) for every problem. `progress` gets a line per reference and task."""
     require_surrogate(surrogate)
@@ -92,10 +143,15 @@ def build(
         if progress is not None:
             progress(f"which-model {a.task}: {len(seeds)} seeds done")
     which = [w for w in which_every if w["scored"]]
-    not_scored = [
-        {"reference": r.get("reference", r["task"]), "problem": r["problem"], "reason": r["reason"]}
-        for r in every + which_every
+    not_scored: list[NotScored] = [
+        {"reference": r["reference"], "problem": r["problem"], "reason": r["reason"]}
+        for r in every
         if not r["scored"]
+    ]
+    not_scored += [
+        {"reference": w["task"], "problem": w["problem"], "reason": w["reason"]}
+        for w in which_every
+        if not w["scored"]
     ]
     best = [r for r in replays if r["problem"] == "best-model"]
     return {
@@ -163,6 +219,16 @@ def _interval(pair: Sequence[float]) -> str:
     return f"[{_num(pair[0])}, {_num(pair[1])}]"
 
 
+def _intervals(vs: Mapping[str, MeasureCI | int]) -> list[tuple[str, MeasureCI]]:
+    """The pooled measures of one comparison (its other keys are counts)."""
+    out = []
+    for k in MEASURES:
+        ci = vs[k]
+        assert not isinstance(ci, int)  # `pooled` maps every measure to its interval
+        out.append((k, ci))
+    return out
+
+
 def _claim_cell(row: ClaimTableRow | None) -> str:
     if row is None:
         return "-"
@@ -171,7 +237,7 @@ def _claim_cell(row: ClaimTableRow | None) -> str:
     return f"**{row['verdict']}** {row['value']:.0%} of variance (p {_num(row['p_value'])})"
 
 
-def markdown(report: dict[str, Any]) -> str:
+def markdown(report: ReferencesReport) -> str:
     c_min = report["min_test_points"]
     ident = report["surrogate"]
     lines = [
@@ -185,10 +251,10 @@ def markdown(report: dict[str, Any]) -> str:
         "| task | model | configurations | in C_min | abs_error_sd recorded |",
         "|---|---|---|---|---|",
     ]
-    for r in report["references"]:
+    for info in report["references"]:
         lines.append(
-            f"| {r['task']} | {r['model']} | {r['configurations']} | {r['c_min']} | "
-            f"{r['se_known']} |"
+            f"| {info['task']} | {info['model']} | {info['configurations']} | {info['c_min']} | "
+            f"{info['se_known']} |"
         )
     lines += [
         "",
@@ -232,10 +298,10 @@ def markdown(report: dict[str, Any]) -> str:
                 f"heatmap_{ref['task']}__{ref['model']}.png |"
             )
     counts: dict[str, dict[str, int]] = {}
-    for r in rows:
-        if r["reading"].startswith("robust"):
-            counts.setdefault(r["claim"], {}).setdefault(r["verdict"], 0)
-            counts[r["claim"]][r["verdict"]] += 1
+    for row in rows:
+        if row["reading"].startswith("robust"):
+            counts.setdefault(row["claim"], {}).setdefault(row["verdict"], 0)
+            counts[row["claim"]][row["verdict"]] += 1
     lines.append("")
     for claim, by in counts.items():
         total = sum(by.values())
@@ -276,9 +342,9 @@ def markdown(report: dict[str, Any]) -> str:
     for problem, block in report["pooled"].items():
         for other, v in block["vs"].items():
             measures = "; ".join(
-                f"{k} {v[k]['mean']:+.3g} {_interval(v[k]['ci95'])}"
-                + ("" if v[k]["resolved"] else " (unresolved)")
-                for k in ("hit", "steps_saved", "normalised_gain", "extra_fits")
+                f"{k} {ci['mean']:+.3g} {_interval(ci['ci95'])}"
+                + ("" if ci["resolved"] else " (unresolved)")
+                for k, ci in _intervals(v)
             )
             lines.append(
                 f"\nPooled {problem}, BO minus {other} over {len(block['references'])} references "
@@ -310,6 +376,7 @@ def markdown(report: dict[str, Any]) -> str:
         t, f = w["truth"], w["truth_full"]
         pr = w["methods"]["paired random"]
         loc = w["largest_difference"]
+        assert loc is not None  # `build` locates it on every task
         lines.append(
             f"| {w['task']} | {t['difference']} | {_num(t['paired_difference'])} "
             f"{_interval(t['paired_difference_ci95'])} -> {t['verdict']} | "
@@ -327,7 +394,7 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(report: dict[str, Any], refs: Sequence[Reference], out_dir: Path) -> list[str]:
+def write(report: ReferencesReport, refs: Sequence[Reference], out_dir: Path) -> list[str]:
     """The pictures, the markdown and the JSON (without the per-seed traces) under out_dir."""
     out_dir.mkdir(parents=True, exist_ok=True)
     c_min = int(report["min_test_points"])

@@ -48,7 +48,7 @@ from labreplay.suites.configsearch.optimizers import (
 )
 from labreplay.suites.configsearch.options import COST_ALPHA
 from labreplay.suites.configsearch.search import Answer, SearchResult, landscape, search
-from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
+from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace, SpaceDoc
 from labreplay.suites.configsearch.targets import (
     MIN_TEST_POINTS,
     Landscape,
@@ -70,15 +70,6 @@ DEGENERATE_RULE = (
     "stays in the landscape, counted (METRICS.md, fourth round)"
 )
 REGENERATE = "labreplay configsearch references --tasks {task} --models {model} --n-jobs 2"
-
-
-class SpaceDoc(TypedDict):
-    """A sweep's configuration space as its spec holds it (`ConfigSpace.to_json`)."""
-
-    r: list[float]
-    n: list[int]
-    s: list[int]
-    s_cap: list[list[int]]
 
 
 class SliceDoc(TypedDict, total=False):

@@ -8,16 +8,19 @@ import json
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
 from labreplay.sdk import atomic_write_bytes, sha256_json
 from labreplay.sdk.engine import RunInfo, Store
+from labreplay.sdk.events import JsonValue
 from labreplay.sdk.scoring import paired_bootstrap_ci
 from labreplay.suites.configsearch.data import BUILTIN_TASKS
 from labreplay.suites.configsearch.events import ConfigJson, EvaluationPayload
+from labreplay.suites.configsearch.optimizers import SurrogateIdentity
 from labreplay.suites.configsearch.search import (
+    Answer,
     Candidate,
     SearchResult,
     Step,
@@ -27,6 +30,8 @@ from labreplay.suites.configsearch.search import (
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config
 from labreplay.suites.configsearch.targets import (
     MIN_TEST_POINTS,
+    PaperClaims,
+    SweepSummary,
     chance_of_target,
     costs,
     paper_claims,
@@ -43,6 +48,88 @@ GROUP_KEYS = ("budget", "init", "gt", "cost_alpha", "initial_design")
 SURROGATE_KEY = "surrogate"
 
 
+class SweepRow(SweepSummary):
+    """One stored exhaustive sweep: its landscape and the paper's findings checked on it."""
+
+    run_id: str
+    task: str
+    model: str
+    protocol: str
+    infeasible: int | None  # configurations that cannot be evaluated (None: not recorded)
+    paper_claims: PaperClaims
+
+
+class SearchGroup(TypedDict):
+    """The runs of one search protocol (task, models, problem, method, T, T0, surrogate...)
+    over their seeds; target columns recomputed from the sweeps stored now (None: no sweep
+    of every model yet)."""
+
+    task: str
+    models: str  # comma-joined
+    problem: str
+    method: str
+    protocol: str
+    budget: int
+    init: int
+    gt: str | None
+    cost_alpha: float | None
+    initial_design: str | None
+    surrogate: SurrogateIdentity | None  # BO's, as its runs recorded it
+    seeds: int
+    truth_known: bool
+    reached_target: int | None
+    reached_in_initial_design: int | None
+    reached_top1pct: int | None
+    median_steps_to_target: float | None
+    median_evaluations_to_target: float | None
+    mean_final_normalised: float | None
+    mean_final_best: float | None
+    mean_evaluations: float | None
+    mean_fits: float | None
+    exhaustive_evaluations: int | None
+    exhaustive_fits: int | None
+    exhaustive_optimum: float | None
+    exhaustive_median: float | None
+    degenerate_objective: bool | None
+    configs_on_target: int | None
+    candidates: int | None
+    mean_cost_saved_evaluations_vs_exhaustive: float | None
+    mean_cost_saved_fits_vs_exhaustive: float | None
+    mean_cost_saved_evaluations_vs_omee_0_48_10: float | None
+    mean_cost_saved_fits_vs_omee_0_48_10: float | None
+    bo_overhead_max_s: float
+    answer_seed42: Answer | None
+    seed_list: list[int]
+    traces: NotRequired[dict[int, list[float]]]  # seed -> best so far (not in the JSON)
+    normalised_traces: NotRequired[dict[int, list[float | None]]]  # (not in the JSON)
+    steps_to_target_by_seed: dict[int, int | None]
+
+
+class Comparison(TypedDict):
+    """BO vs random search of one protocol, paired over the seeds both ran."""
+
+    task: str
+    models: str
+    problem: str
+    protocol: str
+    budget: int
+    init: int
+    cost_alpha: float | None
+    paired_seeds: int
+    bo_reached: int
+    random_reached: int
+    mean_steps_saved: float  # random - BO (> 0: BO faster)
+    ci95: list[float]
+    bo_better: bool
+
+
+class ConfigsearchReport(TypedDict):
+    sweeps: list[SweepRow]
+    searches: list[SearchGroup]
+    comparisons: list[Comparison]
+    files: NotRequired[list[str]]  # the plots `write_report` drew
+
+
 def _sweep_points(store: Store, run: RunInfo) -> list[EvaluationPayload]:
     return [e["payload"] for e in store.events(run.run_id) if e["kind"] == "evaluation"]
 
@@ -51,7 +138,7 @@ def _config(p: ConfigJson) -> Config:
     return Config(float(p["r"]), int(p["n"]), int(p["s"]))
 
 
-def _protocol_label(params: Mapping[str, object]) -> str:
+def _protocol_label(params: Mapping[str, JsonValue]) -> str:
     return ", ".join(f"{k}={params.get(k)}" for k in PROTOCOL_KEYS)
 
 
@@ -87,11 +174,11 @@ def _censored(steps: int | None, budget: int) -> float:
     return float(steps) if steps is not None else float(budget + 1)
 
 
-def collect(store: Store) -> dict[str, Any]:
+def collect(store: Store) -> ConfigsearchReport:
     """Everything from the store; target metrics are recomputed here from the stored steps and
     whatever sweeps the store holds now, so a sweep that arrives after a run still counts."""
     runs = store.runs(suite=SUITE, status="complete")
-    sweeps = []
+    sweeps: list[SweepRow] = []
     tables: dict[tuple[str, str], dict[Config, float]] = {}
     for run in runs:
         if run.branch != "sweep/exhaustive":
@@ -162,7 +249,7 @@ def collect(store: Store) -> dict[str, Any]:
                 if k.startswith(("used_", "cost_saved_", "omee_", "exhaustive_ev"))
             }
         groups[key].append(item)
-    searches = []
+    searches: list[SearchGroup] = []
     for key, items in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
         task, models, problem, method, protocol, budget, init, gt, alpha, design, bo = key
         items.sort(key=lambda i: i["seed"])
@@ -217,11 +304,14 @@ def collect(store: Store) -> dict[str, Any]:
                 "degenerate_objective": items[0].get("degenerate_objective"),
                 "configs_on_target": items[0].get("configs_on_target"),
                 "candidates": items[0].get("candidates"),
-                **{
-                    f"mean_cost_saved_{u}_vs_{p}": mean(f"cost_saved_{u}_vs_{p}")
-                    for u in ("evaluations", "fits")
-                    for p in ("exhaustive", "omee_0_48_10")
-                },
+                "mean_cost_saved_evaluations_vs_exhaustive": mean(
+                    "cost_saved_evaluations_vs_exhaustive"
+                ),
+                "mean_cost_saved_fits_vs_exhaustive": mean("cost_saved_fits_vs_exhaustive"),
+                "mean_cost_saved_evaluations_vs_omee_0_48_10": mean(
+                    "cost_saved_evaluations_vs_omee_0_48_10"
+                ),
+                "mean_cost_saved_fits_vs_omee_0_48_10": mean("cost_saved_fits_vs_omee_0_48_10"),
                 "bo_overhead_max_s": max((i.get("bo_overhead_max_s") or 0.0) for i in items),
                 "answer_seed42": seed42,
                 "seed_list": [i["seed"] for i in items],
@@ -235,11 +325,11 @@ def collect(store: Store) -> dict[str, Any]:
     return {"sweeps": sweeps, "searches": searches, "comparisons": _comparisons(searches)}
 
 
-def _comparisons(searches: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _comparisons(searches: list[SearchGroup]) -> list[Comparison]:
     """BO vs random on steps to target, paired over the seeds both ran (same protocol, budget,
     T0 and initial design); a miss counts as budget + 1. Difference = random - BO (> 0: BO
     faster), with a seeded percentile-bootstrap 95% interval."""
-    out = []
+    out: list[Comparison] = []
     for bo in searches:
         if bo["method"] != "bo" or not bo["truth_known"]:
             continue
@@ -286,7 +376,7 @@ def _comparisons(searches: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _plot_sweep(store: Store, sweep: dict[str, Any], path: Path) -> None:
+def _plot_sweep(store: Store, sweep: SweepRow, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -312,7 +402,7 @@ def _plot_sweep(store: Store, sweep: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def _plot_traces(group: list[dict[str, Any]], path: Path) -> None:
+def _plot_traces(group: list[SearchGroup], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -322,8 +412,8 @@ def _plot_traces(group: list[dict[str, Any]], path: Path) -> None:
     colours = {"bo": "tab:red", "random": "tab:blue"}
     normalised = all(item["normalised_traces"] for item in group)
     for item in group:
-        traces = list((item["normalised_traces"] if normalised else item["traces"]).values())
-        traces = [[v if v is not None else float("nan") for v in t] for t in traces]
+        shown = item["normalised_traces"] if normalised else item["traces"]
+        traces = [[v if v is not None else float("nan") for v in t] for t in shown.values()]
         colour = colours.get(item["method"], "grey")
         for trace in traces:
             ax.plot(range(1, len(trace) + 1), trace, color=colour, alpha=0.15, lw=0.8)
@@ -353,7 +443,7 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
-def _method(group: dict[str, Any]) -> str:
+def _method(group: SearchGroup) -> str:
     """The method with its surrogate and library version (BO), so no two surrogates share a row."""
     bo = group.get("surrogate")
     if not bo:
@@ -362,14 +452,14 @@ def _method(group: dict[str, Any]) -> str:
     return f"{group['method']} ({bo['surrogate']} {version or ''})".replace(" )", ")")
 
 
-def _on_target(group: dict[str, Any]) -> str:
+def _on_target(group: SearchGroup) -> str:
     good, size = group.get("configs_on_target"), group.get("candidates")
     if good is None or not size:
         return "-"
     return f"{good}/{size} ({chance_of_target(good, size, int(group['budget'])):.0%})"
 
 
-def markdown(report: dict[str, Any]) -> str:
+def markdown(report: ConfigsearchReport) -> str:
     lines = [
         "# Configsearch report",
         "",
@@ -388,7 +478,8 @@ def markdown(report: dict[str, Any]) -> str:
     if not report["sweeps"]:
         lines.append("| (no exhaustive sweep stored) |||||||||||||||")
     for s in report["sweeps"]:
-        argmin = s["argmin"] or {}
+        at = s["argmin"]
+        argmin = (at["r"], at["n"], at["s"]) if at else (None, None, None)
         tp = s["test_points"]
         lines.append(
             f"| {s['task']} | {s['model']} | {s['protocol']} | {s['evaluated']} | "
@@ -396,21 +487,16 @@ def markdown(report: dict[str, Any]) -> str:
             f"{s['degenerate_folds']}/{s['folds']} | {_fmt(s['mae']['min'])} | "
             f"{_fmt(s['mae']['max'])} | {_fmt(s['mae']['max_min_ratio'])} | "
             f"{_fmt(s['mae_without_degenerate_folds']['max_min_ratio'])} | "
-            f"({_fmt(argmin.get('r'))}, {_fmt(argmin.get('n'))}, {_fmt(argmin.get('s'))}) | "
+            f"({', '.join(_fmt(v) for v in argmin)}) | "
             f"{_fmt(s.get('argmin_test_points'))} ({_fmt(s.get('argmin_degenerate_folds'))}) | "
             f"{_fmt(s.get('configs_on_target'))}/{s['evaluated']} |"
         )
-    lucky = [
-        s
-        for s in report["sweeps"]
-        if s.get("argmin_test_points") is not None
-        and (
-            s["argmin_test_points"] < 30
-            or s.get("argmin_degenerate_folds") == (s.get("argmin") or {}).get("n")
-        )
-    ]
-    for s in lucky:
-        a = s["argmin"]
+    for s in report["sweeps"]:
+        a, points = s["argmin"], s["argmin_test_points"]
+        if a is None or points is None:  # (both None together: no evaluation)
+            continue
+        if points >= 30 and s["argmin_degenerate_folds"] != a["n"]:
+            continue
         lines.append(
             f"\nNote ({s['task']} x {s['model']}): the optimum ({a['r']:g}, {a['n']}, {a['s']}) "
             f"is scored on {s['argmin_test_points']} test points with "
@@ -435,14 +521,15 @@ def markdown(report: dict[str, Any]) -> str:
         "|" + "---|" * 11,
     ]
     for s in report["sweeps"]:
-        c = s["paper_claims"]
-        if not c:
+        pc = s["paper_claims"]
+        if not pc:
             continue
         lines.append(
-            f"| {s['task']} | {s['model']} | {c['best_s']} | {c['s_le_8_optimal']} | "
-            f"{c['best_n']} | {c['n_le_24_enough']} | {','.join(f'{r:g}' for r in c['r_values'])} "
-            f"| {_fmt(c['r_range'])} | {_fmt(c['n_range'])} | {_fmt(c['r_negligible'])} | "
-            f"{_fmt(c.get('band_gap_s_is_1'))} |"
+            f"| {s['task']} | {s['model']} | {pc['best_s']} | {pc['s_le_8_optimal']} | "
+            f"{pc['best_n']} | {pc['n_le_24_enough']} | "
+            f"{','.join(f'{r:g}' for r in pc['r_values'])} "
+            f"| {_fmt(pc['r_range'])} | {_fmt(pc['n_range'])} | {_fmt(pc['r_negligible'])} | "
+            f"{_fmt(pc.get('band_gap_s_is_1'))} |"
         )
     tasks = {s["task"] for s in report["sweeps"]}
     missing = [t for t in BUILTIN_TASKS if t not in tasks]
@@ -518,7 +605,14 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(store: Store, out_dir: Path) -> dict[str, Any]:
+def _without_traces(group: SearchGroup) -> SearchGroup:
+    out = group.copy()
+    out.pop("traces", None)
+    out.pop("normalised_traces", None)
+    return out
+
+
+def write_report(store: Store, out_dir: Path) -> ConfigsearchReport:
     out_dir.mkdir(parents=True, exist_ok=True)
     report = collect(store)
     files = []
@@ -526,7 +620,7 @@ def write_report(store: Store, out_dir: Path) -> dict[str, Any]:
         path = out_dir / f"sweep_{sweep['task']}_{sweep['model']}.png"
         _plot_sweep(store, sweep, path)
         files.append(path.name)
-    by_problem: dict[tuple[str, str, str, Any, str], list[dict[str, Any]]] = defaultdict(list)
+    by_problem: dict[tuple[str, str, str, int, str], list[SearchGroup]] = defaultdict(list)
     for g in report["searches"]:
         tag = sha256_json([g["protocol"], g["init"], g["gt"], g["cost_alpha"]])[:6]
         by_problem[(g["task"], g["models"], g["problem"], g["budget"], tag)].append(g)
@@ -536,12 +630,9 @@ def write_report(store: Store, out_dir: Path) -> dict[str, Any]:
         files.append(path.name)
     report["files"] = files
     atomic_write_bytes(out_dir / "configsearch_report.md", markdown(report).encode("utf-8"))
-    slim = {
+    slim: ConfigsearchReport = {
         **report,
-        "searches": [
-            {k: v for k, v in g.items() if k not in ("traces", "normalised_traces")}
-            for g in report["searches"]
-        ],
+        "searches": [_without_traces(g) for g in report["searches"]],
     }
     atomic_write_bytes(
         out_dir / "configsearch_report.json",

@@ -11,18 +11,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple, Protocol, TypedDict, cast
+from typing import NamedTuple, NotRequired, Protocol, TypedDict, cast
 
 import numpy as np
 
 from labreplay.errors import SpecError, StoreError
 from labreplay.sdk import sha256_json
 from labreplay.sdk.engine import EnvironmentSpec, Store
-from labreplay.sdk.events import JsonObject
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.configsearch.cache import CacheStats
 from labreplay.suites.configsearch.events import EvaluationPayload
 from labreplay.suites.configsearch.models import PropertyModel, build_model
-from labreplay.suites.configsearch.optimizers import surrogate_identity
+from labreplay.suites.configsearch.optimizers import SurrogateIdentity, surrogate_identity
 from labreplay.suites.configsearch.options import COST_ALPHA
 from labreplay.suites.configsearch.pipeline import Evaluation, Evaluator, PipelineSettings
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace, paper_space
@@ -41,6 +41,19 @@ class RunProtocol(TypedDict):
     s_max: int
     space: str
     space_size: int
+
+
+class SearchParams(TypedDict):
+    """`ConfigSearch.search_params`: a search's own parameters (`run_params` adds the rest)."""
+
+    budget: int
+    init: int
+    gt: str | None  # problem closest only
+    cost_alpha: float | None  # BO only
+    initial_design: str
+    min_test_points: int
+    surrogate: SurrogateIdentity | None  # BO only
+    optimizer: NotRequired[JsonObject]  # a user optimiser's name, params and isolation
 
 
 class Advances(Protocol):
@@ -201,7 +214,7 @@ class ConfigSearch:
     def _maes(cls, events: Sequence[Mapping[str, object]]) -> dict[tuple[str, Config], float]:
         return {k: float(p["mae"]) for k, p in cls._payloads(events).items()}
 
-    def _sweep_of(self, params: Mapping[str, object], model: str) -> bool:
+    def _sweep_of(self, params: Mapping[str, JsonValue], model: str) -> bool:
         """A stored sweep is this model's truth only with today's settings (a sweep recorded
         before settings were stored, or with others, is not)."""
         model_params = params.get("model_params", {})
@@ -251,10 +264,10 @@ class ConfigSearch:
         gt: str,
         cost_alpha: float = COST_ALPHA,
         optimizer: JsonObject | None = None,
-    ) -> dict[str, object]:
+    ) -> SearchParams:
         """A search's own parameters (`run_params` adds the campaign's). `optimizer`: a user
         optimiser's name, params and isolation (`method` is then its name)."""
-        params: dict[str, object] = {
+        params: SearchParams = {
             "budget": budget,
             "init": init,
             "gt": gt if problem == "closest" else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -16,6 +17,15 @@ PAPER_N = (4, 6, 8, 10, 12, 24, 48, 60)
 PAPER_S = tuple(range(1, 11))
 PAPER_SIZE = 858
 REFERENCE_CONFIG = (0.0, 48, 10)  # Omee et al.'s protocol, the paper's ground truth
+
+
+class SpaceDoc(TypedDict):
+    """A sweep's configuration space as its spec holds it (`ConfigSpace.to_json`)."""
+
+    r: list[float]
+    n: list[int]
+    s: list[int]
+    s_cap: list[list[int]]
 
 
 @dataclass(frozen=True, order=True)
@@ -49,7 +59,7 @@ class ConfigSpace:
             if s <= caps.get(n, s)
         ]
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> SpaceDoc:
         return {
             "r": list(self.r_values),
             "n": list(self.n_values),

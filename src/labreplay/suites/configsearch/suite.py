@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from labreplay.errors import SpecError
 from labreplay.sdk.engine import ReportSection
@@ -15,7 +15,10 @@ if TYPE_CHECKING:
 
     from labreplay.sdk.agents import Optimizer, ResolvedAgent
     from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, RunInfo, Store
+    from labreplay.suites.configsearch.events import ConfigsearchEvent
+    from labreplay.suites.configsearch.pipeline import PipelineSettings
     from labreplay.suites.configsearch.runner import ConfigSearch
+    from labreplay.suites.configsearch.space import ConfigSpace
 
 
 def config_point(payload: Mapping[str, object]) -> tuple[float, float, float, float] | None:
@@ -179,7 +182,7 @@ class ConfigsearchSuite:
         self,
         spec: EnvironmentSpec,
         events: Sequence[Mapping[str, object]],
-        run: object,
+        run: RunInfo,
         store: Store | None = None,
     ) -> dict[str, float | None]:
         """The scores of an exhaustive sweep, recomputed from its evaluation events (`store
@@ -187,7 +190,7 @@ class ConfigsearchSuite:
         other runs, so a search gives none here."""
         from labreplay.suites.configsearch.episodes import SWEEP_BRANCH, sweep_scores
 
-        if getattr(run, "branch", None) != SWEEP_BRANCH:
+        if run.branch != SWEEP_BRANCH:
             return {}
         return sweep_scores(events)["scores"]
 
@@ -218,7 +221,8 @@ class ConfigsearchSuite:
         **options: Any,
     ) -> list[str]:
         """`make_agent()` names a search method or builds an optimiser; options as for `run`
-        (a small space keeps it cheap). Checks: within budget, only feasible configurations, deterministic."""
+        (a small space keeps it cheap). Checks: within budget, only valid suggestions of feasible
+        configurations, deterministic."""
         campaign = self._campaign(options.get("data_dir"), None, {**options, "task": spec.spec_id})
         if campaign.spec_hash != spec.spec_hash:
             return [f"spec {spec.spec_hash[:16]}... does not match these options/data"]
@@ -228,7 +232,7 @@ class ConfigsearchSuite:
         budget = int(options.get("budget", 6))
         models = list(options.get("models", ["rf-scm"]))
 
-        def once() -> list[dict[str, Any]]:
+        def once() -> list[ConfigsearchEvent]:
             made = make_agent()  # a method name or an Optimizer
             agent = (
                 method_agent(made)
@@ -245,6 +249,9 @@ class ConfigsearchSuite:
         feasible = {(c.r, c.n, c.s) for c in campaign.feasible}
         for e in steps:
             c = e["payload"]["config"]
+            if c is None:  # an invalid suggestion: nothing evaluated, its error says why
+                problems.append(f"validity: step {e['payload']['step']}: {e['payload']['error']}")
+                break
             if (float(c["r"]), int(c["n"]), int(c["s"])) not in feasible:
                 problems.append(f"feasibility: step {e['payload']['step']} chose {c}")
                 break
@@ -253,7 +260,16 @@ class ConfigsearchSuite:
         return problems
 
 
-def spec_problem(spec: EnvironmentSpec) -> dict[str, Any]:
+class SpecProblem(TypedDict):
+    """The campaign options a spec rebuilds (`spec_problem`); `run` drops the ones the caller
+    gives again."""
+
+    task: str
+    settings: NotRequired[PipelineSettings]
+    space: NotRequired[ConfigSpace]
+
+
+def spec_problem(spec: EnvironmentSpec) -> SpecProblem:
     """The task, pipeline settings and configuration space a configsearch spec was compiled
     from, read from the spec itself."""
     from labreplay.suites.configsearch.pipeline import PipelineSettings

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from labreplay.errors import DataError
 from labreplay.sdk import MAX_INPUT_BYTES, path_kind, readable_file, sha256_json
 from labreplay.sdk.engine import Store
-from labreplay.sdk.events import JsonValue
+from labreplay.sdk.events import JsonObject, JsonValue
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
@@ -41,7 +41,7 @@ class _LoggedAgent:
     def params(self) -> dict[str, JsonValue]:
         return dict(self._params)
 
-    def answer(self, question_view: Mapping[str, object]) -> dict[str, object]:
+    def answer(self, question_view: Mapping[str, JsonValue]) -> JsonObject:
         return {"text": self._completions[str(question_view["id"])]}
 
 
@@ -67,7 +67,7 @@ def import_inspect_log(log_path: str | Path, store_path: str | Path) -> dict[str
     if task.endswith("conditions"):
         return _import_conditions(path, log, Path(store_path))
     if task.endswith("campaign"):
-        return _check_campaign(path, log, Path(store_path))
+        return dict(_check_campaign(path, log, Path(store_path)))
     raise DataError(f"task {task!r} is not a labreplay task", file=str(path), field="eval.task")
 
 
@@ -116,7 +116,16 @@ def _import_conditions(path: Path, log: EvalLog, store_path: Path) -> dict[str, 
     return {"suite": "conditions", "log": str(path), "samples": len(chosen), **result}
 
 
-def _check_campaign(path: Path, log: EvalLog, store_path: Path) -> dict[str, object]:
+class CampaignCheck(TypedDict):
+    """A campaign log checked against the store its task recorded into."""
+
+    suite: str
+    log: str
+    runs: int  # the store's campaign runs by the log's model
+    complete: int
+
+
+def _check_campaign(path: Path, log: EvalLog, store_path: Path) -> CampaignCheck:
     args = dict(log.eval.task_args or {})
     named = Path(str(args.get("store", "")))
     if named.resolve() != store_path.resolve():
