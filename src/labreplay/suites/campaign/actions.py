@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
@@ -94,10 +95,10 @@ PHASE_ACTIONS: dict[str, tuple[str, ...]] = {
     "done": (),
 }
 
-_PROB = {"type": "number", "minimum": 0, "maximum": 1}
+_PROB: JsonObject = {"type": "number", "minimum": 0, "maximum": 1}
 
 
-def forecast_properties(categories: Sequence[str] = CATEGORIES) -> dict[str, object]:
+def forecast_properties(categories: Sequence[str] = CATEGORIES) -> JsonObject:
     return {
         "p_valid": {**_PROB, "description": "P(physically valid and characterizable)"},
         "categories": {
@@ -118,13 +119,15 @@ def action_schema(
     review_possible: bool = True,
     categories: Sequence[str] = CATEGORIES,
     claims: Sequence[str] = CLAIMS,
-) -> dict[str, object]:
+) -> JsonObject:
     """The actions that can succeed now: the phase's actions, minus a selection without
     candidates, an inspection without an affordable, not yet exhausted kind (`kinds`), and a
     review when none is possible (`review_possible`: budget left, open experiment not reviewed)."""
-    ids = {"type": "string", "enum": list(candidate_ids)} if candidate_ids else {"type": "string"}
-    open_ref = {"type": "string", "enum": [open_id]} if open_id else {"type": "string"}
-    variants: dict[str, dict[str, object]] = {
+    ids: JsonObject = (
+        {"type": "string", "enum": list(candidate_ids)} if candidate_ids else {"type": "string"}
+    )
+    open_ref: JsonObject = {"type": "string", "enum": [open_id]} if open_id else {"type": "string"}
+    variants: dict[str, JsonObject] = {
         "select_experiment": {"experiment_id": ids},
         "submit_forecast": {"experiment_id": open_ref, **forecast_properties(categories)},
         "inspect_evidence": {
@@ -148,7 +151,7 @@ def action_schema(
         },
         "stop": {},
     }
-    one_of = []
+    one_of: list[JsonValue] = []
     for name in PHASE_ACTIONS[phase]:
         if (
             (name == "inspect_evidence" and not kinds)
@@ -156,7 +159,7 @@ def action_schema(
             or (name == "select_experiment" and not candidate_ids)
         ):
             continue
-        props = {"type": {"type": "string", "const": name}, **variants[name]}
+        props: JsonObject = {"type": {"type": "string", "const": name}, **variants[name]}
         one_of.append(
             {
                 "type": "object",

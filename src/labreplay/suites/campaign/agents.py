@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from labreplay.sdk import make_rng
+from labreplay.sdk.events import JsonObject
 from labreplay.suites.campaign.actions import schema_claims, schema_variants_of
 from labreplay.suites.campaign.bayes_rules import (
     LEARN_WEIGHT,
@@ -76,7 +77,7 @@ class _Base:
     def __init__(self) -> None:
         self.rng: np.random.Generator = make_rng(0, self.name)
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return {}
 
     def reset(self, seed: int) -> None:
@@ -156,7 +157,7 @@ class BayesAgent(_Base):
         self.evidence_per_experiment = evidence_per_experiment
         self.use_evidence = use_evidence
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return {
             "evidence_per_experiment": self.evidence_per_experiment,
             "use_evidence": self.use_evidence,
@@ -381,7 +382,7 @@ class OracleAgent(BayesAgent):
         super().__init__()
         self.evaluator = evaluator
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return {
             "reference": True,  # labelled, reads outcomes; not an upper bound (issue 37)
             "told": "every candidate's recorded outcome",

@@ -39,6 +39,7 @@ from labreplay.sdk.agents import (
     model_of,
     sandbox_of,
 )
+from labreplay.sdk.events import JsonObject
 from labreplay.suites.campaign.events import CategoryForecast, campaign_events
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import REVIEW_KIND
@@ -179,7 +180,7 @@ class ControlWrapper:
         self.departures: list[dict[str, object]] = []
         self.rejected = 0
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return self.inner.params()
 
     @property

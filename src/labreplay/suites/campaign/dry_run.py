@@ -41,6 +41,7 @@ from labreplay.sdk.agents import (
     token_rule,
 )
 from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.testing import FINISHING, instance
 from labreplay.suites.campaign.caps import policy_turn_caps
 from labreplay.suites.campaign.json_values import json_object
@@ -141,14 +142,16 @@ class Tally:
 class DryRunAgent:
     """Renders what the LLM agent would send and answers with a valid stand-in reply."""
 
-    def __init__(self, name: str, params: Mapping[str, object], tallies: dict[str, Tally]) -> None:
+    def __init__(
+        self, name: str, params: Mapping[str, JsonValue], tallies: dict[str, Tally]
+    ) -> None:
         from labreplay.suites.campaign.llm_prompts import StateLayout
 
         self.name, self._params, self._tallies = name, dict(params), tallies
         self.tally = Tally()  # until the runner says which branch this agent plays
         self._layout = StateLayout()
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return dict(self._params)
 
     def begin_episode(self, spec_id: str, spec_hash: str, branch: str, seed: int) -> None:
@@ -183,7 +186,7 @@ class DryRunAgent:
 def dry_run_assignment(
     spec: EnvironmentSpec,
     agent_name: str,
-    params: Mapping[str, object],
+    params: Mapping[str, JsonValue],
     seed: int,
     controls: tuple[str, ...],
 ) -> AssignmentDryRun:
@@ -219,7 +222,7 @@ def dry_run_assignment(
 
 
 def _ceiling(
-    spec: EnvironmentSpec, params: Mapping[str, object], tallies: Sequence[Tally]
+    spec: EnvironmentSpec, params: Mapping[str, JsonValue], tallies: Sequence[Tally]
 ) -> SpendCeiling:
     """The spend of an agent that spends everything, summed over the branches played."""
     body = spec_body(spec.body)
@@ -242,7 +245,7 @@ def _ceiling(
 def dry_run(
     specs: Sequence[EnvironmentSpec],
     agent_name: str,
-    params: Mapping[str, object],
+    params: Mapping[str, JsonValue],
     seed: int,
     controls: tuple[str, ...],
 ) -> DryRunEstimate:

@@ -21,6 +21,7 @@ from labreplay.errors import SpecError
 from labreplay.sdk import HEADER_KIND, MISSING_TAG, canonical_json, sha256_json
 from labreplay.sdk.agents import Observation, Snapshot
 from labreplay.sdk.engine import EnvironmentSpec, Trajectory
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.actions import (
     PHASE_ACTIONS,
@@ -477,12 +478,12 @@ class CampaignEnv:
 
 def panel_schema(
     query_ids: list[str] | None = None, categories: Sequence[str] = CATEGORIES
-) -> dict[str, object]:
+) -> JsonObject:
     """The JSON Schema of a panel forecast; with `query_ids`, only those experiments."""
-    experiment: dict[str, object] = {"type": "string"}
+    experiment: JsonObject = {"type": "string"}
     if query_ids is not None:
-        experiment["enum"] = query_ids
-    item = {
+        experiment["enum"] = list[JsonValue](query_ids)
+    item: JsonObject = {
         "type": "object",
         "properties": {"experiment_id": experiment, **forecast_properties(categories)},
         "required": ["experiment_id", "p_valid", "categories"],

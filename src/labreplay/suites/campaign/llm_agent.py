@@ -29,6 +29,7 @@ from labreplay.sdk.agents import (
     client_options,
     parse_agent_spec,
 )
+from labreplay.sdk.events import JsonObject
 from labreplay.suites.campaign.llm_panel import panel_wire
 from labreplay.suites.campaign.llm_prompts import (
     PROMPT_VERSION,
@@ -50,7 +51,7 @@ class LLMCampaignAgent:
         self._log = CallLog()
         self._layout = StateLayout()
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return {**self.client.params(), "prompt_version": PROMPT_VERSION}
 
     def bind_store(self, store: ResponseCache | None) -> None:
@@ -87,7 +88,7 @@ class LLMCampaignAgent:
             error = reply.error or "no reply"
             kept = wire.salvage(reply.text) if wire is not None else None
             return {"forecasts": [], "error": error} if kept is None else {**kept, "error": error}
-        return reply.value if wire is None else wire.decode(reply.value)
+        return reply.value if wire is None else dict(wire.decode(reply.value))
 
     def drain_calls(self) -> list[CallRecord]:
         return self._log.drain()

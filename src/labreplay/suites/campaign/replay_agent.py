@@ -29,7 +29,7 @@ class ReplayAgent:
         ]
         self.reset(0)
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return {"source_run": self.source_run}
 
     def reset(self, seed: int) -> None:
