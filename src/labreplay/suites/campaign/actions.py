@@ -14,6 +14,7 @@ from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
+from labreplay.suites.campaign.views import SpecBody
 
 
 class CampaignAction(TypedDict, total=False):
@@ -38,7 +39,7 @@ CLAIMS: tuple[str, ...] = (
 )
 
 
-def claim_names(body: Mapping[str, object]) -> tuple[str, ...]:
+def claim_names(body: SpecBody) -> tuple[str, ...]:
     """The claims a spec asks for at closure: its declared `claims` (a record card's), else
     the four SDL-1 claims of the built-in solid-state records."""
     declared = body.get("claims")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -43,9 +44,21 @@ from labreplay.sdk.events import JsonObject
 from labreplay.suites.campaign.events import CategoryForecast, campaign_events
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import REVIEW_KIND
-from labreplay.suites.campaign.views import VisibleState, visible_state
+from labreplay.suites.campaign.views import EvaluatorRecord, VisibleState, visible_state
 
 Op = tuple[str, str | None]  # ("inspect", kind) | ("review", None) | ("forecast", None)
+
+
+class Departure(TypedDict):
+    """Where a matched control could not follow its adaptive schedule (declared, recorded as a
+    `control` event): at slot `slot`, exactly one of the cases below."""
+
+    slot: int
+    substituted: NotRequired[str]  # a neutral action of this type, after rejections
+    after_rejections: NotRequired[int]
+    skipped: NotRequired[str]  # an inspection the chosen experiment cannot take
+    experiment: NotRequired[str]
+    no_candidate_supports: NotRequired[list[list[str | None]]]  # the slot's operations
 
 
 @dataclass
@@ -108,7 +121,7 @@ def _capacity(items: object) -> tuple[int, int]:
     return (n, n) if n else (1, 0)
 
 
-def supports(private: Mapping[str, object], slot: Slot) -> bool:
+def supports(private: EvaluatorRecord, slot: Slot) -> bool:
     """Can this experiment take the slot's evidence schedule, with a recorded item wherever the
     adaptive branch got one?"""
     needed: dict[str, int] = {}
@@ -177,7 +190,7 @@ class ControlWrapper:
         self.inner = inner
         self.name = inner.name
         self.slots = slots
-        self.departures: list[dict[str, object]] = []
+        self.departures: list[Departure] = []
         self.rejected = 0
 
     def params(self) -> JsonObject:
@@ -211,7 +224,7 @@ class ControlWrapper:
         after `store remove` (or resumed) re-asks no call that was answered."""
         bind_response_cache(self.inner, store)
 
-    def drain_departures(self) -> list[dict[str, object]]:
+    def drain_departures(self) -> list[Departure]:
         out, self.departures = self.departures, []
         return out
 
@@ -272,7 +285,7 @@ class ScheduleMatchedRandom(ControlWrapper):
         inner: Agent,
         slots: list[Slot],
         stopped: bool,
-        evaluator: Mapping[str, Mapping[str, object]],
+        evaluator: Mapping[str, EvaluatorRecord],
         seed: int,
         replicate: int = 1,
         assignment: str = "",

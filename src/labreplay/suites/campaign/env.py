@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from labreplay.errors import SpecError
 from labreplay.sdk import HEADER_KIND, MISSING_TAG, canonical_json, sha256_json
@@ -34,6 +34,10 @@ from labreplay.suites.campaign.actions import (
 )
 from labreplay.suites.campaign.events import CategoryForecast, CheckpointPayload
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS, REVIEW_KIND
+from labreplay.suites.campaign.views import spec_body
+
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.controls import Departure
 
 RULES = (
     "One experiment is open at a time. select_experiment opens a candidate and reveals nothing. "
@@ -70,7 +74,7 @@ class CampaignEnv:
         # The spec's categories and evidence kinds (the built-in ones in their declared order;
         # a record card's table declares its own).
         self.categories: tuple[str, ...] = tuple(body.get("categories", CATEGORIES))
-        self.claims: tuple[str, ...] = claim_names(body)
+        self.claims: tuple[str, ...] = claim_names(spec_body(body))
         self.kinds: tuple[str, ...] = (
             *(k for k in EVIDENCE_KINDS if k in self.prices),
             *(k for k in self.prices if k not in EVIDENCE_KINDS),
@@ -458,7 +462,7 @@ class CampaignEnv:
         self.stopped = True
         self.phase = "done"
 
-    def record_departure(self, departure: Mapping[str, object]) -> None:
+    def record_departure(self, departure: Departure) -> None:
         """A matched control that could not follow its adaptive schedule here (declared)."""
         self.trajectory.append("control", {"departure": dict(departure)})
 

@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from labreplay.errors import DataError, LabreplayError
 from labreplay.sdk import atomic_write_text, canonical_json, sha256_file, sha256_json
 from labreplay.sdk.data import ENV_CACHE_DIR
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.json_values import json_list, json_object
 
 # Bump when the content of any summary changes, so stale cache files are never reused.
@@ -151,9 +152,21 @@ def xrd_summary_line(content: XrdSummary) -> str:
 # --------------------------------------------------------------------------- thermal
 
 
+class ThermalSummary(TypedDict):
+    point_count: int
+    duration_min: float | None
+    max_temperature_c: float | None
+    reference_temperature_c: float | None
+    reference: str  # "recorded setpoint" or "max logged temperature"
+    time_above_reference_minus_50c_min: float | None
+    ramp_rate_c_per_min: float | None
+    dwell_within_10c_of_max_min: float | None
+    profile_min_c: list[list[float | None]]  # <= 40 (minutes, celsius) points
+
+
 def summarise_thermal(
     minutes: NDArray[np.float64], celsius: NDArray[np.float64], setpoint_c: float | None
-) -> dict[str, object]:
+) -> ThermalSummary:
     """Max temperature, time above (setpoint - 50 C), ramp rate, dwell, <= 40-point profile.
 
     The reference for "time above" is the recorded setpoint; without one it is the maximum
@@ -192,7 +205,7 @@ def summarise_thermal(
     }
 
 
-def thermal_summary_line(content: Mapping[str, object]) -> str:
+def thermal_summary_line(content: ThermalSummary) -> str:
     return (
         f"Furnace log: max {content['max_temperature_c']} C, "
         f"{content['time_above_reference_minus_50c_min']} min above "
@@ -291,7 +304,7 @@ class EvidenceCache:
         data = payload.get("data")
         return data if isinstance(data, dict) else None
 
-    def store(self, data: Mapping[str, object]) -> None:
+    def store(self, data: Mapping[str, JsonValue]) -> None:
         """Atomic write; a read-only or full cache directory only costs the speed-up."""
         text = canonical_json({"fingerprint": self.fingerprint, "data": data})
         try:
