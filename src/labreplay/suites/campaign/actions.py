@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TypedDict
+from typing import TypeAlias, TypedDict
 
 from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.scoring import CATEGORIES
+from labreplay.suites.campaign.events import CategoryForecast
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
 from labreplay.suites.campaign.views import SpecBody
@@ -29,6 +30,24 @@ class CampaignAction(TypedDict, total=False):
     expect_change: float
     expected_tier: int
     claims: dict[str, float]
+
+
+# An action as an agent returns it (`act`; `validate_fields` checks it): its type and fields,
+# each a string, a number, a probability per category or claim, or null.
+ActionReply: TypeAlias = dict[str, str | float | dict[str, float] | None]
+
+# One experiment's forecast in a panel reply: its id, probabilities and weights objects of
+# probabilities (the fields the panel schema declares).
+PanelEntry: TypeAlias = dict[str, str | float | dict[str, float]]
+
+# A panel forecast as an agent returns it (`forecast`): {"forecasts": [entry, ...]}, with
+# "error" when it could not forecast (every entry then takes the declared fallback).
+ForecastReply: TypeAlias = dict[str, list[PanelEntry] | str]
+
+
+def forecast_fields(forecast: CategoryForecast) -> PanelEntry:
+    """`forecast`'s fields as a panel entry or a `submit_forecast` action holds them."""
+    return {"p_valid": forecast["p_valid"], "categories": forecast["categories"]}
 
 
 CLAIMS: tuple[str, ...] = (
@@ -55,23 +74,23 @@ def _field(obj: object, name: str) -> object:
     return obj[name]
 
 
-def schema_variants(action_schema_: Mapping[str, object]) -> dict[str, Mapping[str, object]]:
+def schema_variants(action_schema_: JsonValue) -> dict[str, Mapping[str, object]]:
     """The properties of each action type an action schema offers, by type, in its order."""
     out: dict[str, Mapping[str, object]] = {}
-    for variant in json_list(json_object(action_schema_)["oneOf"], "oneOf"):
+    for variant in json_list(json_object(action_schema_, "action_schema")["oneOf"], "oneOf"):
         props = json_object(json_object(variant)["properties"], "properties")
         out[str(json_object(props["type"])["const"])] = props
     return out
 
 
-def schema_variants_of(observation: Mapping[str, object]) -> dict[str, Mapping[str, object]]:
+def schema_variants_of(observation: Mapping[str, JsonValue]) -> dict[str, Mapping[str, object]]:
     """`schema_variants` of an observation's `action_schema`."""
-    return schema_variants(json_object(observation["action_schema"], "action_schema"))
+    return schema_variants(observation["action_schema"])
 
 
-def schema_claims(action_schema_: Mapping[str, object]) -> tuple[str, ...]:
+def schema_claims(action_schema_: JsonValue) -> tuple[str, ...]:
     """The claim names an observation's action schema asks for (agents read them there)."""
-    variants = action_schema_.get("oneOf", [])
+    variants = json_object(action_schema_, "action_schema").get("oneOf", [])
     for variant in variants if isinstance(variants, list) else []:
         props = variant.get("properties", {}) if isinstance(variant, Mapping) else {}
         type_ = props.get("type", {})

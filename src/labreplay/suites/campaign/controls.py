@@ -40,7 +40,8 @@ from labreplay.sdk.agents import (
     model_of,
     sandbox_of,
 )
-from labreplay.sdk.events import JsonObject
+from labreplay.sdk.events import JsonObject, JsonValue
+from labreplay.suites.campaign.actions import ActionReply, ForecastReply, schema_claims
 from labreplay.suites.campaign.events import CategoryForecast, campaign_events
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import REVIEW_KIND
@@ -143,7 +144,7 @@ def _type_of(variant: object) -> object:
     return json_object(json_object(json_object(variant)["properties"])["type"])["const"]
 
 
-def _restrict(observation: Mapping[str, object], allowed: Sequence[str]) -> dict[str, object]:
+def _restrict(observation: Mapping[str, JsonValue], allowed: Sequence[str]) -> dict[str, object]:
     variants = [
         v
         for v in json_list(json_object(observation["action_schema"])["oneOf"])
@@ -155,10 +156,9 @@ def _restrict(observation: Mapping[str, object], allowed: Sequence[str]) -> dict
 SUBSTITUTE_AFTER = 3  # below the harness's stop after 8 invalid actions in a row
 
 
-def _neutral(observation: Mapping[str, object], kind: str) -> dict[str, object]:
+def _neutral(observation: Mapping[str, JsonValue], kind: str) -> ActionReply:
     """A neutral action of `kind` for the open experiment: its last accepted forecast (else
     uniform), claims and review expectations at 0.5."""
-    from labreplay.suites.campaign.actions import schema_claims
     from labreplay.suites.campaign.env import uniform
 
     state = visible_state(observation)
@@ -175,11 +175,11 @@ def _neutral(observation: Mapping[str, object], kind: str) -> dict[str, object]:
         }
     if kind == "request_review":
         return {"type": kind, "experiment_id": eid, "expect_change": 0.5, "expected_tier": 2}
-    claims = schema_claims(json_object(observation["action_schema"]))
+    claims = schema_claims(observation["action_schema"])
     return {"type": kind, "experiment_id": eid, "claims": dict.fromkeys(claims, 0.5)}
 
 
-def _invalid(action: object, why: str) -> dict[str, object]:
+def _invalid(action: object, why: str) -> ActionReply:
     return {"type": "invalid", "raw": str(action)[:2000], "error": why}
 
 
@@ -228,10 +228,10 @@ class ControlWrapper:
         out, self.departures = self.departures, []
         return out
 
-    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
+    def forecast(self, snapshot: Mapping[str, JsonValue]) -> ForecastReply:
         return self.inner.forecast(snapshot)
 
-    def _ask(self, observation: Mapping[str, object], allowed: list[str]) -> dict[str, object]:
+    def _ask(self, observation: Mapping[str, JsonValue], allowed: list[str]) -> ActionReply:
         """The inner agent fills the one action the schedule needs here. After
         `SUBSTITUTE_AFTER` rejections in a row the wrapper submits a neutral action itself and
         records the departure, so the control still follows its schedule (the harness would
@@ -302,7 +302,7 @@ class ScheduleMatchedRandom(ControlWrapper):
         self.rng = random_stream(self.seed, self.assignment, self.replicate)
         self.taken: dict[str, int] = {}
 
-    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
+    def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         phase = observation["phase"]
         state = visible_state(observation)
         if phase == "select":
@@ -333,7 +333,7 @@ class ScheduleMatchedRandom(ControlWrapper):
             return {"type": "stop"}  # the adaptive branch stopped with this experiment open
         return self._ask(observation, ["close_experiment"])
 
-    def _select(self, state: VisibleState) -> dict[str, object]:
+    def _select(self, state: VisibleState) -> ActionReply:
         if self.slot_index + 1 >= len(self.slots):
             return {"type": "stop"}
         self.slot_index += 1
@@ -357,7 +357,7 @@ class CallMatchedNoEvidence(ControlWrapper):
         self._start(seed)
         self.forecasts_left = 0
 
-    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
+    def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         phase = observation["phase"]
         if phase == "select":
             if self.slot_index + 1 >= len(self.slots):

@@ -43,6 +43,7 @@ from labreplay.sdk.agents import (
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.testing import FINISHING, instance
+from labreplay.suites.campaign.actions import ActionReply, ForecastReply
 from labreplay.suites.campaign.caps import policy_turn_caps
 from labreplay.suites.campaign.json_values import json_object
 from labreplay.suites.campaign.runner import run_assignment_branches
@@ -120,7 +121,7 @@ class Tally:
     last_prompt: str = ""
 
     def add(
-        self, messages: Sequence[Mapping[str, str]], reply: object, schema: Mapping[str, object]
+        self, messages: Sequence[Mapping[str, str]], reply: JsonValue, schema: Mapping[str, object]
     ) -> None:
         chars = sum(len(m["content"]) for m in messages)
         tokens = chat_tokens(messages)
@@ -161,7 +162,7 @@ class DryRunAgent:
     def reset(self, seed: int) -> None:
         self._layout.reset()
 
-    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
+    def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         from labreplay.suites.campaign.llm_prompts import campaign_messages
 
         schema = json_object(observation.get("action_schema", {}), "action_schema")
@@ -170,7 +171,7 @@ class DryRunAgent:
         self.tally.policy_calls += 1
         return dict(reply)
 
-    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
+    def forecast(self, snapshot: Mapping[str, JsonValue]) -> ForecastReply:
         from labreplay.suites.campaign.llm_panel import panel_wire
         from labreplay.suites.campaign.llm_prompts import checkpoint_messages
 

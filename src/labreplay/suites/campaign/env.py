@@ -220,7 +220,7 @@ class CampaignEnv:
         }
 
     # ------------------------------------------------------------------ stepping
-    def step(self, action: object) -> StepResult:
+    def step(self, action: JsonValue) -> StepResult:
         if self.checkpoint_due:
             raise RuntimeError("harness error: evaluator checkpoint pending before next action")
         if self.done:
@@ -230,10 +230,10 @@ class CampaignEnv:
             return self._reject(
                 action, f"action must be a JSON object, got {type(action).__name__}"
             )
-        if action.get("type") == "invalid" and isinstance(action.get("error"), str):
+        if action.get("type") == "invalid" and isinstance(error := action.get("error"), str):
             # the agent's own failure (act raised, a non-JSON or unparseable reply): its
             # one-line message is the reason the action was rejected
-            return self._reject(action, action["error"] or "invalid action")
+            return self._reject(action, error or "invalid action")
         err = validate_fields(action, self.kinds, self.categories, self.claims)
         if err is not None:
             return self._reject(action, err)

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, TypedDict
 from labreplay.errors import LabreplayError
 from labreplay.sdk.agents import Snapshot
 from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.events import CategoryForecast
 
 ENV_ID = "labreplay/Campaign-v0"
@@ -116,7 +117,7 @@ def _env_class() -> type:
             if self._ended:
                 raise LabreplayError("step() after the campaign ended; call reset()")
             try:
-                parsed: object = json.loads(action)
+                parsed: JsonValue = json.loads(action)
             except (TypeError, ValueError) as exc:
                 parsed = {"type": "invalid", "raw": str(action)[:2000], "error": f"not JSON: {exc}"}
             if self._pending is not None:
@@ -157,7 +158,7 @@ def _env_class() -> type:
                 return _text(self._pending)
             return _text(self.runtime.observation())
 
-        def _checkpoint(self, response: object) -> float:
+        def _checkpoint(self, response: JsonValue) -> float:
             assert self._pending is not None
             t = len(self.runtime.closed_order)
             payload = self.runtime.submit_checkpoint(

@@ -29,7 +29,8 @@ from labreplay.sdk.agents import (
     client_options,
     parse_agent_spec,
 )
-from labreplay.sdk.events import JsonObject
+from labreplay.sdk.events import JsonObject, JsonValue
+from labreplay.suites.campaign.actions import ActionReply, ForecastReply
 from labreplay.suites.campaign.llm_panel import panel_wire
 from labreplay.suites.campaign.llm_prompts import (
     PROMPT_VERSION,
@@ -63,7 +64,7 @@ class LLMCampaignAgent:
         self._layout.reset()
         self.client.reseed(seed)
 
-    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
+    def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         schema = observation.get("action_schema")
         if not isinstance(schema, Mapping):
             return {"type": "invalid", "raw": "", "error": "observation has no action_schema"}
@@ -75,7 +76,7 @@ class LLMCampaignAgent:
             return reply.value
         return {"type": "invalid", "raw": reply.text or "", "error": reply.error or "no reply"}
 
-    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
+    def forecast(self, snapshot: Mapping[str, JsonValue]) -> ForecastReply:
         schema = snapshot.get("response_schema")
         if not isinstance(schema, Mapping):
             return {"forecasts": [], "error": "snapshot has no response_schema"}
@@ -88,7 +89,7 @@ class LLMCampaignAgent:
             error = reply.error or "no reply"
             kept = wire.salvage(reply.text) if wire is not None else None
             return {"forecasts": [], "error": error} if kept is None else {**kept, "error": error}
-        return reply.value if wire is None else dict(wire.decode(reply.value))
+        return reply.value if wire is None else wire.decode(reply.value)
 
     def drain_calls(self) -> list[CallRecord]:
         return self._log.drain()

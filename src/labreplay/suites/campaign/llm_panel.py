@@ -21,23 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NotRequired, TypeAlias, TypedDict, TypeGuard
+from typing import TypeGuard
 
 from labreplay.sdk import canonical_json
 from labreplay.sdk.agents import extract_json_object
-from labreplay.sdk.events import JsonObject
+from labreplay.sdk.events import JsonObject, JsonValue
+from labreplay.suites.campaign.actions import ForecastReply, PanelEntry
 from labreplay.suites.campaign.json_values import json_list, json_object
-
-# One experiment's forecast in the environment's format: its id, probabilities and weights
-# objects of probabilities (the fields the panel schema declares).
-PanelEntry: TypeAlias = dict[str, str | float | dict[str, float]]
-
-
-class PanelReply(TypedDict):
-    """A panel forecast as the environment reads it (`CampaignEnv.submit_checkpoint`)."""
-
-    forecasts: list[PanelEntry]
-    error: NotRequired[str]  # why the model's reply held no rows
 
 
 @dataclass(frozen=True)
@@ -68,7 +58,7 @@ class PanelWire:
             + ". Valid under this JSON Schema:"
         )
 
-    def decode(self, value: object) -> PanelReply:
+    def decode(self, value: JsonValue) -> ForecastReply:
         """The environment's forecast object for the model's rows (see module docstring)."""
         rows = value.get("forecasts") if isinstance(value, Mapping) else None
         if not isinstance(rows, list):
@@ -80,7 +70,7 @@ class PanelWire:
                 out.append(entry)
         return {"forecasts": out}
 
-    def salvage(self, text: str | None) -> PanelReply | None:
+    def salvage(self, text: str | None) -> ForecastReply | None:
         """The valid rows of a reply that broke the schema (e.g. one number above 1): each bad
         row takes the runtime's fallback, as a bad entry in the environment's format does,
         instead of the whole panel. None when the text holds no forecast rows at all."""
@@ -88,7 +78,7 @@ class PanelWire:
         decoded = self.decode(value) if value is not None else None
         return decoded if decoded and decoded["forecasts"] else None
 
-    def _entry(self, eid: str, row: object) -> PanelEntry | None:
+    def _entry(self, eid: str, row: JsonValue) -> PanelEntry | None:
         if not isinstance(row, list) or len(row) != len(self.columns):
             return None
         numbers = [x for x in row if isinstance(x, int | float) and not isinstance(x, bool)]
