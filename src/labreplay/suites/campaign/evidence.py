@@ -27,7 +27,6 @@ from numpy.typing import NDArray
 from labreplay.errors import DataError, LabreplayError
 from labreplay.sdk import atomic_write_text, canonical_json, sha256_file, sha256_json
 from labreplay.sdk.data import ENV_CACHE_DIR
-from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.json_values import json_list, json_object
 
 # Bump when the content of any summary changes, so stale cache files are never reused.
@@ -304,7 +303,7 @@ class EvidenceCache:
         data = payload.get("data")
         return data if isinstance(data, dict) else None
 
-    def store(self, data: Mapping[str, JsonValue]) -> None:
+    def store(self, data: Mapping[str, object]) -> None:
         """Atomic write; a read-only or full cache directory only costs the speed-up."""
         text = canonical_json({"fingerprint": self.fingerprint, "data": data})
         try:

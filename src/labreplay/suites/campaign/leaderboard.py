@@ -39,7 +39,7 @@ from labreplay.suites.campaign.board_rows import (
     system_row,
 )
 from labreplay.suites.campaign.json_values import json_number
-from labreplay.suites.campaign.power import power_line, power_pairs
+from labreplay.suites.campaign.power import PowerLine, power_line, power_pairs
 from labreplay.suites.campaign.views import SpecBody, spec_body
 
 BOARDS = ("long", "short")
@@ -87,7 +87,7 @@ class Board(TypedDict):
     incomplete_reasons: dict[str, dict[str, list[str]]]
     pairwise: list[PairwiseRow]
     loao_ranks: dict[str, list[int]]
-    power: dict[str, object]
+    power: PowerLine
     reference_ceiling: float | None
     flags: BoardNotes
     acceleration_target: str
