@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TypedDict
+from typing import TypeAlias, TypedDict
 
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.scoring import CATEGORIES
+from labreplay.suites.campaign.events import CategoryForecast
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
+from labreplay.suites.campaign.views import SpecBody
 
 
 class CampaignAction(TypedDict, total=False):
@@ -29,6 +32,24 @@ class CampaignAction(TypedDict, total=False):
     claims: dict[str, float]
 
 
+# An action as an agent returns it (`act`; `validate_fields` checks it): its type and fields,
+# each a string, a number, a probability per category or claim, or null.
+ActionReply: TypeAlias = dict[str, str | float | dict[str, float] | None]
+
+# One experiment's forecast in a panel reply: its id, probabilities and weights objects of
+# probabilities (the fields the panel schema declares).
+PanelEntry: TypeAlias = dict[str, str | float | dict[str, float]]
+
+# A panel forecast as an agent returns it (`forecast`): {"forecasts": [entry, ...]}, with
+# "error" when it could not forecast (every entry then takes the declared fallback).
+ForecastReply: TypeAlias = dict[str, list[PanelEntry] | str]
+
+
+def forecast_fields(forecast: CategoryForecast) -> PanelEntry:
+    """`forecast`'s fields as a panel entry or a `submit_forecast` action holds them."""
+    return {"p_valid": forecast["p_valid"], "categories": forecast["categories"]}
+
+
 CLAIMS: tuple[str, ...] = (
     "reaction_category",
     "target_presence",
@@ -37,7 +58,7 @@ CLAIMS: tuple[str, ...] = (
 )
 
 
-def claim_names(body: Mapping[str, object]) -> tuple[str, ...]:
+def claim_names(body: SpecBody) -> tuple[str, ...]:
     """The claims a spec asks for at closure: its declared `claims` (a record card's), else
     the four SDL-1 claims of the built-in solid-state records."""
     declared = body.get("claims")
@@ -53,23 +74,23 @@ def _field(obj: object, name: str) -> object:
     return obj[name]
 
 
-def schema_variants(action_schema_: Mapping[str, object]) -> dict[str, Mapping[str, object]]:
+def schema_variants(action_schema_: JsonValue) -> dict[str, Mapping[str, object]]:
     """The properties of each action type an action schema offers, by type, in its order."""
     out: dict[str, Mapping[str, object]] = {}
-    for variant in json_list(json_object(action_schema_)["oneOf"], "oneOf"):
+    for variant in json_list(json_object(action_schema_, "action_schema")["oneOf"], "oneOf"):
         props = json_object(json_object(variant)["properties"], "properties")
         out[str(json_object(props["type"])["const"])] = props
     return out
 
 
-def schema_variants_of(observation: Mapping[str, object]) -> dict[str, Mapping[str, object]]:
+def schema_variants_of(observation: Mapping[str, JsonValue]) -> dict[str, Mapping[str, object]]:
     """`schema_variants` of an observation's `action_schema`."""
-    return schema_variants(json_object(observation["action_schema"], "action_schema"))
+    return schema_variants(observation["action_schema"])
 
 
-def schema_claims(action_schema_: Mapping[str, object]) -> tuple[str, ...]:
+def schema_claims(action_schema_: JsonValue) -> tuple[str, ...]:
     """The claim names an observation's action schema asks for (agents read them there)."""
-    variants = action_schema_.get("oneOf", [])
+    variants = json_object(action_schema_, "action_schema").get("oneOf", [])
     for variant in variants if isinstance(variants, list) else []:
         props = variant.get("properties", {}) if isinstance(variant, Mapping) else {}
         type_ = props.get("type", {})
@@ -94,10 +115,10 @@ PHASE_ACTIONS: dict[str, tuple[str, ...]] = {
     "done": (),
 }
 
-_PROB = {"type": "number", "minimum": 0, "maximum": 1}
+_PROB: JsonObject = {"type": "number", "minimum": 0, "maximum": 1}
 
 
-def forecast_properties(categories: Sequence[str] = CATEGORIES) -> dict[str, object]:
+def forecast_properties(categories: Sequence[str] = CATEGORIES) -> JsonObject:
     return {
         "p_valid": {**_PROB, "description": "P(physically valid and characterizable)"},
         "categories": {
@@ -118,13 +139,15 @@ def action_schema(
     review_possible: bool = True,
     categories: Sequence[str] = CATEGORIES,
     claims: Sequence[str] = CLAIMS,
-) -> dict[str, object]:
+) -> JsonObject:
     """The actions that can succeed now: the phase's actions, minus a selection without
     candidates, an inspection without an affordable, not yet exhausted kind (`kinds`), and a
     review when none is possible (`review_possible`: budget left, open experiment not reviewed)."""
-    ids = {"type": "string", "enum": list(candidate_ids)} if candidate_ids else {"type": "string"}
-    open_ref = {"type": "string", "enum": [open_id]} if open_id else {"type": "string"}
-    variants: dict[str, dict[str, object]] = {
+    ids: JsonObject = (
+        {"type": "string", "enum": list(candidate_ids)} if candidate_ids else {"type": "string"}
+    )
+    open_ref: JsonObject = {"type": "string", "enum": [open_id]} if open_id else {"type": "string"}
+    variants: dict[str, JsonObject] = {
         "select_experiment": {"experiment_id": ids},
         "submit_forecast": {"experiment_id": open_ref, **forecast_properties(categories)},
         "inspect_evidence": {
@@ -148,7 +171,7 @@ def action_schema(
         },
         "stop": {},
     }
-    one_of = []
+    one_of: list[JsonValue] = []
     for name in PHASE_ACTIONS[phase]:
         if (
             (name == "inspect_evidence" and not kinds)
@@ -156,7 +179,7 @@ def action_schema(
             or (name == "select_experiment" and not candidate_ids)
         ):
             continue
-        props = {"type": {"type": "string", "const": name}, **variants[name]}
+        props: JsonObject = {"type": {"type": "string", "const": name}, **variants[name]}
         one_of.append(
             {
                 "type": "object",

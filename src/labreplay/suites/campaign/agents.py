@@ -13,7 +13,14 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from labreplay.sdk import make_rng
-from labreplay.suites.campaign.actions import schema_claims, schema_variants_of
+from labreplay.sdk.events import JsonObject, JsonValue
+from labreplay.suites.campaign.actions import (
+    ActionReply,
+    ForecastReply,
+    forecast_fields,
+    schema_claims,
+    schema_variants_of,
+)
 from labreplay.suites.campaign.bayes_rules import (
     LEARN_WEIGHT,
     PIPELINE_KINDS,
@@ -38,7 +45,7 @@ from labreplay.suites.campaign.views import ExperimentRecord, VisibleState, pane
 ORACLE_NAME = "oracle"
 
 
-def allowed_types(observation: Mapping[str, object]) -> list[str]:
+def allowed_types(observation: Mapping[str, JsonValue]) -> list[str]:
     return list(schema_variants_of(observation))
 
 
@@ -76,20 +83,17 @@ class _Base:
     def __init__(self) -> None:
         self.rng: np.random.Generator = make_rng(0, self.name)
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return {}
 
     def reset(self, seed: int) -> None:
         self.rng = make_rng(seed, "agent", self.name)
 
 
-def _variant(observation: Mapping[str, object], name: str) -> Mapping[str, object]:
-    return schema_variants_of(observation)[name]
-
-
-def _enum(observation: Mapping[str, object], name: str, field: str) -> list[str]:
+def _enum(observation: Mapping[str, JsonValue], name: str, field: str) -> list[str]:
     """The values an action type's field may take (its schema's `enum`)."""
-    return [str(v) for v in json_list(json_object(_variant(observation, name)[field])["enum"])]
+    variant = schema_variants_of(observation)[name]
+    return [str(v) for v in json_list(json_object(variant[field])["enum"])]
 
 
 def _content(item: Mapping[str, object]) -> Mapping[str, object] | None:
@@ -105,7 +109,7 @@ class RandomAgent(_Base):
 
     name = "random"
 
-    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
+    def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         state = visible_state(observation)
         allowed = [a for a in allowed_types(observation) if a != "stop"]
         open_id = state["open_experiment"]
@@ -117,7 +121,7 @@ class RandomAgent(_Base):
             ids = _enum(observation, choice, "experiment_id")
             return {"type": choice, "experiment_id": str(self.rng.choice(ids))}
         if choice == "submit_forecast":
-            return {"type": choice, "experiment_id": open_id, **forecast}
+            return {"type": choice, "experiment_id": open_id, **forecast_fields(forecast)}
         if choice == "inspect_evidence":
             kinds = _enum(observation, choice, "kind")
             return {"type": choice, "experiment_id": open_id, "kind": str(self.rng.choice(kinds))}
@@ -132,15 +136,17 @@ class RandomAgent(_Base):
             "type": "close_experiment",
             "experiment_id": open_id,
             "claims": {
-                c: float(self.rng.random())
-                for c in schema_claims(json_object(observation["action_schema"]))
+                c: float(self.rng.random()) for c in schema_claims(observation["action_schema"])
             },
         }
 
-    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
+    def forecast(self, snapshot: Mapping[str, JsonValue]) -> ForecastReply:
         f = _base_rate_forecast(visible_state(snapshot))
         return {
-            "forecasts": [{"experiment_id": q["experiment_id"], **f} for q in panel_of(snapshot)]
+            "forecasts": [
+                {"experiment_id": q["experiment_id"], **forecast_fields(f)}
+                for q in panel_of(snapshot)
+            ]
         }
 
 
@@ -156,7 +162,7 @@ class BayesAgent(_Base):
         self.evidence_per_experiment = evidence_per_experiment
         self.use_evidence = use_evidence
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return {
             "evidence_per_experiment": self.evidence_per_experiment,
             "use_evidence": self.use_evidence,
@@ -213,7 +219,7 @@ class BayesAgent(_Base):
                 best, best_value = c["experiment_id"], value
         return best
 
-    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
+    def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         state = visible_state(observation)
         allowed = allowed_types(observation)
         eid = state["open_experiment"]
@@ -243,7 +249,7 @@ class BayesAgent(_Base):
             return {
                 "type": "submit_forecast",
                 "experiment_id": eid,
-                **to_forecast(self._local(state, eid)),
+                **forecast_fields(to_forecast(self._local(state, eid))),
             }
         if choice == "request_review":
             local = self._local(state, eid)
@@ -344,13 +350,13 @@ class BayesAgent(_Base):
             "phase_quantification": quant,
         }
 
-    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
+    def forecast(self, snapshot: Mapping[str, JsonValue]) -> ForecastReply:
         model = self._model(visible_state(snapshot))
         return {
             "forecasts": [
                 {
                     "experiment_id": q["experiment_id"],
-                    **to_forecast(model.predict(q["descriptors"])),
+                    **forecast_fields(to_forecast(model.predict(q["descriptors"]))),
                 }
                 for q in panel_of(snapshot)
             ]
@@ -381,7 +387,7 @@ class OracleAgent(BayesAgent):
         super().__init__()
         self.evaluator = evaluator
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return {
             "reference": True,  # labelled, reads outcomes; not an upper bound (issue 37)
             "told": "every candidate's recorded outcome",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.actions import schema_variants_of
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.model import AffinityModel
@@ -21,7 +22,7 @@ PIPELINE_KINDS = frozenset(
 )
 
 
-def offered_kinds(observation: Mapping[str, object]) -> list[str]:
+def offered_kinds(observation: Mapping[str, JsonValue]) -> list[str]:
     props = schema_variants_of(observation).get("inspect_evidence")
     if props is None:
         return []

@@ -9,11 +9,15 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay.suites.campaign.board_notes import BoardNotes, notes_text
 from labreplay.suites.campaign.board_text import skill_note
 from labreplay.suites.campaign.power import power_text
+
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.board_rows import Interval
+    from labreplay.suites.campaign.leaderboard import Board
 
 FORMATS = ("markdown", "latex", "csv")
 HEADERS = (
@@ -34,11 +38,11 @@ def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def _ci(v: Mapping[str, float] | None) -> str:
+def _ci(v: Interval | None) -> str:
     return "-" if v is None else f"{v['mean']:+.3f} [{v['lo']:+.3f}, {v['hi']:+.3f}]"
 
 
-def board_cells(table: Mapping[str, Any]) -> list[list[str]]:
+def board_cells(table: Board) -> list[list[str]]:
     n = len(table["assignments"])
     out = []
     for r in [*table["rows"], *table["references"]]:

@@ -10,10 +10,13 @@ ids repeat when partition seeds are pooled."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import NotRequired, TypedDict
+from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 
-from labreplay.suites.campaign.json_values import json_list, json_number, json_object
+from labreplay.suites.campaign.json_values import json_number
 from labreplay.suites.campaign.views import SpecBody
+
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.board_rows import AssignmentRow, SystemRow
 
 ORACLE = "oracle"
 
@@ -53,26 +56,17 @@ class BoardNotes(TypedDict, total=False):
     outcome_from_evidence: list[OutcomeDeclaration]
 
 
-def label(p: Mapping[str, object]) -> str:
+def label(p: AssignmentRow) -> str:
     """`seed0/long-1` for a per-assignment entry (partition seed + assignment id)."""
     return f"seed{p['partition_seed']}/{p['assignment_id']}"
 
 
-def _per_assignment(row: Mapping[str, object]) -> list[Mapping[str, object]]:
-    return [json_object(p) for p in json_list(row.get("per_assignment", []))]
+def _per(row: SystemRow) -> dict[str, tuple[str, float]]:
+    """A row's adaptive AUC per assignment (spec id), with the assignment's label."""
+    return {p["assignment"]: (label(p), p["adaptive_auc"]) for p in row["per_assignment"]}
 
 
-def _per(row: Mapping[str, object], key: str = "adaptive_auc") -> dict[str, tuple[str, float]]:
-    return {
-        str(p["assignment"]): (label(p), json_number(p[key]))
-        for p in _per_assignment(row)
-        if p.get(key) is not None
-    }
-
-
-def oracle_beaten(
-    rows: Sequence[Mapping[str, object]], references: Sequence[Mapping[str, object]]
-) -> list[OracleBeaten]:
+def oracle_beaten(rows: Sequence[SystemRow], references: Sequence[SystemRow]) -> list[OracleBeaten]:
     """Per ranked system (and the context-trained model), the assignments on which it scores
     above the oracle's AUC (every oracle row: one per parameter variant)."""
     out: list[OracleBeaten] = []
@@ -97,7 +91,7 @@ def oracle_beaten(
 
 
 def below_references(
-    rows: Sequence[Mapping[str, object]], references: Sequence[Mapping[str, object]]
+    rows: Sequence[SystemRow], references: Sequence[SystemRow]
 ) -> list[BelowReference]:
     """Every (ranked system, reference row) where the system's mean AUC is below the
     reference's on the assignments both cover."""
@@ -124,24 +118,25 @@ def below_references(
     return out
 
 
-def reference_ceiling_notes(rows: Sequence[Mapping[str, object]]) -> CeilingNotes:
+def reference_ceiling_notes(rows: Sequence[SystemRow]) -> CeilingNotes:
     """Where a ranked system's held-out gain, or its selection value (the same model told the
     outcomes of the system's own choices), exceeds the reference model's ceiling, and the
     assignments where that ceiling is negative."""
     exceeded: list[dict[str, str]] = []
     negative: dict[str, str] = {}
     for row in rows:
-        for p in _per_assignment(row):
+        for p in row["per_assignment"]:
             ceiling_value = p.get("reference_ceiling")
             if ceiling_value is None:
                 continue
             ceiling = json_number(ceiling_value)
             if ceiling < 0:
                 negative[str(p["assignment"])] = label(p)
-            for key, what in (
+            compared: tuple[tuple[Literal["held_out_gain", "selection_value"], str], ...] = (
                 ("held_out_gain", "held-out gain"),
                 ("selection_value", "selection value"),
-            ):
+            )
+            for key, what in compared:
                 value = p.get(key)
                 if value is not None and json_number(value) > ceiling:
                     exceeded.append(
@@ -167,8 +162,8 @@ def outcome_from_evidence(bodies: Sequence[SpecBody]) -> list[OutcomeDeclaration
 
 
 def board_notes(
-    rows: Sequence[Mapping[str, object]],
-    references: Sequence[Mapping[str, object]],
+    rows: Sequence[SystemRow],
+    references: Sequence[SystemRow],
     bodies: Sequence[SpecBody] = (),
 ) -> BoardNotes:
     """`bodies`: the spec bodies of the board's assignments (for their declarations)."""

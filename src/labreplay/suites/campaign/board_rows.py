@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Literal, NotRequired, TypeAlias, TypedDict
 
 import numpy as np
 
@@ -27,14 +27,129 @@ from labreplay.suites.campaign.ceiling import (
 from labreplay.suites.campaign.json_values import json_number
 from labreplay.suites.campaign.views import SpecBody
 
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.leaderboard import BoardData
+
 REQUIRED = ("adaptive", "random")
 
 
-def entry_problems(branches: Mapping[str, Any]) -> list[str]:
+class BranchEntry(TypedDict):
+    """One stored branch as the boards read it (`leaderboard.collect`)."""
+
+    status: str
+    seed: int
+    run_id: str
+    scores: dict[str, float | None]
+    curve: list[float] | None  # s_0 .. s_T, where the score details hold it
+    movements: dict[str, int] | None
+    closed: list[str]  # experiment ids, in the order closed
+
+
+# A system's runs on one spec: run seed -> branch -> entry.
+SeedRuns: TypeAlias = Mapping[int, Mapping[str, BranchEntry]]
+
+
+class Interval(TypedDict):
+    """A paired bootstrap 95% interval."""
+
+    mean: float
+    lo: float
+    hi: float
+
+
+class AssignmentRow(TypedDict):
+    """One system on one assignment (`pooled_assignment`); a flat reference row fills only
+    the first five keys."""
+
+    assignment: str  # the spec id, which names the partition seed
+    partition_seed: int
+    assignment_id: str
+    adaptive_auc: float
+    skill_over_context: float | None
+    run_seeds: NotRequired[list[int]]
+    held_out_gain: NotRequired[float]
+    random_auc: NotRequired[float | None]
+    random_aucs: NotRequired[list[float]]
+    random_replicates: NotRequired[int]
+    no_evidence_auc: NotRequired[float | None]
+    selection_lift: NotRequired[float | None]
+    selection_lift_se: NotRequired[float | None]
+    selection_lift_sign: NotRequired[str | None]
+    evidence_lift: NotRequired[float | None]
+    selection_value: NotRequired[float | None]
+    reference_ceiling: NotRequired[float]
+    context_model_auc: NotRequired[float]
+    policy_calls: NotRequired[dict[str, float | None]]
+    forecast_calls: NotRequired[dict[str, float | None]]
+    target_met_at_t0: NotRequired[int]
+    acceleration_first: NotRequired[float | None]
+    acceleration_sustained: NotRequired[float | None]
+    acceleration_estimable: NotRequired[dict[str, int]]
+    overclaim_rate: NotRequired[float | None]
+    invalid_actions: NotRequired[float]
+    movements: NotRequired[list[dict[str, int]]]  # pooling only: not in a row's list
+
+
+class SystemRow(TypedDict):
+    """A row of a board (`system_row`), ranked or a reference row; a flat reference
+    (`leaderboard._flat_references`) has only the required keys and `reference`, `covers`."""
+
+    system: str
+    assignments: int
+    adaptive_auc: float | None
+    skill_over_context: Interval | None
+    held_out_gain: float | None
+    selection_value: float | None
+    reference_ceiling: float | None
+    headroom_captured: float | None
+    per_assignment: list[AssignmentRow]
+    run_seeds: NotRequired[list[int]]
+    random_replicates: NotRequired[dict[str, int] | None]  # {"min", "max"} per assignment
+    random_noise_sd: NotRequired[float | None]
+    selection_value_range: NotRequired[list[float] | None]
+    selection_value_nonpositive: NotRequired[int]
+    gain_above_selection_value: NotRequired[int]
+    selection_lift: NotRequired[Interval | None]
+    evidence_lift: NotRequired[Interval | None]
+    evidence_lift_assignments: NotRequired[int]
+    selection_lift_sign: NotRequired[tuple[int, int] | None]
+    selection_lift_signs: NotRequired[dict[str, int | str]]
+    overclaim_rate: NotRequired[float | None]
+    invalid_actions: NotRequired[float]
+    acceleration_first: NotRequired[float | None]
+    acceleration_sustained: NotRequired[float | None]
+    acceleration_estimable: NotRequired[dict[str, int]]
+    target_met_at_t0: NotRequired[int]
+    movements: NotRequired[dict[str, int]]
+    branches: NotRequired[dict[str, dict[str, int]]]
+    checkpoint_fallbacks: NotRequired[int]
+    seed_means: NotRequired[dict[int, float]]
+    between_seed_sd: NotRequired[float | None]
+    selection_lift_seed_means: NotRequired[dict[int, float]]
+    selection_lift_between_seed_sd: NotRequired[float | None]
+    complete: NotRequired[bool]
+    problems: NotRequired[dict[str, list[str]]]  # assignment -> why it keeps the row off
+    isolation: NotRequired[str]  # how the agent was kept from the evaluator (`_board`)
+    rank: NotRequired[int]  # ranked rows only
+    tie_group: NotRequired[int]  # ranked rows, in the report (`report.tie_groups`)
+    reference: NotRequired[str]  # reference rows only: what the reference is
+    covers: NotRequired[str]  # reference rows only: "k of n assignments"
+    failed_call_share: NotRequired[float | None]  # added by `health.add_call_health`
+
+
+class PairedScores(TypedDict):
+    """A system's per-assignment AUCs, in the board's assignment order (`system_row`)."""
+
+    auc: list[float]
+    context: list[float]
+    spec: list[str]
+
+
+def entry_problems(branches: Mapping[str, BranchEntry]) -> list[str]:
     """Why one assignment keeps a system off the board (empty when it may enter)."""
     problems = []
     for b in REQUIRED:
-        if branches.get(b, {}).get("status") != "complete":
+        if not _complete(branches.get(b)):
             problems.append(f"{b} branch not complete")
     for b, entry in branches.items():
         scores = entry.get("scores") or {}
@@ -45,8 +160,8 @@ def entry_problems(branches: Mapping[str, Any]) -> list[str]:
         if closed is not None and checkpoints is not None and checkpoints < closed + 1:
             problems.append(f"{b} branch: {int(closed + 1 - checkpoints)} checkpoint(s) missing")
     # An unmatched no-evidence control (issue 37) keeps the system off the board, named.
-    adaptive, ne = branches.get("adaptive") or {}, branches.get("no-evidence") or {}
-    if adaptive.get("status") == "complete" and ne.get("status") == "complete":
+    adaptive, ne = branches.get("adaptive"), branches.get("no-evidence")
+    if adaptive and ne and _complete(adaptive) and _complete(ne):
         mine = (adaptive.get("scores") or {}).get("policy_calls")
         theirs = (ne.get("scores") or {}).get("policy_calls")
         if mine is not None and theirs is not None and int(mine) != int(theirs):
@@ -58,8 +173,8 @@ def entry_problems(branches: Mapping[str, Any]) -> list[str]:
 
 
 def _branch_summary(
-    runs_by_spec: Mapping[str, Mapping[int, Mapping[str, Any]]], specs: Sequence[str]
-) -> dict[str, Any]:
+    runs_by_spec: Mapping[str, SeedRuns], specs: Sequence[str]
+) -> dict[str, dict[str, int]]:
     """Per branch (random replicates together): runs, closures, early stops, unused budget,
     departures (events and experiments), fallbacks and invalid actions, summed."""
     keys = (
@@ -115,17 +230,23 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if len(values) else None
 
 
-def _complete(entry: Mapping[str, object] | None) -> bool:
+def _complete(entry: BranchEntry | None) -> bool:
     return entry is not None and bool(entry) and entry.get("status") == "complete"
 
 
+def _score(entry: BranchEntry, key: str) -> float:
+    """A stored score the board needs (TypeError naming it when it is missing)."""
+    return json_number(entry["scores"][key], key)
+
+
 def pooled_assignment(
-    runs: Mapping[int, Mapping[str, Any]], body: SpecBody, ceilings: Ceilings, spec: str
-) -> dict[str, Any] | None:
-    """One system on one assignment, its run seeds pooled: the adaptive values are averaged
-    over run seeds, every schedule-matched random branch of every run seed is one replicate
-    (averaged before the lift is taken), acceleration only where the target was not met at
-    t = 0 (the branches share that forecast). None when no adaptive branch is complete."""
+    runs: SeedRuns, body: SpecBody, ceilings: Ceilings, spec: str, assignment: str
+) -> AssignmentRow | None:
+    """One system on one assignment (`assignment`: its spec id), its run seeds pooled: the
+    adaptive values are averaged over run seeds, every schedule-matched random branch of every
+    run seed is one replicate (averaged before the lift is taken), acceleration only where the
+    target was not met at t = 0 (the branches share that forecast). None when no adaptive
+    branch is complete."""
     adaptive = {k: b["adaptive"] for k, b in runs.items() if _complete(b.get("adaptive"))}
     adaptive = {k: e for k, e in adaptive.items() if e["scores"].get("adaptive_auc") is not None}
     if not adaptive:
@@ -138,10 +259,10 @@ def pooled_assignment(
         if random_replicate(name) is not None and _complete(e)
     ]
     no_evidence = [runs[k]["no-evidence"] for k in seeds if _complete(runs[k].get("no-evidence"))]
-    auc = _mean([adaptive[k]["scores"]["adaptive_auc"] for k in seeds])
-    random_aucs = [float(e["scores"]["adaptive_auc"]) for e in replicates]
+    auc = float(np.mean([_score(adaptive[k], "adaptive_auc") for k in seeds]))
+    random_aucs = [_score(e, "adaptive_auc") for e in replicates]
     random_auc = _mean(random_aucs)
-    ne_auc = _mean([float(e["scores"]["adaptive_auc"]) for e in no_evidence])
+    ne_auc = _mean([_score(e, "adaptive_auc") for e in no_evidence])
     tau = target_tau(body)
     first: list[float] = []
     sustained: list[float] = []
@@ -162,7 +283,7 @@ def pooled_assignment(
             first.extend([f] if f is not None else [])
             sustained.extend([u] if u is not None else [])
 
-    lift = None if random_auc is None or auc is None else auc - random_auc
+    lift = None if random_auc is None else auc - random_auc
     # The lift's noise from the random control: SE of the replicate mean (needs two or more).
     lift_se = (
         float(np.std(random_aucs, ddof=1)) / math.sqrt(len(random_aucs))
@@ -170,19 +291,19 @@ def pooled_assignment(
         else None
     )
 
-    def calls(entries: Sequence[Mapping[str, Any]], key: str) -> float | None:
+    def calls(entries: Sequence[BranchEntry], key: str) -> float | None:
         values = [e["scores"].get(key) for e in entries]
         return _mean([float(v) for v in values if v is not None])
 
     return {
-        "assignment": None,  # filled by the caller (spec id, which names the partition seed)
+        "assignment": assignment,
         "partition_seed": int(body["seed"]),
         "assignment_id": body["assignment"]["id"],
         "run_seeds": seeds,
         "adaptive_auc": auc,
         # Panel-relative: the context-trained model's (flat) AUC on the same assignment.
-        "skill_over_context": None if auc is None else auc - ceilings.context_score(spec),
-        "held_out_gain": _mean([adaptive[k]["scores"]["held_out_gain"] for k in seeds]),
+        "skill_over_context": auc - ceilings.context_score(spec),
+        "held_out_gain": float(np.mean([_score(adaptive[k], "held_out_gain") for k in seeds])),
         "random_auc": random_auc,
         "random_aucs": random_aucs,
         "random_replicates": len(random_aucs),
@@ -190,7 +311,7 @@ def pooled_assignment(
         "selection_lift": lift,
         "selection_lift_se": lift_se,
         "selection_lift_sign": lift_sign(lift, lift_se),
-        "evidence_lift": None if ne_auc is None or auc is None else auc - ne_auc,
+        "evidence_lift": None if ne_auc is None else auc - ne_auc,
         "selection_value": _mean([ceiling_selected(body, adaptive[k]["closed"]) for k in seeds]),
         "reference_ceiling": ceilings.of_best(spec),
         "context_model_auc": ceilings.context_score(spec),
@@ -208,7 +329,7 @@ def pooled_assignment(
         "acceleration_estimable": {"first": len(first), "sustained": len(sustained)},
         "overclaim_rate": _mean(
             [
-                float(adaptive[k]["scores"]["overclaim_rate"])
+                _score(adaptive[k], "overclaim_rate")
                 for k in seeds
                 if adaptive[k]["scores"].get("overclaim_rate") is not None
             ]
@@ -218,6 +339,21 @@ def pooled_assignment(
         ),
         "movements": [adaptive[k].get("movements") or {} for k in seeds],
     }
+
+
+def _without_movements(p: AssignmentRow) -> AssignmentRow:
+    """A pooled assignment as a row lists it (the movements are summed into the row)."""
+    out = p.copy()
+    out.pop("movements", None)
+    return out
+
+
+# The per-assignment numbers a row pools (each a float, or None where not estimable).
+_Numeric: TypeAlias = Literal[
+    "adaptive_auc", "skill_over_context", "held_out_gain", "selection_value",
+    "reference_ceiling", "selection_lift", "evidence_lift", "acceleration_first",
+    "acceleration_sustained", "overclaim_rate", "invalid_actions",
+]  # fmt: skip
 
 
 RESOLVED_SE = 2.0  # a per-assignment lift sign is shown only where |lift| > 2 replicate SE
@@ -233,7 +369,7 @@ def lift_sign(lift: float | None, se: float | None) -> str | None:
     return "+" if lift > 0 else "-"
 
 
-def _noise_sd(per: Sequence[Mapping[str, Any]]) -> float | None:
+def _noise_sd(per: Sequence[AssignmentRow]) -> float | None:
     """The random-branch noise SD: within-assignment SD of replicate AUCs, pooled (root mean of
     the within-assignment variances) over assignments with at least two replicates."""
     variances = [float(np.var(p["random_aucs"], ddof=1)) for p in per if len(p["random_aucs"]) > 1]
@@ -242,16 +378,16 @@ def _noise_sd(per: Sequence[Mapping[str, Any]]) -> float | None:
 
 def system_row(
     system: str,
-    runs_by_spec: Mapping[str, Mapping[int, Mapping[str, Any]]],
+    runs_by_spec: Mapping[str, SeedRuns],
     specs: Sequence[str],
-    data: Mapping[str, Any],
+    data: BoardData,
     ceilings: Ceilings,
     seed: int,
-) -> tuple[dict[str, Any], dict[str, list[float]]]:
+) -> tuple[SystemRow, PairedScores]:
     """One system's row. The per-system columns are all built here (one place to add more)."""
     bodies = data["bodies"]
     problems: dict[str, list[str]] = {}
-    per_assignment: list[dict[str, Any]] = []
+    per_assignment: list[AssignmentRow] = []
     for s in specs:
         runs = runs_by_spec.get(s, {})
         found = [
@@ -261,14 +397,13 @@ def system_row(
         ] or ([] if runs else [f"{b} branch not complete" for b in REQUIRED])
         if found:
             problems[data["spec_ids"][s]] = found
-        pooled = pooled_assignment(runs, bodies[s], ceilings, s)
+        pooled = pooled_assignment(runs, bodies[s], ceilings, s, data["spec_ids"][s])
         if pooled is not None:
-            pooled["assignment"] = data["spec_ids"][s]
             per_assignment.append(pooled)
     per = per_assignment
 
-    def col(key: str) -> list[float]:
-        return [float(p[key]) for p in per if p[key] is not None]
+    def col(key: _Numeric) -> list[float]:
+        return [float(v) for p in per if (v := p[key]) is not None]
 
     sel, evid = col("selection_lift"), col("evidence_lift")
     gains, values, ceil_b = col("held_out_gain"), col("selection_value"), col("reference_ceiling")
@@ -292,7 +427,7 @@ def system_row(
     )
     reps = [p["random_replicates"] for p in per]
     first, sustained = col("acceleration_first"), col("acceleration_sustained")
-    row = {
+    row: SystemRow = {
         "system": system,
         "assignments": len(per),
         "run_seeds": sorted({k for p in per for k in p["run_seeds"]}),
@@ -345,11 +480,11 @@ def system_row(
             if len(sel_seed_means) > 1
             else None
         ),
-        "per_assignment": [{k: v for k, v in p.items() if k != "movements"} for p in per],
+        "per_assignment": [_without_movements(p) for p in per],
         "complete": not problems,
         "problems": problems,
     }
-    paired = {
+    paired: PairedScores = {
         "auc": [p["adaptive_auc"] for p in per],
         "context": [p["context_model_auc"] for p in per],
         "spec": [p["assignment"] for p in per],
@@ -357,7 +492,7 @@ def system_row(
     return row, paired
 
 
-def ci(values: list[float], seed: int, what: str, system: str) -> dict[str, float] | None:
+def ci(values: list[float], seed: int, what: str, system: str) -> Interval | None:
     if not values:
         return None
     mean, lo, hi = paired_bootstrap_ci(values, seed, purpose=f"{what}:{system}")

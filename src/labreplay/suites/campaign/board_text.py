@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from labreplay.sdk.cli import print_table
 from labreplay.suites.campaign.board_notes import BoardNotes, notes_text
 from labreplay.suites.campaign.power import power_text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from labreplay.suites.campaign.board_rows import Interval
+    from labreplay.suites.campaign.leaderboard import Board
 
 # How the panel-relative score is read (declared; METRICS.md, fourth round).
 SKILL_NOTE = (
@@ -21,13 +27,11 @@ SKILL_NOTE = (
 )
 
 
-def skill_note(table: Mapping[str, Any]) -> str:
+def skill_note(table: Board) -> str:
     """`SKILL_NOTE`, with the context model's per-seed mean AUC range on this board."""
-    context = next(
-        (r for r in table.get("references", []) if r["system"] == "context-trained model"), None
-    )
+    context = next((r for r in table["references"] if r["system"] == "context-trained model"), None)
     by_seed: dict[int, list[float]] = {}
-    for p in (context or {}).get("per_assignment", []):
+    for p in context["per_assignment"] if context else []:
         by_seed.setdefault(int(p["partition_seed"]), []).append(float(p["adaptive_auc"]))
     if len(by_seed) < 2:
         return SKILL_NOTE
@@ -48,11 +52,11 @@ def _num(value: float | None, fmt: str = "{:.3f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
-def _ci(v: Mapping[str, float] | None) -> str:
+def _ci(v: Interval | None) -> str:
     return "-" if v is None else f"{v['mean']:+.3f} [{v['lo']:+.3f},{v['hi']:+.3f}]"
 
 
-def _signs(signs: Mapping[str, Any] | None) -> str:
+def _signs(signs: Mapping[str, int | str] | None) -> str:
     if not signs:
         return "per-assignment selection-lift signs: -"
     return (
@@ -66,7 +70,7 @@ def _share(value: float | None) -> str:
 
 
 def print_board(
-    console: Any, board: Mapping[str, Any], kinds: tuple[str, ...] = ("long", "short")
+    console: Console, board: Mapping[str, Any], kinds: tuple[str, ...] = ("long", "short")
 ) -> None:
     unverified = set(board.get("unverified_data", []))
     for kind in kinds:
@@ -81,7 +85,7 @@ def print_board(
         )
 
 
-def _print_table(console: Any, kind: str, table: Mapping[str, Any], unverified: set[str]) -> None:
+def _print_table(console: Console, kind: str, table: Board, unverified: set[str]) -> None:
     marked = [a for a in table["assignments"] if a in unverified]
     seeds = ", ".join(str(s) for s in table["seeds"])
     rich_table = Table(

@@ -15,7 +15,7 @@ from labreplay.sdk.scoring import acceleration_factor, first_passage, sustained_
 from labreplay.suites.campaign.events import CategoryForecast
 from labreplay.suites.campaign.json_values import json_number
 from labreplay.suites.campaign.metrics import BranchMetrics
-from labreplay.suites.campaign.views import AssignmentRef
+from labreplay.suites.campaign.views import AssignmentRef, SpecBody, spec_body
 
 
 class PreCampaignForecast(TypedDict, total=False):
@@ -129,7 +129,7 @@ def assignment_summary(
 def assignment_metrics(
     spec: EnvironmentSpec, results: Mapping[str, BranchResult]
 ) -> AssignmentMetrics:
-    tau = target_tau(spec.body)
+    tau = target_tau(spec_body(spec.body))
     adaptive = results["adaptive"].metrics
     out: AssignmentMetrics = {
         "branches": {
@@ -193,7 +193,7 @@ def _mean_or_none(values: Sequence[float | None]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
-def target_tau(body: Mapping[str, object]) -> float | None:
+def target_tau(body: SpecBody) -> float | None:
     """The declared acceleration target of a spec (older specs held a bare number)."""
     target = body["acceleration_target"]
     value = target.get("tau") if isinstance(target, Mapping) else target

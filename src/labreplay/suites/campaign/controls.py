@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -39,12 +40,26 @@ from labreplay.sdk.agents import (
     model_of,
     sandbox_of,
 )
+from labreplay.sdk.events import JsonObject, JsonValue
+from labreplay.suites.campaign.actions import ActionReply, ForecastReply, schema_claims
 from labreplay.suites.campaign.events import CategoryForecast, campaign_events
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import REVIEW_KIND
-from labreplay.suites.campaign.views import VisibleState, visible_state
+from labreplay.suites.campaign.views import EvaluatorRecord, VisibleState, visible_state
 
 Op = tuple[str, str | None]  # ("inspect", kind) | ("review", None) | ("forecast", None)
+
+
+class Departure(TypedDict):
+    """Where a matched control could not follow its adaptive schedule (declared, recorded as a
+    `control` event): at slot `slot`, exactly one of the cases below."""
+
+    slot: int
+    substituted: NotRequired[str]  # a neutral action of this type, after rejections
+    after_rejections: NotRequired[int]
+    skipped: NotRequired[str]  # an inspection the chosen experiment cannot take
+    experiment: NotRequired[str]
+    no_candidate_supports: NotRequired[list[list[str | None]]]  # the slot's operations
 
 
 @dataclass
@@ -107,7 +122,7 @@ def _capacity(items: object) -> tuple[int, int]:
     return (n, n) if n else (1, 0)
 
 
-def supports(private: Mapping[str, object], slot: Slot) -> bool:
+def supports(private: EvaluatorRecord, slot: Slot) -> bool:
     """Can this experiment take the slot's evidence schedule, with a recorded item wherever the
     adaptive branch got one?"""
     needed: dict[str, int] = {}
@@ -129,7 +144,7 @@ def _type_of(variant: object) -> object:
     return json_object(json_object(json_object(variant)["properties"])["type"])["const"]
 
 
-def _restrict(observation: Mapping[str, object], allowed: Sequence[str]) -> dict[str, object]:
+def _restrict(observation: Mapping[str, JsonValue], allowed: Sequence[str]) -> dict[str, object]:
     variants = [
         v
         for v in json_list(json_object(observation["action_schema"])["oneOf"])
@@ -141,10 +156,9 @@ def _restrict(observation: Mapping[str, object], allowed: Sequence[str]) -> dict
 SUBSTITUTE_AFTER = 3  # below the harness's stop after 8 invalid actions in a row
 
 
-def _neutral(observation: Mapping[str, object], kind: str) -> dict[str, object]:
+def _neutral(observation: Mapping[str, JsonValue], kind: str) -> ActionReply:
     """A neutral action of `kind` for the open experiment: its last accepted forecast (else
     uniform), claims and review expectations at 0.5."""
-    from labreplay.suites.campaign.actions import schema_claims
     from labreplay.suites.campaign.env import uniform
 
     state = visible_state(observation)
@@ -161,11 +175,11 @@ def _neutral(observation: Mapping[str, object], kind: str) -> dict[str, object]:
         }
     if kind == "request_review":
         return {"type": kind, "experiment_id": eid, "expect_change": 0.5, "expected_tier": 2}
-    claims = schema_claims(json_object(observation["action_schema"]))
+    claims = schema_claims(observation["action_schema"])
     return {"type": kind, "experiment_id": eid, "claims": dict.fromkeys(claims, 0.5)}
 
 
-def _invalid(action: object, why: str) -> dict[str, object]:
+def _invalid(action: object, why: str) -> ActionReply:
     return {"type": "invalid", "raw": str(action)[:2000], "error": why}
 
 
@@ -176,10 +190,10 @@ class ControlWrapper:
         self.inner = inner
         self.name = inner.name
         self.slots = slots
-        self.departures: list[dict[str, object]] = []
+        self.departures: list[Departure] = []
         self.rejected = 0
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return self.inner.params()
 
     @property
@@ -210,14 +224,14 @@ class ControlWrapper:
         after `store remove` (or resumed) re-asks no call that was answered."""
         bind_response_cache(self.inner, store)
 
-    def drain_departures(self) -> list[dict[str, object]]:
+    def drain_departures(self) -> list[Departure]:
         out, self.departures = self.departures, []
         return out
 
-    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
+    def forecast(self, snapshot: Mapping[str, JsonValue]) -> ForecastReply:
         return self.inner.forecast(snapshot)
 
-    def _ask(self, observation: Mapping[str, object], allowed: list[str]) -> dict[str, object]:
+    def _ask(self, observation: Mapping[str, JsonValue], allowed: list[str]) -> ActionReply:
         """The inner agent fills the one action the schedule needs here. After
         `SUBSTITUTE_AFTER` rejections in a row the wrapper submits a neutral action itself and
         records the departure, so the control still follows its schedule (the harness would
@@ -271,7 +285,7 @@ class ScheduleMatchedRandom(ControlWrapper):
         inner: Agent,
         slots: list[Slot],
         stopped: bool,
-        evaluator: Mapping[str, Mapping[str, object]],
+        evaluator: Mapping[str, EvaluatorRecord],
         seed: int,
         replicate: int = 1,
         assignment: str = "",
@@ -288,7 +302,7 @@ class ScheduleMatchedRandom(ControlWrapper):
         self.rng = random_stream(self.seed, self.assignment, self.replicate)
         self.taken: dict[str, int] = {}
 
-    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
+    def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         phase = observation["phase"]
         state = visible_state(observation)
         if phase == "select":
@@ -319,7 +333,7 @@ class ScheduleMatchedRandom(ControlWrapper):
             return {"type": "stop"}  # the adaptive branch stopped with this experiment open
         return self._ask(observation, ["close_experiment"])
 
-    def _select(self, state: VisibleState) -> dict[str, object]:
+    def _select(self, state: VisibleState) -> ActionReply:
         if self.slot_index + 1 >= len(self.slots):
             return {"type": "stop"}
         self.slot_index += 1
@@ -343,7 +357,7 @@ class CallMatchedNoEvidence(ControlWrapper):
         self._start(seed)
         self.forecasts_left = 0
 
-    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
+    def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         phase = observation["phase"]
         if phase == "select":
             if self.slot_index + 1 >= len(self.slots):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any, TypedDict
 
 from labreplay.sdk import atomic_write_bytes
 from labreplay.sdk.engine import EnvironmentSpec, Store, run
@@ -23,9 +24,14 @@ REFERENCE = ("bayes", "no-evidence", "random")
 SEEDS = (0, 1, 2, 3, 4)
 
 
+class DemoSummary(TypedDict):
+    leaderboard: dict[str, Any]  # `leaderboard.leaderboard` of the demo's store
+    seconds: float  # wall time of the whole demo
+
+
 def run_demo(
     data_dir: Path, store_path: Path, out_dir: Path, seeds: tuple[int, ...] = SEEDS
-) -> dict[str, object]:
+) -> DemoSummary:
     from labreplay.sdk.cli import console
     from labreplay.suites.campaign.board_text import print_board
 

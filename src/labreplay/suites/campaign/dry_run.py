@@ -41,7 +41,9 @@ from labreplay.sdk.agents import (
     token_rule,
 )
 from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.testing import FINISHING, instance
+from labreplay.suites.campaign.actions import ActionReply, ForecastReply
 from labreplay.suites.campaign.caps import policy_turn_caps
 from labreplay.suites.campaign.json_values import json_object
 from labreplay.suites.campaign.runner import run_assignment_branches
@@ -119,7 +121,7 @@ class Tally:
     last_prompt: str = ""
 
     def add(
-        self, messages: Sequence[Mapping[str, str]], reply: object, schema: Mapping[str, object]
+        self, messages: Sequence[Mapping[str, str]], reply: JsonValue, schema: Mapping[str, object]
     ) -> None:
         chars = sum(len(m["content"]) for m in messages)
         tokens = chat_tokens(messages)
@@ -141,14 +143,16 @@ class Tally:
 class DryRunAgent:
     """Renders what the LLM agent would send and answers with a valid stand-in reply."""
 
-    def __init__(self, name: str, params: Mapping[str, object], tallies: dict[str, Tally]) -> None:
+    def __init__(
+        self, name: str, params: Mapping[str, JsonValue], tallies: dict[str, Tally]
+    ) -> None:
         from labreplay.suites.campaign.llm_prompts import StateLayout
 
         self.name, self._params, self._tallies = name, dict(params), tallies
         self.tally = Tally()  # until the runner says which branch this agent plays
         self._layout = StateLayout()
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return dict(self._params)
 
     def begin_episode(self, spec_id: str, spec_hash: str, branch: str, seed: int) -> None:
@@ -158,7 +162,7 @@ class DryRunAgent:
     def reset(self, seed: int) -> None:
         self._layout.reset()
 
-    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
+    def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         from labreplay.suites.campaign.llm_prompts import campaign_messages
 
         schema = json_object(observation.get("action_schema", {}), "action_schema")
@@ -167,7 +171,7 @@ class DryRunAgent:
         self.tally.policy_calls += 1
         return dict(reply)
 
-    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
+    def forecast(self, snapshot: Mapping[str, JsonValue]) -> ForecastReply:
         from labreplay.suites.campaign.llm_panel import panel_wire
         from labreplay.suites.campaign.llm_prompts import checkpoint_messages
 
@@ -183,7 +187,7 @@ class DryRunAgent:
 def dry_run_assignment(
     spec: EnvironmentSpec,
     agent_name: str,
-    params: Mapping[str, object],
+    params: Mapping[str, JsonValue],
     seed: int,
     controls: tuple[str, ...],
 ) -> AssignmentDryRun:
@@ -219,7 +223,7 @@ def dry_run_assignment(
 
 
 def _ceiling(
-    spec: EnvironmentSpec, params: Mapping[str, object], tallies: Sequence[Tally]
+    spec: EnvironmentSpec, params: Mapping[str, JsonValue], tallies: Sequence[Tally]
 ) -> SpendCeiling:
     """The spend of an agent that spends everything, summed over the branches played."""
     body = spec_body(spec.body)
@@ -242,7 +246,7 @@ def _ceiling(
 def dry_run(
     specs: Sequence[EnvironmentSpec],
     agent_name: str,
-    params: Mapping[str, object],
+    params: Mapping[str, JsonValue],
     seed: int,
     controls: tuple[str, ...],
 ) -> DryRunEstimate:

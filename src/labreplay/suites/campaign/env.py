@@ -15,12 +15,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from labreplay.errors import SpecError
 from labreplay.sdk import HEADER_KIND, MISSING_TAG, canonical_json, sha256_json
 from labreplay.sdk.agents import Observation, Snapshot
 from labreplay.sdk.engine import EnvironmentSpec, Trajectory
+from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.actions import (
     PHASE_ACTIONS,
@@ -33,6 +34,10 @@ from labreplay.suites.campaign.actions import (
 )
 from labreplay.suites.campaign.events import CategoryForecast, CheckpointPayload
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS, REVIEW_KIND
+from labreplay.suites.campaign.views import spec_body
+
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.controls import Departure
 
 RULES = (
     "One experiment is open at a time. select_experiment opens a candidate and reveals nothing. "
@@ -69,7 +74,7 @@ class CampaignEnv:
         # The spec's categories and evidence kinds (the built-in ones in their declared order;
         # a record card's table declares its own).
         self.categories: tuple[str, ...] = tuple(body.get("categories", CATEGORIES))
-        self.claims: tuple[str, ...] = claim_names(body)
+        self.claims: tuple[str, ...] = claim_names(spec_body(body))
         self.kinds: tuple[str, ...] = (
             *(k for k in EVIDENCE_KINDS if k in self.prices),
             *(k for k in self.prices if k not in EVIDENCE_KINDS),
@@ -215,7 +220,7 @@ class CampaignEnv:
         }
 
     # ------------------------------------------------------------------ stepping
-    def step(self, action: object) -> StepResult:
+    def step(self, action: JsonValue) -> StepResult:
         if self.checkpoint_due:
             raise RuntimeError("harness error: evaluator checkpoint pending before next action")
         if self.done:
@@ -225,10 +230,10 @@ class CampaignEnv:
             return self._reject(
                 action, f"action must be a JSON object, got {type(action).__name__}"
             )
-        if action.get("type") == "invalid" and isinstance(action.get("error"), str):
+        if action.get("type") == "invalid" and isinstance(error := action.get("error"), str):
             # the agent's own failure (act raised, a non-JSON or unparseable reply): its
             # one-line message is the reason the action was rejected
-            return self._reject(action, action["error"] or "invalid action")
+            return self._reject(action, error or "invalid action")
         err = validate_fields(action, self.kinds, self.categories, self.claims)
         if err is not None:
             return self._reject(action, err)
@@ -457,7 +462,7 @@ class CampaignEnv:
         self.stopped = True
         self.phase = "done"
 
-    def record_departure(self, departure: Mapping[str, object]) -> None:
+    def record_departure(self, departure: Departure) -> None:
         """A matched control that could not follow its adaptive schedule here (declared)."""
         self.trajectory.append("control", {"departure": dict(departure)})
 
@@ -477,12 +482,12 @@ class CampaignEnv:
 
 def panel_schema(
     query_ids: list[str] | None = None, categories: Sequence[str] = CATEGORIES
-) -> dict[str, object]:
+) -> JsonObject:
     """The JSON Schema of a panel forecast; with `query_ids`, only those experiments."""
-    experiment: dict[str, object] = {"type": "string"}
+    experiment: JsonObject = {"type": "string"}
     if query_ids is not None:
-        experiment["enum"] = query_ids
-    item = {
+        experiment["enum"] = list[JsonValue](query_ids)
+    item: JsonObject = {
         "type": "object",
         "properties": {"experiment_id": experiment, **forecast_properties(categories)},
         "required": ["experiment_id", "p_valid", "categories"],

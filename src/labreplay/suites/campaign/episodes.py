@@ -18,8 +18,10 @@ from labreplay.sdk.agents import (
     AgentNonJSON,
     AgentUnavailable,
     CapReached,
+    Observation,
     ResolvedAgent,
     ResponseCache,
+    Snapshot,
     drain_calls,
     json_problem,
     plain_repr,
@@ -32,6 +34,7 @@ from labreplay.sdk.engine import (
     decision_failed,
 )
 from labreplay.sdk.episodes import Episode, Event, EventSink, Scored
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.branches import PreCampaignForecast, random_replicate
 from labreplay.suites.campaign.caps import TurnCounter, agent_caps, policy_turn_caps
 from labreplay.suites.campaign.controls import (
@@ -49,10 +52,11 @@ from labreplay.suites.campaign.views import spec_body
 MAX_INVALID_STREAK = 8  # the harness ends a campaign stuck on this many invalid actions
 
 
-def guarded_act(agent: Agent, observation: Mapping[str, object]) -> object:
+def guarded_act(agent: Agent, observation: Observation) -> JsonValue:
     """The agent's action; an exception inside `act` or a non-JSON return becomes an invalid
-    action naming it (recorded and scored, never a crash). Harness errors (LabreplayError:
-    an agent that stopped answering, a cap) propagate."""
+    action naming it (recorded and scored, never a crash); any other JSON value is the
+    environment's to check. Harness errors (LabreplayError: an agent that stopped answering,
+    a cap) propagate."""
     try:
         action = agent.act(observation)
     except LabreplayError:
@@ -67,7 +71,7 @@ def guarded_act(agent: Agent, observation: Mapping[str, object]) -> object:
     return action
 
 
-def guarded_forecast(agent: Agent, snapshot: Mapping[str, object]) -> object:
+def guarded_forecast(agent: Agent, snapshot: Snapshot) -> JsonValue:
     """The agent's panel forecast; a failure becomes an empty one naming it (every entry then
     gets the declared fallback)."""
     try:

@@ -151,9 +151,21 @@ def xrd_summary_line(content: XrdSummary) -> str:
 # --------------------------------------------------------------------------- thermal
 
 
+class ThermalSummary(TypedDict):
+    point_count: int
+    duration_min: float | None
+    max_temperature_c: float | None
+    reference_temperature_c: float | None
+    reference: str  # "recorded setpoint" or "max logged temperature"
+    time_above_reference_minus_50c_min: float | None
+    ramp_rate_c_per_min: float | None
+    dwell_within_10c_of_max_min: float | None
+    profile_min_c: list[list[float | None]]  # <= 40 (minutes, celsius) points
+
+
 def summarise_thermal(
     minutes: NDArray[np.float64], celsius: NDArray[np.float64], setpoint_c: float | None
-) -> dict[str, object]:
+) -> ThermalSummary:
     """Max temperature, time above (setpoint - 50 C), ramp rate, dwell, <= 40-point profile.
 
     The reference for "time above" is the recorded setpoint; without one it is the maximum
@@ -192,7 +204,7 @@ def summarise_thermal(
     }
 
 
-def thermal_summary_line(content: Mapping[str, object]) -> str:
+def thermal_summary_line(content: ThermalSummary) -> str:
     return (
         f"Furnace log: max {content['max_temperature_c']} C, "
         f"{content['time_above_reference_minus_50c_min']} min above "

@@ -21,17 +21,29 @@ import json
 import string
 from functools import cache
 from types import ModuleType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from labreplay.errors import LabreplayError
 from labreplay.sdk.agents import Snapshot
 from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.events import CategoryForecast
 
 ENV_ID = "labreplay/Campaign-v0"
 CHARSET = "".join(c for c in string.printable if c.isprintable())  # ASCII 32..126
 MAX_ACTION_CHARS = 20_000
 REWARDS = ("none", "panel_gain")
+
+
+class StepInfo(TypedDict):
+    """The `info` of `reset` and `step`: how the action was taken and where the campaign is."""
+
+    accepted: bool
+    reason: str
+    phase: str  # the runtime's phase, or "checkpoint" while a panel forecast is due
+    budgets_left: dict[str, int]
+    closed: int  # experiments closed so far
+    head_hash: str  # the trajectory's head
 
 
 def _gymnasium() -> ModuleType:
@@ -92,7 +104,7 @@ def _env_class() -> type:
         # -------------------------------------------------------------- gymnasium API
         def reset(
             self, *, seed: int | None = None, options: dict[str, object] | None = None
-        ) -> tuple[str, dict[str, object]]:
+        ) -> tuple[str, StepInfo]:
             super().reset(seed=seed)
             run_seed = int(seed) if seed is not None else int(self.np_random.integers(2**31))
             self.runtime.reset(run_seed)
@@ -101,11 +113,11 @@ def _env_class() -> type:
             self._pending = self.runtime.checkpoint_snapshot()  # the t = 0 forecast
             return _text(self._pending), self._info(True, "ok")
 
-        def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, object]]:
+        def step(self, action: str) -> tuple[str, float, bool, bool, StepInfo]:
             if self._ended:
                 raise LabreplayError("step() after the campaign ended; call reset()")
             try:
-                parsed: object = json.loads(action)
+                parsed: JsonValue = json.loads(action)
             except (TypeError, ValueError) as exc:
                 parsed = {"type": "invalid", "raw": str(action)[:2000], "error": f"not JSON: {exc}"}
             if self._pending is not None:
@@ -146,7 +158,7 @@ def _env_class() -> type:
                 return _text(self._pending)
             return _text(self.runtime.observation())
 
-        def _checkpoint(self, response: object) -> float:
+        def _checkpoint(self, response: JsonValue) -> float:
             assert self._pending is not None
             t = len(self.runtime.closed_order)
             payload = self.runtime.submit_checkpoint(
@@ -162,7 +174,7 @@ def _env_class() -> type:
             self._last_score = score
             return 0.0 if previous is None else float(score - previous)
 
-        def _info(self, accepted: bool, reason: str) -> dict[str, object]:
+        def _info(self, accepted: bool, reason: str) -> StepInfo:
             rt = self.runtime
             return {
                 "accepted": accepted,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -30,10 +30,16 @@ from labreplay.sdk import canonical_json, sha256_json
 from labreplay.sdk.engine import RunInfo, Store, run_isolation
 from labreplay.sdk.scoring import BOOTSTRAP_SEED, paired_bootstrap_ci
 from labreplay.suites.campaign.agents import ORACLE_NAME
-from labreplay.suites.campaign.board_notes import board_notes
-from labreplay.suites.campaign.board_rows import Ceilings, system_row
+from labreplay.suites.campaign.board_notes import BoardNotes, board_notes
+from labreplay.suites.campaign.board_rows import (
+    BranchEntry,
+    Ceilings,
+    PairedScores,
+    SystemRow,
+    system_row,
+)
 from labreplay.suites.campaign.json_values import json_number
-from labreplay.suites.campaign.power import power_line, power_pairs
+from labreplay.suites.campaign.power import PowerLine, power_line, power_pairs
 from labreplay.suites.campaign.views import SpecBody, spec_body
 
 BOARDS = ("long", "short")
@@ -43,6 +49,48 @@ DEFAULT_DIFFERENCE = 0.01
 
 
 ISOLATED_MODES = ("subprocess", "model-endpoint")
+
+
+class BoardData(TypedDict):
+    """What the boards are built from (`collect`): per system and spec, the stored branches."""
+
+    specs: list[str]  # spec hashes, in spec-id order
+    spec_ids: dict[str, str]  # spec hash -> spec id
+    # system -> spec hash -> branch -> entry, at the smallest run seed (single-seed readers)
+    table: dict[str, dict[str, dict[str, BranchEntry]]]
+    # system -> spec hash -> run seed -> branch -> entry: every run seed, which boards pool
+    pooled: dict[str, dict[str, dict[int, dict[str, BranchEntry]]]]
+    bodies: dict[str, SpecBody]  # spec hash -> body
+    isolation: dict[str, str]  # system -> isolation mode of its adaptive runs
+    not_isolated: list[str]  # agents left out by `require_isolated`
+
+
+class PairwiseRow(TypedDict):
+    """Two ranked systems' adaptive-AUC difference a - b, paired bootstrap 95%."""
+
+    a: str
+    b: str
+    auc_diff: float
+    lo: float
+    hi: float
+    separable: bool  # the interval excludes 0
+
+
+class Board(TypedDict):
+    """One board (`long` or `short`) of `leaderboard`."""
+
+    assignments: list[str]  # spec ids
+    seeds: list[int]  # partition seeds
+    rows: list[SystemRow]  # ranked
+    references: list[SystemRow]  # never ranked
+    incomplete: list[str]
+    incomplete_reasons: dict[str, dict[str, list[str]]]
+    pairwise: list[PairwiseRow]
+    loao_ranks: dict[str, list[int]]
+    power: PowerLine
+    reference_ceiling: float | None
+    flags: BoardNotes
+    acceleration_target: str
 
 
 def isolation_mode(run: RunInfo) -> str:
@@ -90,7 +138,7 @@ def _check_protocols(runs: Sequence[RunInfo]) -> None:
 
 def collect(
     store: Store, spec_hashes: Sequence[str] | None = None, require_isolated: bool = False
-) -> dict[str, Any]:
+) -> BoardData:
     """Per system and spec: the branches' stored scores, curves and closed experiments. Refuses
     (SpecError) a store where one spec id has several spec hashes, unless `spec_hashes` picks.
     `require_isolated` leaves out every run whose agent ran in-process (listed apart)."""
@@ -108,11 +156,11 @@ def collect(
     _check_protocols(runs)
     names = _system_keys(runs)
     modes: dict[str, str] = {}
-    table: dict[str, dict[str, dict[str, Any]]] = defaultdict(lambda: defaultdict(dict))
+    table: dict[str, dict[str, dict[str, BranchEntry]]] = defaultdict(lambda: defaultdict(dict))
     # Every run seed of a system on a spec: system -> spec -> run seed -> branch -> entry. The
     # board pools them (replicates, counted); `table` keeps the smallest seed for readers of
     # the single-seed layout (report curves, system names).
-    pooled: dict[str, dict[str, dict[int, dict[str, Any]]]] = defaultdict(
+    pooled: dict[str, dict[str, dict[int, dict[str, BranchEntry]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(dict))
     )
     spec_ids: dict[str, str] = {}
@@ -128,7 +176,7 @@ def collect(
         if closed is None and r.status == "complete":
             events = store.events(r.run_id)
             closed = events[-1]["payload"].get("closed", []) if events else []
-        entry = {
+        entry: BranchEntry = {
             "status": r.status,
             "seed": r.seed,
             "run_id": r.run_id,
@@ -177,9 +225,12 @@ def leaderboard(
         # `--require-isolated`: agents left out because they ran in-process.
         "not_isolated": data["not_isolated"],
         # The paper's board, also at the top level for readers of the single-board layout.
-        **{
-            k: paper[k] for k in ("assignments", "rows", "incomplete", "pairwise", "power", "flags")
-        },
+        "assignments": paper["assignments"],
+        "rows": paper["rows"],
+        "incomplete": paper["incomplete"],
+        "pairwise": paper["pairwise"],
+        "power": paper["power"],
+        "flags": paper["flags"],
         "loao_ranks": paper["loao_ranks"],
         "references": paper["references"],
     }
@@ -193,14 +244,14 @@ REFERENCE_AGENTS = {
 }
 
 
-def _board(
-    data: Mapping[str, Any], specs: Sequence[str], seed: int, difference: float
-) -> dict[str, Any]:
+def _board(data: BoardData, specs: Sequence[str], seed: int, difference: float) -> Board:
     bodies = data["bodies"]
     ceilings = Ceilings(bodies)
-    rows, references, incomplete = [], [], []
+    rows: list[SystemRow] = []
+    references: list[SystemRow] = []
+    incomplete: list[str] = []
     reasons: dict[str, dict[str, list[str]]] = {}
-    paired: dict[str, dict[str, list[Any]]] = {}
+    paired: dict[str, PairedScores] = {}
     reference_aucs: dict[str, dict[str, float]] = {}
     for system, runs_by_spec in sorted(data["pooled"].items()):
         if not any(s in runs_by_spec for s in specs):
@@ -263,18 +314,18 @@ def _board(
     }
 
 
-def _by_spec(per: Mapping[str, Sequence[object]]) -> dict[str, float]:
+def _by_spec(per: PairedScores) -> dict[str, float]:
     """A system's adaptive AUC per assignment (spec id), from `system_row`'s paired lists."""
     return {str(s): json_number(a) for s, a in zip(per["spec"], per["auc"], strict=True)}
 
 
 def _flat_references(
     specs: Sequence[str],
-    bodies: Mapping[str, Any],
+    bodies: Mapping[str, SpecBody],
     ceilings: Ceilings,
     spec_ids: Mapping[str, str],
     seed: int,
-) -> list[dict[str, Any]]:
+) -> list[SystemRow]:
     """Base-rate forecaster and context-trained model: their t = 0 panel score, held flat.
     Each assignment is labelled by its spec id (which names the partition seed) and carries
     its partition seed: short ids repeat when seeds are pooled."""
@@ -292,7 +343,7 @@ def _flat_references(
         )
         base.append(-loss)
         context.append(ceilings.context_score(s))
-    out = []
+    out: list[SystemRow] = []
     for label, values in (("base-rate forecaster", base), ("context-trained model", context)):
         skill = [v - c for v, c in zip(values, context, strict=True)]
         out.append(
@@ -322,9 +373,9 @@ def _flat_references(
     return out
 
 
-def _pairwise(aucs: Mapping[str, list[float]], seed: int) -> list[dict[str, Any]]:
+def _pairwise(aucs: Mapping[str, list[float]], seed: int) -> list[PairwiseRow]:
     systems = sorted(aucs)
-    out = []
+    out: list[PairwiseRow] = []
     for i, a in enumerate(systems):
         for b in systems[i + 1 :]:
             diff = [x - y for x, y in zip(aucs[a], aucs[b], strict=True)]
@@ -359,6 +410,6 @@ def _loao(aucs: Mapping[str, list[float]]) -> dict[str, list[int]]:
     return ranks
 
 
-def reference_rows(store: Store) -> list[dict[str, Any]]:
+def reference_rows(store: Store) -> list[SystemRow]:
     """The paper board's reference rows (kept for readers of the single-board layout)."""
     return list(leaderboard(store)["references"])

@@ -29,6 +29,8 @@ from labreplay.sdk.agents import (
     client_options,
     parse_agent_spec,
 )
+from labreplay.sdk.events import JsonObject, JsonValue
+from labreplay.suites.campaign.actions import ActionReply, ForecastReply
 from labreplay.suites.campaign.llm_panel import panel_wire
 from labreplay.suites.campaign.llm_prompts import (
     PROMPT_VERSION,
@@ -50,7 +52,7 @@ class LLMCampaignAgent:
         self._log = CallLog()
         self._layout = StateLayout()
 
-    def params(self) -> dict[str, object]:
+    def params(self) -> JsonObject:
         return {**self.client.params(), "prompt_version": PROMPT_VERSION}
 
     def bind_store(self, store: ResponseCache | None) -> None:
@@ -62,7 +64,7 @@ class LLMCampaignAgent:
         self._layout.reset()
         self.client.reseed(seed)
 
-    def act(self, observation: Mapping[str, object]) -> dict[str, object]:
+    def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         schema = observation.get("action_schema")
         if not isinstance(schema, Mapping):
             return {"type": "invalid", "raw": "", "error": "observation has no action_schema"}
@@ -74,7 +76,7 @@ class LLMCampaignAgent:
             return reply.value
         return {"type": "invalid", "raw": reply.text or "", "error": reply.error or "no reply"}
 
-    def forecast(self, snapshot: Mapping[str, object]) -> dict[str, object]:
+    def forecast(self, snapshot: Mapping[str, JsonValue]) -> ForecastReply:
         schema = snapshot.get("response_schema")
         if not isinstance(schema, Mapping):
             return {"forecasts": [], "error": "snapshot has no response_schema"}

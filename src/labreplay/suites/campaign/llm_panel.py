@@ -25,6 +25,8 @@ from typing import TypeGuard
 
 from labreplay.sdk import canonical_json
 from labreplay.sdk.agents import extract_json_object
+from labreplay.sdk.events import JsonObject, JsonValue
+from labreplay.suites.campaign.actions import ForecastReply, PanelEntry
 from labreplay.suites.campaign.json_values import json_list, json_object
 
 
@@ -35,11 +37,11 @@ class PanelWire:
     descriptions: tuple[str, ...]
 
     @property
-    def schema(self) -> dict[str, object]:
+    def schema(self) -> JsonObject:
         n, width = len(self.ids), len(self.columns)
-        number = {"type": "number", "minimum": 0, "maximum": 1}
-        row = {"type": "array", "items": number, "minItems": width, "maxItems": width}
-        rows = {"type": "array", "items": row, "minItems": n, "maxItems": n}
+        number: JsonObject = {"type": "number", "minimum": 0, "maximum": 1}
+        row: JsonObject = {"type": "array", "items": number, "minItems": width, "maxItems": width}
+        rows: JsonObject = {"type": "array", "items": row, "minItems": n, "maxItems": n}
         return {
             "type": "object",
             "properties": {"forecasts": rows},
@@ -56,7 +58,7 @@ class PanelWire:
             + ". Valid under this JSON Schema:"
         )
 
-    def decode(self, value: object) -> dict[str, object]:
+    def decode(self, value: JsonValue) -> ForecastReply:
         """The environment's forecast object for the model's rows (see module docstring)."""
         rows = value.get("forecasts") if isinstance(value, Mapping) else None
         if not isinstance(rows, list):
@@ -68,7 +70,7 @@ class PanelWire:
                 out.append(entry)
         return {"forecasts": out}
 
-    def salvage(self, text: str | None) -> dict[str, object] | None:
+    def salvage(self, text: str | None) -> ForecastReply | None:
         """The valid rows of a reply that broke the schema (e.g. one number above 1): each bad
         row takes the runtime's fallback, as a bad entry in the environment's format does,
         instead of the whole panel. None when the text holds no forecast rows at all."""
@@ -76,7 +78,7 @@ class PanelWire:
         decoded = self.decode(value) if value is not None else None
         return decoded if decoded and decoded["forecasts"] else None
 
-    def _entry(self, eid: str, row: object) -> dict[str, object] | None:
+    def _entry(self, eid: str, row: JsonValue) -> PanelEntry | None:
         if not isinstance(row, list) or len(row) != len(self.columns):
             return None
         numbers = [x for x in row if isinstance(x, int | float) and not isinstance(x, bool)]
@@ -84,7 +86,7 @@ class PanelWire:
             return None
         if not all(0 <= x <= 1 for x in numbers):
             return None  # out of range: this query takes the runtime's fallback
-        entry: dict[str, object] = {"experiment_id": eid}
+        entry: PanelEntry = {"experiment_id": eid}
         weights: dict[str, dict[str, int | float]] = {}  # the weights objects, in `entry`
         for (field, sub), x in zip(self.columns, numbers, strict=True):
             if sub is None:

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TypedDict, TypeGuard
 
 from labreplay.sdk import canonical_json
+from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.env import RULES
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.llm_panel import panel_wire
@@ -290,7 +291,7 @@ def _messages(
 
 
 def campaign_messages(
-    observation: Mapping[str, object], layout: PromptLayout | None = None
+    observation: Mapping[str, JsonValue], layout: PromptLayout | None = None
 ) -> list[dict[str, str]]:
     """The chat messages for one campaign turn."""
     last = observation.get("last_result")
@@ -310,7 +311,7 @@ def campaign_messages(
 
 
 def checkpoint_messages(
-    snapshot: Mapping[str, object], layout: PromptLayout | None = None
+    snapshot: Mapping[str, JsonValue], layout: PromptLayout | None = None
 ) -> list[dict[str, str]]:
     """The chat messages for one evaluator panel checkpoint."""
     state = snapshot.get("state", {})

@@ -22,17 +22,17 @@ from labreplay.sdk.agents import (
     usage_line,
 )
 from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.sdk.events import JsonObject
 from labreplay.suites.campaign.branches import AssignmentSummary
 from labreplay.suites.campaign.env import CampaignEnv
 from labreplay.suites.campaign.llm_panel import panel_wire
 from labreplay.suites.campaign.runner import AgentFactory
 
 
-def panel_schema_of(spec: EnvironmentSpec) -> dict[str, Any]:
+def panel_schema_of(spec: EnvironmentSpec) -> JsonObject:
     env = CampaignEnv(spec)
     env.reset(0)
-    schema: dict[str, Any] = env.checkpoint_snapshot()["response_schema"]
-    return schema
+    return env.checkpoint_snapshot()["response_schema"]
 
 
 def check_max_tokens(specs: Sequence[EnvironmentSpec], max_tokens: int | None) -> None:
@@ -40,10 +40,10 @@ def check_max_tokens(specs: Sequence[EnvironmentSpec], max_tokens: int | None) -
     if max_tokens is None or not specs:
         return
     largest = max((panel_schema_of(s) for s in specs), key=response_budget)
-    n = len(largest["properties"]["forecasts"]["items"]["properties"]["experiment_id"]["enum"])
     wire = panel_wire(largest)  # the agent asks for rows (`llm_panel`): their size is the minimum
     asked = largest if wire is None else wire.schema
-    check_user_budget(max_tokens, asked, f"a {n}-query panel forecast")
+    what = "a panel forecast" if wire is None else f"a {len(wire.ids)}-query panel forecast"
+    check_user_budget(max_tokens, asked, what)
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from labreplay.suites.campaign.bayes_rules import is_selected
 from labreplay.suites.campaign.events import CategoryForecast, campaign_events
 from labreplay.suites.campaign.json_values import json_list, json_number, json_object
 from labreplay.suites.campaign.model import label_of
-from labreplay.suites.campaign.views import SpecBody
+from labreplay.suites.campaign.views import EvaluatorRecord, SpecBody
 
 
 class _Forecast(TypedDict):
@@ -38,7 +38,7 @@ class _PreReview(TypedDict):
     forecasts_before: int
 
 
-class _Experiment(TypedDict):
+class ExperimentTrace(TypedDict):
     """One selected experiment as the trajectory and the evaluator record tell it."""
 
     forecasts: list[_Forecast]
@@ -91,7 +91,7 @@ def _distribution(value: object) -> dict[str, float]:
     return {str(k): json_number(v) for k, v in json_object(value, "categories").items()}
 
 
-def _outcome(evaluator: Mapping[str, object], eid: str) -> tuple[bool, str | None] | None:
+def _outcome(evaluator: Mapping[str, EvaluatorRecord], eid: str) -> tuple[bool, str | None] | None:
     label = label_of(json_object(json_object(evaluator[eid])["outcome"], "outcome"))
     if label is None:
         return None
@@ -107,7 +107,9 @@ def _loss(forecast: CategoryForecast, outcome: tuple[bool, str | None], eps: flo
 
 
 def panel_loss(
-    forecasts: Mapping[str, CategoryForecast], evaluator: Mapping[str, object], eps: float | None
+    forecasts: Mapping[str, CategoryForecast],
+    evaluator: Mapping[str, EvaluatorRecord],
+    eps: float | None,
 ) -> tuple[float, int]:
     """Mean joint loss over the panel; returns (loss, number of experiments excluded)."""
     losses, excluded = [], 0
@@ -121,7 +123,7 @@ def panel_loss(
 
 
 def claim_targets(
-    record: Mapping[str, object], declared: Sequence[Mapping[str, object]] | None = None
+    record: ExperimentTrace, declared: Sequence[Mapping[str, object]] | None = None
 ) -> dict[str, int]:
     """1 iff the support rule holds for the evidence the agent inspected. `declared`: a
     record card's claims, each supported when every evidence kind of its `supported_by` was
@@ -160,7 +162,7 @@ def _top(forecast: CategoryForecast) -> str:
 
 
 def _review_forecasts(
-    experiments: Mapping[str, _Experiment], eps: float
+    experiments: Mapping[str, ExperimentTrace], eps: float
 ) -> tuple[list[float], list[int]]:
     """Pre-review forecasts against what happened: did the review change the agent's
     conclusion (its most likely outcome before vs after the review), and which tier came back."""
@@ -198,7 +200,7 @@ def branch_metrics(events: Sequence[Mapping[str, object]], body: SpecBody) -> Br
     raw_losses = carry_forward(raw, horizon)
     scores = [-x for x in losses]
     # Local forecasts, claims and movements, from the agent's own history.
-    experiments: dict[str, _Experiment] = {}
+    experiments: dict[str, ExperimentTrace] = {}
     open_id: str | None = None
     for a in actions:
         if not a["accepted"]:

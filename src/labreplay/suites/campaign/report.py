@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -18,13 +18,17 @@ from labreplay.sdk import canonical_json
 from labreplay.sdk.engine import EnvironmentSpec, RunInfo, Store, spec_from_stored
 from labreplay.suites.campaign.branches import BRANCHES
 
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.board_rows import SystemRow
+    from labreplay.suites.campaign.leaderboard import PairwiseRow
+
 
 def stored_spec(store: Store, spec_hash: str) -> EnvironmentSpec:
     """A spec from the store's `specs` table, checked against the hash it is stored under."""
     return spec_from_stored(store.get_spec(spec_hash), spec_hash, f"store {store.path}")
 
 
-def tie_groups(rows: Sequence[dict[str, object]], pairwise: Sequence[Mapping[str, object]]) -> None:
+def tie_groups(rows: Sequence[SystemRow], pairwise: Sequence[PairwiseRow]) -> None:
     """Label each ranked row with its tie group: walking down the ranking, a system joins the
     current group unless its AUC difference from the group's leader is separable at 95%."""
     separable = {(p["a"], p["b"]): p["separable"] for p in pairwise}
@@ -57,25 +61,34 @@ def _name(names: Mapping[tuple[str, str], str], run: RunInfo) -> str:
     return names.get(key, f"{run.agent} {key[1]}")
 
 
-def replicates(store: Store, names: Mapping[tuple[str, str], str]) -> dict[str, dict[str, Any]]:
+class SystemRuns(TypedDict):
+    """A system's runs in the store (`replicates`)."""
+
+    seeds: list[int]  # the run seeds it ran with
+    complete: dict[str, int]  # branch -> complete runs (over all seeds)
+    other: int  # runs not complete
+
+
+def replicates(store: Store, names: Mapping[tuple[str, str], str]) -> dict[str, SystemRuns]:
     """Per system: the seeds it ran with and complete runs per branch (over all seeds)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, SystemRuns] = {}
+    seeds: dict[str, set[int]] = {}
     for run in store.runs(suite="campaign"):
+        name = _name(names, run)
         entry = out.setdefault(
-            _name(names, run),
-            {"seeds": set(), "complete": dict.fromkeys(BRANCHES, 0), "other": 0},
+            name, {"seeds": [], "complete": dict.fromkeys(BRANCHES, 0), "other": 0}
         )
-        entry["seeds"].add(run.seed)
+        seeds.setdefault(name, set()).add(run.seed)
         if run.status == "complete" and run.branch in BRANCHES:
             entry["complete"][run.branch] += 1
         elif run.status != "complete":
             entry["other"] += 1
-    for entry in out.values():
-        entry["seeds"] = sorted(entry["seeds"])
+    for name, entry in out.items():
+        entry["seeds"] = sorted(seeds[name])
     return out
 
 
-def references(store: Store) -> list[dict[str, Any]]:
+def references(store: Store) -> list[SystemRow]:
     """The leaderboard's reference rows (base-rate forecaster, context-trained model)."""
     from labreplay.suites.campaign.leaderboard import reference_rows
 
@@ -169,7 +182,39 @@ def _top(categories: Mapping[str, float]) -> str:
     return f"{best} {categories[best]:.2f}"
 
 
-def belief_trajectory(store: Store, run_id: str) -> dict[str, Any]:
+class TrajectoryStep(TypedDict):
+    """One event of a campaign as the trajectory viewer shows it."""
+
+    seq: int
+    kind: str
+    action: NotRequired[str]  # set for every step, with `budgets_left` (after the event)
+    budgets_left: NotRequired[dict[str, int]]
+    phase: NotRequired[str | None]  # actions only, from here to `note`
+    experiment: NotRequired[str | None]
+    accepted: NotRequired[bool]
+    evidence: NotRequired[str]  # the evidence item an accepted inspection revealed
+    forecast: NotRequired[str]  # an accepted forecast, in words
+    local_loss: NotRequired[float]  # that forecast's loss against the recorded outcome
+    local_change: NotRequired[float]
+    panel_score: NotRequired[float]  # checkpoints only
+    panel_change: NotRequired[float]
+    note: NotRequired[str]
+
+
+class BeliefTrajectory(TypedDict):
+    """One campaign, step by step (`belief_trajectory`)."""
+
+    run_id: str
+    agent: str
+    seed: int
+    branch: str
+    assignment: str  # spec id
+    spec_hash: str
+    head_hash: str | None  # the run summary's (None when it has none)
+    steps: list[TrajectoryStep]
+
+
+def belief_trajectory(store: Store, run_id: str) -> BeliefTrajectory:
     """Each step of one campaign: action, evidence bought, the local forecast and its loss
     change, the panel score after each checkpoint, and the budgets left."""
     from labreplay.suites.campaign.metrics import panel_loss
@@ -182,19 +227,17 @@ def belief_trajectory(store: Store, run_id: str) -> dict[str, Any]:
     budgets: dict[str, int] = dict(spec.body["budgets"])
     last_local: dict[str, float] = {}
     last_panel: float | None = None
-    steps: list[dict[str, Any]] = []
+    steps: list[TrajectoryStep] = []
     for event in store.events(run_id):
         payload = event["payload"]
-        row: dict[str, Any] = {"seq": event["seq"], "kind": event["kind"]}
+        row: TrajectoryStep = {"seq": event["seq"], "kind": event["kind"]}
         if event["kind"] == "action":
             action = payload["action"]
-            row.update(
-                phase=payload.get("phase"),
-                action=str(action.get("type", "?")),
-                experiment=action.get("experiment_id"),
-                accepted=bool(payload["accepted"]),
-                note="" if payload["accepted"] else str(payload.get("reason", "")),
-            )
+            row["phase"] = payload.get("phase")
+            row["action"] = str(action.get("type", "?"))
+            row["experiment"] = action.get("experiment_id")
+            row["accepted"] = bool(payload["accepted"])
+            row["note"] = "" if payload["accepted"] else str(payload.get("reason", ""))
             for budget, amount in (payload.get("cost") or {}).items():
                 budgets[budget] = budgets.get(budget, 0) - int(amount)
             if payload.get("revealed_item"):
@@ -210,15 +253,16 @@ def belief_trajectory(store: Store, run_id: str) -> dict[str, Any]:
                     last_local[eid] = loss
         elif event["kind"] == "checkpoint":
             loss, _ = panel_loss(payload["forecasts"], evaluator, eps)
-            row.update(action=f"checkpoint t={payload['t']}", panel_score=-loss)
+            row["action"] = f"checkpoint t={payload['t']}"
+            row["panel_score"] = -loss
             if last_panel is not None:
                 row["panel_change"] = -loss - last_panel
             last_panel = -loss
             row["note"] = f"{payload['fallbacks']} fallback(s)" if payload["fallbacks"] else ""
         elif event["kind"] == "end":
-            row.update(action=f"end ({payload.get('reason')})")
+            row["action"] = f"end ({payload.get('reason')})"
         else:
-            row.update(action=event["kind"])
+            row["action"] = event["kind"]
         row["budgets_left"] = dict(budgets)
         steps.append(row)
     return {
@@ -233,7 +277,16 @@ def belief_trajectory(store: Store, run_id: str) -> dict[str, Any]:
     }
 
 
-def campaign_section(store: Store, run_id: str | None = None) -> dict[str, Any] | None:
+class CampaignSection(TypedDict):
+    """What the campaign part of the report shows (`campaign_section`)."""
+
+    board: dict[str, Any]  # `leaderboard`'s, with the call health, costs and `notes` added
+    replicates: dict[str, SystemRuns]
+    curves: dict[str, dict[int, dict[str, CurveStats]]]
+    trajectory: BeliefTrajectory | None
+
+
+def campaign_section(store: Store, run_id: str | None = None) -> CampaignSection | None:
     """Everything the campaign part of the report shows; None if the store has no campaigns."""
     from labreplay.suites.campaign.health import add_call_health
     from labreplay.suites.campaign.leaderboard import leaderboard

@@ -3,8 +3,7 @@ belief-trajectory viewer (data from `report.campaign_section`, read only from th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from labreplay.sdk.report import (
     ci_text,
@@ -20,8 +19,11 @@ from labreplay.sdk.report import (
 )
 from labreplay.suites.campaign import report_plots as plots
 
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.report import BeliefTrajectory, CampaignSection
 
-def campaign_html(section: Mapping[str, Any]) -> str:
+
+def campaign_html(section: CampaignSection) -> str:
     board = section["board"]
     boot = board["bootstrap"]
     reps = section["replicates"]
@@ -36,7 +38,7 @@ def campaign_html(section: Mapping[str, Any]) -> str:
     ]
     rows = []
     for r in board["rows"]:
-        rep = reps.get(r["system"], {})
+        rep = reps.get(r["system"])
         rows.append(
             [
                 r["rank"],
@@ -49,9 +51,11 @@ def campaign_html(section: Mapping[str, Any]) -> str:
                 ci_text(r["evidence_lift"]),
                 num(r["overclaim_rate"], ".2f"),
                 num(r["invalid_actions"], ".0f"),
-                seed_list(rep.get("seeds", [])),
+                seed_list(rep["seeds"] if rep else []),
                 r["assignments"],
-                " / ".join(str(rep.get("complete", {}).get(b, 0)) for b in plots.BRANCH_STYLE),
+                " / ".join(
+                    str(rep["complete"].get(b, 0) if rep else 0) for b in plots.BRANCH_STYLE
+                ),
             ]
         )
     for ref in board.get("references", []):
@@ -165,7 +169,7 @@ def campaign_html(section: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def trajectory_html(traj: Mapping[str, Any]) -> str:
+def trajectory_html(traj: BeliefTrajectory) -> str:
     steps = traj["steps"]
     title = f"{traj['agent']} / {traj['assignment']} / {traj['branch']} / seed {traj['seed']}"
     parts = [

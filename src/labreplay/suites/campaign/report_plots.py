@@ -6,7 +6,7 @@ Every function returns PNG bytes; the same data gives the same bytes (`png_bytes
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -14,7 +14,8 @@ from matplotlib.figure import Figure
 from labreplay.sdk.report import png_bytes
 
 if TYPE_CHECKING:
-    from labreplay.suites.campaign.report import CurveStats
+    from labreplay.suites.campaign.board_rows import SystemRow
+    from labreplay.suites.campaign.report import CurveStats, TrajectoryStep
 
 BRANCH_STYLE = {
     "adaptive": ("tab:blue", "-"),
@@ -57,16 +58,18 @@ def learning_curves(system: str, by_horizon: Mapping[int, Mapping[str, CurveStat
     return png_bytes(fig)
 
 
-def lift_intervals(rows: Sequence[Mapping[str, Any]]) -> bytes:
+def lift_intervals(rows: Sequence[SystemRow]) -> bytes:
     """Selection and evidence lift per system with paired bootstrap 95% intervals."""
     height = 1.0 + 0.45 * max(1, len(rows))
     fig = Figure(figsize=(9.0, height))
     fig.subplots_adjust(left=0.3, right=0.98, bottom=0.5 / height, top=1 - 0.35 / height)
     axes = fig.subplots(1, 2, sharey=True)
     labels = [str(r["system"]) for r in rows]
-    for ax, key, title in zip(
-        axes, ("selection_lift", "evidence_lift"), ("selection lift", "evidence lift"), strict=True
-    ):
+    keys: tuple[Literal["selection_lift", "evidence_lift"], ...] = (
+        "selection_lift",
+        "evidence_lift",
+    )
+    for ax, key, title in zip(axes, keys, ("selection lift", "evidence lift"), strict=True):
         for i, row in enumerate(rows):
             ci = row.get(key)
             if ci:
@@ -86,7 +89,7 @@ def lift_intervals(rows: Sequence[Mapping[str, Any]]) -> bytes:
     return png_bytes(fig)
 
 
-def per_assignment_lifts(rows: Sequence[Mapping[str, Any]]) -> bytes:
+def per_assignment_lifts(rows: Sequence[SystemRow]) -> bytes:
     """Selection lift of every ranked system on every assignment of the board (the random
     replicates averaged first), with +-2 SE of the replicate mean; a hollow marker is an
     unresolved sign (|lift| <= 2 SE, or one replicate). Assignments are labelled seed/id."""
@@ -107,7 +110,7 @@ def per_assignment_lifts(rows: Sequence[Mapping[str, Any]]) -> bytes:
                 continue
             ax.errorbar(
                 idx,
-                [per[j]["selection_lift"] for j in idx],
+                [v for j in idx if (v := per[j].get("selection_lift")) is not None],
                 yerr=[2 * (per[j].get("selection_lift_se") or 0.0) for j in idx],
                 fmt="o",
                 markersize=4,
@@ -126,7 +129,7 @@ def per_assignment_lifts(rows: Sequence[Mapping[str, Any]]) -> bytes:
     return png_bytes(fig)
 
 
-def trajectory(steps: Sequence[Mapping[str, Any]], title: str) -> bytes:
+def trajectory(steps: Sequence[TrajectoryStep], title: str) -> bytes:
     """Panel score after each checkpoint, and the budgets left, against the event index."""
     fig = Figure(figsize=(8.0, 3.6))
     fig.subplots_adjust(left=0.1, right=0.98, bottom=0.13, top=0.9, hspace=0.1)
