@@ -40,7 +40,7 @@ def compile(
     from labreplay.validate import seed as check_seed
 
     if "seed" in options:
-        options["seed"] = check_seed("seed", options["seed"])
+        options["seed"] = check_seed("--seed", options["seed"])
     return get_suite(suite).compile(Path(data_dir) if data_dir is not None else None, **options)
 
 
@@ -68,7 +68,7 @@ def run(
     target = get_suite(suite)
     if seed is None:  # the suite's own default, the same as its CLI's --seed
         seed = default_seed(target)
-    seed = check_seed("seed", seed)  # "0" and np.int64(0) are the seed 0 (the same run ids)
+    seed = check_seed("--seed", seed)  # "0" and np.int64(0) are the seed 0 (the same run ids)
     if isinstance(specs, str | bytes) or not isinstance(specs, Sequence) or not specs:
         raise OptionError(f"specs: value {specs!r} must be a non-empty list of specs")
     if not all(isinstance(s, EnvironmentSpec) for s in specs):

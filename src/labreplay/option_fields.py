@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from labreplay import validate
@@ -107,13 +109,31 @@ class Rule:
         return self.check(label, value)
 
 
+def _writable_dir(label: str, value: str | Path) -> Path:
+    from labreplay._files import writable_dir
+
+    return writable_dir(value, label)
+
+
+def out_dirs() -> Rule:
+    """A directory to write into: free or a directory (a file, FIFO or device there is
+    refused before any work, and left as it was)."""
+    return Rule(_writable_dir, os.devnull)
+
+
+def urls() -> Rule:
+    """An http(s) URL with a host."""
+    return Rule(validate.url, "not-a-url")
+
+
 @dataclass(frozen=True)
 class Flag:
     """What a field is on the command line: its name, help, check and doors.
 
     `cli=False`: an API-only field (a progress callback); `api=False`: a field of the command
     line only (`--json`, a directory the CLI reads specs from). `parse_as`: the type typer parses
-    where the field's own type is wider (`str | Sequence[str]` read as `str`)."""
+    where the field's own type is wider (`str | Sequence[str]` read as `str`). `argument`: a
+    positional argument of the command line, not a flag (`data fetch NAME`)."""
 
     help: str
     name: str
@@ -124,6 +144,7 @@ class Flag:
     required: bool = False
     aliases: tuple[str, ...] = ()
     show_default: bool = True
+    argument: bool = False
 
     def label(self, field_name: str) -> str:
         """How a refusal names the option: the flag, and the API name where it differs."""
@@ -169,6 +190,7 @@ def flag(
     aliases: Sequence[str] = (),
     factory: Callable[[], Any] | None = None,
     show_default: bool = True,
+    argument: bool = False,
 ) -> Any:
     """A dataclass field that is an option of both doors (`name`: the flag, default from the
     field's name; no default: a required option)."""
@@ -183,6 +205,7 @@ def flag(
             required=default is REQUIRED and factory is None,
             aliases=tuple(aliases),
             show_default=show_default,
+            argument=argument,
         )
     }
     if factory is not None:
@@ -270,9 +293,11 @@ __all__ = [
     "flag_of",
     "flags",
     "nearest",
+    "out_dirs",
     "refuse_unknown",
     "seconds",
     "seeds",
     "split_options",
     "unknown_option",
+    "urls",
 ]

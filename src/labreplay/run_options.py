@@ -136,8 +136,8 @@ class StoreOptions(Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class DataOptions(Checked):
-    """Where the recorded data are read from, and whether a modified copy may be compiled."""
+class DataDirOptions(Checked):
+    """Where the recorded data are (`data verify`, `data fetch`: no compile)."""
 
     data_dir: Path | None = flag(
         None,
@@ -145,6 +145,12 @@ class DataOptions(Checked):
         api=False,
         show_default=False,
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataOptions(DataDirOptions):
+    """Where the recorded data are read from, and whether a modified copy may be compiled."""
+
     allow_modified_data: bool = flag(
         False,
         "Compile from files whose sha256 differs from the manifest; the specs record the "
@@ -171,6 +177,7 @@ class ServeOptions(Checked):
 
 __all__ = [
     "EXECUTORS",
+    "DataDirOptions",
     "DataOptions",
     "ExecutorOptions",
     "IsolationOptions",

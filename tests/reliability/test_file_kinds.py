@@ -73,24 +73,26 @@ def _watchdog() -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------- outputs
-def _commands_with_out() -> list[str]:
-    """Every CLI command that has an `--out` option, read from the typer app itself (so a new
-    command is covered without editing this test)."""
+def _commands_with_out() -> dict[str, list[str]]:
+    """Every CLI command that has an `--out` option, with its other required options, read
+    from the typer app itself (so a new command is covered without editing this test)."""
     import typer
 
     from labreplay.cli.main import _add_suite_groups, app
 
     _add_suite_groups()
 
-    def walk(command: object, path: tuple[str, ...]) -> Iterator[str]:
+    def walk(command: object, path: tuple[str, ...]) -> Iterator[tuple[str, list[str]]]:
         subcommands = getattr(command, "commands", None)
+        params = getattr(command, "params", ())
         if subcommands is not None:
             for name, sub in sorted(subcommands.items()):
                 yield from walk(sub, (*path, name))
-        elif any("--out" in getattr(p, "opts", ()) for p in getattr(command, "params", ())):
-            yield " ".join(path)
+        elif any("--out" in getattr(p, "opts", ()) for p in params):
+            required = [p.opts[0] for p in params if p.required and "--out" not in p.opts]
+            yield " ".join(path), required
 
-    return list(walk(typer.main.get_command(app), ()))
+    return dict(walk(typer.main.get_command(app), ()))
 
 
 OUT_COMMANDS = _commands_with_out()
@@ -101,12 +103,16 @@ def test_the_out_commands_are_found() -> None:
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])
-@pytest.mark.parametrize("command", OUT_COMMANDS)
+@pytest.mark.parametrize("command", sorted(OUT_COMMANDS))
 def test_every_out_option_refuses_a_device_or_fifo_and_leaves_it(
     command: str, kind: str, tmp_path: Path
 ) -> None:
     target = _make(tmp_path / "target", kind)
-    line = assert_one_line_error(run_cli_in_process(*command.split(), "--out", str(target)))
+    # the other required options (`--store`) name a path that is not there: nothing is read
+    # before the options are checked
+    others = [word for name in OUT_COMMANDS[command] for word in (name, str(tmp_path / "x"))]
+    argv = [*command.split(), *others, "--out", str(target)]
+    line = assert_one_line_error(run_cli_in_process(*argv))
     assert str(target) in line and KIND_WORDS[kind] in line, line
     assert _kind(target) == kind
     assert [p.name for p in tmp_path.iterdir()] == ["target"]  # nothing written beside it

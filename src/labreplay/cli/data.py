@@ -2,31 +2,25 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from labreplay.cli._common import (
-    DataDirOption,
-    JsonOption,
-    console,
-    print_json,
-    print_table,
-    progress_bar,
-    timeout_check,
-    url_check,
-)
+from labreplay.cli._common import console, print_json, print_table, progress_bar
+from labreplay.cli.generate import command
+from labreplay.option_fields import Checked, flag, seconds, urls
+from labreplay.run_options import DataDirOptions, OutputOptions
 
 app = typer.Typer(
     help="Datasets: list the manifest, verify checksums, download.", no_args_is_help=True
 )
 
 
-@app.command("list")
-def list_sources(json_out: bool = JsonOption) -> None:
+@command(app, "list", OutputOptions)
+def list_sources(output: OutputOptions) -> None:
     """List every known source with its license, size and canonical location."""
     from labreplay.records import manifest  # (here: `labreplay --help` needs none of them)
 
@@ -43,7 +37,7 @@ def list_sources(json_out: bool = JsonOption) -> None:
         }
         for s in manifest.sources()
     ]
-    if json_out:
+    if output.json_out:
         print_json(rows)
         return
     table = Table(title="labreplay data sources")
@@ -56,28 +50,33 @@ def list_sources(json_out: bool = JsonOption) -> None:
     print_table(table, "name")
 
 
-@app.command("verify")
-def verify_cmd(
-    names: list[str] = typer.Argument(None, help="Sources to verify (default: all)."),
-    data_dir: Path | None = DataDirOption,
-    json_out: bool = JsonOption,
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class VerifyNames(Checked):
+    """The sources `data verify` checks."""
+
+    names: list[str] | None = flag(
+        None, "Sources to verify (default: all).", argument=True, api=False
+    )
+
+
+@command(app, "verify", VerifyNames, DataDirOptions, OutputOptions)
+def verify_cmd(sources: VerifyNames, data: DataDirOptions, output: OutputOptions) -> None:
     """Check every file against the manifest's size and sha256. Exit 1 if any is not ok."""
     from labreplay.records import manifest
     from labreplay.records.sources import resolve_data_dir, verify
 
-    root = resolve_data_dir(data_dir)
-    chosen = names or manifest.source_names()
+    root = resolve_data_dir(data.data_dir)
+    chosen = sources.names or manifest.source_names()
     for name in chosen:
         manifest.get_source(name)  # unknown names fail before any work
     total = sum(len(manifest.get_source(n).files) for n in chosen)
-    with progress_bar("verifying", total) as bar:
+    with progress_bar("verifying", total, not output.quiet) as bar:
         results = verify(root, chosen, progress=bar.advance)
     bad = [r for r in results if r.status != "ok"]
     summary: dict[str, dict[str, int]] = {}
     for r in results:
         summary.setdefault(r.source, {"ok": 0, "bad": 0})["ok" if r.status == "ok" else "bad"] += 1
-    if json_out:
+    if output.json_out:
         print_json(
             {
                 "data_dir": str(root),
@@ -104,35 +103,42 @@ def verify_cmd(
         raise typer.Exit(1)
 
 
-@app.command("fetch")
+@dataclass(frozen=True, kw_only=True)
+class FetchSource(Checked):
+    """The source `data fetch` downloads."""
+
+    name: str = flag(help="Source name (see `labreplay data list`).", argument=True, api=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchArgs(Checked):
+    """Where `data fetch` downloads from."""
+
+    mirror: str | None = flag(
+        None, "Base URL of a copy with the data directory's layout.", check=urls(), api=False
+    )
+    timeout: float = flag(60.0, "Per-request timeout in seconds.", check=seconds(), api=False)
+
+
+@command(app, "fetch", FetchSource, DataDirOptions, FetchArgs, OutputOptions)
 def fetch_cmd(
-    name: str = typer.Argument(..., help="Source name (see `labreplay data list`)."),
-    data_dir: Path | None = DataDirOption,
-    mirror: str | None = typer.Option(
-        None,
-        "--mirror",
-        help="Base URL of a copy with the data directory's layout.",
-        callback=url_check("--mirror"),
-    ),
-    timeout: float = typer.Option(
-        60.0, help="Per-request timeout in seconds.", callback=timeout_check("--timeout")
-    ),
-    json_out: bool = JsonOption,
+    source_name: FetchSource, data: DataDirOptions, args: FetchArgs, output: OutputOptions
 ) -> None:
     """Download a source into the data directory, verifying every file's sha256."""
     from labreplay.records import manifest
     from labreplay.records.sources import fetch as fetch_source
     from labreplay.records.sources import resolve_data_dir
 
+    name = source_name.name
     source = manifest.get_source(name)  # an unknown source creates no data directory
-    root = resolve_data_dir(data_dir, must_exist=False)  # fetch may create a new data dir
+    root = resolve_data_dir(data.data_dir, must_exist=False)  # fetch may create a new data dir
     root.mkdir(parents=True, exist_ok=True)
-    with progress_bar(f"fetching {name}", len(source.files)) as bar:
+    with progress_bar(f"fetching {name}", len(source.files), not output.quiet) as bar:
         results = fetch_source(
-            name, root, mirror=mirror, timeout=timeout, progress=lambda _e: bar.advance()
+            name, root, mirror=args.mirror, timeout=args.timeout, progress=lambda _e: bar.advance()
         )
     downloaded = sum(1 for r in results if r.detail == "downloaded")
-    if json_out:
+    if output.json_out:
         print_json(
             {"source": name, "data_dir": str(root), "files": len(results), "downloaded": downloaded}
         )

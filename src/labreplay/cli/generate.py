@@ -36,13 +36,18 @@ def parameters(*classes: type[Checked]) -> list[inspect.Parameter]:
                 raise TypeError(f"{cls.__name__}.{field.name} is declared twice on one command")
             seen.add(field.name)
             default = ... if declared.required else field.default
-            option = typer.Option(
-                default,
-                declared.name,
-                *declared.aliases,
-                help=declared.help,
-                show_default=declared.show_default,
-            )
+            if declared.argument:
+                option = typer.Argument(
+                    default, help=declared.help, show_default=declared.show_default
+                )
+            else:
+                option = typer.Option(
+                    default,
+                    declared.name,
+                    *declared.aliases,
+                    help=declared.help,
+                    show_default=declared.show_default,
+                )
             annotation = declared.parse_as or typing.get_type_hints(cls)[field.name]
             out.append(
                 inspect.Parameter(
@@ -73,10 +78,18 @@ def command(
         cmd.__signature__ = inspect.Signature(parameters(*classes))  # type: ignore[attr-defined]
         cmd.__doc__ = body.__doc__
         cmd.__name__ = body.__name__
+        cmd.options_classes = classes  # type: ignore[attr-defined]
         app.command(name, hidden=hidden)(cmd)
         return body
 
     return register
 
 
-__all__ = ["build", "command", "parameters"]
+def options_of(callback: Callable[..., object] | None) -> tuple[type[Checked], ...] | None:
+    """The options classes a command was generated from (None: a command written by hand);
+    typer's wrapper of the callback keeps the attribute."""
+    classes = getattr(callback, "options_classes", None)
+    return classes if isinstance(classes, tuple) else None
+
+
+__all__ = ["build", "command", "options_of", "parameters"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,8 +17,11 @@ from labreplay._scrubbed_io import scrubbed_output, scrubbing
 from labreplay.cli import data as data_cli
 from labreplay.cli import report as report_cli
 from labreplay.cli import store as store_cli
-from labreplay.cli._common import JsonOption, console, err_console, out_dir_check, print_json
+from labreplay.cli._common import console, err_console, print_json
 from labreplay.cli._errors import expected_failure, report_failure
+from labreplay.cli.generate import command
+from labreplay.option_fields import Checked, flag, out_dirs
+from labreplay.run_options import OutputOptions, StoreOptions
 
 if TYPE_CHECKING:  # the click that typer uses (recent typer vendors it: `typer._click`)
     from typer._click import Command, Context
@@ -144,38 +148,48 @@ def version() -> None:
     console.print(__version__)
 
 
-@app.command("export")
-def export(
-    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    out: Path = typer.Option(..., "--out", help="Output directory.", callback=out_dir_check()),
-    formats: str = typer.Option("parquet,jsonl", help="Comma list of parquet,csv,jsonl."),
-    json_out: bool = JsonOption,
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class ExportArgs(Checked):
+    """Where `export` writes, and in which formats."""
+
+    out: Path = flag(help="Output directory.", check=out_dirs(), api=False)
+    formats: str = flag("parquet,jsonl", "Comma list of parquet,csv,jsonl.", api=False)
+
+
+@command(app, "export", StoreOptions, ExportArgs, OutputOptions)
+def export(where: StoreOptions, args: ExportArgs, output: OutputOptions) -> None:
     """Export runs, specs, events, forecasts and scores (schema: labreplay.store.export)."""
     from labreplay.store.export import export_store
     from labreplay.store.sqlite import Store
 
-    with Store(store, readonly=True) as db:
-        written = export_store(db, out, tuple(f.strip() for f in formats.split(",") if f.strip()))
-    if json_out:
+    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
+    with Store(where.store, readonly=True) as db:
+        written = export_store(db, args.out, formats)
+    if output.json_out:
         print_json([str(p) for p in written])
     else:
-        console.print(f"wrote {len(written)} files to {out}")
+        console.print(f"wrote {len(written)} files to {args.out}")
 
 
-@app.command("cite")
-def cite(
-    store: Path | None = typer.Option(
+@dataclass(frozen=True, kw_only=True)
+class CiteArgs(Checked):
+    """The store whose runs `cite` cites (none: labreplay and the three papers)."""
+
+    store: Path | None = flag(
         None,
-        "--store",
-        help="Results store (SQLite file): cite only the papers and datasets its runs used.",
-    ),
-) -> None:
+        "Results store (SQLite file): cite only the papers and datasets its runs used.",
+        api=False,
+    )
+
+
+@command(app, "cite", CiteArgs)
+def cite(args: CiteArgs) -> None:
     """Print BibTeX: labreplay and the three papers, or with --store what that store's runs
     used (the papers of its suites and the datasets their specs read)."""
     from labreplay import cite as citing
     from labreplay.errors import StoreError
 
+    store = args.store
     if store is None:
         typer.echo(citing.bibtex(citing.default_keys()), nl=False)  # plain: no markup, no wrap
         return

@@ -2,36 +2,36 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
-from labreplay.cli._common import (
-    JsonOption,
-    QuietOption,
-    console,
-    out_dir_check,
-    print_json,
-    progress_printer,
-)
+from labreplay.cli._common import console, print_json, progress_printer
+from labreplay.cli.generate import command
+from labreplay.option_fields import Checked, flag, out_dirs
+from labreplay.run_options import OutputOptions, StoreOptions
 
 
-def report(
-    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    out: Path = typer.Option(
-        ..., "--out", help="Output directory (index.html is written).", callback=out_dir_check()
-    ),
-    run: str | None = typer.Option(
-        None, "--run", help="Campaign run id for the belief-trajectory viewer (default: best)."
-    ),
-    json_out: bool = JsonOption,
-    quiet: bool = QuietOption,
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class ReportArgs(Checked):
+    """Where the report is written, and the run it features (`build_report`'s `out_dir` and
+    `run_id`)."""
+
+    out: Path = flag(help="Output directory (index.html is written).", check=out_dirs(), api=False)
+    run: str | None = flag(
+        None, "Campaign run id for the belief-trajectory viewer (default: best).", api=False
+    )
+
+
+def report(where: StoreOptions, args: ReportArgs, output: OutputOptions) -> None:
     """Write a self-contained static HTML report: leaderboards, curves, a trajectory viewer."""
     from labreplay.report import build_report
 
-    result = build_report(store, out, run_id=run, progress=progress_printer(quiet))
-    if json_out:
+    result = build_report(
+        where.store, args.out, run_id=args.run, progress=progress_printer(output.quiet)
+    )
+    if output.json_out:
         print_json(result)
         return
     console.print(
@@ -41,4 +41,4 @@ def report(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("report")(report)
+    command(app, "report", StoreOptions, ReportArgs, OutputOptions)(report)

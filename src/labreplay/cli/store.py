@@ -4,48 +4,56 @@ naming the first broken run and seq; `labreplay store remove`: remove chosen run
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
-from labreplay.cli._common import JsonOption, console, err_console, out_dir_check, print_json
+from labreplay.cli._common import console, err_console, print_json
+from labreplay.cli.generate import command
+from labreplay.option_fields import Checked, OneOf, flag, out_dirs
+from labreplay.run_options import OutputOptions, StoreOptions
+from labreplay.validate import OptionError
 
 app = typer.Typer(help="Results-store maintenance.", no_args_is_help=True)
 
 
-@app.command("verify")
-def verify(
-    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    public_key: Path | None = typer.Option(
+@dataclass(frozen=True, kw_only=True)
+class VerifyArgs(Checked):
+    """What `store verify` checks besides the chains."""
+
+    public_key: Path | None = flag(
         None,
-        "--public-key",
-        help="Also check every run's Ed25519 signature (`store sign`) with this PEM public key.",
-    ),
-    allow_unverifiable: bool = typer.Option(
+        "Also check every run's Ed25519 signature (`store sign`) with this PEM public key.",
+        api=False,
+    )
+    allow_unverifiable: bool = flag(
         False,
-        "--allow-unverifiable",
-        help="Accept runs whose scores cannot be checked because the store lacks a file their "
+        "Accept runs whose scores cannot be checked because the store lacks a file their "
         "spec names (a conditions question file): listed as unverifiable, not failed.",
-    ),
-    json_out: bool = JsonOption,
-) -> None:
+        api=False,
+    )
+
+
+@command(app, "verify", StoreOptions, VerifyArgs, OutputOptions)
+def verify(where: StoreOptions, args: VerifyArgs, output: OutputOptions) -> None:
     """Re-verify every run's hash chain against its stored, hash-checked spec (and, with
     --public-key, its signature)."""
     from labreplay.store.sqlite import Store
     from labreplay.store.verify import verify_store
 
-    key = None
-    if public_key is not None:  # before the store is opened: a bad key touches nothing
+    store, key = where.store, None
+    if args.public_key is not None:  # before the store is opened: a bad key touches nothing
         from labreplay.store.signing import load_public_key
 
-        key = load_public_key(public_key)
+        key = load_public_key(args.public_key)
     with Store(store, readonly=True) as db:
-        report = verify_store(db, allow_unverifiable=allow_unverifiable)
+        report = verify_store(db, allow_unverifiable=args.allow_unverifiable)
         if key is not None:
             from labreplay.store.signing import verify_signatures
 
             report.problems.extend(verify_signatures(db, key))
-    if json_out:
+    if output.json_out:
         print_json(
             {
                 "runs": report.runs,
@@ -91,33 +99,42 @@ def verify(
         raise typer.Exit(1)
 
 
-@app.command("remove")
-def remove(
-    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    run_id: list[str] | None = typer.Option(None, "--run-id", help="A run id (repeatable)."),
-    agent: str | None = typer.Option(None, "--agent", help="Every run of this agent."),
-    assignment: str | None = typer.Option(
-        None, "--assignment", help="Runs of this spec id or campaign assignment id (long-1)."
-    ),
-    status: str | None = typer.Option(
-        None, "--status", help="Only runs with this status (failed | running | complete)."
-    ),
-    reason: str = typer.Option(
-        "removed to be redone", "--reason", help="Recorded with each removed run."
-    ),
-    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be removed."),
-    json_out: bool = JsonOption,
-) -> None:
+STATUSES = ("failed", "running", "complete")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemoveArgs(Checked):
+    """Which runs `store remove` removes (selectors ANDed, at least one), and why."""
+
+    run_id: list[str] | None = flag(None, "A run id (repeatable).", api=False)
+    agent: str | None = flag(None, "Every run of this agent.", api=False)
+    assignment: str | None = flag(
+        None, "Runs of this spec id or campaign assignment id (long-1).", api=False
+    )
+    status: str | None = flag(
+        None,
+        "Only runs with this status (failed | running | complete).",
+        check=OneOf(STATUSES),
+        api=False,
+    )
+    reason: str = flag("removed to be redone", "Recorded with each removed run.", api=False)
+    dry_run: bool = flag(False, "List what would be removed.", api=False)
+
+    def check(self) -> None:
+        if not (self.run_id or self.agent or self.assignment or self.status):
+            raise OptionError("store remove: give --run-id, --agent, --assignment or --status")
+
+
+@command(app, "remove", StoreOptions, RemoveArgs, OutputOptions)
+def remove(where: StoreOptions, args: RemoveArgs, output: OutputOptions) -> None:
     """Remove chosen runs (and the control runs that hang from them) so the same run command
     redoes them, e.g. a run broken by a transient endpoint failure. Each removal is recorded:
     `store verify` says what was superseded. Selectors are ANDed; at least one is needed."""
     from labreplay.errors import LabreplayError
     from labreplay.store.sqlite import Store
 
-    if not (run_id or agent or assignment or status):
-        raise LabreplayError("store remove: give --run-id, --agent, --assignment or --status")
-    if status is not None and status not in ("failed", "running", "complete"):
-        raise LabreplayError(f"--status: value {status!r} is not one of failed, running, complete")
+    store, run_id, agent, assignment = where.store, args.run_id, args.agent, args.assignment
+    status, dry_run = args.status, args.dry_run
     with Store(store, readonly=dry_run) as db:
         runs = db.runs()
         chosen = [
@@ -142,13 +159,13 @@ def remove(
         ids |= {r.run_id for r in runs if r.parent_run_id in ids}
         gone = [r for r in runs if r.run_id in ids]
         if not dry_run:
-            db.remove_runs([r.run_id for r in gone], reason)
+            db.remove_runs([r.run_id for r in gone], args.reason)
     rows = [
         {"run_id": r.run_id, "agent": r.agent, "spec_id": r.spec_id, "branch": r.branch,
          "status": r.status}
         for r in gone
     ]  # fmt: skip
-    if json_out:
+    if output.json_out:
         print_json({"removed": [] if dry_run else rows, "would_remove": rows if dry_run else []})
         return
     verb = "would remove" if dry_run else "removed"
@@ -159,42 +176,48 @@ def remove(
         )
 
 
-@app.command("keygen")
-def keygen(
-    out: Path = typer.Option(
-        ..., "--out", help="Directory for the new key pair.", callback=out_dir_check()
-    ),
-    json_out: bool = JsonOption,
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class KeygenArgs(Checked):
+    """Where `store keygen` writes the key pair."""
+
+    out: Path = flag(help="Directory for the new key pair.", check=out_dirs(), api=False)
+
+
+@command(app, "keygen", KeygenArgs, OutputOptions)
+def keygen(args: KeygenArgs, output: OutputOptions) -> None:
     """Write a new Ed25519 key pair for `store sign`: the private key (mode 0600; keep it
     out of the store and of any shared place) and the public key to give to verifiers."""
     from labreplay.store.signing import generate_key_pair
 
-    private, public, kid = generate_key_pair(out)
-    if json_out:
+    private, public, kid = generate_key_pair(args.out)
+    if output.json_out:
         print_json({"private_key": str(private), "public_key": str(public), "key_id": kid})
         return
     console.print(f"key {kid}: private key {private} (mode 0600), public key {public}")
 
 
-@app.command("sign")
-def sign(
-    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    key: Path = typer.Option(..., "--key", help="Ed25519 private key, PEM (`store keygen`)."),
-    json_out: bool = JsonOption,
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class SignArgs(Checked):
+    """The key `store sign` signs with."""
+
+    key: Path = flag(help="Ed25519 private key, PEM (`store keygen`).", api=False)
+
+
+@command(app, "sign", StoreOptions, SignArgs, OutputOptions)
+def sign(where: StoreOptions, args: SignArgs, output: OutputOptions) -> None:
     """Sign every finished run (its row, event chain head, scores and calls) and the set of
     runs with an Ed25519 key; `store verify --public-key` checks them. Signing again replaces
     the signatures. Only signatures and the key's id are stored, never the key."""
     from labreplay.store.signing import load_private_key, sign_store
     from labreplay.store.sqlite import Store
 
-    private_key = load_private_key(key)  # before the store is opened: a bad key touches nothing
-    with Store(store, readonly=True) as check:
+    # before the store is opened: a bad key touches nothing
+    private_key = load_private_key(args.key)
+    with Store(where.store, readonly=True) as check:
         check.runs()  # a damaged store is refused before anything is written to it
-    with Store(store) as db:
+    with Store(where.store) as db:
         report = sign_store(db, private_key)
-    if json_out:
+    if output.json_out:
         print_json(
             {"signed": report.signed, "skipped_running": report.skipped_running,
              "key_id": report.key_id}

@@ -27,6 +27,7 @@ from labreplay.option_fields import (
     Ints,
     OneOf,
     Rule,
+    api_names,
     api_options,
     counts,
     flag,
@@ -39,6 +40,7 @@ from labreplay.option_fields import (
     unknown_option,
 )
 from labreplay.run_options import (
+    DataDirOptions,
     DataOptions,
     ExecutorOptions,
     IsolationOptions,
@@ -105,6 +107,7 @@ __all__ = [
     "MAX_SEED_COUNT",
     "REQUIRED",
     "Checked",
+    "DataDirOptions",
     "DataOptions",
     "ExecutorOptions",
     "Floats",
@@ -117,6 +120,7 @@ __all__ = [
     "Rule",
     "ServeOptions",
     "StoreOptions",
+    "api_names",
     "api_options",
     "bad",
     "check_agent_timeout",

@@ -50,17 +50,22 @@ class CampaignSuite:
 
     def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
         """Options: record (precursor-genome | alab-pipeline) or record_card (a card file),
-        protocol (sdl1), seed, overrides."""
+        protocol (sdl1), seed, overrides. Those of `campaign compile` are checked by its own
+        class (`CampaignCompileOptions`): the CLI's refusals, in its words."""
         import dataclasses
 
-        from labreplay.sdk.options import refuse_unknown
+        from labreplay.sdk.options import api_names, refuse_unknown
         from labreplay.suites.campaign.api import compile_specs
+        from labreplay.suites.campaign.options import CampaignCompileOptions
         from labreplay.suites.campaign.protocol import ProtocolParams
 
         own = ("record", "record_card", "protocol", "seed", "records", "allow_modified_data")
         overrides = (f.name for f in dataclasses.fields(ProtocolParams))
         refuse_unknown("campaign compile", options, {*own, *overrides})
-        _, specs, _ = compile_specs(data_dir=data_dir, **options)
+        declared = api_names(CampaignCompileOptions)
+        checked = CampaignCompileOptions(**{k: v for k, v in options.items() if k in declared})
+        given = {k: getattr(checked, k) if k in declared else v for k, v in options.items()}
+        _, specs, _ = compile_specs(data_dir=data_dir, **given)
         return specs
 
     def resolve_agent(self, agent: object, **options: object) -> ResolvedAgent:

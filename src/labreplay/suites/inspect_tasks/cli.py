@@ -2,28 +2,33 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
-from labreplay.sdk.cli import JsonOption, console, print_json
+from labreplay.sdk.cli import command, console, print_json
+from labreplay.sdk.options import Checked, OutputOptions, StoreOptions, flag
 
 app = typer.Typer(
     help="Bring results of other evaluation tools into a store.", no_args_is_help=True
 )
 
 
-@app.command("inspect-log")
-def inspect_log_cmd(
-    log: Path = typer.Argument(..., help="An inspect_ai log (.eval or .json)."),
-    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    json_out: bool = JsonOption,
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class InspectLog(Checked):
+    """The inspect_ai log `import inspect-log` reads."""
+
+    log: Path = flag(help="An inspect_ai log (.eval or .json).", argument=True, api=False)
+
+
+@command(app, "inspect-log", InspectLog, StoreOptions, OutputOptions)
+def inspect_log_cmd(source: InspectLog, where: StoreOptions, output: OutputOptions) -> None:
     """Store a labreplay/conditions inspect log as a conditions run (scored by our scorer)."""
     from labreplay.suites.inspect_tasks.importer import import_inspect_log
 
-    result = import_inspect_log(log, store)
-    if json_out:
+    result = import_inspect_log(source.log, where.store)
+    if output.json_out:
         print_json(result)
         return
     for key, value in result.items():
