@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from labreplay.sdk import atomic_write_bytes
-from labreplay.sdk.engine import EnvironmentSpec, Store, run
+from labreplay.sdk.engine import EnvironmentSpec, Store
+from labreplay.sdk.engine import run as labreplay_run
 from labreplay.suites.campaign.api import compile_specs, load_records
 from labreplay.suites.campaign.compiler import write_specs
 from labreplay.suites.campaign.leaderboard import leaderboard
@@ -55,7 +56,7 @@ def run_demo(
         _refuse_other_protocols(store, chosen)
         # `labreplay.run` at its defaults: the runs `campaign run` makes (three random replicates)
         for name in (*REFERENCE, "oracle"):  # the oracle: adaptive only, never ranked
-            run(SUITE, chosen, name, store, seed=0)
+            labreplay_run(SUITE, chosen, name, store, seed=0)
         ran = time.perf_counter()
         board = leaderboard(store)
         curves = _write_curves(store, out_dir)
