@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from types import TracebackType
 from typing import Any, TextIO
 
 
@@ -82,5 +83,10 @@ class CallProgress:
     def __enter__(self) -> CallProgress:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.close()
