@@ -348,51 +348,53 @@ class PlaysEpisodes(Protocol):
     def begin_episode(self, spec_id: str, spec_hash: str, branch: str, seed: int) -> None: ...
 
 
-def begin_episode(agent: object, spec_id: str, spec_hash: str, branch: str, seed: int) -> None:
+def begin_episode(
+    agent: Described | None, spec_id: str, spec_hash: str, branch: str, seed: int
+) -> None:
     """Tell an agent that declares `PlaysEpisodes` which episode it plays (else a no-op)."""
     if isinstance(agent, PlaysEpisodes):
         agent.begin_episode(spec_id, spec_hash, branch, seed)
 
 
-def close_agent(agent: object) -> None:
+def close_agent(agent: Described | None) -> None:
     """Release what a closable agent holds (a no-op for any other agent)."""
     if isinstance(agent, Closable):
         agent.close()
 
 
-def acquisition_of(agent: object) -> float | None:
+def acquisition_of(agent: Described | None) -> float | None:
     """The score an optimiser gave its last suggestion, if it declares one."""
     if isinstance(agent, ScoresSuggestions) and agent.last_acquisition is not None:
         return float(agent.last_acquisition)
     return None
 
 
-def model_of(agent: object) -> tuple[str | None, str | None]:
+def model_of(agent: Described | None) -> tuple[str | None, str | None]:
     """(model, endpoint) of a model-backed agent, (None, None) otherwise."""
     if isinstance(agent, ModelBacked):
         return agent.model, agent.endpoint
     return None, None
 
 
-def isolation_of(agent: object) -> str:
+def isolation_of(agent: Described | None) -> str:
     """Where the agent's code ran ("in-process" unless it declares otherwise)."""
     return str(agent.isolation) if isinstance(agent, Isolated) else "in-process"
 
 
-def sandbox_of(agent: object) -> str:
+def sandbox_of(agent: Described | None) -> str:
     """The sandbox the agent's code ran in: "bwrap" for an isolated agent in bubblewrap,
     else "none" (an in-process agent, or an isolated one where no sandbox could be had)."""
     sandbox = getattr(agent, "sandbox", None)
     return sandbox if isinstance(sandbox, str) else "none"
 
 
-def bind_response_cache(agent: object, cache: ResponseCache | None) -> None:
+def bind_response_cache(agent: Described | None, cache: ResponseCache | None) -> None:
     """Give a model-backed agent the response cache (a no-op for any other agent)."""
     if isinstance(agent, UsesResponseCache):
         agent.bind_store(cache)
 
 
-def drain_calls(agent: object) -> list[CallRecord]:
+def drain_calls(agent: Described | None) -> list[CallRecord]:
     """Model-call records an agent collected since the last drain ([] for non-LLM agents)."""
     if isinstance(agent, RecordsCalls):
         return agent.drain_calls()
