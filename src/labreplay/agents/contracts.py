@@ -52,7 +52,10 @@ Runnable example (campaign; the README's "Bring your own agent" has one per suit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, runtime_checkable
+
+if TYPE_CHECKING:
+    from labreplay.runtime.event_types import JsonObject
 
 # A JSON value as agents send and receive it.
 JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
@@ -99,9 +102,9 @@ class ResponseCache(Protocol):
     the driver process) or an in-memory snapshot of it (`labreplay.execute.driver.MemoryCache`)
     on a worker, whose new entries the driver writes back."""
 
-    def cached_response(self, key: str) -> Mapping[str, object] | None: ...
+    def cached_response(self, key: str) -> JsonObject | None: ...
 
-    def cache_response(self, key: str, model: str, response: Mapping[str, object]) -> None: ...
+    def cache_response(self, key: str, model: str, response: JsonObject) -> None: ...
 
 
 @runtime_checkable

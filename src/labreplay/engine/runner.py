@@ -122,7 +122,7 @@ def run_suite(
 
     here = executor is None or isinstance(executor, InProcessExecutor)
     seeds = [seed] if isinstance(seed, int) else list(seed)
-    units: list[Unit] = []
+    units: list[Unit[list[Played], list[dict[str, object]]]] = []
     for spec in specs:
         _keep_attachments(store, spec)
         for one in seeds:

@@ -26,7 +26,7 @@ from labreplay._provenance import base_provenance, scrub_secrets, scrub_text, ut
 from labreplay.errors import StoreError
 
 if TYPE_CHECKING:  # (the runtime package imports this module: no import at run time)
-    from labreplay.runtime.event_types import JsonValue
+    from labreplay.runtime.event_types import JsonObject, JsonValue
 
 SCHEMA_VERSION = 1
 
@@ -818,18 +818,18 @@ class Store:
         return {m: self._json(d, "scores", f"{run_id} metric {m}", "detail") for m, d in cursor}
 
     # ------------------------------------------------------------------ LLM bookkeeping
-    def cached_response(self, key: str) -> dict[str, object] | None:
+    def cached_response(self, key: str) -> JsonObject | None:
         row = self._conn.execute(
             "SELECT response FROM response_cache WHERE key=?", (key,)
         ).fetchone()
         return json.loads(row[0]) if row else None
 
-    def cached_responses(self) -> dict[str, dict[str, object]]:
+    def cached_responses(self) -> dict[str, JsonObject]:
         """The whole response cache (key -> response), the snapshot workers answer from."""
         rows = self._conn.execute("SELECT key, response FROM response_cache").fetchall()
         return {k: json.loads(r) for k, r in rows}
 
-    def cache_response(self, key: str, model: str, response: Mapping[str, object]) -> None:
+    def cache_response(self, key: str, model: str, response: JsonObject) -> None:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO response_cache VALUES (?,?,?,?)",
