@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from labreplay.compile.spec import EnvironmentSpec
     from labreplay.engine.episodes import Episode, EpisodeSuite
     from labreplay.execute.base import Executor
-    from labreplay.runtime.event_types import HeaderPayload, JsonObject
+    from labreplay.runtime.event_types import HeaderPayload, JsonObject, JsonValue
     from labreplay.store.sqlite import Store
 
 
@@ -173,7 +173,7 @@ def _params(agent: Described, episode: Episode) -> dict[str, Any]:
 
 
 def _model_endpoint(
-    agent: Described, params: Mapping[str, object]
+    agent: Described, params: Mapping[str, JsonValue]
 ) -> tuple[str | None, str | None]:
     """The model and endpoint a run's row names (its header binds the model): a model-backed
     agent's own, else its `model` and `endpoint` (or `base_url`) parameters."""

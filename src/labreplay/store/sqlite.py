@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from labreplay._files import path_kind
 from labreplay._hashing import canonical_json, sha256_json
@@ -158,7 +158,7 @@ StoredCell = str | int | float | bytes | None
 def run_key(
     spec_hash: str,
     agent: str,
-    agent_params: Mapping[str, object],
+    agent_params: Mapping[str, JsonValue],
     seed: int,
     branch: str,
     isolation: str = IN_PROCESS,
@@ -173,9 +173,7 @@ def run_key(
         # as stored (scrubbed of credentials), so that the stored row gives its id back
         "agent": _clean(agent),
         # an agent's params() are whatever it returns: strict JSON text refuses a non-JSON value
-        "params": json.loads(
-            _text(scrub_secrets(cast("dict[str, JsonValue]", dict(agent_params))))
-        ),
+        "params": json.loads(_text(scrub_secrets(dict(agent_params)))),
         "seed": seed,
         "branch": branch,
     }
@@ -184,7 +182,7 @@ def run_key(
     return sha256_json(identity)[:24]
 
 
-def run_isolation(provenance: Mapping[str, object]) -> str:
+def run_isolation(provenance: Mapping[str, JsonValue]) -> str:
     """The isolation a run recorded (runs from before it was recorded ran in-process)."""
     return str(provenance.get("agent_isolation", IN_PROCESS))
 

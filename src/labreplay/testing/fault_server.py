@@ -18,7 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+
+if TYPE_CHECKING:
+    import socket
 
 
 @dataclass(frozen=True)
@@ -262,7 +265,9 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False  # a handler still "being slow" must not hold up shutdown
     stub: StubServer
 
-    def handle_error(self, request: object, client_address: object) -> None:
+    def handle_error(
+        self, request: socket.socket | tuple[bytes, socket.socket], client_address: tuple[str, int]
+    ) -> None:
         # The client hanging up on a slow answer is the point of some tests, not an error.
         return
 
