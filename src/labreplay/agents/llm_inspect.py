@@ -534,7 +534,7 @@ class InspectEndpoint:
         if hook is None:
             return
 
-        def on_response(response: dict[str, Any]) -> None:
+        def on_response(response: JsonObject) -> None:
             kept = _RAW_USAGE.get()
             usage = response.get("usage") if isinstance(response, dict) else None
             if kept is not None and isinstance(usage, dict):
@@ -543,7 +543,7 @@ class InspectEndpoint:
 
         setattr(api, "on_response", on_response)  # noqa: B010 - an instance hook, not typed
 
-    async def _generate(self, body: Mapping[str, Any], timeout: float) -> Completion:
+    async def _generate(self, body: Mapping[str, JsonValue], timeout: float) -> Completion:
         messages, config = generate_args(body, self.provider)
         raw_usage: dict[str, Any] = {}
         _RAW_USAGE.set(raw_usage)  # this task's own context (run_coroutine_threadsafe)
@@ -569,10 +569,10 @@ class InspectEndpoint:
             raise mapped from (mapped.__cause__ if mapped is _unwrap(exc) else exc)
         return completion_of(output, raw_usage)
 
-    def create_sync(self, body: Mapping[str, Any], timeout: float) -> Completion:
+    def create_sync(self, body: Mapping[str, JsonValue], timeout: float) -> Completion:
         future = asyncio.run_coroutine_threadsafe(self._generate(body, timeout), _loop())
         return future.result()
 
-    async def create_async(self, body: Mapping[str, Any], timeout: float) -> Completion:
+    async def create_async(self, body: Mapping[str, JsonValue], timeout: float) -> Completion:
         future = asyncio.run_coroutine_threadsafe(self._generate(body, timeout), _loop())
         return await asyncio.wrap_future(future)
