@@ -13,9 +13,11 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from labreplay.agents.contracts import CallRecord
 
 
 class CallProgress:
@@ -37,7 +39,7 @@ class CallProgress:
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ from the clients
-    def call(self, record: Mapping[str, Any]) -> None:
+    def call(self, record: CallRecord) -> None:
         with self._lock:
             self.calls += 1
             self.failed += int(bool(record.get("error")))
