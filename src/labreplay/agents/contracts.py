@@ -52,7 +52,10 @@ Runnable example (campaign; the README's "Bring your own agent" has one per suit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, runtime_checkable
+
+if TYPE_CHECKING:
+    from labreplay.runtime.event_types import JsonObject
 
 # A JSON value as agents send and receive it.
 JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
@@ -99,9 +102,9 @@ class ResponseCache(Protocol):
     the driver process) or an in-memory snapshot of it (`labreplay.execute.driver.MemoryCache`)
     on a worker, whose new entries the driver writes back."""
 
-    def cached_response(self, key: str) -> Mapping[str, object] | None: ...
+    def cached_response(self, key: str) -> JsonObject | None: ...
 
-    def cache_response(self, key: str, model: str, response: Mapping[str, object]) -> None: ...
+    def cache_response(self, key: str, model: str, response: JsonObject) -> None: ...
 
 
 @runtime_checkable
@@ -348,51 +351,53 @@ class PlaysEpisodes(Protocol):
     def begin_episode(self, spec_id: str, spec_hash: str, branch: str, seed: int) -> None: ...
 
 
-def begin_episode(agent: object, spec_id: str, spec_hash: str, branch: str, seed: int) -> None:
+def begin_episode(
+    agent: Described | None, spec_id: str, spec_hash: str, branch: str, seed: int
+) -> None:
     """Tell an agent that declares `PlaysEpisodes` which episode it plays (else a no-op)."""
     if isinstance(agent, PlaysEpisodes):
         agent.begin_episode(spec_id, spec_hash, branch, seed)
 
 
-def close_agent(agent: object) -> None:
+def close_agent(agent: Described | None) -> None:
     """Release what a closable agent holds (a no-op for any other agent)."""
     if isinstance(agent, Closable):
         agent.close()
 
 
-def acquisition_of(agent: object) -> float | None:
+def acquisition_of(agent: Described | None) -> float | None:
     """The score an optimiser gave its last suggestion, if it declares one."""
     if isinstance(agent, ScoresSuggestions) and agent.last_acquisition is not None:
         return float(agent.last_acquisition)
     return None
 
 
-def model_of(agent: object) -> tuple[str | None, str | None]:
+def model_of(agent: Described | None) -> tuple[str | None, str | None]:
     """(model, endpoint) of a model-backed agent, (None, None) otherwise."""
     if isinstance(agent, ModelBacked):
         return agent.model, agent.endpoint
     return None, None
 
 
-def isolation_of(agent: object) -> str:
+def isolation_of(agent: Described | None) -> str:
     """Where the agent's code ran ("in-process" unless it declares otherwise)."""
     return str(agent.isolation) if isinstance(agent, Isolated) else "in-process"
 
 
-def sandbox_of(agent: object) -> str:
+def sandbox_of(agent: Described | None) -> str:
     """The sandbox the agent's code ran in: "bwrap" for an isolated agent in bubblewrap,
     else "none" (an in-process agent, or an isolated one where no sandbox could be had)."""
     sandbox = getattr(agent, "sandbox", None)
     return sandbox if isinstance(sandbox, str) else "none"
 
 
-def bind_response_cache(agent: object, cache: ResponseCache | None) -> None:
+def bind_response_cache(agent: Described | None, cache: ResponseCache | None) -> None:
     """Give a model-backed agent the response cache (a no-op for any other agent)."""
     if isinstance(agent, UsesResponseCache):
         agent.bind_store(cache)
 
 
-def drain_calls(agent: object) -> list[CallRecord]:
+def drain_calls(agent: Described | None) -> list[CallRecord]:
     """Model-call records an agent collected since the last drain ([] for non-LLM agents)."""
     if isinstance(agent, RecordsCalls):
         return agent.drain_calls()

@@ -346,22 +346,22 @@ class IsolatedAgent:
     def reset(self, seed: int) -> None:
         self.call("reset", seed)
 
-    def act(self, observation: Mapping[str, object]) -> JsonValue:
-        return self.call("act", observation)
+    def act(self, observation: Mapping[str, JsonValue]) -> JsonValue:
+        return self.call("act", dict(observation))
 
-    def forecast(self, snapshot: Mapping[str, object]) -> JsonValue:
-        return self.call("forecast", snapshot)
+    def forecast(self, snapshot: Mapping[str, JsonValue]) -> JsonValue:
+        return self.call("forecast", dict(snapshot))
 
-    def answer(self, question_view: Mapping[str, object]) -> JsonValue:
-        return self.call("answer", question_view)
+    def answer(self, question_view: Mapping[str, JsonValue]) -> JsonValue:
+        return self.call("answer", dict(question_view))
 
-    def suggest(self, history: Mapping[str, object]) -> JsonValue:
-        return self.call("suggest", history)
+    def suggest(self, history: Mapping[str, JsonValue]) -> JsonValue:
+        return self.call("suggest", dict(history))
 
-    def observe(self, result: Mapping[str, object]) -> None:
-        self.call("observe", result)
+    def observe(self, result: Mapping[str, JsonValue]) -> None:
+        self.call("observe", dict(result))
 
-    def call(self, method: str, *args: object) -> JsonValue:
+    def call(self, method: str, *args: JsonValue) -> JsonValue:
         """`method(*args)` in the child; its JSON return value (decoded)."""
         reply = self._call({"op": "call", "method": method, "args": list(args)}, method)
         if "raised" in reply:
@@ -413,7 +413,7 @@ class IsolatedAgent:
         return reply
 
     def _call(
-        self, message: Mapping[str, object], method: str, timeout_s: float | None = None
+        self, message: Mapping[str, JsonValue], method: str, timeout_s: float | None = None
     ) -> dict[str, JsonValue]:
         wait = self.timeout_s if timeout_s is None else timeout_s
         if self._proc.poll() is not None:

@@ -19,7 +19,7 @@ import resource
 import signal
 import sys
 import time
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from labreplay.agents.isolated import encode_reply, one_line
 from labreplay.agents.process_tree import (
@@ -28,6 +28,9 @@ from labreplay.agents.process_tree import (
     kill_tree,
 )
 from labreplay.errors import AgentError
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 
 def _scrubbed(text: str) -> str:
@@ -117,7 +120,7 @@ def _supervise(server: int) -> int:
     """Reap every process below until the server exits or a stop is asked; then kill them."""
     stop = False
 
-    def on_stop(_signum: int, _frame: object) -> None:
+    def on_stop(_signum: int, _frame: FrameType | None) -> None:
         nonlocal stop
         stop = True
 

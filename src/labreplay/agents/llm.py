@@ -10,7 +10,7 @@ The agents themselves live in their suites (the campaign policy in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm_caps import CapMeter, CapReached, RunCaps
@@ -23,6 +23,10 @@ from labreplay.agents.llm_config import (
 )
 from labreplay.agents.llm_inspect import is_inspect_spec
 from labreplay.errors import AgentError
+
+if TYPE_CHECKING:
+    from labreplay.agents.llm_client import AsyncLLMClient, ClientOptions, LLMClient
+    from labreplay.agents.llm_config import StructuredMode
 
 AGENT_PREFIX = "openai:"
 # The sampling temperature of an ordinary model when the user sets none.
@@ -95,7 +99,7 @@ def agent_provider(agent: str, provider: str | None) -> str:
     return "inspect"
 
 
-def agent_name(client: Any) -> str:
+def agent_name(client: LLMClient | AsyncLLMClient) -> str:
     """The agent's name of a client: `openai:MODEL`, or the inspect model string."""
     model = str(client.model)
     return model if getattr(client, "_inspect", None) else f"{AGENT_PREFIX}{model}"
@@ -120,7 +124,7 @@ def client_options(
     max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
     call_time_s: float | None = None,
     provider: str = "auto",
-) -> dict[str, Any]:
+) -> ClientOptions:
     """The LLM client's keyword arguments. `temperature=None` is the default: 0 for an
     ordinary model, none sent to a reasoning model (which takes none); a given temperature is
     sent to every model."""
@@ -144,7 +148,7 @@ def client_options(
             max_retry_wait_s=max_retry_wait_s,
             call_time_s=call_time_s,
         ),
-        "structured": structured,
+        "structured": cast("StructuredMode", structured),  # a key of STRUCTURED_FALLBACKS
         "max_repairs": max_repairs,
         "cache": store,
         "meter": CapMeter(caps),

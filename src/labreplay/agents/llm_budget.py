@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay.errors import AgentError
+
+if TYPE_CHECKING:
+    from labreplay.runtime.event_types import JsonObject
 
 MARGIN = 1.5  # declared head room over the priced reply (spacing, digits, a second line)
 FLOOR = 32  # tokens added to every budget (a short preamble some servers emit)
@@ -116,7 +119,7 @@ def check_user_budget(max_tokens: int | None, schema: Mapping[str, Any], what: s
         )
 
 
-def budget_params() -> dict[str, Any]:
+def budget_params() -> JsonObject:
     """The declared derivation, for run provenance."""
     return {
         "rule": "ceil(margin * reply_tokens(schema)) + floor",

@@ -27,12 +27,15 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay.agents.contracts import CallRecord
 from labreplay.agents.llm_prices import ModelPrice, PriceTable, SpendLedger
 from labreplay.errors import AgentError, LabreplayError
 from labreplay.runtime.failure import COST_CAP
+
+if TYPE_CHECKING:
+    from labreplay.runtime.event_types import JsonObject
 
 CHARS_PER_TOKEN_ESTIMATE = 4.0
 # COST_CAP (the failure rule's named cause) opens every money cap's message.
@@ -87,8 +90,8 @@ class RunCaps:
         if cost is not None and not (math.isfinite(cost) and cost > 0):
             raise AgentError(f"--max-cost must be a number > 0 (USD), got {cost}")
 
-    def as_params(self) -> dict[str, Any]:
-        params: dict[str, Any] = {
+    def as_params(self) -> JsonObject:
+        params: JsonObject = {
             "max_calls": self.max_calls,
             "max_tokens_total": self.max_tokens_total,
             "max_time_s": self.max_time_s,

@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from labreplay._provenance import register_secret, scrub_text
 from labreplay._rng import derive_seed, make_rng
@@ -78,6 +78,9 @@ from labreplay.agents.llm_wire import (
 from labreplay.errors import AgentError
 from labreplay.runtime.failure import TIME_CAP
 
+if TYPE_CHECKING:
+    from labreplay.runtime.event_types import JsonObject, JsonValue
+
 __all__ = [
     "AsyncLLMClient",
     "JsonReply",
@@ -132,7 +135,7 @@ class _Attempt:
     started: float
     deadline: float
     messages: Sequence[Mapping[str, str]]
-    schema: Mapping[str, Any]
+    schema: Mapping[str, JsonValue]
     name: str
     timeout_s: float  # per request: the user's, or derived from this call's response budget
     total_time_s: float  # this call with its retries
@@ -144,6 +147,23 @@ class _Attempt:
     # When the run's time cap (--max-time) ends this call, if it is sooner than `deadline`'s
     # own bound (the call's total retry time).
     run_deadline: float | None = None
+
+
+class ClientOptions(TypedDict, total=False):
+    """A client's keyword arguments beside its model (`llm.client_options` makes them)."""
+
+    base_url: str | None
+    sampling: Sampling
+    retry: RetryPolicy
+    structured: StructuredMode
+    max_repairs: int
+    cache: ResponseCache | None
+    jitter_seed: int
+    meter: CapMeter
+    token_param: str
+    reasoning_tokens: int | None
+    temperature_explicit: bool
+    provider: str
 
 
 @dataclass
@@ -244,7 +264,7 @@ class _ClientCore:
         self._derived_sampling_seed: int | None = None
 
     # ------------------------------------------------------------------ public bits
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         """Provenance of this client: model, endpoint (no credentials), sampling, retry rules.
 
         The request fields are those the configuration sends to its first call; a switch to
@@ -255,7 +275,7 @@ class _ClientCore:
         reasoning = (
             {"reasoning_tokens": self._reasoning_budget()} if self._declared_reasoning() else {}
         )
-        seed: Any = (
+        seed: int | str = (
             self.sampling.seed if self.sampling.seed is not None else "derived-from-run-seed"
         )
         structured: str = self.structured
@@ -281,7 +301,7 @@ class _ClientCore:
                     f"{'json_object' if self.structured == 'json_object' else 'response_schema'}"
                     " (prompt + validation)"
                 )
-        sampled: dict[str, Any] = sampling.as_params()
+        sampled = sampling.as_params()
         if self._inspect in NO_SAMPLING_PROVIDERS:
             for name in ("temperature", "top_p"):
                 sampled[name] = f"not sent: inspect_ai's {self._inspect} provider sends none"
@@ -589,7 +609,7 @@ class _ClientCore:
         return f"{TIME_CAP} --max-time {cap:g} reached (the call's last try: {last})"
 
     def _start(
-        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str
+        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, JsonValue], name: str
     ) -> _Attempt:
         now = time.monotonic()
         request = self._request(messages, schema, name)
@@ -641,7 +661,9 @@ class _ClientCore:
 class LLMClient(_ClientCore):
     """Blocking client. `LLMClient("gpt-4o-mini")` reads OPENAI_BASE_URL / OPENAI_API_KEY."""
 
-    def __init__(self, model: str, *, api_key: str | None = None, **options: Any) -> None:
+    def __init__(
+        self, model: str, *, api_key: str | None = None, **options: Unpack[ClientOptions]
+    ) -> None:
         super().__init__(model, **options)
         self._sdk = self._endpoint(api_key)
         # How a retry waits; a test puts a recorder here to check a Retry-After without waiting.
@@ -723,7 +745,7 @@ class AsyncLLMClient(_ClientCore):
         *,
         api_key: str | None = None,
         max_concurrency: int = 4,
-        **options: Any,
+        **options: Unpack[ClientOptions],
     ) -> None:
         super().__init__(model, **options)
         if max_concurrency < 1:
@@ -732,7 +754,7 @@ class AsyncLLMClient(_ClientCore):
         self._sdk = self._endpoint(api_key)
         self._gate: asyncio.Semaphore | None = None
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return {**super().params(), "max_concurrency": self.max_concurrency}
 
     def _semaphore(self) -> asyncio.Semaphore:

@@ -9,11 +9,14 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from labreplay._provenance import is_secret_name
 from labreplay.errors import AgentError
+
+if TYPE_CHECKING:
+    from labreplay.runtime.event_types import JsonObject
 
 StructuredMode = Literal["auto", "json_schema", "json_object", "off"]
 # What each mode offers, best first. "json_schema" is the OpenAI form (also vLLM, Ollama,
@@ -151,7 +154,7 @@ class Sampling:
                 f"token_field must be max_tokens or max_completion_tokens, got {self.token_field!r}"
             )
 
-    def as_request(self) -> dict[str, Any]:
+    def as_request(self) -> JsonObject:
         fields = {
             "temperature": self.temperature,
             "top_p": self.top_p,
@@ -161,8 +164,8 @@ class Sampling:
         }
         return {k: v for k, v in fields.items() if v is not None}
 
-    def as_params(self) -> dict[str, Any]:
-        params: dict[str, Any] = {
+    def as_params(self) -> JsonObject:
+        params: JsonObject = {
             "temperature": self.temperature,
             "top_p": self.top_p,
             "sampling_seed": self.seed,
@@ -245,9 +248,9 @@ class RetryPolicy:
             return self.total_time_s
         return max(self.total_time_s, MIN_ATTEMPTS_IN_TOTAL * self.timeout_for(max_tokens))
 
-    def as_params(self) -> dict[str, Any]:
+    def as_params(self) -> JsonObject:
         derived = self.timeout_s is None
-        params: dict[str, Any] = {
+        params: JsonObject = {
             "max_retries": self.max_retries,
             "base_delay_s": self.base_delay_s,
             "max_delay_s": self.max_delay_s,

@@ -29,12 +29,17 @@ import importlib.util
 import re
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay.agents.inspect_offline import allow_mockllm_offline
 from labreplay.agents.llm_faults import MalformedResponse, is_call_failure
 from labreplay.agents.llm_wire import Completion
 from labreplay.errors import AgentError
+
+if TYPE_CHECKING:
+    from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput
+
+    from labreplay.runtime.event_types import JsonObject, JsonValue
 
 INSPECT_PIP = "pip install 'labreplay[llm]'"
 # An inspect model string: provider "/" model (the model may hold more "/", e.g. openai-api's
@@ -196,12 +201,12 @@ def registered_providers() -> set[str]:
 
 
 # ---------------------------------------------------------------------- response schemas
-def inspect_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+def inspect_schema(schema: Mapping[str, JsonValue]) -> JsonObject | None:
     """Our JSON Schema in the form inspect's `JSONSchema` model holds, or None when it cannot
     hold it without loss (then no response_schema is sent: the reply is validated as always).
     `const: v` becomes `enum: [v]` (the same constraint); `oneOf` becomes `anyOf` only when its
     branches are told apart by one property's distinct constants (then exactly one can match)."""
-    converted = _convert(schema)
+    converted = _convert(dict(schema))
     if converted is None:
         return None
     from inspect_ai.util import JSONSchema
@@ -214,13 +219,14 @@ def inspect_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
     return dumped if dumped == converted else None
 
 
-def _convert(node: Any) -> Any:
+def _convert(node: JsonValue) -> JsonValue:
+    """`node` in inspect's form, None where it cannot be held without loss."""
     if isinstance(node, list):
         items = [_convert(v) for v in node]
         return None if any(v is None for v in items) else items
     if not isinstance(node, Mapping):
         return node
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, value in node.items():
         if key == "const":
             out["enum"] = [value]
@@ -245,7 +251,7 @@ def _convert(node: Any) -> Any:
     return out
 
 
-def _exclusive(branches: Any) -> bool:
+def _exclusive(branches: JsonValue) -> bool:
     """True when `branches` are objects each fixing one shared property to a distinct value."""
     if not isinstance(branches, list) or not branches:
         return False
@@ -256,16 +262,19 @@ def _exclusive(branches: Any) -> bool:
     return False
 
 
-def _fixed_keys(branch: Any) -> list[str]:
+def _fixed_keys(branch: JsonValue) -> list[str]:
     props = branch.get("properties") if isinstance(branch, Mapping) else None
     return [k for k in props if _fixed(branch, k) is not None] if isinstance(props, Mapping) else []
 
 
-def _fixed(branch: Any, key: str) -> str | None:
+def _fixed(branch: JsonValue, key: str) -> str | None:
     """The one value `branch` requires for property `key` (JSON text), else None."""
-    if not isinstance(branch, Mapping) or key not in (branch.get("required") or []):
+    if not isinstance(branch, Mapping):
         return None
-    prop = (branch.get("properties") or {}).get(key)
+    required, props = branch.get("required"), branch.get("properties")
+    if not isinstance(required, list) or key not in required or not isinstance(props, Mapping):
+        return None
+    prop = props.get(key)
     if not isinstance(prop, Mapping):
         return None
     if "const" in prop:
@@ -275,7 +284,9 @@ def _fixed(branch: Any, key: str) -> str | None:
 
 
 # ---------------------------------------------------------------------- requests and replies
-def generate_args(body: Mapping[str, Any], provider: str) -> tuple[list[Any], Any]:
+def generate_args(
+    body: Mapping[str, Any], provider: str
+) -> tuple[list[ChatMessage], GenerateConfig]:
     """inspect's (input messages, GenerateConfig) of our request body for `provider`."""
     from inspect_ai.model import (
         ChatMessageAssistant,
@@ -328,7 +339,7 @@ def generate_args(body: Mapping[str, Any], provider: str) -> tuple[list[Any], An
 _FLAT_CACHE_READ = ("prompt_cache_hit_tokens", "cache_read_input_tokens")
 
 
-def flat_cache_read(raw_usage: Mapping[str, Any] | None) -> int | None:
+def flat_cache_read(raw_usage: Mapping[str, JsonValue] | None) -> int | None:
     """The cached prompt tokens a raw OpenAI-form `usage` reports in a flat field, if any."""
     for field in _FLAT_CACHE_READ:
         value = (raw_usage or {}).get(field)
@@ -337,7 +348,9 @@ def flat_cache_read(raw_usage: Mapping[str, Any] | None) -> int | None:
     return None
 
 
-def completion_of(output: Any, raw_usage: Mapping[str, Any] | None = None) -> Completion:
+def completion_of(
+    output: ModelOutput, raw_usage: Mapping[str, JsonValue] | None = None
+) -> Completion:
     """Our Completion of inspect's ModelOutput (an unusable one raises MalformedResponse);
     `raw_usage` is the provider's own usage object where inspect's provider hands it over."""
     if not getattr(output, "choices", None):
@@ -521,7 +534,7 @@ class InspectEndpoint:
         if hook is None:
             return
 
-        def on_response(response: dict[str, Any]) -> None:
+        def on_response(response: JsonObject) -> None:
             kept = _RAW_USAGE.get()
             usage = response.get("usage") if isinstance(response, dict) else None
             if kept is not None and isinstance(usage, dict):
@@ -530,7 +543,7 @@ class InspectEndpoint:
 
         setattr(api, "on_response", on_response)  # noqa: B010 - an instance hook, not typed
 
-    async def _generate(self, body: Mapping[str, Any], timeout: float) -> Completion:
+    async def _generate(self, body: Mapping[str, JsonValue], timeout: float) -> Completion:
         messages, config = generate_args(body, self.provider)
         raw_usage: dict[str, Any] = {}
         _RAW_USAGE.set(raw_usage)  # this task's own context (run_coroutine_threadsafe)
@@ -556,10 +569,10 @@ class InspectEndpoint:
             raise mapped from (mapped.__cause__ if mapped is _unwrap(exc) else exc)
         return completion_of(output, raw_usage)
 
-    def create_sync(self, body: Mapping[str, Any], timeout: float) -> Completion:
+    def create_sync(self, body: Mapping[str, JsonValue], timeout: float) -> Completion:
         future = asyncio.run_coroutine_threadsafe(self._generate(body, timeout), _loop())
         return future.result()
 
-    async def create_async(self, body: Mapping[str, Any], timeout: float) -> Completion:
+    async def create_async(self, body: Mapping[str, JsonValue], timeout: float) -> Completion:
         future = asyncio.run_coroutine_threadsafe(self._generate(body, timeout), _loop())
         return await asyncio.wrap_future(future)

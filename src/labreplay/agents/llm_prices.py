@@ -26,10 +26,13 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay._files import read_file
 from labreplay.errors import AgentError
+
+if TYPE_CHECKING:
+    from labreplay.runtime.event_types import JsonValue
 
 MAX_PRICES_BYTES = 16 * 2**20  # a price table is a few KB; far more is not one
 
@@ -153,7 +156,7 @@ def load_prices(path: str | Path) -> PriceTable:
     return PriceTable(entries, f"{file.name} over built-in {BUILTIN_PRICES_AS_OF}")
 
 
-def _model_price(file: Path, model: str, row: Any) -> ModelPrice:
+def _model_price(file: Path, model: str, row: JsonValue) -> ModelPrice:
     where = f"--prices {file}: model {model!r}"
     if not isinstance(row, dict):
         raise AgentError(f"{where} must be a table with input and output prices, got {row!r}")
@@ -168,8 +171,12 @@ def _model_price(file: Path, model: str, row: Any) -> ModelPrice:
         if value is None:
             values[name] = None
             continue
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if not ok or not math.isfinite(value) or not 0 <= value <= _MAX_PRICE:
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or not 0 <= value <= _MAX_PRICE
+        ):
             raise AgentError(
                 f"{where}: field {name!r} must be a number in [0, {_MAX_PRICE:g}] USD per "
                 f"million tokens, got {value!r}"

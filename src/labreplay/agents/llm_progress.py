@@ -13,8 +13,11 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any, TextIO
+from types import TracebackType
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from labreplay.agents.contracts import CallRecord
 
 
 class CallProgress:
@@ -36,7 +39,7 @@ class CallProgress:
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ from the clients
-    def call(self, record: Mapping[str, Any]) -> None:
+    def call(self, record: CallRecord) -> None:
         with self._lock:
             self.calls += 1
             self.failed += int(bool(record.get("error")))
@@ -82,5 +85,10 @@ class CallProgress:
     def __enter__(self) -> CallProgress:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.close()

@@ -19,7 +19,10 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tiktoken
 
 _O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 O200K = "o200k_base (tiktoken)"
@@ -42,7 +45,7 @@ def _tiktoken_cache_file() -> Path | None:
 
 
 @lru_cache(maxsize=1)
-def _encoding() -> Any:
+def _encoding() -> tiktoken.Encoding | None:
     """The o200k encoding if it loads without the network, else None."""
     try:
         import tiktoken

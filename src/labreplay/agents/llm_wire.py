@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from labreplay._hashing import sha256_json
 from labreplay.agents.base import NO_JSON_REPLY, CallRecord
 from labreplay.agents.llm_config import Sampling
 from labreplay.agents.llm_faults import clip as _clip
 from labreplay.errors import AgentError
+
+if TYPE_CHECKING:
+    from labreplay.runtime.event_types import JsonObject, JsonValue
 
 # Problems that start with this are the environment's fault: no repair turn can fix them.
 SCHEMA_FAULT = "the environment's schema"
@@ -38,8 +41,8 @@ class Completion:
     # `cache_creation_input_tokens`, billed above the input rate); None where not reported.
     cache_write_tokens: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {
             "text": self.text,
             "finish_reason": self.finish_reason,
             "prompt_tokens": self.prompt_tokens,
@@ -114,11 +117,11 @@ def build_request(
     return request
 
 
-def request_hash(request: Mapping[str, Any]) -> str:
+def request_hash(request: Mapping[str, JsonValue]) -> str:
     return sha256_json(dict(request))
 
 
-def cache_key(model: str, request: Mapping[str, Any]) -> str:
+def cache_key(model: str, request: Mapping[str, JsonValue]) -> str:
     """Response-cache key: the model name plus the sha256 of the canonical request."""
     return f"{model}:{request_hash(request)}"
 
@@ -127,7 +130,7 @@ def cache_key(model: str, request: Mapping[str, Any]) -> str:
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
-def extract_json_object(text: str) -> dict[str, Any] | None:
+def extract_json_object(text: str) -> JsonObject | None:
     """The first JSON object in `text`: the whole text, a fenced block, or embedded in prose."""
     stripped = text.strip()
     candidates = [stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))]
@@ -153,7 +156,20 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def validator_for_schema(schema: Mapping[str, Any]) -> Any:
+class SchemaValidator(Protocol):
+    """What is used here of a jsonschema validator (the package has no type hints)."""
+
+    schema: Mapping[str, JsonValue]
+
+    @classmethod
+    def check_schema(cls, schema: Mapping[str, JsonValue]) -> None: ...
+
+    def is_valid(self, instance: JsonValue) -> bool: ...
+
+    def iter_errors(self, instance: JsonValue) -> Iterator[Exception]: ...
+
+
+def validator_for_schema(schema: Mapping[str, JsonValue]) -> SchemaValidator | str:
     """A jsonschema validator for `schema`, or an error text if it is not a schema at all.
 
     The schema is not checked against its meta-schema here: that costs ~40 ms per schema and
@@ -168,12 +184,13 @@ def validator_for_schema(schema: Mapping[str, Any]) -> Any:
         ) from exc
     if not isinstance(schema, Mapping):
         return f"{SCHEMA_FAULT} is not a JSON object: {_clip(repr(schema))}"
-    return jsonschema.validators.validator_for(schema)(dict(schema))
+    validator: SchemaValidator = jsonschema.validators.validator_for(schema)(dict(schema))
+    return validator
 
 
 def validate_reply(
-    text: str, validator: Any, finish_reason: str | None
-) -> tuple[dict[str, Any] | None, str]:
+    text: str, validator: SchemaValidator, finish_reason: str | None
+) -> tuple[JsonObject | None, str]:
     """(object, "") when `text` holds a schema-valid JSON object, else (None, reason)."""
     value = extract_json_object(text)
     cut = " (the reply was cut off at the token limit)"
@@ -210,7 +227,7 @@ def validate_reply(
     return None, f"schema violation at {where}: {_clip(error.message)}"
 
 
-def _is_valid(validator: Any, value: Any) -> bool | None:
+def _is_valid(validator: SchemaValidator, value: JsonValue) -> bool | None:
     try:
         return bool(validator.is_valid(value))
     except Exception:

@@ -11,13 +11,16 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from labreplay._atomic import atomic_write_text
 from labreplay._files import FileKindError, path_kind, read_file
 from labreplay._hashing import HASH_SCHEME_VERSION, canonical_json, sha256_bytes
 from labreplay.errors import SpecError
 from labreplay.safe_json import JsonLimitError, loads_strict
+
+if TYPE_CHECKING:
+    from labreplay.runtime.event_types import JsonValue
 
 
 @dataclass(frozen=True)
@@ -179,20 +182,19 @@ def read_spec_text(path: Path, what: str) -> str:
         raise SpecError(f"{what} {path}: not valid UTF-8 (byte offset {exc.start})") from exc
 
 
-def _unseal(data: Mapping[str, object], text: str, path: Path) -> str:
+def _unseal(data: Mapping[str, JsonValue], text: str, path: Path) -> str:
     """The single-file text of a sealed spec: its sealed fields read back, both hashes checked."""
     seal = data["sealed"]
+    file = seal.get("file") if isinstance(seal, dict) else None
     if not (
-        isinstance(seal, dict)
-        and isinstance(seal.get("file"), str)
-        and isinstance(seal.get("fields"), list)
+        isinstance(seal, dict) and isinstance(file, str) and isinstance(seal.get("fields"), list)
     ):
         raise SpecError(f"spec {path}: field 'sealed' needs file and fields")
     if canonical_json(data) != text.strip():
         raise SpecError(f"spec {path}: bytes are not in canonical form (file modified?)")
-    rel = Path(seal["file"])
+    rel = Path(file)
     if rel.is_absolute() or ".." in rel.parts:
-        raise SpecError(f"spec {path}: sealed file {seal['file']!r} leaves the spec directory")
+        raise SpecError(f"spec {path}: sealed file {file!r} leaves the spec directory")
     override = os.environ.get(ENV_SEALED_DIR)
     sealed_path = Path(override) / rel.name if override else path.parent / rel
     if path_kind(sealed_path) is None:

@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
-    from labreplay.agents.contracts import ResponseCache
+    from labreplay.agents.contracts import Described, ResponseCache
     from labreplay.agents.resolve import ResolvedAgent
     from labreplay.compile.spec import EnvironmentSpec
     from labreplay.runtime.failure import RunHealth
     from labreplay.runtime.trajectory import Trajectory
 
-AgentT = TypeVar("AgentT")
-AgentT_contra = TypeVar("AgentT_contra", contravariant=True)
+# every agent has a name and its parameters (`labreplay.agents.contracts.Described`)
+AgentT = TypeVar("AgentT", bound="Described")
 
 Event = Mapping[str, object]
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Generic, TypedDict
 
 from labreplay._files import read_file
 from labreplay._hashing import canonical_form, sha256_bytes
@@ -35,6 +35,7 @@ from labreplay.agents.contracts import (
     model_of,
     sandbox_of,
 )
+from labreplay.engine.episodes import AgentT
 from labreplay.engine.sink import MemorySink, RecordingSink
 from labreplay.errors import RunFailedError, SpecError
 from labreplay.execute.driver import Unit, run_units
@@ -51,12 +52,12 @@ from labreplay.runtime.recorder import Recorder, RunHeader, open_run
 from labreplay.store.sqlite import run_key
 
 if TYPE_CHECKING:
-    from labreplay.agents.contracts import ResponseCache
+    from labreplay.agents.contracts import Described, ResponseCache
     from labreplay.agents.resolve import ResolvedAgent
     from labreplay.compile.spec import EnvironmentSpec
     from labreplay.engine.episodes import Episode, EpisodeSuite
     from labreplay.execute.base import Executor
-    from labreplay.runtime.event_types import HeaderPayload
+    from labreplay.runtime.event_types import HeaderPayload, JsonObject, JsonValue
     from labreplay.store.sqlite import Store
 
 
@@ -84,23 +85,23 @@ class Played(TypedDict):
 
 
 @dataclass(frozen=True)
-class Job:
+class Job(Generic[AgentT]):
     """Everything a spec's episodes need to play anywhere (picklable)."""
 
-    suite: EpisodeSuite[Any]
+    suite: EpisodeSuite[AgentT]
     spec: EnvironmentSpec
     agent: ResolvedAgent
     seed: int
     options: Mapping[str, object]
 
 
-def episodes_of(job: Job) -> list[Episode]:
+def episodes_of(job: Job[AgentT]) -> list[Episode]:
     """The spec's episodes as the suite declares them, with the run seed."""
     return [replace(e, seed=job.seed) for e in job.suite.episodes(job.spec, job.options)]
 
 
 def run_suite(
-    suite: EpisodeSuite[Any],
+    suite: EpisodeSuite[AgentT],
     specs: Sequence[EnvironmentSpec],
     agent: ResolvedAgent,
     store: Store,
@@ -121,7 +122,7 @@ def run_suite(
 
     here = executor is None or isinstance(executor, InProcessExecutor)
     seeds = [seed] if isinstance(seed, int) else list(seed)
-    units: list[Unit] = []
+    units: list[Unit[list[Played], list[dict[str, object]]]] = []
     for spec in specs:
         _keep_attachments(store, spec)
         for one in seeds:
@@ -161,17 +162,19 @@ def _verified(spec: EnvironmentSpec, where: str) -> None:
 
 
 # ---------------------------------------------------------------------------- identity
-def _agent_name(agent: object) -> str:
+def _agent_name(agent: Described) -> str:
     return str(getattr(agent, "name", type(agent).__name__))
 
 
-def _params(agent: object, episode: Episode) -> dict[str, Any]:
+def _params(agent: Described, episode: Episode) -> dict[str, Any]:
     params_of = getattr(agent, "params", None)
     params: dict[str, Any] = dict(params_of()) if callable(params_of) else {}
     return {**params, **episode.identity}
 
 
-def _model_endpoint(agent: object, params: Mapping[str, object]) -> tuple[str | None, str | None]:
+def _model_endpoint(
+    agent: Described, params: Mapping[str, JsonValue]
+) -> tuple[str | None, str | None]:
     """The model and endpoint a run's row names (its header binds the model): a model-backed
     agent's own, else its `model` and `endpoint` (or `base_url`) parameters."""
     model, endpoint = model_of(agent)
@@ -182,7 +185,9 @@ def _model_endpoint(agent: object, params: Mapping[str, object]) -> tuple[str | 
     return model, endpoint
 
 
-def _run_header(job: Job, episode: Episode, agent: object, parent_run_id: str | None) -> RunHeader:
+def _run_header(
+    job: Job[AgentT], episode: Episode, agent: Described, parent_run_id: str | None
+) -> RunHeader:
     params = _params(agent, episode)
     model, endpoint = _model_endpoint(agent, params)
     return RunHeader(
@@ -203,7 +208,7 @@ def _run_header(job: Job, episode: Episode, agent: object, parent_run_id: str | 
     )
 
 
-def _header_event(job: Job, episode: Episode, agent: object) -> HeaderPayload:
+def _header_event(job: Job[AgentT], episode: Episode, agent: Described) -> HeaderPayload:
     params = _params(agent, episode)
     return header_payload(
         agent=_agent_name(agent),
@@ -222,7 +227,7 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def _stored_prefixes(job: Job, store: Store) -> dict[str, list[dict[str, Any]]]:
+def _stored_prefixes(job: Job[AgentT], store: Store) -> dict[str, list[dict[str, Any]]]:
     """branch -> the events a continued episode already has (read only; for a worker)."""
     if job.suite.resume != "continue":
         return {}
@@ -247,7 +252,7 @@ def _nothing(store: Store) -> None:
     return None
 
 
-def _finished(job: Job, store: Store) -> list[dict[str, object]] | None:
+def _finished(job: Job[AgentT], store: Store) -> list[dict[str, object]] | None:
     """A spec whose every episode is complete, read back (not sent to a worker again)."""
     agent = job.suite.agent_for(job.spec, job.agent, job.seed, job.options, None)
     try:
@@ -273,7 +278,7 @@ def _finished(job: Job, store: Store) -> list[dict[str, object]] | None:
 
 # ---------------------------------------------------------------------------- playing here
 def _play_here(
-    job: Job, progress: Callable[[int], None] | None, store: Store
+    job: Job[AgentT], progress: Callable[[int], None] | None, store: Store
 ) -> list[dict[str, object]]:
     _verified(job.spec, "in-process")
     results: list[dict[str, object]] = []
@@ -327,7 +332,9 @@ def _stop_of(exc: BaseException) -> Stopped | None:
     return None
 
 
-def _play(job: Job, episode: Episode, agent: object, sink: RecordingSink | MemorySink) -> Any:
+def _play(
+    job: Job[AgentT], episode: Episode, agent: AgentT, sink: RecordingSink | MemorySink
+) -> Stopped | None:
     stopped: Stopped | None = None
     begin_episode(agent, job.spec.spec_id, job.spec.spec_hash, episode.branch, episode.seed)
     try:
@@ -344,7 +351,7 @@ def _play(job: Job, episode: Episode, agent: object, sink: RecordingSink | Memor
 
 # ---------------------------------------------------------------------------- on a worker
 def _play_remote(
-    job: Job, stored: Mapping[str, list[dict[str, Any]]], cache: ResponseCache | None
+    job: Job[AgentT], stored: Mapping[str, list[dict[str, Any]]], cache: ResponseCache | None
 ) -> list[Played]:
     """A spec's episodes on an executor's worker, everything kept in memory for the runner.
     Parents are judged as the runner will judge them (a failed one has no children)."""
@@ -394,7 +401,7 @@ class Detached(TypedDict):
 
 
 def play_detached(
-    suite: EpisodeSuite[Any],
+    suite: EpisodeSuite[AgentT],
     spec: EnvironmentSpec,
     agent: ResolvedAgent,
     *,
@@ -428,7 +435,7 @@ def play_detached(
     return out
 
 
-def _verdict_of(job: Job, episode: Episode, sink: MemorySink) -> str:
+def _verdict_of(job: Job[AgentT], episode: Episode, sink: MemorySink) -> str:
     calls = sink.call_records
     scored = job.suite.score(job.spec, episode, sink.trajectory.events, calls, job.seed)
     health = scored["health"] if scored["health"] is not None else sink.health
@@ -446,11 +453,11 @@ class _AsPlayed:
         self.model = header.get("model")
         self.endpoint = endpoint
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> JsonObject:
         return dict(self._params)
 
 
-def _persist(job: Job, store: Store, played: Sequence[Played]) -> list[dict[str, object]]:
+def _persist(job: Job[AgentT], store: Store, played: Sequence[Played]) -> list[dict[str, object]]:
     results: list[dict[str, object]] = []
     by_branch = {p["branch"]: p for p in played}
     runs: dict[str, str] = {}
@@ -495,7 +502,7 @@ def _read_back(store: Store, run_id: str) -> dict[str, object]:
 
 
 def _finish(
-    job: Job,
+    job: Job[AgentT],
     episode: Episode,
     recorder: Recorder,
     store: Store,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from labreplay.errors import LabreplayError
@@ -59,7 +60,12 @@ class InProcessExecutor:
     def __enter__(self) -> InProcessExecutor:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.close()
 
 
@@ -92,5 +98,10 @@ class ThreadedExecutor:
     def __enter__(self) -> ThreadedExecutor:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.close()

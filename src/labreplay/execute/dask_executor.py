@@ -37,6 +37,7 @@ assignments are read back from the store and only the rest are submitted again.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from types import TracebackType
 from typing import Any
 
 from labreplay.errors import LabreplayError
@@ -120,5 +121,10 @@ class DaskExecutor:
     def __enter__(self) -> DaskExecutor:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.close()

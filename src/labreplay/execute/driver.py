@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from labreplay.agents.base import ResponseCache
 from labreplay.errors import LabreplayError
@@ -32,22 +32,28 @@ from labreplay.store.sqlite import Store
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from labreplay.runtime.event_types import JsonObject
+
+# what a unit computes (anywhere), and what the driver makes of it (in the driver)
+ComputedT = TypeVar("ComputedT")
+ResultT = TypeVar("ResultT")
+
 EXECUTORS = ("in-process", "threads", "dask")
 
 
 class MemoryCache:
     """A response cache over a read-only snapshot; what is added is kept in `added`."""
 
-    def __init__(self, snapshot: Mapping[str, Mapping[str, object]]) -> None:
+    def __init__(self, snapshot: Mapping[str, JsonObject]) -> None:
         self._snapshot = snapshot
-        self.added: dict[str, tuple[str, dict[str, object]]] = {}
+        self.added: dict[str, tuple[str, JsonObject]] = {}
 
-    def cached_response(self, key: str) -> Mapping[str, object] | None:
+    def cached_response(self, key: str) -> JsonObject | None:
         if key in self.added:
             return self.added[key][1]
         return self._snapshot.get(key)
 
-    def cache_response(self, key: str, model: str, response: Mapping[str, object]) -> None:
+    def cache_response(self, key: str, model: str, response: JsonObject) -> None:
         self.added[key] = (model, dict(response))
 
 
@@ -56,7 +62,7 @@ def _nothing_stored(store: Store) -> None:
 
 
 @dataclass(frozen=True)
-class Unit:
+class Unit(Generic[ComputedT, ResultT]):
     """One keyed, idempotent piece of a suite's work.
 
     `compute(cache)` runs anywhere the package is installed and never sees the store (it must
@@ -68,17 +74,17 @@ class Unit:
     """
 
     key: str
-    compute: Callable[[ResponseCache | None], Any]
-    persist: Callable[[Store, Any], Any]
-    stored: Callable[[Store], Any] = _nothing_stored
+    compute: Callable[[ResponseCache | None], ComputedT]
+    persist: Callable[[Store, ComputedT], ResultT]
+    stored: Callable[[Store], ResultT | None] = _nothing_stored
     uses_llm: bool = False
-    in_place: Callable[[Store], Any] | None = None
+    in_place: Callable[[Store], ResultT] | None = None
 
 
 def _compute_with_snapshot(
-    compute: Callable[[ResponseCache | None], object],
-    snapshot: Mapping[str, Mapping[str, object]] | None,
-) -> tuple[object, dict[str, tuple[str, dict[str, object]]]]:
+    compute: Callable[[ResponseCache | None], ComputedT],
+    snapshot: Mapping[str, JsonObject] | None,
+) -> tuple[ComputedT, dict[str, tuple[str, JsonObject]]]:
     if snapshot is None:
         return compute(None), {}
     cache = MemoryCache(snapshot)
@@ -86,24 +92,24 @@ def _compute_with_snapshot(
 
 
 def _compute_with_store(
-    compute: Callable[[ResponseCache | None], object], store: Store
-) -> tuple[object, dict[str, tuple[str, dict[str, object]]]]:
+    compute: Callable[[ResponseCache | None], ComputedT], store: Store
+) -> tuple[ComputedT, dict[str, tuple[str, JsonObject]]]:
     return compute(store), {}
 
 
 def run_units(
     suite: str,
-    units: Sequence[Unit],
+    units: Sequence[Unit[ComputedT, ResultT]],
     store: Store,
     executor: Executor | None = None,
     progress: Callable[[], None] | None = None,
-) -> list[Any]:
+) -> list[ResultT]:
     """Run `units` of `suite` and return their results in unit order (finished units are read
     back with `stored`, not recomputed). `progress()` is called once per unit done."""
     check_unique([WorkUnit(u.key, _nothing_stored) for u in units])
     runner = executor if executor is not None else InProcessExecutor()
-    results: dict[str, Any] = {}
-    todo: list[Unit] = []
+    results: dict[str, ResultT] = {}
+    todo: list[Unit[ComputedT, ResultT]] = []
     for unit in units:
         found = unit.stored(store)
         if found is not None:
@@ -122,7 +128,7 @@ def run_units(
                 progress()
         todo = [u for u in todo if u.in_place is None]
     snapshot = store.cached_responses() if any(u.uses_llm for u in todo) else None
-    work = [
+    work: list[WorkUnit[tuple[ComputedT, dict[str, tuple[str, JsonObject]]]]] = [
         WorkUnit(u.key, _compute_with_store, (u.compute, store))
         if in_process and u.uses_llm
         else WorkUnit(u.key, _compute_with_snapshot, (u.compute, snapshot if u.uses_llm else None))

@@ -68,7 +68,7 @@ def header_payload(
 
 def find_header(
     events: Sequence[Mapping[str, object]],
-) -> tuple[int, Mapping[str, object]] | None:
+) -> tuple[int, Mapping[str, JsonValue]] | None:
     """(seq, payload) of a run's header event, None for a run stored before headers."""
     for seq in _HEADER_SEQS:
         if seq < len(events) and events[seq]["kind"] == HEADER_KIND:
@@ -86,7 +86,9 @@ def as_first_written(
     return {k: v for k, v in payload.items() if k in stored or k not in LATER_FIELDS}
 
 
-def row_isolation(agent_params: Mapping[str, object], provenance: Mapping[str, object]) -> str:
+def row_isolation(
+    agent_params: Mapping[str, JsonValue], provenance: Mapping[str, JsonValue]
+) -> str:
     """The isolation a runs row claims: campaign records it in provenance (`agent_isolation`),
     conditions in the parameters (`isolation`), configsearch in the user optimiser's
     parameters (`optimizer.isolation`); a row that claims none ran in-process."""
@@ -101,8 +103,8 @@ def row_isolation(agent_params: Mapping[str, object], provenance: Mapping[str, o
 
 
 def header_problems(
-    header: Mapping[str, object],
-    row: Mapping[str, object],
+    header: Mapping[str, JsonValue],
+    row: Mapping[str, JsonValue],
     protocol: str,
 ) -> list[str]:
     """Where a runs row (`row`: agent, agent_params, isolation, seed, branch, spec_hash, model,

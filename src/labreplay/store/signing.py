@@ -207,7 +207,7 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
 
 
 # ------------------------------------------------------------------ messages
-def _exact(value: Cell) -> object:
+def _exact(value: Cell) -> dict[str, str] | str | int | None:
     """A stored cell as signed: a float by its exact hex form (a one-bit edit changes it),
     bytes by base64, the rest as stored."""
     if isinstance(value, float):

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 from labreplay._files import path_kind
 from labreplay._hashing import canonical_json, sha256_json
@@ -25,7 +26,7 @@ from labreplay._provenance import base_provenance, scrub_secrets, scrub_text, ut
 from labreplay.errors import StoreError
 
 if TYPE_CHECKING:  # (the runtime package imports this module: no import at run time)
-    from labreplay.runtime.event_types import JsonValue
+    from labreplay.runtime.event_types import JsonObject, JsonValue
 
 SCHEMA_VERSION = 1
 
@@ -157,7 +158,7 @@ StoredCell = str | int | float | bytes | None
 def run_key(
     spec_hash: str,
     agent: str,
-    agent_params: Mapping[str, object],
+    agent_params: Mapping[str, JsonValue],
     seed: int,
     branch: str,
     isolation: str = IN_PROCESS,
@@ -172,9 +173,7 @@ def run_key(
         # as stored (scrubbed of credentials), so that the stored row gives its id back
         "agent": _clean(agent),
         # an agent's params() are whatever it returns: strict JSON text refuses a non-JSON value
-        "params": json.loads(
-            _text(scrub_secrets(cast("dict[str, JsonValue]", dict(agent_params))))
-        ),
+        "params": json.loads(_text(scrub_secrets(dict(agent_params)))),
         "seed": seed,
         "branch": branch,
     }
@@ -183,7 +182,7 @@ def run_key(
     return sha256_json(identity)[:24]
 
 
-def run_isolation(provenance: Mapping[str, object]) -> str:
+def run_isolation(provenance: Mapping[str, JsonValue]) -> str:
     """The isolation a run recorded (runs from before it was recorded ran in-process)."""
     return str(provenance.get("agent_isolation", IN_PROCESS))
 
@@ -428,7 +427,12 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.close()
 
     @contextmanager
@@ -812,18 +816,18 @@ class Store:
         return {m: self._json(d, "scores", f"{run_id} metric {m}", "detail") for m, d in cursor}
 
     # ------------------------------------------------------------------ LLM bookkeeping
-    def cached_response(self, key: str) -> dict[str, object] | None:
+    def cached_response(self, key: str) -> JsonObject | None:
         row = self._conn.execute(
             "SELECT response FROM response_cache WHERE key=?", (key,)
         ).fetchone()
         return json.loads(row[0]) if row else None
 
-    def cached_responses(self) -> dict[str, dict[str, object]]:
+    def cached_responses(self) -> dict[str, JsonObject]:
         """The whole response cache (key -> response), the snapshot workers answer from."""
         rows = self._conn.execute("SELECT key, response FROM response_cache").fetchall()
         return {k: json.loads(r) for k, r in rows}
 
-    def cache_response(self, key: str, model: str, response: Mapping[str, object]) -> None:
+    def cache_response(self, key: str, model: str, response: JsonObject) -> None:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO response_cache VALUES (?,?,?,?)",

@@ -51,6 +51,8 @@ from labreplay.store.sqlite import RunInfo, Store, run_isolation, run_key
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+    from labreplay.runtime.event_types import JsonValue
+
 
 @dataclass(frozen=True)
 class VerifyReport:
@@ -152,7 +154,7 @@ def _header_findings(
             ]
         )
     header = found[1]
-    row = {
+    row: dict[str, JsonValue] = {
         "agent": run.agent,
         "agent_params": run.agent_params,
         "isolation": row_isolation(run.agent_params, run.provenance),

@@ -17,7 +17,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, TypedDict, Unpack
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+
+if TYPE_CHECKING:
+    import socket
 
 
 @dataclass(frozen=True)
@@ -226,7 +230,12 @@ class StubServer:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
         self.close()
 
     def close(self) -> None:
@@ -256,7 +265,9 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False  # a handler still "being slow" must not hold up shutdown
     stub: StubServer
 
-    def handle_error(self, request: object, client_address: object) -> None:
+    def handle_error(
+        self, request: socket.socket | tuple[bytes, socket.socket], client_address: tuple[str, int]
+    ) -> None:
         # The client hanging up on a slow answer is the point of some tests, not an error.
         return
 
