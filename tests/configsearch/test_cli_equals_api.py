@@ -63,3 +63,48 @@ def test_a_misspelled_configsearch_run_option_is_refused(data_dir: Path, tmp_pat
     with pytest.raises(OptionError, match="did you mean 'budget'"):
         labreplay.run("configsearch", specs, "bo", tmp_path / "x.sqlite", budgte=4)
     assert not (tmp_path / "x.sqlite").exists()
+
+
+def _refusals() -> list[tuple[str, str, str]]:
+    """(API name, flag, a value its check refuses) of every option both doors take."""
+    from labreplay.option_fields import flags
+    from labreplay.sdk.options import LlmOptions
+    from labreplay.suites.configsearch.options import ConfigsearchRunOptions
+
+    return [
+        (field.name, declared.name, declared.check.refused)
+        for cls in (ConfigsearchRunOptions, LlmOptions)
+        for field, declared in flags(cls)
+        if declared.cli and declared.api and declared.check and declared.check.refused is not None
+    ]
+
+
+@pytest.mark.parametrize(("name", "option", "value"), _refusals(), ids=lambda v: str(v))
+def test_every_run_refusal_of_the_cli_is_the_apis(
+    name: str, option: str, value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each value a `configsearch run` flag refuses is refused by `labreplay.run` in the same
+    line (before any store or data: a placeholder spec is never read)."""
+    from labreplay.cli._errors import expected_failure
+    from labreplay.cli.main import run as cli
+    from labreplay.compile.spec import EnvironmentSpec
+    from labreplay.errors import LabreplayError
+
+    store = tmp_path / "s.sqlite"
+    code = cli(["configsearch", "run", "--task", "band_gap", "--store", str(store), option, value])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    spec = EnvironmentSpec("configsearch", "automatbench-ood", "1", "band_gap", {})
+    with pytest.raises(LabreplayError) as refused:  # the value as the command line parses it
+        labreplay.run("configsearch", [spec], "bo", store, **{name: _parsed(value)})
+    assert err == f"labreplay: error: {expected_failure(refused.value)[0]}"
+    assert not store.exists()
+
+
+def _parsed(value: str) -> int | float | str:
+    for parse in (int, float):
+        try:
+            return parse(value)
+        except ValueError:
+            pass
+    return value

@@ -205,10 +205,24 @@ def test_an_llm_optimiser_runs_with_the_llm_option_set_and_all_failed_calls_fail
     store = workdir / "llm.sqlite"
     with StubServer(SchemaAnswerer()) as server:
         done = _run(store, *llm, "--base-url", server.base_url)
+        # the API takes the same LLM options by the same names, and plays the same run
+        from labreplay.suites.configsearch.cli import _space
+
+        space = _space("0,0.5", "4,6", "1,2,3", 200, 60, 1)
+        specs = labreplay.compile(
+            "configsearch", data_dir, task="band_gap", settings=SMALL_SETTINGS, space=space,
+            min_test_points=1,
+        )  # fmt: skip
+        (by_api,) = labreplay.run(
+            "configsearch", specs, "openai:frontier", workdir / "api.sqlite", seed=5,
+            min_test_points=1, budget=4, init=2, timeout=5, max_retries=0,
+            base_url=server.base_url,
+        )  # fmt: skip
     assert done.exit_code == 0, done.output
     (row,) = json.loads(done.output)
     assert row.get("status") != "failed" and row["ranked"] and row["invalid_steps"] == 0
     assert row["llm_usage"]["calls"] == 2 and row["llm_usage"]["failed_calls"] == 0  # 4 - init 2
+    assert by_api["run_id"] == row["run_id"] and by_api["invalid_steps"] == 0
     with StubServer(constant(garbage_body())) as server:
         bad = _run(workdir / "garbage.sqlite", *llm, "--base-url", server.base_url)
     assert bad.exit_code == 1, bad.output

@@ -49,6 +49,20 @@ class ConditionsHarness:
 
     def answer(self, question_view):
         return RandomAgent(0).answer(question_view)
+
+
+class ConfigsearchHarness:
+    name = "harness"
+    isolation = "mcp"
+
+    def params(self):
+        return {"interface": "mcp"}
+
+    def suggest(self, history):
+        return history["candidates"][-1]
+
+    def observe(self, result):
+        return None
 """
 
 
@@ -135,4 +149,68 @@ def test_conditions_serve_cli_and_api_record_the_same_run(
     assert asyncio.run(answer_all())["questions"] == len(load_questions(question_file))
     runs = _runs(served)
     assert len(runs) == 1 and runs[0][2] == "complete"
+    assert runs == _runs(by_cli) == _runs(by_api)
+
+
+# configsearch's small declared setting (tests/configsearch/conftest.py) as flags; everything
+# else (seed 42, budget, initial design, models, problem) at the defaults of every door
+CONFIGSEARCH_SMALL = ["--task", "band_gap", "--n-total", "200", "--n-ood", "60", "--r-values"]
+CONFIGSEARCH_SMALL += ["0,0.5", "--n-values", "4,6", "--s-values", "1,2,3"]
+CONFIGSEARCH_SMALL += ["--min-test-points", "1"]  # n*s <= 18 here: C_min 30 would leave none
+
+
+def test_configsearch_serve_cli_and_api_record_the_same_run(
+    data_dir: Path,
+    served_env: dict[str, str],
+    harnessed: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    from labreplay.suites.configsearch.cli import _space
+    from labreplay.suites.configsearch.pipeline import PipelineSettings
+
+    by_cli, by_api, served = (tmp_path / f"{n}.sqlite" for n in ("cli", "api", "mcp"))
+    cache = str(tmp_path / "cache")  # the pipeline's stages, shared by the three doors
+    monkeypatch.setenv("LABREPLAY_CACHE_DIR", cache)
+    argv = ["configsearch", "run", *CONFIGSEARCH_SMALL, "--json", "--store", str(by_cli)]
+    assert cli([*argv, "--agent", "harnessed:ConfigsearchHarness"]) == 0
+    from harnessed import ConfigsearchHarness  # type: ignore[import-not-found]
+
+    space = _space("0,0.5", "4,6", "1,2,3", 200, 60, 1)
+    settings = PipelineSettings(n_total=200, n_ood=60)
+    specs = labreplay.compile(
+        "configsearch", data_dir, task="band_gap", settings=settings, space=space,
+        min_test_points=1,
+    )  # fmt: skip
+    labreplay.run(
+        "configsearch", specs, ConfigsearchHarness, by_api, settings=settings, space=space,
+        min_test_points=1,
+    )  # fmt: skip
+    args = serve_args("configsearch", *CONFIGSEARCH_SMALL, "--store", str(served))
+
+    async def search() -> dict[str, Any]:
+        server = StdioServerParameters(
+            command=sys.executable,
+            args=[*args, "--agent-name", "harness"],
+            env={**served_env, "LABREPLAY_CACHE_DIR": cache},
+        )
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as mcp:
+            await mcp.initialize()
+            result = await mcp.call_tool("next_call", {})
+            while True:
+                call: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+                if call.get("done"):
+                    return call
+                # the policy of ConfigsearchHarness: the last untried candidate; observe: None
+                payload = call["payload"]
+                value = payload["candidates"][-1] if call["method"] == "suggest" else None
+                result = await mcp.call_tool("reply", {"value": value})
+
+    assert [r["status"] for r in asyncio.run(search())["runs"]] == ["complete"]
+    runs = _runs(served)
+    assert len(runs) == 1 and runs[0][2] == "complete"
+    with Store(served, readonly=True) as db:  # the harness's suggestions were the searches'
+        assert db.scores(runs[0][0])["invalid_steps"] == 0
     assert runs == _runs(by_cli) == _runs(by_api)

@@ -242,6 +242,10 @@ BASES: dict[tuple[str, ...], list[str]] = {
     ("configsearch", "replay"): ["--references", "{w}/norefs"],
     ("configsearch", "reference-report"): ["--references", "{w}/norefs", "--out", "{w}/o"],
     ("configsearch", "run"): ["--task", "band_gap", "--store", "{w}/foreign.sqlite"],
+    # a missing data directory ends it after every check, before anything is served
+    ("configsearch", "serve"): [
+        *("--task", "band_gap", "--store", "{w}/foreign.sqlite", "--data-dir", "{w}/nodata"),
+    ],
 }
 
 

@@ -4,6 +4,7 @@ task or on a user dataset (see dataset.py), so the CLI stays a thin layer."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from labreplay.errors import SpecError
 from labreplay.sdk.engine import Store
@@ -12,7 +13,11 @@ from labreplay.suites.configsearch.pipeline import PipelineSettings
 from labreplay.suites.configsearch.runner import ConfigSearch
 from labreplay.suites.configsearch.space import ConfigSpace, paper_space
 
-DEFAULT_STORE = Path("configsearch.sqlite")
+if TYPE_CHECKING:
+    from labreplay.sdk.agents import ResolvedAgent
+    from labreplay.sdk.options import LlmOptions
+    from labreplay.suites.configsearch.llm_optimizer import CallTally
+    from labreplay.suites.configsearch.options import ConfigsearchRunOptions
 
 
 def open_campaign(
@@ -61,3 +66,26 @@ def open_campaign(
         resolve_data_dir(data_dir), task, store, settings=settings, space=space, n_jobs=n_jobs,
         min_test_points=min_test_points, allow_modified_data=allow_modified_data,
     )  # fmt: skip
+
+
+def resolve_searcher(
+    agent: object, run: ConfigsearchRunOptions, llm: LlmOptions
+) -> tuple[str | ResolvedAgent, CallTally | None]:
+    """Both doors' searcher, checked before any store: a built-in method's name, an
+    `openai:MODEL` optimiser built with the LLM options (its calls tallied), or any optimiser
+    (`isolate`: served from a child process)."""
+    from labreplay.sdk.agents import is_llm_agent
+    from labreplay.sdk.options import OptionError
+    from labreplay.suites.configsearch.episodes import resolve_optimizer_agent
+    from labreplay.suites.configsearch.search import METHODS
+
+    if is_llm_agent(agent):
+        from labreplay.suites.configsearch.llm_optimizer import make_factory
+
+        if run.isolate:
+            raise OptionError("--isolate: an openai: optimiser runs no user code to isolate")
+        factory, tally = make_factory(str(agent), **llm.builder_kwargs())
+        return resolve_optimizer_agent(factory), tally
+    if run.isolate and isinstance(agent, str) and agent in METHODS:
+        raise OptionError("--isolate: give the optimiser to isolate with --agent MODULE:ATTR")
+    return resolve_optimizer_agent(agent, run.isolate, run.agent_timeout_s), None

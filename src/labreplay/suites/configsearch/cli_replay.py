@@ -3,43 +3,31 @@ exhaustive reference tables (no model is trained), kept apart from the live comm
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from labreplay.sdk.cli import (
-    ApiKeyEnvOption,
-    BaseUrlOption,
-    JsonOption,
-    LlmSeedOption,
-    MaxCallsOption,
-    MaxCostOption,
-    MaxRetriesOption,
-    MaxTimeOption,
-    MaxTokensOption,
-    MaxTokensTotalOption,
-    MaxTotalCostOption,
-    PricesOption,
-    ProviderOption,
-    QuietOption,
-    TemperatureOption,
-    TimeoutOption,
-    agent_options,
-    choice,
-    console,
-    count_check,
-    finite_float_check,
-    int_range,
-    out_dir_check,
-    print_json,
-    progress_printer,
+from labreplay.sdk.cli import command, console, print_json, progress_printer
+from labreplay.sdk.options import (
+    MAX_SEED,
+    MAX_SEED_COUNT,
+    Checked,
+    Floats,
+    Ints,
+    LlmOptions,
+    OneOf,
+    OptionError,
+    OutputOptions,
+    Rule,
+    bad,
+    counts,
+    flag,
 )
-from labreplay.sdk.options import MAX_SEED, MAX_SEED_COUNT
-from labreplay.suites.configsearch.options import COST_ALPHA as COST_ALPHA_DEFAULT
+from labreplay.suites.configsearch.options import COST_ALPHA, out_dir
 
 if TYPE_CHECKING:
     from labreplay.suites.configsearch.llm_optimizer import CallTally
@@ -47,20 +35,6 @@ if TYPE_CHECKING:
     from labreplay.suites.configsearch.pooled import MeasureCI, PooledBlock
     from labreplay.suites.configsearch.references import CompareRow, CostRow, Reference
     from labreplay.suites.configsearch.which_model import WhichModelRow
-
-ReplayJobsOption = typer.Option(
-    1,
-    "--jobs",
-    help="Worker processes for replays (speed only: every seed gives the same rows).",
-    callback=int_range("--jobs", 1, 64),
-)
-
-
-def register(app: typer.Typer) -> None:
-    """Mount the replay commands on the configsearch app (in the order `--help` lists them)."""
-    app.command("replay")(replay_cmd)
-    app.command("reference-report")(reference_report_cmd)
-
 
 # The paper's budget for every problem ("within twelve steps"), METRICS.md fourth round.
 DEFAULT_BUDGET = 12
@@ -73,26 +47,167 @@ def default_init(budget: int) -> int:
     return max(1, min(DEFAULT_INIT, budget - 1))
 
 
-KeepDegenerateOption = typer.Option(
-    False,
-    "--keep-degenerate",
-    help="Keep configurations with a degenerate test fold (one point-mass target value, e.g. "
-    "all metals) as candidates and targets: the raw reading, before METRICS.md's fourth round.",
-)
+@dataclass(frozen=True, kw_only=True)
+class ReplayCommon(Checked):
+    """What both replay commands take (the command line's: a replay has no API door)."""
+
+    seed_start: int = flag(
+        42,
+        "First seed: seeds N..N+k-1, chosen before the run (fresh seeds: any unused N).",
+        check=Ints(0, MAX_SEED - MAX_SEED_COUNT),
+        api=False,
+    )
+    keep_degenerate: bool = flag(
+        False,
+        "Keep configurations with a degenerate test fold (one point-mass target value, e.g. "
+        "all metals) as candidates and targets: the raw reading, before METRICS.md's fourth "
+        "round.",
+        api=False,
+    )
+    jobs: int = flag(
+        1,
+        "Worker processes for replays (speed only: every seed gives the same rows).",
+        check=Ints(1, 64),
+        api=False,
+    )
+
+    def references_of(self, refs: list[Reference]) -> list[Reference]:
+        """The references under this command's degenerate-fold rule."""
+        import dataclasses
+
+        return [dataclasses.replace(r, exclude_degenerate=not self.keep_degenerate) for r in refs]
+
+    def seed_range(self, seeds: int) -> range:
+        return range(self.seed_start, self.seed_start + seeds)
 
 
-def _degenerate_rule(refs: list[Reference], keep: bool) -> list[Reference]:
-    import dataclasses
+def _surrogate(label: str, value: str) -> str:
+    """A known BO surrogate whose library is installed."""
+    from labreplay.suites.configsearch.optimizers import require_surrogate
 
-    return [dataclasses.replace(r, exclude_degenerate=not keep) for r in refs]
+    name = OneOf(("botorch", "sklearn-gp"))(label, value)
+    require_surrogate(name)
+    return name
 
 
-SeedStartOption = typer.Option(
-    42,
-    "--seed-start",
-    help="First seed: seeds N..N+k-1, chosen before the run (fresh seeds: any unused N).",
-    callback=int_range("--seed-start", 0, MAX_SEED - MAX_SEED_COUNT),
-)
+@dataclass(frozen=True, kw_only=True)
+class ReplayArgs(ReplayCommon):
+    """`configsearch replay`."""
+
+    references: Path = flag(
+        help="A reference file or a directory of them (export-references).", api=False
+    )
+    seeds: int = flag(
+        20, "Seeds N..N+k-1 (N = --seed-start).", check=Ints(1, MAX_SEED_COUNT), api=False
+    )
+    budget: int = flag(
+        DEFAULT_BUDGET,
+        "Search steps T (default the paper's 12 for every problem; the bench also reports "
+        "T = 8 with --init 3).",
+        check=counts(),
+        api=False,
+    )
+    init: int | None = flag(
+        None,
+        "Initial design T0 (default the paper's 4, at most T - 1 so at least one step is "
+        "the optimiser's).",
+        check=counts(),
+        api=False,
+    )
+    within: int | None = flag(
+        None,
+        "Count seeds reaching the target within this many evaluations (T).",
+        check=counts(),
+        api=False,
+    )
+    cost_alpha: float = flag(
+        COST_ALPHA,
+        "BO: weight of the fit cost (0 = plain EI).",
+        check=Floats(0.0, 100.0),
+        api=False,
+    )
+    problem: str = flag(
+        "best-model",
+        "best-model | closest (nearest the MAE at (0, 48, 10)) | which-model (paired).",
+        check=OneOf(("best-model", "closest", "which-model")),
+        api=False,
+    )
+    min_test_points: int = flag(
+        30, "C_min: search configurations with n*s >= this only.", check=counts(), api=False
+    )
+    surrogate: str = flag(
+        "botorch",
+        "BO surrogate: botorch (the bo extra) | sklearn-gp.",
+        check=Rule(_surrogate, "bogus"),
+        api=False,
+    )
+    agent: str | None = flag(
+        None,
+        "Your ask/tell optimiser as MODULE:ATTR, or openai:MODEL (an LLM optimiser), "
+        "replayed beside BO/random.",
+        api=False,
+    )
+    json_pooled: bool = flag(
+        False,
+        "With --json: one object {rows, pooled} (the pooled BO-vs-reference block) instead "
+        "of the list of rows.",
+        api=False,
+    )
+
+    def check(self) -> None:
+        if self.init is not None and self.init > self.budget:
+            raise bad("--init", self.init, f"exceeds --budget {self.budget}")
+        if self.agent is not None and self.problem == "which-model":
+            raise bad("--agent", self.agent, "which-model replays BO and paired random only")
+        from labreplay.sdk.agents import is_llm_agent
+
+        if is_llm_agent(self.agent) and self.jobs > 1:
+            # The LLM optimiser's calls are counted in this process (usage, all-failed):
+            # worker processes would hide them from the tally.
+            raise bad("--jobs", self.jobs, "an openai: optimiser replays in one process (--jobs 1)")
+
+    def design(self) -> tuple[int, int]:
+        """(T0, the evaluations a hit counts within)."""
+        init = default_init(self.budget) if self.init is None else self.init
+        return init, self.budget if self.within is None else self.within
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReferenceReportArgs(ReplayCommon):
+    """`configsearch reference-report`."""
+
+    # required, refused in `check` (after --out's own check: a FIFO there is named first)
+    references: Path | None = flag(
+        None, "A directory of reference files (export-references).", api=False
+    )
+    out: Path = flag(
+        Path("configsearch-references-report"),
+        "Output directory.",
+        check=Rule(out_dir),
+        api=False,
+    )
+    seeds: int = flag(
+        20,
+        "Seeds N..N+k-1 per replay (N = --seed-start).",
+        check=Ints(1, MAX_SEED_COUNT),
+        api=False,
+    )
+    min_test_points: int = flag(30, "C_min: n*s >= this.", check=counts(), api=False)
+    surrogate: str = flag(
+        "botorch",
+        "BO surrogate: botorch | sklearn-gp.",
+        check=Rule(_surrogate, "bogus"),
+        api=False,
+    )
+
+    def check(self) -> None:
+        if self.references is None:
+            raise OptionError("--references: missing (a directory of reference files)")
+
+    def reference_dir(self) -> Path:
+        assert self.references is not None  # refused in `check`
+        return self.references
+
 
 NOT_RUNS = (
     "replay: computed in memory from the recorded references; no runs are written to any "
@@ -100,145 +215,40 @@ NOT_RUNS = (
 )
 
 
-def replay_cmd(
-    references: Path = typer.Option(
-        ..., "--references", help="A reference file or a directory of them (export-references)."
-    ),
-    seeds: int = typer.Option(
-        20,
-        "--seeds",
-        help="Seeds N..N+k-1 (N = --seed-start).",
-        callback=int_range("--seeds", 1, MAX_SEED_COUNT),
-    ),
-    seed_start: int = SeedStartOption,
-    budget: int = typer.Option(
-        DEFAULT_BUDGET,
-        "--budget",
-        help="Search steps T (default the paper's 12 for every problem; the bench also reports "
-        "T = 8 with --init 3).",
-        callback=count_check("--budget"),
-    ),
-    init: int | None = typer.Option(
-        None,
-        "--init",
-        help="Initial design T0 (default the paper's 4, at most T - 1 so at least one step is "
-        "the optimiser's).",
-        callback=count_check("--init"),
-    ),
-    within: int | None = typer.Option(
-        None,
-        "--within",
-        help="Count seeds reaching the target within this many evaluations (T).",
-        callback=count_check("--within"),
-    ),
-    cost_alpha: float = typer.Option(
-        COST_ALPHA_DEFAULT,
-        "--cost-alpha",
-        help="BO: weight of the fit cost (0 = plain EI).",
-        callback=finite_float_check("--cost-alpha", lo=0, hi=100),
-    ),
-    problem: str = typer.Option(
-        "best-model",
-        "--problem",
-        help="best-model | closest (nearest the MAE at (0, 48, 10)) | which-model (paired).",
-        callback=choice("--problem", ("best-model", "closest", "which-model")),
-    ),
-    min_test_points: int = typer.Option(
-        30,
-        "--min-test-points",
-        help="C_min: search configurations with n*s >= this only.",
-        callback=count_check("--min-test-points"),
-    ),
-    surrogate: str = typer.Option(
-        "botorch",
-        "--surrogate",
-        help="BO surrogate: botorch (the bo extra) | sklearn-gp.",
-        callback=choice("--surrogate", ("botorch", "sklearn-gp")),
-    ),
-    agent: str | None = typer.Option(
-        None,
-        "--agent",
-        help="Your ask/tell optimiser as MODULE:ATTR, or openai:MODEL (an LLM optimiser), "
-        "replayed beside BO/random.",
-    ),
-    base_url: str | None = BaseUrlOption,
-    api_key_env: str | None = ApiKeyEnvOption,
-    temperature: float | None = TemperatureOption,
-    llm_seed: int | None = LlmSeedOption,
-    max_tokens: int | None = MaxTokensOption,
-    timeout: float | None = TimeoutOption,
-    max_retries: int | None = MaxRetriesOption,
-    max_calls: int | None = MaxCallsOption,
-    max_tokens_total: int | None = MaxTokensTotalOption,
-    max_time: float | None = MaxTimeOption,
-    provider: str | None = ProviderOption,
-    prices: str | None = PricesOption,
-    max_cost: float | None = MaxCostOption,
-    max_total_cost: float | None = MaxTotalCostOption,
-    keep_degenerate: bool = KeepDegenerateOption,
-    jobs: int = ReplayJobsOption,
-    json_out: bool = JsonOption,
-    json_pooled: bool = typer.Option(
-        False,
-        "--json-pooled",
-        help="With --json: one object {rows, pooled} (the pooled BO-vs-reference block) "
-        "instead of the list of rows.",
-    ),
-    quiet: bool = QuietOption,
-) -> None:
+def register(app: typer.Typer) -> None:
+    """Mount the replay commands on the configsearch app (in the order `--help` lists them)."""
+    command(app, "replay", ReplayArgs, LlmOptions, OutputOptions)(replay_cmd)
+    command(app, "reference-report", ReferenceReportArgs, OutputOptions)(reference_report_cmd)
+
+
+def replay_cmd(args: ReplayArgs, llm: LlmOptions, output: OutputOptions) -> None:
     """BO vs random search and the no-data heuristic smallest-ns (and your optimiser) replayed on exhaustive reference tables: every
     evaluation is a lookup, so many seeds and every task take seconds, and no model is fitted.
     A replay writes no runs: its rows are on no leaderboard and `store verify` never sees
     them."""
     from labreplay.errors import LabreplayError
-    from labreplay.suites.configsearch.optimizers import require_surrogate, resolve_optimizer
+    from labreplay.suites.configsearch.optimizers import resolve_optimizer
     from labreplay.suites.configsearch.references import load_reference, load_references
 
-    init = default_init(budget) if init is None else init
-    within = budget if within is None else within
-    for name, value in (("--budget", budget), ("--init", init), ("--within", within)):
-        if value < 1:
-            raise LabreplayError(f"{name}: value {value} is below 1")
-    if init > budget:
-        raise LabreplayError(f"--init: value {init} exceeds --budget {budget}")
-    require_surrogate(surrogate)
+    agent, references = args.agent, args.references
     factory: OptimizerFactory | None = None  # a zero-argument optimiser factory
     tally = None
     if agent is not None:
-        if problem == "which-model":
-            raise LabreplayError("--agent: which-model replays BO and paired random only")
         from labreplay.sdk.agents import is_llm_agent
 
         if is_llm_agent(agent):
             from labreplay.suites.configsearch.llm_optimizer import make_factory
 
-            options = agent_options(
-                base_url=base_url, api_key_env=api_key_env, temperature=temperature,
-                llm_seed=llm_seed, max_tokens=max_tokens, timeout=timeout,
-                max_retries=max_retries, max_calls=max_calls,
-                max_tokens_total=max_tokens_total, max_time=max_time,
-                provider=provider, prices=prices, max_cost=max_cost,
-                max_total_cost=max_total_cost,
-            )  # fmt: skip
-            if jobs > 1:
-                # The LLM optimiser's calls are counted in this process (usage, all-failed):
-                # worker processes would hide them from the tally.
-                raise LabreplayError(
-                    "--jobs: an openai: optimiser replays in one process (--jobs 1)"
-                )
-            factory, tally = make_factory(agent, **options)
+            factory, tally = make_factory(agent, **llm.builder_kwargs())
         else:
             factory, _ = resolve_optimizer(agent)
     # a directory of references, or one file (a FIFO, a device... there: the reader names it)
     refs = load_references(references) if references.is_dir() else [load_reference(references)]
     if not refs:
         raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
-    refs = _degenerate_rule(refs, keep_degenerate)
-    chosen = range(seed_start, seed_start + seeds)
-    with _pool(jobs) as pool:
-        _replay_rows(refs, chosen, budget, init, within, cost_alpha, problem, min_test_points,
-                     surrogate, factory, tally, agent, pool, references, seeds,
-                     json_out, json_pooled, progress_printer(quiet))  # fmt: skip
+    refs = args.references_of(refs)
+    with _pool(args.jobs) as pool:
+        _replay_rows(args, refs, factory, tally, pool, output)
 
 
 def _pool(jobs: int) -> AbstractContextManager[Executor | None]:
@@ -251,12 +261,13 @@ def _pool(jobs: int) -> AbstractContextManager[Executor | None]:
 
 
 def _replay_rows(
-    refs: list[Reference], chosen: range, budget: int, init: int, within: int,
-    cost_alpha: float, problem: str, min_test_points: int, surrogate: str,
-    factory: OptimizerFactory | None, tally: CallTally | None, agent: str | None,
-    pool: Executor | None, references: Path, seeds: int, json_out: bool,
-    json_pooled: bool = False, progress: Callable[[str], None] | None = None,
-) -> None:  # fmt: skip
+    args: ReplayArgs,
+    refs: list[Reference],
+    factory: OptimizerFactory | None,
+    tally: CallTally | None,
+    pool: Executor | None,
+    output: OutputOptions,
+) -> None:
     from labreplay.errors import LabreplayError
     from labreplay.suites.configsearch.references import (
         ReplayPlan,
@@ -265,13 +276,17 @@ def _replay_rows(
     )
     from labreplay.suites.configsearch.which_model import compare_which_model
 
+    init, within = args.design()
+    problem, budget, min_test_points = args.problem, args.budget, args.min_test_points
+    chosen, surrogate, json_pooled = args.seed_range(args.seeds), args.surrogate, args.json_pooled
+    progress, json_out = progress_printer(output.quiet), output.json_out
     if problem == "which-model":
         by_task: dict[str, list[Reference]] = {}
         for ref in refs:
             by_task.setdefault(ref.task, []).append(ref)
         pairs = [v for v in by_task.values() if len(v) == 2]
         if not pairs:
-            raise LabreplayError(f"--references: no task in {references} has two models")
+            raise LabreplayError(f"--references: no task in {args.references} has two models")
         which_rows = []
         for a, b in pairs:
             which_rows.append(
@@ -290,15 +305,17 @@ def _replay_rows(
         return
     if factory is None:  # every reference's seeds in one batch (the same rows as one by one)
         plans = [
-            ReplayPlan(ref, problem, budget, init, within, cost_alpha, min_test_points, surrogate)
+            ReplayPlan(
+                ref, problem, budget, init, within, args.cost_alpha, min_test_points, surrogate
+            )
             for ref in refs
         ]
         rows: list[CompareRow] = compare_many(plans, chosen, pool, progress)
     else:
         rows = [
             compare(
-                ref, chosen, budget, init, within, cost_alpha, problem, min_test_points,
-                surrogate, factory, agent, pool,
+                ref, chosen, budget, init, within, args.cost_alpha, problem, min_test_points,
+                surrogate, factory, args.agent, pool,
             )
             for ref in refs
         ]  # fmt: skip
@@ -313,7 +330,7 @@ def _replay_rows(
         whole = {"rows": rows, "pooled": block, "cost_claims_pooled": cost_pooled}
         print_json(whole if json_pooled else rows)
     else:
-        _print_replay_rows(rows, problem, seeds, min_test_points, within)
+        _print_replay_rows(rows, problem, args.seeds, min_test_points, within)
         _print_pooled(block, chosen)
         for c in cost_pooled:
             lo, hi = c["saved_ci95"]
@@ -464,62 +481,28 @@ def _cost_line(cost: CostRow) -> str:
     )
 
 
-def reference_report_cmd(
-    references: Path = typer.Option(
-        ..., "--references", help="A directory of reference files (export-references)."
-    ),
-    out: Path = typer.Option(
-        Path("configsearch-references-report"),
-        "--out",
-        help="Output directory.",
-        callback=out_dir_check(),
-    ),
-    seeds: int = typer.Option(
-        20,
-        "--seeds",
-        help="Seeds N..N+k-1 per replay (N = --seed-start).",
-        callback=int_range("--seeds", 1, MAX_SEED_COUNT),
-    ),
-    seed_start: int = SeedStartOption,
-    min_test_points: int = typer.Option(
-        30,
-        "--min-test-points",
-        help="C_min: n*s >= this.",
-        callback=count_check("--min-test-points"),
-    ),
-    surrogate: str = typer.Option(
-        "botorch",
-        "--surrogate",
-        help="BO surrogate: botorch | sklearn-gp.",
-        callback=choice("--surrogate", ("botorch", "sklearn-gp")),
-    ),
-    keep_degenerate: bool = KeepDegenerateOption,
-    jobs: int = ReplayJobsOption,
-    json_out: bool = JsonOption,
-    quiet: bool = QuietOption,
-) -> None:
+def reference_report_cmd(args: ReferenceReportArgs, output: OutputOptions) -> None:
     """The paper's claims table (robust C_min and full-space readings), BO vs random replays
     (every problem at T = 12, T0 = 4), which-model verdicts, (n, s) MAE heat maps per r and
     normalised traces, read from the recorded reference files only."""
     from labreplay.errors import LabreplayError
     from labreplay.sdk import readable_dir
     from labreplay.suites.configsearch import reference_report
-    from labreplay.suites.configsearch.optimizers import require_surrogate
     from labreplay.suites.configsearch.references import load_references
 
+    references, out = args.reference_dir(), args.out
     readable_dir(references, "--references")
-    require_surrogate(surrogate)
     refs = load_references(references)
     if not refs:
         raise LabreplayError(f"--references: no *.json.gz reference file in {references}")
-    refs = _degenerate_rule(refs, keep_degenerate)
-    with _pool(jobs) as pool:
+    refs = args.references_of(refs)
+    with _pool(args.jobs) as pool:
         report = reference_report.build(
-            refs, range(seed_start, seed_start + seeds), min_test_points, surrogate, pool,
-            progress=progress_printer(quiet),
+            refs, args.seed_range(args.seeds), args.min_test_points, args.surrogate, pool,
+            progress=progress_printer(output.quiet),
         )  # fmt: skip
     files = reference_report.write(report, refs, out)
-    if json_out:
+    if output.json_out:
         print_json({**report["summary"], "out": str(out), "files": files})
         return
     console.print(reference_report.markdown(report), markup=False, soft_wrap=True)

@@ -208,17 +208,20 @@ def make_factory(
     max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
     call_time_s: float | None = None,
     provider: str = "auto",
+    top_p: float | None = None,
+    max_repairs: int = 2,
+    structured: str = "auto",
 ) -> tuple[Callable[[], LLMOptimizer], CallTally]:
     """A zero-argument factory of LLM optimisers (one per seed) sharing one `CallTally`, from
-    the one LLM option set (`labreplay.cli.llm_options.agent_options`)."""
+    the one LLM option set (`LlmOptions.builder_kwargs()`)."""
     model = parse_agent_spec(agent)
     api_key = os.environ.get(api_key_env) if api_key_env else None
     tally = CallTally()
 
     def build() -> LLMOptimizer:
         options = client_options(
-            base_url, temperature, None, seed, max_tokens, timeout_s, max_retries, 2, "auto",
-            None, caps, token_param=token_param, reasoning_effort=reasoning_effort,
+            base_url, temperature, top_p, seed, max_tokens, timeout_s, max_retries, max_repairs,
+            structured, None, caps, token_param=token_param, reasoning_effort=reasoning_effort,
             reasoning_tokens=reasoning_tokens, max_retry_wait_s=max_retry_wait_s,
             call_time_s=call_time_s,
             provider=agent_provider(agent, provider),

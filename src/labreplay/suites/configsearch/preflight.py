@@ -14,7 +14,7 @@ from pathlib import Path
 
 from labreplay.errors import SpecError
 from labreplay.sdk import MAX_INPUT_BYTES, readable_file
-from labreplay.sdk.options import MAX_SEED, MAX_SEED_COUNT, bad, id_set, number_list
+from labreplay.sdk.options import bad, number_list
 from labreplay.suites.configsearch.pipeline import PipelineSettings
 from labreplay.suites.configsearch.space import PAPER_N, PAPER_R, PAPER_S, ConfigSpace
 
@@ -106,33 +106,6 @@ def task_or_dataset(
     check_dataset(dataset, target, dataset_b)
 
 
-def model_list(option: str, text: str) -> tuple[str, ...]:
-    from labreplay.suites.configsearch.models import model_names
-
-    return id_set(option, text, model_names())
-
-
-def task_list(text: str) -> list[str]:
-    from labreplay.suites.configsearch.data import BUILTIN_TASKS, TASKS
-
-    if text == "all":
-        return [t for t in BUILTIN_TASKS if t in TASKS]
-    return list(id_set("--tasks", text, sorted(TASKS)))
-
-
-def search_budget(method: str, budget: int, init: int) -> None:
-    """BO and random search need 1 <= --init <= --budget (exhaustive ignores both)."""
-    if method != "exhaustive" and not 1 <= init <= budget:
-        raise bad("--init", init, f"must be in [1, --budget {budget}]")
-
-
-def seed_block(seed: int, seeds: int) -> None:
-    if seeds > MAX_SEED_COUNT:
-        raise bad("--seeds", seeds, f"is above the maximum {MAX_SEED_COUNT} seeds per command")
-    if seed + seeds - 1 > MAX_SEED:
-        raise bad("--seeds", seeds, f"runs past the largest seed {MAX_SEED} from --seed {seed}")
-
-
 def data_files(data_dir: Path | None, tasks: list[str], allow_modified: bool) -> list[str]:
     """The built-in tasks' shared files checked against the manifest before the store is
     opened: a modified one is one line naming it (exit 2) unless `allow_modified`; then the
@@ -147,10 +120,6 @@ def data_files(data_dir: Path | None, tasks: list[str], allow_modified: bool) ->
 __all__ = [
     "config_space",
     "data_files",
-    "model_list",
-    "search_budget",
-    "seed_block",
     "settings",
-    "task_list",
     "task_or_dataset",
 ]

@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from labreplay.errors import SpecError
+from labreplay.sdk.agents import Optimizer
 from labreplay.sdk.engine import ReportSection
 from labreplay.suites.configsearch.options import DEFAULT_SEED
 
 if TYPE_CHECKING:
     import typer
 
-    from labreplay.sdk.agents import Optimizer, ResolvedAgent
+    from labreplay.sdk.agents import ResolvedAgent
     from labreplay.sdk.engine import EnvironmentSpec, Executor, Rederived, RunInfo, Store
     from labreplay.suites.configsearch.events import ConfigsearchEvent
     from labreplay.suites.configsearch.pipeline import PipelineSettings
@@ -50,6 +51,7 @@ class ConfigsearchSuite:
     name = "configsearch"
     # the search seed when `labreplay.run` is given none, as `configsearch run --seed`
     default_seed = DEFAULT_SEED
+    agent_contract = Optimizer  # `serve` forwards what it declares (suggest, observe)
 
     def cli(self) -> typer.Typer:
         from labreplay.suites.configsearch.cli import app
@@ -92,32 +94,41 @@ class ConfigsearchSuite:
         )
         return ConfigSearch(
             resolve_data_dir(data_dir),
-            options.get("task", "band_gap"),
+            options.get("task") or "band_gap",
             store,
             settings,
             options.get("space"),
             options.get("cache_dir"),
             # C_min (targets.py): a declared option, default 30 test points
             min_test_points=int(options.get("min_test_points", 30)),
+            allow_modified_data=bool(options.get("allow_modified_data", False)),
         )
 
     def compile(self, data_dir: Path | None = None, **options: object) -> list[EnvironmentSpec]:
-        """Options: task, n_total, n_ood (or settings), space, cache_dir, min_test_points."""
+        """Options: task, n_total, n_ood (or settings), space, cache_dir, min_test_points,
+        allow_modified_data."""
         from labreplay.sdk.options import refuse_unknown
 
         known = ("task", "n_total", "n_ood", "settings", "space", "cache_dir")
-        refuse_unknown("configsearch compile", options, {*known, "min_test_points"})
+        refuse_unknown(
+            "configsearch compile", options, {*known, "min_test_points", "allow_modified_data"}
+        )
         return [self._campaign(data_dir, None, options).environment]
 
     def resolve_agent(self, agent: object, **options: object) -> str | ResolvedAgent:
-        """A search method name (bo | random | exhaustive), or any `Optimizer` (object,
-        factory, registered name, MODULE:ATTR) checked against the contract; options
-        `isolate` and `agent_timeout_s` serve an importable one from a child process."""
-        from labreplay.suites.configsearch.episodes import resolve_optimizer_agent
+        """A search method name (bo | random | exhaustive), an `openai:MODEL` optimiser (the
+        LLM options of `LlmOptions`), or any `Optimizer` (object, factory, registered name,
+        MODULE:ATTR) checked against the contract; options `isolate` and `agent_timeout_s`
+        serve an importable one from a child process."""
+        from labreplay.suites.configsearch.api import resolve_searcher
         from labreplay.suites.configsearch.options import parse_run_options
 
-        run_options = parse_run_options({k: v for k, v in options.items() if k != "seed"})
-        return resolve_optimizer_agent(agent, run_options.isolate, run_options.agent_timeout_s)
+        seed = options.pop("seed", None)
+        run, _, llm, _ = parse_run_options(options)
+        run.check_search(agent if isinstance(agent, str) else None)
+        if isinstance(seed, int):
+            run.check_seeds(seed)
+        return resolve_searcher(agent, run, llm)[0]
 
     def run(
         self,
@@ -130,16 +141,20 @@ class ConfigsearchSuite:
         **options: object,
     ) -> list[dict[str, object]]:
         """`agent` is a search method (bo | random | exhaustive) or any optimiser (see
-        `resolve_agent`). Options: `ConfigsearchRunOptions` (the compile options plus
-        data_dir, models, problem, budget, init, seeds, gt, cost_alpha), the defaults of
-        `configsearch run`."""
+        `resolve_agent`). Options: those of `ConfigsearchRunOptions` (models, problem, budget,
+        init, seeds, gt, cost_alpha, min_test_points, n_total, n_ood, isolate, ...),
+        `ProblemObjects` (task, settings, space, cache_dir, data_dir), `LlmOptions` and
+        allow_modified_data: the classes `configsearch run` generates its flags from."""
         from labreplay.suites.configsearch.episodes import run_searches
         from labreplay.suites.configsearch.options import parse_run_options
 
-        run_options = parse_run_options(options)
+        run, objects, _, data = parse_run_options(options)
+        run.check_search(agent if isinstance(agent, str) else None)
+        run.check_seeds(seed)
+        given = {**options, "allow_modified_data": data.allow_modified_data}
+        data_dir = Path(objects.data_dir) if objects.data_dir is not None else None
         out = []
         for spec in specs:
-            data_dir = Path(run_options.data_dir) if run_options.data_dir is not None else None
             # the spec is self-contained: its task, pipeline settings and space rebuild its
             # problem (options given again must agree: the hash is compared below)
             rebuilt = spec_problem(spec)
@@ -147,22 +162,14 @@ class ConfigsearchSuite:
                 rebuilt.pop("settings")
             if "space" in options:
                 rebuilt.pop("space")
-            campaign = self._campaign(data_dir, store, {**options, **rebuilt})
+            campaign = self._campaign(data_dir, store, {**given, **rebuilt})
             if campaign.spec_hash != spec.spec_hash:
                 raise SpecError(f"spec {spec.spec_hash[:16]}... does not match these options/data")
-            seeds = [seed + k for k in range(run_options.seeds)]
+            seeds = [seed + k for k in range(run.seeds)]
             done = run_searches(
-                campaign,
-                run_options.model_list(),
-                run_options.problem,
-                agent,
-                run_options.budget,
-                run_options.init,
-                seeds,
-                run_options.gt,
-                executor,
-                run_options.cost_alpha,
-            )
+                campaign, run.model_list(), run.problem, agent, run.budget, run.init, seeds,
+                run.gt, executor, run.cost_alpha,
+            )  # fmt: skip
             out += [
                 {"run_id": r, "seed": s, **summary}
                 for s, (r, _, summary) in zip(seeds, done, strict=True)
