@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import TypedDict
 
 from labreplay.sdk.engine import Store
+from labreplay.sdk.engine import run as labreplay_run
 from labreplay.suites.configsearch.cache import StageCounts
-from labreplay.suites.configsearch.episodes import run_searches, sweep
+from labreplay.suites.configsearch.episodes import sweep
 from labreplay.suites.configsearch.json_numbers import as_float
 from labreplay.suites.configsearch.pipeline import PipelineSettings
 from labreplay.suites.configsearch.report import write_report
@@ -66,14 +67,16 @@ def run_demo(data_dir: Path, store: Path, out_dir: Path, quick: bool) -> DemoSum
     seeds = range(20)
     with Store(store) as db:
         campaign = ConfigSearch(data_dir, "band_gap", db, settings=settings, space=space)
+        # the exhaustive reference (what `configsearch sweep` computes), then the searches
+        # through `labreplay.run` at its defaults (models rf-scm, best-model, budget 12, init 4)
         _, table = sweep(campaign, "rf-scm")
         values = [table[("rf-scm", c)] for c in campaign.feasible]
         rows: list[DemoRow] = []
         for method in ("bo", "random"):
-            searches = run_searches(
-                campaign, ["rf-scm"], "best-model", method, 12, 4, list(seeds), "reference"
-            )
-            results = [summary for _, _, summary in searches]
+            results = labreplay_run(
+                "configsearch", [campaign.environment], method, db, seed=seeds[0],
+                seeds=len(seeds), data_dir=data_dir, settings=settings, space=space,
+            )  # fmt: skip
             # the summaries are JSON objects: steps_to_target an int, or None when missed
             reached = [s for r in results if isinstance(s := r["steps_to_target"], int)]
             rows.append(
