@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,8 +116,10 @@ def _writable_dir(label: str, value: str | Path) -> Path:
 
 def out_dirs() -> Rule:
     """A directory to write into: free or a directory (a file, FIFO or device there is
-    refused before any work, and left as it was)."""
-    return Rule(_writable_dir, os.devnull)
+    refused before any work, and left as it was). No example value is given: a test makes
+    its FIFO or device in its own directory (tests/reliability/test_file_kinds.py), never
+    points a command at a system path."""
+    return Rule(_writable_dir)
 
 
 def urls() -> Rule:

@@ -1,62 +1,69 @@
-"""`labreplay melt ...`: each command builds the options the Python API takes and calls it,
-so the CLI and `labreplay.run("melt", ...)` are one door."""
+"""`labreplay melt ...`: each command's flags are generated from the options classes the
+Python API builds (`labreplay.sdk.cli.command`), so the CLI and `labreplay.run("melt", ...)`
+are one door: the same defaults, checks and refusals."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from labreplay.sdk.cli import AgentTimeoutOption, IsolateOption, print_json
+from labreplay.sdk.cli import command, print_json
 from labreplay.sdk.engine import load_spec, write_spec
+from labreplay.sdk.options import Checked, ServeOptions, StoreOptions, api_options, flag, seeds
+from meltsuite.suite import MeltCompileOptions, MeltRunOptions
 
 app = typer.Typer(help="meltsuite: forecast held-out melting points (an example suite).")
 
 
-@app.command("compile")
-def compile_cmd(
-    out: Path = typer.Option(..., "--out", help="Directory to write the spec file into."),
-    seed: int = typer.Option(0, "--seed", help="Split seed."),
-    n_queries: int = typer.Option(6, "--n-queries", help="Held-out elements."),
-) -> None:
+@dataclass(frozen=True, kw_only=True)
+class OutDir(Checked):
+    out: Path = flag(help="Directory to write the spec file into.", api=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpecFiles(Checked):
+    specs: list[Path] = flag(help="Spec files.", argument=True, api=False)
+    agent: str = flag("context-mean", "Reference agent or MODULE:ATTR.", api=False)
+    seed: int = flag(0, "Run seed.", check=seeds(), api=False)
+
+
+@command(app, "compile", MeltCompileOptions, OutDir)
+def compile_cmd(options: MeltCompileOptions, where: OutDir) -> None:
     """Write the spec of one seeded split."""
     from labreplay.sdk.engine import compile
 
-    specs = compile("melt", seed=seed, n_queries=n_queries)
-    out.mkdir(parents=True, exist_ok=True)
+    specs = compile("melt", **api_options(options))
+    where.out.mkdir(parents=True, exist_ok=True)
     for spec in specs:
-        write_spec(spec, out / f"{spec.spec_id}.json")
+        write_spec(spec, where.out / f"{spec.spec_id}.json")
         typer.echo(f"{spec.spec_id} {spec.spec_hash}")
 
 
-@app.command("run")
-def run_cmd(
-    specs: list[Path] = typer.Argument(..., help="Spec files."),
-    agent: str = typer.Option("context-mean", "--agent", help="Reference agent or MODULE:ATTR."),
-    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    seed: int = typer.Option(0, "--seed", help="Run seed."),
-    isolate: bool = IsolateOption,
-    agent_timeout: float | None = AgentTimeoutOption,
-) -> None:
+@command(app, "run", SpecFiles, StoreOptions, MeltRunOptions)
+def run_cmd(given: SpecFiles, where: StoreOptions, options: MeltRunOptions) -> None:
     """Run an agent on spec files; prints one JSON summary per run."""
     from labreplay.sdk.engine import run
 
-    loaded = [load_spec(p) for p in specs]
-    options: dict[str, Any] = {"isolate": isolate}
-    if agent_timeout is not None:
-        options["agent_timeout_s"] = agent_timeout
-    print_json(run("melt", loaded, agent, store, seed=seed, **options))
+    loaded = [load_spec(p) for p in given.specs]
+    print_json(
+        run("melt", loaded, given.agent, where.store, seed=given.seed, **api_options(options))
+    )
 
 
-@app.command("serve")
-def serve_cmd(
-    spec: Path = typer.Argument(..., help="Spec file."),
-    store: Path = typer.Option(..., "--store", help="Results store (SQLite file)."),
-    name: str = typer.Option("harness", "--agent-name", help="The harness's declared name."),
-    seed: int = typer.Option(0, "--seed", help="Run seed."),
-) -> None:
-    """Serve one run over MCP (stdio): tools `next_call` and `reply`."""
+@dataclass(frozen=True, kw_only=True)
+class OneSpec(Checked):
+    spec: Path = flag(help="Spec file.", argument=True, api=False)
+    seed: int = flag(0, "Run seed.", check=seeds(), api=False)
+
+
+@command(app, "serve", OneSpec, StoreOptions, ServeOptions)
+def serve_cmd(given: OneSpec, where: StoreOptions, serve: ServeOptions) -> None:
+    """Serve one run over MCP: tools `next_call` and `reply`."""
     from labreplay.sdk.harness import serve_suite_run
 
-    serve_suite_run("melt", [load_spec(spec)], store, name, seed)
+    serve_suite_run(
+        "melt", [load_spec(given.spec)], where.store, serve.agent_name, given.seed,
+        model=serve.model, transport=serve.transport, port=serve.port,
+    )  # fmt: skip

@@ -18,7 +18,7 @@ from labreplay.sdk import HEADER_KIND
 from labreplay.sdk.agents import ResolvedAgent, resolve_agent, resolve_isolated
 from labreplay.sdk.engine import EnvironmentSpec, Store, raise_failed, run_suite
 from labreplay.sdk.episodes import Episode, Event, EventSink, Scored
-from labreplay.sdk.options import check_agent_timeout, int_in, parse_options
+from labreplay.sdk.options import Checked, Ints, IsolationOptions, flag, seeds, split_options
 from meltsuite.contract import CONTRACT_REF, REFERENCE_AGENTS, REFERENCE_REF, MeltPredictor
 from meltsuite.episode import compile_specs, health, play, score
 
@@ -28,34 +28,24 @@ if TYPE_CHECKING:
     from labreplay.sdk.engine import Executor, ReportSection
 
 
-@dataclass(frozen=True)
-class MeltCompileOptions:
+@dataclass(frozen=True, kw_only=True)
+class MeltCompileOptions(Checked):
     """`labreplay.compile("melt", ...)` and `labreplay melt compile`: the split seed and how
-    many elements are held out."""
+    many elements are held out. The CLI's flags are generated from these fields."""
 
-    seed: int = 0
-    n_queries: int = 6
-
-    def check(self) -> None:
-        int_in("seed", self.seed, 0)
-        int_in("n_queries", self.n_queries, 1, 12)
+    seed: int = flag(0, "Split seed.", check=seeds())
+    n_queries: int = flag(6, "Held-out elements.", check=Ints(1, 12))
 
 
-@dataclass(frozen=True)
-class MeltRunOptions:
-    """`labreplay.run("melt", ...)` and `labreplay melt run`: serve a Python agent from a
-    child process (`isolate`) and its per-call limit (`agent_timeout_s`)."""
-
-    isolate: bool = False
-    agent_timeout_s: float | None = None
-
-    def check(self) -> None:
-        check_agent_timeout(self.isolate, self.agent_timeout_s)
+@dataclass(frozen=True, kw_only=True)
+class MeltRunOptions(IsolationOptions):
+    """`labreplay.run("melt", ...)` and `labreplay melt run`: the shared isolation options
+    (`isolate`, `agent_timeout_s`, `require_sandbox`) and nothing of its own."""
 
 
 def run_options(given: Mapping[str, Any]) -> MeltRunOptions:
-    options, _ = parse_options(MeltRunOptions, "melt run", given)
-    options.check()
+    (options,) = split_options("melt run", dict(given), MeltRunOptions)
+    assert isinstance(options, MeltRunOptions)
     return options
 
 
@@ -120,8 +110,8 @@ class MeltSuite:
         return app
 
     def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
-        parsed, _ = parse_options(MeltCompileOptions, "melt compile", options)
-        parsed.check()
+        (parsed,) = split_options("melt compile", options, MeltCompileOptions)
+        assert isinstance(parsed, MeltCompileOptions)
         return compile_specs(parsed.seed, parsed.n_queries)
 
     def check_options(self, **options: Any) -> None:
