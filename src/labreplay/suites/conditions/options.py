@@ -48,12 +48,6 @@ class QuestionAgentKwargs(BuilderKwargs, total=False):
     max_concurrency: int
 
 
-def _question_path(label: str, value: object) -> str | Path:
-    if not isinstance(value, str | Path):
-        raise OptionError(f"{label}: value {value!r} must be a path")
-    return value
-
-
 @dataclass(frozen=True, kw_only=True)
 class ConditionsRunOptions(ConditionsOptions, IsolationOptions):
     """What one conditions run takes besides specs, agent, store, seed and executor.
@@ -63,9 +57,7 @@ class ConditionsRunOptions(ConditionsOptions, IsolationOptions):
     `progress(n)` (API): called as answers are recorded.
     """
 
-    questions: str | Path | None = flag(
-        None, "The spec's question file.", check=Rule(_question_path, None), cli=False
-    )
+    questions: str | Path | None = flag(None, "The spec's question file.", cli=False)
     model: str | None = flag(None, "Model name for --agent llm.")
     max_concurrency: int | None = flag(
         None, "LLM questions in flight at once (default 4).", check=Ints(1, 256)
@@ -73,6 +65,11 @@ class ConditionsRunOptions(ConditionsOptions, IsolationOptions):
     progress: Callable[[int], None] | None = flag(
         None, "Called as answers are recorded.", cli=False
     )
+
+    def check(self) -> None:
+        super().check()
+        if self.questions is not None and not isinstance(self.questions, str | Path):
+            raise OptionError(f"questions: value {self.questions!r} must be a path")
 
     def agent_kwargs(self, llm: LlmOptions) -> QuestionAgentKwargs:
         """Keyword arguments of the LLM question agent (`make_question_agent`)."""
