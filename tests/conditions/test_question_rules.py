@@ -425,8 +425,11 @@ def test_python_api_compile_honours_and_checks_the_rules(data_dir: Path, tmp_pat
     from labreplay.suites.conditions.suite import SUITE
 
     out = tmp_path / "q.jsonl"
-    with pytest.raises(LabreplayError, match="--max-options must be at least 2"):
+    # the CLI's checks and words: `conditions compile --max-options -5` / `1`
+    with pytest.raises(LabreplayError, match="--max-options: value -5 is out of range"):
         SUITE.compile(data_dir, out=out, datasets=["currybo_cernak"], max_options=-5)
+    with pytest.raises(LabreplayError, match="--max-options must be at least 2"):
+        SUITE.compile(data_dir, out=out, datasets=["currybo_cernak"], max_options=1)
     assert not out.exists()
     SUITE.compile(data_dir, out=out, datasets=["currybo_cernak"], max_options=6)
     rule = json.loads((tmp_path / "q.jsonl.spec.json").read_text())["spec"]["datasets"]

@@ -170,7 +170,10 @@ def test_an_output_directory_keeps_a_namesake_that_is_not_a_regular_file(
 # reader -> argv with the file at F (and W: a scratch directory); each names its input first,
 # so that a refusal is the input's own, before any other option is looked at.
 READERS: dict[str, Callable[[Path, Path, dict[str, Path]], list[str]]] = {
-    "--prices": lambda f, w, s: ["conditions", "run", "--prices", str(f)],
+    "--prices": lambda f, w, s: [
+        *("conditions", "run", "--prices", str(f), "--questions", str(s["questions"])),
+        *("--store", str(w / "s.sqlite"), "--agent", "random"),
+    ],
     "conditions run --questions": lambda f, w, s: [
         *("conditions", "run", "--questions", str(f), "--store", str(w / "s.sqlite")),
         *("--agent", "random"),

@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from labreplay.agents.llm_options import LlmOptions
+from labreplay.agents.llm_options import BuilderKwargs, LlmOptions
 from labreplay.option_fields import (
     REQUIRED,
     Checked,
@@ -107,6 +107,7 @@ __all__ = [
     "MAX_SEED",
     "MAX_SEED_COUNT",
     "REQUIRED",
+    "BuilderKwargs",
     "Checked",
     "DataDirOptions",
     "DataOptions",

@@ -18,13 +18,13 @@ if TYPE_CHECKING:
 
 
 def resolve_conditions_agent(agent: Any, **options: Any) -> Any:
-    """Options: those of `run` (`ConditionsRunOptions` plus the LLM options)."""
+    """Options: those of `run` (`ConditionsRunOptions` and `LlmOptions`)."""
     from labreplay.suites.conditions.execute import BUILTIN_AGENTS, resolve_question_agent
     from labreplay.suites.conditions.options import parse_run_options
     from labreplay.suites.conditions.questions import load_questions
 
     seed = int(options.pop("seed", 0))
-    run_options, agent_kwargs = parse_run_options(options)
+    run_options, llm = parse_run_options(options)
     from labreplay.sdk.agents import is_llm_agent
 
     given = agent
@@ -44,7 +44,7 @@ def resolve_conditions_agent(agent: Any, **options: Any) -> Any:
         _chosen(questions, run_options.limit, seed),
         seed,
         model,
-        agent_kwargs,
+        run_options.agent_kwargs(llm),
         isolate=run_options.isolate,
         agent_timeout_s=run_options.agent_timeout_s,
     )
@@ -59,9 +59,9 @@ def run_conditions(
     executor: Executor | None = None,
     **options: object,
 ) -> list[dict[str, object]]:
-    """Options: `ConditionsRunOptions` (questions: the question file each spec was
-    compiled into; model, limit, isolate, agent_timeout_s, progress) and the LLM options.
-    The CLI's `conditions run` calls this with the same defaults."""
+    """Options: those of `ConditionsRunOptions` (questions: the question file each spec was
+    compiled into) and `LlmOptions`; the CLI's `conditions run` flags are generated from the
+    same classes and it calls this with the same defaults."""
     from labreplay.sdk.agents import ResolvedAgent, is_llm_agent
     from labreplay.sdk.engine import raise_failed, run_suite
     from labreplay.suites.conditions.attachments import question_file_of
@@ -70,7 +70,8 @@ def run_conditions(
     from labreplay.suites.conditions.questions import load_questions
     from labreplay.suites.conditions.runner import question_spec
 
-    run_options, agent_kwargs = parse_run_options(options)
+    run_options, llm = parse_run_options(options)
+    agent_kwargs = run_options.agent_kwargs(llm)
     model = run_options.model
     if isinstance(agent, str) and is_llm_agent(agent):  # is_llm_agent: str only
         model = agent

@@ -54,41 +54,35 @@ class ConditionsSuite:
         run_demo(data_dir, store, out_dir / self.name)
 
     def compile(self, data_dir: Path | None = None, **options: Any) -> list[EnvironmentSpec]:
-        """Options: out (question file to write, required), datasets (default all), seed, and
-        the compile rules max_options, min_options, max_tables, fib_max_hit_floor (checked as
-        the CLI checks them)."""
+        """Options: those of `ConditionsCompileOptions` (out: the question file to write,
+        required; datasets, default all; seed; the compile rules max_options, min_options,
+        max_tables, fib_max_hit_floor) and allow_modified_data, checked as `conditions
+        compile` checks its flags."""
         from labreplay.sdk.data import resolve_data_dir
-        from labreplay.sdk.options import refuse_unknown
+        from labreplay.sdk.options import DataOptions, split_options
         from labreplay.suites.conditions.compiler import compile_datasets
         from labreplay.suites.conditions.datasets import dataset_names
+        from labreplay.suites.conditions.options import ConditionsCompileOptions
         from labreplay.suites.conditions.report import write_compiled
         from labreplay.suites.conditions.runner import question_spec
 
-        known = ("out", "datasets", "seed", "max_options", "min_options", "max_tables")
-        refuse_unknown("conditions compile", options, {*known, "fib_max_hit_floor"})
-        out = options.get("out")
-        if out is None:
+        if options.get("out") is None:
             raise SpecError("conditions compile needs out=PATH (the question file to write)")
-        from labreplay.suites.conditions.cli import check_compile_options
-
-        datasets = options.get("datasets") or dataset_names()
-        rules = {"max_options": 12, "min_options": 3, "max_tables": 10, "fib_max_hit_floor": 0.8}
-        given = {k: options[k] for k in rules if k in options}
-        check_compile_options(
-            **{**rules, **given},
-            temperature_k=None,
-            yield_scale="percent",
-            objective=None,
-            merge_by="smiles",
-        )
+        where = "conditions compile"
+        compiling, data = split_options(where, options, ConditionsCompileOptions, DataOptions)
+        assert isinstance(compiling, ConditionsCompileOptions) and isinstance(data, DataOptions)
         compiled = compile_datasets(
-            datasets, resolve_data_dir(data_dir), int(options.get("seed", 0)), given
+            compiling.datasets or dataset_names(),
+            resolve_data_dir(data_dir),
+            compiling.seed,
+            compiling.rules(),
+            data.allow_modified_data,
         )
-        write_compiled(compiled, Path(out))
-        return [question_spec(Path(out), compiled.questions)]
+        write_compiled(compiled, compiling.out)
+        return [question_spec(compiling.out, compiled.questions)]
 
     def resolve_agent(self, agent: Any, **options: Any) -> Any:
-        """Options: those of `run` (`ConditionsRunOptions` plus the LLM options)."""
+        """Options: those of `run` (`ConditionsRunOptions` and `LlmOptions`)."""
         from labreplay.suites.conditions.run import resolve_conditions_agent
 
         return resolve_conditions_agent(agent, **options)
@@ -103,9 +97,9 @@ class ConditionsSuite:
         executor: Executor | None = None,
         **options: object,
     ) -> list[dict[str, object]]:
-        """Options: `ConditionsRunOptions` (questions: the question file each spec was
-        compiled into; model, limit, isolate, agent_timeout_s, progress) and the LLM options.
-        The CLI's `conditions run` calls the same function with the same defaults."""
+        """Options: those of `ConditionsRunOptions` (questions: the question file each spec
+        was compiled into) and `LlmOptions`; the CLI's `conditions run` flags are generated
+        from the same classes."""
         from labreplay.suites.conditions.run import run_conditions
 
         return run_conditions(specs, agent, store, seed=seed, executor=executor, **options)
