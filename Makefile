@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 EXTRAS ?= dev,materials,chem,bo,llm,dist,gym,mcp,inspect,sign,docs
 export LABREPLAY_DATA_DIR ?= $(abspath ../shared/data)
 OUT ?= out
-ANY_SHARE_MAX ?= 31.8
+ANY_SHARE_MAX ?= 20.0
 
 .PHONY: venv demo test lint typecheck bench docs clean
 

@@ -252,8 +252,6 @@ def scheduler_address(option: str, value: object) -> str:
     return text
 
 
-
-
 def url(option: str, value: object) -> str:
     """An http(s) URL with a host and a valid port, or a one-line error."""
     if not isinstance(value, str):
@@ -266,9 +264,7 @@ def url(option: str, value: object) -> str:
     except ValueError as exc:
         raise bad(option, value, f"is not a valid URL ({exc})") from exc
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise bad(
-            option, value, "is not an http(s) URL with a host, e.g. http://127.0.0.1:8080/v1"
-        )
+        raise bad(option, value, "is not an http(s) URL with a host, e.g. http://127.0.0.1:8080/v1")
     if port == 0:
         raise bad(option, value, "has port 0")
     if any(c.isspace() for c in value):

@@ -384,7 +384,7 @@ def test_panel_forecast_is_asked_as_rows_and_decoded_to_the_environment_format()
 def test_timeout_is_derived_from_each_calls_response_budget_unless_given() -> None:
     """No --timeout: each request's timeout is max(60 s, max_tokens / 20 tokens/s) and its total
     retry time max(180 s, 2 x that); a given --timeout is used as is, with the 180 s total."""
-    from labreplay.cli.llm_options import agent_options
+    from labreplay.agents.llm_options import LlmOptions
     from labreplay.suites.campaign.env import panel_schema
     from labreplay.suites.campaign.llm_panel import panel_wire
 
@@ -392,7 +392,7 @@ def test_timeout_is_derived_from_each_calls_response_budget_unless_given() -> No
     assert wire is not None
     messages = [{"role": "user", "content": "forecast"}]
     url = "http://127.0.0.1:9/v1"  # nothing is sent: only the attempts are planned
-    derived = make_agent("openai:m", base_url=url, **agent_options())
+    derived = make_agent("openai:m", base_url=url, **LlmOptions().builder_kwargs())
     panel = derived.client._start(messages, wire.schema, "panel_forecast")
     assert panel.request["max_tokens"] == 3173
     assert panel.timeout_s >= 158 and panel.timeout_s == pytest.approx(3173 / 20)
@@ -402,7 +402,7 @@ def test_timeout_is_derived_from_each_calls_response_budget_unless_given() -> No
     assert (short.timeout_s, short.total_time_s) == (60.0, 180.0)
     retry = derived.params()["retry"]
     assert str(retry["timeout_s"]).startswith("derived") and "derived" in retry["total_time_s"]
-    given = make_agent("openai:m", base_url=url, **agent_options(timeout=5.0))
+    given = make_agent("openai:m", base_url=url, **LlmOptions(timeout=5.0).builder_kwargs())
     for schema in (wire.schema, ACTION_SCHEMA):
         attempt = given.client._start(messages, schema, "panel_forecast")
         assert (attempt.timeout_s, attempt.total_time_s) == (5.0, 180.0)

@@ -304,7 +304,7 @@ def test_require_sandbox_refuses_where_there_is_none(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from labreplay.sdk.cli import check_isolation
+    from labreplay.sdk.options import IsolationOptions
 
     store = tmp_path / "s.sqlite"
     base = [
@@ -322,7 +322,7 @@ def test_require_sandbox_refuses_where_there_is_none(
     line = assert_one_line_error(run_cli_in_process(*base, "--isolate", "--require-sandbox"))
     assert "no sandbox on this machine (LABREPLAY_SANDBOX=off)" in line
     assert not store.exists()
-    check_isolation(True, False)  # --isolate alone goes on, and says so in one line
+    IsolationOptions(isolate=True).say_without_sandbox()  # goes on, and says so in one line
     note = capsys.readouterr().err
     assert note.count("\n") == 1 and note.startswith("labreplay: note: --isolate without a sandbox")
 

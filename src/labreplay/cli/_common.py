@@ -1,24 +1,19 @@
-"""Shared CLI plumbing: options, JSON output, progress bars."""
+"""Shared CLI plumbing: tables, JSON output, progress (the options are the options classes', `labreplay.option_fields`; their flags are generated, `labreplay.cli.generate`)."""
 
 from __future__ import annotations
 
 import copy
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
-from pathlib import Path
 from typing import Protocol
 
-import typer
 from rich.console import Console
 from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-
-from labreplay import validate
-from labreplay._files import writable_dir, writable_file
 
 # Output that is not a terminal (a file, a pipe, a CI log) has no width to fit: rich would
 # pick 80 columns there and fold every table; such output is written at its natural width.
@@ -91,24 +86,11 @@ def _columns_of(table: Table, chosen: list[int]) -> Table:
     return part
 
 
-DataDirOption = typer.Option(
-    None, "--data-dir", help="Data directory (default: $LABREPLAY_DATA_DIR, then the user cache)."
-)
-JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables.")
-
-
 def print_json(value: object) -> None:
     """Strict JSON on stdout: never NaN/Infinity (a non-finite float is written as null)."""
     from labreplay.safe_json import dumps_strict
 
     sys.stdout.write(dumps_strict(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-
-
-QuietOption = typer.Option(
-    False,
-    "--quiet",
-    help="No progress lines on stderr (they are off anyway when stderr is not a terminal).",
-)
 
 
 def progress_printer(quiet: bool = False) -> Callable[[str], None] | None:
@@ -127,11 +109,6 @@ class ProgressBar(Protocol):
     """What `progress_bar` yields: `advance(n)` moves it on by n units."""
 
     def advance(self, n: int = 1) -> None: ...
-
-
-IntCheck = Callable[[int | None], int | None]
-FloatCheck = Callable[[float | None], float | None]
-TextCheck = Callable[[str | None], str | None]
 
 
 @contextmanager
@@ -161,172 +138,3 @@ def progress_bar(
                 progress.advance(task, n)
 
         yield _Bar()
-
-
-# ---------------------------------------------------------------------- option validators
-# Used as typer callbacks, so a bad value is refused before any work starts (and before any
-# file is touched), in one line naming the option and the value. Each one is a thin callback
-# over the shared validator of its kind (`labreplay.validate`), which the Python API calls too.
-_bad = validate.bad
-
-
-def int_range(option: str, lo: int | None = None, hi: int | None = None) -> IntCheck:
-    """Callback refusing an int outside [lo, hi] (None passes: the option was not given)."""
-
-    def check(value: int | None) -> int | None:
-        return None if value is None else validate.int_in(option, value, lo, hi)
-
-    return check
-
-
-def seed_check(option: str = "--seed") -> IntCheck:
-    return int_range(option, 0, validate.MAX_SEED)
-
-
-def positive_float(option: str, hi: float | None = None) -> FloatCheck:
-    """Callback refusing a float that is not finite, > 0 and <= `hi` (when given)."""
-    return finite_float_check(option, lo=0, hi=hi, lo_open=True)
-
-
-def timeout_check(option: str) -> FloatCheck:
-    """A per-call or per-request timeout in seconds: (0, a day]."""
-    return positive_float(option, validate.MAX_TIMEOUT_S)
-
-
-def count_check(option: str, lo: int = 1) -> IntCheck:
-    """A count (units, calls, rows, steps): [lo, 10^9]."""
-    return int_range(option, lo, validate.MAX_COUNT)
-
-
-def finite_float_check(
-    option: str, lo: float | None = None, hi: float | None = None, **open_: bool
-) -> FloatCheck:
-    """Callback refusing NaN, +/-inf and values outside [lo, hi] (`lo_open`/`hi_open` make a
-    bound exclusive), by `labreplay.validate.finite_float`."""
-
-    def check(value: float | None) -> float | None:
-        return (
-            None if value is None else validate.finite_float(option, value, lo=lo, hi=hi, **open_)
-        )
-
-    return check
-
-
-def scheduler_check(option: str = "--scheduler") -> TextCheck:
-    def check(value: str | None) -> str | None:
-        return None if value is None else validate.scheduler_address(option, value)
-
-    return check
-
-
-def name_check(option: str) -> TextCheck:
-    """Callback refusing an empty, multi-line or overlong declared name."""
-
-    def check(value: str | None) -> str | None:
-        return None if value is None else validate.display_name(option, value)
-
-    return check
-
-
-def choice(option: str, choices: Sequence[str]) -> TextCheck:
-    def check(value: str | None) -> str | None:
-        return None if value is None else validate.choice(option, value, choices)
-
-    return check
-
-
-def url_check(option: str) -> TextCheck:
-    def check(value: str | None) -> str | None:
-        return None if value is None else validate.url(option, value)
-
-    return check
-
-
-def out_dir_check(option: str = "--out") -> Callable[[Path | None], Path | None]:
-    """Callback refusing an output directory path that holds anything but a directory."""
-
-    def check(value: Path | None) -> Path | None:
-        return None if value is None else writable_dir(value, option)
-
-    return check
-
-
-def out_file_check(
-    option: str = "--out", beside: Callable[[Path], Sequence[Path]] = lambda path: ()
-) -> Callable[[Path | None], Path | None]:
-    """Callback refusing an output file path, or a file the command writes `beside` it (e.g.
-    `<out>.spec.json`), that holds anything but a regular file (a device, a FIFO, a
-    directory): checked before any work, so nothing is written and the path stays as it was."""
-
-    def check(value: Path | None) -> Path | None:
-        if value is not None:
-            writable_file(value, option)
-            for sibling in beside(value):
-                writable_file(sibling, f"{option}'s companion file")
-        return value
-
-    return check
-
-
-EXECUTORS = ("in-process", "threads", "dask")
-# --isolate and its per-call timeout, the same on every suite's `run` command.
-IsolateOption = typer.Option(
-    False,
-    "--isolate",
-    help="Run the (Python) agent in a child process that receives only what crosses its "
-    "contract as JSON, with an allow-listed environment (no keys, no LABREPLAY_*; "
-    "LABREPLAY_AGENT_ENV=NAME,... passes variables on).",
-)
-RequireSandboxOption = typer.Option(
-    False,
-    "--require-sandbox",
-    help="With --isolate: refuse to run (exit 2) unless the agent's child runs in the "
-    "bubblewrap sandbox (its own file system view, /proc and pids; docs/isolation.md).",
-)
-
-
-def check_isolation(isolate: bool, require_sandbox: bool) -> None:
-    """--require-sandbox needs --isolate and a usable sandbox (else one line, exit 2); an
-    --isolate run without the sandbox says so in one line on stderr and goes on."""
-    from labreplay.agents.sandbox import sandbox_status
-    from labreplay.errors import LabreplayError
-
-    if require_sandbox and not isolate:
-        raise LabreplayError("--require-sandbox: needs --isolate (the sandbox holds its child)")
-    if not isolate:
-        return
-    status = sandbox_status()
-    if status.available:
-        return
-    if require_sandbox:
-        raise LabreplayError(f"--require-sandbox: no sandbox on this machine ({status.reason})")
-    sys.stderr.write(
-        f"labreplay: note: --isolate without a sandbox ({status.reason}): the agent's child "
-        "runs as your user and can read what you can (docs/isolation.md)\n"
-    )
-
-
-AgentTimeoutOption = typer.Option(
-    None,
-    "--agent-timeout",
-    help="With --isolate: seconds the agent has per call before the run is failed (60).",
-    callback=timeout_check("--agent-timeout"),
-)
-ExecutorOption = typer.Option(
-    "in-process",
-    "--executor",
-    help="in-process | threads | dask (one driver writes the store in every mode).",
-    callback=choice("--executor", EXECUTORS),
-)
-SchedulerOption = typer.Option(
-    None,
-    "--scheduler",
-    help="Dask scheduler address (default: a LocalCluster on this machine).",
-    callback=scheduler_check(),
-)
-WorkersOption = typer.Option(
-    None,
-    "--workers",
-    help="Threads, or LocalCluster worker processes (default: per core).",
-    callback=int_range("--workers", 1, 1024),
-)

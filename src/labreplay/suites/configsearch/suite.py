@@ -109,10 +109,15 @@ class ConfigsearchSuite:
         allow_modified_data."""
         from labreplay.sdk.options import refuse_unknown
 
+        from labreplay.suites.configsearch.options import ConfigsearchOptions
+
         known = ("task", "n_total", "n_ood", "settings", "space", "cache_dir")
         refuse_unknown(
             "configsearch compile", options, {*known, "min_test_points", "allow_modified_data"}
         )
+        # the checks of the flags `configsearch sweep`/`run` take for the same values
+        sample = ("n_total", "n_ood", "min_test_points")
+        ConfigsearchOptions(**{k: v for k, v in options.items() if k in sample})  # type: ignore[arg-type]
         return [self._campaign(data_dir, None, options).environment]
 
     def resolve_agent(self, agent: object, **options: object) -> str | ResolvedAgent:
