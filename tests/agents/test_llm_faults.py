@@ -70,16 +70,18 @@ def test_server_errors_retry_a_bounded_number_of_times_then_invalid_action() -> 
 
 
 def test_total_retry_time_bounds_many_retries() -> None:
-    policy = RetryPolicy(max_retries=100, base_delay_s=0.2, max_delay_s=0.2, total_time_s=1.0)
+    # 3 s of retries leaves room for a retry however slow a loaded machine makes the first
+    # request; unbounded, 100 retries of 0.2 s would take 20 s
+    policy = RetryPolicy(max_retries=100, base_delay_s=0.2, max_delay_s=0.2, total_time_s=3.0)
     with stub.StubServer(stub.constant(stub.server_error(500))) as server:
         agent = _agent(server.base_url, policy)
         started = time.monotonic()
         action = agent.act(OBSERVATION)
         elapsed = time.monotonic() - started
         n_requests = len(server.chat_requests)
-    assert elapsed < 10.0  # unbounded, 100 retries of 0.2 s would take 20 s
+    assert elapsed < 10.0
     assert 2 <= n_requests < 20
-    assert "total retry time 1s would be exceeded" in action["error"]
+    assert "total retry time 3s would be exceeded" in action["error"]
 
 
 def test_timeouts_are_honoured() -> None:

@@ -278,11 +278,13 @@ def test_retry_after_over_the_declared_maximum_fails_at_once_saying_why() -> Non
 # ---------------------------------------------------------------------- time
 def test_timeouts_count_toward_the_circuit_breaker() -> None:
     """A hung endpoint costs CIRCUIT_LIMIT timed-out calls, not every call's retries."""
-    policy = RetryPolicy(max_retries=0, timeout_s=0.2)
+    policy = RetryPolicy(max_retries=0, timeout_s=0.5)
     with stub.StubServer(stub.constant(stub.hung())) as server:
         client = LLMClient("stub", base_url=server.base_url, retry=policy)
         records = [client.chat(MESSAGES, ACTION_SCHEMA)[1] for _ in range(CIRCUIT_LIMIT + 2)]
-        assert len(server.chat_requests) == CIRCUIT_LIMIT
+        # at most CIRCUIT_LIMIT reach the server (on a loaded machine a request may time out
+        # before the server has read it: fewer, never more)
+        assert 1 <= len(server.chat_requests) <= CIRCUIT_LIMIT
     errors = [str(r.get("error")) for r in records]
     assert all("timed out" in e for e in errors[:CIRCUIT_LIMIT])
     assert all(e.startswith("not sent") and "timed out" in e for e in errors[CIRCUIT_LIMIT:])
