@@ -77,7 +77,7 @@ def resolve_searcher(
     from labreplay.sdk.agents import is_llm_agent
     from labreplay.sdk.options import OptionError
     from labreplay.suites.configsearch.episodes import resolve_optimizer_agent
-    from labreplay.suites.configsearch.search import METHODS
+    from labreplay.suites.configsearch.options import METHODS
 
     if is_llm_agent(agent):
         from labreplay.suites.configsearch.llm_optimizer import make_factory

@@ -348,9 +348,9 @@ def serve_cmd(
     """Serve a search to any harness over MCP (tools next_call/reply: the harness is the
     optimiser, answering suggest and observe): the run `configsearch run --agent` plays, with
     its options and defaults."""
+    from labreplay.sdk.engine import compile
     from labreplay.sdk.harness import serve_suite_run
     from labreplay.sdk.options import OptionError
-    from labreplay.suites.configsearch.suite import SUITE
 
     if source.task is None:
         raise OptionError("--task: give the built-in task to serve")
@@ -358,8 +358,8 @@ def serve_cmd(
     search.check_seeds(seeded.seed)
     space = axes.space(search, search.min_test_points)
     # the spec `configsearch run --task` plays; the run rebuilds its problem from it
-    specs = SUITE.compile(
-        data.data_dir, task=source.task, n_total=search.n_total, n_ood=search.n_ood,
+    specs = compile(
+        "configsearch", data.data_dir, task=source.task, n_total=search.n_total, n_ood=search.n_ood,
         space=space, min_test_points=search.min_test_points, **api_options(data),
     )  # fmt: skip
     serve_suite_run(

@@ -48,7 +48,7 @@ from labreplay.suites.configsearch.events import (
     configsearch_events,
 )
 from labreplay.suites.configsearch.json_numbers import as_int
-from labreplay.suites.configsearch.options import COST_ALPHA
+from labreplay.suites.configsearch.options import COST_ALPHA, METHODS
 from labreplay.suites.configsearch.runner import (
     Advances,
     ConfigSearch,
@@ -57,7 +57,6 @@ from labreplay.suites.configsearch.runner import (
     worker_copy,
 )
 from labreplay.suites.configsearch.search import (
-    METHODS,
     CallsAModel,
     Candidate,
     SearchResult,

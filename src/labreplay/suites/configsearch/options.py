@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 DEFAULT_SEED = 42
 # BO's weight of the fit cost when none is given (0: plain EI).
 COST_ALPHA = 0.0
+# the search problems and the built-in search methods (`search.py` plays them)
+PROBLEMS = ("best-model", "discriminate", "closest", "which-model")
+METHODS = ("bo", "random", "exhaustive", "smallest-ns")
 DEFAULT_STORE = Path("configsearch.sqlite")
 
 
@@ -71,14 +74,10 @@ def _tasks(label: str, value: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def _problem(label: str, value: str) -> str:
-    from labreplay.suites.configsearch.search import PROBLEMS
-
     return choice(label, value, PROBLEMS)
 
 
 def _method(label: str, value: str) -> str:
-    from labreplay.suites.configsearch.search import METHODS
-
     return choice(label, value, METHODS)
 
 

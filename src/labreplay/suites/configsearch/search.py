@@ -63,7 +63,7 @@ from labreplay.suites.configsearch.optimizers import (
     make_history,
     make_trial,
 )
-from labreplay.suites.configsearch.options import COST_ALPHA
+from labreplay.suites.configsearch.options import COST_ALPHA, METHODS, PROBLEMS
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace
 from labreplay.suites.configsearch.targets import (
     MIN_TEST_POINTS,
@@ -73,8 +73,6 @@ from labreplay.suites.configsearch.targets import (
     reliable,
 )
 
-PROBLEMS = ("best-model", "discriminate", "closest", "which-model")
-METHODS = ("bo", "random", "exhaustive", "smallest-ns")
 MAXIMIN_TRIES = 256
 # What an optimiser's call may raise that ends the run instead of spending one invalid step.
 RUN_ENDING = (AgentUnavailable, CapReached)

@@ -108,7 +108,6 @@ class ConfigsearchSuite:
         """Options: task, n_total, n_ood (or settings), space, cache_dir, min_test_points,
         allow_modified_data."""
         from labreplay.sdk.options import refuse_unknown
-
         from labreplay.suites.configsearch.options import ConfigsearchOptions
 
         known = ("task", "n_total", "n_ood", "settings", "space", "cache_dir")
