@@ -19,7 +19,7 @@ import difflib
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from labreplay import validate
 
@@ -236,9 +236,6 @@ def flags(cls: type) -> Iterator[tuple[dataclasses.Field[Any], Flag]]:
 class Checked:
     """Base of an options class: every flagged field's check runs as the instance is made
     (None passes: the option was not given), then `check()`, the rules across fields."""
-
-    # the command this class is the options of, for messages ("campaign run")
-    where: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
         for field, declared in flags(type(self)):
