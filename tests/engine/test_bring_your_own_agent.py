@@ -184,7 +184,8 @@ def test_readme_question_agent_via_cli_and_api(
         ("my_agents:Missing", r"module 'my_agents' has no attribute 'Missing'"),
         ("bad_agents:NoForecast", r"method forecast\(\) is missing"),
         ("bad_agents:BadParams", r"method params\(\) returned a non-JSON value"),
-        ("nonsense", r"agent 'nonsense': unknown; give a reference agent"),
+        ("nonsense", r"agent 'nonsense': unknown \(give a reference agent"),
+        ("bayse", r"agent 'bayse': unknown \(did you mean 'bayes'\? give a reference agent"),
     ],
 )
 @pytest.mark.parametrize("isolate", [False, True])
@@ -200,6 +201,41 @@ def test_bad_agents_are_one_line_before_any_store(
     line = one_line_error(proc)
     assert re.search(expected, line), line
     assert not store.exists()
+
+
+def test_every_reference_agent_is_listed_the_oracle_too(workdir: Path) -> None:
+    proc = cli("campaign", "run", "--specs", "specs", "--agent", "orcale", "--store", "x.sqlite",
+               cwd=workdir)  # fmt: skip
+    line = one_line_error(proc)
+    assert "did you mean 'oracle'?" in line and "bayes, no-evidence, oracle, random" in line
+    assert not (workdir / "x.sqlite").exists()
+
+
+def test_the_api_isolates_an_importable_class_as_its_module_attr(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`isolate=True` with a class defined at the top of an importable module serves it from a
+    child, exactly as `MODULE:ATTR` does (the same runs); a class of this process is refused in
+    one line (it was refused whatever it was, naming a CLI flag)."""
+    monkeypatch.chdir(workdir)
+    monkeypatch.syspath_prepend(str(workdir))
+    from my_agents import FirstCandidate
+
+    short = [s for s in labreplay.compile("campaign", seed=0) if s.spec_id.endswith("short-1")]
+    assert len(short) == 1
+    by_class = labreplay.run("campaign", short, FirstCandidate, "iso-class.sqlite", isolate=True)
+    by_ref = labreplay.run("campaign", short, "my_agents:FirstCandidate", "iso-ref.sqlite",
+                           isolate=True)  # fmt: skip
+    assert by_class[0]["branches"] == by_ref[0]["branches"]
+    with Store(workdir / "iso-class.sqlite", readonly=True) as db:
+        assert {r.provenance["agent_isolation"] for r in db.runs()} == {"subprocess"}
+
+    class Local(FirstCandidate):
+        pass
+
+    with pytest.raises(AgentError, match=r"isolate \(--isolate\) needs an importable agent"):
+        labreplay.run("campaign", short, Local, "never.sqlite", isolate=True)
+    assert not (workdir / "never.sqlite").exists()
 
 
 def test_raising_and_non_json_actions_are_recorded_invalid_alike(workdir: Path) -> None:

@@ -27,7 +27,7 @@ import inspect
 import os
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
@@ -212,12 +212,7 @@ def resolve_agent(
         elif _MODULE_ATTR.match(agent):
             make, ref = factory_of(import_attribute(agent), methods), agent
         else:
-            choices = sorted({*known, *also_known}) + registered_agents()
-            raise AgentError(
-                f"agent {label!r}: unknown; give a reference agent "
-                f"({', '.join(choices) or 'none'}), a registered name (entry point group "
-                f"{ENTRY_POINT_GROUP}) or MODULE:ATTR"
-            )
+            raise unknown_agent(label, [*sorted({*known, *also_known}), *registered_agents()])
     else:
         label = getattr(agent, "name", None) or getattr(agent, "__name__", None) or repr(agent)
         label = str(label)
@@ -234,15 +229,48 @@ def resolve_agent(
     return ResolvedAgent(label, make, name, params, ref, builtin, probe)
 
 
+def unknown_agent(label: str, choices: Sequence[str]) -> AgentError:
+    """One line naming the unknown agent, the nearest known name and what is known."""
+    from labreplay.option_fields import nearest
+
+    close = nearest(label, choices)
+    hint = f"did you mean {close!r}? " if close is not None else ""
+    return AgentError(
+        f"agent {label!r}: unknown ({hint}give a reference agent "
+        f"({', '.join(choices) or 'none'}), a registered name (entry point group "
+        f"{ENTRY_POINT_GROUP}) or MODULE:ATTR)"
+    )
+
+
+def importable_ref(agent: object) -> str | None:
+    """`MODULE:ATTR` of a class or function a child process can import back (defined at the
+    top of a module other than `__main__`), or None."""
+    module = getattr(agent, "__module__", None)
+    qualname = getattr(agent, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or module == "__main__":
+        return None
+    if "." in qualname or "<" in qualname:  # nested or local: not importable by name
+        return None
+    try:
+        found = getattr(importlib.import_module(module), qualname, None)
+    except Exception:
+        return None
+    return f"{module}:{qualname}" if found is agent else None
+
+
 def isolated_ref(agent: object, builtin_refs: Mapping[str, str] | None = None) -> str:
     """The reference a child process builds `agent` from, without importing it here: a
     suite's reference agent (`builtin_refs`), a registered name or MODULE:ATTR."""
     known = dict(builtin_refs or {})
     if not isinstance(agent, str):
-        raise AgentError(
-            f"agent {agent!r}: --isolate needs an importable agent (a reference agent, a "
-            "registered name or MODULE:ATTR), not an object of this process"
-        )
+        importable = importable_ref(agent)
+        if importable is None:
+            raise AgentError(
+                f"agent {agent!r}: isolate (--isolate) needs an importable agent (a reference "
+                "agent, a registered name, MODULE:ATTR, or a class or factory defined at the top "
+                "of an importable module), not an object of this process"
+            )
+        return importable
     if agent in known:
         return known[agent]
     registered = registered_ref(agent)
@@ -250,11 +278,7 @@ def isolated_ref(agent: object, builtin_refs: Mapping[str, str] | None = None) -
         return registered
     if is_module_attr(agent):
         return agent
-    choices = ", ".join(sorted(known)) or "none"
-    raise AgentError(
-        f"agent {agent!r}: unknown; give a reference agent ({choices}), a registered name "
-        f"(entry point group {ENTRY_POINT_GROUP}) or MODULE:ATTR"
-    )
+    raise unknown_agent(agent, [*sorted(known), *registered_agents()])
 
 
 def resolve_isolated(
@@ -272,14 +296,15 @@ def resolve_isolated(
 
     ref = isolated_ref(agent, builtin_refs)
     wait = timeout_s or DEFAULT_TIMEOUT_S
+    label = agent if isinstance(agent, str) else ref  # a class given as an object: its ref
 
     def make_isolated() -> IsolatedAgent:
-        return IsolatedAgent(ref, contract_ref, timeout_s=wait, label=str(agent))
+        return IsolatedAgent(ref, contract_ref, timeout_s=wait, label=label)
 
     probe = make_isolated()  # the child builds and checks the agent
     name, params = probe.name, probe.params()
     probe.close()
-    return ResolvedAgent(str(agent), make_isolated, name, params, ref, None, None)
+    return ResolvedAgent(label, make_isolated, name, params, ref, None, None)
 
 
 def build_from_ref(ref: str) -> Any:

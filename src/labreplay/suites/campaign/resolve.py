@@ -78,7 +78,13 @@ def resolve_campaign_agent(
         llm = make()
         return ResolvedAgent(agent, make, llm.name, llm.params(), None, agent, llm)
     builtins = {name: cls for name, cls in REFERENCE_AGENTS.items()}
-    return resolve_agent(agent, CampaignAgent, builtins=builtins, builtin_ref=ISOLATED_FACTORY)
+    return resolve_agent(
+        agent,
+        CampaignAgent,
+        builtins=builtins,
+        builtin_ref=ISOLATED_FACTORY,
+        also_known=(ORACLE_NAME,),
+    )
 
 
 def agent_factory(name: Any, isolate: bool = False, **options: Any) -> AgentFactory:
