@@ -232,7 +232,8 @@ def run_cmd(
         # The same options classes and runner as `labreplay.run("campaign", ...)`.
         results = run_campaign(
             chosen, resolved, db, seed=seed, executor=ex,
-            **api_options(dataclasses.replace(run, progress=bar.advance), llm),
+            # `chosen` is already the seeded --limit subset: the runner does not choose again
+            **api_options(dataclasses.replace(run, limit=None, progress=bar.advance), llm),
         )  # fmt: skip
     if output.json_out:
         print_json(results)
