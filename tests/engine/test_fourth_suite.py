@@ -179,3 +179,18 @@ def test_serve_plays_the_run_over_mcp(installed: dict[str, str], tmp_path: Path)
     ((_, status, served),) = _runs(store)
     ((_, _, in_process),) = _runs(reference)
     assert status == "complete" and served == in_process
+
+
+def test_compile_refuses_a_fifo_as_its_out_directory(
+    installed: dict[str, str], tmp_path: Path
+) -> None:
+    """The example's `--out` takes the shared check: a FIFO there is named for what it is, in
+    one line, exit 2, before any work, and left as it was (mkdir's "File exists" named it not)."""
+    import stat
+
+    fifo = tmp_path / "out"
+    os.mkfifo(fifo)
+    proc = _cli(installed, "melt", "compile", "--out", str(fifo))
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert "FIFO" in proc.stderr and stat.S_ISFIFO(fifo.stat().st_mode)

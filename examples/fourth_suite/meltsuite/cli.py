@@ -11,7 +11,15 @@ import typer
 
 from labreplay.sdk.cli import command, print_json
 from labreplay.sdk.engine import load_spec, write_spec
-from labreplay.sdk.options import Checked, ServeOptions, StoreOptions, api_options, flag, seeds
+from labreplay.sdk.options import (
+    Checked,
+    ServeOptions,
+    StoreOptions,
+    api_options,
+    flag,
+    out_dirs,
+    seeds,
+)
 from meltsuite.suite import MeltCompileOptions, MeltRunOptions
 
 app = typer.Typer(help="meltsuite: forecast held-out melting points (an example suite).")
@@ -19,7 +27,7 @@ app = typer.Typer(help="meltsuite: forecast held-out melting points (an example 
 
 @dataclass(frozen=True, kw_only=True)
 class OutDir(Checked):
-    out: Path = flag(help="Directory to write the spec file into.", api=False)
+    out: Path = flag(help="Directory to write the spec file into.", check=out_dirs(), api=False)
 
 
 @dataclass(frozen=True, kw_only=True)
