@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -199,6 +200,8 @@ def _required_columns() -> dict[str, list[str]]:
 
 
 _COLUMNS = _required_columns()
+# How long a statement waits for another process's lock before "database is locked".
+_BUSY_TIMEOUT_S = 30.0
 # Tables whose newer columns are appended at the end (with their SQL type), so a store written
 # before them is upgraded in place instead of refused as damaged. The llm_calls accounting
 # columns are nullable: older calls simply have no value for them.
@@ -232,7 +235,7 @@ class Store:
             else:
                 self._check_ours()
                 if not readonly:
-                    self._conn.execute("PRAGMA journal_mode=WAL")
+                    self._switch_to_wal()
                     # A store of this version may predate a table added since: add it (the file
                     # has passed the version check, so it is ours).
                     self._conn.executescript(_SCHEMA)
@@ -249,7 +252,7 @@ class Store:
         try:
             if fresh:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                return sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+                return sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
             # Whose file is it? Asked through an immutable, read-only handle first: SQLite then
             # takes no lock and creates no -wal/-shm file, so a foreign file we refuse (even a
             # WAL-mode one) is left exactly as it was, side files included.
@@ -259,7 +262,7 @@ class Store:
                 # No writer is at work (a WAL writer keeps its -wal file while connected): read
                 # it as immutable, so a reader leaves no -wal/-shm file beside the store.
                 uri += "&immutable=1"
-            conn = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+            conn = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
             if self.readonly and not os.access(self.path.parent, os.W_OK):
                 # A WAL store in a read-only directory cannot create its -shm file; nobody can
                 # write there either, so reading it as immutable is safe.
@@ -268,7 +271,10 @@ class Store:
                 except sqlite3.OperationalError:
                     conn.close()
                     conn = sqlite3.connect(
-                        uri + "&immutable=1", uri=True, timeout=30.0, isolation_level=None
+                        uri + "&immutable=1",
+                        uri=True,
+                        timeout=_BUSY_TIMEOUT_S,
+                        isolation_level=None,
                     )
             return conn
         except (OSError, sqlite3.Error) as exc:
@@ -281,7 +287,7 @@ class Store:
         work): that probe opens normally, read-only; the side files exist already."""
         wal_present = Path(f"{self.path}-wal").exists()
         uri = self.path.resolve().as_uri() + ("?mode=ro" if wal_present else "?mode=ro&immutable=1")
-        probe = sqlite3.connect(uri, uri=True, timeout=30.0, isolation_level=None)
+        probe = sqlite3.connect(uri, uri=True, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
         try:
             self._conn = probe
             # An empty database (another process may be creating this store right now: the
@@ -303,10 +309,29 @@ class Store:
                 "read commands still work, or copy the store elsewhere to add runs"
             )
 
+    def _switch_to_wal(self) -> None:
+        """`PRAGMA journal_mode=WAL`, waiting out another process switching the same file.
+
+        SQLite answers "database is locked" to this pragma at once, without calling the busy
+        handler, while another connection holds the lock the switch needs (two processes
+        creating one store at the same moment): retry it, for as long as other statements wait.
+        """
+        deadline = time.monotonic() + _BUSY_TIMEOUT_S
+        pause = 0.005
+        while True:
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
     def _create(self) -> None:
         """A new store: schema and version stamp in one transaction (WAL first: it cannot be
         switched inside a transaction)."""
-        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._switch_to_wal()
         script = (
             "BEGIN IMMEDIATE;"
             + _SCHEMA
