@@ -176,10 +176,10 @@ def _branch_summary(
     runs_by_spec: Mapping[str, SeedRuns], specs: Sequence[str]
 ) -> dict[str, dict[str, int]]:
     """Per branch (random replicates together): runs, closures, early stops, unused budget,
-    departures (events and experiments), fallbacks and invalid actions, summed."""
+    departures (events and experiments), fallbacks, invalid and evidence actions, summed."""
     keys = (
         "experiments_closed", "unused_experiments", "unused_evidence", "control_departures",
-        "departure_experiments", "checkpoint_fallbacks", "invalid_actions",
+        "departure_experiments", "checkpoint_fallbacks", "invalid_actions", "evidence_actions",
     )  # fmt: skip
     out: dict[str, dict[str, float]] = {}
     for s in specs:
