@@ -15,7 +15,6 @@ from typing import Any
 from labreplay.suites.campaign.board_notes import BoardNotes, notes_text
 from labreplay.suites.campaign.board_text import (
     COLUMNS,
-    DEFAULT_COLUMNS,
     board_cells,
     bullets,
     no_evidence_line,
@@ -23,6 +22,7 @@ from labreplay.suites.campaign.board_text import (
     summary,
     wrap,
 )
+from labreplay.suites.campaign.options import BOARD_COLUMNS
 from labreplay.suites.campaign.power import power_text
 
 FORMATS = ("markdown", "latex", "csv")
@@ -41,7 +41,7 @@ def render(
     board: Mapping[str, Any],
     fmt: str,
     kind: str = "long",
-    columns: Sequence[str] = DEFAULT_COLUMNS,
+    columns: Sequence[str] = BOARD_COLUMNS,
     width: int = 80,
 ) -> str:
     """One board (`long` = the paper's board; falls back to `short` when it is empty), its

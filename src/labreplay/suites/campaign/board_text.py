@@ -13,7 +13,7 @@ from rich.table import Table
 
 from labreplay.sdk.cli import print_table
 from labreplay.suites.campaign.board_notes import BoardNotes, notes_text
-from labreplay.suites.campaign.options import BOARD_COLUMNS as DEFAULT_COLUMNS
+from labreplay.suites.campaign.options import BOARD_COLUMNS
 from labreplay.suites.campaign.power import power_text
 
 if TYPE_CHECKING:
@@ -274,7 +274,7 @@ def print_board(
     console: Console,
     board: Mapping[str, Any],
     kinds: tuple[str, ...] = ("long", "short"),
-    columns: Sequence[str] = DEFAULT_COLUMNS,
+    columns: Sequence[str] = BOARD_COLUMNS,
 ) -> None:
     """The summary, then each board and its notes; `console` at the width to fit (see
     `reading_console`)."""
