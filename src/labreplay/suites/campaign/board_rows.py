@@ -192,6 +192,8 @@ def _branch_summary(
                 acc["early_stops"] += float(scores.get("stopped_early") or 0)
                 for key in keys:
                     acc[key] += float(scores.get(key) or 0)
+                if "evidence_actions" not in scores:  # a run stored before it was counted
+                    acc["evidence_unrecorded"] = acc.get("evidence_unrecorded", 0.0) + 1
     return {b: {k: int(v) for k, v in acc.items()} for b, acc in sorted(out.items())}
 
 

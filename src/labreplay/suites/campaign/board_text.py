@@ -91,7 +91,12 @@ def bought_no_evidence(row: SystemRow) -> bool:
     """A ranked row whose adaptive runs took no evidence action on any assignment (issue 48):
     its selection and evidence lifts then say nothing about using evidence."""
     adaptive = (row.get("branches") or {}).get("adaptive") or {}
-    return "rank" in row and adaptive.get("runs", 0) > 0 and adaptive.get("evidence_actions") == 0
+    return (
+        "rank" in row
+        and adaptive.get("runs", 0) > 0
+        and adaptive.get("evidence_actions") == 0
+        and not adaptive.get("evidence_unrecorded")  # runs stored before it was counted
+    )
 
 
 def rank_cell(row: SystemRow, marked: bool = True) -> str:
