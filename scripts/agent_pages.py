@@ -82,13 +82,14 @@ def described(cls: type, title: str) -> str:
 # --------------------------------------------------------------------------- examples
 def trimmed(value: object) -> object:
     """`value` cut for a page: long lists to KEEP_ITEMS items and a marker, large objects to
-    KEEP_KEYS keys and a marker, floats to 4 decimals."""
+    KEEP_KEYS keys and a marker, floats to 4 decimals (whole ones as integers), keys sorted: an
+    evidence item read back from a warm evidence cache has its keys sorted and 400.0 as 400."""
     if isinstance(value, list):
         if len(value) <= MAX_ITEMS:
             return [trimmed(v) for v in value]
         return [*(trimmed(v) for v in value[:KEEP_ITEMS]), f"... {len(value) - KEEP_ITEMS} more"]
     if isinstance(value, Mapping):
-        items = list(value.items())
+        items = sorted(value.items())
         if len(items) > MAX_KEYS:
             kept_items = dict(items[:KEEP_KEYS])
             return {
@@ -97,7 +98,7 @@ def trimmed(value: object) -> object:
             }
         return {k: trimmed(v) for k, v in items}
     if isinstance(value, float):
-        return round(value, 4)
+        return int(value) if value.is_integer() else round(value, 4)
     return value
 
 
@@ -227,7 +228,7 @@ answers two calls: `act(observation)` before each action and `forecast(snapshot)
 panel checkpoint (before the first selection and after every closed experiment). The tables
 below are generated from the declared types; the examples are what the reference `bayes`
 agent was shown and replied on assignment `short-1` of partition seed 0
-(`labreplay.compile("campaign", record="precursor-genome", seed=0)`), {TRIMMED}.
+(`labreplay.compile("campaign", record="precursor-genome", seed=0)`), {TRIMMED}, keys sorted.
 
 ## The observation
 
@@ -337,7 +338,7 @@ answers one question view at a time: `answer(question)`. The tables below are ge
 the declared types; the examples are what the reference `precedent_ranker` agent was shown
 and answered on the questions compiled from two datasets
 (`labreplay.compile("conditions", out="questions.jsonl", datasets={DATASETS})`),
-{TRIMMED}.
+{TRIMMED}, keys sorted.
 
 ## The question view
 
@@ -400,7 +401,7 @@ is asked and told: `suggest(history)` returns one of `history["candidates"]`, an
 The tables below are generated from the declared types; the examples are what the reference
 `random` search was handed on a small band-gap problem (`labreplay.compile("configsearch",
 task="band_gap", ...)` with 200 materials, 60 of them out of distribution, 12 candidate
-configurations; 4 steps, the first 2 the shared initial design), {TRIMMED}.
+configurations; 4 steps, the first 2 the shared initial design), {TRIMMED}, keys sorted.
 
 ## Ask: the history
 
