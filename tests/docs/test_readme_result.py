@@ -51,6 +51,8 @@ def test_the_readme_result_is_a_fresh_board(
     fresh = {row["system"]: row for row in _table("## One result\n" + board)}
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
+        summary = text.split("## One result", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+        assert board.startswith(summary), f"{page.name}: the board's summary reads otherwise"
         for row in _table(text):
             assert {k: fresh[row["system"]][k] for k in row} == row, f"{page.name}: {row}"
         said = re.search(
