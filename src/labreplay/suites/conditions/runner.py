@@ -20,7 +20,6 @@ from labreplay.sdk.data import loads_strict
 from labreplay.sdk.engine import (
     ContentMissing,
     EnvironmentSpec,
-    RunInfo,
     Store,
 )
 from labreplay.sdk.events import JsonObject, JsonValue
@@ -125,6 +124,7 @@ def leaderboard(store: Store) -> Board:
     rows: list[dict[str, object]] = []
     unverified: dict[str, list[str]] = {}  # spec hash -> modified data files behind it
     files: dict[str, list[Question] | None] = {}  # spec hash -> its question file, if kept
+    first: dict[str, tuple[int, list[Question]]] = {}  # question file -> first run's seed, file
     usual: dict[str, dict[str, float | None]] = {}
     audited: list[dict[str, object]] = []  # what the utility audit re-scores
     for run in store.runs(suite=SUITE, status="complete"):
@@ -146,6 +146,7 @@ def leaderboard(store: Store) -> Board:
         if questions is not None:
             skill, reference = _against_usual_winner(store, run.run_id, run.seed, questions)
             usual.setdefault(run.spec_id, reference)
+            first.setdefault(run.spec_id, (int(run.seed), questions))
         rows.append(
             {
                 "run_id": run.run_id,
@@ -191,28 +192,11 @@ def leaderboard(store: Store) -> Board:
         "utility_audit": audits,
         "unverified_data": marked,
         "precedent_references": {
-            str(run.spec_id): reference_lifts(qs, int(run.seed))
-            for run, qs in _first_run_per_file(store, rows, files)
+            name: reference_lifts(qs, seed) for name, (seed, qs) in first.items()
         },
-        "withheld_twins": {
-            str(run.spec_id): withheld_twins(qs)
-            for run, qs in _first_run_per_file(store, rows, files)
-        },
+        "withheld_twins": {name: withheld_twins(qs) for name, (_, qs) in first.items()},
         "usual_winner": usual,
     }
-
-
-def _first_run_per_file(
-    store: Store, rows: Sequence[Mapping[str, object]], files: Mapping[str, list[Question] | None]
-) -> list[tuple[RunInfo, list[Question]]]:
-    """Each question file on the board (whose content the store keeps) with its first run."""
-    seen: dict[str, tuple[RunInfo, list[Question]]] = {}
-    ranked = {r["run_id"] for r in rows}
-    for run in store.runs(suite=SUITE, status="complete"):
-        questions = files.get(run.spec_hash)
-        if run.run_id in ranked and questions is not None:
-            seen.setdefault(str(run.spec_id), (run, questions))
-    return list(seen.values())
 
 
 def _against_usual_winner(
