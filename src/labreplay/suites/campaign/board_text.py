@@ -13,7 +13,7 @@ from rich.table import Table
 
 from labreplay.sdk.cli import print_table
 from labreplay.suites.campaign.board_notes import BoardNotes, notes_text
-from labreplay.suites.campaign.options import BOARD_COLUMNS
+from labreplay.suites.campaign.options import ALL_BOARD_COLUMNS, BOARD_COLUMNS
 from labreplay.suites.campaign.power import power_text
 
 if TYPE_CHECKING:
@@ -85,6 +85,7 @@ COLUMNS: dict[str, tuple[str, Cell]] = {
     "seed-sd": ("seed SD", lambda r, n: _num(r.get("between_seed_sd"), ".4f")),
     "invalid": ("invalid", lambda r, n: _num(r.get("invalid_actions"), ".0f")),
 }
+assert tuple(COLUMNS) == ALL_BOARD_COLUMNS, "options.ALL_BOARD_COLUMNS names every column"
 
 
 def bought_no_evidence(row: SystemRow) -> bool:

@@ -30,7 +30,12 @@ from labreplay.sdk.options import (
 CONTROLS = ("random", "no-evidence")  # every control a run may ask for
 DEFAULT_CONTROLS = CONTROLS
 NO_CONTROLS = "none"
-# The campaign board's columns unless `--columns` says otherwise (`board_text.COLUMNS`).
+# Every column of the campaign board, in order (`board_text.COLUMNS` says how each is drawn),
+# and those it shows unless `--columns` says otherwise.
+ALL_BOARD_COLUMNS = (
+    "assignments", "isolation", "auc", "skill", "gain", "value", "headroom", "selection",
+    "evidence", "seed-sd", "invalid",
+)  # fmt: skip
 BOARD_COLUMNS = ("assignments", "auc", "skill", "gain", "selection", "evidence")
 
 
@@ -164,11 +169,10 @@ class CampaignCompileArgs(Checked):
 def _columns(label: str, value: object) -> tuple[str, ...]:
     """`all` or a comma list of the board's column names (unknown names are named)."""
     from labreplay.sdk.options import name_list
-    from labreplay.suites.campaign.board_text import COLUMNS
 
     if isinstance(value, str) and value.strip() == "all":
-        return tuple(COLUMNS)
-    return name_list(label, value, tuple(COLUMNS))
+        return ALL_BOARD_COLUMNS
+    return name_list(label, value, ALL_BOARD_COLUMNS)
 
 
 def _price(label: str, value: object) -> str:

@@ -19,12 +19,15 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Final, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Final, NotRequired, TypedDict, cast
 
 from labreplay.errors import DataError
 from labreplay.sdk import atomic_write_text, read_file
 from labreplay.sdk.data import JsonLimitError, loads_strict
 from labreplay.sdk.events import JsonValue
+
+if TYPE_CHECKING:
+    from labreplay.sdk.engine import Store
 
 
 class Precedent(TypedDict):
@@ -333,3 +336,17 @@ def agent_view(q: Question) -> QuestionView:
     else:
         view["options"] = q["options"]
     return view
+
+
+def stored_questions(store: Store, sha256: str) -> list[Question] | None:
+    """The question file the store keeps under `sha256` (None: not kept, e.g. a store written
+    before question files were kept)."""
+    import tempfile
+
+    data = store.content(sha256)
+    if data is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "questions.jsonl"
+        path.write_bytes(data)
+        return load_questions(path)

@@ -104,7 +104,7 @@ def audit_question(q: Question) -> AuditQuestion | None:
 
 
 def _question_file(store: Store, spec_hash: str) -> dict[str, AuditQuestion]:
-    from labreplay.suites.conditions.runner import stored_questions
+    from labreplay.suites.conditions.questions import stored_questions
 
     body = loads_strict(store.get_spec(spec_hash)).get("body", {})
     out: dict[str, AuditQuestion] = {}

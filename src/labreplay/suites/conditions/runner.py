@@ -28,7 +28,7 @@ from labreplay.suites.conditions.events import (
     AnswerResult,
     conditions_events,
 )
-from labreplay.suites.conditions.questions import Question
+from labreplay.suites.conditions.questions import Question, stored_questions
 from labreplay.suites.conditions.scoring import AnswerKey, answer_key, score_answer
 from labreplay.suites.conditions.summary import Summary, headline, summarise
 
@@ -222,22 +222,6 @@ def _against_usual_winner(
 def _score(value: object) -> float:
     """A stored score (a float, or None when the run had no such question) for sorting."""
     return float(value) if isinstance(value, int | float) else 0.0
-
-
-def stored_questions(store: Store, sha256: str) -> list[Question] | None:
-    """The question file the store keeps under `sha256` (None: not kept, e.g. a store written
-    before question files were kept)."""
-    import tempfile
-
-    from labreplay.suites.conditions.questions import load_questions
-
-    data = store.content(sha256)
-    if data is None:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "questions.jsonl"
-        path.write_bytes(data)
-        return load_questions(path)
 
 
 def _rescored(
