@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -259,3 +260,113 @@ def test_no_evidence_matches_policy_calls_when_the_agent_makes_invalid_actions(p
     assert ne["experiments_closed"] == adaptive["experiments_closed"]
     slots, _ = extract_schedule(results["adaptive"].events)
     assert sum(s.rejected for s in slots) == adaptive["invalid_actions"]
+
+
+def _docs_template() -> type:
+    """The docs' phase-based agent template (`FirstCandidate`, docs/agents/bring-your-own.md)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs/agents/bring-your-own.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S) if "FirstCandidate" in b)
+    scope: dict[str, object] = {}
+    exec(block, scope)
+    template = scope["FirstCandidate"]
+    assert isinstance(template, type)
+    return template
+
+
+class Inspector(_docs_template()):  # type: ignore[misc]
+    """The docs' template, buying one evidence item per experiment before it closes."""
+
+    name = "inspector"
+
+    def reset(self, seed):
+        self.inspected: set[str] = set()
+
+    def act(self, observation):
+        offered = {
+            v["properties"]["type"]["const"]: v["properties"]
+            for v in observation["action_schema"]["oneOf"]
+        }
+        open_id = observation["state"]["open_experiment"]
+        if "inspect_evidence" in offered and open_id not in self.inspected:
+            self.inspected.add(open_id)
+            kind = offered["inspect_evidence"]["kind"]["enum"][0]
+            return {"type": "inspect_evidence", "experiment_id": open_id, "kind": kind}
+        return super().act(observation)
+
+
+class ClumsyCloser(_docs_template()):  # type: ignore[misc]
+    """The docs' template with one invalid closure (no claims) per experiment before the
+    valid one."""
+
+    name = "clumsy-closer"
+
+    def reset(self, seed):
+        self.erred: set[str] = set()
+
+    def act(self, observation):
+        action = super().act(observation)
+        eid = action.get("experiment_id")
+        if action["type"] == "close_experiment" and eid not in self.erred:
+            self.erred.add(eid)
+            return {**action, "claims": {}}
+        return action
+
+
+def test_a_docs_template_agent_makes_no_invalid_action_in_the_no_evidence_control(pg_specs):
+    """Issue 49: the no-evidence control asked its revision calls in phase `investigate`, and
+    an agent written from the docs' phase-based template answered each with an invalid stop."""
+    spec = next(s for s in pg_specs if s.body["assignment"]["kind"] == "short")
+    results = run_assignment_branches(spec, Inspector, None, 0, ("no-evidence",))
+    adaptive, ne = results["adaptive"].metrics, results["no-evidence"].metrics
+    assert adaptive["evidence_actions"] == adaptive["experiments_closed"] > 0
+    assert adaptive["invalid_actions"] == ne["invalid_actions"] == 0
+    assert ne["policy_calls"] == adaptive["policy_calls"]
+    assert ne["local_forecasts"] == adaptive["local_forecasts"] + adaptive["evidence_actions"]
+
+
+def test_policy_calls_match_when_the_control_itself_makes_invalid_actions(pg_specs):
+    """Issue 49: a rejected closure in the no-evidence branch was one call more than the
+    adaptive branch made (59 vs 62); the branch's own rejected actions now spend the calls it
+    owes, and the row enters the board."""
+    from labreplay.suites.campaign.board_rows import entry_problems
+
+    spec = next(s for s in pg_specs if s.body["assignment"]["kind"] == "short")
+    results = run_assignment_branches(spec, ClumsyCloser, None, 0, ("no-evidence",))
+    adaptive, ne = results["adaptive"].metrics, results["no-evidence"].metrics
+    assert adaptive["invalid_actions"] == ne["invalid_actions"] == adaptive["experiments_closed"]
+    assert ne["policy_calls"] == adaptive["policy_calls"]
+    assert ne["experiments_closed"] == adaptive["experiments_closed"]
+    branches: Any = {
+        b: {"status": "complete", "scores": {"policy_calls": r.metrics["policy_calls"]}}
+        for b, r in results.items()
+    }
+    branches["random"] = branches["adaptive"]
+    assert entry_problems(branches) == []
+
+
+def test_every_branchs_invalid_actions_are_on_the_terminal_board(pg_specs, tmp_path):
+    """Issue 49: only `leaderboard --json` had the controls' invalid actions."""
+    import re
+
+    from rich.console import Console
+
+    from labreplay.store.sqlite import Store
+    from labreplay.suites.campaign.board_text import print_board
+    from labreplay.suites.campaign.leaderboard import leaderboard
+
+    spec = next(s for s in pg_specs if s.body["assignment"]["kind"] == "short")
+    with Store(tmp_path / "runs.sqlite") as store:
+        run_assignment(spec, ClumsyCloser, store, 0, ("random", "random-2", "no-evidence"))
+        board = leaderboard(store)
+    (row,) = board["tables"]["short"]["rows"]  # ranked: the calls matched
+    closed = row["branches"]["adaptive"]["experiments_closed"]
+    invalid = {b: v["invalid_actions"] for b, v in row["branches"].items()}
+    assert invalid == {"adaptive": closed, "no-evidence": closed, "random": 2 * closed}
+    console = Console(record=True, width=300)
+    print_board(console, board, ("short",))
+    text = " ".join(console.export_text().split())
+    for name, count in invalid.items():
+        assert re.search(rf"{name} runs \d+: closed [^;,]*invalid actions {count}\b", text), name

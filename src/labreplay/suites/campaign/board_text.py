@@ -150,7 +150,8 @@ def _print_table(console: Console, kind: str, table: Board, unverified: set[str]
         reps = r.get("random_replicates") or {}
         stops = ", ".join(
             f"{name} runs {v['runs']}: closed {v['experiments_closed']} / early stops "
-            f"{v['early_stops']} / unused exp {v['unused_experiments']}"
+            f"{v['early_stops']} / unused exp {v['unused_experiments']} / invalid actions "
+            f"{v['invalid_actions']}"
             + (
                 f" / departures in {v['departure_experiments']} experiment(s)"
                 if v["departure_experiments"]

@@ -13,8 +13,9 @@ Both controls start from the adaptive branch's frozen assignment and exact pre-c
 - Call-matched no-evidence: the adaptive branch's own selections and closures, in order, with the
   same number of policy-action calls (SDL-1): each forecast of the adaptive branch is a forecast
   here, and each evidence purchase, review or rejected (invalid) action becomes one forecast
-  revision call with nothing revealed (a call is counted whatever the agent answers);
-  an experiment the adaptive branch abandoned with a stop is abandoned here too.
+  revision call with nothing revealed, asked in the forecast phase (`update_required`); a call
+  is counted whatever the agent answers, and this branch's own rejected actions count against
+  the calls it owes; an experiment the adaptive branch abandoned with a stop is abandoned here.
 
 The agent under test (a fresh instance of the same system) still writes every forecast, review
 expectation and closure claim itself. The wrappers are the environment side: a disallowed action
@@ -75,6 +76,10 @@ class Slot:
     # from its selection to the next one (the first slot also takes any before it). Each is a
     # policy call the call-matched no-evidence control mirrors with one revision call.
     rejected: int = 0
+    # Of those, the ones after the experiment's last accepted forecast, purchase or review (a
+    # rejected closure, say): the no-evidence control matches them with its own rejected
+    # closures before it adds revision calls for them (in the next experiment).
+    trailing: int = 0
 
 
 def extract_schedule(events: Sequence[Mapping[str, object]]) -> tuple[list[Slot], bool]:
@@ -88,12 +93,15 @@ def extract_schedule(events: Sequence[Mapping[str, object]]) -> tuple[list[Slot]
         if not event["payload"]["accepted"]:
             if slots:
                 slots[-1].rejected += 1
+                slots[-1].trailing += 1
             else:
                 leading += 1
             continue
         payload = event["payload"]
         action = payload["action"]
         kind = action["type"]
+        if kind in ("submit_forecast", "inspect_evidence", "request_review"):
+            slots[-1].trailing = 0
         if kind == "select_experiment":
             slots.append(Slot(str(action["experiment_id"])))  # accepted: a candidate's id
         elif kind == "submit_forecast":
@@ -355,25 +363,44 @@ class ScheduleMatchedRandom(ControlWrapper):
 class CallMatchedNoEvidence(ControlWrapper):
     def reset(self, seed: int) -> None:
         self._start(seed)
-        self.forecasts_left = 0
+        self.owed = 0  # revision calls still owed to the adaptive branch (< 0: calls ahead)
+        self.unpaid = 0  # the adaptive branch's trailing rejections in the open experiment
+        self.closing = False  # this branch asked for the closure on its last call
 
     def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         phase = observation["phase"]
+        reasked, self.closing = self.closing and phase != "select", False
         if phase == "select":
             if self.slot_index + 1 >= len(self.slots):
                 return {"type": "stop"}
             self.slot_index += 1
             slot = self.slots[self.slot_index]
-            # One policy call per adaptive call (SDL-1): each forecast stays a forecast, and
-            # each evidence purchase, review or rejected (invalid) action becomes a revision
-            # call with nothing revealed, so the policy calls match for any behaviour.
-            self.forecasts_left = len(slot.ops) + slot.rejected
+            # One policy call per adaptive call (SDL-1): each forecast stays a forecast, and each
+            # evidence purchase, review or rejected (invalid) action becomes a revision call
+            # with nothing revealed. This branch's own rejected actions spend those calls too
+            # (issue 49: a rejected closure here was one call more): a rejected closure of the
+            # adaptive branch is matched by one here first, and is a revision call in the next
+            # experiment where this branch closed at once.
+            trailing = slot.trailing if slot.closed else 0
+            self.owed += self.unpaid + len(slot.ops) + slot.rejected - trailing
+            self.unpaid = trailing
             return {"type": "select_experiment", "experiment_id": slot.experiment_id}
-        if self.forecasts_left > 0 or phase in ("prior_forecast", "update_required"):
-            self.forecasts_left -= 1  # one call each, answered or not
+        if reasked:  # this branch's closure was rejected: one call more
+            if self.unpaid > 0:
+                self.unpaid -= 1
+            else:
+                self.owed -= 1
+        if phase in ("prior_forecast", "update_required"):
+            self.owed -= 1
             return self._ask(observation, ["submit_forecast"])
+        if self.owed > 0:
+            # A revision call, shown in the forecast phase where only a forecast is allowed
+            # (issue 49: shown as `investigate`, a phase-based agent answered it invalidly).
+            self.owed -= 1
+            return self._ask({**observation, "phase": "update_required"}, ["submit_forecast"])
         if not self.slots[self.slot_index].closed:
             return {"type": "stop"}
+        self.closing = True
         return self._ask(observation, ["close_experiment"])
 
 
