@@ -1,17 +1,19 @@
 """Lines a reader of a campaign board must not miss (issue 37, "names that promise bounds"):
 where a ranked system beats the oracle (a labelled reference, not an upper bound), where a
-ranked system scores below a reference row, and where the reference model's ceiling (a greedy
-best-T gain of the context-trained model, not a bound on other learners) is exceeded by a
-system's held-out gain or is negative; and where the specs declare that the recorded outcome is
-computed from evidence an agent can buy (`outcome_from_evidence`, the A-Lab record): buying it
-on a candidate reveals that candidate's outcome. Assignments are labelled `seed<k>/<id>`: short
-ids repeat when partition seeds are pooled."""
+ranked system scores below a reference row (beyond a tolerance, with a paired interval), and
+where the reference model's ceiling (a greedy best-T gain of the context-trained model, not a
+bound on other learners) is exceeded by a system's held-out gain or is negative; and where the
+specs declare that the recorded outcome is computed from evidence an agent can buy
+(`outcome_from_evidence`, the A-Lab record): buying it on a candidate reveals that candidate's
+outcome. Assignments are labelled `seed<k>/<id>`: short ids repeat when partition seeds are
+pooled."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 
+from labreplay.suites.campaign.board_rows import ci
 from labreplay.suites.campaign.json_values import json_number
 from labreplay.suites.campaign.views import SpecBody
 
@@ -35,6 +37,8 @@ class BelowReference(TypedDict):
     system_auc: float
     reference_auc: float
     assignments: int
+    lo: NotRequired[float]  # the paired 95% interval of system minus reference AUC
+    hi: NotRequired[float]
 
 
 class CeilingNotes(TypedDict):
@@ -90,29 +94,36 @@ def oracle_beaten(rows: Sequence[SystemRow], references: Sequence[SystemRow]) ->
     return out
 
 
+BELOW_TOLERANCE = 1e-3  # AUC: a gap below this (the board's third decimal) is not "below"
+
+
 def below_references(
-    rows: Sequence[SystemRow], references: Sequence[SystemRow]
+    rows: Sequence[SystemRow], references: Sequence[SystemRow], seed: int = 0
 ) -> list[BelowReference]:
     """Every (ranked system, reference row) where the system's mean AUC is below the
-    reference's on the assignments both cover."""
+    reference's on the assignments both cover by more than `BELOW_TOLERANCE`, and the paired
+    bootstrap 95% interval of the difference (over those assignments, two or more) excludes 0
+    (issue 49: the note fired on a gap of 2.3e-08)."""
     out: list[BelowReference] = []
     for row in rows:
         mine = _per(row)
         for ref in references:
             theirs = _per(ref)
-            shared = [s for s in mine if s in theirs]
-            if not shared:
+            d = [mine[s][1] - theirs[s][1] for s in mine if s in theirs]
+            if len(d) < 2 or sum(d) / len(d) >= -BELOW_TOLERANCE:
                 continue
-            a = sum(mine[s][1] for s in shared) / len(shared)
-            b = sum(theirs[s][1] for s in shared) / len(shared)
-            if a < b:
+            a = sum(mine[s][1] for s in mine if s in theirs) / len(d)
+            gap = ci(d, seed, "below-reference", f"{row['system']}:{ref['system']}")
+            if gap is not None and gap["hi"] < 0:
                 out.append(
                     {
                         "system": str(row["system"]),
                         "reference": str(ref["system"]),
                         "system_auc": a,
-                        "reference_auc": b,
-                        "assignments": len(shared),
+                        "reference_auc": a - gap["mean"],
+                        "assignments": len(d),
+                        "lo": gap["lo"],
+                        "hi": gap["hi"],
                     }
                 )
     return out
@@ -165,11 +176,13 @@ def board_notes(
     rows: Sequence[SystemRow],
     references: Sequence[SystemRow],
     bodies: Sequence[SpecBody] = (),
+    seed: int = 0,
 ) -> BoardNotes:
-    """`bodies`: the spec bodies of the board's assignments (for their declarations)."""
+    """`bodies`: the spec bodies of the board's assignments (for their declarations); `seed`:
+    the board's bootstrap seed."""
     return {
         "oracle_beaten": oracle_beaten(rows, references),
-        "below_reference": below_references(rows, references),
+        "below_reference": below_references(rows, references, seed),
         "reference_ceiling": reference_ceiling_notes(rows),
         "outcome_from_evidence": outcome_from_evidence(bodies),
     }
@@ -197,12 +210,14 @@ def notes_text(notes: BoardNotes) -> list[str]:
         )
     below = notes.get("below_reference") or []
     lines.append(
-        "ranked systems below a reference row (mean AUC on the assignments both cover): "
+        "ranked systems below a reference row (mean AUC on the assignments both cover, by more "
+        f"than {BELOW_TOLERANCE:g}, paired 95% interval of the difference below 0): "
         + (
             "; ".join(
                 f"{b['system']} {b['system_auc']:.3f} < {b['reference']} {b['reference_auc']:.3f} "
-                # the gap itself: two means equal to 3 decimals must not read as a tie
-                f"(by {b['reference_auc'] - b['system_auc']:.2g}, {b['assignments']} assignments)"
+                f"(by {b['reference_auc'] - b['system_auc']:.2g}"
+                + (f" [{-b['hi']:.2g}, {-b['lo']:.2g}]" if "lo" in b and "hi" in b else "")
+                + f", {b['assignments']} assignments)"
                 for b in below
             )
             if below

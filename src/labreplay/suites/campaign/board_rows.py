@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal, NotRequired, TypeAlias, TypedDict
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from labreplay.sdk.scoring import (
     acceleration_factor,
@@ -74,6 +75,7 @@ class AssignmentRow(TypedDict):
     no_evidence_auc: NotRequired[float | None]
     selection_lift: NotRequired[float | None]
     selection_lift_se: NotRequired[float | None]
+    selection_lift_half_width: NotRequired[float | None]  # of its 95% t interval
     selection_lift_sign: NotRequired[str | None]
     evidence_lift: NotRequired[float | None]
     selection_value: NotRequired[float | None]
@@ -286,11 +288,8 @@ def pooled_assignment(
             sustained.extend([u] if u is not None else [])
 
     lift = None if random_auc is None else auc - random_auc
-    # The lift's noise from the random control: SE of the replicate mean (needs two or more).
-    lift_se = (
-        float(np.std(random_aucs, ddof=1)) / math.sqrt(len(random_aucs))
-        if len(random_aucs) >= 2
-        else None
+    lift_se, lift_half = lift_uncertainty(
+        [_score(adaptive[k], "adaptive_auc") for k in seeds], random_aucs
     )
 
     def calls(entries: Sequence[BranchEntry], key: str) -> float | None:
@@ -312,7 +311,8 @@ def pooled_assignment(
         "no_evidence_auc": ne_auc,
         "selection_lift": lift,
         "selection_lift_se": lift_se,
-        "selection_lift_sign": lift_sign(lift, lift_se),
+        "selection_lift_half_width": lift_half,
+        "selection_lift_sign": lift_sign(lift, lift_half),
         "evidence_lift": None if ne_auc is None else auc - ne_auc,
         "selection_value": _mean([ceiling_selected(body, adaptive[k]["closed"]) for k in seeds]),
         "reference_ceiling": ceilings.of_best(spec),
@@ -358,15 +358,33 @@ _Numeric: TypeAlias = Literal[
 ]  # fmt: skip
 
 
-RESOLVED_SE = 2.0  # a per-assignment lift sign is shown only where |lift| > 2 replicate SE
+RESOLVED_LEVEL = 0.95  # a per-assignment lift sign is shown only where its t interval excludes 0
 
 
-def lift_sign(lift: float | None, se: float | None) -> str | None:
-    """ "+" or "-" where the per-assignment selection lift is resolved (|lift| > 2 SE of the
-    random replicates' mean), else "unresolved" (also with a single replicate: no SE)."""
+def lift_uncertainty(
+    adaptive: Sequence[float], random: Sequence[float]
+) -> tuple[float | None, float | None]:
+    """The SE of one assignment's selection lift (mean adaptive AUC minus the mean of the
+    random replicates) and the half-width of its 95% interval, Student t with (replicates - 1)
+    degrees of freedom (issue 49: a normal cut-off of 2 SE of the replicate mean alone resolved
+    42% of signs under the exact null). The adaptive branch's own per-run variance is the
+    replicates' variance (exact under the null, where the adaptive branch is one more random
+    selection), or its own across run seeds where that is larger. (None, None) with fewer than
+    two replicates."""
+    if len(random) < 2:
+        return None, None
+    v_random = float(np.var(random, ddof=1))
+    v_adaptive = max(v_random, float(np.var(adaptive, ddof=1)) if len(adaptive) > 1 else 0.0)
+    se = math.sqrt(v_random / len(random) + v_adaptive / len(adaptive))
+    return se, float(student_t.ppf(0.5 + RESOLVED_LEVEL / 2, len(random) - 1)) * se
+
+
+def lift_sign(lift: float | None, half_width: float | None) -> str | None:
+    """ "+" or "-" where the per-assignment selection lift is resolved (its 95% interval,
+    `lift_uncertainty`, excludes 0), else "unresolved" (also with a single replicate)."""
     if lift is None:
         return None
-    if se is None or abs(lift) <= RESOLVED_SE * se:
+    if half_width is None or abs(lift) <= half_width:
         return "unresolved"
     return "+" if lift > 0 else "-"
 
@@ -456,12 +474,12 @@ def system_row(
         "evidence_lift": ci(evid, seed, "evidence-lift", system),
         "evidence_lift_assignments": len(evid),
         "selection_lift_sign": sign_test(sel)[:2] if sel else None,
-        # Per-assignment signs only where resolved (|lift| > 2 replicate SE), counted.
+        # Per-assignment signs only where resolved (`lift_uncertainty`), counted.
         "selection_lift_signs": {
             "positive": sum(1 for p in per if p["selection_lift_sign"] == "+"),
             "negative": sum(1 for p in per if p["selection_lift_sign"] == "-"),
             "unresolved": sum(1 for p in per if p["selection_lift_sign"] == "unresolved"),
-            "rule": "|lift| > 2 SE of the random replicates' mean",
+            "rule": "95% t interval (replicates - 1 df, adaptive variance included) excludes 0",
         },
         "overclaim_rate": _mean(col("overclaim_rate")),
         "invalid_actions": float(sum(col("invalid_actions"))),

@@ -231,7 +231,8 @@ def system_note(r: SystemRow) -> str:
     est, reps = r["acceleration_estimable"], r.get("random_replicates") or {}
     stops = [
         f"{name} runs {v['runs']}: closed {v['experiments_closed']} / early stops "
-        f"{v['early_stops']} / unused exp {v['unused_experiments']}"
+        f"{v['early_stops']} / unused exp {v['unused_experiments']} / invalid actions "
+        f"{v['invalid_actions']}"
         + (
             f" / departures in {v['departure_experiments']} experiment(s)"
             if v["departure_experiments"]

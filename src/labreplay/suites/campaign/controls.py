@@ -6,15 +6,17 @@ Both controls start from the adaptive branch's frozen assignment and exact pre-c
 - Schedule-matched random: per adaptive experiment, the same sequence of evidence kinds and
   reviews; the experiment itself is a seeded random candidate (one independent stream per
   assignment and replicate, `random_stream`) that can still support that
-  sequence (same number of accepted inspections per kind, and a recorded item wherever the
-  adaptive branch got one). When no candidate can, the wrapper takes a seeded random candidate
-  anyway and records a *departure* (counted in the trajectory, never silent); an inspection the
+  sequence (same number of accepted inspections per kind, and a recorded item exactly where the
+  adaptive branch got one, "none recorded" where it got none). When no candidate can, the
+  wrapper takes a seeded random one of the closest candidates (`mismatch`) and records a
+  *departure* (counted in the trajectory, never silent); an inspection the
   chosen candidate cannot take is skipped and recorded the same way.
 - Call-matched no-evidence: the adaptive branch's own selections and closures, in order, with the
   same number of policy-action calls (SDL-1): each forecast of the adaptive branch is a forecast
   here, and each evidence purchase, review or rejected (invalid) action becomes one forecast
-  revision call with nothing revealed (a call is counted whatever the agent answers);
-  an experiment the adaptive branch abandoned with a stop is abandoned here too.
+  revision call with nothing revealed, asked in the forecast phase (`update_required`); a call
+  is counted whatever the agent answers, and this branch's own rejected actions count against
+  the calls it owes; an experiment the adaptive branch abandoned with a stop is abandoned here.
 
 The agent under test (a fresh instance of the same system) still writes every forecast, review
 expectation and closure claim itself. The wrappers are the environment side: a disallowed action
@@ -75,6 +77,10 @@ class Slot:
     # from its selection to the next one (the first slot also takes any before it). Each is a
     # policy call the call-matched no-evidence control mirrors with one revision call.
     rejected: int = 0
+    # Of those, the ones after the experiment's last accepted forecast, purchase or review (a
+    # rejected closure, say): the no-evidence control matches them with its own rejected
+    # closures before it adds revision calls for them (in the next experiment).
+    trailing: int = 0
 
 
 def extract_schedule(events: Sequence[Mapping[str, object]]) -> tuple[list[Slot], bool]:
@@ -88,12 +94,15 @@ def extract_schedule(events: Sequence[Mapping[str, object]]) -> tuple[list[Slot]
         if not event["payload"]["accepted"]:
             if slots:
                 slots[-1].rejected += 1
+                slots[-1].trailing += 1
             else:
                 leading += 1
             continue
         payload = event["payload"]
         action = payload["action"]
         kind = action["type"]
+        if kind in ("submit_forecast", "inspect_evidence", "request_review"):
+            slots[-1].trailing = 0
         if kind == "select_experiment":
             slots.append(Slot(str(action["experiment_id"])))  # accepted: a candidate's id
         elif kind == "submit_forecast":
@@ -122,21 +131,26 @@ def _capacity(items: object) -> tuple[int, int]:
     return (n, n) if n else (1, 0)
 
 
-def supports(private: EvaluatorRecord, slot: Slot) -> bool:
-    """Can this experiment take the slot's evidence schedule, with a recorded item wherever the
-    adaptive branch got one?"""
+def mismatch(private: EvaluatorRecord, slot: Slot) -> int:
+    """How far this experiment is from taking the slot's evidence schedule with recorded items
+    exactly where the adaptive branch got them, both ways (issue 49: matched one way only, the
+    control got a real item where the adaptive branch got "none recorded", 2.07 vs 1.32
+    recorded items per run): per evidence kind the inspections it cannot take plus the
+    difference in recorded items, and for a review whether it is recorded as the adaptive
+    branch's was. 0: it supports the slot."""
     needed: dict[str, int] = {}
     for op, kind in slot.ops:
         if op == "inspect" and kind is not None:
             needed[kind] = needed.get(kind, 0) + 1
     evidence = json_object(private["evidence"], "evidence")
+    out = 0
     for kind, count in needed.items():
         accepted, recorded = _capacity(evidence[kind])
-        if count > accepted or slot.recorded.get(kind, 0) > recorded:
-            return False
-    if slot.recorded.get(REVIEW_KIND, 0):
-        return _capacity(evidence[REVIEW_KIND])[1] >= 1
-    return True
+        out += max(0, count - accepted) + abs(min(count, recorded) - slot.recorded.get(kind, 0))
+    if ("review", None) in slot.ops:
+        recorded_review = _capacity(evidence[REVIEW_KIND])[1] >= 1
+        out += abs(int(recorded_review) - slot.recorded.get(REVIEW_KIND, 0))
+    return out
 
 
 def _type_of(variant: object) -> object:
@@ -343,37 +357,58 @@ class ScheduleMatchedRandom(ControlWrapper):
         available = sorted(
             c["experiment_id"] for c in state["candidates"] if c["status"] == "available"
         )
-        fitting = [i for i in available if supports(self.evaluator[i], slot)]
-        if not fitting:
+        # Where no candidate supports the slot, the closest ones do (fewest missing
+        # inspections and recorded items off), and the departure is recorded.
+        off = {i: mismatch(self.evaluator[i], slot) for i in available}
+        fitting = [i for i in available if off[i] == min(off.values(), default=0)]
+        if fitting and off[fitting[0]] > 0:
             self.departures.append(
                 {"slot": self.slot_index, "no_candidate_supports": [list(op) for op in slot.ops]}
             )
-            fitting = available
         return {"type": "select_experiment", "experiment_id": str(self.rng.choice(fitting))}
 
 
 class CallMatchedNoEvidence(ControlWrapper):
     def reset(self, seed: int) -> None:
         self._start(seed)
-        self.forecasts_left = 0
+        self.owed = 0  # revision calls still owed to the adaptive branch (< 0: calls ahead)
+        self.unpaid = 0  # the adaptive branch's trailing rejections in the open experiment
+        self.closing = False  # this branch asked for the closure on its last call
 
     def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         phase = observation["phase"]
+        reasked, self.closing = self.closing and phase != "select", False
         if phase == "select":
             if self.slot_index + 1 >= len(self.slots):
                 return {"type": "stop"}
             self.slot_index += 1
             slot = self.slots[self.slot_index]
-            # One policy call per adaptive call (SDL-1): each forecast stays a forecast, and
-            # each evidence purchase, review or rejected (invalid) action becomes a revision
-            # call with nothing revealed, so the policy calls match for any behaviour.
-            self.forecasts_left = len(slot.ops) + slot.rejected
+            # One policy call per adaptive call (SDL-1): each forecast stays a forecast, and each
+            # evidence purchase, review or rejected (invalid) action becomes a revision call
+            # with nothing revealed. This branch's own rejected actions spend those calls too
+            # (issue 49: a rejected closure here was one call more): a rejected closure of the
+            # adaptive branch is matched by one here first, and is a revision call in the next
+            # experiment where this branch closed at once.
+            trailing = slot.trailing if slot.closed else 0
+            self.owed += self.unpaid + len(slot.ops) + slot.rejected - trailing
+            self.unpaid = trailing
             return {"type": "select_experiment", "experiment_id": slot.experiment_id}
-        if self.forecasts_left > 0 or phase in ("prior_forecast", "update_required"):
-            self.forecasts_left -= 1  # one call each, answered or not
+        if reasked:  # this branch's closure was rejected: one call more
+            if self.unpaid > 0:
+                self.unpaid -= 1
+            else:
+                self.owed -= 1
+        if phase in ("prior_forecast", "update_required"):
+            self.owed -= 1
             return self._ask(observation, ["submit_forecast"])
+        if self.owed > 0:
+            # A revision call, shown in the forecast phase where only a forecast is allowed
+            # (issue 49: shown as `investigate`, a phase-based agent answered it invalidly).
+            self.owed -= 1
+            return self._ask({**observation, "phase": "update_required"}, ["submit_forecast"])
         if not self.slots[self.slot_index].closed:
             return {"type": "stop"}
+        self.closing = True
         return self._ask(observation, ["close_experiment"])
 
 

@@ -309,7 +309,7 @@ def _board(data: BoardData, specs: Sequence[str], seed: int, difference: float) 
         # The reference model's ceiling: a greedy best-T gain of the context-trained model,
         # not an upper bound on other learners (where it is exceeded or negative: `flags`).
         "reference_ceiling": float(np.mean(best)) if specs else None,
-        "flags": board_notes(rows, references, [bodies[s] for s in specs]),
+        "flags": board_notes(rows, references, [bodies[s] for s in specs], seed),
         "acceleration_target": "context-trained model score at t = 0 + 0.05 nats (per spec)",
     }
 

@@ -59,7 +59,8 @@ PAPER = Paper(
         "assignments, short budgets) the choices are this tool's (suites/campaign/protocol.py).",
         "Selection lift here averages K schedule-matched random replicates per assignment "
         "(--random-replicates, default 3) and shows a paired bootstrap interval; a sign is "
-        "counted only where it exceeds 2 SE of the replicates.",
+        "counted only where its 95% t interval (replicates - 1 df, the adaptive branch's variance "
+        "included) excludes 0.",
         "Evidence lift here comes from a call-matched no-evidence branch on every assignment "
         "run with that control, not from one shared assignment.",
     ),

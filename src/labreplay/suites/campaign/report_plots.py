@@ -91,8 +91,8 @@ def lift_intervals(rows: Sequence[SystemRow]) -> bytes:
 
 def per_assignment_lifts(rows: Sequence[SystemRow]) -> bytes:
     """Selection lift of every ranked system on every assignment of the board (the random
-    replicates averaged first), with +-2 SE of the replicate mean; a hollow marker is an
-    unresolved sign (|lift| <= 2 SE, or one replicate). Assignments are labelled seed/id."""
+    replicates averaged first), with its 95% interval (`board_rows.lift_uncertainty`); a hollow
+    marker is an unresolved sign (the interval holds 0, or one replicate). Assignments are labelled seed/id."""
     fig = Figure(figsize=(9.0, 3.2))
     fig.subplots_adjust(left=0.11, right=0.98, bottom=0.3, top=0.88)  # the y label whole
     ax = fig.subplots()
@@ -111,7 +111,7 @@ def per_assignment_lifts(rows: Sequence[SystemRow]) -> bytes:
             ax.errorbar(
                 idx,
                 [v for j in idx if (v := per[j].get("selection_lift")) is not None],
-                yerr=[2 * (per[j].get("selection_lift_se") or 0.0) for j in idx],
+                yerr=[per[j].get("selection_lift_half_width") or 0.0 for j in idx],
                 fmt="o",
                 markersize=4,
                 color=f"C{i}",
@@ -122,7 +122,7 @@ def per_assignment_lifts(rows: Sequence[SystemRow]) -> bytes:
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(labels)), labels, rotation=60, fontsize=7)
     ax.set_ylabel("selection lift (AUC)")
-    ax.set_title("selection lift per assignment (+-2 replicate SE; hollow: unresolved)", fontsize=9)
+    ax.set_title("selection lift per assignment (95% t interval; hollow: unresolved)", fontsize=9)
     ax.grid(alpha=0.3)
     if rows:
         ax.legend(fontsize=7)
