@@ -121,10 +121,10 @@ def test_conditions_compile_says_each_dataset(
 
 def _toy_store(path: Path) -> None:
     """One configsearch run in the shape the suite stores (no data needed)."""
-    from tests.report.test_browser_all_suites import _configsearch_runs
+    from tests.report.conftest import add_configsearch_runs
 
     with Store(path) as store:
-        _configsearch_runs(store)
+        add_configsearch_runs(store)
 
 
 def test_report_says_each_section_and_the_file(tmp_path: Path) -> None:

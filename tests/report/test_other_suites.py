@@ -77,14 +77,15 @@ def test_generic_sections(tmp_path):
     page = parse_html(Path(result["path"]).read_text(encoding="utf-8"))
     board = page.tables["conditions-leaderboard"]
     assert [r[0] for r in board] == ["model-a", "model-b"]
-    assert board[0][3] == f"{10 / 12:.4g}"  # metric columns: accuracy, summary
+    assert board[0][3] == f"{10 / 12:.3f}"  # metric columns: accuracy ("summary" is all None)
+    assert len(board[0]) == 4  # so it is left out
     pair = page.tables["conditions-pairwise"][0]
     assert pair[:3] == ["model-a", "model-b", "12"]
     # a - b per question: 0 on 3, 1 - x on 7 (x alternates None->0 and 0.2), both non-1 after.
-    assert pair[3] == f"{(0.8 * 3 + 1.0 * 4) / 12:+.4g}"
+    assert pair[3] == f"{(0.8 * 3 + 1.0 * 4) / 12:+.3f}"
     per_key = page.tables["conditions-per-key"]
     # one row per system and kind of answer (mean over runs), not per internal score path
     assert [r[0] for r in per_key] == ["model-a (all)", "model-b (all)"]
-    assert [r[1:] for r in per_key] == [["0.5", f"{10 / 12:.4g}"], ["0.5", "0.25"]]
+    assert [r[1:] for r in per_key] == [["0.500", f"{10 / 12:.3f}"], ["0.500", "0.250"]]
     assert {"configsearch-traces", "configsearch-scatter3d"} <= {i["id"] for i in page.images}
     assert len(page.tables["configsearch-runs"]) == 1

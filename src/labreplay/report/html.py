@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from labreplay.report import plots
 from labreplay.scoring.stats import BOOTSTRAP_SEED
@@ -20,33 +21,59 @@ h1{font-size:1.5em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-t
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.85em}
 th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}
 th{background:#f1f3f5} td.num{text-align:right;font-variant-numeric:tabular-nums}
+td{white-space:nowrap} td.text{white-space:normal;min-width:16em} .nb{white-space:nowrap}
 tr.rejected td{color:#a33} tr.checkpoint td{background:#eef6ff} .note{color:#555;font-size:.85em}
 img{max-width:100%;border:1px solid #eee;margin:.4em 0}
 .scroll{overflow-x:auto;max-width:100%} .scroll table{margin:.2em 0}
-pre{overflow-x:auto;max-width:100%} td{overflow-wrap:anywhere}
+pre{overflow-x:auto;max-width:100%}
 details{margin:.4em 0} summary{cursor:pointer;font-weight:600;margin:.3em 0}
 """
 
-# Scores are printed to at most this many significant digits: more is noise, not information.
-SIGNIFICANT = 4
+# Scores are printed with this many decimals, as the terminal prints them: more is noise, and
+# a fixed count never turns a tiny value into an exponent (6.134e-08 prints as 0.000).
+DECIMALS = 3
+
+
+# A table cell longer than this wraps, at spaces only; a shorter one (a number, a name) never
+# wraps, and a wide table scrolls in its own box instead.
+PROSE_CHARS = 40
+# a token that a browser may break inside (after a hyphen or a slash)
+BREAKABLE = re.compile(r"\S*[-/]\S*")
 
 
 def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def num(value: object, fmt: str = f".{SIGNIFICANT}g") -> str:
-    """A number as text (default: at most `SIGNIFICANT` significant digits); None is "-"."""
+def cell(value: str, numeric: bool = False) -> str:
+    """A table cell: numbers and short texts on one line; prose wraps between tokens only."""
+    text = esc(value)
+    if numeric:
+        return f'<td class="num">{text}</td>'
+    if len(value) <= PROSE_CHARS:
+        return f"<td>{text}</td>"
+    kept = BREAKABLE.sub(lambda m: f'<span class="nb">{m.group(0)}</span>', text)
+    return f'<td class="text">{kept}</td>'
+
+
+def num(value: object, fmt: str | None = None) -> str:
+    """A number as text: by `fmt`, else an int as it is and a float to `DECIMALS` decimals;
+    None is "-"."""
     if value is None:
         return "-"
     if isinstance(value, bool) or not isinstance(value, int | float):
         return esc(value)
-    return format(value, fmt)
+    if fmt is None:
+        fmt = "d" if isinstance(value, int) else f".{DECIMALS}f"
+    text = format(value, fmt)
+    if text.startswith("-") and not text.strip("-0.%"):  # a tiny negative rounds to zero
+        return ("+" if "+" in fmt else "") + text[1:]
+    return text
 
 
 def signed(value: float | None) -> str:
-    """A difference: sign shown (none on an exact 0), at most `SIGNIFICANT` significant digits."""
-    return "0" if value == 0 else num(value, f"+.{SIGNIFICANT}g")
+    """A difference: sign always shown, `DECIMALS` decimals (as the terminal: +0.000)."""
+    return num(value, f"+.{DECIMALS}f")
 
 
 def interval(lo: float | None, hi: float | None) -> str:
@@ -54,7 +81,15 @@ def interval(lo: float | None, hi: float | None) -> str:
     return f"{signed(lo)} to {signed(hi)}"
 
 
-def ci_text(ci: Mapping[str, float] | None) -> str:
+class Interval(TypedDict):
+    """A mean with its 95% interval."""
+
+    mean: float
+    lo: float
+    hi: float
+
+
+def ci_text(ci: Interval | Mapping[str, float] | None) -> str:
     if not ci:
         return "-"
     return f"{signed(ci['mean'])} ({interval(ci['lo'], ci['hi'])})"
@@ -79,21 +114,33 @@ def seed_list(seeds: Iterable[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
+def label(key: str, labels: Mapping[str, str]) -> str:
+    """A column header for a metric key: the suite's declared label, else the key in words
+    (never a snake_case name)."""
+    return labels.get(key) or key.replace("_", " ")
+
+
 def table(
     table_id: str,
     headers: Sequence[str],
     rows: Iterable[Sequence[object]],
     numeric: Callable[[int], bool] = lambda i: False,
     row_class: Sequence[str] | None = None,
+    *,
+    drop_empty: bool = False,
 ) -> str:
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    """An HTML table; `drop_empty` leaves out a column that no row has (every cell "-")."""
+    body_rows = [list(r) for r in rows]
+    keep = [
+        j
+        for j in range(len(headers))
+        if not (drop_empty and body_rows and all(str(r[j]) == "-" for r in body_rows))
+    ]
+    head = "".join(f"<th>{esc(headers[j])}</th>" for j in keep)
     body = []
-    for i, row in enumerate(rows):
+    for i, row in enumerate(body_rows):
         cls = f' class="{esc(row_class[i])}"' if row_class and row_class[i] else ""
-        cells = "".join(
-            f'<td class="num">{esc(c)}</td>' if numeric(j) else f"<td>{esc(c)}</td>"
-            for j, c in enumerate(row)
-        )
+        cells = "".join(cell(str(row[j]), numeric(j)) for j in keep)
         body.append(f"<tr{cls}>{cells}</tr>")
     # The box scrolls sideways, not the page: a wide table never widens the document.
     return (
@@ -115,24 +162,29 @@ def slug(text: str) -> str:
 _slug = slug
 
 
-def suite_html(section: SuiteSectionData) -> str:
+def suite_html(section: SuiteSectionData, labels: Mapping[str, str] | None = None) -> str:
     """The generic section: the leaderboard open; intervals, per-key accuracy and the list of
-    runs in collapsible blocks; a table with no rows is not drawn."""
+    runs in collapsible blocks; a table with no rows is not drawn. `labels`: the suite's column
+    header per metric key (others are shown as the key in words); a metric no system has is
+    left out."""
+    labels = labels or {}
     suite = section["suite"]
     slug = _slug(suite)
     parts = [f'<h2 id="{esc(slug)}">{esc(suite)} suite</h2>']
-    metrics = section["metrics"]
+    order = {k: i for i, k in enumerate(labels)}  # the suite's declared order, then the rest
+    metrics = sorted(section["metrics"], key=lambda k: (order.get(k, len(order)), k))
     means = section["means"]
     parts.append("<h3>Leaderboard (mean over runs)</h3>")
     parts.append(
         table(
             f"{slug}-leaderboard",
-            ["system", "runs", "seeds", *metrics],
+            ["system", "runs", "seeds", *(label(k, labels) for k in metrics)],
             [
                 [s, m["runs"], seed_list(m["seeds"]), *[num(m["means"].get(k)) for k in metrics]]
                 for s, m in means.items()
             ],
             lambda j: j == 1 or j >= 3,
+            drop_empty=True,
         )
     )
     if section["pairwise"]:
@@ -161,12 +213,13 @@ def suite_html(section: SuiteSectionData) -> str:
         keys = sorted({k for v in section["per_key"].values() for k in v})
         body = '<p class="note">Mean over the runs of each system.</p>' + table(
             f"{slug}-per-key",
-            ["system (answers scored)", *keys],
+            ["system (answers scored)", *(label(k, labels) for k in keys)],
             [
-                [label, *[num(v.get(k)) for k in keys]]
-                for label, v in sorted(section["per_key"].items())
+                [system, *[num(v.get(k)) for k in keys]]
+                for system, v in sorted(section["per_key"].items())
             ],
             lambda j: j >= 1,
+            drop_empty=True,
         )
         parts.append(details(f"Per-key accuracy ({len(keys)} keys)", body))
     if section["traces"]:

@@ -264,11 +264,14 @@ def generic_section(
     suite: str,
     point_of: PointOf | None = None,
     axes: tuple[str, str, str] = ("x", "y", "z"),
+    labels: Mapping[str, str] | None = None,
 ) -> ReportSection | None:
     """The generic report section of `suite` (None if the store holds none of its runs);
-    `point_of` and `axes` as in `suite_section`."""
+    `point_of` and `axes` as in `suite_section`; `labels` (the suite's declared table of
+    metric key -> column header, with units) names the leaderboard's columns."""
     from labreplay.report.html import suite_html
 
     if not store.runs(suite=suite):
         return None
-    return ReportSection(suite, suite_html(suite_section(store, suite, point_of, axes)))
+    section = suite_section(store, suite, point_of, axes)
+    return ReportSection(suite, suite_html(section, labels))

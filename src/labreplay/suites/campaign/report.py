@@ -300,9 +300,10 @@ def campaign_section(store: Store, run_id: str | None = None) -> CampaignSection
     from labreplay.suites.campaign.costs import add_costs
 
     add_costs(board, store.runs(suite="campaign"))
-    tie_groups(board["rows"], board["pairwise"])
+    for shown in board["tables"].values():  # the paper's board's rows are `board["rows"]`
+        tie_groups(shown["rows"], shown["pairwise"])
     paper = "long" if board["tables"]["long"]["assignments"] else "short"
-    notes = [f"Board shown: the {paper} assignments (the paper's board is the long ones)."]
+    notes = [f"Notes of the {paper} board (the paper's board is the long assignments)."]
     for r in board["rows"]:
         share = r["headroom_captured"]
         notes.append(

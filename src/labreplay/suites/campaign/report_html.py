@@ -3,6 +3,7 @@ belief-trajectory viewer (data from `report.campaign_section`, read only from th
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from labreplay.sdk.report import (
@@ -18,9 +19,11 @@ from labreplay.sdk.report import (
     table,
 )
 from labreplay.suites.campaign import report_plots as plots
+from labreplay.suites.campaign.board_text import TITLES
 
 if TYPE_CHECKING:
-    from labreplay.suites.campaign.report import BeliefTrajectory, CampaignSection
+    from labreplay.suites.campaign.leaderboard import Board
+    from labreplay.suites.campaign.report import BeliefTrajectory, CampaignSection, SystemRuns
 
 
 def campaign_html(section: CampaignSection) -> str:
@@ -29,65 +32,22 @@ def campaign_html(section: CampaignSection) -> str:
     reps = section["replicates"]
     parts = [
         '<h2 id="campaign">Campaign suite (SDL-1)</h2>',
-        f'<p class="note">{len(board["assignments"])} assignments, equal weight: '
-        f"{esc(', '.join(board['assignments']))}. Intervals: paired bootstrap over assignments, "
-        f"{boot['resamples']} resamples, seed {boot['seed']}, level {boot['level']}. Tie group: "
-        "systems whose adaptive-AUC difference from the group's best is not separable at 95%."
-        "</p>",
-        "<h3>Leaderboard</h3>",
+        f'<p class="note">The paper\'s board first ({len(board["assignments"])} assignments, '
+        f"equal weight: {esc(', '.join(board['assignments']))}), then the short board if the "
+        "store holds both; the notes, figures and pairwise tables below are the first's. "
+        f"Intervals: paired bootstrap over assignments, {boot['resamples']} resamples, seed "
+        f"{boot['seed']}, level {boot['level']}. Tie group: systems whose adaptive-AUC "
+        "difference from the group's best is not separable at 95%.</p>",
     ]
-    rows = []
-    for r in board["rows"]:
-        rep = reps.get(r["system"])
-        rows.append(
-            [
-                r["rank"],
-                r.get("tie_group", "-"),
-                r["system"],
-                num(r["adaptive_auc"]),
-                ci_text(r.get("skill_over_context")),
-                signed(r["held_out_gain"]),
-                ci_text(r["selection_lift"]),
-                ci_text(r["evidence_lift"]),
-                num(r["overclaim_rate"], ".2f"),
-                num(r["invalid_actions"], ".0f"),
-                seed_list(rep["seeds"] if rep else []),
-                r["assignments"],
-                " / ".join(
-                    str(rep["complete"].get(b, 0) if rep else 0) for b in plots.BRANCH_STYLE
-                ),
-            ]
-        )
-    for ref in board.get("references", []):
-        rows.append(
-            ["ref", "-", ref["system"], num(ref["adaptive_auc"])]
-            + [ci_text(ref.get("skill_over_context")), signed(ref["held_out_gain"])]
-            + [ci_text(ref.get("selection_lift")), ci_text(ref.get("evidence_lift"))]
-            + ["-"] * 3
-            + [ref.get("covers", ref["assignments"]), "-"]
-        )
-    for c in board.get("ceiling", []):  # older boards: the oracle is a reference row now
-        rows.append(
-            ["oracle (reference)", "-", f"{c['system']} (sees outcomes)", num(c["adaptive_auc"])]
-            + ["-", signed(c["held_out_gain"])]
-            + ["-"] * 7
-        )
-    headers = [
-        "rank",
-        "tie group",
-        "system",
-        "adaptive AUC",
-        "skill over context [95% CI]",
-        "held-out gain",
-        "selection lift [95% CI]",
-        "evidence lift [95% CI]",
-        "over-claim",
-        "invalid actions",
-        "seeds",
-        "assignments",
-        "complete runs (adaptive / random / no-evidence)",
-    ]
-    parts.append(table("campaign-leaderboard", headers, rows, lambda j: j in (3, 5, 8, 9, 11)))
+    paper = "long" if board["tables"]["long"]["assignments"] else "short"
+    for kind in ("long", "short"):  # the paper's board (long) first
+        shown = board["tables"][kind]
+        if not shown["assignments"]:
+            continue
+        parts.append(f"<h3>Leaderboard: {esc(TITLES[kind])}</h3>")
+        # the paper's board keeps the plain id; the other board is named by its kind
+        table_id = "campaign-leaderboard" + ("" if kind == paper else f"-{kind}")
+        parts.append(board_table(table_id, shown, reps))
     from labreplay.suites.campaign.costs import cost_panel_html
 
     parts.append(cost_panel_html(board))
@@ -167,6 +127,64 @@ def campaign_html(section: CampaignSection) -> str:
     if section["trajectory"]:
         parts.append(trajectory_html(section["trajectory"]))
     return "\n".join(parts)
+
+
+def board_table(table_id: str, shown: Board, reps: Mapping[str, SystemRuns]) -> str:
+    """One campaign board (long or short) as a table: ranked rows, then the reference rows."""
+    rows: list[Sequence[object]] = []
+    for r in shown["rows"]:
+        rep = reps.get(r["system"])
+        rows.append(
+            [
+                r["rank"],
+                r.get("tie_group", "-"),
+                r["system"],
+                num(r["adaptive_auc"]),
+                ci_text(r.get("skill_over_context")),
+                signed(r["held_out_gain"]),
+                ci_text(r["selection_lift"]),
+                ci_text(r["evidence_lift"]),
+                num(r["overclaim_rate"], ".2f"),
+                num(r["invalid_actions"], ".0f"),
+                seed_list(rep["seeds"] if rep else []),
+                r["assignments"],
+                " / ".join(
+                    str(rep["complete"].get(b, 0) if rep else 0) for b in plots.BRANCH_STYLE
+                ),
+            ]
+        )
+    for ref in shown["references"]:
+        rows.append(
+            [
+                "ref",
+                "-",
+                ref["system"],
+                num(ref["adaptive_auc"]),
+                ci_text(ref.get("skill_over_context")),
+                signed(ref["held_out_gain"]),
+                ci_text(ref.get("selection_lift")),
+                ci_text(ref.get("evidence_lift")),
+                *["-"] * 3,
+                ref.get("covers", ref["assignments"]),
+                "-",
+            ]
+        )
+    headers = [
+        "rank",
+        "tie group",
+        "system",
+        "adaptive AUC",
+        "skill over context [95% CI]",
+        "held-out gain (nats)",
+        "selection lift [95% CI]",
+        "evidence lift [95% CI]",
+        "over-claim",
+        "invalid actions",
+        "seeds",
+        "assignments",
+        "complete runs (adaptive / random / no-evidence)",
+    ]
+    return table(table_id, headers, rows, lambda j: j in (3, 5, 8, 9, 11))
 
 
 def trajectory_html(traj: BeliefTrajectory) -> str:

@@ -111,9 +111,9 @@ def dataset_bars(store: Store) -> str:
                     f'<td class="num">{agg.get("n", 0)}</td>'
                     f'<td class="num">{num(agg.get("median_options"), "g")}</td>'
                     f'<td class="num">{num(agg.get("median_varying_keys"), "g")}</td>'
-                    f'<td class="num">{num(agg.get(metric))}</td>'
+                    f'<td class="num">{num(agg.get(metric), ".3f")}</td>'
                     f'<td class="num">{_score_interval(scores.get((ds, qtype)), system + ds + qtype)}</td>'
-                    f'<td class="num">{num(agg.get(floor))}</td>'
+                    f'<td class="num">{num(agg.get(floor), ".3f")}</td>'
                     f'<td style="width:30%">{_bar(agg.get(metric), "#1f77b4")}'
                     f"{_bar(agg.get(floor), '#bbb')}</td></tr>"
                 )

@@ -40,8 +40,9 @@ class ConditionsSuite:
             dataset_bars,
             precedent_lifts,
         )
+        from labreplay.suites.conditions.summary import HEADLINE_LABELS
 
-        section = generic_section(store, self.name)
+        section = generic_section(store, self.name, labels=HEADLINE_LABELS)
         if section is None:
             return None
         html = section.html + dataset_bars(store) + precedent_lifts(store) + cost_panel(store)

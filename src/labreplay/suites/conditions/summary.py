@@ -293,6 +293,31 @@ def headline(summary: Summary) -> dict[str, float | None]:
     }
 
 
+# The column header of each `headline` number in reports: accuracies and hit rates are shares
+# of the questions (0-1), scores the paper's utility score (0-1), floors a uniform random answer.
+HEADLINE_LABELS = {
+    "mc_single_accuracy": "MC_single accuracy (share)",
+    "mc_single_score": "MC_single score (0-1)",
+    "mc_single_floor_score": "MC_single random-floor score (0-1)",
+    "mc_all_accuracy": "MC_all accuracy (share)",
+    "mc_all_score": "MC_all score (0-1)",
+    "mc_all_score_yield_only": "MC_all score, yield only (0-1)",
+    "mc_all_floor_score": "MC_all random-floor score (0-1)",
+    "mc_all_floor_accuracy": "MC_all random-floor accuracy (share)",
+    "fib_hit": "FIB hit rate (share)",
+    "fib_strict": "FIB strict accuracy (share)",
+    "fib_score_given_hit": "FIB score given a hit (0-1)",
+    "fib_per_key_accuracy": "FIB per-key accuracy (share)",
+    "fib_floor_hit": "FIB random-floor hit rate (share)",
+    "fib_floor_strict": "FIB random-floor strict accuracy (share)",
+    "fib_floor_score_given_hit": "FIB random-floor score given a hit (0-1)",
+    "delta_axis": "delta-axis: MC_single minus MC_all score",
+    "precedent_lift_mc_all_score": "precedent lift, MC_all score",
+    "precedent_lift_fib_strict": "precedent lift, FIB strict accuracy",
+    "invalid_answers": "invalid answers (count)",
+}
+
+
 def spearman_yield_only(rows: Sequence[Mapping[str, object]]) -> YieldOnlyAudit:
     """Audit over agents: do yield-only and product-utility MC_all scores rank agents alike?"""
     from scipy.stats import spearmanr

@@ -63,8 +63,9 @@ class ConfigsearchSuite:
         from labreplay.suites.configsearch.papers import comparison
         from labreplay.suites.configsearch.report_html import claims_html, traces_html
         from labreplay.suites.configsearch.report_maps import landscapes_html
+        from labreplay.suites.configsearch.targets import SCORE_LABELS
 
-        section = generic_section(store, self.name, config_point, ("r", "n", "s"))
+        section = generic_section(store, self.name, config_point, ("r", "n", "s"), SCORE_LABELS)
         if section is None:
             return None
         return ReportSection(

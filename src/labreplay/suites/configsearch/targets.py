@@ -293,6 +293,11 @@ def fits_of(pairs: Sequence[tuple[str, Config]]) -> int:
     return sum(n for _, _, n in {(m, c.r, c.n) for m, c in pairs})
 
 
+# What `costs` counts, and against which protocol (key part -> words for reports).
+COST_UNITS = ("evaluations", "configurations", "fits")
+COST_PROTOCOLS = {"exhaustive": "the exhaustive sweep", "omee_0_48_10": "Omee et al. (0, 48, 10)"}
+
+
 def costs(
     used: Sequence[tuple[str, Config]],
     exhaustive: Sequence[tuple[str, Config]],
@@ -307,13 +312,59 @@ def costs(
         counts[f"{name}_configurations"] = len({c for _, c in pairs})
         counts[f"{name}_fits"] = fits_of(pairs)
     out: dict[str, int | float | None] = dict(counts)
-    for protocol in ("exhaustive", "omee_0_48_10"):
-        for unit in ("evaluations", "configurations", "fits"):
+    for protocol in COST_PROTOCOLS:
+        for unit in COST_UNITS:
             denominator = counts[f"{protocol}_{unit}"]
             out[f"cost_saved_{unit}_vs_{protocol}"] = (
                 1.0 - counts[f"used_{unit}"] / denominator if denominator else None
             )
     return out
+
+
+OBJECTIVE_UNIT = "task's unit"  # the MAE is in the unit of the task's property (eV for band_gap)
+# The column header of each stored score of a configsearch run (`episodes.search_summary`'s
+# numbers and `episodes.sweep_scores`), with its unit; shares are fractions of 1.
+SCORE_LABELS = {  # in the order a report shows them: what a search found, what it cost, the rest
+    "best_objective": "best objective found",
+    "final_normalised": "final normalised score (0 median, 1 optimum)",
+    "steps_to_target": "steps to target",
+    "evaluations_to_target": "evaluations to target",
+    "steps_to_top1pct": "steps to the top 1%",
+    "chance_uniform": "chance that uniform draws hit the target (share)",
+    **{
+        f"cost_saved_{unit}_vs_{p}": f"{unit} saved vs {words} (share)"
+        for p, words in COST_PROTOCOLS.items()
+        for unit in COST_UNITS
+    },
+    "steps": "steps",
+    "evaluations": "evaluations (model x configuration)",
+    "gt_evaluations": "ground-truth evaluations",
+    "invalid_steps": "invalid steps",
+    **{f"used_{unit}": f"{unit} used" for unit in COST_UNITS},
+    **{
+        f"{p}_{unit}": f"{unit} of {words}"
+        for p, words in COST_PROTOCOLS.items()
+        for unit in COST_UNITS
+    },
+    "min_mae": f"lowest MAE ({OBJECTIVE_UNIT})",
+    "max_mae": f"highest MAE ({OBJECTIVE_UNIT})",
+    "max_min_ratio": "highest / lowest MAE",
+    "max_min_ratio_without_degenerate": "highest / lowest MAE, degenerate folds left out",
+    "short_folds": "short folds (count)",
+    "target_threshold": f"target threshold tau ({OBJECTIVE_UNIT})",
+    "target_se_floor": f"target SE floor ({OBJECTIVE_UNIT})",
+    "exhaustive_optimum": f"exhaustive optimum ({OBJECTIVE_UNIT})",
+    "exhaustive_median": f"exhaustive median ({OBJECTIVE_UNIT})",
+    "top1pct_threshold": f"top-1% threshold ({OBJECTIVE_UNIT})",
+    "configs_on_target": "configurations on target",
+    "candidates": "candidates",
+    "min_test_points": "C_min (test points)",
+    "below_min_test_points": "configurations below C_min",
+    "reference_block_excluded": "reference-block configurations excluded",
+    "degenerate_configs": "degenerate configurations",
+    "degenerate_configs_in_c_min": "degenerate configurations within C_min",
+    "degenerate_excluded": "degenerate configurations excluded",
+}
 
 
 def _spread(values: Sequence[float]) -> Spread:
