@@ -111,6 +111,8 @@ def test_both_campaign_boards_and_no_empty_metric_column(report_text: str) -> No
     tables = parse_html(report_text).tables
     assert tables["campaign-leaderboard"] and tables["campaign-leaderboard-short"]
     assert "Leaderboard: paper&#x27;s board: long assignments" in report_text
+    summary = report_text.split('<ul class="summary">', 1)[1].split("</ul>", 1)[0]
+    assert "long assignments: skill over context" in summary  # the terminal board's first line
     for table_id in ("conditions-leaderboard", "configsearch-leaderboard"):
         rows = tables[table_id]
         columns = list(zip(*rows, strict=True))

@@ -19,7 +19,7 @@ from labreplay.sdk.report import (
     table,
 )
 from labreplay.suites.campaign import report_plots as plots
-from labreplay.suites.campaign.board_text import TITLES
+from labreplay.suites.campaign.board_text import TITLES, summary
 
 if TYPE_CHECKING:
     from labreplay.suites.campaign.leaderboard import Board
@@ -39,6 +39,13 @@ def campaign_html(section: CampaignSection) -> str:
         f"{boot['seed']}, level {boot['level']}. Tie group: systems whose adaptive-AUC "
         "difference from the group's best is not separable at 95%.</p>",
     ]
+    # the terminal board's opening lines, from the same rows, on top
+    parts.insert(
+        1,
+        '<ul class="summary">'
+        + "".join(f"<li>{esc(line)}</li>" for line in summary(board))
+        + "</ul>",
+    )
     paper = "long" if board["tables"]["long"]["assignments"] else "short"
     for kind in ("long", "short"):  # the paper's board (long) first
         shown = board["tables"][kind]
