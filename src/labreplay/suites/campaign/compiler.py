@@ -343,6 +343,7 @@ VISIBLE_RECORD_KEYS = frozenset(
         "outcome_rule",
         "grouping",
         "evidence_kinds",
+        "table",  # what the card says of its table, and what the reference learner reads
     }
 )
 VISIBLE_INDEX_KEYS = frozenset(

@@ -337,7 +337,12 @@ def _flat_references(
     for s in specs:
         body = bodies[s]
         # the random reference's forecast (`RandomAgent.forecast`): the same for every query
-        f = base_rate_forecast(body["context_rows"] or body["context_summary"], body["categories"])
+        declared = body["record"].get("table")
+        f = base_rate_forecast(
+            body["context_rows"] or body["context_summary"],
+            body["categories"],
+            declared if isinstance(declared, Mapping) else None,
+        )
         loss, _ = panel_loss(
             {q["experiment_id"]: f for q in body["queries"]}, body["evaluator"], float(body["eps"])
         )

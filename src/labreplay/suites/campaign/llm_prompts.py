@@ -36,6 +36,7 @@ from typing import TypedDict, TypeGuard
 
 from labreplay.sdk import canonical_json
 from labreplay.sdk.events import JsonValue
+from labreplay.suites.campaign.card_text import rules_of
 from labreplay.suites.campaign.env import RULES
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.llm_panel import panel_wire
@@ -53,6 +54,8 @@ CAMPAIGN_POLICY = (
     "that satisfies the JSON Schema given with the task: no explanations, no markdown, no "
     "second object."
 )
+# A record card's table (its state shows `table`): the same prompt, of the lab's campaign.
+TABLE_POLICY = CAMPAIGN_POLICY.replace("a materials-synthesis campaign", "a lab's campaign")
 NOTATION = (
     'NOTATION: canonical JSON; a list of objects with the same keys is a table {"columns":[...],'
     '"rows":[[...]]} (a column "a.b" is key b of object a; a column "x[]" holds a list written '
@@ -259,7 +262,7 @@ def _campaign_text(lasting: Mapping[str, object]) -> str:
     reasons: set[str] = set()
     strings: set[str] = set()
     _reasons(lasting, reasons, strings)
-    lines = [f"RULES: {RULES}", NOTATION]
+    lines = [f"RULES: {rules_of(lasting, RULES)}", NOTATION]
     body = compact(lasting)
     if len(reasons) == 1 and MISSING_CELL not in strings:
         (reason,) = reasons
@@ -287,7 +290,8 @@ def _messages(
             *task,
         ]
     )
-    return [{"role": "system", "content": CAMPAIGN_POLICY}, {"role": "user", "content": user}]
+    policy = TABLE_POLICY if "table" in state else CAMPAIGN_POLICY
+    return [{"role": "system", "content": policy}, {"role": "user", "content": user}]
 
 
 def campaign_messages(
@@ -300,14 +304,15 @@ def campaign_messages(
         "step": observation.get("step"),
         "result_of_previous_action": last if last is not None else "none (first turn)",
     }
+    state = json_object(observation.get("state", {}), "state")
     rules = observation.get("rules", RULES)
     task = [
-        *([f"RULES NOW: {rules}"] if rules != RULES else []),
+        *([f"RULES NOW: {rules}"] if rules != rules_of(state, RULES) else []),
         "TASK: choose the campaign's next action. Reply with one JSON object, the action you "
         "take now, valid under this JSON Schema of the actions permitted now:",
         _json(observation.get("action_schema", {})),
     ]
-    return _messages(json_object(observation.get("state", {}), "state"), layout, now, task)
+    return _messages(state, layout, now, task)
 
 
 def checkpoint_messages(

@@ -53,7 +53,8 @@ class ExperimentRecord(TypedDict):
 
 class VisibleState(TypedDict):
     assignment: str
-    eval_precursors: list[str]
+    eval_precursors: NotRequired[list[str]]  # `eval_groups` on a card's table
+    eval_groups: NotRequired[list[str]]
     budgets_left: dict[str, int]
     budgets_total: dict[str, int]
     evidence_prices: dict[str, int]
@@ -66,6 +67,7 @@ class VisibleState(TypedDict):
     experiments: dict[str, ExperimentRecord]
     closed: list[str]
     claims: NotRequired[list[dict[str, object]]]  # a record card's declared claims
+    table: NotRequired[dict[str, object]]  # a card table's declaration (card_text)
 
 
 def visible_state(view: Mapping[str, object]) -> VisibleState:
