@@ -12,7 +12,7 @@ from typing import TypeAlias, TypedDict
 
 from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.scoring import CATEGORIES
-from labreplay.suites.campaign.card_text import categories_text, p_valid_text
+from labreplay.suites.campaign.card_text import TableDeclaration, categories_text, p_valid_text
 from labreplay.suites.campaign.events import CategoryForecast
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
@@ -120,7 +120,7 @@ _PROB: JsonObject = {"type": "number", "minimum": 0, "maximum": 1}
 
 
 def forecast_properties(
-    categories: Sequence[str] = CATEGORIES, table: Mapping[str, object] | None = None
+    categories: Sequence[str] = CATEGORIES, table: TableDeclaration | None = None
 ) -> JsonObject:
     """`table`: a card table's declaration (`card_text`), whose words the descriptions use."""
     return {
@@ -143,7 +143,7 @@ def action_schema(
     review_possible: bool = True,
     categories: Sequence[str] = CATEGORIES,
     claims: Sequence[str] = CLAIMS,
-    table: Mapping[str, object] | None = None,
+    table: TableDeclaration | None = None,
 ) -> JsonObject:
     """The actions that can succeed now: the phase's actions, minus a selection without
     candidates, an inspection without an affordable, not yet exhausted kind (`kinds`), and a

@@ -29,11 +29,11 @@ from labreplay.suites.campaign.bayes_rules import (
     offered_kinds,
     pipeline_availability,
 )
+from labreplay.suites.campaign.card_text import TableDeclaration, table_of
 from labreplay.suites.campaign.events import CategoryForecast
 from labreplay.suites.campaign.json_values import json_list, json_number, json_object
-from labreplay.suites.campaign.learner import reference_model
+from labreplay.suites.campaign.learner import ContextModel, reference_model
 from labreplay.suites.campaign.model import (
-    ContextModel,
     classes_of,
     from_forecast,
     label_of,
@@ -51,23 +51,23 @@ def allowed_types(observation: Mapping[str, JsonValue]) -> list[str]:
 
 
 def _context_model(state: VisibleState) -> ContextModel:
-    return reference_model(state["categories"], state["context"], state.get("table"))
+    return reference_model(state["categories"], state["context"], table_of(state))
 
 
 def _base_rate_forecast(state: VisibleState) -> CategoryForecast:
-    return base_rate_forecast(state["context"], state["categories"], state.get("table"))
+    return base_rate_forecast(state["context"], state["categories"], table_of(state))
 
 
 def base_rate_forecast(
     context: list[dict[str, object]] | Mapping[str, object],
     categories: Sequence[str],
-    table: Mapping[str, object] | None = None,
+    table: TableDeclaration | None = None,
 ) -> CategoryForecast:
     """The context's outcome rates (plus 0.5 each): from its rows, or its summary's counts.
     A card's table without a validity column (`table`) cannot record a failure: none is
     forecast."""
     counts = {k: 0.5 for k in classes_of(categories)}
-    if table is not None and table.get("validity") is not True:
+    if table is not None and not table["validity"]:
         counts["physical_failure"] = 0.0
     if isinstance(context, list):
         for row in context:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.actions import schema_variants_of
 from labreplay.suites.campaign.json_values import json_list, json_object
-from labreplay.suites.campaign.model import ContextModel
+from labreplay.suites.campaign.learner import ContextModel
 from labreplay.suites.campaign.views import VisibleState
 
 PIPELINE_KINDS = frozenset(

@@ -11,9 +11,9 @@ same rules as the observation without being handed them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypedDict
+from typing import TypedDict, cast
 
-from labreplay.suites.campaign.json_values import json_list, json_object
+from labreplay.suites.campaign.json_values import json_list, json_number, json_object
 
 
 class TableDeclaration(TypedDict):
@@ -36,11 +36,17 @@ BUILTIN_P_VALID = "P(physically valid and characterizable)"
 BUILTIN_CATEGORIES = "distribution over reaction categories if valid (sums to 1)"
 
 
-def _meanings(table: Mapping[str, object]) -> str:
-    return "; ".join(f"{k}: {v}" for k, v in json_object(table["categories"]).items())
+def table_of(holder: Mapping[str, object]) -> TableDeclaration | None:
+    """A spec's `record.table` or a state's `table` (the compiler wrote it), if any."""
+    table = holder.get("table")
+    return cast(TableDeclaration, table) if isinstance(table, Mapping) else None
 
 
-def p_valid_text(table: Mapping[str, object] | None) -> str:
+def _meanings(table: TableDeclaration) -> str:
+    return "; ".join(f"{k}: {v}" for k, v in table["categories"].items())
+
+
+def p_valid_text(table: TableDeclaration | None) -> str:
     if table is None:
         return BUILTIN_P_VALID
     if table["validity"] is True:
@@ -48,13 +54,13 @@ def p_valid_text(table: Mapping[str, object] | None) -> str:
     return "P(the experiment is valid): this table records no invalid experiments, so 1"
 
 
-def categories_text(table: Mapping[str, object] | None) -> str:
+def categories_text(table: TableDeclaration | None) -> str:
     if table is None:
         return BUILTIN_CATEGORIES
     return f"distribution over the outcome categories if valid (sums to 1): {_meanings(table)}"
 
 
-def instruction(table: Mapping[str, object] | None) -> str:
+def instruction(table: TableDeclaration | None) -> str:
     if table is None:
         return BUILTIN_INSTRUCTION
     return (
@@ -65,13 +71,10 @@ def instruction(table: Mapping[str, object] | None) -> str:
 
 
 def table_rules(
-    table: Mapping[str, object],
-    claims: Sequence[Mapping[str, object]],
-    prices: Mapping[str, object],
+    table: TableDeclaration, claims: Sequence[Mapping[str, object]], prices: Mapping[str, int]
 ) -> str:
     kinds = "; ".join(
-        f"{k} (price {prices.get(k, 1)}): {shows}"
-        for k, shows in json_object(table["evidence"]).items()
+        f"{k} (price {prices.get(k, 1)}): {shows}" for k, shows in table["evidence"].items()
     )
     stated = "; ".join(
         f"{c['name']} (supported by {', '.join(map(str, json_list(c['supported_by'])))})"
@@ -80,7 +83,7 @@ def table_rules(
     description = str(table["description"]).rstrip(".")
     return (
         f"{description + '. ' if description else ''}Each experiment is one row of the lab's "
-        f"table, described by {', '.join(map(str, json_list(table['descriptors'])))}. Its "
+        f"table, described by {', '.join(table['descriptors'])}. Its "
         f"outcome is one category: {_meanings(table)}. "
         + ("" if table["validity"] is True else "Every recorded experiment is valid. ")
         + "One experiment is open at a time. select_experiment opens a candidate and reveals "
@@ -95,13 +98,13 @@ def table_rules(
 
 def rules_of(state: Mapping[str, object], builtin: str) -> str:
     """The rules an agent reads in this state: a card table's, else the built-in `builtin`."""
-    table = state.get("table")
-    if not isinstance(table, Mapping):
+    table = table_of(state)
+    if table is None:
         return builtin
     claims = state.get("claims")
-    prices = state.get("evidence_prices")
+    prices = json_object(state.get("evidence_prices", {}))
     return table_rules(
         table,
         [json_object(c) for c in json_list(claims)] if isinstance(claims, list) else [],
-        prices if isinstance(prices, Mapping) else {},
+        {k: int(json_number(v)) for k, v in prices.items()},
     )

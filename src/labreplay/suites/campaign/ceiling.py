@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypedDict
 
-from labreplay.suites.campaign.learner import reference_model
+from labreplay.suites.campaign.card_text import table_of
+from labreplay.suites.campaign.learner import ContextModel, reference_model
 from labreplay.suites.campaign.metrics import panel_loss
-from labreplay.suites.campaign.model import ContextModel, label_of, to_forecast
+from labreplay.suites.campaign.model import label_of, to_forecast
 from labreplay.suites.campaign.views import SpecBody
 
 
@@ -38,7 +39,7 @@ TAU_DELTA_DEFAULT = 0.05
 
 def context_model(body: SpecBody) -> ContextModel:
     context = body["context_rows"] or body["context_summary"]
-    return reference_model(body["categories"], context, body["record"].get("table"))
+    return reference_model(body["categories"], context, table_of(body["record"]))
 
 
 def model_panel_loss(model: ContextModel, body: SpecBody) -> float:

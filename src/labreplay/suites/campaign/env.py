@@ -32,7 +32,7 @@ from labreplay.suites.campaign.actions import (
     forecast_properties,
     validate_fields,
 )
-from labreplay.suites.campaign.card_text import instruction, rules_of
+from labreplay.suites.campaign.card_text import TableDeclaration, instruction, rules_of, table_of
 from labreplay.suites.campaign.events import CategoryForecast, CheckpointPayload
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS, REVIEW_KIND
 from labreplay.suites.campaign.views import spec_body
@@ -76,8 +76,7 @@ class CampaignEnv:
         # a record card's table declares its own).
         self.categories: tuple[str, ...] = tuple(body.get("categories", CATEGORIES))
         self.claims: tuple[str, ...] = claim_names(spec_body(body))
-        table = body["record"].get("table")
-        self.table: dict[str, object] | None = dict(table) if isinstance(table, Mapping) else None
+        self.table = table_of(body["record"])
         self.kinds: tuple[str, ...] = (
             *(k for k in EVIDENCE_KINDS if k in self.prices),
             *(k for k in self.prices if k not in EVIDENCE_KINDS),
@@ -488,7 +487,7 @@ class CampaignEnv:
 def panel_schema(
     query_ids: list[str] | None = None,
     categories: Sequence[str] = CATEGORIES,
-    table: Mapping[str, object] | None = None,
+    table: TableDeclaration | None = None,
 ) -> JsonObject:
     """The JSON Schema of a panel forecast; with `query_ids`, only those experiments; `table`:
     a card table's declaration, whose words the field descriptions use."""

@@ -22,8 +22,9 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
+from labreplay.suites.campaign.card_text import TableDeclaration
 from labreplay.suites.campaign.json_values import json_object
-from labreplay.suites.campaign.model import AffinityModel, ContextModel, classes_of, label_of
+from labreplay.suites.campaign.model import AffinityModel, classes_of, label_of
 
 FAILURE = "physical_failure"
 C = 1.0
@@ -37,20 +38,11 @@ LEARNER = (
 )
 
 
-def _missing(value: object) -> bool:
-    return isinstance(value, Mapping) or value is None
-
-
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 class CardModel:
-    def __init__(self, categories: Sequence[str], declared: Mapping[str, object]) -> None:
-        self.validity = declared.get("validity") is True
+    def __init__(self, categories: Sequence[str], declared: TableDeclaration) -> None:
+        self.validity = declared["validity"] is True
         self.classes = classes_of(categories) if self.validity else tuple(categories)
-        descriptors = declared.get("descriptors")
-        self.descriptors = [str(d) for d in descriptors] if isinstance(descriptors, list) else []
+        self.descriptors = list(declared["descriptors"])
         self.means: dict[str, float] = {}
         self.learned: list[tuple[Mapping[str, object], dict[str, float], float]] = []
         self._cache: dict[str, dict[str, float]] = {}
@@ -59,12 +51,14 @@ class CardModel:
         out: dict[str, object] = {}
         for d in self.descriptors:
             value = desc.get(d)
+            number = isinstance(value, int | float) and not isinstance(value, bool)
             if d in self.means:
-                number = _number(value)
-                out[d] = self.means[d] if number is None else number
+                out[d] = (
+                    float(value) if isinstance(value, int | float) and number else self.means[d]
+                )
             elif isinstance(value, list):
                 out[d] = [str(v) for v in value]
-            elif not _missing(value):
+            elif value is not None and not isinstance(value, Mapping):  # not a typed Missing
                 out[d] = str(value)
         return out
 
@@ -80,14 +74,17 @@ class CardModel:
             if (label := label_of(json_object(r["outcome"]))) in self.classes
         ]
         for d in self.descriptors:
-            numbers = [n for desc, _ in pairs if (n := _number(desc.get(d))) is not None]
+            numbers = [
+                float(v)
+                for desc, _ in pairs
+                if isinstance(v := desc.get(d), int | float) and not isinstance(v, bool)
+            ]
             if numbers:
                 self.means[d] = sum(numbers) / len(numbers)
         counts = {k: 0.5 + sum(1 for _, y in pairs if y == k) for k in self.classes}
         self.base = {k: n / sum(counts.values()) for k, n in counts.items()}
-        labels = sorted({y for _, y in pairs})
         self.fit = None
-        if len(labels) >= 2:
+        if len({y for _, y in pairs}) >= 2:
             self.fit = make_pipeline(
                 DictVectorizer(sparse=False),
                 StandardScaler(),
@@ -95,27 +92,25 @@ class CardModel:
             ).fit([self._features(x) for x, _ in pairs], [y for _, y in pairs])
         return self
 
-    def prior(self, desc: Mapping[str, object]) -> dict[str, float]:
-        """The fitted prediction (cached per descriptor set), with the base rate's share."""
+    def similarity(self, a: Mapping[str, object], b: Mapping[str, object]) -> float:
+        """The squared fraction of descriptor values `a` and `b` share (a missing one: none)."""
+        values = [a.get(d) for d in self.descriptors]
+        shared = sum(1 for d, v in zip(self.descriptors, values, strict=True)
+                     if v is not None and not isinstance(v, Mapping) and v == b.get(d))  # fmt: skip
+        return (shared / len(values)) ** 2 if values else 0.0
+
+    def predict(self, desc: Mapping[str, object]) -> dict[str, float]:
         key = json.dumps(desc, sort_keys=True, default=str)
-        if key not in self._cache:
-            fitted = dict.fromkeys(self.classes, 0.0)
+        if key not in self._cache:  # the fitted prediction, with the base rate's share
+            fitted = dict(self.base)
             if self.fit is not None:
+                fitted = dict.fromkeys(self.classes, 0.0)
                 proba = self.fit.predict_proba([self._features(desc)])[0]
                 fitted.update(zip(map(str, self.fit.classes_), map(float, proba), strict=True))
-            else:
-                fitted = dict(self.base)
             self._cache[key] = {
                 k: (1 - BASE_SHARE) * fitted[k] + BASE_SHARE * self.base[k] for k in self.classes
             }
-        return self._cache[key]
-
-    def similarity(self, a: Mapping[str, object], b: Mapping[str, object]) -> float:
-        shared = sum(1 for d in self.descriptors if not _missing(a.get(d)) and a.get(d) == b.get(d))
-        return (shared / len(self.descriptors)) ** 2 if self.descriptors else 0.0
-
-    def predict(self, desc: Mapping[str, object]) -> dict[str, float]:
-        num = {k: ALPHA * p for k, p in self.prior(desc).items()}
+        num = {k: ALPHA * p for k, p in self._cache[key].items()}
         den = ALPHA
         for learned, dist, weight in self.learned:
             s = weight * self.similarity(desc, learned)
@@ -148,15 +143,19 @@ class CardModel:
         return self.similarity(a, b) > 0
 
 
+ContextModel = AffinityModel | CardModel
+
+
 def reference_model(
     categories: Sequence[str],
     context: Sequence[Mapping[str, object]] | Mapping[str, object],
-    declared: object,
+    declared: TableDeclaration | None,
 ) -> ContextModel:
     """The context-trained reference model of a spec: a card table's learner on the context
-    rows (`declared`: its `record.table`, `card_text.TableDeclaration`); else the affinity model (on the rows, or on the per-precursor summary)."""
+    rows (`declared`: its `record.table`); else the affinity model (on the rows, or on the
+    per-precursor summary)."""
     if isinstance(context, Mapping):
         return AffinityModel(beta=0.0, categories=categories).fit_summary(context)
-    if isinstance(declared, Mapping):
+    if declared is not None:
         return CardModel(categories, declared).fit_context(context)
     return AffinityModel(categories=categories).fit_context(context)

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from typing import Protocol
+from contextlib import contextmanager
 
 from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.chem import close_compound, parse_formula, phase_formula
@@ -70,25 +69,6 @@ def from_forecast(forecast: CategoryForecast) -> dict[str, float]:
     out = {k: v * float(p) for k, p in forecast["categories"].items()}
     out["physical_failure"] = 1.0 - v
     return out
-
-
-class ContextModel(Protocol):
-    """A context-trained reference model: this affinity model (the built-in records) or a
-    record card's learner (`learner.CardModel`)."""
-
-    classes: tuple[str, ...]
-
-    def predict(self, descriptors: Mapping[str, object]) -> dict[str, float]: ...
-
-    def learn(
-        self, descriptors: Mapping[str, object], dist: Mapping[str, float], weight: float
-    ) -> None: ...
-
-    def trying(
-        self, descriptors: Mapping[str, object], dist: Mapping[str, float], weight: float
-    ) -> AbstractContextManager[None]: ...
-
-    def touches(self, a: Mapping[str, object], b: Mapping[str, object]) -> bool: ...
 
 
 def _normalise(weights: Mapping[str, float]) -> dict[str, float]:
