@@ -192,7 +192,9 @@ def test_latex_markdown_csv_boards(board_store):
     assert latex.startswith("\\begin{table}") and "\\end{tabular}" in latex
     assert "ref & no-evidence & 2/2" in latex and "smallest separable" in latex
     md = render(board, "markdown")
-    assert md.splitlines()[0].startswith("| rank | system |")
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    assert table[0].startswith("| rank | system |")
+    assert md.startswith("bayes on 2 long assignments: skill over context ")  # the summary
     csv_lines = render(board, "csv").splitlines()
     assert csv_lines[0].startswith("rank,system,assignments")
     assert len(csv_lines) == 1 + len(board["rows"]) + len(board["references"])
@@ -316,3 +318,53 @@ def test_an_unmatched_no_evidence_control_keeps_the_system_off_the_board():
     assert entry_problems(unmatched) == [
         "no-evidence control not call-matched: 31 policy calls vs 40 in the adaptive branch"
     ]
+
+
+def test_text_and_markdown_boards_share_cells_summary_and_the_no_evidence_flag(board_store):
+    """The summary is read off the printed rows; the Markdown board shows the text board's
+    cells; a ranked system that bought no evidence is flagged in its row and under the board
+    (issue 48), and the prose is cut at the width (issue 51)."""
+    import copy
+    import io
+
+    from rich.console import Console
+
+    from labreplay.suites.campaign.board_export import render
+    from labreplay.suites.campaign.board_text import interval, print_board
+
+    with Store(board_store) as store:
+        board = leaderboard(store)
+    long = board["tables"]["long"]
+    bayes = next(r for r in long["rows"] if r["system"] == "bayes")
+    assert bayes["branches"]["adaptive"]["evidence_actions"] > 0  # it bought evidence
+    frugal = next(r for r in long["rows"] if r["system"] == "frugal")
+    assert frugal["branches"]["adaptive"]["evidence_actions"] > 0
+    spent_nothing = copy.deepcopy(board)
+    for table in spent_nothing["tables"].values():
+        for r in table["rows"]:
+            if r["system"] == "frugal":
+                r["branches"]["adaptive"]["evidence_actions"] = 0
+
+    def text_of(b: dict[str, Any], columns: tuple[str, ...]) -> str:
+        out = io.StringIO()
+        print_board(Console(file=out, width=80), b, columns=columns)
+        return out.getvalue()
+
+    columns = ("assignments", "auc", "skill", "gain", "value", "headroom", "selection", "evidence")
+    text, flagged = text_of(board, columns), text_of(spent_nothing, columns)
+    assert max(len(line) for line in flagged.splitlines()) <= 80
+    top = long["rows"][0]
+    assert flagged.splitlines()[0].startswith(f"{top['system']} on 2 long assignments")
+    joined = " ".join(text.split())
+    assert f"skill over context {interval(top['skill_over_context'])}" in joined
+    assert "†" not in text and "bought no evidence" not in text
+    rank = next(r["rank"] for r in long["rows"] if r["system"] == "frugal")
+    assert f"│ {rank} † │ frugal " in flagged
+    said = " ".join(flagged.split())
+    assert "† bought no evidence on any assignment: frugal;" in said
+    assert "bought no evidence (frugal): the lifts do not measure it" in said
+    md = render(spent_nothing, "markdown", columns=columns)
+    assert f"| {rank} † | frugal |" in md and "bought no evidence on any assignment" in md
+    cells = [line.split(" | ")[1:-1] for line in md.splitlines() if line.startswith("| ")][1:]
+    assert cells and all(cell in flagged for row in cells for cell in row)  # same figures
+    assert max(len(line) for line in md.splitlines() if not line.startswith("|")) <= 80

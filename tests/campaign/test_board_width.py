@@ -1,5 +1,6 @@
-"""`campaign leaderboard > file`: every system name in full, at the table's natural width and
-with COLUMNS=80 (where the board is printed in parts that repeat the names)."""
+"""`campaign leaderboard > file`: every system name in full, at 80 columns (a file without
+COLUMNS, or COLUMNS=80: the board is printed in parts that repeat the names, no line is
+longer, the summary comes first) and with every column on a wide output."""
 
 from __future__ import annotations
 
@@ -40,18 +41,26 @@ def test_the_board_in_a_file_shows_every_system_name(pg_specs: list[Any], tmp_pa
     table = board["tables"]["long"]
     names = [r["system"] for r in [*table["rows"], *table["references"]]]
     assert {"bayes", "oracle"} <= set(names) and len(names) >= 4
-    for columns in (None, "80"):
+    headers = ["skill over context [95% CI]", "selection value", "seed SD", "isolation"]
+    for columns, extra in ((None, ()), ("80", ()), ("250", ("--columns", "all"))):
         path = tmp_path / f"board-{columns}.txt"
         with path.open("w", encoding="utf-8") as handle:
-            _cli("campaign", "leaderboard", "--store", str(store), columns=columns, stdout=handle)
+            _cli(
+                "campaign", "leaderboard", "--store", str(store), *extra,
+                columns=columns, stdout=handle,
+            )  # fmt: skip
         text = path.read_text(encoding="utf-8")
         rows = [line for line in text.splitlines() if line.startswith("│")]
         parts = text.count("(continued)") + 1
         for name in names:  # whole, in its own cell, once in every part
             assert sum(f"│ {name} " in line for line in rows) == parts, (columns, name)
         assert "…" not in text
-        if columns is None:  # the file gets the board at its natural width, in one part
-            assert parts == 1 and "selection lift [95% CI]" in text
-        else:
-            assert parts > 1
-            assert max(len(line) for line in text.splitlines() if line[:1] in "┏┃┡│└") <= 80
+        if extra:  # a wide output gets every column in one part
+            assert parts == 1 and all(h in text for h in headers), text
+            continue
+        # a file without COLUMNS is read at 80 columns, as COLUMNS=80 asks: the table in
+        # parts, the summary first, the prose cut into bullets (issue 51)
+        assert parts > 1
+        assert max(len(line) for line in text.splitlines()) <= 80, columns
+        assert text.startswith("bayes on 1 long assignment: skill over context ")
+        assert "\n- reference rows (ref) are never ranked\n" in text

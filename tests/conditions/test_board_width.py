@@ -60,6 +60,9 @@ def test_the_conditions_board_in_a_file_shows_every_agent(data_dir: Path, tmp_pa
         for name in names:
             assert sum(f"│ {name} " in line for line in rows) == parts, (columns, name)
         assert "…" not in text
+        # issue 49: the usual winner's reference row on every board, no lift read as chemistry
+        assert sum("│ usual_winner (reference) " in line for line in rows) == parts
+        assert "chemistry" not in text.lower()
         if columns is None:
             assert parts == 1 and "completion_tokens" in text
         else:

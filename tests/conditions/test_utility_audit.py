@@ -104,6 +104,25 @@ def test_two_agents_within_noise_say_so() -> None:
     assert all(c["spearman_rho"] is None for c in audit["comparisons"].values())
 
 
+def test_reversed_means_within_noise_are_no_flip() -> None:
+    """Issue 49: an order is said to flip only where the gap's interval excludes 0; means that
+    reverse by a hair while the tables disagree are reported as within noise."""
+    questions = {f"q{i}": _view(f"q{i}", f"t{i % 4}") for i in range(8)}
+    b_additive = {0: 0.4, 1: 1.0, 2: 0.5, 3: 0.95}  # gaps a - b per table: +.3 -.3 +.2 -.25
+    runs = {
+        "a": {q: _scores(0.9, 0.7) for q in questions},
+        "b": {q: _scores(0.6, b_additive[int(q[1:]) % 4]) for q in questions},
+    }
+    audit = utility_audit(runs, questions)
+    additive = audit["comparisons"]["additive"]
+    assert audit["gap"]["additive"]["mean"] == pytest.approx(-0.0125)  # means reversed
+    assert additive["order"] == ["b", "a"]
+    assert additive["flipped_pairs"] == [] and additive["same_order_as_product"]
+    assert additive["reversed_within_noise"] == [["a", "b"]]
+    assert "no flip" in audit["can_tell"]
+    assert "additive (means reversed within noise)" in audit["can_tell"]
+
+
 def test_one_agent_tells_nothing_and_three_give_a_correlation() -> None:
     questions = {f"q{i}": _view(f"q{i}", "t", selective=False) for i in range(4)}
     one = utility_audit({"a": {q: _scores(0.7, 0.7) for q in questions}}, questions)

@@ -52,7 +52,15 @@ Runnable example (campaign; the README's "Bring your own agent" has one per suit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    NotRequired,
+    Protocol,
+    TypedDict,
+    runtime_checkable,
+)
 
 if TYPE_CHECKING:
     from labreplay.runtime.event_types import JsonObject
@@ -117,11 +125,24 @@ class Described(Protocol):
 
 
 # --------------------------------------------------------------------------- campaign
-class ActionResult(TypedDict, total=False):
+class EvidenceItem(TypedDict, total=False):
+    """One revealed evidence item or expert review (`last_result["revealed"]`, and in the
+    state's `experiments[id]["revealed"]` / `["review"]`): a recorded item carries `summary`
+    and `content`, an item the record lacks carries `missing` instead."""
+
+    item_id: str  # "KIND:OWNER:INDEX", or "KIND:OWNER:missing"
+    kind: str  # the evidence kind bought ("expert_review" for a review)
+    summary: str  # one line a chemist would write about the item
+    content: dict[str, Any]  # the item's quantities (raw arrays reduced to what is read off)
+    missing: str  # why the record holds no item of this kind (typed-missing, not a failure)
+
+
+class ActionResult(TypedDict):
     """How the environment took the previous action (`observation["last_result"]`)."""
 
-    accepted: bool
-    reason: str
+    accepted: bool  # False: the action was rejected (recorded as invalid; nothing changed)
+    reason: str  # "ok", or why the action was rejected
+    revealed: NotRequired[EvidenceItem]  # what an accepted inspection or review revealed
 
 
 class Observation(TypedDict):
@@ -131,28 +152,28 @@ class Observation(TypedDict):
     types, each with a `type` const); `state` is the agent-visible campaign state.
     """
 
-    phase: str
-    rules: str
-    action_schema: dict[str, Any]
-    state: dict[str, Any]
+    phase: str  # "select", "prior_forecast", "investigate", "update_required" or "done"
+    rules: str  # the campaign rules in prose (the same every turn)
+    action_schema: dict[str, Any]  # JSON Schema: a `oneOf` over the actions permitted now
+    state: dict[str, Any]  # the agent-visible campaign state
     last_result: dict[str, Any] | None  # an ActionResult, or None on the first turn
-    step: int
+    step: int  # actions taken so far in this campaign, rejected ones included
 
 
 class PanelEntry(TypedDict):
-    experiment_id: str
-    descriptors: dict[str, Any]
+    experiment_id: str  # a held-out query to forecast
+    descriptors: dict[str, Any]  # what is known before the experiment: precursors, target, ...
 
 
 class Snapshot(TypedDict):
     """An evaluator panel checkpoint: forecast every listed experiment (no budget, no state
     change). `state` is a hash-bound copy of the agent-visible state (`state_hash`)."""
 
-    kind: str
-    instructions: str
-    response_schema: dict[str, Any]
-    state: dict[str, Any]
-    state_hash: str
+    kind: str  # "panel_checkpoint"
+    instructions: str  # what to answer, in prose
+    response_schema: dict[str, Any]  # JSON Schema of the reply ({"forecasts": [...]})
+    state: dict[str, Any]  # the agent-visible state, as in the observation
+    state_hash: str  # sha256 of `state` (the checkpoint is bound to it)
     panel: list[dict[str, Any]]  # PanelEntry objects
 
 
@@ -199,59 +220,44 @@ class QuestionAgent(Protocol):
 
 # --------------------------------------------------------------------------- configsearch
 class Configuration(TypedDict, total=False):
-    """A configsearch candidate: the data configuration `r` (fraction of the second source),
-    `n` (training size), `s` (test size), and `model` when the problem searches (model,
-    configuration) pairs (best-model). In a history, each candidate also carries `index` (its
-    place in the problem's fixed candidate order) and `features` (its numeric encoding: every
-    axis scaled to [0, 1], one-hot models), for surrogate models."""
+    """A configsearch candidate: a data configuration, and a model when the problem searches
+    (model, configuration) pairs; in a history, with its place and numeric encoding."""
 
-    r: float
-    n: int
-    s: int
-    model: str
-    index: int
-    features: list[float]
+    r: float  # fraction of the training data from the second source
+    n: int  # training size
+    s: int  # test size
+    model: str  # the property model (only where the problem searches pairs: best-model)
+    index: int  # its place in the problem's fixed candidate order
+    features: list[float]  # numeric encoding for surrogates: axes scaled to [0, 1], one-hot models
 
 
 class Trial(TypedDict, total=False):
-    """One evaluated suggestion, as `observe` receives it and `history["trials"]` lists it.
+    """One evaluated suggestion, as `observe` receives it and `history["trials"]` lists it."""
 
-    `configuration` is the suggestion as evaluated ({"r", "n", "s"} + "model"), with its
-    `index` and `features` as in the candidates; `objective` the problem's value there (see
-    `OptimizerHistory["direction"]`); `maes` the per-model errors behind it; `step` its 1-based
-    step in the search and `phase` "init" for the shared initial design, else the optimiser's
-    name."""
-
-    step: int
-    phase: str
-    configuration: Configuration
-    index: int
-    features: list[float]
-    objective: float
-    maes: dict[str, float]
+    step: int  # its 1-based step in the search
+    phase: str  # "init" for the shared initial design, else the optimiser's name
+    configuration: Configuration  # the suggestion as evaluated ({"r", "n", "s"} + "model")
+    index: int  # as in the candidates
+    features: list[float]  # as in the candidates
+    objective: float  # the problem's value there (see `OptimizerHistory["direction"]`)
+    maes: dict[str, float]  # the per-model errors behind it
 
 
 class OptimizerHistory(TypedDict, total=False):
-    """Everything an optimiser needs to propose the next configuration (plain JSON).
+    """Everything an optimiser needs to propose the next configuration (plain JSON)."""
 
-    `candidates` are the legal candidates not evaluated yet, in the problem's fixed order
-    (infeasible ones are removed before any cost is spent); `n_candidates` is how many the
-    problem has in all; `trials` every evaluation so far, the shared initial design first;
-    `budget` the run's steps, `budget_left` the suggestions still to make (this one included),
-    `step` the 1-based step being asked for; `problem` the search problem ("best-model",
-    "discriminate", "closest", "which-model") and `direction` whether the objective is to be
-    minimised or maximised; `models` the property models compared; `seed` the run's seed."""
-
-    problem: str
-    direction: Literal["minimize", "maximize"]
-    models: list[str]
+    problem: str  # "best-model", "discriminate", "closest" or "which-model"
+    direction: Literal["minimize", "maximize"]  # whether the objective is minimised or maximised
+    models: list[str]  # the property models compared
+    # the legal candidates not evaluated yet, in the problem's fixed order (infeasible ones are
+    # removed before any cost is spent)
     candidates: list[Configuration]
-    n_candidates: int
-    trials: list[Trial]
-    budget: int
-    budget_left: int
-    step: int
-    seed: int
+    n_candidates: int  # how many candidates the problem has in all
+    trials: list[Trial]  # every evaluation so far, the shared initial design first
+    budget: int  # the run's steps
+    budget_left: int  # the suggestions still to make, this one included
+    step: int  # the 1-based step being asked for
+    seed: int  # the run's seed
 
 
 @runtime_checkable
@@ -416,6 +422,7 @@ __all__ = [
     "Closable",
     "Configuration",
     "Described",
+    "EvidenceItem",
     "Isolated",
     "JSONObject",
     "JSONValue",

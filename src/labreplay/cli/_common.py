@@ -30,6 +30,17 @@ def console_width(environ: Mapping[str, str] | None = None, tty: bool | None = N
     return None if (sys.stdout.isatty() if tty is None else tty) else NATURAL_WIDTH
 
 
+# Prose and boards meant to be read (not tables kept whole for a tool) are wrapped at the
+# output's width, and at this many columns where there is none (a file, a pipe).
+READING_WIDTH = 80
+
+
+def reading_console(out: Console) -> Console:
+    """`out`, or where it has no width of its own (not a terminal, no `COLUMNS`) a console
+    writing to the same file at `READING_WIDTH` columns."""
+    return out if out.width < NATURAL_WIDTH else Console(file=out.file, width=READING_WIDTH)
+
+
 console = Console(width=console_width())
 err_console = Console(stderr=True)
 

@@ -23,14 +23,14 @@ class CampaignAction(TypedDict, total=False):
     """An action that passed `validate_fields`: `type` and the fields that type requires,
     each of the checked value type (the runtime's handlers read them)."""
 
-    type: str
-    experiment_id: str
-    p_valid: float
-    categories: dict[str, float]
-    kind: str
-    expect_change: float
-    expected_tier: int
-    claims: dict[str, float]
+    type: str  # one of the action types the observation's schema offers
+    experiment_id: str  # the candidate to select, else the open experiment
+    p_valid: float  # submit_forecast: P(physically valid and characterizable)
+    categories: dict[str, float]  # submit_forecast: P(category | valid), summing to 1
+    kind: str  # inspect_evidence: the evidence kind to buy
+    expect_change: float  # request_review: P(the review changes your conclusion)
+    expected_tier: int  # request_review: the quality tier (1, 2 or 3) you expect
+    claims: dict[str, float]  # close_experiment: per claim, P(the evidence supports it)
 
 
 # An action as an agent returns it (`act`; `validate_fields` checks it): its type and fields,

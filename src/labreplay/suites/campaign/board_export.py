@@ -1,67 +1,33 @@
 """The paper's campaign board as a file: Markdown, LaTeX or CSV (`campaign leaderboard
---format`). Ranked rows and reference rows (marked, never ranked) with the assignments each
-covers, skill over context, paired bootstrap 95% intervals, the board's notes (oracle beaten,
-systems below a reference row, the reference ceiling exceeded or negative) and the power range
-under the table."""
+--format`). The terminal board's summary, then ranked rows and reference rows (marked, never
+ranked) in the columns `--columns` chose, with the terminal's cells (`board_text.board_cells`:
+the same figures and rounding), then the board's notes (ranked systems that bought no evidence,
+oracle beaten, systems below a reference row, the reference ceiling exceeded or negative) and
+the power range. CSV holds every column, unmarked."""
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from labreplay.suites.campaign.board_notes import BoardNotes, notes_text
-from labreplay.suites.campaign.board_text import skill_note
+from labreplay.suites.campaign.board_text import (
+    COLUMNS,
+    board_cells,
+    bullets,
+    no_evidence_line,
+    skill_note,
+    summary,
+    wrap,
+)
+from labreplay.suites.campaign.options import BOARD_COLUMNS
 from labreplay.suites.campaign.power import power_text
 
-if TYPE_CHECKING:
-    from labreplay.suites.campaign.board_rows import Interval
-    from labreplay.suites.campaign.leaderboard import Board
-
 FORMATS = ("markdown", "latex", "csv")
-HEADERS = (
-    "rank",
-    "system",
-    "assignments",
-    "adaptive AUC",
-    "skill over context [95% CI]",
-    "held-out gain",
-    "selection value",
-    "headroom",
-    "selection lift [95% CI]",
-    "evidence lift [95% CI]",
-)
-
-
-def _num(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
-
-
-def _ci(v: Interval | None) -> str:
-    return "-" if v is None else f"{v['mean']:+.3f} [{v['lo']:+.3f}, {v['hi']:+.3f}]"
-
-
-def board_cells(table: Board) -> list[list[str]]:
-    n = len(table["assignments"])
-    out = []
-    for r in [*table["rows"], *table["references"]]:
-        share = r.get("headroom_captured")
-        out.append(
-            [
-                str(r["rank"]) if "rank" in r else "ref",
-                r["system"],
-                f"{r['assignments']}/{n}",
-                _num(r["adaptive_auc"], ".3f"),
-                _ci(r.get("skill_over_context")),
-                _num(r.get("held_out_gain"), "+.4f"),
-                _num(r.get("selection_value"), "+.4f"),
-                "-" if share is None else f"{100 * share:.0f}%",
-                _ci(r.get("selection_lift")),
-                _ci(r.get("evidence_lift")),
-            ]
-        )
-    return out
+# A CSV file holds every figure the export has ever held, whatever `--columns` says.
+CSV_COLUMNS = ("assignments", "auc", "skill", "gain", "value", "headroom", "selection", "evidence")
 
 
 def _latex_escape(text: str) -> str:
@@ -71,29 +37,41 @@ def _latex_escape(text: str) -> str:
     return text
 
 
-def render(board: Mapping[str, Any], fmt: str, kind: str = "long") -> str:
-    """One board (`long` = the paper's board; falls back to `short` when it is empty)."""
+def render(
+    board: Mapping[str, Any],
+    fmt: str,
+    kind: str = "long",
+    columns: Sequence[str] = BOARD_COLUMNS,
+    width: int = 80,
+) -> str:
+    """One board (`long` = the paper's board; falls back to `short` when it is empty), its
+    prose wrapped at `width` (Markdown; the table's rows are as wide as their cells)."""
+    if not board["tables"][kind]["assignments"] and kind == "long":
+        kind = "short"
     table = board["tables"][kind]
-    if not table["assignments"] and kind == "long":
-        table = board["tables"]["short"]
-    cells = board_cells(table)
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(["rank", "system", *(COLUMNS[c][0] for c in CSV_COLUMNS)])
+        writer.writerows(board_cells(table, CSV_COLUMNS, marked=False))
+        return buf.getvalue()
+    headers = ["rank", "system", *(COLUMNS[c][0] for c in columns)]
+    cells = board_cells(table, columns)
     caption = (
         f"{len(table['assignments'])} assignments, partition seed(s) "
         f"{', '.join(str(s) for s in table['seeds'])}, equal weight; paired bootstrap 95% "
         f"intervals ({board['bootstrap']['resamples']} resamples, seed {board['bootstrap']['seed']}); "
         "ref = reference row, never ranked. " + skill_note(table)
     )
-    notes = [*notes_text(table.get("flags") or BoardNotes()), power_text(table["power"])]
-    if fmt == "csv":
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(HEADERS)
-        writer.writerows(cells)
-        return buf.getvalue()
+    marks = [line] if (line := no_evidence_line(table)) else []
+    notes = [*marks, *notes_text(table.get("flags") or BoardNotes()), power_text(table["power"])]
     if fmt == "markdown":
-        lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+        lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in cells]
-        return "\n".join([*lines, "", caption, "", "\n\n".join(notes)]) + "\n"
+        top = ["\n".join(wrap(line, width)) for line in summary(board, (kind,))]
+        notes_lines = [line for note in notes for line in bullets(note, width)]
+        prose = ["\n".join(wrap(caption, width)), "\n".join(notes_lines)]
+        return "\n\n".join([*top, "\n".join(lines), *prose]) + "\n"
     if fmt == "latex":
         body = [" & ".join(_latex_escape(c) for c in row) + r" \\" for row in cells]
         return (
@@ -101,9 +79,9 @@ def render(board: Mapping[str, Any], fmt: str, kind: str = "long") -> str:
                 [
                     r"\begin{table}",
                     r"\centering",
-                    r"\begin{tabular}{ll" + "r" * (len(HEADERS) - 2) + "}",
+                    r"\begin{tabular}{ll" + "r" * (len(headers) - 2) + "}",
                     r"\hline",
-                    " & ".join(_latex_escape(h) for h in HEADERS) + r" \\",
+                    " & ".join(_latex_escape(h) for h in headers) + r" \\",
                     r"\hline",
                     *body,
                     r"\hline",

@@ -176,10 +176,10 @@ def _branch_summary(
     runs_by_spec: Mapping[str, SeedRuns], specs: Sequence[str]
 ) -> dict[str, dict[str, int]]:
     """Per branch (random replicates together): runs, closures, early stops, unused budget,
-    departures (events and experiments), fallbacks and invalid actions, summed."""
+    departures (events and experiments), fallbacks, invalid and evidence actions, summed."""
     keys = (
         "experiments_closed", "unused_experiments", "unused_evidence", "control_departures",
-        "departure_experiments", "checkpoint_fallbacks", "invalid_actions",
+        "departure_experiments", "checkpoint_fallbacks", "invalid_actions", "evidence_actions",
     )  # fmt: skip
     out: dict[str, dict[str, float]] = {}
     for s in specs:
@@ -192,6 +192,8 @@ def _branch_summary(
                 acc["early_stops"] += float(scores.get("stopped_early") or 0)
                 for key in keys:
                     acc[key] += float(scores.get(key) or 0)
+                if "evidence_actions" not in scores:  # a run stored before it was counted
+                    acc["evidence_unrecorded"] = acc.get("evidence_unrecorded", 0.0) + 1
     return {b: {k: int(v) for k, v in acc.items()} for b, acc in sorted(out.items())}
 
 

@@ -353,21 +353,24 @@ def leaderboard_cmd(where: StoreOptions, args: CampaignBoardArgs, output: Output
     if json_out:
         print_json(board)
         return
+    from labreplay.sdk.cli import reading_console
+
+    out = reading_console(console)  # 80 columns when not a terminal (a file, a pipe)
     if fmt is not None:
         from labreplay.suites.campaign.board_export import render
 
-        sys.stdout.write(render(board, fmt))
+        sys.stdout.write(render(board, fmt, columns=args.columns, width=out.width))
         return
-    print_board(console, board)
+    print_board(out, board, columns=args.columns)
     for line in cost_lines(board):
-        console.print(line)
+        out.print(line)
     if board.get("not_isolated"):
-        console.print(
+        out.print(
             "not ranked (--require-isolated; ran in-process): " + ", ".join(board["not_isolated"])
         )
     if board.get("unverifiable"):
         first = next(iter(board["unverifiable"].items()))
-        console.print(
+        out.print(
             f"marked: {len(board['unverifiable'])} run(s) hold figures store verify cannot "
             f"re-derive (first: {first[0]}: {first[1][0]})",
             markup=False,
@@ -376,8 +379,8 @@ def leaderboard_cmd(where: StoreOptions, args: CampaignBoardArgs, output: Output
     if board.get("failed"):
         causes = board.get("failed_causes") or {}
         named = [f"{s} ({causes[s]})" if causes.get(s) else s for s in board["failed"]]
-        console.print(f"not ranked (runs failed: the agent could not act): {', '.join(named)}")
+        out.print(f"not ranked (runs failed: the agent could not act): {', '.join(named)}")
     for table in board["tables"].values():
         for r in table["rows"]:
             if r.get("failed_call_share"):
-                console.print(f"{r['system']}: {r['failed_call_share']:.1%} of model calls failed")
+                out.print(f"{r['system']}: {r['failed_call_share']:.1%} of model calls failed")

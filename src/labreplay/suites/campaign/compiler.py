@@ -89,9 +89,9 @@ class SpecIndex(TypedDict):
 class ContextSummary(TypedDict):
     """Outcome counts of the context experiments (a spec's `context_summary`)."""
 
-    n_experiments: int
-    outcome_counts: dict[str, int]
-    per_precursor: dict[str, dict[str, int]]
+    n_experiments: int  # context experiments (neither candidates nor queries)
+    outcome_counts: dict[str, int]  # experiments per outcome ("physical_failure" or a category)
+    per_precursor: dict[str, dict[str, int]]  # the same counts per precursor used
 
 
 class AccelerationTarget(TypedDict):

@@ -33,7 +33,7 @@ class DemoSummary(TypedDict):
 def run_demo(
     data_dir: Path, store_path: Path, out_dir: Path, seeds: tuple[int, ...] = SEEDS
 ) -> DemoSummary:
-    from labreplay.sdk.cli import console
+    from labreplay.sdk.cli import console, reading_console
     from labreplay.suites.campaign.board_text import print_board
 
     started = time.perf_counter()
@@ -60,7 +60,7 @@ def run_demo(
         ran = time.perf_counter()
         board = leaderboard(store)
         curves = _write_curves(store, out_dir)
-    print_board(console, board)
+    print_board(reading_console(console), board)
     console.print(f"learning curves: {', '.join(str(p) for p in curves)}")
     console.print(
         f"compile {compiled - started:.1f} s; {len(REFERENCE)} agents x {len(chosen)} "

@@ -30,6 +30,8 @@ from labreplay.sdk.options import (
 CONTROLS = ("random", "no-evidence")  # every control a run may ask for
 DEFAULT_CONTROLS = CONTROLS
 NO_CONTROLS = "none"
+# The campaign board's columns unless `--columns` says otherwise (`board_text.COLUMNS`).
+BOARD_COLUMNS = ("assignments", "auc", "skill", "gain", "selection", "evidence")
 
 
 def parse_controls(text: object) -> tuple[str, ...]:
@@ -162,6 +164,16 @@ class CampaignCompileArgs(Checked):
     out: Path | None = flag(None, "Write specs + index.json here.", check=Rule(_out_dir), api=False)
 
 
+def _columns(label: str, value: object) -> tuple[str, ...]:
+    """`all` or a comma list of the board's column names (unknown names are named)."""
+    from labreplay.sdk.options import name_list
+    from labreplay.suites.campaign.board_text import COLUMNS
+
+    if isinstance(value, str) and value.strip() == "all":
+        return tuple(COLUMNS)
+    return name_list(label, value, tuple(COLUMNS))
+
+
 def _price(label: str, value: object) -> str:
     """IN,OUT[,CACHED], refused as parsed."""
     from labreplay.sdk.agents import parse_price
@@ -191,6 +203,15 @@ class CampaignBoardArgs(Checked):
         "IN,OUT[,CACHED]: USD per million prompt / completion / provider-cached prompt "
         "tokens, over any table (e.g. 2.5,10,1.25).",
         check=Rule(_price, "1,x"),
+        api=False,
+    )
+    columns: str | Sequence[str] = flag(
+        ",".join(BOARD_COLUMNS),
+        "Comma list of board columns, or all: assignments, isolation, auc, skill, gain, value "
+        "(selection value), headroom, selection, evidence (lifts), seed-sd, invalid. The text "
+        "board and --format markdown | latex show them (csv: every figure).",
+        check=Rule(_columns, "bogus"),
+        parse_as=str,
         api=False,
     )
     format: str | None = flag(

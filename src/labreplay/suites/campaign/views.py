@@ -19,53 +19,59 @@ class PanelItem(TypedDict):
     """A held-out query (or a candidate without its status): id and descriptors only."""
 
     experiment_id: str
-    descriptors: dict[str, object]
+    descriptors: dict[str, object]  # known before the experiment: precursors, target, heating
 
 
 class VisibleCandidate(TypedDict):
-    experiment_id: str
-    descriptors: dict[str, object]
+    experiment_id: str  # a candidate this campaign may select
+    descriptors: dict[str, object]  # as a held-out query's
     status: str  # "available", "open", "closed" or "abandoned"
 
 
 class LocalForecast(TypedDict):
     """A forecast the agent submitted for its open experiment."""
 
-    p_valid: float
-    categories: dict[str, float]
+    p_valid: float  # P(physically valid and characterizable)
+    categories: dict[str, float]  # P(category | valid), summing to 1
     after_reveals: int  # reveals (evidence and review) seen when it was submitted
 
 
 class PreReview(TypedDict):
-    expect_change: float
-    expected_tier: int
+    """What the agent expected of a review when it requested one."""
+
+    expect_change: float  # P(the review changes its conclusion)
+    expected_tier: int  # the quality tier (1-3) it expected
 
 
 class ExperimentRecord(TypedDict):
     """What the agent did and saw on one selected experiment."""
 
-    forecasts: list[LocalForecast]
+    forecasts: list[LocalForecast]  # its forecasts, the prior first
     revealed: list[dict[str, object]]  # evidence items, in the order inspected
-    review: dict[str, object] | None
-    claims: dict[str, float] | None
-    pre_review: PreReview | None
+    review: dict[str, object] | None  # the expert review's item, once requested
+    claims: dict[str, float] | None  # the claim probabilities it closed the experiment with
+    pre_review: PreReview | None  # what it expected of the review, once requested
 
 
 class VisibleState(TypedDict):
-    assignment: str
-    eval_precursors: NotRequired[list[str]]  # `eval_groups` on a card's table
-    eval_groups: NotRequired[list[str]]
-    budgets_left: dict[str, int]
-    budgets_total: dict[str, int]
-    evidence_prices: dict[str, int]
-    categories: list[str]
-    candidates: list[VisibleCandidate]
+    """The campaign as the agent sees it (an observation's and a snapshot's `state`)."""
+
+    assignment: str  # the assignment's id ("long-3", "short-1")
+    # the precursors the candidates and queries are drawn around (`eval_groups` on a card's table)
+    eval_precursors: NotRequired[list[str]]
+    eval_groups: NotRequired[list[str]]  # a card table's evaluation groups
+    budgets_left: dict[str, int]  # per budget ("experiments", "evidence", "reviews")
+    budgets_total: dict[str, int]  # the same budgets at the start
+    evidence_prices: dict[str, int]  # evidence budget units per inspection of each kind
+    categories: list[str]  # the reaction categories a forecast distributes over
+    candidates: list[VisibleCandidate]  # the experiments it may select, with their status
+    # the experiments the panel checkpoints score: never selectable, outcomes never shown
     held_out_queries: list[PanelItem]
-    # the context rows (descriptors and outcome) or their summary (counts), as declared
+    # the context rows (descriptors and outcome) or their summary (ContextSummary), as declared
     context: list[dict[str, object]] | dict[str, object]
-    open_experiment: str | None
-    experiments: dict[str, ExperimentRecord]
-    closed: list[str]
+    open_experiment: str | None  # the selected experiment not yet closed
+    experiments: dict[str, ExperimentRecord]  # per selected experiment
+    closed: list[str]  # closed experiments, in order
     claims: NotRequired[list[dict[str, object]]]  # a record card's declared claims
     table: NotRequired[dict[str, object]]  # a card table's declaration (card_text)
 

@@ -25,6 +25,7 @@ from labreplay.suites.conditions.questions import (
     view_of,
 )
 from labreplay.suites.conditions.scoring import utility_of_outcome
+from labreplay.suites.conditions.usual_winner import UsualWinner
 
 
 class RandomAgent:
@@ -201,7 +202,7 @@ class ExclusionBaseline:
 
 
 class PrecedentRanker:
-    """Chemistry-using reference for the precedent lift: a condition value scores the mean
+    """Outcome-using reference for the precedent lift: a condition value scores the mean
     utility of the precedents run with it (a value no precedent used: the mean over all
     precedents), an option the mean over its values; the best option (FIB: per slot), seeded
     ties. It transfers what the precedents' outcomes say about each condition to this
@@ -262,18 +263,21 @@ def _answer(
 
 
 def reference_agent(name: str, questions: Sequence[Question], seed: int) -> QuestionAgent:
-    """Build a non-LLM reference by name (`random`, `ranker`, `exclusion`, `precedent_ranker`)."""
+    """Build a non-LLM reference by name (`random`, `ranker`, `usual_winner`, `exclusion`,
+    `precedent_ranker`)."""
     if name == "random":
         return RandomAgent(seed)
     if name in {"ranker", LeaveTableOutRanker.name}:
         return LeaveTableOutRanker(questions)
+    if name == UsualWinner.name:
+        return UsualWinner(questions)
     if name in {"exclusion", ExclusionBaseline.name}:
         return ExclusionBaseline(seed)
     if name == PrecedentRanker.name:
         return PrecedentRanker(seed)
     raise AgentError(
         f"unknown conditions agent {name!r} "
-        "(known: random, ranker, exclusion, precedent_ranker, llm)"
+        "(known: random, ranker, usual_winner, exclusion, precedent_ranker, llm)"
     )
 
 
@@ -283,5 +287,6 @@ __all__ = [
     "PrecedentRanker",
     "QuestionAgent",
     "RandomAgent",
+    "UsualWinner",
     "reference_agent",
 ]

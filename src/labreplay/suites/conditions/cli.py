@@ -320,6 +320,7 @@ def leaderboard_cmd(where: StoreOptions, output: OutputOptions) -> None:
         "mc_all_accuracy",
         "mc_all_score",
         "mc_all_floor_score",
+        "skill_mc_all_score",  # minus the usual winner (reference row), paired, tables resampled
         "fib_hit",
         "fib_strict",
         "fib_score_given_hit",
@@ -332,16 +333,22 @@ def leaderboard_cmd(where: StoreOptions, output: OutputOptions) -> None:
     view = Table(title="conditions leaderboard")
     for c in cols:
         view.add_column(c)
-    for r in board["runs"]:
+    for i, r in enumerate(board["runs"]):
         cells = [_cell(r, c) for c in cols]
         if r.get("unverified_data"):  # the question_file column
             cells[1] += " UNVERIFIED"
         view.add_row(*cells)
+        name = str(r["question_file"])
+        last = i + 1 == len(board["runs"]) or board["runs"][i + 1]["question_file"] != name
+        if last and name in board["usual_winner"]:  # the file's reference row, never ranked
+            row = {"agent": "usual_winner (reference)", "question_file": name}
+            view.add_row(*(_cell({**row, **board["usual_winner"][name]}, c) for c in cols))
     print_table(view, "agent")
     from labreplay.suites.conditions.precedent_audit import precedent_reference_lines
 
-    for name, lifts in board.get("precedent_references", {}).items():
-        for line in precedent_reference_lines(lifts):  # reference rows beside the lifts
+    for name, lifts in board["precedent_references"].items():
+        withheld = board["withheld_twins"].get(name, {})
+        for line in precedent_reference_lines(lifts, withheld):  # beside the lifts
             console.print(f"{name}: {line}", markup=False)
     if board["unverified_data"]:
         console.print(
@@ -378,6 +385,9 @@ def _cell(row: Mapping[str, object], column: str) -> str:
         if isinstance(value, int | float):
             return f"${value:.4f}"
         return "unknown" if row.get("llm_calls") else "-"
+    ci = row.get(f"{column}_ci95")
+    if isinstance(value, float) and isinstance(ci, list):  # a paired difference: signed
+        return f"{value:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}]"
     if isinstance(value, float):
         return f"{value:.3f}"
     return "-" if value is None else str(value)

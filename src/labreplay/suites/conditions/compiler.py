@@ -771,6 +771,7 @@ def _withhold_leaking_twins(
                 if k not in {"precedent_entries", "precedent_utilities"}
             }
             q["meta"]["twin_id"] = None
+            q["meta"]["twin_withheld"] = "precedents_leak_by_exclusion"  # counted on boards
         out.append(q)
     return out
 

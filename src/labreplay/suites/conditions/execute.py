@@ -14,7 +14,7 @@ from labreplay.suites.conditions.questions import Question
 QUESTION_CONTRACT = "labreplay.agents.contracts:QuestionAgent"
 
 
-BUILTIN_AGENTS = ("random", "ranker", "exclusion", "precedent_ranker", "llm")
+BUILTIN_AGENTS = ("random", "ranker", "usual_winner", "exclusion", "precedent_ranker", "llm")
 
 
 def resolve_question_agent(

@@ -51,8 +51,8 @@ PAPER = Paper(
         "share (docs/suites/conditions.md), so question counts and random floors are this "
         "question file's own, not the paper's 0.54-0.67.",
         "No frontier model is run here unless you run one: this store's rows are the agents "
-        "it holds (reference agents such as random, ranker, exclusion and precedent_ranker, "
-        "or openai: models).",
+        "it holds (reference agents such as random, ranker, usual_winner, exclusion and "
+        "precedent_ranker, or openai: models).",
         "Each agent here is one run on one question file; the paper queries each model once "
         "per question with sampling disabled, on its own 4,773 questions.",
     ),

@@ -1,15 +1,17 @@
-"""Reference rows beside every precedent lift: is the lift chemistry, or exclusion?
+"""Reference rows beside every precedent lift: what can a lift of that size come from?
 
 Two question-level references, computed from a question file alone (no run needed), per dataset
 and over all questions, each with an interval that resamples source tables:
 
   * the **exclusion baseline** (`agents.ExclusionBaseline`): picks what is least represented
-    among the precedents. It knows no chemistry, so its lift must be indistinguishable from 0
-    (its interval contains 0); if it is not, the precedents leak the answer by the way they
-    were chosen and no agent's precedent lift can be read as chemistry.
-  * the **precedent ranker** (`agents.PrecedentRanker`): transfers the precedents' outcomes
-    to the options. A positive lift says the precedents carry chemistry an agent can use.
+    among the precedents, reading no outcome. Its lift must be indistinguishable from 0 (its
+    interval contains 0); if it is not, the precedents leak the answer by the way they were
+    chosen (compile then withholds that dataset's twins, marked ``meta.twin_withheld``).
+  * the **precedent ranker** (`agents.PrecedentRanker`): averages the precedents' utilities per
+    condition value. Its lift is what the precedents' outcomes alone give, no chemistry read.
 
+So a lift above the exclusion baseline's says no answer leaked by selection and outcomes were
+used; only a lift above the precedent ranker's says a system read more than the outcomes.
 Both agents break ties by a seeded draw; here their scores are the exact expectation over that
 draw (the mean over the tied choices), so the interval holds question sampling only.
 """
@@ -17,6 +19,7 @@ draw (the mean over the tied choices), so the interval holds question sampling o
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TypedDict
 
@@ -131,18 +134,34 @@ def reference_lifts(
     return out
 
 
-def precedent_reference_lines(lifts: Mapping[str, Mapping[str, Mapping[str, Lift]]]) -> list[str]:
-    """One line per reference over all datasets, then the datasets whose exclusion baseline
-    lift excludes 0 (none, when precedents are chosen blind to outcomes)."""
+def withheld_twins(questions: Sequence[Question]) -> dict[str, int]:
+    """dataset -> precedent twins compile withheld because the exclusion baseline's lift
+    excluded 0 there (the base questions it marked ``meta.twin_withheld``)."""
+    found = Counter(
+        str(q["meta"].get("dataset", "")) for q in questions if q["meta"].get("twin_withheld")
+    )
+    return dict(sorted(found.items()))
+
+
+def _shown(v: Lift) -> str:
+    assert v["mean"] is not None and v["ci95"] is not None
+    return f"{v['mean']:+.3f} [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}]"
+
+
+def precedent_reference_lines(
+    lifts: Mapping[str, Mapping[str, Mapping[str, Lift]]], withheld: Mapping[str, int]
+) -> list[str]:
+    """One line per reference over all datasets; the datasets whose exclusion baseline lift
+    excludes 0 (none, when precedents are chosen blind to outcomes); the twins compile withheld
+    per dataset (`withheld`); and how a lift reads against the two references."""
     if not any(per.get("all") for per in lifts.values()):
         return ["precedent lift references: no precedent twins"]
     lines = []
     names = {"exclusion": "exclusion baseline", "precedent_ranker": "precedent ranker"}
     for agent, per in lifts.items():
-        overall = per.get("all", {})
         parts = [
-            f"{metric} {v['mean']:+.3f} [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}]"
-            for metric, v in overall.items()
+            f"{metric} {_shown(v)}"
+            for metric, v in per.get("all", {}).items()
             if v["mean"] is not None and v["ci95"] is not None
         ]
         lines.append(
@@ -150,7 +169,7 @@ def precedent_reference_lines(lifts: Mapping[str, Mapping[str, Mapping[str, Lift
             + ("; ".join(parts) or "no precedent twins")
         )
     leaks = [
-        f"{ds} {metric} {v['mean']:+.3f} [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}]"
+        f"{ds} {metric} {_shown(v)}"
         for ds, per in lifts.get("exclusion", {}).items()
         if ds != "all"
         for metric, v in per.items()
@@ -159,6 +178,10 @@ def precedent_reference_lines(lifts: Mapping[str, Mapping[str, Mapping[str, Lift
         and v["ci95"] is not None
         and v["mean"] is not None
     ]
+    lines.append(
+        "precedent twins withheld at compile (the exclusion baseline's lift excluded 0 there): "
+        + (", ".join(f"{ds} {n}" for ds, n in withheld.items()) if withheld else "none")
+    )
     if leaks:
         lines.append(
             "WARNING: the exclusion baseline's precedent lift excludes 0 on "
@@ -166,8 +189,17 @@ def precedent_reference_lines(lifts: Mapping[str, Mapping[str, Mapping[str, Lift
             + ": precedents there leak answers by exclusion; read precedent lifts with care"
         )
     elif lifts.get("exclusion"):
+        ranker = lifts.get("precedent_ranker", {}).get("all", {})
+        bar = "; ".join(
+            f"{m} {ranker[m]['mean']:+.3f}"
+            for m in HEADLINE_METRICS
+            if m in ranker and ranker[m]["mean"] is not None
+        )
         lines.append(
-            "the exclusion baseline's precedent lift (MC score, FIB Strict) contains 0 on every "
-            "dataset: precedents carry no answer by exclusion, so a lift above it is chemistry"
+            "reading a precedent lift: the exclusion baseline's (MC score, FIB Strict) contains 0 "
+            "on every dataset kept, so a lift above it means no answer leaked by selection; the "
+            "precedent ranker, which only averages the precedents' outcomes per condition value, "
+            f"gets {bar or 'no lift'}: a lift up to that shows the outcomes were used, and only a "
+            "lift above the precedent ranker's shows a system read more than the outcomes"
         )
     return lines

@@ -31,8 +31,8 @@ class Precedent(TypedDict):
     """One reference row shown with a precedent twin: its conditions (key -> components, as
     options show them) and its outcome as the release layout reports it."""
 
-    conditions: dict[str, object]
-    outcome: dict[str, object]
+    conditions: dict[str, object]  # key -> components, as the options show them
+    outcome: dict[str, object]  # yield and the selectivities the table records (null: none)
 
 
 class QuestionInput(TypedDict, total=False):
@@ -68,18 +68,19 @@ class QuestionView(TypedDict):
     """What an agent sees of a question (`agent_view`); MC views carry ``options``, FIB views
     ``candidates``."""
 
-    id: str
-    question_type: str
-    dataset: object
-    table_id: str
-    varying_keys: list[str]
-    reactants: list[object]
-    products: list[object]
-    constant_conditions: dict[str, object]
-    fixed_conditions: dict[str, object]
+    id: str  # the question's id (its answer is recorded under it)
+    question_type: str  # "mc_single", "mc_all" or "fib_all"
+    dataset: object  # the screening dataset the question was compiled from
+    table_id: str  # its screening table (one reaction's conditions screen)
+    varying_keys: list[str]  # the condition keys the question asks about
+    reactants: list[object]  # components: {"content", "SMILES"}
+    products: list[object]  # components, as the reactants
+    constant_conditions: dict[str, object]  # conditions every row of the table shares
+    fixed_conditions: dict[str, object]  # mc_single: the other keys, held at given values
+    # precedent twins only: 2-5 rows of the same reaction (never an option), with outcomes
     precedents: list[Precedent]
-    options: NotRequired[list[dict[str, object]]]
-    candidates: NotRequired[dict[str, list[object]]]
+    options: NotRequired[list[dict[str, object]]]  # MC: option cells, varying key -> components
+    candidates: NotRequired[dict[str, list[object]]]  # FIB: per varying key, the values to pick
 
 
 def view_of(question_view: Mapping[str, JsonValue]) -> QuestionView:

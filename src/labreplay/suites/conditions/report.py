@@ -287,7 +287,12 @@ def qc_lines(info: CompileInfo) -> list[str]:
             )
         )
     if info.get("precedent_references"):
-        lines.extend(precedent_reference_lines(info["precedent_references"]))
+        withheld = {
+            ds: n
+            for ds, skipped in info.get("skipped_by_dataset", {}).items()
+            if (n := skipped.get("precedents_leak_by_exclusion", 0))
+        }
+        lines.extend(precedent_reference_lines(info["precedent_references"], withheld))
     return lines
 
 

@@ -20,10 +20,8 @@ agents and is only computed then. What the result can and cannot tell is stated 
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import NotRequired, TypedDict
 
 import numpy as np
@@ -106,18 +104,11 @@ def audit_question(q: Question) -> AuditQuestion | None:
 
 
 def _question_file(store: Store, spec_hash: str) -> dict[str, AuditQuestion]:
-    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import stored_questions
 
     body = loads_strict(store.get_spec(spec_hash)).get("body", {})
-    data = store.content(str(body.get("sha256", "")))
-    if data is None:
-        return {}
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "questions.jsonl"
-        path.write_bytes(data)
-        qs = load_questions(path)
     out: dict[str, AuditQuestion] = {}
-    for q in qs:
+    for q in stored_questions(store, str(body.get("sha256", ""))) or []:
         view = audit_question(q)
         if view is not None:
             out[view.qid] = view
@@ -144,7 +135,10 @@ def per_question_scores(
 class Comparison(TypedDict):
     order: list[str]
     same_order_as_product: bool
+    # [above, below] under product whose gap under this utility is negative with an interval
+    # that excludes 0 (a flip); reversed means whose interval holds 0 are within noise
     flipped_pairs: list[list[str]]
+    reversed_within_noise: list[list[str]]
     spearman_rho: float | None
 
 
@@ -227,15 +221,19 @@ def utility_audit(
         out["cannot_tell"] = "whether any agent order depends on the utility"
         return out
     base = sorted(labels, key=lambda a: (-means[a]["product"], a))
+    tables = {qid: view.table for qid, view in questions.items()}
     comparisons: dict[str, Comparison] = {}
     for u in UTILITIES[1:]:
         order = sorted(labels, key=lambda a: (-means[a][u], a))
-        flipped = [
-            [x, y]
-            for i, x in enumerate(base)
-            for y in base[i + 1 :]
-            if means[x][u] < means[y][u]  # x above y under product, below under u
+        reversed_ = [  # x above y under product, below under u
+            (x, y) for i, x in enumerate(base) for y in base[i + 1 :] if means[x][u] < means[y][u]
         ]
+        clear = {
+            pair: ci is not None and ci[1] < 0
+            for pair in reversed_
+            for ci in [_cluster_gap(runs[pair[0]], runs[pair[1]], tables, u, seed)["ci95"]]
+        }
+        flipped = [list(pair) for pair in reversed_ if clear[pair]]
         rho = None
         if len(labels) >= 3:
             from scipy.stats import spearmanr
@@ -246,12 +244,12 @@ def utility_audit(
             "order": order,
             "same_order_as_product": not flipped,
             "flipped_pairs": flipped,
+            "reversed_within_noise": [list(pair) for pair in reversed_ if not clear[pair]],
             "spearman_rho": rho,
         }
     out["order_product"] = base
     out["comparisons"] = comparisons
     if len(labels) == 2:
-        tables = {qid: view.table for qid, view in questions.items()}
         first, second = base
         out["gap"] = {
             u: _cluster_gap(runs[first], runs[second], tables, u, seed) for u in UTILITIES
@@ -271,9 +269,17 @@ def _statement(out: UtilityAudit, n_agents: int, selective: int) -> tuple[str, s
             return ""
         return " (outside noise)" if ci[0] > 0 or ci[1] < 0 else " (within noise: interval holds 0)"
 
-    held = ", ".join(u + noise(u) for u in UTILITIES[1:] if u not in flips)
+    def within(u: str) -> str:  # means reversed, but no pair's interval excludes 0
+        return (
+            " (means reversed within noise)"
+            if out["comparisons"][u]["reversed_within_noise"]
+            else ""
+        )
+
+    held = ", ".join(u + (within(u) or noise(u)) for u in UTILITIES[1:] if u not in flips)
     what = (
-        f"the order of the {n_agents} agents under each alternative: "
+        f"the order of the {n_agents} agents under each alternative (a flip: the gap's interval "
+        "excludes 0): "
         + ("it flips under " + ", ".join(u + noise(u) for u in flips) if flips else "no flip")
         + (f"; it holds under {held}" if held else "")
     )

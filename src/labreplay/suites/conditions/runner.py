@@ -25,10 +25,11 @@ from labreplay.sdk.engine import (
 from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.conditions.events import (
     AnswerEvent,
+    AnswerResult,
     conditions_events,
 )
 from labreplay.suites.conditions.questions import Question
-from labreplay.suites.conditions.scoring import answer_key, score_answer
+from labreplay.suites.conditions.scoring import AnswerKey, answer_key, score_answer
 from labreplay.suites.conditions.summary import Summary, headline, summarise
 
 if TYPE_CHECKING:
@@ -111,6 +112,10 @@ class Board(TypedDict):
     utility_audit: dict[str, UtilityAudit]  # question file -> the audit over its runs
     unverified_data: list[str]  # question files compiled from modified data
     precedent_references: dict[str, ReferenceLifts]
+    withheld_twins: dict[str, dict[str, int]]  # question file -> dataset -> twins withheld
+    # question file -> the usual winner's headline scores on its runs' questions (a reference
+    # row, never ranked; every run row carries its substrate-specific skill against it)
+    usual_winner: dict[str, dict[str, float | None]]
 
 
 def leaderboard(store: Store) -> Board:
@@ -118,6 +123,9 @@ def leaderboard(store: Store) -> Board:
     robustness audit per question file (`robustness`)."""
     rows: list[dict[str, object]] = []
     unverified: dict[str, list[str]] = {}  # spec hash -> modified data files behind it
+    files: dict[str, list[Question] | None] = {}  # spec hash -> its question file, if kept
+    first: dict[str, tuple[int, list[Question]]] = {}  # question file -> first run's seed, file
+    usual: dict[str, dict[str, float | None]] = {}
     audited: list[dict[str, object]] = []  # what the utility audit re-scores
     for run in store.runs(suite=SUITE, status="complete"):
         audited.append(
@@ -132,6 +140,13 @@ def leaderboard(store: Store) -> Board:
         if run.spec_hash not in unverified:
             body = loads_strict(store.get_spec(run.spec_hash)).get("body", {})
             unverified[run.spec_hash] = list(body.get("unverified_data") or [])
+            files[run.spec_hash] = stored_questions(store, str(body.get("sha256", "")))
+        questions = files[run.spec_hash]
+        skill: dict[str, object] = {}
+        if questions is not None:
+            skill, reference = _against_usual_winner(store, run.run_id, run.seed, questions)
+            usual.setdefault(run.spec_id, reference)
+            first.setdefault(run.spec_id, (int(run.seed), questions))
         rows.append(
             {
                 "run_id": run.run_id,
@@ -140,6 +155,7 @@ def leaderboard(store: Store) -> Board:
                 "question_file": run.spec_id,
                 "spec_hash": run.spec_hash[:12],
                 **scores,
+                **skill,
                 **_usage_columns(run.summary or {}),
                 **(
                     {"unverified_data": unverified[run.spec_hash]}
@@ -155,6 +171,7 @@ def leaderboard(store: Store) -> Board:
             str(r["agent"]),
         )
     )
+    from labreplay.suites.conditions.precedent_audit import reference_lifts, withheld_twins
     from labreplay.suites.conditions.robustness import leaderboard_audit
 
     audits = leaderboard_audit(store, audited)
@@ -174,8 +191,32 @@ def leaderboard(store: Store) -> Board:
         "failed": failed,
         "utility_audit": audits,
         "unverified_data": marked,
-        "precedent_references": _precedent_references(store, rows),
+        "precedent_references": {
+            name: reference_lifts(qs, seed) for name, (seed, qs) in first.items()
+        },
+        "withheld_twins": {name: withheld_twins(qs) for name, (_, qs) in first.items()},
+        "usual_winner": usual,
     }
+
+
+def _against_usual_winner(
+    store: Store, run_id: str, seed: int, questions: Sequence[Question]
+) -> tuple[dict[str, object], dict[str, float | None]]:
+    """A run's substrate-specific skill (its board columns: MC_all score minus the usual
+    winner's with the table-clustered interval, and every skill metric) and the usual winner's
+    headline scores on the same questions (the reference row)."""
+    from labreplay.suites.conditions.usual_winner import substrate_skill, usual_winner_results
+
+    by_id = {str(q["id"]): q for q in questions}
+    keys, results = _rescored(by_id, store.events(run_id))
+    reference = usual_winner_results(by_id, keys)
+    skill = substrate_skill(keys, results, reference, seed)
+    columns: dict[str, object] = {
+        "skill_mc_all_score": skill["mc_all.score"]["mean"],
+        "skill_mc_all_score_ci95": skill["mc_all.score"]["ci95"],
+        "substrate_skill": skill,
+    }
+    return columns, headline(summarise(keys, reference, seed))
 
 
 def _score(value: object) -> float:
@@ -183,31 +224,29 @@ def _score(value: object) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
-def _precedent_references(
-    store: Store, rows: Sequence[Mapping[str, object]]
-) -> dict[str, ReferenceLifts]:
-    """question file -> the exclusion baseline's and the precedent ranker's precedent lifts
-    (`precedent_audit`), the reference rows every precedent lift on the board is read against;
-    {} for a question file the store does not keep."""
+def stored_questions(store: Store, sha256: str) -> list[Question] | None:
+    """The question file the store keeps under `sha256` (None: not kept, e.g. a store written
+    before question files were kept)."""
     import tempfile
 
-    from labreplay.suites.conditions.precedent_audit import reference_lifts
     from labreplay.suites.conditions.questions import load_questions
 
-    out: dict[str, ReferenceLifts] = {}
-    for run in store.runs(suite=SUITE, status="complete"):
-        name = str(run.spec_id)
-        if name in out or not any(r["run_id"] == run.run_id for r in rows):
-            continue
-        body = loads_strict(store.get_spec(run.spec_hash)).get("body", {})
-        data = store.content(str(body.get("sha256", "")))
-        if data is None:
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / "questions.jsonl"
-            path.write_bytes(data)
-            out[name] = reference_lifts(load_questions(path), int(run.seed))
-    return out
+    data = store.content(sha256)
+    if data is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "questions.jsonl"
+        path.write_bytes(data)
+        return load_questions(path)
+
+
+def _rescored(
+    by_id: Mapping[str, Question], events: Iterable[Mapping[str, object]]
+) -> tuple[list[AnswerKey], list[AnswerResult]]:
+    """A stored run's answer keys and answers scored afresh, in answer order."""
+    answers = [e["payload"] for e in answer_events(events)]
+    keys = [answer_key(by_id[str(a["question_id"])]) for a in answers]
+    return keys, [score_answer(k, a["answer"]) for k, a in zip(keys, answers, strict=True)]
 
 
 def rescored_summary(
@@ -215,20 +254,10 @@ def rescored_summary(
 ) -> Summary | None:
     """A stored run's full summary (the `summary` detail), recomputed from its answer events
     and the question file the store keeps (None: a store written before it was kept)."""
-    import tempfile
-
-    from labreplay.suites.conditions.questions import load_questions
-
-    data = store.content(str(spec.body["sha256"]))
-    if data is None:
+    questions = stored_questions(store, str(spec.body["sha256"]))
+    if questions is None:
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "questions.jsonl"
-        path.write_bytes(data)
-        by_id = {str(q["id"]): q for q in load_questions(path)}
-    answers = [e["payload"] for e in conditions_events(events) if e["kind"] == "answer"]
-    keys = [answer_key(by_id[str(a["question_id"])]) for a in answers]
-    results = [score_answer(k, a["answer"]) for k, a in zip(keys, answers, strict=True)]
+    keys, results = _rescored({str(q["id"]): q for q in questions}, events)
     return summarise(keys, results, seed)
 
 

@@ -141,7 +141,7 @@ class ConditionsSuite:
         return rederive_run(spec, events, run, store)
 
     def reference_agents(self) -> list[str]:
-        return ["random", "ranker"]
+        return ["random", "ranker", "usual_winner"]
 
     def agent_problems(
         self, make_agent: Callable[[], Any], spec: EnvironmentSpec, seed: int, **options: Any
