@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from labreplay.sdk import canonical_json
 from labreplay.suites.campaign.agents import base_rate_forecast
 from labreplay.suites.campaign.board_rows import ci
 from labreplay.suites.campaign.ceiling import context_model, context_score
@@ -21,8 +22,10 @@ from labreplay.suites.campaign.env import RULES, CampaignEnv
 from labreplay.suites.campaign.learner import CardModel
 from labreplay.suites.campaign.llm_prompts import (
     CAMPAIGN_POLICY,
+    CONTEXT_ROWS_SHOWN,
     campaign_messages,
     checkpoint_messages,
+    compact,
 )
 from labreplay.suites.campaign.metrics import panel_loss
 from labreplay.suites.campaign.model import to_forecast
@@ -140,3 +143,27 @@ def test_precursor_genome_text_unchanged(pg_specs):
     }
     assert f"RULES: {RULES}" in messages[1] and messages[0] == CAMPAIGN_POLICY
     assert "RULES NOW" not in messages[1]
+
+
+def test_long_context_is_summarised_in_the_prompt(card_specs):
+    """An LLM prompt holds a table's thousands of context rows as their outcome counts (the
+    spec's context summary, per group), not the rows, and says so; at CONTEXT_ROWS_SHOWN rows
+    the rows stay. The state a Python agent sees keeps them."""
+    env = CampaignEnv(card_specs[0])
+    env.reset(0)
+    obs = env.observation()
+    rows = obs["state"]["context"]
+    assert isinstance(rows, list) and len(rows) > CONTEXT_ROWS_SHOWN
+    prompt = campaign_messages(obs)[1]["content"]
+    assert len(prompt) < 60_000
+    assert f"the state's {len(rows)} context rows are summarised" in prompt
+    summary = card_specs[0].body["context_summary"]
+    assert canonical_json(summary["outcome_counts"]) in prompt
+    assert canonical_json(compact({"per_group": summary["per_precursor"]}))[1:-1] in prompt
+    assert f'"context":{{"n_experiments":{len(rows)},' in prompt  # no rows
+    obs["state"]["context"] = rows[:CONTEXT_ROWS_SHOWN]
+    kept = campaign_messages(obs)[1]["content"]
+    assert (
+        "rows are summarised" not in kept
+        and '"context":{"columns":["experiment_id","descriptors.' in kept
+    )

@@ -15,7 +15,8 @@ caching -- reuse instead of re-reading it):
    step, the result of the last action), then the task and its JSON Schema last.
 
 The agent sees the complete policy-visible state every turn, as before; only the order and the
-notation change. The notation is compact so that a long assignment fits a small model's context:
+notation change, and a card table's context of more than CONTEXT_ROWS_SHOWN rows is shown as
+its outcome counts (one CAMPAIGN line says how many rows were summarised). The notation is compact so that a long assignment fits a small model's context:
 canonical JSON (sorted keys, no whitespace), except that a list of objects sharing one set of
 keys becomes a table, `{"columns": [...], "rows": [[...], ...]}` (a nested object column is
 flattened into `parent.child` columns, a column of word lists is written `x[]` with the words
@@ -37,6 +38,7 @@ from typing import TypedDict, TypeGuard
 from labreplay.sdk import canonical_json
 from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.card_text import rules_of
+from labreplay.suites.campaign.compiler import outcome_summary
 from labreplay.suites.campaign.env import RULES
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.llm_panel import panel_wire
@@ -64,6 +66,10 @@ NOTATION = (
 )
 MISSING_KEY = "__missing__"
 MISSING_CELL = "?"
+# A card table's context beyond this many rows is summarised in the prompt (its outcome counts,
+# overall and per group): thousands of rows would not fit a model's context. The state an agent
+# sees keeps the rows; the built-in records' prompts do not change.
+CONTEXT_ROWS_SHOWN = 200
 # State keys that change during a campaign by design: they always go to NOW.
 _TURN_KEYS = ("budgets_left", "open_experiment", "experiments", "closed")
 
@@ -181,6 +187,28 @@ def _abbreviate(value: object, reason: str) -> object:
     return value
 
 
+def _summarised(state: Mapping[str, object]) -> tuple[Mapping[str, object], str | None]:
+    """`state` with a card table's over-long context rows replaced by their outcome counts,
+    and the line that says so (None where the rows stay)."""
+    rows = state.get("context")
+    if "table" not in state or not isinstance(rows, list) or len(rows) <= CONTEXT_ROWS_SHOWN:
+        return state, None
+    pairs = [
+        (json_object(r["descriptors"]), json_object(r["outcome"])) for r in map(json_object, rows)
+    ]
+    summary = outcome_summary(pairs)
+    counts = {
+        "n_experiments": summary["n_experiments"],
+        "outcome_counts": summary["outcome_counts"],
+        "per_group": summary["per_precursor"],  # a table's groups are `COLUMN=value`
+    }
+    note = (
+        f"CONTEXT: the state's {len(rows)} context rows are summarised: `context` holds their "
+        "outcome counts, overall and per group; the rows themselves are not in this prompt."
+    )
+    return {**state, "context": counts}, note
+
+
 def _split(
     state: Mapping[str, object],
 ) -> tuple[dict[str, object], dict[str, object], list[Mapping[str, object]]]:
@@ -222,6 +250,7 @@ class PromptLayout:
 
     def render(self, state: Mapping[str, object]) -> tuple[str, list[str], dict[str, object]]:
         """(CAMPAIGN text, HISTORY lines, NOW mapping) for one state."""
+        state, note = _summarised(state)
         fixed, turn, history = _split(state)
         if self._first is None:
             # A private copy: a state object the environment mutates in place later must
@@ -237,7 +266,7 @@ class PromptLayout:
         lasting = tuple(k for k in sorted(fixed) if k not in self._volatile)
         if self._text is None or self._text[0] != lasting:
             # Rendered from the first values: the same bytes for as long as the keys last.
-            self._text = (lasting, _campaign_text({k: self._first[k] for k in lasting}))
+            self._text = (lasting, _campaign_text({k: self._first[k] for k in lasting}, note))
         changed = {k: fixed[k] for k in self._volatile if k in fixed}
         return self._text[1], _history_lines(history), {**changed, **turn}
 
@@ -258,11 +287,11 @@ def _history_lines(history: list[Mapping[str, object]]) -> list[str]:
 StateLayout = PromptLayout
 
 
-def _campaign_text(lasting: Mapping[str, object]) -> str:
+def _campaign_text(lasting: Mapping[str, object], note: str | None = None) -> str:
     reasons: set[str] = set()
     strings: set[str] = set()
     _reasons(lasting, reasons, strings)
-    lines = [f"RULES: {rules_of(lasting, RULES)}", NOTATION]
+    lines = [f"RULES: {rules_of(lasting, RULES)}", NOTATION, *([note] if note else [])]
     body = compact(lasting)
     if len(reasons) == 1 and MISSING_CELL not in strings:
         (reason,) = reasons
