@@ -111,16 +111,6 @@ SUITE = "campaign"
 SPEC_VERSION = "1"
 
 
-def _outcome_label(outcome: Mapping[str, object]) -> str:
-    valid = outcome.get("valid")
-    if valid is True:
-        category = outcome.get("category")
-        return category if isinstance(category, str) else "valid_uncategorised"
-    if valid is False:
-        return "physical_failure"
-    return "missing"
-
-
 def context_summary(records: Sequence[Record]) -> ContextSummary:
     """Per-precursor outcome counts and overall base rates of the context experiments."""
     return outcome_summary([(r.descriptors, r.outcome) for r in records])
@@ -134,7 +124,11 @@ def outcome_summary(
     per: dict[str, Counter[str]] = {}
     overall: Counter[str] = Counter()
     for descriptors, outcome in rows:
-        label = _outcome_label(outcome)
+        valid, category = outcome.get("valid"), outcome.get("category")
+        if valid is not True:
+            label = "physical_failure" if valid is False else "missing"
+        else:
+            label = category if isinstance(category, str) else "valid_uncategorised"
         overall[label] += 1
         for p in precursors_of(descriptors):
             per.setdefault(p, Counter())[label] += 1

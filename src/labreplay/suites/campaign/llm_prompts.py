@@ -38,7 +38,7 @@ from typing import TypedDict, TypeGuard
 from labreplay.sdk import canonical_json
 from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.card_text import rules_of
-from labreplay.suites.campaign.compiler import outcome_summary
+from labreplay.suites.campaign.compiler import ContextSummary, outcome_summary
 from labreplay.suites.campaign.env import RULES
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.llm_panel import panel_wire
@@ -187,26 +187,12 @@ def _abbreviate(value: object, reason: str) -> object:
     return value
 
 
-def _summarised(state: Mapping[str, object]) -> tuple[Mapping[str, object], str | None]:
-    """`state` with a card table's over-long context rows replaced by their outcome counts,
-    and the line that says so (None where the rows stay)."""
-    rows = state.get("context")
-    if "table" not in state or not isinstance(rows, list) or len(rows) <= CONTEXT_ROWS_SHOWN:
-        return state, None
+def _rows_summary(rows: Sequence[object]) -> ContextSummary:
+    """The compiler's outcome counts of the context, read from the rows the agent sees."""
     pairs = [
         (json_object(r["descriptors"]), json_object(r["outcome"])) for r in map(json_object, rows)
     ]
-    summary = outcome_summary(pairs)
-    counts = {
-        "n_experiments": summary["n_experiments"],
-        "outcome_counts": summary["outcome_counts"],
-        "per_group": summary["per_precursor"],  # a table's groups are `COLUMN=value`
-    }
-    note = (
-        f"CONTEXT: the state's {len(rows)} context rows are summarised: `context` holds their "
-        "outcome counts, overall and per group; the rows themselves are not in this prompt."
-    )
-    return {**state, "context": counts}, note
+    return outcome_summary(pairs)
 
 
 def _split(
@@ -250,7 +236,19 @@ class PromptLayout:
 
     def render(self, state: Mapping[str, object]) -> tuple[str, list[str], dict[str, object]]:
         """(CAMPAIGN text, HISTORY lines, NOW mapping) for one state."""
-        state, note = _summarised(state)
+        rows, note = state.get("context"), None
+        if "table" in state and isinstance(rows, list) and len(rows) > CONTEXT_ROWS_SHOWN:
+            counts = _rows_summary(rows)
+            # a table's groups are `COLUMN=value`, not precursors
+            context = {"n_experiments": counts["n_experiments"],
+                       "outcome_counts": counts["outcome_counts"],
+                       "per_group": counts["per_precursor"]}  # fmt: skip
+            state = {**state, "context": context}
+            note = (
+                f"CONTEXT: the state's {len(rows)} context rows are summarised: `context` holds "
+                "their outcome counts, overall and per group; the rows themselves are not in "
+                "this prompt."
+            )
         fixed, turn, history = _split(state)
         if self._first is None:
             # A private copy: a state object the environment mutates in place later must

@@ -73,7 +73,9 @@ class VisibleState(TypedDict):
     experiments: dict[str, ExperimentRecord]  # per selected experiment
     closed: list[str]  # closed experiments, in order
     claims: NotRequired[list[dict[str, object]]]  # a record card's declared claims
-    table: NotRequired[dict[str, object]]  # a card table's declaration (card_text)
+    # a card table's declaration (`card_text.TableDeclaration`): its description, descriptors,
+    # categories with their meaning, evidence kinds and reference learner
+    table: NotRequired[dict[str, object]]
 
 
 def visible_state(view: Mapping[str, object]) -> VisibleState:
