@@ -12,6 +12,7 @@ from typing import TypeAlias, TypedDict
 
 from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.scoring import CATEGORIES
+from labreplay.suites.campaign.card_text import TableDeclaration, categories_text, p_valid_text
 from labreplay.suites.campaign.events import CategoryForecast
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
@@ -118,12 +119,15 @@ PHASE_ACTIONS: dict[str, tuple[str, ...]] = {
 _PROB: JsonObject = {"type": "number", "minimum": 0, "maximum": 1}
 
 
-def forecast_properties(categories: Sequence[str] = CATEGORIES) -> JsonObject:
+def forecast_properties(
+    categories: Sequence[str] = CATEGORIES, table: TableDeclaration | None = None
+) -> JsonObject:
+    """`table`: a card table's declaration (`card_text`), whose words the descriptions use."""
     return {
-        "p_valid": {**_PROB, "description": "P(physically valid and characterizable)"},
+        "p_valid": {**_PROB, "description": p_valid_text(table)},
         "categories": {
             "type": "object",
-            "description": "distribution over reaction categories if valid (sums to 1)",
+            "description": categories_text(table),
             "properties": {k: _PROB for k in categories},
             "required": list(categories),
             "additionalProperties": False,
@@ -139,6 +143,7 @@ def action_schema(
     review_possible: bool = True,
     categories: Sequence[str] = CATEGORIES,
     claims: Sequence[str] = CLAIMS,
+    table: TableDeclaration | None = None,
 ) -> JsonObject:
     """The actions that can succeed now: the phase's actions, minus a selection without
     candidates, an inspection without an affordable, not yet exhausted kind (`kinds`), and a
@@ -149,7 +154,7 @@ def action_schema(
     open_ref: JsonObject = {"type": "string", "enum": [open_id]} if open_id else {"type": "string"}
     variants: dict[str, JsonObject] = {
         "select_experiment": {"experiment_id": ids},
-        "submit_forecast": {"experiment_id": open_ref, **forecast_properties(categories)},
+        "submit_forecast": {"experiment_id": open_ref, **forecast_properties(categories, table)},
         "inspect_evidence": {
             "experiment_id": open_ref,
             "kind": {"type": "string", "enum": list(kinds)},

@@ -29,17 +29,18 @@ from labreplay.suites.campaign.bayes_rules import (
     offered_kinds,
     pipeline_availability,
 )
+from labreplay.suites.campaign.card_text import TableDeclaration, table_of
 from labreplay.suites.campaign.events import CategoryForecast
 from labreplay.suites.campaign.json_values import json_list, json_number, json_object
+from labreplay.suites.campaign.learner import ContextModel, reference_model
 from labreplay.suites.campaign.model import (
-    AffinityModel,
     classes_of,
     from_forecast,
     label_of,
     posterior,
     to_forecast,
 )
-from labreplay.suites.campaign.protocol import EVIDENCE_KINDS, precursors_of
+from labreplay.suites.campaign.protocol import EVIDENCE_KINDS
 from labreplay.suites.campaign.views import ExperimentRecord, VisibleState, panel_of, visible_state
 
 ORACLE_NAME = "oracle"
@@ -49,22 +50,25 @@ def allowed_types(observation: Mapping[str, JsonValue]) -> list[str]:
     return list(schema_variants_of(observation))
 
 
-def _context_model(state: VisibleState) -> AffinityModel:
-    context = state["context"]
-    if isinstance(context, list):
-        return AffinityModel(categories=state["categories"]).fit_context(context)
-    return AffinityModel(beta=0.0, categories=state["categories"]).fit_summary(context)
+def _context_model(state: VisibleState) -> ContextModel:
+    return reference_model(state["categories"], state["context"], table_of(state))
 
 
 def _base_rate_forecast(state: VisibleState) -> CategoryForecast:
-    return base_rate_forecast(state["context"], state["categories"])
+    return base_rate_forecast(state["context"], state["categories"], table_of(state))
 
 
 def base_rate_forecast(
-    context: list[dict[str, object]] | Mapping[str, object], categories: Sequence[str]
+    context: list[dict[str, object]] | Mapping[str, object],
+    categories: Sequence[str],
+    table: TableDeclaration | None = None,
 ) -> CategoryForecast:
-    """The context's outcome rates (plus 0.5 each): from its rows, or its summary's counts."""
+    """The context's outcome rates (plus 0.5 each): from its rows, or its summary's counts.
+    A card's table without a validity column (`table`) cannot record a failure: none is
+    forecast."""
     counts = {k: 0.5 for k in classes_of(categories)}
+    if table is not None and not table["validity"]:
+        counts["physical_failure"] = 0.0
     if isinstance(context, list):
         for row in context:
             label = label_of(json_object(row["outcome"], "outcome"))
@@ -170,10 +174,10 @@ class BayesAgent(_Base):
 
     def reset(self, seed: int) -> None:
         super().reset(seed)
-        self.model: AffinityModel | None = None
+        self.model: ContextModel | None = None
         self.learned: set[str] = set()
 
-    def _model(self, state: VisibleState) -> AffinityModel:
+    def _model(self, state: VisibleState) -> ContextModel:
         if self.model is None:
             self.model = _context_model(state)
         # Learn from every closed experiment once, weighted by the agent's final posterior.
@@ -186,12 +190,7 @@ class BayesAgent(_Base):
             if not record["forecasts"] or record["forecasts"][-1]["after_reveals"] == 0:
                 continue  # nothing observed: adding our own prior would only echo it
             desc = by_id[eid]["descriptors"]
-            self.model.add(
-                precursors_of(desc),
-                desc.get("temperature_c"),
-                from_forecast(record["forecasts"][-1]),
-                weight=LEARN_WEIGHT,
-            )
+            self.model.learn(desc, from_forecast(record["forecasts"][-1]), LEARN_WEIGHT)
         return self.model
 
     def _local(self, state: VisibleState, eid: str) -> dict[str, float]:
@@ -394,7 +393,7 @@ class OracleAgent(BayesAgent):
             "weight": LEARN_WEIGHT,
         }
 
-    def _model(self, state: VisibleState) -> AffinityModel:
+    def _model(self, state: VisibleState) -> ContextModel:
         if self.model is None:
             model = _context_model(state)
             for c in state["candidates"]:
@@ -406,10 +405,7 @@ class OracleAgent(BayesAgent):
                 )
                 if label is None:
                     continue  # an unknown outcome teaches nothing
-                desc = c["descriptors"]
-                model.add(
-                    precursors_of(desc), desc.get("temperature_c"), {label: 1.0}, LEARN_WEIGHT
-                )
+                model.learn(c["descriptors"], {label: 1.0}, LEARN_WEIGHT)
                 self.learned.add(eid)  # never learned twice from its own closures
             self.model = model
         return super()._model(state)

@@ -43,6 +43,8 @@ def compile_specs(
     if protocol != "sdl1":
         raise SpecError(f"unknown campaign protocol {protocol!r} (available: ['sdl1'])")
     card = resolve_card(record, record_card)
+    if overrides.get("context_detail") == "record":  # the record's own (`table_protocol`)
+        overrides = {k: v for k, v in overrides.items() if k != "context_detail"}
     return compile_card(
         card, seed, resolve_data_dir(data_dir), records, allow_modified_data, overrides
     )

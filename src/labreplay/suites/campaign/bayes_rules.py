@@ -13,8 +13,7 @@ from collections.abc import Mapping, Sequence
 from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.actions import schema_variants_of
 from labreplay.suites.campaign.json_values import json_list, json_object
-from labreplay.suites.campaign.model import AffinityModel
-from labreplay.suites.campaign.protocol import precursors_of
+from labreplay.suites.campaign.learner import ContextModel
 from labreplay.suites.campaign.views import VisibleState
 
 PIPELINE_KINDS = frozenset(
@@ -53,28 +52,20 @@ def _kl(p: Mapping[str, float], q: Mapping[str, float]) -> float:
 
 
 def expected_panel_information(
-    model: AffinityModel,
+    model: ContextModel,
     desc: Mapping[str, object],
     queries: Sequence[Mapping[str, object]],
     now: Sequence[Mapping[str, float]],
     weight: float,
 ) -> float:
     """sum_k p(k) sum_q KL(p_q | learned k || p_q): learn each outcome, measure, take it back."""
-    precursors = precursors_of(desc)
-    shared = set(precursors)
-    touched = [
-        i for i, d in enumerate(queries) if shared.intersection(precursors_of(d)) or model.beta
-    ]
+    touched = [i for i, d in enumerate(queries) if model.touches(desc, d)]
     if not touched:
         return 0.0
-    prior = model.predict(desc)
     total = 0.0
-    temperature = desc.get("temperature_c")
-    for k, pk in prior.items():
-        bands = set(model.band_counts)
-        model.add(precursors, temperature, {k: 1.0}, weight=weight)
-        total += pk * sum(_kl(model.predict(queries[i]), now[i]) for i in touched)
-        model.add(precursors, temperature, {k: 1.0}, weight=-weight)
-        for band in set(model.band_counts) - bands:
-            del model.band_counts[band]
+    for k, pk in model.predict(desc).items():
+        if pk <= 0:
+            continue  # a class the model cannot predict (no validity column) teaches nothing
+        with model.trying(desc, {k: 1.0}, weight):
+            total += pk * sum(_kl(model.predict(queries[i]), now[i]) for i in touched)
     return total

@@ -25,6 +25,7 @@ from labreplay.sdk import Record, sha256_file, sha256_json
 from labreplay.sdk.data import resolve_data_dir
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.suites.campaign.card import RecordCard, builtin_card_path, check_sources, load_card
+from labreplay.suites.campaign.card_text import TableDeclaration
 from labreplay.suites.campaign.compiler import QCScore, SpecIndex, TableQC, build_specs, index_of
 from labreplay.suites.campaign.datafiles import DataProvenance
 from labreplay.suites.campaign.protocol import (
@@ -62,6 +63,7 @@ class CardDeclaration(TypedDict):
     outcome_rule: str
     grouping: list[str]
     evidence_kinds: list[EvidenceKindEntry]
+    table: TableDeclaration
     outcome_from_evidence: NotRequired[EvidenceRule]
 
 
@@ -165,6 +167,7 @@ def table_protocol(card: RecordCard, records: Sequence[Record], **overrides: Any
         "evidence_prices": {e.kind: e.price for e in evidence_kinds},
         "panel_requires_outcome": True,
         "expected_panel": None,
+        "context_detail": "rows",  # the reference learner reads the context rows
     }
     return ProtocolParams(**{**rules, **card.protocol, **overrides})
 
@@ -205,6 +208,7 @@ def _compile_table(
             {"kind": e.kind, "reveals": e.reveals, "shows": e.shows, "budget": e.budget,
              "price": e.price} for e in card.evidence
         ],
+        "table": table_declaration(card),
     }  # fmt: skip
     deciding = [e.kind for e in card.evidence if e.reveals in (card.outcome_column, card.category_column)]  # fmt: skip
     if deciding:
@@ -236,6 +240,40 @@ def _compile_table(
     index = index_of(part, specs, card.name, params, seed, data)
     index["qc"] = table_qc(recs, part, specs)
     return part, specs, index
+
+
+def table_declaration(card: RecordCard) -> TableDeclaration:
+    """What the agent reads of the card (`card_text`) and what the reference learner reads."""
+    from labreplay.suites.campaign.learner import LEARNER
+    from labreplay.suites.campaign.table_record import GROUPS_FIELD
+
+    grouped_apart = any(c not in card.descriptors for c in card.grouping)
+    return {
+        "description": card.description,
+        "descriptors": [*card.descriptors, *([GROUPS_FIELD] if grouped_apart else [])],
+        "categories": category_meanings(card),
+        "validity": card.valid_column is not None,
+        "evidence": {e.kind: e.shows for e in card.evidence},
+        "learner": LEARNER,
+    }
+
+
+def category_meanings(card: RecordCard) -> dict[str, str]:
+    """Each category's meaning under the card's rule: its bin of the outcome column, or the
+    value recorded in the category column."""
+    if card.rule != "bins":
+        return {k: f"recorded as {k!r} in column {card.category_column}" for k in card.categories}
+    out: dict[str, str] = {}
+    low, column = None, card.outcome_column
+    for b in card.bins:
+        if b.below is None:
+            out[b.category] = f"{column} \u2265 {low:g}" if low is not None else f"any {column}"
+        else:
+            out[b.category] = (
+                f"{low:g} \u2264 " if low is not None else ""
+            ) + f"{column} < {b.below:g}"
+        low = b.below
+    return out
 
 
 def table_claims(card: RecordCard, deciding: Sequence[str]) -> list[Claim]:

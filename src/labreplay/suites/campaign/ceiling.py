@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypedDict
 
+from labreplay.suites.campaign.card_text import table_of
+from labreplay.suites.campaign.learner import ContextModel, reference_model
 from labreplay.suites.campaign.metrics import panel_loss
-from labreplay.suites.campaign.model import AffinityModel, label_of, to_forecast
-from labreplay.suites.campaign.protocol import precursors_of
+from labreplay.suites.campaign.model import label_of, to_forecast
 from labreplay.suites.campaign.views import SpecBody
 
 
@@ -36,15 +37,12 @@ UPDATE_WEIGHTS: tuple[float, ...] = (1.0, 3.0, 10.0)
 TAU_DELTA_DEFAULT = 0.05
 
 
-def context_model(body: SpecBody) -> AffinityModel:
-    if body["context_rows"]:
-        return AffinityModel(categories=body["categories"]).fit_context(body["context_rows"])
-    return AffinityModel(beta=0.0, categories=body["categories"]).fit_summary(
-        body["context_summary"]
-    )
+def context_model(body: SpecBody) -> ContextModel:
+    context = body["context_rows"] or body["context_summary"]
+    return reference_model(body["categories"], context, table_of(body["record"]))
 
 
-def model_panel_loss(model: AffinityModel, body: SpecBody) -> float:
+def model_panel_loss(model: ContextModel, body: SpecBody) -> float:
     forecasts = {
         q["experiment_id"]: to_forecast(model.predict(q["descriptors"])) for q in body["queries"]
     }
@@ -56,12 +54,18 @@ def context_score(body: SpecBody) -> float:
     return -model_panel_loss(context_model(body), body)
 
 
-def _learn(model: AffinityModel, body: SpecBody, eid: str, weight: float) -> None:
+def _learned(body: SpecBody, eid: str) -> tuple[dict[str, object], dict[str, float]] | None:
+    """A candidate's descriptors and true outcome; None when unknown (it teaches nothing)."""
     label = label_of(body["evaluator"][eid]["outcome"])
     if label is None:
-        return  # an unknown outcome teaches nothing
+        return None
     desc = next(c["descriptors"] for c in body["candidates"] if c["experiment_id"] == eid)
-    model.add(precursors_of(desc), desc.get("temperature_c"), {label: 1.0}, weight=weight)
+    return desc, {label: 1.0}
+
+
+def _learn(model: ContextModel, body: SpecBody, eid: str, weight: float) -> None:
+    if (learned := _learned(body, eid)) is not None:
+        model.learn(*learned, weight)
 
 
 def gain_with_outcomes(body: SpecBody, ids: Sequence[str], weight: float) -> float:
@@ -77,7 +81,7 @@ def ceiling_selected(body: SpecBody, ids: Sequence[str]) -> float:
     return max(gain_with_outcomes(body, ids, w) for w in UPDATE_WEIGHTS)
 
 
-def _query_losses(model: AffinityModel, body: SpecBody, idx: Sequence[int]) -> list[float]:
+def _query_losses(model: ContextModel, body: SpecBody, idx: Sequence[int]) -> list[float]:
     queries, evaluator, eps = body["queries"], body["evaluator"], float(body["eps"])
     out = []
     for i in idx:
@@ -110,11 +114,8 @@ def ceiling_best(body: SpecBody) -> Ceiling:
         model = context_model(body)
         touched: dict[str, list[int]] = {}
         for eid in pool:
-            shared = set(precursors_of(desc[eid]))
             touched[eid] = [
-                i
-                for i in scorable
-                if model.beta or shared.intersection(precursors_of(queries[i]["descriptors"]))
+                i for i in scorable if model.touches(desc[eid], queries[i]["descriptors"])
             ]
         losses = dict(zip(scorable, _query_losses(model, body, scorable), strict=True))
         start = sum(losses.values())
@@ -126,12 +127,12 @@ def ceiling_best(body: SpecBody) -> Ceiling:
                 if eid in chosen:
                     continue
                 idx = touched[eid]
-                bands = set(model.band_counts)
-                _learn(model, body, eid, weight)  # try it, then take it back out exactly
-                new = _query_losses(model, body, idx)
-                _learn(model, body, eid, -weight)
-                for band in set(model.band_counts) - bands:
-                    del model.band_counts[band]
+                learned = _learned(body, eid)
+                if learned is None:
+                    new = _query_losses(model, body, idx)
+                else:
+                    with model.trying(*learned, weight):  # try it, then take it back out
+                        new = _query_losses(model, body, idx)
                 options.append((total - sum(losses[i] for i in idx) + sum(new), eid))
             _, pick = min(options)
             chosen.append(pick)

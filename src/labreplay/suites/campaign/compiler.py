@@ -111,27 +111,29 @@ SUITE = "campaign"
 SPEC_VERSION = "1"
 
 
-def _outcome_label(record: Record) -> str:
-    valid = record.outcome.get("valid")
-    if valid is True:
-        category = record.outcome.get("category")
-        return category if isinstance(category, str) else "valid_uncategorised"
-    if valid is False:
-        return "physical_failure"
-    return "missing"
-
-
 def context_summary(records: Sequence[Record]) -> ContextSummary:
     """Per-precursor outcome counts and overall base rates of the context experiments."""
+    return outcome_summary([(r.descriptors, r.outcome) for r in records])
+
+
+def outcome_summary(
+    rows: Sequence[tuple[Mapping[str, object], Mapping[str, object]]],
+) -> ContextSummary:
+    """The counts of `context_summary` over (descriptors, outcome) pairs: a record's, or a
+    context row's as the agent sees it (the LLM prompt summarises long context rows)."""
     per: dict[str, Counter[str]] = {}
     overall: Counter[str] = Counter()
-    for r in records:
-        label = _outcome_label(r)
+    for descriptors, outcome in rows:
+        valid, category = outcome.get("valid"), outcome.get("category")
+        if valid is not True:
+            label = "physical_failure" if valid is False else "missing"
+        else:
+            label = category if isinstance(category, str) else "valid_uncategorised"
         overall[label] += 1
-        for p in precursors_of(r.descriptors):
+        for p in precursors_of(descriptors):
             per.setdefault(p, Counter())[label] += 1
     return {
-        "n_experiments": len(records),
+        "n_experiments": len(rows),
         "outcome_counts": dict(sorted(overall.items())),
         "per_precursor": {p: dict(sorted(c.items())) for p, c in sorted(per.items())},
     }
@@ -343,6 +345,7 @@ VISIBLE_RECORD_KEYS = frozenset(
         "outcome_rule",
         "grouping",
         "evidence_kinds",
+        "table",  # what the card says of its table, and what the reference learner reads
     }
 )
 VISIBLE_INDEX_KEYS = frozenset(

@@ -32,6 +32,7 @@ from labreplay.suites.campaign.actions import (
     forecast_properties,
     validate_fields,
 )
+from labreplay.suites.campaign.card_text import TableDeclaration, instruction, rules_of, table_of
 from labreplay.suites.campaign.events import CategoryForecast, CheckpointPayload
 from labreplay.suites.campaign.protocol import EVIDENCE_KINDS, REVIEW_KIND
 from labreplay.suites.campaign.views import spec_body
@@ -75,6 +76,7 @@ class CampaignEnv:
         # a record card's table declares its own).
         self.categories: tuple[str, ...] = tuple(body.get("categories", CATEGORIES))
         self.claims: tuple[str, ...] = claim_names(spec_body(body))
+        self.table = table_of(body["record"])
         self.kinds: tuple[str, ...] = (
             *(k for k in EVIDENCE_KINDS if k in self.prices),
             *(k for k in self.prices if k not in EVIDENCE_KINDS),
@@ -131,17 +133,21 @@ class CampaignEnv:
     def visible_state(self) -> dict[str, object]:
         """Everything the agent may see now. Built from visible data only. A record card's
         declared claims (name and the evidence kinds that support each) are shown; the
-        built-in records' four SDL-1 claims are described by the rules text."""
+        built-in records' four SDL-1 claims are described by the rules text. A card's table
+        also shows what the card says of it (`table`: `card_text.TableDeclaration`)."""
         state = self._visible_state()
         declared = self.spec.body.get("claims")
         if isinstance(declared, list):
             state["claims"] = [dict(c) for c in declared]
+        if self.table is not None:
+            state["table"] = copy.deepcopy(self.table)
         return state
 
     def _visible_state(self) -> dict[str, object]:
         return {
             "assignment": self.spec.body["assignment"]["id"],
-            "eval_precursors": self.spec.body["eval_precursors"],
+            # a card's table holds out groups (`COLUMN=value`), not precursors
+            "eval_groups" if self.table else "eval_precursors": self.spec.body["eval_precursors"],
             "budgets_left": dict(self.budgets),
             "budgets_total": dict(self.budgets_total),
             "evidence_prices": dict(self.prices),
@@ -159,9 +165,10 @@ class CampaignEnv:
     def observation(self) -> Observation:
         """What the agent sees before its next action (`labreplay.Observation`)."""
         available = [i for i in self.candidate_ids if self.status[i] == "available"]
+        state = self.visible_state()
         return {
             "phase": self.phase,
-            "rules": RULES,
+            "rules": rules_of(state, RULES),
             "action_schema": action_schema(
                 self.phase,
                 available if self.budgets["experiments"] > 0 else [],
@@ -170,8 +177,9 @@ class CampaignEnv:
                 self.review_possible(),
                 self.categories,
                 self.claims,
+                self.table,
             ),
-            "state": self.visible_state(),
+            "state": state,
             "last_result": self.last_result,
             "step": self.n_actions,
         }
@@ -208,12 +216,8 @@ class CampaignEnv:
         state = self.visible_state()
         return {
             "kind": "panel_checkpoint",
-            "instructions": (
-                "Forecast every held-out query: P(physically valid and characterizable) and, if "
-                "valid, a distribution over the reaction categories. This does not advance the "
-                "campaign or spend budget."
-            ),
-            "response_schema": panel_schema(self.query_ids, self.categories),
+            "instructions": instruction(self.table),
+            "response_schema": panel_schema(self.query_ids, self.categories, self.table),
             "state": state,
             "state_hash": sha256_json(state),
             "panel": self._queries_view,
@@ -481,15 +485,18 @@ class CampaignEnv:
 
 
 def panel_schema(
-    query_ids: list[str] | None = None, categories: Sequence[str] = CATEGORIES
+    query_ids: list[str] | None = None,
+    categories: Sequence[str] = CATEGORIES,
+    table: TableDeclaration | None = None,
 ) -> JsonObject:
-    """The JSON Schema of a panel forecast; with `query_ids`, only those experiments."""
+    """The JSON Schema of a panel forecast; with `query_ids`, only those experiments; `table`:
+    a card table's declaration, whose words the field descriptions use."""
     experiment: JsonObject = {"type": "string"}
     if query_ids is not None:
         experiment["enum"] = list[JsonValue](query_ids)
     item: JsonObject = {
         "type": "object",
-        "properties": {"experiment_id": experiment, **forecast_properties(categories)},
+        "properties": {"experiment_id": experiment, **forecast_properties(categories, table)},
         "required": ["experiment_id", "p_valid", "categories"],
         "additionalProperties": False,
     }

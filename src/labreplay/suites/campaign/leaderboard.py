@@ -331,13 +331,18 @@ def _flat_references(
     its partition seed: short ids repeat when seeds are pooled."""
     from labreplay.suites.campaign.agents import base_rate_forecast
     from labreplay.suites.campaign.board_rows import ci
+    from labreplay.suites.campaign.card_text import table_of
     from labreplay.suites.campaign.metrics import panel_loss
 
     base, context = [], []
     for s in specs:
         body = bodies[s]
         # the random reference's forecast (`RandomAgent.forecast`): the same for every query
-        f = base_rate_forecast(body["context_rows"] or body["context_summary"], body["categories"])
+        f = base_rate_forecast(
+            body["context_rows"] or body["context_summary"],
+            body["categories"],
+            table_of(body["record"]),
+        )
         loss, _ = panel_loss(
             {q["experiment_id"]: f for q in body["queries"]}, body["evaluator"], float(body["eps"])
         )

@@ -15,7 +15,8 @@ caching -- reuse instead of re-reading it):
    step, the result of the last action), then the task and its JSON Schema last.
 
 The agent sees the complete policy-visible state every turn, as before; only the order and the
-notation change. The notation is compact so that a long assignment fits a small model's context:
+notation change, and a card table's context of more than CONTEXT_ROWS_SHOWN rows is shown as
+its outcome counts (one CAMPAIGN line says how many rows were summarised). The notation is compact so that a long assignment fits a small model's context:
 canonical JSON (sorted keys, no whitespace), except that a list of objects sharing one set of
 keys becomes a table, `{"columns": [...], "rows": [[...], ...]}` (a nested object column is
 flattened into `parent.child` columns, a column of word lists is written `x[]` with the words
@@ -36,6 +37,8 @@ from typing import TypedDict, TypeGuard
 
 from labreplay.sdk import canonical_json
 from labreplay.sdk.events import JsonValue
+from labreplay.suites.campaign.card_text import rules_of
+from labreplay.suites.campaign.compiler import ContextSummary, outcome_summary
 from labreplay.suites.campaign.env import RULES
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.llm_panel import panel_wire
@@ -53,6 +56,8 @@ CAMPAIGN_POLICY = (
     "that satisfies the JSON Schema given with the task: no explanations, no markdown, no "
     "second object."
 )
+# A record card's table (its state shows `table`): the same prompt, of the lab's campaign.
+TABLE_POLICY = CAMPAIGN_POLICY.replace("a materials-synthesis campaign", "a lab's campaign")
 NOTATION = (
     'NOTATION: canonical JSON; a list of objects with the same keys is a table {"columns":[...],'
     '"rows":[[...]]} (a column "a.b" is key b of object a; a column "x[]" holds a list written '
@@ -61,6 +66,10 @@ NOTATION = (
 )
 MISSING_KEY = "__missing__"
 MISSING_CELL = "?"
+# A card table's context beyond this many rows is summarised in the prompt (its outcome counts,
+# overall and per group): thousands of rows would not fit a model's context. The state an agent
+# sees keeps the rows; the built-in records' prompts do not change.
+CONTEXT_ROWS_SHOWN = 200
 # State keys that change during a campaign by design: they always go to NOW.
 _TURN_KEYS = ("budgets_left", "open_experiment", "experiments", "closed")
 
@@ -178,6 +187,14 @@ def _abbreviate(value: object, reason: str) -> object:
     return value
 
 
+def _rows_summary(rows: Sequence[object]) -> ContextSummary:
+    """The compiler's outcome counts of the context, read from the rows the agent sees."""
+    pairs = [
+        (json_object(r["descriptors"]), json_object(r["outcome"])) for r in map(json_object, rows)
+    ]
+    return outcome_summary(pairs)
+
+
 def _split(
     state: Mapping[str, object],
 ) -> tuple[dict[str, object], dict[str, object], list[Mapping[str, object]]]:
@@ -219,6 +236,19 @@ class PromptLayout:
 
     def render(self, state: Mapping[str, object]) -> tuple[str, list[str], dict[str, object]]:
         """(CAMPAIGN text, HISTORY lines, NOW mapping) for one state."""
+        rows, note = state.get("context"), None
+        if "table" in state and isinstance(rows, list) and len(rows) > CONTEXT_ROWS_SHOWN:
+            counts = _rows_summary(rows)
+            # a table's groups are `COLUMN=value`, not precursors
+            context = {"n_experiments": counts["n_experiments"],
+                       "outcome_counts": counts["outcome_counts"],
+                       "per_group": counts["per_precursor"]}  # fmt: skip
+            state = {**state, "context": context}
+            note = (
+                f"CONTEXT: the state's {len(rows)} context rows are summarised: `context` holds "
+                "their outcome counts, overall and per group; the rows themselves are not in "
+                "this prompt."
+            )
         fixed, turn, history = _split(state)
         if self._first is None:
             # A private copy: a state object the environment mutates in place later must
@@ -234,7 +264,7 @@ class PromptLayout:
         lasting = tuple(k for k in sorted(fixed) if k not in self._volatile)
         if self._text is None or self._text[0] != lasting:
             # Rendered from the first values: the same bytes for as long as the keys last.
-            self._text = (lasting, _campaign_text({k: self._first[k] for k in lasting}))
+            self._text = (lasting, _campaign_text({k: self._first[k] for k in lasting}, note))
         changed = {k: fixed[k] for k in self._volatile if k in fixed}
         return self._text[1], _history_lines(history), {**changed, **turn}
 
@@ -255,11 +285,11 @@ def _history_lines(history: list[Mapping[str, object]]) -> list[str]:
 StateLayout = PromptLayout
 
 
-def _campaign_text(lasting: Mapping[str, object]) -> str:
+def _campaign_text(lasting: Mapping[str, object], note: str | None = None) -> str:
     reasons: set[str] = set()
     strings: set[str] = set()
     _reasons(lasting, reasons, strings)
-    lines = [f"RULES: {RULES}", NOTATION]
+    lines = [f"RULES: {rules_of(lasting, RULES)}", NOTATION, *([note] if note else [])]
     body = compact(lasting)
     if len(reasons) == 1 and MISSING_CELL not in strings:
         (reason,) = reasons
@@ -287,7 +317,8 @@ def _messages(
             *task,
         ]
     )
-    return [{"role": "system", "content": CAMPAIGN_POLICY}, {"role": "user", "content": user}]
+    policy = TABLE_POLICY if "table" in state else CAMPAIGN_POLICY
+    return [{"role": "system", "content": policy}, {"role": "user", "content": user}]
 
 
 def campaign_messages(
@@ -300,14 +331,15 @@ def campaign_messages(
         "step": observation.get("step"),
         "result_of_previous_action": last if last is not None else "none (first turn)",
     }
+    state = json_object(observation.get("state", {}), "state")
     rules = observation.get("rules", RULES)
     task = [
-        *([f"RULES NOW: {rules}"] if rules != RULES else []),
+        *([f"RULES NOW: {rules}"] if rules != rules_of(state, RULES) else []),
         "TASK: choose the campaign's next action. Reply with one JSON object, the action you "
         "take now, valid under this JSON Schema of the actions permitted now:",
         _json(observation.get("action_schema", {})),
     ]
-    return _messages(json_object(observation.get("state", {}), "state"), layout, now, task)
+    return _messages(state, layout, now, task)
 
 
 def checkpoint_messages(

@@ -18,7 +18,8 @@ execution record and expert review; they are the agent's interpretation, not the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from labreplay.sdk.scoring import CATEGORIES
 from labreplay.suites.campaign.chem import close_compound, parse_formula, phase_formula
@@ -105,6 +106,29 @@ class AffinityModel:
         for k in self.classes:
             band[k] += weight * dist.get(k, 0.0)
             self.base[k] += weight * dist.get(k, 0.0)
+
+    def learn(
+        self, descriptors: Mapping[str, object], dist: Mapping[str, float], weight: float
+    ) -> None:
+        self.add(precursors_of(descriptors), descriptors.get("temperature_c"), dist, weight)
+
+    @contextmanager
+    def trying(
+        self, descriptors: Mapping[str, object], dist: Mapping[str, float], weight: float
+    ) -> Iterator[None]:
+        """Learn `dist` for the block, then take it back out (and any band it created)."""
+        bands = set(self.band_counts)
+        self.learn(descriptors, dist, weight)
+        try:
+            yield
+        finally:
+            self.learn(descriptors, dist, -weight)
+            for band in set(self.band_counts) - bands:
+                del self.band_counts[band]
+
+    def touches(self, a: Mapping[str, object], b: Mapping[str, object]) -> bool:
+        """Whether learning about `a` moves the prediction for `b`, beyond the base rate."""
+        return bool(self.beta) or bool(set(precursors_of(a)).intersection(precursors_of(b)))
 
     def fit_context(self, rows: Sequence[Mapping[str, object]]) -> AffinityModel:
         """rows: {"descriptors": ..., "outcome": ...} of visible context experiments."""
@@ -296,4 +320,5 @@ def posterior(
             log_post[k] += weight * math.log(like[k])
     top = max(log_post.values())
     post = _normalise({k: math.exp(v - top) for k, v in log_post.items()})
-    return _normalise({k: max(v, 0.005) for k, v in post.items()})
+    # A class the prior rules out (a card's table without a validity column) stays out.
+    return _normalise({k: max(v, 0.005) if prior[k] > 0 else 0.0 for k, v in post.items()})

@@ -147,7 +147,10 @@ class CampaignCompileOptions(Checked):
     protocol: str = flag("sdl1", "Protocol family.", check=OneOf(("sdl1",)))
     seed: int = flag(0, "Seed of the frozen partition.", check=seeds())
     context_detail: str = flag(
-        "summary", "summary | rows (context in the state).", check=OneOf(("summary", "rows"))
+        "record",
+        "record | summary | rows (context in the state; record: the record's own, summary for "
+        "the built-in records, rows for a card's table, which its reference learner reads).",
+        check=OneOf(("record", "summary", "rows")),
     )
 
 

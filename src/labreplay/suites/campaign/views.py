@@ -57,7 +57,9 @@ class VisibleState(TypedDict):
     """The campaign as the agent sees it (an observation's and a snapshot's `state`)."""
 
     assignment: str  # the assignment's id ("long-3", "short-1")
-    eval_precursors: list[str]  # the precursors the candidates and queries are drawn around
+    # the precursors the candidates and queries are drawn around (`eval_groups` on a card's table)
+    eval_precursors: NotRequired[list[str]]
+    eval_groups: NotRequired[list[str]]  # a card table's evaluation groups
     budgets_left: dict[str, int]  # per budget ("experiments", "evidence", "reviews")
     budgets_total: dict[str, int]  # the same budgets at the start
     evidence_prices: dict[str, int]  # evidence budget units per inspection of each kind
@@ -71,6 +73,9 @@ class VisibleState(TypedDict):
     experiments: dict[str, ExperimentRecord]  # per selected experiment
     closed: list[str]  # closed experiments, in order
     claims: NotRequired[list[dict[str, object]]]  # a record card's declared claims
+    # a card table's declaration (`card_text.TableDeclaration`): its description, descriptors,
+    # categories with their meaning, evidence kinds and reference learner
+    table: NotRequired[dict[str, object]]
 
 
 def visible_state(view: Mapping[str, object]) -> VisibleState:
