@@ -346,9 +346,11 @@ def markdown(report: ReferencesReport) -> str:
                 + ("" if ci["resolved"] else " (unresolved)")
                 for k, ci in _intervals(v)
             )
+            lead = " (the strongest baseline: most hits)" if other == block["strongest"] else ""
             lines.append(
-                f"\nPooled {problem}, BO minus {other} over {len(block['references'])} references "
-                f"x {block['seeds_per_reference']} seeds, paired by (reference, seed), 95% cluster "
+                f"\nPooled {problem}, BO minus {other}{lead} over {len(block['references'])} "
+                f"references x {block['seeds_per_reference']} seeds, paired by (reference, seed), "
+                "95% cluster "
                 f"bootstrap ({block['bootstrap']['resamples']} resamples, seed "
                 f"{block['bootstrap']['seed']}): {measures}."
             )
@@ -368,7 +370,8 @@ def markdown(report: ReferencesReport) -> str:
         "Where the models differ most is a separate search: BO and random maximise "
         "|difference| and hit when they find a top-5% configuration.",
         "",
-        "| task | difference | C_min: mean [95% t] -> verdict | full space | T | "
+        "| task | difference | C_min: mean [95%, clustered by (r, n) block] -> verdict | "
+        "full space | T | "
         "paired random design | largest |difference|: BO / random hits (target) |",
         "|---|---|---|---|---|---|---|",
     ]

@@ -119,6 +119,7 @@ class Answer(TypedDict, total=False):
     paired_difference: float
     paired_difference_ci95: list[float]
     configurations: int
+    interval_blocks: int  # the (r, n) blocks a clustered interval is over (truth only)
     guided_steps_left_out: int
     verdict: str
     largest_difference: LargestDifference
@@ -238,24 +239,35 @@ class SearchResult:
 OUTCOME_BLIND_PHASES = ("init", "random", "exhaustive", "paired-random")
 
 
-def which_model_answer(steps: Sequence[Step], order: Sequence[str] | None = None) -> Answer:
+def which_model_answer(
+    steps: Sequence[Step], order: Sequence[str] | None = None, by_block: bool = False
+) -> Answer:
     """Formal Algorithm 1 (METRICS.md fourth round): M(o) per model over the configurations
     chosen blind to the outcomes, the paired difference order[0] - order[1] with its 95% t
     interval, and "tied" when it contains 0. Symmetric: swapping `order` mirrors the difference
     and its interval and names the same model. Guided steps (BO) only locate the largest
-    |difference|, reported apart as `largest_difference`."""
+    |difference|, reported apart as `largest_difference`. `by_block` (every configuration of
+    a table, issue 49): the configurations of one (r, n) block share their fits and test points,
+    so the interval is cluster-robust over blocks (`block_half_width`), not over
+    configurations."""
     models = list(order) if order is not None else sorted(steps[0].maes)
     first, second = models[0], models[1]
     blind = [s for s in steps if s.phase in OUTCOME_BLIND_PHASES]
     diffs = np.array([s.maes[first] - s.maes[second] for s in blind])
     mean = float(np.mean(diffs)) if len(diffs) else float("nan")
     lo = hi = mean
+    keys = [(s.candidate.config.r, s.candidate.config.n) if s.candidate else None
+            for s in blind]  # fmt: skip
     if len(diffs) > 1:
         from scipy.stats import t
 
-        half = float(t.ppf(0.975, len(diffs) - 1) * np.std(diffs, ddof=1) / np.sqrt(len(diffs)))
+        if by_block:
+            half = block_half_width(diffs, keys)
+        else:
+            half = float(t.ppf(0.975, len(diffs) - 1) * np.std(diffs, ddof=1) / np.sqrt(len(diffs)))
         lo, hi = mean - half, mean + half
-    tied = len(diffs) < 2 or lo <= 0.0 <= hi
+    # a NaN interval (one block) resolves nothing: tied
+    tied = len(diffs) < 2 or not (lo > 0.0 or hi < 0.0)
     verdict = "tied" if tied else (first if mean < 0 else second)
     widest = max(steps, key=lambda s: (abs(s.maes[first] - s.maes[second]), -s.index))
     assert widest.candidate is not None
@@ -267,6 +279,7 @@ def which_model_answer(steps: Sequence[Step], order: Sequence[str] | None = None
         "paired_difference": mean,
         "paired_difference_ci95": [lo, hi],
         "configurations": len(diffs),
+        **({"interval_blocks": len(set(keys))} if by_block else {}),
         "guided_steps_left_out": len(steps) - len(blind),
         "verdict": verdict,
         "best_model": None if tied else verdict,
@@ -275,6 +288,22 @@ def which_model_answer(steps: Sequence[Step], order: Sequence[str] | None = None
             "abs_difference": abs(widest.maes[first] - widest.maes[second]),
         },
     }
+
+
+def block_half_width(diffs: np.ndarray, keys: Sequence[object]) -> float:
+    """95% half-width of mean(diffs) with the values clustered by `keys`: the cluster-robust
+    (CR1) variance G/(G-1) * sum_g (sum of g's deviations from the mean)^2 / N^2 and a t
+    quantile with G - 1 degrees of freedom (G clusters); NaN with one cluster."""
+    from scipy.stats import t
+
+    sums: dict[object, float] = {}
+    for d, key in zip(diffs - float(np.mean(diffs)), keys, strict=True):
+        sums[key] = sums.get(key, 0.0) + float(d)
+    g = len(sums)
+    if g < 2:
+        return float("nan")
+    var = g / (g - 1) * sum(u * u for u in sums.values()) / len(diffs) ** 2
+    return float(t.ppf(0.975, g - 1) * np.sqrt(var))
 
 
 def direction(problem: str) -> str:
