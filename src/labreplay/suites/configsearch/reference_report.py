@@ -100,9 +100,10 @@ def target_cells(ref: Reference, min_test_points: int) -> tuple[set[Config], Con
     if unscorable(ref, "best-model", min_test_points) is not None:
         return set(), min(cmin, key=cmin.__getitem__)  # no target: every one is degenerate
     land = replay_landscape(ref, "best-model", min_test_points)
+    # the values the target reads (shrunk toward the (r, n) block where SEs are known)
     kept = set(ref.admissible())
-    on = {c for c, v in cmin.items() if c in kept and land.hits(v)}
-    return on, min(cmin, key=cmin.__getitem__)
+    read = {c: land.value_of(ref.model, c, v) for c, v in cmin.items() if c in kept}
+    return {c for c, v in read.items() if land.hits(v)}, min(read, key=read.__getitem__)
 
 
 def build(

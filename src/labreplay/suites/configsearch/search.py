@@ -34,6 +34,7 @@ recorded with every run, so a compute-bound user can trade target hits for fits 
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,7 @@ from labreplay.suites.configsearch.targets import (
     MIN_TEST_POINTS,
     Landscape,
     LandscapeNotes,
+    block_shrunk,
     in_reference_block,
     reliable,
 )
@@ -555,11 +557,16 @@ def landscape(
         raise SpecError(
             f"no candidates for problem {problem}: no configuration has n*s >= {min_test_points}"
         )
+    shrunk = _shrunk(scored, models, se) if problem == "best-model" else None
+    if shrunk is not None:
+        scored = [(shrunk[0][(str(c.model), c.config)], c) for _, c in scored]
     maximise = direction(problem) == "max"
     pick = max if maximise else min
     best_value, best_cand = pick(scored, key=lambda t: t[0])
     floor: float | None = None
-    if problem == "best-model" and se is not None:
+    if shrunk is not None:
+        floor = shrunk[1][(str(best_cand.model), best_cand.config)]
+    elif problem == "best-model" and se is not None:
         floor = se.get((str(best_cand.model), best_cand.config))
     elif problem == "closest" and gt_se is not None:
         values = [gt_se.get(m) for m in models]
@@ -580,6 +587,8 @@ def landscape(
         ]
         notes["reference_block_excluded"] = len(block)
         notes["argopt_in_reference_block"] = bool(block) and min(block) < best_value
+    if shrunk is not None:
+        notes["block_tau2"] = shrunk[2]
     return Landscape(
         direction(problem),
         tuple(v for v, _ in scored),
@@ -587,4 +596,46 @@ def landscape(
         se_floor=floor,
         se_known=floor is not None,
         notes=notes,
+        scores=shrunk[0] if shrunk is not None else None,
     )
+
+
+Shrunk = tuple[dict[tuple[str, Config], float], dict[tuple[str, Config], float], dict[str, float]]
+
+
+def _shrunk(
+    scored: Sequence[tuple[float, Candidate]],
+    models: Sequence[str],
+    se: dict[tuple[str, Config], float | None] | None,
+) -> Shrunk | None:
+    """Best-model: each model's candidate MAEs shrunk toward their (r, n) blocks, their SEs and
+    tau^2 per model (`targets.block_shrunk`); None where any SE is unknown."""
+    if se is None:
+        return None
+    values: dict[tuple[str, Config], float] = {}
+    ses: dict[tuple[str, Config], float] = {}
+    tau2: dict[str, float] = {}
+    for m in models:
+        mine = {c.config: v for v, c in scored if c.model == m}
+        shrunk = block_shrunk(mine, {c: se.get((m, c)) for c in mine})
+        if shrunk is None:
+            return None
+        values |= {(m, c): v for c, v in shrunk.values.items()}
+        ses |= {(m, c): v for c, v in shrunk.se.items()}
+        tau2[m] = shrunk.tau2
+    return values, ses, tau2
+
+
+def scored_trace(land: Landscape, steps: Sequence[Step]) -> list[float]:
+    """Best so far per step as the target reads it: the search's own where the landscape scores
+    the raw objective; under block shrinkage the best shrunk MAE of the candidates evaluated so
+    far (the search saw their raw MAEs), NaN before the first."""
+    if land.scores is None:
+        return [s.best_so_far for s in steps]
+    best, out = float("nan"), []
+    for s in steps:
+        if s.candidate is not None and s.objective is not None:
+            value = land.value_of(s.candidate.model, s.candidate.config, s.objective)
+            best = value if math.isnan(best) else min(best, value)
+        out.append(best)
+    return out
