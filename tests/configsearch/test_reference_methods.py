@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from labreplay.suites.configsearch.cli import app
-from labreplay.suites.configsearch.pooled import cluster_bootstrap_ci
+from labreplay.suites.configsearch.pooled import cluster_bootstrap_ci, pooled
 from labreplay.suites.configsearch.references import _search_tables, load_reference
 from labreplay.suites.configsearch.targets import fits_of
 
@@ -53,6 +53,32 @@ def test_cluster_bootstrap_is_seeded_and_wider_than_one_cluster_warrants() -> No
     mean, lo, hi = cluster_bootstrap_ci(table, seed=7, resamples=2000)
     assert mean == 0.5 and lo < 0.25 and hi > 0.75
     assert cluster_bootstrap_ci(table, seed=7, resamples=2000) == (mean, lo, hi)
+
+
+def _seeds(hits: list[int]) -> dict[str, list]:
+    return {"hit": hits, "steps_to_target": [5 if h else None for h in hits],
+            "final_normalised": [0.5 * h for h in hits], "fits_used": [100] * len(hits)}  # fmt: skip
+
+
+def test_pooled_block_leads_with_the_baseline_that_hits_most() -> None:
+    # random hits least, the heuristic most: BO is read against the heuristic first
+    rows = [
+        {"reference": f"ref{i}", "scored": True, "seeds": 4, "budget": 12,
+         "per_seed": {"seeds": [0, 1, 2, 3], "bo": _seeds([1, 1, 0, 0]),
+                      "random": _seeds([1, 0, 0, 0]), "smallest-ns": _seeds([1, 1, 1, 0])}}
+        for i in range(3)
+    ]  # fmt: skip
+    block = pooled(rows, resamples=200)  # type: ignore[arg-type]
+    assert block["strongest"] == "smallest-ns"
+    assert list(block["vs"]) == ["smallest-ns", "random"]
+    assert block["vs"]["smallest-ns"]["smallest-ns_hits"] == 9
+    assert block["vs"]["random"]["random_hits"] == 3
+    # the order of `against` changes nothing but a tie
+    assert pooled(rows, ("smallest-ns", "random"), resamples=200)["strongest"] == "smallest-ns"  # type: ignore[arg-type]
+    for r in rows:
+        r["per_seed"]["random"] = _seeds([1, 1, 1, 0])  # type: ignore[index]
+    # equal hits: the one BO gains least on in normalised score (here equal too: the first)
+    assert pooled(rows, resamples=200)["strongest"] == "random"  # type: ignore[arg-type]
 
 
 def test_replay_defaults_reference_rows_cost_and_pooled_block_on_fresh_seeds(
@@ -104,6 +130,11 @@ def test_replay_defaults_reference_rows_cost_and_pooled_block_on_fresh_seeds(
     plain = runner.invoke(app, args)
     assert plain.exit_code == 0, plain.output
     assert "pooled over 2 references x 2 seeds (500..501)" in plain.output
+    # JSON keys are sorted: `strongest` names the lead; the text prints it first
+    lead = f"  vs {pooled['strongest']} (the strongest baseline): "
+    assert plain.output.index(lead) < min(
+        plain.output.index(f"  vs {m}: ") for m in pooled["vs"] if m != pooled["strongest"]
+    )
     assert (
         "smallest-ns (no-data heuristic" in plain.output and "single configuration" in plain.output
     )

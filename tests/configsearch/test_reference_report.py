@@ -93,7 +93,16 @@ def test_report_builds_claims_replays_which_model_and_pictures(tmp_path: Path) -
     assert "robust (n*s >= 30)" in md and "full space" in md
     # the heuristic's hits and the fits per search on every row, BO pooled against each reference
     assert "smallest-ns hits" in md and "(860; 48)" in md
-    assert "Pooled best-model, BO minus smallest-ns over 2 references x 1 seeds" in md
+    strongest = report["pooled"]["best-model"]["strongest"]
+    assert strongest in ("random", "smallest-ns")
+    for other in ("random", "smallest-ns"):
+        lead = " (the strongest baseline: most hits)" if other == strongest else ""
+        assert f"Pooled best-model, BO minus {other}{lead} over 2 references x 1 seeds" in md
+    # BO is read against the strongest baseline first
+    weaker = "random" if strongest == "smallest-ns" else "smallest-ns"
+    assert md.index(f"best-model, BO minus {strongest} (") < md.index(
+        f"best-model, BO minus {weaker} "
+    )
     assert report["pooled"]["closest"]["bootstrap"]["resamples"] == 10_000
     slim = json.loads((tmp_path / "references_report.json").read_text())
     assert "normalised_traces" not in slim["replays"][0] and slim["files"] == files

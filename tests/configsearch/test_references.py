@@ -283,6 +283,35 @@ def test_which_model_verdict_leaves_out_guided_steps() -> None:
     assert answer["largest_difference"]["abs_difference"] == pytest.approx(0.9)
 
 
+def test_which_model_truth_interval_is_clustered_by_r_n_block() -> None:
+    from scipy.stats import t
+
+    from labreplay.suites.configsearch.search import Candidate, Step, which_model_answer
+    from labreplay.suites.configsearch.space import Config
+
+    # 4 (r, n) blocks of 5 configurations (s = 1..5), each block's difference shared by its
+    # configurations: 4 observations, not 20
+    gaps = [0.3, 0.2, -0.1, 0.2]
+    steps = [
+        Step(i, "exhaustive", Candidate(Config(0.1 * g, 8, s), None), {"a": 1.0, "b": 1.0 - d},
+             d, 0.0, None, 0.0)
+        for i, (g, d, s) in enumerate(((g, d, s) for g, d in enumerate(gaps)
+                                       for s in range(1, 6)), 1)
+    ]  # fmt: skip
+    naive = which_model_answer(steps, ["a", "b"])
+    assert naive["verdict"] == "b" and "interval_blocks" not in naive
+    clustered = which_model_answer(steps, ["a", "b"], by_block=True)
+    assert clustered["paired_difference"] == pytest.approx(naive["paired_difference"])
+    assert clustered["interval_blocks"] == 4 and clustered["verdict"] == "tied"
+    # equal blocks: the t interval over the 4 block means (3 degrees of freedom)
+    half = t.ppf(0.975, 3) * np.std(gaps, ddof=1) / 2
+    lo, hi = clustered["paired_difference_ci95"]
+    assert (lo, hi) == pytest.approx((np.mean(gaps) - half, np.mean(gaps) + half))
+    # one block: nothing resolved
+    one = which_model_answer(steps[:5], ["a", "b"], by_block=True)
+    assert one["interval_blocks"] == 1 and one["verdict"] == "tied"
+
+
 README_EXAMPLE = re.compile(r"<!-- optimiser-example -->\n```python\n(.*?)```", re.S)
 
 

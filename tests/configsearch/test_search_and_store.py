@@ -70,7 +70,9 @@ def test_bo_and_random_share_the_initial_design_and_are_deterministic(
         assert [s.phase for s in bo.steps] == ["init"] * 3 + ["bo"] * 3
         trace = bo.trace()
         assert all(x >= y for x, y in itertools.pairwise(trace))
-        assert "steps_to_target" in summary and summary["exhaustive_optimum"] <= trace[-1]
+        # no search beats the exhaustive optimum as the target reads it (best-model: MAEs shrunk
+        # toward their (r, n) block, so the raw best so far may lie below it)
+        assert "steps_to_target" in summary and summary["final_normalised"] <= 1.0 + 1e-12
         assert summary["bo_overhead_max_s"] < 10.0  # recorded (a loaded CI machine is slow)
         # the run names its surrogate, acquisition, kernel and library versions; random none
         bo_params = a.run(run_a).agent_params["surrogate"]

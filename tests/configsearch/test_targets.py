@@ -5,10 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from labreplay.suites.configsearch.search import maximin_design
+from labreplay.suites.configsearch.search import (
+    Candidate,
+    Step,
+    landscape,
+    maximin_design,
+    scored_trace,
+)
 from labreplay.suites.configsearch.space import Config, ConfigSpace
 from labreplay.suites.configsearch.targets import (
     Landscape,
+    block_shrunk,
     chance_of_target,
     costs,
     fits_of,
@@ -36,6 +43,49 @@ def test_normalised_score_and_the_top5_or_one_se_target() -> None:
     wide = Landscape("min", values, "x", se_floor=0.25, se_known=True)
     assert wide.threshold == pytest.approx(0.2505) and wide.on_target == 7
     assert land.chance(8) == pytest.approx(chance_of_target(5, 100, 8))
+
+
+def test_block_shrinkage_removes_the_winners_curse_of_a_small_test_set() -> None:
+    # block (0, 6): its s = 5 value is a lucky draw of 30 test points (raw minimum), the larger
+    # test sets of the block agree on 1.0; block (0.1, 24) is 0.9 at every s, precisely
+    lucky, big = Config(0.0, 6, 5), [Config(0.0, 6, s) for s in (8, 9, 10)]
+    good = [Config(0.1, 24, s) for s in (2, 3, 4)]
+    maes = {lucky: 0.7, **{c: 1.0 for c in big}, **{c: 0.9 for c in good}}
+    se = {c: 1.0 / np.sqrt(c.n * c.s) for c in maes}
+    shrunk = block_shrunk(maes, se)
+    assert shrunk is not None
+    # the spread inside each block is what its test sets' noise gives: tau^2 = 0, every value
+    # is its block's precision-weighted mean, known as well as the block's largest test set
+    assert shrunk.tau2 == 0.0
+    w = {c: 1 / se[c] ** 2 for c in [lucky, *big]}
+    block = sum(maes[c] * w[c] for c in w) / sum(w.values())
+    assert shrunk.values[lucky] == pytest.approx(block) and block > 0.9
+    assert shrunk.se[lucky] == pytest.approx(se[Config(0.0, 6, 10)])
+    assert min(shrunk.values, key=shrunk.values.__getitem__) in good
+    # a real spread inside a block (far beyond its SEs) is kept
+    wide = {Config(0.0, 48, s): 1.0 + s for s in (1, 2, 3)} | {
+        Config(0.1, 48, s): 2.0 + s for s in (1, 2, 3)
+    }
+    kept = block_shrunk(wide, {c: 0.01 for c in wide})
+    assert kept is not None and kept.tau2 > 0
+    assert all(kept.values[c] == pytest.approx(wide[c], abs=1e-3) for c in wide)
+    # an unknown SE: no shrinkage (the raw reading, flagged elsewhere)
+    assert block_shrunk(maes, {**se, lucky: None}) is None
+    # the landscape reads the shrunk values; a search's best so far is read the same way
+    table = {("m", c): v for c, v in maes.items()}
+    land = landscape(
+        "best-model", table, ["m"], list(maes), None, 30, {("m", c): v for c, v in se.items()}
+    )
+    assert land.notes["block_tau2"] == {"m": 0.0} and land.argopt.startswith("(0.1, 24")
+    assert land.optimum == pytest.approx(0.9) and land.value_of("m", lucky, 0.7) == pytest.approx(
+        block
+    )
+    steps = [Step(1, "init", Candidate(lucky, "m"), {"m": 0.7}, 0.7, 0.7, None, 0.0),
+             Step(2, "bo", None, {}, None, 0.7, None, 0.0),
+             Step(3, "bo", Candidate(good[0], "m"), {"m": 0.9}, 0.9, 0.7, None, 0.0)]  # fmt: skip
+    assert scored_trace(land, steps) == pytest.approx([block, block, 0.9])
+    raw = landscape("best-model", table, ["m"], list(maes), None, 30)
+    assert raw.scores is None and scored_trace(raw, steps) == [0.7, 0.7, 0.7]
 
 
 def test_maximised_degenerate_and_needle_landscapes() -> None:

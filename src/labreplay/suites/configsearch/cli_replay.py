@@ -354,8 +354,8 @@ def _which_model_line(row: WhichModelRow) -> str:
     bo, rnd = loc["methods"]["bo"], loc["methods"]["random"]
     return (
         f"{row['task']} which-model over {row['configurations']} C_min configurations: "
-        f"{t['difference']} = {t['paired_difference']:.4g} [{lo:.4g}, {hi:.4g}] -> "
-        f"{t['verdict']}\n  paired random design, T = {row['budget']} configurations per seed: "
+        f"{t['difference']} = {t['paired_difference']:.4g} [{lo:.4g}, {hi:.4g}] (95%, "
+        f"clustered by {t.get('interval_blocks')} (r, n) blocks) -> {t['verdict']}\n  paired random design, T = {row['budget']} configurations per seed: "
         f"{pr['tied']} tied, {named}; {pr['agrees_with_truth']}/{row['seeds']} agree with the "
         f"truth\n  largest |difference| (a separate search problem; target >= "
         f"{loc['target']:.4g}, {loc['on_target']} configurations, largest {loc['largest']:.4g}): "
@@ -369,8 +369,8 @@ def _print_pooled(block: PooledBlock, chosen: range) -> None:
     console.print(
         f"pooled over {len(block['references'])} references x {block['seeds_per_reference']} "
         f"seeds ({chosen.start}..{chosen.stop - 1}), paired by (reference, seed), BO minus each "
-        f"reference method; 95% cluster bootstrap (references, then seeds; {b['resamples']} "
-        f"resamples, seed {b['seed']}):",
+        f"reference method, the strongest baseline (most hits) first; 95% cluster bootstrap "
+        f"(references, then seeds; {b['resamples']} resamples, seed {b['seed']}):",
         markup=False,
     )
     if block["left_out"]:
@@ -384,8 +384,9 @@ def _print_pooled(block: PooledBlock, chosen: range) -> None:
         return f"{m['mean']:{fmt}} [{lo:{fmt}}, {hi:{fmt}}]{note}"
 
     for other, v in block["vs"].items():
+        lead = " (the strongest baseline)" if other == block["strongest"] else ""
         console.print(
-            f"  vs {other}: hits {v['bo_hits']} vs {v[other + '_hits']} of {v['searches']}; "
+            f"  vs {other}{lead}: hits {v['bo_hits']} vs {v[other + '_hits']} of {v['searches']}; "
             f"hit rate {cell(v['hit'], '+.3f')}; steps saved {cell(v['steps_saved'], '+.2f')}; "
             f"normalised gain {cell(v['normalised_gain'], '+.3f')}; extra fits "
             f"{cell(v['extra_fits'], '+.1f')}",

@@ -63,6 +63,7 @@ from labreplay.suites.configsearch.search import (
     Step,
     candidates,
     landscape,
+    scored_trace,
     search,
     search_health,
 )
@@ -357,7 +358,7 @@ def search_summary(
             result.problem, truth.table, models, feasible, result.ground_truth,
             min_test_points, se, gt_se,
         )  # fmt: skip
-        summary.update(target_metrics(land, result.trace(), cumulative, init))
+        summary.update(target_metrics(land, scored_trace(land, result.steps), cumulative, init))
         summary["chance_uniform"] = land.chance(len(result.steps))
         summary["target_warnings"] = land.warnings(len(result.steps))
     return summary

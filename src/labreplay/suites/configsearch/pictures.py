@@ -7,8 +7,8 @@ benchmark configuration looks at.
   (0, 48, 10) boxed.
 - `traces`: best-so-far normalised score of BO vs random search per step, the mean over seeds
   with the 25-75% band, the initial design shaded.
-- `which_model`: per task with two references, the paired difference of the models (95% t
-  interval) over C_min and over the full space, with BO / paired-random verdict counts.
+- `which_model`: per task with two references, the paired difference of the models (95%
+  interval clustered by (r, n) block) over C_min and over the full space, with BO / paired-random verdict counts.
 """
 
 from __future__ import annotations
@@ -178,7 +178,8 @@ def which_model(rows: Sequence[WhichModelRow], path: Path) -> None:
         )
     ax.axvline(0.0, color="black", lw=0.8)
     ax.set_yticks(range(len(rows)), labels, fontsize=7)
-    ax.set_xlabel("paired difference of mean MAE, 95% t interval (0 inside: tied)", fontsize=8)
+    ax.set_xlabel("paired difference of mean MAE, 95% interval clustered by (r, n) block "
+                  "(0 inside: tied)", fontsize=8)  # fmt: skip
     ax.set_title("Which model is best over the space (Algorithm 1, paired)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()

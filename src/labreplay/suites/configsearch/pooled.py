@@ -1,5 +1,9 @@
 """BO against each reference method pooled over the references of a replay, paired by
-(reference, seed), with a two-stage cluster bootstrap.
+(reference, seed), with a two-stage cluster bootstrap, led by the strongest baseline.
+
+The strongest baseline is the reference method with the most pooled hits (ties: the one BO
+gains least on in normalised score): a conclusion about BO is read against it, never against
+random search alone, since the no-data heuristic smallest-ns can beat random (issue 49).
 
 Unit of pairing: one (reference, seed): the two methods share the seed's initial design, so their
 difference on that seed is one paired observation. Seeds of one reference share its landscape and
@@ -49,11 +53,12 @@ class Bootstrap(TypedDict):
 
 
 class PooledBlock(TypedDict):
-    """`pooled`: BO minus each reference method over the scored references. `vs[method]` maps
-    each of MEASURES to its `MeasureCI`, and "bo_hits", "<method>_hits" and "searches" to
-    counts."""
+    """`pooled`: BO minus each reference method over the scored references, the `strongest`
+    first. `vs[method]` maps each of MEASURES to its `MeasureCI`, and "bo_hits",
+    "<method>_hits" and "searches" to counts."""
 
     what: str
+    strongest: str | None
     references: list[str]
     left_out: list[str]
     seeds_per_reference: int
@@ -103,9 +108,10 @@ def pooled(
     usable target, `scored` False, is left out and named)."""
     used = [r for r in rows if r["scored"]]
     out: PooledBlock = {
-        "what": "BO minus each reference method, paired by (reference, seed), pooled over the "
-        "scored references with equal weight; 95% two-stage cluster bootstrap (references, "
-        "then seeds within them)",
+        "what": "BO minus each reference method, the strongest baseline (most pooled hits) "
+        "first, paired by (reference, seed), pooled over the scored references with equal "
+        "weight; 95% two-stage cluster bootstrap (references, then seeds within them)",
+        "strongest": None,
         "references": [r["reference"] for r in used],
         "left_out": [r["reference"] for r in rows if not r["scored"]],
         "seeds_per_reference": used[0]["seeds"] if used else 0,
@@ -116,8 +122,10 @@ def pooled(
         return out
     if len({len(r["per_seed"]["seeds"]) for r in used}) != 1:
         raise ValueError("pooled rows need the same seeds on every reference")
+    strength: dict[str, tuple[int, float]] = {}
     for other in against:
         result: dict[str, MeasureCI | int] = {}
+        gain = 0.0
         for measure in MEASURES:
             table = []
             for r in used:
@@ -140,8 +148,17 @@ def pooled(
                 table.append(diff)
             mean, lo, hi = cluster_bootstrap_ci(np.array(table), seed, resamples)
             result[measure] = {"mean": mean, "ci95": [lo, hi], "resolved": bool(lo > 0 or hi < 0)}
+            if measure == "normalised_gain":
+                gain = mean
         result["bo_hits"] = sum(sum(r["per_seed"]["bo"]["hit"]) for r in used)
-        result[f"{other}_hits"] = sum(sum(r["per_seed"][other]["hit"]) for r in used)
+        hits = result[f"{other}_hits"] = sum(sum(r["per_seed"][other]["hit"]) for r in used)
         result["searches"] = sum(len(r["per_seed"]["seeds"]) for r in used)
         out["vs"][other] = result
+        # most pooled hits, then the least normalised gain of BO over it
+        strength[other] = (hits, -gain)
+    strongest = max(against, key=strength.__getitem__)  # equals: the first in `against`
+    out["strongest"] = strongest
+    out["vs"] = {strongest: out["vs"][strongest]} | {
+        k: v for k, v in out["vs"].items() if k != strongest
+    }
     return out

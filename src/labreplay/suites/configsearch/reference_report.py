@@ -100,9 +100,10 @@ def target_cells(ref: Reference, min_test_points: int) -> tuple[set[Config], Con
     if unscorable(ref, "best-model", min_test_points) is not None:
         return set(), min(cmin, key=cmin.__getitem__)  # no target: every one is degenerate
     land = replay_landscape(ref, "best-model", min_test_points)
+    # the values the target reads (shrunk toward the (r, n) block where SEs are known)
     kept = set(ref.admissible())
-    on = {c for c, v in cmin.items() if c in kept and land.hits(v)}
-    return on, min(cmin, key=cmin.__getitem__)
+    read = {c: land.value_of(ref.model, c, v) for c, v in cmin.items() if c in kept}
+    return {c for c, v in read.items() if land.hits(v)}, min(read, key=read.__getitem__)
 
 
 def build(
@@ -346,9 +347,11 @@ def markdown(report: ReferencesReport) -> str:
                 + ("" if ci["resolved"] else " (unresolved)")
                 for k, ci in _intervals(v)
             )
+            lead = " (the strongest baseline: most hits)" if other == block["strongest"] else ""
             lines.append(
-                f"\nPooled {problem}, BO minus {other} over {len(block['references'])} references "
-                f"x {block['seeds_per_reference']} seeds, paired by (reference, seed), 95% cluster "
+                f"\nPooled {problem}, BO minus {other}{lead} over {len(block['references'])} "
+                f"references x {block['seeds_per_reference']} seeds, paired by (reference, seed), "
+                "95% cluster "
                 f"bootstrap ({block['bootstrap']['resamples']} resamples, seed "
                 f"{block['bootstrap']['seed']}): {measures}."
             )
@@ -368,7 +371,8 @@ def markdown(report: ReferencesReport) -> str:
         "Where the models differ most is a separate search: BO and random maximise "
         "|difference| and hit when they find a top-5% configuration.",
         "",
-        "| task | difference | C_min: mean [95% t] -> verdict | full space | T | "
+        "| task | difference | C_min: mean [95%, clustered by (r, n) block] -> verdict | "
+        "full space | T | "
         "paired random design | largest |difference|: BO / random hits (target) |",
         "|---|---|---|---|---|---|---|",
     ]

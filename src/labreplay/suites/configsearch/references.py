@@ -47,7 +47,13 @@ from labreplay.suites.configsearch.optimizers import (
     surrogate_identity,
 )
 from labreplay.suites.configsearch.options import COST_ALPHA
-from labreplay.suites.configsearch.search import Answer, SearchResult, landscape, search
+from labreplay.suites.configsearch.search import (
+    Answer,
+    SearchResult,
+    landscape,
+    scored_trace,
+    search,
+)
 from labreplay.suites.configsearch.space import REFERENCE_CONFIG, Config, ConfigSpace, SpaceDoc
 from labreplay.suites.configsearch.targets import (
     MIN_TEST_POINTS,
@@ -541,7 +547,7 @@ def _replay_one(
     steps = list(range(1, len(result.steps) + 1))
     return {
         "seed": seed,
-        **target_metrics(land, result.trace(), steps, init),
+        **target_metrics(land, scored_trace(land, result.steps), steps, init),
         "invalid_steps": result.invalid_steps,
         "answer": result.answer(),
         # model fits this search needed: n per new (model, r, n) training set (targets.fits_of)
@@ -843,6 +849,7 @@ def _boundary(
     for cand in candidates(plan.problem, plan.ref.admissible(), [plan.ref.model],
                            plan.min_test_points):  # fmt: skip
         value = objective(plan.problem, {plan.ref.model: plan.ref.maes[cand.config]}, gt)
+        value = land.value_of(cand.model, cand.config, value)  # the shrunk MAE (best-model)
         ns.append((cand.config.n * cand.config.s, land.hits(value)))
     smallest = min(n for n, _ in ns)
     on = sorted(n for n, hit in ns if hit)

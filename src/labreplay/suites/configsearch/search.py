@@ -34,6 +34,7 @@ recorded with every run, so a compute-bound user can trade target hits for fits 
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,7 @@ from labreplay.suites.configsearch.targets import (
     MIN_TEST_POINTS,
     Landscape,
     LandscapeNotes,
+    block_shrunk,
     in_reference_block,
     reliable,
 )
@@ -119,6 +121,7 @@ class Answer(TypedDict, total=False):
     paired_difference: float
     paired_difference_ci95: list[float]
     configurations: int
+    interval_blocks: int  # the (r, n) blocks a clustered interval is over (truth only)
     guided_steps_left_out: int
     verdict: str
     largest_difference: LargestDifference
@@ -238,24 +241,35 @@ class SearchResult:
 OUTCOME_BLIND_PHASES = ("init", "random", "exhaustive", "paired-random")
 
 
-def which_model_answer(steps: Sequence[Step], order: Sequence[str] | None = None) -> Answer:
+def which_model_answer(
+    steps: Sequence[Step], order: Sequence[str] | None = None, by_block: bool = False
+) -> Answer:
     """Formal Algorithm 1 (METRICS.md fourth round): M(o) per model over the configurations
     chosen blind to the outcomes, the paired difference order[0] - order[1] with its 95% t
     interval, and "tied" when it contains 0. Symmetric: swapping `order` mirrors the difference
     and its interval and names the same model. Guided steps (BO) only locate the largest
-    |difference|, reported apart as `largest_difference`."""
+    |difference|, reported apart as `largest_difference`. `by_block` (every configuration of
+    a table, issue 49): the configurations of one (r, n) block share their fits and test points,
+    so the interval is cluster-robust over blocks (`block_half_width`), not over
+    configurations."""
     models = list(order) if order is not None else sorted(steps[0].maes)
     first, second = models[0], models[1]
     blind = [s for s in steps if s.phase in OUTCOME_BLIND_PHASES]
     diffs = np.array([s.maes[first] - s.maes[second] for s in blind])
     mean = float(np.mean(diffs)) if len(diffs) else float("nan")
     lo = hi = mean
+    keys = [(s.candidate.config.r, s.candidate.config.n) if s.candidate else None
+            for s in blind]  # fmt: skip
     if len(diffs) > 1:
         from scipy.stats import t
 
-        half = float(t.ppf(0.975, len(diffs) - 1) * np.std(diffs, ddof=1) / np.sqrt(len(diffs)))
+        if by_block:
+            half = block_half_width(diffs, keys)
+        else:
+            half = float(t.ppf(0.975, len(diffs) - 1) * np.std(diffs, ddof=1) / np.sqrt(len(diffs)))
         lo, hi = mean - half, mean + half
-    tied = len(diffs) < 2 or lo <= 0.0 <= hi
+    # a NaN interval (one block) resolves nothing: tied
+    tied = len(diffs) < 2 or not (lo > 0.0 or hi < 0.0)
     verdict = "tied" if tied else (first if mean < 0 else second)
     widest = max(steps, key=lambda s: (abs(s.maes[first] - s.maes[second]), -s.index))
     assert widest.candidate is not None
@@ -267,6 +281,7 @@ def which_model_answer(steps: Sequence[Step], order: Sequence[str] | None = None
         "paired_difference": mean,
         "paired_difference_ci95": [lo, hi],
         "configurations": len(diffs),
+        **({"interval_blocks": len(set(keys))} if by_block else {}),
         "guided_steps_left_out": len(steps) - len(blind),
         "verdict": verdict,
         "best_model": None if tied else verdict,
@@ -275,6 +290,22 @@ def which_model_answer(steps: Sequence[Step], order: Sequence[str] | None = None
             "abs_difference": abs(widest.maes[first] - widest.maes[second]),
         },
     }
+
+
+def block_half_width(diffs: np.ndarray, keys: Sequence[object]) -> float:
+    """95% half-width of mean(diffs) with the values clustered by `keys`: the cluster-robust
+    (CR1) variance G/(G-1) * sum_g (sum of g's deviations from the mean)^2 / N^2 and a t
+    quantile with G - 1 degrees of freedom (G clusters); NaN with one cluster."""
+    from scipy.stats import t
+
+    sums: dict[object, float] = {}
+    for d, key in zip(diffs - float(np.mean(diffs)), keys, strict=True):
+        sums[key] = sums.get(key, 0.0) + float(d)
+    g = len(sums)
+    if g < 2:
+        return float("nan")
+    var = g / (g - 1) * sum(u * u for u in sums.values()) / len(diffs) ** 2
+    return float(t.ppf(0.975, g - 1) * np.sqrt(var))
 
 
 def direction(problem: str) -> str:
@@ -526,11 +557,16 @@ def landscape(
         raise SpecError(
             f"no candidates for problem {problem}: no configuration has n*s >= {min_test_points}"
         )
+    shrunk = _shrunk(scored, models, se) if problem == "best-model" else None
+    if shrunk is not None:
+        scored = [(shrunk[0][(str(c.model), c.config)], c) for _, c in scored]
     maximise = direction(problem) == "max"
     pick = max if maximise else min
     best_value, best_cand = pick(scored, key=lambda t: t[0])
     floor: float | None = None
-    if problem == "best-model" and se is not None:
+    if shrunk is not None:
+        floor = shrunk[1][(str(best_cand.model), best_cand.config)]
+    elif problem == "best-model" and se is not None:
         floor = se.get((str(best_cand.model), best_cand.config))
     elif problem == "closest" and gt_se is not None:
         values = [gt_se.get(m) for m in models]
@@ -551,6 +587,8 @@ def landscape(
         ]
         notes["reference_block_excluded"] = len(block)
         notes["argopt_in_reference_block"] = bool(block) and min(block) < best_value
+    if shrunk is not None:
+        notes["block_tau2"] = shrunk[2]
     return Landscape(
         direction(problem),
         tuple(v for v, _ in scored),
@@ -558,4 +596,46 @@ def landscape(
         se_floor=floor,
         se_known=floor is not None,
         notes=notes,
+        scores=shrunk[0] if shrunk is not None else None,
     )
+
+
+Shrunk = tuple[dict[tuple[str, Config], float], dict[tuple[str, Config], float], dict[str, float]]
+
+
+def _shrunk(
+    scored: Sequence[tuple[float, Candidate]],
+    models: Sequence[str],
+    se: dict[tuple[str, Config], float | None] | None,
+) -> Shrunk | None:
+    """Best-model: each model's candidate MAEs shrunk toward their (r, n) blocks, their SEs and
+    tau^2 per model (`targets.block_shrunk`); None where any SE is unknown."""
+    if se is None:
+        return None
+    values: dict[tuple[str, Config], float] = {}
+    ses: dict[tuple[str, Config], float] = {}
+    tau2: dict[str, float] = {}
+    for m in models:
+        mine = {c.config: v for v, c in scored if c.model == m}
+        shrunk = block_shrunk(mine, {c: se.get((m, c)) for c in mine})
+        if shrunk is None:
+            return None
+        values |= {(m, c): v for c, v in shrunk.values.items()}
+        ses |= {(m, c): v for c, v in shrunk.se.items()}
+        tau2[m] = shrunk.tau2
+    return values, ses, tau2
+
+
+def scored_trace(land: Landscape, steps: Sequence[Step]) -> list[float]:
+    """Best so far per step as the target reads it: the search's own where the landscape scores
+    the raw objective; under block shrinkage the best shrunk MAE of the candidates evaluated so
+    far (the search saw their raw MAEs), NaN before the first."""
+    if land.scores is None:
+        return [s.best_so_far for s in steps]
+    best, out = float("nan"), []
+    for s in steps:
+        if s.candidate is not None and s.objective is not None:
+            value = land.value_of(s.candidate.model, s.candidate.config, s.objective)
+            best = value if math.isnan(best) else min(best, value)
+        out.append(best)
+    return out

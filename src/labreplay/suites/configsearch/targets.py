@@ -7,7 +7,10 @@ use `C_min` only (like the infeasible r values, the set is known before any cost
 
 On target (best model): m(c) <= tau = max(m_(k), m* + SE(m*)), m* the minimum over C_min, m_(k)
 its k-th smallest value, k = ceil(5% of the candidates), SE = abs_error_sd / sqrt(n_test): a
-top-5% configuration, never a band narrower than the optimum's own standard error. On target
+top-5% configuration, never a band narrower than the optimum's own standard error. Where every SE
+is known, m is each configuration's MAE shrunk toward its (r, n) block (`block_shrunk`, issue
+49): the raw minimum sat on the C_min bound n*s = 30 in 7 of 8 references, a winner's curse of
+small test sets. A search still sees the raw MAE; its best so far is read in shrunk values. On target
 (closest): |m(c) - gt| <= max(L_(k), SE(gt)) over C_min minus the reference's own (r, n) block.
 Where a reference carries no abs_error_sd (the files recorded before it was stored) the SE term
 is unknown: the band is m_(k) alone and `se_known` is False -- flagged, never invented.
@@ -60,6 +63,50 @@ def standard_error(abs_error_sd: float | None, n_test: int) -> float | None:
     return float(abs_error_sd) / math.sqrt(n_test)
 
 
+@dataclass(frozen=True)
+class BlockShrunk:
+    """`block_shrunk`: each configuration's MAE shrunk toward its (r, n) block, its SE, and the
+    between-configuration variance tau^2 within blocks that the shrinkage kept."""
+
+    values: dict[Config, float]
+    se: dict[Config, float]
+    tau2: float
+
+
+def block_shrunk(values: dict[Config, float], se: dict[Config, float | None]) -> BlockShrunk | None:
+    """Empirical Bayes toward the (r, n) block (issue 49): the s values of one block share the
+    block's fits and their test sets are nested (s picks how many of each fold's ordered test
+    points count), so a lone small-s minimum is mostly the noise of a small test set. With
+    v = SE^2, the block mean mu_B is precision-weighted (1/v), tau^2 = max(0, (sum (m - mu_B)^2
+    - sum_B (sum v - k_B / W_B)) / sum_B (k_B - 1)) (moments, pooled over blocks), and
+    m~ = mu_B + tau^2 / (tau^2 + v) (m - mu_B). SE(m~)^2 = (1 - B) v + B^2 v_min,B with
+    B = v / (tau^2 + v): the block's largest test set holds every test point of the block, so a
+    block value is known no better than its smallest SE. None when any SE is unknown or 0."""
+    var = {c: float(v) ** 2 for c in values if (v := se.get(c))}
+    if len(var) != len(values):
+        return None
+    blocks: dict[tuple[float, int], list[Config]] = {}
+    for c in values:
+        blocks.setdefault((c.r, c.n), []).append(c)
+    mean: dict[tuple[float, int], float] = {}
+    spread = expected = dof = 0.0
+    for key, cs in blocks.items():
+        weight = sum(1.0 / var[c] for c in cs)
+        mean[key] = sum(values[c] / var[c] for c in cs) / weight
+        spread += sum((values[c] - mean[key]) ** 2 for c in cs)
+        expected += sum(var[c] for c in cs) - len(cs) / weight
+        dof += len(cs) - 1
+    tau2 = max(0.0, (spread - expected) / dof) if dof else 0.0
+    out, out_se = {}, {}
+    for key, cs in blocks.items():
+        v_min = min(var[c] for c in cs)
+        for c in cs:
+            b = var[c] / (tau2 + var[c])
+            out[c] = mean[key] + (1.0 - b) * (values[c] - mean[key])
+            out_se[c] = math.sqrt((1.0 - b) * var[c] + b * b * v_min)
+    return BlockShrunk(out, out_se, tau2)
+
+
 class LandscapeNotes(TypedDict, total=False):
     """What a landscape excluded, for reports: C_min (`search.landscape`), the reference block
     (problem closest) and the degenerate rule (`references.degenerate_notes`)."""
@@ -73,6 +120,8 @@ class LandscapeNotes(TypedDict, total=False):
     degenerate_configs: int
     degenerate_configs_in_c_min: int
     degenerate_excluded: int
+    # best-model under block shrinkage (`block_shrunk`): tau^2 per model
+    block_tau2: dict[str, float]
 
 
 class LandscapeSummary(LandscapeNotes):
@@ -170,6 +219,13 @@ class Landscape:
     se_floor: float | None = None
     se_known: bool = False
     notes: LandscapeNotes = field(default_factory=lambda: LandscapeNotes())
+    # best-model: each (model, configuration)'s MAE shrunk toward its (r, n) block, which the
+    # target reads instead of the raw MAE a search sees (`value_of`); None: the raw objective
+    scores: dict[tuple[str, Config], float] | None = None
+
+    def value_of(self, model: str | None, config: Config, raw: float) -> float:
+        """What the target reads for a candidate: its shrunk MAE where `scores` holds it."""
+        return raw if self.scores is None else self.scores[(str(model), config)]
 
     # Cached: a replay asks for the threshold, median and on-target count of one landscape
     # once per trace step and per seed (each a sort of every candidate's value); the landscape
