@@ -208,6 +208,21 @@ def test_a_call_is_admitted_only_if_its_worst_case_fits_so_no_cap_is_exceeded() 
         CapMeter(RunCaps(max_cost_usd=1.0)).bind_model("nameless")
 
 
+def test_a_reasoning_budget_learned_mid_call_is_admitted_before_it_is_sent() -> None:
+    """An unknown name that turns out to be a reasoning model (the server refuses max_tokens)
+    is resent with its reasoning budget on top: sent only if that worst case fits too."""
+    caps = RunCaps(max_cost_usd=0.03, prices=PriceTable({"mystery": PRICE}))
+    messages = [{"role": "user", "content": "pick one"}]
+    with stub.StubServer(stub.reasoning_endpoint(SchemaAnswerer())) as server:
+        client = LLMClient("mystery", base_url=server.base_url, meter=CapMeter(caps))
+        first = client.complete_json(messages, SCHEMA)  # 8192 reasoning tokens cost 0.066
+        second = client.complete_json(messages, SCHEMA)
+        sent = len(server.chat_requests)
+    assert sent == 1 and "--max-cost 0.03" in str(first.error) and not first.cap_reached
+    assert second.cap_reached and "--max-cost 0.03" in second.cap_reached
+    assert client.meter.cost_usd == 0.0 and client.meter.held_usd == 0.0
+
+
 def test_a_request_is_paid_once_a_hit_of_one_paid_by_a_crashed_process_costs_what_it_cost() -> None:
     ledger = SpendLedger(1.0)
     shared = RunCaps(prices=PriceTable({"m": PRICE}), ledger=ledger)

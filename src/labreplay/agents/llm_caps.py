@@ -173,12 +173,13 @@ class CapMeter:
         if self.caps.ledger is not None:
             self.caps.ledger.settle(held_usd, spent)
 
-    def admit(self, worst_usd: float = 0.0) -> CapReached | None:
-        """Count one more call whose worst case is `worst_usd`, or say which cap forbids it.
-        Calls are counted and their worst case held when they are admitted, so concurrent
-        requests overshoot neither `max_calls` nor a money cap; tokens are known only when a
-        reply arrives, so up to the requests in flight may overshoot the token cap."""
-        over = self.exceeded()
+    def admit(self, worst_usd: float = 0.0, count: bool = True) -> CapReached | None:
+        """Count one more call whose worst case is `worst_usd`, or say which cap forbids it
+        (`count` False: hold `worst_usd` more for a call admitted already). Calls are counted
+        and their worst case held when they are admitted, so concurrent requests overshoot
+        neither `max_calls` nor a money cap; tokens are known only when a reply arrives, so up
+        to the requests in flight may overshoot the token cap."""
+        over = self.exceeded() if count else None
         caps = self.caps
         left = None if caps.max_cost_usd is None else caps.max_cost_usd - self.cost_usd
         if over is None and left is not None and self.held_usd + worst_usd > left:
@@ -196,7 +197,7 @@ class CapMeter:
                 f"could cost ${worst_usd:.4f}, more than is left",
             )
         if over is None:
-            self.calls += 1
+            self.calls += int(count)
             self.held_usd += worst_usd
         return over
 

@@ -561,6 +561,11 @@ class _ClientCore:
             self._learned_completion_tokens = True
             _NEEDS_COMPLETION_TOKENS.add(self._detection_key())
             attempt.request = self._request(attempt.messages, attempt.schema, attempt.name)
+            grown = self.meter.worst_case_usd(attempt.request) - attempt.held_usd
+            over = self.meter.admit(grown, count=False) if grown > 0 else None
+            if over is not None:  # the reasoning budget it now needs does not fit: not sent
+                return str(over)
+            attempt.held_usd += max(0.0, grown)
             return 0.0
         kind = failure_kind(exc)
         if kind == "structured_unsupported" and "response_format" in attempt.request:
