@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from labreplay.suites.configsearch.cli import app
-from labreplay.testing.fault_server import StubServer, constant, garbage_body
+from labreplay.testing.fault_server import StubServer, constant, error_reply, garbage_body
 from labreplay.testing.schema_server import SchemaAnswerer
 
 RECORDED = Path(__file__).resolve().parents[2] / "benchmarks" / "references" / "configsearch"
@@ -53,6 +53,19 @@ def test_llm_optimiser_on_a_garbage_endpoint_is_failed_and_unranked() -> None:
     assert agent["status"] == "failed" and not agent["ranked"]
     assert agent["llm_usage"]["calls"] == agent["llm_usage"]["failed_calls"] > 0
     assert agent["invalid_steps"] == 2  # every suggestion failed: recorded, never a crash
+    assert agent["cause"].startswith("model calls failed: every model call failed; first:")
+
+
+def test_an_llm_optimiser_whose_every_call_is_refused_is_failed_with_that_cause() -> None:
+    """Defect: a replay whose every call got HTTP 400 "context length exceeded" (a small local
+    model) was reported without its cause."""
+    refused = error_reply(400, "the request exceeds the available context size")
+    with StubServer(constant(refused)) as server:
+        code, out = _replay(server.base_url)
+    assert code == 1, out
+    agent = json.loads(out)[0]["agent"]
+    assert agent["status"] == "failed" and not agent["ranked"]
+    assert "HTTP 400" in agent["cause"] and "exceeds the available context size" in agent["cause"]
 
 
 def test_llm_optimiser_calls_are_priced_from_a_price_file(tmp_path: Path) -> None:

@@ -252,7 +252,10 @@ def test_endpoint_credentials_are_stripped_from_params() -> None:
     assert client.params()["endpoint"] == "https://example.invalid:8443/v1"
 
 
-def test_async_client_bounds_concurrency() -> None:
+@pytest.mark.parametrize(("given", "peak"), [(3, 3), (None, 1)], ids=["given", "local-default"])
+def test_async_client_bounds_concurrency(given: int | None, peak: int) -> None:
+    """`given` None: the server is on 127.0.0.1, which answers one request at a time, so one is
+    in flight (defect: 4 questions waited on a local server, and 3 of 20 calls timed out)."""
     state = {"now": 0, "peak": 0}
     lock = threading.Lock()
 
@@ -268,11 +271,13 @@ def test_async_client_bounds_concurrency() -> None:
     schema = {"type": "object", "required": ["answer"]}
     messages = [{"role": "user", "content": "q"}]
     with stub.StubServer(respond) as server:
-        client = AsyncLLMClient("stub", base_url=server.base_url, max_concurrency=3, retry=FAST)
+        client = AsyncLLMClient("stub", base_url=server.base_url, max_concurrency=given, retry=FAST)
         replies = client.run_many([(messages, schema)] * 9)
         again = client.run_many([(messages, schema)] * 2)  # a second event loop works too
     assert all(r.ok for r in replies + again)
-    assert state["peak"] == 3
+    assert state["peak"] == peak
+    assert AsyncLLMClient("stub", base_url="http://localhost:9/v1").max_concurrency == 1
+    assert AsyncLLMClient("stub", base_url="https://api.example.com/v1").max_concurrency == 4
 
 
 def test_missing_openai_package_is_a_clear_agent_error(monkeypatch: pytest.MonkeyPatch) -> None:

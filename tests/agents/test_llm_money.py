@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -181,26 +182,65 @@ def test_an_unknown_model_has_an_unknown_cost_said_in_words_not_zero() -> None:
     assert "cost unknown" in usage_line(usage) and "$0" not in usage_line(usage)
 
 
-def test_the_money_caps_stop_the_next_call_and_name_the_cost_cap() -> None:
-    meter = CapMeter(RunCaps(max_cost_usd=0.001, prices=PriceTable({"m": PRICE})))
+def test_a_call_is_admitted_only_if_its_worst_case_fits_so_no_cap_is_exceeded() -> None:
+    meter = CapMeter(RunCaps(max_cost_usd=0.01, prices=PriceTable({"m": PRICE})))
     meter.bind_model("m")
-    assert meter.admit() is None
-    meter.charge({"prompt_tokens": 400, "completion_tokens": 100})  # 0.0016 USD
-    over = meter.admit()
-    assert over is not None and over.cap == "--max-cost 0.001" and COST_CAP in over.detail
-    ledger = SpendLedger(0.002)
+    request = {"model": "m", "messages": [{"role": "user", "content": "pick " * 40}]}
+    request["max_tokens"] = 300  # the reply budget, reasoning budget included
+    worst = meter.worst_case_usd(request)
+    assert worst == pytest.approx((len(json.dumps(request)) * 2.0 + 300 * 8.0) / 1e6)
+    assert meter.admit(worst) is None and meter.admit(worst) is None  # two in flight
+    assert meter.held_usd == pytest.approx(2 * worst)
+    size = len(json.dumps(request))
+    for n in range(100):  # each call costs its whole worst case, the most it can
+        meter.charge(
+            {"prompt_tokens": size, "completion_tokens": 300, "request_hash": f"{n}"}, worst
+        )
+        assert meter.cost_usd + meter.held_usd <= 0.01  # in flight included
+        over = meter.admit(worst)
+        if over is not None:
+            break
+    assert over is not None and over.cap == "--max-cost 0.01" and COST_CAP in over.detail
+    assert "could cost" in over.detail
+    spent_and_held = meter.cost_usd + meter.held_usd  # one call is still in flight
+    assert spent_and_held + worst > 0.01 >= spent_and_held  # stopped only when it had to
+    with pytest.raises(AgentError, match="--max-cost needs the price of model 'nameless'"):
+        CapMeter(RunCaps(max_cost_usd=1.0)).bind_model("nameless")
+
+
+def test_a_reasoning_budget_learned_mid_call_is_admitted_before_it_is_sent() -> None:
+    """An unknown name that turns out to be a reasoning model (the server refuses max_tokens)
+    is resent with its reasoning budget on top: sent only if that worst case fits too."""
+    caps = RunCaps(max_cost_usd=0.03, prices=PriceTable({"mystery": PRICE}))
+    messages = [{"role": "user", "content": "pick one"}]
+    with stub.StubServer(stub.reasoning_endpoint(SchemaAnswerer())) as server:
+        client = LLMClient("mystery", base_url=server.base_url, meter=CapMeter(caps))
+        first = client.complete_json(messages, SCHEMA)  # 8192 reasoning tokens cost 0.066
+        second = client.complete_json(messages, SCHEMA)
+        sent = len(server.chat_requests)
+    assert sent == 1 and "--max-cost 0.03" in str(first.error) and not first.cap_reached
+    assert second.cap_reached and "--max-cost 0.03" in second.cap_reached
+    assert client.meter.cost_usd == 0.0 and client.meter.held_usd == 0.0
+
+
+def test_a_request_is_paid_once_a_hit_of_one_paid_by_a_crashed_process_costs_what_it_cost() -> None:
+    ledger = SpendLedger(1.0)
     shared = RunCaps(prices=PriceTable({"m": PRICE}), ledger=ledger)
     runs = [CapMeter(shared), CapMeter(shared)]
     for m in runs:
         m.bind_model("m")
-    runs[0].charge({"prompt_tokens": 400, "completion_tokens": 100})
-    runs[1].charge({"prompt_tokens": 400, "completion_tokens": 100, "cached": True})  # free
-    assert runs[1].admit() is None and ledger.spent_usd == pytest.approx(0.0016)
-    runs[0].charge({"prompt_tokens": 400, "completion_tokens": 100})
-    over = runs[1].admit()  # the other run's spending stops this one
-    assert over is not None and over.cap == "--max-total-cost 0.002"
-    with pytest.raises(AgentError, match="--max-cost needs the price of model 'nameless'"):
-        CapMeter(RunCaps(max_cost_usd=1.0)).bind_model("nameless")
+    hit = {"prompt_tokens": 400, "completion_tokens": 100, "cached": True}
+    hit["request_hash"] = uuid.uuid4().hex  # a request no call of this process has paid for
+    first, again, other = dict(hit), dict(hit), dict(hit)
+    runs[0].charge(first)  # paid by a process that crashed: this run's spend holds it
+    runs[0].charge(again)  # the same request again: this process paid it, the cache answered
+    runs[1].charge(other)  # so too for another run of the command
+    assert first["cost_usd"] == pytest.approx(0.0016) and again["cost_usd"] == 0.0
+    assert other["cost_usd"] == 0.0 and ledger.spent_usd == pytest.approx(0.0016)
+    usage = usage_summary([first, again])
+    assert usage["cost_usd"] == pytest.approx(0.0016) and usage["cache_hit_prompt_tokens"] == 400
+    assert cost(usage, PRICE) == pytest.approx(0.0016)  # repriced: the same
+    assert not ledger.hold(1.0) and ledger.hold(0.5)  # the total cap holds worst cases too
 
 
 # ---------------------------------------------------------------------- the CLI
@@ -219,18 +259,19 @@ def test_max_cost_stops_a_campaign_run_failed_with_the_cost_cap_and_the_spend_st
     with stub.StubServer(SchemaAnswerer()) as server:
         proc = _campaign(
             specs, store, server.base_url, "--only", "short-1", "--prices", prices,
-            "--max-cost", "0.01",
+            "--max-cost", "0.05",
         )  # fmt: skip
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert "cap reached: --max-cost 0.01" in proc.stderr and COST_CAP in proc.stderr
+    assert "cap reached: --max-cost 0.05" in proc.stderr and COST_CAP in proc.stderr
+    assert "the next call could cost" in proc.stderr
     with Store(store, readonly=True) as db:
         (run,) = db.runs()
         calls = db.llm_calls(run.run_id)
     assert run.status == "failed" and run.summary is not None
-    assert run.summary["cap_reached"].startswith("--max-cost 0.01")
+    assert run.summary["cap_reached"].startswith("--max-cost 0.05")
     spent = sum(c["cost_usd"] for c in calls)
-    last = calls[-1]["cost_usd"]
-    assert all(c["cost_usd"] > 0 for c in calls) and spent - last < 0.01 <= spent
+    assert all(c["cost_usd"] > 0 for c in calls) and len(calls) > 2
+    assert spent <= 0.05  # never above the cap: a call is sent only if its worst case fits
     assert run.summary["usage"]["cost_usd"] == pytest.approx(spent, abs=1e-6)
     assert run.summary["cause_kind"] == COST_CAP  # not "call cap"
     # the board shows the spend, and says why the run is not ranked
@@ -244,22 +285,47 @@ def test_max_cost_stops_a_campaign_run_failed_with_the_cost_cap_and_the_spend_st
     )
 
 
+def test_a_resumed_runs_spend_equals_an_uninterrupted_runs_and_counts_toward_its_cap(
+    specs: Path, tmp_path: Path
+) -> None:
+    """Defect: calls paid before a stop counted as free cache hits after resume (spend
+    under-reported, and the caps counted from zero). A run stopped after 5 calls, then resumed
+    under --max-cost, stops at the call an uninterrupted run stops at, having spent the same."""
+    prices, spent = str(_prices(tmp_path)), {}
+    for name, stops in (("once", ()), ("resumed", (("--max-calls", "5"),))):
+        # a server of its own: it reports the prefix shared with its last request as cached
+        with stub.StubServer(SchemaAnswerer()) as server:
+            store = tmp_path / f"{name}.sqlite"
+            for stop in [*stops, ("--max-cost", "0.05")]:
+                proc = _campaign(
+                    specs, store, server.base_url, "--only", "short-1", "--prices", prices, *stop
+                )
+                assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+            with Store(store, readonly=True) as db:
+                (run,) = db.runs()
+                assert run.summary is not None and run.summary["cause_kind"] == COST_CAP
+                usage = run.summary["usage"]
+            spent[name] = (usage["calls"], usage["cost_usd"], usage["cached_calls"])
+    assert spent["resumed"][2] == 5  # the calls made before the stop, answered by the cache
+    assert spent["resumed"][:2] == pytest.approx(spent["once"][:2], abs=1e-9)
+
+
 def test_max_total_cost_stops_every_run_still_to_go(specs: Path, tmp_path: Path) -> None:
     store = tmp_path / "s.sqlite"
     prices = str(_prices(tmp_path))
     with stub.StubServer(SchemaAnswerer()) as server:
         proc = _campaign(
             specs, store, server.base_url, "--limit", "2", "--prices",
-            prices, "--max-total-cost", "0.01", "--json",
+            prices, "--max-total-cost", "0.05", "--json",
         )  # fmt: skip
         sent = len(server.chat_requests)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     results = json.loads(proc.stdout)
     assert [r["status"] for r in results] == ["failed", "failed"]
-    assert all("--max-total-cost 0.01" in str(r["cause"]) for r in results)
+    assert all("--max-total-cost 0.05" in str(r["cause"]) for r in results)
     with Store(store, readonly=True) as db:
         spent = sum(c["cost_usd"] for r in db.runs() for c in db.llm_calls(r.run_id))
-    assert 0.01 <= spent < 0.02 and sent >= 1
+    assert 0 < spent <= 0.05 and sent >= 1
 
 
 def test_the_conditions_board_shows_each_runs_cost_and_a_capped_runs_spend(
@@ -273,11 +339,11 @@ def test_the_conditions_board_shows_each_runs_cost_and_a_capped_runs_spend(
         url = ("--base-url", server.base_url, "--prices", prices, "--limit", "6")
         done = run_cli(*argv, "--agent", "openai:priced-model", *url)
         capped = run_cli(
-            *argv, "--agent", "openai:priced-model", *url, "--seed", "1", "--max-cost", "0.0001",
+            *argv, "--agent", "openai:priced-model", *url, "--seed", "1", "--max-cost", "0.005",
             "--max-concurrency", "1",
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert capped.returncode == 1 and "cap reached: --max-cost 0.0001" in capped.stderr
+    assert capped.returncode == 1 and "cap reached: --max-cost 0.005" in capped.stderr
     with Store(store, readonly=True) as db:
         by_status = {r.status: r for r in db.runs()}
         spent = {
@@ -292,7 +358,7 @@ def test_the_conditions_board_shows_each_runs_cost_and_a_capped_runs_spend(
     text = " ".join(run_cli("conditions", "leaderboard", "--store", str(store)).stdout.split())
     assert f"${spent['complete']:.4f}" in text
     assert "not ranked (failed, cost cap): openai:priced-model" in text
-    assert f"cost ${spent['failed']:.4f}" in text and spent["failed"] >= 0.0001
+    assert f"cost ${spent['failed']:.4f}" in text and 0 < spent["failed"] <= 0.005
 
 
 @pytest.mark.parametrize(

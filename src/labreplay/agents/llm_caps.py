@@ -11,19 +11,24 @@ resumed run stops at the same call as an uninterrupted one).
 Token caps count the provider's `usage` where it reports it, else a declared estimate
 (`estimate_tokens`: characters / 4).
 
-Money (`llm_prices`): every call record gets `cost_usd`, what it spent at the run's price
-table (provider-cached prompt tokens at the cached rate, a response-cache hit 0, None when the
-model's price is unknown). `--max-cost USD` caps one run at the list cost of its calls (a
-response-cache hit counts at what it cost when it was paid, so a resumed run stops at the same
-call as an uninterrupted one); `--max-total-cost USD` caps the money every run of one command
-really spends (hits are free). Both are checked before each call, so a run may pass its cap by
-the calls in flight when it was reached (one call, for a sequential agent). Either cap on a
-model whose price is unknown is refused before any call.
+Money (`llm_prices`): every call record gets `cost_usd`, what it cost at the run's price table
+(provider-cached prompt tokens at the cached rate, None when the model's price is unknown). A
+request is paid once: a response-cache hit of one this process already paid for costs 0, any
+other hit what the call cost when it was sent (by a process that crashed or was stopped before
+the run ended), so a resumed run's spend, and what counts toward its caps, equals an
+uninterrupted one's. A call is admitted only if its worst case fits in what is left of
+each money cap: its prompt at one token per byte of the request body (no tokenizer makes a
+token of less than a byte), plus its whole reply budget (the reasoning budget included) at
+the output rate. Calls in flight hold their worst case until they are charged, so no money
+cap is ever exceeded. Either cap on a model whose price is unknown is refused before any
+call.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +44,9 @@ if TYPE_CHECKING:
 
 CHARS_PER_TOKEN_ESTIMATE = 4.0
 # COST_CAP (the failure rule's named cause) opens every money cap's message.
+# The requests (hashes) this process has paid for, by any run: a cache hit of one is free.
+_PAID: set[str] = set()
+_PAID_LOCK = threading.Lock()
 
 
 def estimate_tokens(chars: int | None) -> int:
@@ -118,7 +126,8 @@ class CapMeter:
     def reset(self) -> None:
         self.calls = 0
         self.tokens = 0
-        self.cost_usd = 0.0  # list cost of this run's calls (response-cache hits included)
+        self.cost_usd = 0.0  # what this run's calls cost, each request once
+        self.held_usd = 0.0  # the worst case of the calls admitted and not yet charged
         self.started = time.monotonic()
 
     def bind_model(self, model: str) -> None:
@@ -133,30 +142,63 @@ class CapMeter:
                 "million tokens)"
             )
 
-    def charge(self, call: CallRecord) -> None:
-        """Count a finished call's tokens and money (its call was counted when admitted), and
-        write what it spent on the record (`cost_usd`: 0 for a response-cache hit, None for a
-        model without a price)."""
+    def worst_case_usd(self, request: Mapping[str, Any]) -> float:
+        """The most `request` can cost: one prompt token per byte of its body, and its whole
+        reply budget (`max_tokens`, which holds the reasoning budget too) at the output rate."""
+        if self.price is None:
+            return 0.0
+        prompt = len(json.dumps(request).encode("utf-8"))
+        budget = request.get("max_tokens", request.get("max_completion_tokens"))
+        return self.price.cost(prompt, 0, int(budget or 0))
+
+    def charge(self, call: CallRecord, held_usd: float = 0.0) -> None:
+        """Count a finished call's tokens and money (its call was counted when admitted, with
+        `held_usd` held), and write what it cost on the record (`cost_usd`; 0 for a request
+        this process already paid for, None for a model without a price)."""
+        self.held_usd = max(0.0, self.held_usd - held_usd)
         prompt, completion, _ = call_tokens(call)
         self.tokens += prompt + completion
         if self.price is None:
             call["cost_usd"] = None
             return
         cached, written = int(call.get("cached_tokens") or 0), call.get("cache_write_tokens", 0)
-        listed = self.price.cost(prompt, cached, completion, written)
-        self.cost_usd += listed
-        spent = 0.0 if call.get("cached") else listed
+        spent = self.price.cost(prompt, cached, completion, written)
+        with _PAID_LOCK:
+            request = str(call.get("request_hash") or "")
+            if call.get("cached") and request in _PAID:
+                spent = 0.0  # this process paid for it: the cache answered it free
+            _PAID.add(request)
+        self.cost_usd += spent
         call["cost_usd"] = spent
         if self.caps.ledger is not None:
-            self.caps.ledger.charge(spent)
+            self.caps.ledger.settle(held_usd, spent)
 
-    def admit(self) -> CapReached | None:
-        """Count one more call, or say which cap forbids it. Calls are counted when they are
-        admitted, so concurrent requests never overshoot `max_calls`; tokens are known only
-        when a reply arrives, so up to the requests in flight may overshoot the token cap."""
-        over = self.exceeded()
+    def admit(self, worst_usd: float = 0.0, count: bool = True) -> CapReached | None:
+        """Count one more call whose worst case is `worst_usd`, or say which cap forbids it
+        (`count` False: hold `worst_usd` more for a call admitted already). Calls are counted
+        and their worst case held when they are admitted, so concurrent requests overshoot
+        neither `max_calls` nor a money cap; tokens are known only when a reply arrives, so up
+        to the requests in flight may overshoot the token cap."""
+        over = self.exceeded() if count else None
+        caps = self.caps
+        left = None if caps.max_cost_usd is None else caps.max_cost_usd - self.cost_usd
+        if over is None and left is not None and self.held_usd + worst_usd > left:
+            over = CapReached(
+                f"--max-cost {caps.max_cost_usd:g}",
+                f"{COST_CAP}: ${self.cost_usd:.4f} spent by this run; the next call could cost "
+                f"${worst_usd:.4f} (its prompt, reply and reasoning budget at the model's "
+                f"price), more than the ${max(0.0, left - self.held_usd):.4f} left",
+            )
+        ledger = caps.ledger
+        if over is None and ledger is not None and not ledger.hold(worst_usd):
+            over = CapReached(
+                f"--max-total-cost {ledger.limit_usd:g}",
+                f"{COST_CAP}: ${ledger.spent_usd:.4f} spent by this command; the next call "
+                f"could cost ${worst_usd:.4f}, more than is left",
+            )
         if over is None:
-            self.calls += 1
+            self.calls += int(count)
+            self.held_usd += worst_usd
         return over
 
     def deadline(self) -> float | None:
@@ -187,15 +229,5 @@ class CapMeter:
         if caps.max_tokens_total is not None and self.tokens >= caps.max_tokens_total:
             return CapReached(
                 f"--max-tokens-total {caps.max_tokens_total}", f"{self.tokens} tokens spent"
-            )
-        if caps.max_cost_usd is not None and self.cost_usd >= caps.max_cost_usd:
-            return CapReached(
-                f"--max-cost {caps.max_cost_usd:g}",
-                f"{COST_CAP}: ${self.cost_usd:.4f} listed for this run's calls",
-            )
-        if caps.ledger is not None and caps.ledger.over():
-            return CapReached(
-                f"--max-total-cost {caps.ledger.limit_usd:g}",
-                f"{COST_CAP}: ${caps.ledger.spent_usd:.4f} spent by this command",
             )
         return self.time_exceeded()

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from urllib.parse import urlsplit
 
 from labreplay._provenance import register_secret, scrub_text
 from labreplay._rng import derive_seed, make_rng
@@ -147,6 +148,7 @@ class _Attempt:
     # When the run's time cap (--max-time) ends this call, if it is sooner than `deadline`'s
     # own bound (the call's total retry time).
     run_deadline: float | None = None
+    held_usd: float = 0.0  # the worst case the money caps hold for this call until it is charged
 
 
 class ClientOptions(TypedDict, total=False):
@@ -538,7 +540,8 @@ class _ClientCore:
         if "max_completion_tokens" in attempt.request:  # what was sent (absent: max_tokens)
             record["token_param"] = "max_completion_tokens"
         self._note(attempt, record.get("error"), cached)
-        self.meter.charge(record)
+        self.meter.charge(record, attempt.held_usd)
+        attempt.held_usd = 0.0
         if self.progress is not None:
             self.progress.call(record)
         return record
@@ -558,6 +561,11 @@ class _ClientCore:
             self._learned_completion_tokens = True
             _NEEDS_COMPLETION_TOKENS.add(self._detection_key())
             attempt.request = self._request(attempt.messages, attempt.schema, attempt.name)
+            grown = self.meter.worst_case_usd(attempt.request) - attempt.held_usd
+            over = self.meter.admit(grown, count=False) if grown > 0 else None
+            if over is not None:  # the reasoning budget it now needs does not fit: not sent
+                return str(over)
+            attempt.held_usd += max(0.0, grown)
             return 0.0
         kind = failure_kind(exc)
         if kind == "structured_unsupported" and "response_format" in attempt.request:
@@ -611,11 +619,18 @@ class _ClientCore:
     def _start(
         self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, JsonValue], name: str
     ) -> _Attempt:
+        """A call's first request, admitted by the run's caps (else `CapReached` is raised):
+        a response-cache hit too, so a resumed run stops where an uninterrupted one did."""
         now = time.monotonic()
         request = self._request(messages, schema, name)
+        held = self.meter.worst_case_usd(request)
+        over = self.meter.admit(held)
+        if over is not None:
+            raise over
         budget = request.get("max_tokens", request.get("max_completion_tokens"))
         timeout, total = self.retry.timeout_for(budget), self.retry.total_time_for(budget)
         attempt = _Attempt(request, now, now + total, messages, schema, name, timeout, total)
+        attempt.held_usd = held
         run_deadline = self.meter.deadline()
         if run_deadline is not None and run_deadline < attempt.deadline:
             # The run's time cap ends every request and retry wait of this call too.
@@ -678,7 +693,8 @@ class LLMClient(_ClientCore):
     def chat(
         self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str = "reply"
     ) -> tuple[Completion | None, CallRecord]:
-        """One logical completion with retries; never raises for model or network faults."""
+        """One logical completion with retries; never raises for model or network faults
+        (`CapReached`: the run's caps do not admit it)."""
         attempt = self._start(messages, schema, name)
         while True:
             hit = self._cached(attempt.request)  # checked again if the request was downgraded
@@ -714,10 +730,10 @@ class LLMClient(_ClientCore):
         text: str | None = None
         problem = "no reply"
         for _turn in range(1 + self.max_repairs):
-            over = self.meter.admit()
-            if over is not None:
+            try:
+                completion, record = self.chat(conversation, schema, name)
+            except CapReached as over:
                 return JsonReply(None, text, str(over), calls, cap_reached=str(over))
-            completion, record = self.chat(conversation, schema, name)
             calls.append(record)
             if completion is None:
                 capped = self._capped_reply(text, record, calls)
@@ -737,17 +753,22 @@ class LLMClient(_ClientCore):
 
 
 class AsyncLLMClient(_ClientCore):
-    """Asyncio client; at most `max_concurrency` requests in flight at once."""
+    """Asyncio client; at most `max_concurrency` requests in flight at once (default: 4, or 1
+    for an endpoint on this machine, which usually answers one request at a time: more in
+    flight only wait there, and time out)."""
 
     def __init__(
         self,
         model: str,
         *,
         api_key: str | None = None,
-        max_concurrency: int = 4,
+        max_concurrency: int | None = None,
         **options: Unpack[ClientOptions],
     ) -> None:
         super().__init__(model, **options)
+        if max_concurrency is None:
+            host = urlsplit(self.base_url or "").hostname
+            max_concurrency = 1 if host in ("127.0.0.1", "localhost", "::1") else 4
         if max_concurrency < 1:
             raise AgentError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.max_concurrency = max_concurrency
@@ -768,11 +789,8 @@ class AsyncLLMClient(_ClientCore):
         messages: Sequence[Mapping[str, str]],
         schema: Mapping[str, Any],
         name: str = "reply",
-        admit: bool = False,
     ) -> tuple[Completion | None, CallRecord]:
-        async with self._semaphore():
-            if admit and (over := self.meter.admit()) is not None:
-                raise over
+        async with self._semaphore():  # admitted by the caps once its turn to be sent came
             attempt = self._start(messages, schema, name)
             while True:
                 hit = self._cached(attempt.request)
@@ -816,8 +834,8 @@ class AsyncLLMClient(_ClientCore):
         problem = "no reply"
         for _turn in range(1 + self.max_repairs):
             try:
-                completion, record = await self.chat(conversation, schema, name, admit=True)
-            except CapReached as over:  # checked once this request's turn to be sent came
+                completion, record = await self.chat(conversation, schema, name)
+            except CapReached as over:
                 return JsonReply(None, text, str(over), calls, cap_reached=str(over))
             calls.append(record)
             if completion is None:

@@ -189,14 +189,15 @@ class LlmOptions(Checked):
     )
     max_cost: float | None = flag(
         None,
-        "Cap: USD per run, at the list cost of its calls (cached prompt tokens at the cached "
-        "rate). Reaching it ends the run failed, 'cost cap' named; needs the model's price.",
+        "Cap: USD per run (cached prompt tokens at the cached rate). A call is sent only if "
+        "its worst case (prompt, reply and reasoning budget) fits, so it is never exceeded; "
+        "then the run ends failed, 'cost cap' named. Needs the model's price.",
         check=Floats(0.0, 1e9, lo_open=True),
     )
     max_total_cost: float | None = flag(
         None,
-        "Cap: USD this command may spend over all its runs (response-cache hits are free). "
-        "Once reached, every run still to go ends failed, 'cost cap' named.",
+        "Cap: USD this command may spend over all its runs (a call is sent only if its "
+        "worst case fits). Once reached, every run still to go ends failed, 'cost cap' named.",
         check=Floats(0.0, 1e9, lo_open=True),
     )
     top_p: float | None = flag(

@@ -89,6 +89,12 @@ BUILTIN_PRICES: dict[str, ModelPrice] = {
     "gpt-4.1-nano": _p(0.1, 0.025, 0.4),
     "o3": _p(2.0, 0.5, 8.0),
     "o4-mini": _p(1.1, 0.275, 4.4),
+    # inspect_ai 0.3.285's model database ships no prices (`ModelInfo.cost` is None for every
+    # model), so these two come from the providers' pages, read 2025-11: o3-mini from
+    # platform.openai.com/docs/pricing; gemini-2.5-pro from ai.google.dev/gemini-api/docs/pricing
+    # at its rates for prompts up to 200k tokens (above: input 2.5, cached 0.25, output 15).
+    "o3-mini": _p(1.1, 0.55, 4.4),
+    "gemini-2.5-pro": _p(1.25, 0.125, 10.0),
     "gpt-5": _p(1.25, 0.125, 10.0),
     "gpt-5-mini": _p(0.25, 0.025, 2.0),
     "gpt-5-nano": _p(0.05, 0.005, 0.4),
@@ -193,13 +199,15 @@ def _model_price(file: Path, model: str, row: JsonValue) -> ModelPrice:
 
 class SpendLedger:
     """Money spent by every run of one command (`--max-total-cost`): shared by the agents of
-    all its runs in this process, never reset between runs. Response-cache hits cost nothing."""
+    all its runs in this process, never reset between runs; a call admitted holds its worst case
+    until it is settled (see `llm_caps`)."""
 
     def __init__(self, limit_usd: float) -> None:
         if not (math.isfinite(limit_usd) and limit_usd > 0):
             raise AgentError(f"--max-total-cost must be a number > 0 (USD), got {limit_usd!r}")
         self.limit_usd = limit_usd
         self._spent = 0.0
+        self._held = 0.0  # the worst case of the calls admitted and not yet settled
         self._lock = threading.Lock()
 
     @property
@@ -207,9 +215,16 @@ class SpendLedger:
         with self._lock:
             return self._spent
 
-    def charge(self, usd: float) -> None:
+    def hold(self, usd: float) -> bool:
+        """Hold a call's worst case if it fits in what is left (False: it does not)."""
         with self._lock:
-            self._spent += usd
+            if self._spent + self._held + usd > self.limit_usd:
+                return False
+            self._held += usd
+            return True
 
-    def over(self) -> bool:
-        return self.spent_usd >= self.limit_usd
+    def settle(self, held: float, usd: float) -> None:
+        """A call that held `held` cost `usd`."""
+        with self._lock:
+            self._held = max(0.0, self._held - held)
+            self._spent += usd

@@ -9,10 +9,11 @@ declared estimate of `llm_caps.estimate_tokens` (characters / 4); `estimated_cal
 many calls used the estimate. `add_usage` sums such summaries (per system, per branch).
 
 Money: `cost_usd` is the sum of the calls' recorded `cost_usd` (see `llm_caps`: cached prompt
-tokens at the cached rate, response-cache hits free), present only when every call of the run
+tokens at the cached rate, each request paid once), present only when every call of the run
 had a price. `cost(usage, price)` is that, or with an explicit price (`--price-per-mtok
 IN,OUT[,CACHED]` or a `ModelPrice`) the tokens priced again: provider-cached prompt tokens at
-the cached rate, the tokens of response-cache hits (`cache_hit_*`) at 0. None means the price
+the cached rate, the tokens of the response-cache hits that cost nothing (a request this
+process had paid for; every hit of an unpriced model) (`cache_hit_*`) at 0. None means the price
 is unknown, which `usage_line` says in words, never as 0.
 """
 
@@ -28,7 +29,7 @@ from labreplay.errors import AgentError
 
 # A price as the commands pass it: a model's price, the legacy (IN, OUT) pair, or unknown.
 Price = ModelPrice | tuple[float, float] | None
-# Tokens of the calls answered from the response cache (free), present when there are any.
+# Tokens of the response-cache hits that cost nothing (see `cost`), present when any.
 _HIT_COUNTS = ("cache_hit_prompt_tokens", "cache_hit_cached_tokens", "cache_hit_completion_tokens")
 
 _COUNTS = (
@@ -65,7 +66,7 @@ def usage_summary(calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         out["estimated_calls"] += int(estimated)
         out["cached_tokens"] += int(c.get("cached_tokens") or 0)
         out["retries"] += int(c.get("retries") or 0)
-        if c.get("cached"):
+        if c.get("cached") and not c.get("cost_usd"):  # a free hit
             hits[0] += prompt
             hits[1] += int(c.get("cached_tokens") or 0)
             hits[2] += completion

@@ -115,7 +115,7 @@ def make_question_agent(
     top_p: float | None = None,
     seed: int | None = None,
     max_tokens: int | None = None,
-    max_concurrency: int = 4,
+    max_concurrency: int | None = None,
     timeout_s: float | None = None,
     max_retries: int = 4,
     max_repairs: int = 2,

@@ -60,7 +60,10 @@ class ConditionsRunOptions(ConditionsOptions, IsolationOptions):
     questions: str | Path | None = flag(None, "The spec's question file.", cli=False)
     model: str | None = flag(None, "Model name for --agent llm.")
     max_concurrency: int | None = flag(
-        None, "LLM questions in flight at once (default 4).", check=Ints(1, 256)
+        None,
+        "LLM questions in flight at once (default 4; 1 for a --base-url on 127.0.0.1 or "
+        "localhost, which answers one at a time).",
+        check=Ints(1, 256),
     )
     progress: Callable[[int], None] | None = flag(
         None, "Called as answers are recorded.", cli=False

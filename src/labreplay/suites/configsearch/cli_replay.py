@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from labreplay.sdk.cli import command, console, print_json, progress_printer
+from labreplay.sdk.engine import MODEL_CALLS_FAILED
 from labreplay.sdk.options import (
     MAX_SEED,
     MAX_SEED_COUNT,
@@ -403,6 +404,11 @@ def _mark_llm_rows(rows: list[CompareRow], tally: CallTally) -> bool:
             row["agent"]["llm_usage"] = tally.usage()
             row["agent"]["status"] = "failed" if failed else "complete"
             row["agent"]["ranked"] = not failed
+            if failed:  # the failed-run rule's words, as `configsearch run` records them
+                first = " ".join(str(tally.calls[0].get("error")).split())[:300]
+                row["agent"]["cause"] = (
+                    f"{MODEL_CALLS_FAILED}: every model call failed; first: {first}"
+                )
     return failed
 
 
@@ -465,7 +471,8 @@ def _print_replay_rows(
         usage = row.get("agent", {}).get("llm_usage")
         if usage is not None:
             status = row["agent"]["status"]
-            note = " (every model call failed: not ranked)" if status == "failed" else ""
+            cause = row["agent"].get("cause")
+            note = f" ({cause}: not ranked)" if cause else ""
             console.print(f"  {row['agent']['label']}: {status}{note}; {usage_line(usage)}")
 
 

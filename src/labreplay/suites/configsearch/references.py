@@ -188,9 +188,10 @@ class AgentRow(TypedDict):
     vs_bo: Paired
     name: NotRequired[str]
     # an LLM optimiser's (the replay command's `_mark_llm_rows`): its calls' usage, the run's
-    # status and whether it is ranked
+    # status (with its cause when failed) and whether it is ranked
     llm_usage: NotRequired[dict[str, object]]
     status: NotRequired[str]
+    cause: NotRequired[str]
     ranked: NotRequired[bool]
 
 
