@@ -232,6 +232,23 @@ def test_one_ranked_system_uses_the_largest_sd_against_the_references():
     text = power_text(p)
     assert "conservative: largest SD, bayes vs random" in text
     assert f"{p['conservative']['min_detectable']:.4f}" in text and "paper's gap 0.034" in text
+    # The paper's gap per reference pair, each named: the context-trained model's pair needs
+    # far fewer seeds than the conservative one.
+    by_ref = {q["b"]: q for q in p["pairs"]}
+    for q in p["pairs"]:
+        assert q["paper_gap_assignments"] == math.ceil((z * q["sd"] / 0.034) ** 2)
+        assert q["paper_gap_seeds"] == math.ceil(q["paper_gap_assignments"] / 2)
+    context = by_ref["context-trained model"]
+    assert context["paper_gap_seeds"] < by_ref["random"]["paper_gap_seeds"]
+    assert (
+        f"{context['paper_gap_assignments']} assignments (~{context['paper_gap_seeds']} "
+        "partition seeds) for bayes vs context-trained model," in text
+    )
+    assert text.endswith(
+        f"{p['conservative']['paper_gap_assignments']} assignments "
+        f"(~{p['conservative']['paper_gap_seeds']} partition seeds) for bayes vs random "
+        "(conservative)"
+    )
     # Never a system against itself, never a reference alone.
     assert power_pairs({"bayes": ranked["bayes"]}, {"bayes": ranked["bayes"]}) == []
     assert power_pairs({}, refs) == []
