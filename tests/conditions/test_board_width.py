@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.report.test_labels_and_numbers import SNAKE
+
 
 def _cli(*args: str, columns: str | None = None, stdout: Any = subprocess.PIPE) -> str:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
@@ -64,7 +66,10 @@ def test_the_conditions_board_in_a_file_shows_every_agent(data_dir: Path, tmp_pa
         assert sum("│ usual_winner (reference) " in line for line in rows) == parts
         assert "chemistry" not in text.lower()
         if columns is None:
-            assert parts == 1 and "completion_tokens" in text
+            assert parts == 1 and "completion tokens" in text
+            # the report's column names (`HEADLINE_LABELS`), never a metric key (issue 51)
+            header = " ".join(line for line in text.splitlines() if line.startswith("┃"))
+            assert "MC_all random-floor score (0-1)" in header and not SNAKE.search(header)
         else:
             assert parts > 1
             assert max(len(line) for line in text.splitlines() if line[:1] in "┏┃┡│└") <= 80

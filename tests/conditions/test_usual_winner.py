@@ -102,6 +102,6 @@ def test_every_conditions_board_carries_the_usual_winner_row(
     result = CliRunner().invoke(cli_main.app, ["conditions", "leaderboard", "--store", str(store)])
     assert result.exit_code == 0, result.output
     assert "usual_winner (reference)" in result.output
-    assert "skill_mc_all_score" in result.output
+    assert "skill over the usual winner, MC_all score [95% CI]" in result.output
     assert "chemistry" not in result.output.lower()
     assert "precedent twins withheld at compile" in result.output

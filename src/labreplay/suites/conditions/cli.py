@@ -330,9 +330,12 @@ def leaderboard_cmd(where: StoreOptions, output: OutputOptions) -> None:
         "completion_tokens",
         "cost_usd",
     )
+    from labreplay.suites.conditions.summary import HEADLINE_LABELS
+
+    labels = {**HEADLINE_LABELS, **BOARD_LABELS}  # the report's names for the same numbers
     view = Table(title="conditions leaderboard")
     for c in cols:
-        view.add_column(c)
+        view.add_column(labels[c])
     for i, r in enumerate(board["runs"]):
         cells = [_cell(r, c) for c in cols]
         if r.get("unverified_data"):  # the question_file column
@@ -375,6 +378,17 @@ def leaderboard_cmd(where: StoreOptions, output: OutputOptions) -> None:
         )
     if not board["runs"]:
         raise typer.Exit(1)
+
+
+# The leaderboard's columns that are not a run's headline score (`HEADLINE_LABELS`).
+BOARD_LABELS = {
+    "agent": "agent",
+    "question_file": "question file",
+    "skill_mc_all_score": "skill over the usual winner, MC_all score [95% CI]",
+    "prompt_tokens": "prompt tokens",
+    "completion_tokens": "completion tokens",
+    "cost_usd": "cost (USD)",
+}
 
 
 def _cell(row: Mapping[str, object], column: str) -> str:

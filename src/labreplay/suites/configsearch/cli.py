@@ -323,12 +323,15 @@ def _print_searches(out: list[dict[str, object]]) -> None:
         if item.get("status") == "failed":
             console.print(f"seed {item['seed']}: failed: {item['cause']}", markup=False)
             continue
+        # without a stored sweep neither key is there; a missed target is stored as None
         reached = item.get("steps_to_target", "n/a (no sweep)")
         score = item.get("final_normalised", "n/a (no sweep)")
         console.print(
-            f"seed {item['seed']}: best {item['best_objective']:.4g} after "
+            f"seed {item['seed']}: best {item['best_objective']:.3f} after "
             f"{item['steps']} steps ({item['evaluations']} evaluations, {item['used_fits']} "
-            f"fits); normalised score {score}; steps to target {reached}; answer {item['answer']}"
+            f"fits); normalised score {f'{score:.3f}' if isinstance(score, float) else score}; "
+            f"steps to target {'not reached' if reached is None else reached}; "
+            f"answer {item['answer']}"
         )
 
 
