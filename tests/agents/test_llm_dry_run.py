@@ -123,8 +123,11 @@ def test_without_the_tokenizer_the_fallback_is_declared_with_its_install_command
     pytest.importorskip("tiktoken")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(llm_tokens, "_packaged_o200k", lambda: None)
+    damaged = tmp_path / llm_tokens._cache_name()  # a cached file that fails tiktoken's hash
+    damaged.write_bytes(b"not an encoding")
     rule = rule_for("gpt-5")
     assert rule.name.startswith(FALLBACK) and INSTALL_TOKENS in rule.name
+    assert damaged.read_bytes() == b"not an encoding"  # left as it was, nothing downloaded
     assert rule.count("hello world 12") == 6  # two words, two spaces, a token per digit
     # a model with no tokenizer on this machine: the fallback, no install hint
     assert rule_for("anthropic/claude-sonnet-4-5").name == FALLBACK

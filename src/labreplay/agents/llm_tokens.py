@@ -89,13 +89,13 @@ def rule_for(model: str) -> TokenRule:
         return TokenRule(f"{FALLBACK}; tiktoken not installed ({INSTALL_TOKENS})", word_pieces)
     name = model.rsplit("/", 1)[-1].rsplit(":", 1)[-1]  # openai/gpt-5, openai:gpt-5
     try:
-        openai_model = encoding_name_for_model(name).startswith("o200k")
+        o200k_model = encoding_name_for_model(name).startswith("o200k")
     except KeyError:
         return WORD_PIECES  # no tokenizer of its own on this machine
-    encoding = _o200k() if openai_model else None
+    encoding = _o200k() if o200k_model else None
     if encoding is None:
-        hint = f"o200k_base not available offline: {INSTALL_TOKENS}" if openai_model else ""
-        return TokenRule(f"{FALLBACK}; {hint}" if hint else FALLBACK, word_pieces)
+        hint = f"; o200k_base not available offline: {INSTALL_TOKENS}" if o200k_model else ""
+        return TokenRule(FALLBACK + hint, word_pieces)
 
     def count(text: str) -> int:
         return len(encoding.encode(text, disallowed_special=()))
@@ -105,26 +105,28 @@ def rule_for(model: str) -> TokenRule:
 
 @lru_cache(maxsize=1)
 def _o200k() -> tiktoken.Encoding | None:
-    """o200k_base from tiktoken's cache, else from bpe-openai's packaged file; never
-    downloaded, and kept out of tiktoken's registry (its own `get_encoding` is unchanged)."""
+    """o200k_base from tiktoken's cache, else from bpe-openai's packaged file, checked against
+    tiktoken's hash and read through a private folder: never downloaded, the user's cache never
+    changed (tiktoken deletes a cached file that fails its check), tiktoken's registry untouched."""
     import tiktoken
     from tiktoken_ext.openai_public import o200k_base
 
-    cache = _tiktoken_cache_dir()
-    if cache is not None and (cache / _cache_name()).is_file():
-        try:
-            return tiktoken.Encoding(**o200k_base())
-        except Exception:  # a damaged cache file: try the packaged one
-            pass
-    packaged = _packaged_o200k()
-    if packaged is None:
+    data = next((d for d in _o200k_files() if hashlib.sha256(d).hexdigest() == _O200K_SHA256), None)
+    if data is None:
         return None
-    data = gzip.decompress(packaged.read_bytes())
-    if hashlib.sha256(data).hexdigest() != _O200K_SHA256:
-        return None  # tiktoken would download the right one: a dry run does not
     with tempfile.TemporaryDirectory() as folder, _tiktoken_cache(folder):
         (Path(folder) / _cache_name()).write_bytes(data)
         return tiktoken.Encoding(**o200k_base())
+
+
+def _o200k_files() -> Iterator[bytes]:
+    """The o200k encoding files this machine has: tiktoken's cached one, bpe-openai's."""
+    cache = _tiktoken_cache_dir()
+    if cache is not None and (cache / _cache_name()).is_file():
+        yield (cache / _cache_name()).read_bytes()
+    packaged = _packaged_o200k()
+    if packaged is not None:
+        yield gzip.decompress(packaged.read_bytes())
 
 
 def _cache_name() -> str:
