@@ -187,17 +187,18 @@ def test_dry_run_calls_nothing_and_estimates_tokens(
     assert proc.returncode == 0, proc.stderr
     estimate = json.loads(proc.stdout)
     assert server.chat_requests == [] and not store.exists()
-    assert estimate["dry_run"] and estimate["total"]["prompt_tokens"] > 0
-    branches = estimate["assignments"][0]["branches"]
+    play = estimate["plays"][0]  # the stand-in that inspects nothing
+    assert estimate["dry_run"] and play["total"]["prompt_tokens"] > 0
+    branches = play["assignments"][0]["branches"]
     assert set(branches) == {"adaptive", "random", "no-evidence"}
     assert branches["adaptive"]["first_prompt"].startswith("CAMPAIGN (the same")
     # it names what it estimated: the partition seed(s) of the assignments and the run seed
-    assert estimate["partition_seeds"] == [estimate["assignments"][0]["partition_seed"]] == [0]
+    assert estimate["partition_seeds"] == [play["assignments"][0]["partition_seed"]] == [0]
     assert estimate["seed"] == 0
     # The estimate's calls are what a run against a model that answers like the stand-in makes.
     real = _campaign(specs, store, server.base_url, "--only", "short-1", "--json")
     made = json.loads(real.stdout)[0]["usage"]
-    assert sum(u["calls"] for u in made.values()) == estimate["total"]["calls"]
+    assert sum(u["calls"] for u in made.values()) == play["total"]["calls"]
     text = _campaign(specs, store, server.base_url, "--only", "short-1", "--dry-run")
     assert "DRY RUN (no model called)" in text.stdout and "prompt +" in text.stdout
     assert "1 assignments (partition seed(s) 0; run seed 0)" in " ".join(text.stdout.split())

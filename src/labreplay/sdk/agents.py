@@ -61,12 +61,7 @@ if TYPE_CHECKING:
     )
     from labreplay.agents.llm_inspect import is_builtin_spec
     from labreplay.agents.llm_progress import CallProgress
-    from labreplay.agents.llm_tokens import (
-        cached_prefix_tokens,
-        chat_tokens,
-        count_tokens,
-        token_rule,
-    )
+    from labreplay.agents.llm_tokens import TokenRule, rule_for
     from labreplay.agents.llm_usage import (
         Price,
         add_usage,
@@ -158,12 +153,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "usage_line",
         "usage_summary",
     ),
-    "labreplay.agents.llm_tokens": (
-        "cached_prefix_tokens",
-        "chat_tokens",
-        "count_tokens",
-        "token_rule",
-    ),
+    "labreplay.agents.llm_tokens": ("TokenRule", "rule_for"),
     "labreplay.agents.llm_wire": (
         "JsonReply",
         "extract_json_object",
@@ -203,6 +193,7 @@ __all__ = [
     "RunCaps",
     "Snapshot",
     "StructuredMode",
+    "TokenRule",
     "Trial",
     "acquisition_of",
     "add_usage",
@@ -211,15 +202,12 @@ __all__ = [
     "allow_mockllm_offline",
     "bind_response_cache",
     "build_from_ref",
-    "cached_prefix_tokens",
     "call_failures",
     "ceiling_line",
-    "chat_tokens",
     "check_user_budget",
     "client_options",
     "close_agent",
     "cost",
-    "count_tokens",
     "drain_calls",
     "extract_json_object",
     "is_builtin_spec",
@@ -236,10 +224,10 @@ __all__ = [
     "resolve_agent",
     "resolve_isolated",
     "response_budget",
+    "rule_for",
     "run_price",
     "sandbox_of",
     "spend_ceiling",
-    "token_rule",
     "usage_line",
     "usage_summary",
 ]

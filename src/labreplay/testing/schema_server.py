@@ -36,6 +36,9 @@ _PIECE = re.compile(r"[A-Za-z_]+|\d|\s+|[^\w\s]")
 
 # Finish a campaign: close what is open, select the next, forecast when required.
 FINISHING = ("close_experiment", "select_experiment", "submit_forecast", "stop")
+# Buy evidence (the first kind offered) and reviews whenever offered, then finish: a model that
+# inspects evidence until its budgets are spent (what the dry run's range must hold).
+INSPECTING = ("inspect_evidence", "request_review", *FINISHING)
 # Loop forever on a legal action that spends no budget (the runaway policy of the caps test).
 LOOPING = ("submit_forecast", "select_experiment", "stop")
 
@@ -202,7 +205,8 @@ def schema_responder(prefer: Sequence[str] = FINISHING) -> Responder:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """`python -m labreplay.testing.schema_server [--port N] [--mode MODE]`: serve until
-    interrupted and print the base URL. Modes: finishing (default), looping, garbage (HTTP 200
+    interrupted and print the base URL. Modes: finishing (default), inspecting (buys evidence
+    and reviews while any is offered, then finishes), looping, garbage (HTTP 200
     whose body is not JSON), reasoning (a reasoning model's endpoint: refuses `max_tokens` and
     any temperature but 1, spends 300 hidden tokens of each budget), hung (never answers)."""
     import argparse
@@ -218,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(prog="python -m labreplay.testing.schema_server")
     parser.add_argument("--port", type=int, default=0)
-    modes = ("finishing", "looping", "garbage", "reasoning", "hung")
+    modes = ("finishing", "inspecting", "looping", "garbage", "reasoning", "hung")
     parser.add_argument("--mode", choices=modes, default="finishing")
     args = parser.parse_args(argv)
     responder: Responder
@@ -229,7 +233,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif args.mode == "hung":
         responder = constant(hung())
     else:
-        responder = SchemaAnswerer(FINISHING if args.mode == "finishing" else LOOPING)
+        policies = {"finishing": FINISHING, "inspecting": INSPECTING, "looping": LOOPING}
+        responder = SchemaAnswerer(policies[args.mode])
     with StubServer(responder, port=args.port) as server:
         print(server.base_url, flush=True)
         try:

@@ -1,28 +1,31 @@
 """`campaign run --agent openai:MODEL --dry-run`: what a run would send, without calling a model.
 
-Every branch (adaptive and each control) is played out by a stand-in policy that answers
-each schema with a valid reply (`labreplay.testing.schema_server.instance`: finish the open
+Every branch (adaptive and each control) is played out by stand-in policies that answer each
+schema with a valid reply (`labreplay.testing.schema_server.instance`: finish the open
 experiment, select the next, forecast when required) while the real prompt renderer of the LLM
 agent turns every observation and checkpoint into the exact messages the model would receive.
-So calls and prompt sizes are the real prompts of a plausible campaign under the same budgets
-and caps, not a formula; a real model that inspects more evidence or repairs replies makes
-more calls (measured against real runs in `make bench`; see the README).
+Three stand-ins play (`EVIDENCE_SHARES`): one that inspects nothing, one that spends half and
+one that spends all of the evidence and expert-review budgets, the cheapest offered kind first
+(the most inspections, each followed by its required forecast), deterministic under the run
+seed. The estimate is the range (min-max) over the three: a model that inspects evidence lands
+inside it; one that repairs replies makes more calls. So calls and prompt sizes are the real
+prompts of plausible campaigns under the same budgets and caps, not a formula.
 
-Tokens follow the one declared rule of every dry run (`labreplay.sdk.agents.token_rule`:
-o200k_base where tiktoken has it offline, else characters / 4), completion tokens the
-stand-in replies' size under the same rule; the response budget of every call is derived as
-in a real run. `cached_tokens` is what a provider's prefix cache would serve: each prompt's
-common prefix with the branch's previous one, from 1,024 tokens on (`cached_prefix_tokens`).
-Measured against a run on the schema-answering server (short-1, long-1): the
-same calls per branch and the same prompt characters.
+Tokens follow the model's tokenizer where this machine has it, else the word-piece fallback
+(`labreplay.sdk.agents.rule_for`, named in the estimate); completion tokens the stand-in
+replies' size under the same rule; the response budget of every call is derived as in a real
+run. `cached_tokens` is what a provider's prefix cache would serve: each prompt's common prefix
+with the branch's previous one, from 1,024 tokens on (`TokenRule.cached_prefix`). A reasoning
+model's hidden reasoning is not in the range (no stand-in can know it): `reasoning` prices it at
+`REASONING_SHARES` of its per-call budget over the range's calls.
 
 `upper_bound` is what an agent that spends everything could cost per branch: the harness's
 policy-turn cap of the branch (`caps.policy_turn_caps`) plus a panel checkpoint per experiment
 the budget allows and two more, each a logical request whose every reply fills its whole
 response budget (plus the reasoning budget of a reasoning model) and is refused up to
 `max_repairs` times (`spend_ceiling`). Calls and completion tokens are strict bounds; prompt
-tokens take every request at the largest prompt the stand-in trajectory rendered (a longer
-history renders longer prompts), so they are a scale, not a bound. No provider cache assumed.
+tokens take every request at the largest prompt a stand-in rendered (a longer history renders
+longer prompts), so they are a scale, not a bound. No provider cache assumed.
 """
 
 from __future__ import annotations
@@ -32,14 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NotRequired, TypedDict
 
-from labreplay.sdk.agents import (
-    cached_prefix_tokens,
-    chat_tokens,
-    count_tokens,
-    response_budget,
-    spend_ceiling,
-    token_rule,
-)
+from labreplay.sdk.agents import TokenRule, response_budget, rule_for, spend_ceiling
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.testing import FINISHING, instance
@@ -48,6 +44,11 @@ from labreplay.suites.campaign.caps import policy_turn_caps
 from labreplay.suites.campaign.json_values import json_object
 from labreplay.suites.campaign.runner import run_assignment_branches
 from labreplay.suites.campaign.views import spec_body
+
+# Percent of the evidence and expert-review budgets each stand-in spends: the range's ends.
+EVIDENCE_SHARES = (0, 50, 100)
+# Percent of a reasoning model's per-call reasoning budget the reasoning line prices.
+REASONING_SHARES = (25, 50, 100)
 
 
 class BranchTally(TypedDict):
@@ -76,22 +77,48 @@ class AssignmentDryRun(TypedDict):
     upper_bound: SpendCeiling
 
 
+class StandInPlay(TypedDict):
+    evidence_share: int  # percent of the evidence and review budgets the stand-in spent
+    assignments: list[AssignmentDryRun]
+    total: dict[str, int]  # the `TOTALLED` counts over every branch
+    controls: dict[str, int]  # the same over the control branches
+    cost: NotRequired[float | None]  # USD at the run's prices (added by the caller)
+    cost_uncached: NotRequired[float | None]
+
+
+class ReasoningAt(TypedDict):
+    share: int  # percent of the per-call reasoning budget
+    tokens: list[int]  # [min, max] over the range's calls
+    cost: NotRequired[list[float] | None]  # added by the caller
+
+
+class ReasoningEstimate(TypedDict):
+    budget_per_call: int  # `--reasoning-tokens` (or the default sent to a reasoning model)
+    at: list[ReasoningAt]
+
+
 class DryRunEstimate(TypedDict):
     dry_run: bool
     agent: str
     token_rule: str
     partition_seeds: list[int]  # of the assignments estimated, each once
     seed: int  # the run seed the estimate played (each branch's stream derives from it)
-    assignments: list[AssignmentDryRun]
-    total: dict[str, int]  # the `TOTALLED` counts over every branch
-    controls: dict[str, int]  # the same over the control branches
+    plays: list[StandInPlay]  # one per `EVIDENCE_SHARES`
+    range: dict[str, list[int]]  # per `TOTALLED` count: [min, max] over the plays
+    range_rule: str
+    reasoning_included: bool  # whether the range's completion tokens hold hidden reasoning
+    reasoning: NotRequired[ReasoningEstimate]  # a reasoning model's, apart from the range
     upper_bound: SpendCeiling  # over every branch (see the module's docstring)
     upper_bound_rule: str
-    cost: NotRequired[float | None]  # USD at the run's prices (added by the caller)
-    cost_uncached: NotRequired[float | None]
+    cost_range: NotRequired[list[float] | None]  # [min, max] USD with prefix caching (caller)
+    cost_uncached_range: NotRequired[list[float] | None]
     upper_bound_cost: NotRequired[float | None]
 
 
+RANGE_RULE = (
+    "min-max over stand-ins that spend 0%, 50% and 100% of the evidence and review budgets "
+    "(a model that inspects evidence lands inside; repair turns add calls)"
+)
 UPPER_BOUND_RULE = (
     "an agent that spends everything: per branch the policy-turn cap plus a checkpoint per "
     "experiment and two, every reply its whole response budget and refused max_repairs times; "
@@ -107,13 +134,14 @@ TOTALLED: tuple[Literal["calls", "prompt_tokens", "cached_tokens", "completion_t
 
 @dataclass
 class Tally:
+    rule: TokenRule
     calls: int = 0
     policy_calls: int = 0
     checkpoint_calls: int = 0
     prompt_chars: int = 0
     reply_chars: int = 0
     prompt_tokens: int = 0
-    cached_tokens: int = 0  # what a provider's prefix cache would serve (`cached_prefix_tokens`)
+    cached_tokens: int = 0  # what a provider's prefix cache would serve (`cached_prefix`)
     reply_tokens: int = 0
     largest_prompt_tokens: int = 0
     largest_budget: int = 0
@@ -124,32 +152,74 @@ class Tally:
         self, messages: Sequence[Mapping[str, str]], reply: JsonValue, schema: Mapping[str, object]
     ) -> None:
         chars = sum(len(m["content"]) for m in messages)
-        tokens = chat_tokens(messages)
+        tokens = self.rule.chat(messages)
         text = json.dumps(reply)
         prompt = "\n".join(m["content"] for m in messages)
-        self.cached_tokens += cached_prefix_tokens(self.last_prompt, prompt)
+        self.cached_tokens += self.rule.cached_prefix(self.last_prompt, prompt)
         self.last_prompt = prompt
         self.calls += 1
         self.prompt_chars += chars
         self.prompt_tokens += tokens
         self.reply_chars += len(text)
-        self.reply_tokens += count_tokens(text)
+        self.reply_tokens += self.rule.count(text)
         self.largest_prompt_tokens = max(self.largest_prompt_tokens, tokens)
         self.largest_budget = max(self.largest_budget, response_budget(schema))
         if len(self.first_prompts) < 2:
             self.first_prompts.append(messages[-1]["content"])
 
 
+def spending_preference(
+    observation: Mapping[str, JsonValue], share: int
+) -> tuple[tuple[str, ...], str | None]:
+    """The stand-in's order of actions, and the kind it inspects: it buys evidence (the
+    cheapest kind offered) and then a review while its spend stays within `share` percent of
+    each budget, else it finishes (`FINISHING`)."""
+    state = json_object(observation.get("state", {}), "state")
+    left = json_object(state.get("budgets_left", {}), "budgets_left")
+    total = json_object(state.get("budgets_total", {}), "budgets_total")
+    prices = json_object(state.get("evidence_prices", {}), "evidence_prices")
+
+    def fits(budget: str, price: int) -> bool:
+        whole, rest = int(str(total.get(budget, 0))), int(str(left.get(budget, 0)))
+        return 100 * (whole - rest + price) <= share * whole
+
+    def price(kind: str) -> int:
+        return int(str(prices.get(kind, 1)))
+
+    kind = min(_inspectable_kinds(observation.get("action_schema", {})), key=price, default=None)
+    buys = kind is not None and fits("evidence", price(kind))
+    prefer = ("inspect_evidence",) * buys + ("request_review",) * fits("reviews", 1)
+    return prefer + FINISHING, kind
+
+
+def _inspectable_kinds(schema: JsonValue) -> list[str]:
+    variants = json_object(schema, "action_schema").get("oneOf", [])
+    for variant in variants if isinstance(variants, list) else []:
+        props = json_object(variant, "variant").get("properties", {})
+        props = json_object(props, "properties")
+        if json_object(props.get("type", {}), "type").get("const") == "inspect_evidence":
+            kinds = json_object(props.get("kind", {}), "kind").get("enum", [])
+            return [str(k) for k in kinds] if isinstance(kinds, list) else []
+    return []
+
+
 class DryRunAgent:
-    """Renders what the LLM agent would send and answers with a valid stand-in reply."""
+    """Renders what the LLM agent would send and answers with a valid stand-in reply, spending
+    `share` percent of the evidence and review budgets."""
 
     def __init__(
-        self, name: str, params: Mapping[str, JsonValue], tallies: dict[str, Tally]
+        self,
+        name: str,
+        params: Mapping[str, JsonValue],
+        tallies: dict[str, Tally],
+        share: int,
+        rule: TokenRule,
     ) -> None:
         from labreplay.suites.campaign.llm_prompts import StateLayout
 
         self.name, self._params, self._tallies = name, dict(params), tallies
-        self.tally = Tally()  # until the runner says which branch this agent plays
+        self._share, self._rule = share, rule
+        self.tally = Tally(rule)  # until the runner says which branch this agent plays
         self._layout = StateLayout()
 
     def params(self) -> JsonObject:
@@ -157,7 +227,7 @@ class DryRunAgent:
 
     def begin_episode(self, spec_id: str, spec_hash: str, branch: str, seed: int) -> None:
         """The runner names the branch this agent plays: its calls are tallied there."""
-        self.tally = self._tallies.setdefault(branch, Tally())
+        self.tally = self._tallies.setdefault(branch, Tally(self._rule))
 
     def reset(self, seed: int) -> None:
         self._layout.reset()
@@ -166,10 +236,13 @@ class DryRunAgent:
         from labreplay.suites.campaign.llm_prompts import campaign_messages
 
         schema = json_object(observation.get("action_schema", {}), "action_schema")
-        reply = instance(schema, FINISHING)
+        prefer, kind = spending_preference(observation, self._share)
+        reply = dict(instance(schema, prefer))
+        if reply.get("type") == "inspect_evidence":
+            reply["kind"] = kind
         self.tally.add(campaign_messages(observation, self._layout), reply, schema)
         self.tally.policy_calls += 1
-        return dict(reply)
+        return reply
 
     def forecast(self, snapshot: Mapping[str, JsonValue]) -> ForecastReply:
         from labreplay.suites.campaign.llm_panel import panel_wire
@@ -190,13 +263,16 @@ def dry_run_assignment(
     params: Mapping[str, JsonValue],
     seed: int,
     controls: tuple[str, ...],
+    share: int = 0,
 ) -> AssignmentDryRun:
     """Per branch: calls (policy / checkpoint), prompt and completion tokens, the largest
-    prompt and response budget, and the first prompt rendered."""
+    prompt and response budget, and the first prompt rendered, for the stand-in that spends
+    `share` percent of the evidence and review budgets."""
     tallies: dict[str, Tally] = {}
+    rule = rule_for(_model(agent_name, params))
 
     def make() -> DryRunAgent:
-        return DryRunAgent(agent_name, params, tallies)
+        return DryRunAgent(agent_name, params, tallies, share, rule)
 
     run_assignment_branches(spec, make, None, seed, controls)
     branches: dict[str, BranchTally] = {
@@ -222,6 +298,11 @@ def dry_run_assignment(
     }
 
 
+def _model(agent_name: str, params: Mapping[str, JsonValue]) -> str:
+    model = params.get("model")
+    return model if isinstance(model, str) else agent_name
+
+
 def _ceiling(
     spec: EnvironmentSpec, params: Mapping[str, JsonValue], tallies: Sequence[Tally]
 ) -> SpendCeiling:
@@ -230,10 +311,9 @@ def _ceiling(
     experiments = min(int(body["budgets"]["experiments"]), len(body["candidates"]))
     logical = policy_turn_caps(body)["policy_turns_per_branch"] + experiments + 2
     repairs = params.get("max_repairs", 2)
-    reasoning = params.get("reasoning_tokens", 0)
     out: SpendCeiling = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     for tally in tallies:
-        budget = tally.largest_budget + (reasoning if isinstance(reasoning, int) else 0)
+        budget = tally.largest_budget + reasoning_budget(params)
         calls, prompt, completion = spend_ceiling(
             tally.largest_prompt_tokens, budget, repairs if isinstance(repairs, int) else 2
         )
@@ -243,15 +323,21 @@ def _ceiling(
     return out
 
 
-def dry_run(
+def reasoning_budget(params: Mapping[str, JsonValue]) -> int:
+    """The reasoning tokens a call may spend: a reasoning model's params carry them."""
+    reasoning = params.get("reasoning_tokens", 0)
+    return reasoning if isinstance(reasoning, int) else 0
+
+
+def _play(
     specs: Sequence[EnvironmentSpec],
     agent_name: str,
     params: Mapping[str, JsonValue],
     seed: int,
     controls: tuple[str, ...],
-) -> DryRunEstimate:
-    """The whole command's estimate: per assignment, and totals with the controls' share."""
-    per = [dry_run_assignment(s, agent_name, params, seed, controls) for s in specs]
+    share: int,
+) -> StandInPlay:
+    per = [dry_run_assignment(s, agent_name, params, seed, controls, share) for s in specs]
     total: dict[str, int] = dict.fromkeys(TOTALLED, 0)
     controls_total = dict(total)
     for a in per:
@@ -260,19 +346,53 @@ def dry_run(
                 total[k] += t[k]
                 if b != "adaptive":
                     controls_total[k] += t[k]
-    ceiling: SpendCeiling = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
-    for a in per:
-        for name in ("calls", "prompt_tokens", "completion_tokens"):
-            ceiling[name] += a["upper_bound"][name]
     return {
-        "dry_run": True,
-        "agent": agent_name,
-        "token_rule": token_rule(),
-        "partition_seeds": sorted({a["partition_seed"] for a in per}),
-        "seed": seed,
+        "evidence_share": share,
         "assignments": per,
         "total": total,
         "controls": controls_total,
+    }
+
+
+def dry_run(
+    specs: Sequence[EnvironmentSpec],
+    agent_name: str,
+    params: Mapping[str, JsonValue],
+    seed: int,
+    controls: tuple[str, ...],
+) -> DryRunEstimate:
+    """The whole command's estimate: per stand-in and assignment, the range over the stand-ins,
+    a reasoning model's reasoning apart, and the ceiling."""
+    plays = [_play(specs, agent_name, params, seed, controls, s) for s in EVIDENCE_SHARES]
+    spans: dict[str, list[int]] = {
+        k: [min(p["total"][k] for p in plays), max(p["total"][k] for p in plays)] for k in TOTALLED
+    }
+    ceiling: SpendCeiling = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
+    for i in range(len(specs)):  # each assignment's largest ceiling over the stand-ins
+        for name in ("calls", "prompt_tokens", "completion_tokens"):
+            ceiling[name] += max(p["assignments"][i]["upper_bound"][name] for p in plays)
+    first = plays[0]["assignments"]
+    estimate: DryRunEstimate = {
+        "dry_run": True,
+        "agent": agent_name,
+        "token_rule": rule_for(_model(agent_name, params)).name,
+        "partition_seeds": sorted({a["partition_seed"] for a in first}),
+        "seed": seed,
+        "plays": plays,
+        "range": spans,
+        "range_rule": RANGE_RULE,
+        "reasoning_included": False,
         "upper_bound": ceiling,
         "upper_bound_rule": UPPER_BOUND_RULE,
     }
+    budget = reasoning_budget(params)
+    if budget:
+        low, high = spans["calls"]
+        estimate["reasoning"] = {
+            "budget_per_call": budget,
+            "at": [
+                {"share": s, "tokens": [low * budget * s // 100, high * budget * s // 100]}
+                for s in REASONING_SHARES
+            ],
+        }
+    return estimate

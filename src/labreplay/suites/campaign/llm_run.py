@@ -83,20 +83,29 @@ def print_dry_run(
         )
     params = make().params()  # builds the client: the endpoint is checked, nothing is sent
     estimate = dry_run(specs, agent, params, seed, controls)
-    estimate["cost"] = cost(estimate["total"], price)  # cached prefixes at the cached rate
-    # the bound if the provider cached nothing
-    estimate["cost_uncached"] = cost({**estimate["total"], "cached_tokens": 0}, price)
+    for play in estimate["plays"]:
+        play["cost"] = cost(play["total"], price)  # cached prefixes at the cached rate
+        play["cost_uncached"] = cost({**play["total"], "cached_tokens": 0}, price)
+    estimate["cost_range"] = _cost_span([p.get("cost") for p in estimate["plays"]])
+    estimate["cost_uncached_range"] = _cost_span(
+        [p.get("cost_uncached") for p in estimate["plays"]]
+    )
+    for at in estimate.get("reasoning", {"at": []})["at"]:  # billed as completion tokens
+        at["cost"] = _cost_span([cost({"completion_tokens": t}, price) for t in at["tokens"]])
     estimate["upper_bound_cost"] = cost({**estimate["upper_bound"], "cached_tokens": 0}, price)
     if json_out:
         print_json(estimate)
         return
-    for a in estimate["assignments"]:
+    for i, assignment in enumerate(estimate["plays"][0]["assignments"]):
+        per = [p["assignments"][i]["branches"] for p in estimate["plays"]]
         parts = ", ".join(
-            f"{b} {t['calls']} calls / {t['prompt_tokens']:,} + {t['completion_tokens']:,} tok"
-            for b, t in a["branches"].items()
+            f"{b} {_span([p[b]['calls'] for p in per])} calls / "
+            f"{_span([p[b]['prompt_tokens'] for p in per])} + "
+            f"{_span([p[b]['completion_tokens'] for p in per])} tok"
+            for b in per[0]
         )
-        console.print(f"{a['assignment']}: {parts}")
-    first = estimate["assignments"][0]["branches"]["adaptive"] if specs else None
+        console.print(f"{assignment['assignment']}: {parts}")
+    first = estimate["plays"][0]["assignments"][0]["branches"]["adaptive"] if specs else None
     if first is not None:
         console.print(
             f"first adaptive prompt ({len(first['first_prompt']):,} characters; largest prompt "
@@ -104,22 +113,37 @@ def print_dry_run(
             f"{first['largest_response_budget']:,}):"
         )
         console.print(first["first_prompt"][:600] + " ...", markup=False)
-    total, ctl = estimate["total"], estimate["controls"]
+    span, ctl = estimate["range"], [p["controls"] for p in estimate["plays"]]
+    cached, uncached = estimate["cost_range"], estimate["cost_uncached_range"]
     money = (
-        f"; cost ${estimate['cost']:.2f} with prefix caching, ${estimate['cost_uncached']:.2f} "
-        "without"
-        if estimate["cost"] is not None
+        f"; cost ${_span(cached, '{:.2f}')} with prefix caching, "
+        f"${_span(uncached, '{:.2f}')} without"
+        if cached is not None and uncached is not None
         else "; cost unknown (no price for this model)"
     )
+    reasoning = "; reasoning not included (see REASONING)" if "reasoning" in estimate else ""
     console.print(
         f"DRY RUN (no model called): {len(specs)} assignments (partition seed(s) "
         f"{', '.join(map(str, estimate['partition_seeds']))}; run seed {estimate['seed']}), "
-        f"{total['calls']:,} calls, "
-        f"~{total['prompt_tokens']:,} prompt + ~{total['completion_tokens']:,} completion tokens"
-        f"{money}; controls {ctl['calls']:,} calls, ~{ctl['prompt_tokens']:,} prompt tokens "
-        f"({ctl['prompt_tokens'] / max(1, total['prompt_tokens']):.0%}). Estimated with a "
-        f"stand-in policy; tokens counted as {estimate['token_rule']}."
+        f"{_span(span['calls'])} calls, ~{_span(span['prompt_tokens'])} prompt + "
+        f"~{_span(span['completion_tokens'])} completion tokens{money}; controls "
+        f"{_span([c['calls'] for c in ctl])} calls, ~{_span([c['prompt_tokens'] for c in ctl])} "
+        f"prompt tokens. Ranges: {estimate['range_rule']}{reasoning}; tokens counted as "
+        f"{estimate['token_rule']}.",
+        markup=False,  # the install hint's [extra] is not markup
     )
+    if "reasoning" in estimate:
+        found = estimate["reasoning"]
+        shares = "; ".join(
+            f"{at['share']}% {_span(at['tokens'])} tokens"
+            + (f" ${_span(c, '{:,.2f}')}" if (c := at.get("cost")) else "")
+            for at in found["at"]
+        )
+        console.print(
+            "REASONING (hidden, billed as completion tokens, not in the range above): "
+            f"{found['budget_per_call']:,} reasoning tokens per call (--reasoning-tokens) over "
+            f"{_span(span['calls'])} calls; at {shares}."
+        )
     console.print(
         ceiling_line(
             estimate["upper_bound"],
@@ -128,6 +152,17 @@ def print_dry_run(
             prompt_strict=False,
         )
     )
+
+
+def _span(values: Sequence[float], form: str = "{:,}") -> str:
+    """min-max of `values` (one number when they agree)."""
+    low, high = form.format(min(values)), form.format(max(values))
+    return low if low == high else f"{low}-{high}"
+
+
+def _cost_span(costs: Sequence[float | None]) -> list[float] | None:
+    known = [c for c in costs if c is not None]
+    return [min(known), max(known)] if known and len(known) == len(costs) else None
 
 
 def print_run_costs(console: Console, results: Sequence[AssignmentSummary], price: Price) -> None:

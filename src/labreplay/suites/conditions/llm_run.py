@@ -10,13 +10,11 @@ from typing import TYPE_CHECKING, NotRequired, Protocol, TypedDict, runtime_chec
 from labreplay.sdk.agents import (
     Price,
     ceiling_line,
-    chat_tokens,
     check_user_budget,
     cost,
-    count_tokens,
     response_budget,
+    rule_for,
     spend_ceiling,
-    token_rule,
     usage_line,
 )
 from labreplay.sdk.events import JsonObject, JsonValue
@@ -74,8 +72,8 @@ def check_answer_budget(questions: Sequence[Question], max_tokens: int | None) -
 def estimate(agent: RendersQuestions, questions: Sequence[Question]) -> DryRun:
     """Calls and tokens of answering `questions` with `agent` (one call per question when every
     reply is valid; repairs add calls), from the real rendered prompts; nothing is sent.
-    Tokens follow the one declared rule of every dry run (`token_rule`); a reply is counted as
-    a valid answer to its schema, compact JSON."""
+    Tokens follow the model's tokenizer where this machine has it, else the declared fallback
+    (`rule_for`); a reply is counted as a valid answer to its schema, compact JSON."""
     from labreplay.sdk.testing import instance
     from labreplay.suites.conditions.llm_prompts import question_messages
 
@@ -84,16 +82,18 @@ def estimate(agent: RendersQuestions, questions: Sequence[Question]) -> DryRun:
     largest = 0
     first = ""
     params = agent.params()
+    model = params.get("model")
+    rule = rule_for(model if isinstance(model, str) else agent.name)
     repairs, reasoning = params.get("max_repairs", 2), params.get("reasoning_tokens", 0)
     ceiling = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}
     for q in questions:
         view = agent_view(q)
         schema = _schema(view)
         messages = question_messages(agent.render(view), schema)
-        tokens = chat_tokens(messages)
+        tokens = rule.chat(messages)
         prompt += tokens
         largest = max(largest, tokens)
-        completion += count_tokens(json.dumps(instance(schema)))
+        completion += rule.count(json.dumps(instance(schema)))
         first = first or messages[-1]["content"]
         budget = response_budget(schema) + (reasoning if isinstance(reasoning, int) else 0)
         most = spend_ceiling(tokens, budget, repairs if isinstance(repairs, int) else 2)
@@ -107,7 +107,7 @@ def estimate(agent: RendersQuestions, questions: Sequence[Question]) -> DryRun:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "largest_prompt_tokens": largest,
-        "token_rule": token_rule(),
+        "token_rule": rule.name,
         "first_prompt": first,
         "upper_bound": ceiling,
     }
@@ -142,7 +142,8 @@ def print_conditions_dry_run(
     console.print(
         f"DRY RUN (no model called): {found['questions']} questions, {found['calls']} calls, "
         f"~{found['prompt_tokens']:,} prompt + ~{found['completion_tokens']:,} completion "
-        f"tokens{money} (tokens counted as {found['token_rule']})"
+        f"tokens{money} (tokens counted as {found['token_rule']})",
+        markup=False,  # the install hint's [extra] is not markup
     )
     rule = "every reply its whole response budget and refused max_repairs times"
     console.print(
