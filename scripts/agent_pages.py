@@ -211,7 +211,7 @@ def campaign_page(log: list[dict[str, Any]]) -> str:
         lambda e: (
             e["branch"] == "no-evidence"
             and e["call"] == "act"
-            and e["shown"]["phase"] == "investigate"
+            and e["shown"]["phase"] == "update_required"
             and offered(e["shown"]) == ["submit_forecast"]
         ),
         "a forecast-only call of the no-evidence branch",
@@ -282,7 +282,7 @@ The matched controls call the same agent with the adaptive branch's schedule; th
 an ordinary observation whose `action_schema` offers only the one action the schedule needs
 there. The *call-matched no-evidence* branch replays the adaptive branch's selections and
 closures and turns each evidence purchase, review or rejected action into a forecast-only
-call: phase `investigate`, nothing revealed, only `submit_forecast` offered. The
+call: phase `update_required`, nothing revealed, only `submit_forecast` offered. The
 *schedule-matched random* branch selects for the agent and asks it only for forecasts,
 reviews and closures.
 
