@@ -50,7 +50,7 @@ OUTCOME_COLUMNS: tuple[Literal["column", "category_column", "valid_column"], ...
 class SchemaNode(TypedDict, total=False):
     """The JSON Schema keywords the card schema uses (all that `check_schema` checks)."""
 
-    type: str
+    type: str | list[str]  # a list: any of these (keywords apply to the values they fit)
     enum: list[JsonValue]
     pattern: str
     minimum: float
@@ -58,7 +58,7 @@ class SchemaNode(TypedDict, total=False):
     minItems: int
     required: list[str]
     properties: dict[str, SchemaNode]
-    additionalProperties: bool
+    additionalProperties: bool | SchemaNode  # a schema: what every unlisted field must be
     items: SchemaNode
     description: str
 
@@ -74,8 +74,13 @@ class TableEntry(TypedDict):
     format: NotRequired[Literal["csv", "tsv"]]
 
 
+class IdEntry(TypedDict, total=False):
+    row_number: bool
+    columns: list[str]
+
+
 class ExperimentEntry(TypedDict):
-    id: str
+    id: str | IdEntry
     descriptors: list[str]
 
 
@@ -154,7 +159,8 @@ class RecordCard:
     sources: tuple[Source, ...]
     table_file: str | None
     table_format: str
-    id_column: str
+    # the id column(s), joined by " | " when several; () when the id is the row number
+    id_columns: tuple[str, ...]
     descriptors: tuple[str, ...]
     rule: str
     outcome_column: str | None
@@ -322,11 +328,13 @@ def check_schema(value: object, schema: SchemaNode, where: str) -> tuple[str, st
     schema uses; an unknown field is refused by `additionalProperties: false`."""
     kind = schema.get("type")
     if kind is not None:
-        ok = isinstance(value, _JSON_TYPES[kind]) and (
-            kind == "boolean" or not isinstance(value, bool)
+        kinds = [kind] if isinstance(kind, str) else kind
+        ok = any(
+            isinstance(value, _JSON_TYPES[k]) and (k == "boolean" or not isinstance(value, bool))
+            for k in kinds
         )
         if not ok:
-            return where, f"expected {kind}"
+            return where, f"expected {' or '.join(kinds)}"
     if "enum" in schema and value not in schema["enum"]:
         return where, f"expected one of {schema['enum']}"
     if isinstance(value, str):
@@ -349,11 +357,13 @@ def check_schema(value: object, schema: SchemaNode, where: str) -> tuple[str, st
                 return _join(where, key), "required field is missing"
         for key, item in value.items():
             sub = _join(where, str(key))
+            extra = schema.get("additionalProperties", True)
             if key not in props:
-                if schema.get("additionalProperties", True) is False:
+                if extra is False:
                     return sub, f"unknown card field (known: {', '.join(sorted(props))})"
-                continue
-            if (found := check_schema(item, props[key], sub)) is not None:
+                if extra is True:
+                    continue
+            if (found := check_schema(item, props.get(key) or cast(SchemaNode, extra), sub)) is not None:  # fmt: skip
                 return found
     return None
 
@@ -437,7 +447,11 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         if rule in TABLE_RULES and e.budget != "evidence":
             raise refuse("a table's evidence is bought from the evidence budget",
                          f"evidence[{i}].budget", e.budget)  # fmt: skip
-    shown = [("experiment.id", str(data["experiment"]["id"]))]
+    id_columns = _id_columns(refuse, data["experiment"]["id"])
+    id_field = (
+        "experiment.id" if isinstance(data["experiment"]["id"], str) else "experiment.id.columns"
+    )
+    shown = [(id_field if len(id_columns) < 2 else f"{id_field}[{i}]", c) for i, c in enumerate(id_columns)]  # fmt: skip
     shown += [(f"experiment.descriptors[{i}]", str(c)) for i, c in enumerate(data["experiment"]["descriptors"])]  # fmt: skip
     shown += [(f"grouping[{i}]", str(c)) for i, c in enumerate(data["grouping"])]
     _refuse_outcome_in_view(refuse, outcome, rule, evidence, shown)
@@ -462,7 +476,7 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         sources=sources,
         table_file=None if table is None else table["file"],
         table_format=_table_format(table),
-        id_column=str(data["experiment"]["id"]),
+        id_columns=id_columns,
         descriptors=tuple(data["experiment"]["descriptors"]),
         rule=rule,
         outcome_column=outcome.get("column"),
@@ -475,6 +489,19 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         protocol=data.get("protocol", {}).copy(),
         claims=claims,
     )
+
+
+def _id_columns(refuse: Callable[[str, str, object], DataError], entry: str | IdEntry) -> tuple[str, ...]:  # fmt: skip
+    """The id column(s): one column, several (a composite id), or none (the row number)."""
+    if isinstance(entry, str):
+        return (entry,)
+    if len(entry) != 1:
+        raise refuse("the id is a column, {row_number = true} or {columns = [...]} (one of them)",
+                     "experiment.id", entry)  # fmt: skip
+    columns = entry.get("columns", [])
+    if len(set(columns)) != len(columns):
+        raise refuse("an id column is named twice", "experiment.id.columns", columns)
+    return tuple(columns)
 
 
 def _table_format(table: TableEntry | None) -> str:

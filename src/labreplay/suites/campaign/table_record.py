@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from labreplay.suites.campaign.records_pg import Outcome
 
 GROUPS_FIELD = "groups"
+ID_JOIN = " | "  # between the values of a composite id
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 
@@ -60,7 +61,10 @@ def _cell(raw: str | None) -> float | str | Missing:
 
 
 def _check_columns(card: RecordCard, header: list[str]) -> None:
-    wanted: list[tuple[str, str]] = [("experiment.id", card.id_column)]
+    if len(card.id_columns) == 1:
+        wanted: list[tuple[str, str]] = [("experiment.id", card.id_columns[0])]
+    else:
+        wanted = [(f"experiment.id.columns[{i}]", c) for i, c in enumerate(card.id_columns)]
     wanted += [(f"experiment.descriptors[{i}]", c) for i, c in enumerate(card.descriptors)]
     wanted += [(f"grouping[{i}]", c) for i, c in enumerate(card.grouping)]
     for field in ("outcome_column", "category_column", "valid_column"):
@@ -116,13 +120,7 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
     _check_columns(card, header)
     if not rows:
         raise card.error("the table has no rows", "table.file", card.table_file)
-    ids = [(row[card.id_column] or "").strip() for row in rows]
-    for i, eid in enumerate(ids):
-        if not eid:
-            raise card.error(f"row {i + 2} has an empty id", "experiment.id", card.id_column)
-    repeated = [k for k, n in Counter(ids).items() if n > 1]
-    if repeated:
-        raise card.error(f"experiment id {repeated[0]!r} is not unique", "experiment.id", card.id_column)  # fmt: skip
+    ids = _ids(card, rows)
     records = []
     for line, (eid, row) in enumerate(zip(ids, rows, strict=True), start=2):
         descriptors: dict[str, Any] = {c: _cell(row[c]) for c in card.descriptors}
@@ -153,6 +151,25 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
         )
     _check_levels(card, records)
     return records
+
+
+def _ids(card: RecordCard, rows: list[dict[str, str]]) -> list[str]:
+    """Each row's id: its id column, its id columns' values joined by ID_JOIN, or (no id
+    column) its number in the file, 1 being the first data row."""
+    if not card.id_columns:
+        return [f"row-{i}" for i in range(1, len(rows) + 1)]
+    field = "experiment.id" if len(card.id_columns) == 1 else "experiment.id.columns"
+    shown = card.id_columns[0] if len(card.id_columns) == 1 else list(card.id_columns)
+    ids = []
+    for i, row in enumerate(rows, start=2):
+        parts = [(row[c] or "").strip() for c in card.id_columns]
+        if not all(parts):
+            raise card.error(f"row {i} has an empty id", field, shown)
+        ids.append(ID_JOIN.join(parts))
+    repeated = [k for k, n in Counter(ids).items() if n > 1]
+    if repeated:
+        raise card.error(f"experiment id {repeated[0]!r} is not unique", field, shown)
+    return ids
 
 
 def _check_levels(card: RecordCard, records: list[Record]) -> None:

@@ -1,0 +1,116 @@
+"""Card fields for tables as labs publish them: an id from the row number or several columns,
+row filters, undecidable and censored outcome cells, replicates, quantile bins, readable QC.
+Each table is written here (public-shaped, generated); a bad value exits 2 with one line
+naming the card, the field and the value, and writes nothing (`_refused`)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.campaign.test_record_cards import _refused
+
+from labreplay.suites.campaign.api import compile_specs
+
+CARD = """\
+card_version = 1
+name = "toy-plate"
+grouping = ["ligand"]
+
+[[sources]]
+path = "plate.csv"
+sha256 = "{sha}"
+
+[table]
+file = "plate.csv"
+{table}
+[experiment]
+id = {id}
+descriptors = ["ligand", "base", "solvent"]
+
+[outcome]
+rule = "bins"
+column = "yield"
+bins = {bins}
+{outcome}
+[[evidence]]
+kind = "yield_assay"
+reveals = "yield"
+shows = "the measured yield (%)"
+budget = "evidence"
+price = 1
+"""
+BINS = '[{ category = "low", below = 20 }, { category = "high" }]'
+
+
+def plate(folder: Path, rows: int = 480, cell=None, index: bool = True) -> str:
+    """A plate as pandas writes it: an unnamed index column first (`index`), no id column;
+    `cell(i, value)` may replace row i's yield text. Returns the file's sha256."""
+    rng = np.random.default_rng(3)
+    path = folder / "plate.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        out = csv.writer(handle)
+        out.writerow(
+            [""] * index + ["plate_row", "plate_col", "ligand", "base", "solvent", "yield"]
+        )
+        for i in range(rows):
+            value = f"{rng.uniform(0, 100):.1f}"
+            text = cell(i, value) if cell is not None else value
+            well = [chr(65 + i // 24), i % 24 + 1]
+            out.writerow([i] * index + [*well, f"L{i % 12}", f"B{i % 5}", f"S{i % 2}", text])
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_card(folder: Path, sha: str, *, id: str = "{ row_number = true }", table: str = "",
+               bins: str = BINS, outcome: str = "") -> Path:  # fmt: skip
+    path = folder / "toy-plate.card.toml"
+    text = CARD.format(sha=sha, id=id, table=table, bins=bins, outcome=outcome)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def compiled(card: Path, seed: int = 0, **overrides: object):
+    return compile_specs(record_card=card, seed=seed, **overrides)
+
+
+# (a) the experiment id
+
+
+def test_row_number_id_compiles_a_table_with_an_unnamed_index_column(tmp_path):
+    sha = plate(tmp_path)
+    card = write_card(tmp_path, sha)
+    _, specs, index = compiled(card)
+    assert hashlib.sha256((tmp_path / "plate.csv").read_bytes()).hexdigest() == sha
+    ids = {c["experiment_id"] for s in specs for c in s.body["candidates"]}
+    assert ids and all(i.startswith("row-") and 1 <= int(i[4:]) <= 480 for i in ids)
+    assert index["qc"]["rows"] == 480
+
+
+def test_composite_id_joins_its_columns(tmp_path):
+    card = write_card(tmp_path, plate(tmp_path, index=False), id='{ columns = ["plate_row", "plate_col"] }')  # fmt: skip
+    _, specs, _ = compiled(card)
+    ids = {c["experiment_id"] for s in specs for c in s.body["candidates"]}
+    assert ids and all(len(i.split(" | ")) == 2 for i in ids)
+
+
+def test_composite_id_that_is_not_unique_is_refused(tmp_path, capsys):
+    card = write_card(tmp_path, plate(tmp_path), id='{ columns = ["ligand", "base", "solvent"] }')  # fmt: skip
+    err = _refused(card, "experiment.id.columns", "ligand", capsys)
+    assert "not unique" in err
+
+
+@pytest.mark.parametrize(
+    "id, field, value",
+    [
+        ("{ row_number = false }", "experiment.id.row_number", "False"),
+        ('{ row_number = true, columns = ["a", "b"] }', "experiment.id", "row_number"),
+        ('{ columns = ["plate_row"] }', "experiment.id.columns", "plate_row"),
+        ('{ columns = ["plate_row", "well"] }', "experiment.id.columns[1]", "well"),
+        ('{ columns = ["plate_row", "yield"] }', "experiment.id.columns[1]", "yield"),
+    ],
+)
+def test_bad_id_is_refused(id, field, value, tmp_path, capsys):
+    _refused(write_card(tmp_path, plate(tmp_path), id=id), field, value, capsys)
