@@ -114,3 +114,35 @@ def test_composite_id_that_is_not_unique_is_refused(tmp_path, capsys):
 )
 def test_bad_id_is_refused(id, field, value, tmp_path, capsys):
     _refused(write_card(tmp_path, plate(tmp_path), id=id), field, value, capsys)
+
+
+# (b) row filters
+
+
+def test_filter_keeps_the_named_rows_with_their_file_row_numbers(tmp_path):
+    card = write_card(tmp_path, plate(tmp_path), table='filter = { solvent = "S1", base = ["B0", "B2"] }')  # fmt: skip
+    _, specs, index = compiled(card)
+    assert index["qc"]["rows"] == 480 // 2 * 2 // 5  # S1 and B0/B2: 96 rows
+    seen = [c for s in specs for c in s.body["candidates"]] + specs[0].body["context_rows"]
+    assert {c["descriptors"]["solvent"] for c in seen} == {"S1"}
+    assert {c["descriptors"]["base"] for c in seen} == {"B0", "B2"}
+    assert all(int(c["experiment_id"][4:]) % 2 == 0 for c in seen)  # row i+1 holds S{i % 2}
+
+
+def test_numeric_filter_matches_the_cells_number(tmp_path):
+    card = write_card(tmp_path, plate(tmp_path, index=False), table="filter = { plate_col = [1.0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] }")  # fmt: skip
+    assert compiled(card)[2]["qc"]["rows"] == 240
+
+
+@pytest.mark.parametrize(
+    "table, field, value",
+    [
+        ('filter = { solvent = "DMSO" }', "table.filter", "DMSO"),
+        ("filter = { solvent = [] }", "table.filter.solvent", "[]"),
+        ("filter = { temperature = 60 }", "table.filter.temperature", "temperature"),
+        ('filter = { yield = "n.d." }', "table.filter.yield", "yield"),
+        ("filter = { solvent = true }", "table.filter.solvent", "True"),
+    ],
+)
+def test_bad_filter_is_refused(table, field, value, tmp_path, capsys):
+    _refused(write_card(tmp_path, plate(tmp_path), table=table), field, value, capsys)

@@ -72,6 +72,7 @@ class SourceEntry(TypedDict):
 class TableEntry(TypedDict):
     file: str
     format: NotRequired[Literal["csv", "tsv"]]
+    filter: NotRequired[dict[str, str | float | list[str | float]]]
 
 
 class IdEntry(TypedDict, total=False):
@@ -159,6 +160,8 @@ class RecordCard:
     sources: tuple[Source, ...]
     table_file: str | None
     table_format: str
+    # (column, accepted values): a row is kept when every column holds one of its values
+    filters: tuple[tuple[str, tuple[str | float, ...]], ...]
     # the id column(s), joined by " | " when several; () when the id is the row number
     id_columns: tuple[str, ...]
     descriptors: tuple[str, ...]
@@ -455,6 +458,13 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
     shown += [(f"experiment.descriptors[{i}]", str(c)) for i, c in enumerate(data["experiment"]["descriptors"])]  # fmt: skip
     shown += [(f"grouping[{i}]", str(c)) for i, c in enumerate(data["grouping"])]
     _refuse_outcome_in_view(refuse, outcome, rule, evidence, shown)
+    declared = table.get("filter", {}) if table is not None else {}
+    filters = tuple((c, tuple(v) if isinstance(v, list) else (v,)) for c, v in declared.items())
+    outcome_columns = {str(outcome[k]) for k in OUTCOME_COLUMNS if k in outcome}
+    for column, _ in filters:
+        if column in outcome_columns:
+            raise refuse("a filter on an outcome column would choose rows by their result",
+                         f"table.filter.{column}", column)  # fmt: skip
     claims = None
     if "claims" in data:
         if rule not in TABLE_RULES:
@@ -476,6 +486,7 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         sources=sources,
         table_file=None if table is None else table["file"],
         table_format=_table_format(table),
+        filters=filters,
         id_columns=id_columns,
         descriptors=tuple(data["experiment"]["descriptors"]),
         rule=rule,

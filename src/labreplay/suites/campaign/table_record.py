@@ -67,6 +67,7 @@ def _check_columns(card: RecordCard, header: list[str]) -> None:
         wanted = [(f"experiment.id.columns[{i}]", c) for i, c in enumerate(card.id_columns)]
     wanted += [(f"experiment.descriptors[{i}]", c) for i, c in enumerate(card.descriptors)]
     wanted += [(f"grouping[{i}]", c) for i, c in enumerate(card.grouping)]
+    wanted += [(f"table.filter.{c}", c) for c, _ in card.filters]
     for field in ("outcome_column", "category_column", "valid_column"):
         value = getattr(card, field)
         if value is not None:
@@ -120,9 +121,11 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
     _check_columns(card, header)
     if not rows:
         raise card.error("the table has no rows", "table.file", card.table_file)
-    ids = _ids(card, rows)
+    numbered = _kept(card, rows)
+    ids = _ids(card, numbered)
     records = []
-    for line, (eid, row) in enumerate(zip(ids, rows, strict=True), start=2):
+    for (number, row), eid in zip(numbered, ids, strict=True):
+        line = number + 1  # the file's line: the header is line 1
         descriptors: dict[str, Any] = {c: _cell(row[c]) for c in card.descriptors}
         descriptors[GROUPS_FIELD] = [
             f"{c}={row[c].strip()}" for c in card.grouping if (row[c] or "").strip()
@@ -153,18 +156,37 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
     return records
 
 
-def _ids(card: RecordCard, rows: list[dict[str, str]]) -> list[str]:
+def _kept(card: RecordCard, rows: list[dict[str, str]]) -> list[tuple[int, dict[str, str]]]:
+    """The rows the card's filter keeps, with their numbers in the file (1: the first row)."""
+    kept = [(i, row) for i, row in enumerate(rows, start=1) if all(
+        any(_matches(row[c], v) for v in values) for c, values in card.filters
+    )]  # fmt: skip
+    if not kept:
+        shown = {c: list(v) if len(v) > 1 else v[0] for c, v in card.filters}
+        raise card.error(f"the filter keeps none of the {len(rows)} rows", "table.filter", shown)
+    return kept
+
+
+def _matches(raw: str | None, wanted: str | float) -> bool:
+    text = (raw or "").strip()
+    if isinstance(wanted, str):
+        return text == wanted
+    cell = _cell(text)
+    return isinstance(cell, float) and cell == wanted
+
+
+def _ids(card: RecordCard, numbered: list[tuple[int, dict[str, str]]]) -> list[str]:
     """Each row's id: its id column, its id columns' values joined by ID_JOIN, or (no id
-    column) its number in the file, 1 being the first data row."""
+    column) its number in the file, 1 being the first data row (a filter keeps the numbers)."""
     if not card.id_columns:
-        return [f"row-{i}" for i in range(1, len(rows) + 1)]
+        return [f"row-{i}" for i, _ in numbered]
     field = "experiment.id" if len(card.id_columns) == 1 else "experiment.id.columns"
     shown = card.id_columns[0] if len(card.id_columns) == 1 else list(card.id_columns)
     ids = []
-    for i, row in enumerate(rows, start=2):
+    for i, row in numbered:
         parts = [(row[c] or "").strip() for c in card.id_columns]
         if not all(parts):
-            raise card.error(f"row {i} has an empty id", field, shown)
+            raise card.error(f"data row {i} has an empty id", field, shown)
         ids.append(ID_JOIN.join(parts))
     repeated = [k for k, n in Counter(ids).items() if n > 1]
     if repeated:
