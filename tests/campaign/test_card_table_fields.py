@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from tests.campaign.test_record_cards import _refused
 
+from labreplay.cli.main import run
 from labreplay.suites.campaign.api import compile_specs
 
 CARD = """\
@@ -146,3 +147,65 @@ def test_numeric_filter_matches_the_cells_number(tmp_path):
 )
 def test_bad_filter_is_refused(table, field, value, tmp_path, capsys):
     _refused(write_card(tmp_path, plate(tmp_path), table=table), field, value, capsys)
+
+
+# (c) undecidable and censored outcome cells
+
+CELLS = {0: "n.d.", 1: ">99", 2: "<1", 3: "NaN", 4: "inf", 5: "", 6: ">10", 7: "\u22645"}
+
+
+def _odd_cells(i: int, value: str) -> str:
+    return CELLS.get(i % 40, value)
+
+
+def test_undecidable_cells_are_counted_by_reason(tmp_path, capsys):
+    card = write_card(tmp_path, plate(tmp_path, cell=_odd_cells))
+    qc = compiled(card)[2]["qc"]
+    assert qc["undecidable"] == {
+        "censored value (the card does not read bounds)": 48,
+        "not finite (NaN, inf)": 24,
+        "not a number": 12,
+        "empty cell": 12,
+    }
+    assert qc["decidable_rows"] == 480 - 96
+    assert run(["campaign", "compile", "--record-card", str(card)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "undecidable rows" in x)
+    assert "not a number 12" in line and "empty cell 12" in line
+
+
+def test_censored_values_read_as_bounds_when_declared(tmp_path):
+    from labreplay.sdk.data import resolve_data_dir
+    from labreplay.suites.campaign.card import load_card
+    from labreplay.suites.campaign.table_record import load_table_records
+
+    card = write_card(tmp_path, plate(tmp_path, cell=_odd_cells), outcome='censored = "bounds"')
+    records = load_table_records(load_card(card), resolve_data_dir(None))
+    by_row = {int(r.record_id[4:]) - 1: r.outcome for r in records}
+    assert by_row[1] == {"valid": True, "category": "high"}  # >99: [99, inf) in [20, inf)
+    assert by_row[2] == {"valid": True, "category": "low"}  # <1: (-inf, 1) in (-inf, 20)
+    assert by_row[7] == {"valid": True, "category": "low"}  # <=5
+    assert by_row[6]["category"].reason == "censored bound spans bins"  # >10: low or high
+    qc = compiled(card)[2]["qc"]
+    assert qc["undecidable"]["censored bound spans bins"] == 12
+    assert qc["decidable_rows"] == 480 - 60
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [(">=20", "high"), (">20", "high"), (">19.5", None), ("<20", "low"), ("<=20", None),
+     ("\u2265 20", "high"), ("< 1e1", "low")],
+)  # fmt: skip
+def test_a_bound_is_in_a_bin_when_its_whole_interval_is(text, expected, tmp_path):
+    from labreplay.suites.campaign.card import load_card
+    from labreplay.suites.campaign.table_record import _binned
+
+    card = load_card(write_card(tmp_path, "0" * 64, outcome='censored = "bounds"'))
+    outcome = _binned(card, text, card.bins)
+    assert outcome["category"] == expected if expected else outcome["valid"] is not True
+
+
+def test_censored_on_a_columns_rule_is_refused(tmp_path, capsys):
+    text = CARD.replace('column = "yield"\nbins = {bins}', 'category_column = "solvent"\ncategories = ["s0", "s1"]').replace('rule = "bins"', 'rule = "columns"')  # fmt: skip
+    card = tmp_path / "toy-plate.card.toml"
+    card.write_text(text.format(sha=plate(tmp_path), id="{ row_number = true }", table="", outcome='censored = "bounds"'), encoding="utf-8")  # fmt: skip
+    _refused(card, "outcome.censored", "bounds", capsys)

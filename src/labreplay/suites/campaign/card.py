@@ -97,6 +97,7 @@ class OutcomeEntry(TypedDict):
     category_column: NotRequired[str]
     categories: NotRequired[list[str]]
     valid_column: NotRequired[str]
+    censored: NotRequired[Literal["bounds", "undecidable"]]
 
 
 class EvidenceEntry(TypedDict):
@@ -174,6 +175,7 @@ class RecordCard:
     evidence: tuple[EvidenceKind, ...]
     grouping: tuple[str, ...]
     protocol: ProtocolOverrides
+    censored: str = "undecidable"  # "bounds": `>99`, `<1` are read as bounds (rule bins)
     # (name, evidence kinds that support it); None: the rule's own (the SDL-1 four, or a
     # table's default `outcome_category`, see `table_claims`)
     claims: tuple[tuple[str, tuple[str, ...]], ...] | None = None
@@ -437,6 +439,9 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         categories = tuple(outcome["categories"])
     else:
         categories = ()
+    if "censored" in outcome and rule != "bins":
+        raise refuse("censored values are read as bounds of a binned column (rule 'bins')",
+                     "outcome.censored", outcome["censored"])  # fmt: skip
     if len(set(categories)) != len(categories):
         raise refuse("a category is declared twice", "outcome.categories", list(categories))
     evidence = tuple(
@@ -499,6 +504,7 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         grouping=tuple(data["grouping"]),
         protocol=data.get("protocol", {}).copy(),
         claims=claims,
+        censored=outcome.get("censored", "undecidable"),
     )
 
 

@@ -320,7 +320,7 @@ def table_qc(
                 "context_model_score": target,
             }
         )
-    return {
+    qc: TableQC = {
         "decidable_rows": sum(1 for r in records if decidable(r)),
         "rows": len(records),
         "rows_per_category": dict(sorted(per_category.items())),
@@ -328,3 +328,19 @@ def table_qc(
         "assignments": len(part.assignments),
         "scores": scores,
     }
+    reasons = Counter(_undecidable_reason(r) for r in records if not decidable(r))
+    if reasons:
+        qc["undecidable"] = dict(reasons.most_common())
+    return qc
+
+
+def _undecidable_reason(record: Record) -> str:
+    """The category's Missing reason (a table's reason alone, see `table_record`), else the
+    validity's."""
+    from labreplay.sdk import Missing
+
+    for key in ("category", "valid"):
+        value = record.outcome.get(key)
+        if isinstance(value, Missing):
+            return value.reason
+    return "no outcome"

@@ -162,6 +162,9 @@ def _print_qc(qc: TableQC) -> None:
         f"QC: {qc['decidable_rows']} of {qc['rows']} rows decidable ({per}); panel "
         f"{qc['panel_size']}; {qc['assignments']} assignments"
     )
+    if "undecidable" in qc:
+        why = ", ".join(f"{k} {v}" for k, v in qc["undecidable"].items())
+        console.print(f"QC undecidable rows by reason: {why}", soft_wrap=True)
     for s in qc["scores"]:
         context = s["context_model_score"]
         shown = "n/a (no scorable panel)" if context is None else context

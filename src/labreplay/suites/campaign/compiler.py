@@ -62,6 +62,7 @@ class TableQC(TypedDict):
     panel_size: int
     assignments: int
     scores: list[QCScore]
+    undecidable: NotRequired[dict[str, int]]  # rows per reason their outcome is undecidable
 
 
 class SpecIndex(TypedDict):

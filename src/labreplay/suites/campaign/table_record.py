@@ -3,8 +3,10 @@
 Descriptors are the card's descriptor columns (numbers parsed as numbers, an empty cell a
 typed Missing) plus `groups`: one `COLUMN=value` entry per grouping column, which the panel
 partition draws its evaluation groups from. The outcome is `{"valid", "category"}`:
-- rule `bins`: a numeric column binned by the card's bounds (an empty or non-numeric cell is
-  Missing: undecidable, never a failure); every row with a number is valid.
+- rule `bins`: a numeric column binned by the card's bounds (an empty, non-numeric or
+  non-finite cell is Missing: undecidable, never a failure, its reason counted in QC); every
+  row with a number is valid. A censored cell (`>99`, `<1`) is read as the interval it implies
+  when the card declares `censored = "bounds"`: in a bin when the whole interval is.
 - rule `columns`: the category read from a column (an empty cell is Missing), validity from
   `valid_column` when declared (true/false/1/0; a row declared invalid is a failure).
 Each evidence kind reveals one column of the row: one item, or a typed Missing when empty.
@@ -19,17 +21,26 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from labreplay.sdk import Missing, Record
-from labreplay.suites.campaign.card import RecordCard, source_paths
+from labreplay.suites.campaign.card import Bin, RecordCard, source_paths
 
 if TYPE_CHECKING:
     from labreplay.suites.campaign.records_pg import Outcome
 
 GROUPS_FIELD = "groups"
+# Why an outcome cell decides nothing (the category's Missing reason; QC counts rows by it)
+EMPTY = "empty cell"
+NOT_A_NUMBER = "not a number"
+NOT_FINITE = "not finite (NaN, inf)"
+CENSORED_VALUE = "censored value (the card does not read bounds)"
+SPANS_BINS = "censored bound spans bins"
+CENSORED = re.compile(r"(>=|<=|>|<|\u2265|\u2264)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 ID_JOIN = " | "  # between the values of a composite id
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
@@ -83,19 +94,50 @@ def _check_columns(card: RecordCard, header: list[str]) -> None:
             )  # fmt: skip
 
 
+def _undecidable(column: str, raw: str, reason: str) -> Outcome:
+    """An outcome the cell cannot decide: the category's Missing holds the reason alone (QC
+    counts rows by it), the validity's the column and the cell too."""
+    return {"valid": Missing(f"{column} {raw!r}: {reason}"), "category": Missing(reason)}
+
+
+def _binned(card: RecordCard, raw: str, bins: Sequence[Bin]) -> Outcome:
+    """The bin of a number; of a censored value (`>99`, `<1`) when the card reads them as
+    bounds (`outcome.censored = "bounds"`) and the whole interval it implies lies in one bin."""
+    assert card.outcome_column is not None
+    text = raw.strip()
+    if not text:
+        return _undecidable(card.outcome_column, raw, EMPTY)
+    if (bound := CENSORED.fullmatch(text)) is not None:
+        if card.censored != "bounds":
+            return _undecidable(card.outcome_column, raw, CENSORED_VALUE)
+        sign, at = bound.group(1), float(bound.group(2))
+        above = sign in (">", ">=", "\u2265")
+        closed = sign not in (">", "<")
+        floors = [-math.inf, *(b.below for b in bins[:-1] if b.below is not None)]
+        for b, floor in zip(bins, floors, strict=True):  # a bin holds [floor, below)
+            top = math.inf if b.below is None else b.below
+            if (
+                (floor <= at and top == math.inf)
+                if above
+                else (floor == -math.inf and (at < top or (at == top and not closed)))
+            ):
+                return {"valid": True, "category": b.category}
+        return _undecidable(card.outcome_column, raw, SPANS_BINS)
+    value = _cell(text)
+    if isinstance(value, Missing):
+        return _undecidable(card.outcome_column, raw, NOT_FINITE)
+    if isinstance(value, str):
+        return _undecidable(card.outcome_column, raw, NOT_A_NUMBER)
+    for b in bins:
+        if b.below is None or value < b.below:
+            return {"valid": True, "category": b.category}
+    raise AssertionError("the last bin has no bound")
+
+
 def _outcome(card: RecordCard, row: dict[str, str]) -> Outcome:
     if card.rule == "bins":
         assert card.outcome_column is not None
-        value = _cell(row[card.outcome_column])
-        if not isinstance(value, float):
-            reason = value.reason if isinstance(value, Missing) else f"not a number: {value!r}"
-            return {
-                "valid": Missing(f"{card.outcome_column}: {reason}"),
-                "category": Missing(reason),
-            }
-        for b in card.bins:
-            if b.below is None or value < b.below:
-                return {"valid": True, "category": b.category}
+        return _binned(card, row[card.outcome_column] or "", card.bins)
     assert card.category_column is not None
     if card.valid_column is not None:
         flag = (row[card.valid_column] or "").strip().lower()
