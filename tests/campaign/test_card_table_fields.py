@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -209,3 +210,37 @@ def test_censored_on_a_columns_rule_is_refused(tmp_path, capsys):
     card = tmp_path / "toy-plate.card.toml"
     card.write_text(text.format(sha=plate(tmp_path), id="{ row_number = true }", table="", outcome='censored = "bounds"'), encoding="utf-8")  # fmt: skip
     _refused(card, "outcome.censored", "bounds", capsys)
+
+
+# (d) replicates: rows with the same descriptor values stay in one role
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_replicates_are_never_split_between_roles(seed, tmp_path, capsys):
+    card = write_card(tmp_path, plate(tmp_path))  # 60 descriptor combinations x 8 rows each
+    part, specs, index = compiled(card, seed=seed)
+    assert index["qc"]["replicates"] == {"rows": 480, "groups": 60}
+    key = {}
+    for s in specs:
+        for c in (*s.body["candidates"], *s.body["queries"], *s.body["context_rows"]):
+            key[c["experiment_id"]] = json.dumps(c["descriptors"], sort_keys=True)
+    groups: dict[str, set[str]] = {}
+    for i, k in key.items():
+        groups.setdefault(k, set()).add(i)
+    context = set(part.context)
+    blocks = [set(a.candidates) for a in part.assignments]
+    for members in groups.values():
+        assert members <= context or not members & context
+        for block in blocks:
+            assert members <= block or not members & block, members
+    assert any(len(m & b) > 1 for m in groups.values() for b in blocks)
+    assert run(["campaign", "compile", "--record-card", str(card), "--seed", str(seed)]) == 0
+    assert "QC replicates: 480 rows in 60 groups" in capsys.readouterr().out
+
+
+def test_first_fit_packing_keeps_singletons_in_order():
+    from labreplay.suites.campaign.protocol import _pack
+
+    blocks, rest = _pack([["a"], ["b", "c"], ["d"], ["e"], ["f", "g", "h"]], [2, 3])
+    assert blocks == [("a", "d"), ("b", "c", "e")] and rest == [["f", "g", "h"]]
+    assert _pack([[x] for x in "edcba"], [2, 2]) == ([("d", "e"), ("b", "c")], [["a"]])

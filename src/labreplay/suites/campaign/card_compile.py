@@ -181,7 +181,7 @@ def _compile_table(
     overrides: Mapping[str, object],
 ) -> tuple[Partition, list[EnvironmentSpec], SpecIndex]:
     from labreplay.suites.campaign.protocol import decidable
-    from labreplay.suites.campaign.table_record import load_table_records
+    from labreplay.suites.campaign.table_record import load_table_records, replicate_keys
 
     files, modified = check_sources(card, data_dir, allow_modified)
     recs = list(records) if records is not None else load_table_records(card, data_dir)
@@ -226,6 +226,7 @@ def _compile_table(
         evidence_kinds=tuple(e.kind for e in card.evidence),
         record_extra=extra,
         claims=table_claims(card, deciding),
+        together=replicate_keys(recs) or None,
     )  # fmt: skip
     long = [a for a in part.assignments if a.kind == "long"]
     if len(part.assignments) < 2:
@@ -297,6 +298,7 @@ def table_qc(
     from collections import Counter
 
     from labreplay.suites.campaign.protocol import decidable
+    from labreplay.suites.campaign.table_record import replicate_keys
 
     per_category = Counter(
         str(r.outcome["category"]) for r in records if r.outcome.get("valid") is True
@@ -331,6 +333,8 @@ def table_qc(
     reasons = Counter(_undecidable_reason(r) for r in records if not decidable(r))
     if reasons:
         qc["undecidable"] = dict(reasons.most_common())
+    if replicates := replicate_keys(records):
+        qc["replicates"] = {"rows": len(replicates), "groups": len(set(replicates.values()))}
     return qc
 
 

@@ -165,6 +165,12 @@ def _print_qc(qc: TableQC) -> None:
     if "undecidable" in qc:
         why = ", ".join(f"{k} {v}" for k, v in qc["undecidable"].items())
         console.print(f"QC undecidable rows by reason: {why}", soft_wrap=True)
+    if "replicates" in qc:
+        n = qc["replicates"]
+        console.print(
+            f"QC replicates: {n['rows']} rows in {n['groups']} groups of identical descriptors, "
+            "each group kept in one role"
+        )
     for s in qc["scores"]:
         context = s["context_model_score"]
         shown = "n/a (no scorable panel)" if context is None else context

@@ -139,15 +139,33 @@ def _scaled(budget: int, n: int, full: int) -> int:
     return max(1, int(budget * n / full + 0.5)) if budget else 0
 
 
-def _blocks(ids: Sequence[str], sizes: Sequence[int]) -> list[tuple[str, ...]]:
-    out, start = [], 0
+def _pack(
+    units: list[list[str]], sizes: Sequence[int]
+) -> tuple[list[tuple[str, ...]], list[list[str]]]:
+    """Blocks of `sizes` filled first-fit from `units` in order (a unit is never split: a
+    replicate group), and the units left over. Single-id units give consecutive slices."""
+    blocks = []
     for size in sizes:
-        out.append(tuple(sorted(ids[start : start + size])))
-        start += size
-    return out
+        block: list[str] = []
+        rest = []
+        for unit in units:
+            if len(block) + len(unit) <= size:
+                block += unit
+            else:
+                rest.append(unit)
+        blocks.append(tuple(sorted(block)))
+        units = rest
+    return blocks, units
 
 
-def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> Partition:
+def partition(
+    records: Sequence[Record],
+    params: ProtocolParams,
+    seed: int,
+    together: Mapping[str, str] | None = None,
+) -> Partition:
+    """`together`: record id -> replicate key; rows sharing a key are kept in one role (one
+    candidate block, or withheld together), never split between candidates and queries."""
     # Experiments without recorded precursors cannot join the panel: they stay context.
     eligible = [r for r in records if not params.panel_requires_outcome or decidable(r)]
     precursors = sorted({p for r in eligible for p in precursors_of(r.descriptors)})
@@ -175,10 +193,12 @@ def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> P
     n_long = min(params.long_assignments, len(panel) // params.long_candidates)
     if n_long == 1:
         n_long = 0  # a single long block cannot rotate into a held-out role
-    long_pool = order[: n_long * params.long_candidates]
-    short_pool = order[n_long * params.long_candidates :]
+    units: dict[str, list[str]] = {}
+    for i in order:  # replicates after the first member, in its place
+        units.setdefault(together.get(i, i) if together else i, []).append(i)
+    long_blocks, short_units = _pack(list(units.values()), [params.long_candidates] * n_long)
+    short_pool = [i for unit in short_units for i in unit]
     assignments: list[Assignment] = []
-    long_blocks = _blocks(long_pool, [params.long_candidates] * n_long)
     full_budgets = {
         "experiments": params.experiment_budget,
         "evidence": params.evidence_budget,
@@ -196,7 +216,7 @@ def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> P
         sizes = [base + (1 if i < extra else 0) for i in range(n_short)]
         if n_long:  # a short block never exceeds a long one: the surplus is withheld
             sizes = [min(size, params.long_candidates) for size in sizes]
-        short_blocks = _blocks(short_pool, sizes)
+        short_blocks = _pack(short_units, sizes)[0]
         for i, block in enumerate(short_blocks):
             budgets = {
                 k: _scaled(v, len(block), params.long_candidates) for k, v in full_budgets.items()

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from labreplay.sdk import Missing, Record
+from labreplay.sdk import Missing, Record, canonical_json, to_json
 from labreplay.suites.campaign.card import Bin, RecordCard, source_paths
 
 if TYPE_CHECKING:
@@ -234,6 +234,15 @@ def _ids(card: RecordCard, numbered: list[tuple[int, dict[str, str]]]) -> list[s
     if repeated:
         raise card.error(f"experiment id {repeated[0]!r} is not unique", field, shown)
     return ids
+
+
+def replicate_keys(records: Sequence[Record]) -> dict[str, str]:
+    """Record id -> replicate key, for the rows that share every descriptor value (the
+    grouping levels included) with another row; {} when the table has no replicates. The
+    partition keeps each group in one role (`protocol.partition`'s `together`)."""
+    keys = {r.record_id: "replicates:" + canonical_json(to_json(r.descriptors)) for r in records}
+    counts = Counter(keys.values())
+    return {i: k for i, k in keys.items() if counts[k] > 1}
 
 
 def _check_levels(card: RecordCard, records: list[Record]) -> None:
