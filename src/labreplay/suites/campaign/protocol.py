@@ -196,7 +196,13 @@ def partition(
     units: dict[str, list[str]] = {}
     for i in order:  # replicates after the first member, in its place
         units.setdefault(together.get(i, i) if together else i, []).append(i)
-    long_blocks, short_units = _pack(list(units.values()), [params.long_candidates] * n_long)
+    # a replicate group larger than a block gives one block's worth; the rest is withheld
+    pieces = [unit[: params.long_candidates] for unit in units.values()]
+    long_blocks, short_units = _pack(pieces, [params.long_candidates] * n_long)
+    long_blocks = [b for b in long_blocks if b]  # empty only when the pieces ran out
+    if len(long_blocks) < 2:
+        long_blocks, short_units = [], pieces
+    n_long = len(long_blocks)
     short_pool = [i for unit in short_units for i in unit]
     assignments: list[Assignment] = []
     full_budgets = {
@@ -209,15 +215,14 @@ def partition(
             Assignment(f"long-{i + 1}", "long", block, long_blocks[(i + 1) % n_long], full_budgets)
         )
     n_short = min(params.short_assignments, len(short_pool) // params.min_short_candidates)
-    if n_short < 2:
-        n_short = 0
-    if n_short:
+    if n_short >= 2:
         base, extra = divmod(len(short_pool), n_short)
         sizes = [base + (1 if i < extra else 0) for i in range(n_short)]
         if n_long:  # a short block never exceeds a long one: the surplus is withheld
             sizes = [min(size, params.long_candidates) for size in sizes]
-        short_blocks = _pack(short_units, sizes)[0]
-        for i, block in enumerate(short_blocks):
+        short_blocks = [b for b in _pack(short_units, sizes)[0] if b]
+        n_short = len(short_blocks) if len(short_blocks) >= 2 else 0
+        for i, block in enumerate(short_blocks[:n_short]):
             budgets = {
                 k: _scaled(v, len(block), params.long_candidates) for k, v in full_budgets.items()
             }
