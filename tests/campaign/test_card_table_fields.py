@@ -244,3 +244,60 @@ def test_first_fit_packing_keeps_singletons_in_order():
     blocks, rest = _pack([["a"], ["b", "c"], ["d"], ["e"], ["f", "g", "h"]], [2, 3])
     assert blocks == [("a", "d"), ("b", "c", "e")] and rest == [["f", "g", "h"]]
     assert _pack([[x] for x in "edcba"], [2, 2]) == ([("d", "e"), ("b", "c")], [["a"]])
+
+
+# (e) quantile bins, cut on the context rows
+
+
+def test_quantile_bins_are_cut_on_the_context_rows(tmp_path, capsys):
+    card = write_card(tmp_path, plate(tmp_path, index=False), id='{ columns = ["plate_row", "plate_col"] }', bins="{ quantiles = 3 }")  # fmt: skip
+    part, specs, index = compiled(card)
+    with (tmp_path / "plate.csv").open(encoding="utf-8") as handle:
+        yields = {f"{r['plate_row']} | {r['plate_col']}": float(r["yield"]) for r in csv.DictReader(handle)}  # fmt: skip
+    context = [yields[i] for i in part.context]
+    assert len(context) < 480
+    assert index["qc"]["bins"]["below"] == pytest.approx(list(np.quantile(context, [1 / 3, 2 / 3])))  # fmt: skip
+    balance = index["qc"]["bins"]["context_rows"]
+    assert list(balance) == ["q1", "q2", "q3"] and max(balance.values()) - min(balance.values()) <= 1  # fmt: skip
+    cut = index["qc"]["bins"]["below"][0]
+    meanings = specs[0].body["record"]["table"]["categories"]
+    assert meanings["q1"] == f"yield < {cut:g}"
+    for s in specs:  # every held-out row binned by the context's cuts
+        for i, e in s.body["evaluator"].items():
+            assert (e["outcome"]["category"] == "q1") == (yields[i] < cut)
+    assert run(["campaign", "compile", "--record-card", str(card)]) == 0
+    assert "QC quantile bins cut at" in capsys.readouterr().out
+
+
+def test_quantile_bins_with_declared_names(tmp_path):
+    card = write_card(tmp_path, plate(tmp_path), bins="{ quantiles = 2 }", outcome='categories = ["low_yield", "high_yield"]')  # fmt: skip
+    assert compiled(card)[1][0].body["categories"] == ["low_yield", "high_yield"]
+
+
+@pytest.mark.parametrize(
+    "bins, outcome, field, value",
+    [
+        ("{ quantiles = 3 }", "", "outcome.bins", "quantiles"),  # 70 % of the yields are 0
+        ("{ quantiles = 3 }", 'categories = ["lo", "hi"]', "outcome.categories", "lo"),
+        ("{ quantiles = 1 }", "", "outcome.bins.quantiles", "1"),
+        ("{ quantile = 3 }", "", "outcome.bins.quantiles", ""),  # required field is missing
+    ],
+)
+def test_bad_quantile_bins_are_refused(bins, outcome, field, value, tmp_path, capsys):
+    sha = plate(tmp_path, cell=lambda i, v: "0" if i % 10 < 7 else v)
+    err = _refused(write_card(tmp_path, sha, bins=bins, outcome=outcome), field, value, capsys)
+    assert "empty on the" in err or field != "outcome.bins"
+
+
+def test_a_replicate_group_larger_than_a_block_gives_one_block_and_the_rest_is_withheld(tmp_path):
+    card = write_card(tmp_path, plate(tmp_path))  # groups of 8 rows, blocks of 5
+    part, specs, _ = compiled(card, long_candidates=5, experiment_budget=2)
+    blocks = [set(a.candidates) for a in part.assignments]
+    assert blocks and all(blocks)
+    key = {}
+    for s in specs:
+        for c in (*s.body["candidates"], *s.body["queries"]):
+            key[c["experiment_id"]] = json.dumps(c["descriptors"], sort_keys=True)
+    for block in blocks:
+        assert len({key[i] for i in block}) == 1  # one group's 5 rows
+    assert len({key[i] for b in blocks for i in b}) == len(blocks)  # its other 3 in no block

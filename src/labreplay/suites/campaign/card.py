@@ -90,10 +90,14 @@ class BinEntry(TypedDict):
     below: NotRequired[float]
 
 
+class QuantilesEntry(TypedDict):
+    quantiles: int
+
+
 class OutcomeEntry(TypedDict):
     rule: str
     column: NotRequired[str]
-    bins: NotRequired[list[BinEntry]]
+    bins: NotRequired[list[BinEntry] | QuantilesEntry]
     category_column: NotRequired[str]
     categories: NotRequired[list[str]]
     valid_column: NotRequired[str]
@@ -176,6 +180,7 @@ class RecordCard:
     grouping: tuple[str, ...]
     protocol: ProtocolOverrides
     censored: str = "undecidable"  # "bounds": `>99`, `<1` are read as bounds (rule bins)
+    quantiles: int | None = None  # bins at these quantiles of the context rows (`bins` is ())
     # (name, evidence kinds that support it); None: the rule's own (the SDL-1 four, or a
     # table's default `outcome_category`, see `table_claims`)
     claims: tuple[tuple[str, tuple[str, ...]], ...] | None = None
@@ -420,8 +425,17 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
             raise refuse(f"rule {rule!r} reads a table: declare table.file", "table", None)
         if table["file"] not in paths:
             raise refuse("the table is not one of the sources", "table.file", table["file"])
-    bins = tuple(Bin(str(b["category"]), b.get("below")) for b in outcome.get("bins", ()))
-    if rule == "bins":
+    declared_bins = outcome.get("bins", [])
+    quantiles = declared_bins.get("quantiles") if isinstance(declared_bins, dict) else None
+    bins = tuple(Bin(str(b["category"]), b.get("below")) for b in declared_bins if isinstance(b, dict))  # fmt: skip
+    if rule == "bins" and quantiles is not None:
+        if "column" not in outcome:
+            raise refuse("rule 'bins' needs outcome.column", "outcome.rule", rule)
+        categories = tuple(outcome.get("categories", [f"q{k}" for k in range(1, quantiles + 1)]))
+        if len(categories) != quantiles:
+            raise refuse(f"quantile bins name {quantiles} categories", "outcome.categories",
+                         list(categories))  # fmt: skip
+    elif rule == "bins":
         if "column" not in outcome or not bins:
             raise refuse("rule 'bins' needs outcome.column and outcome.bins", "outcome.rule", rule)
         for i, b in enumerate(bins):
@@ -505,6 +519,7 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         protocol=data.get("protocol", {}).copy(),
         claims=claims,
         censored=outcome.get("censored", "undecidable"),
+        quantiles=quantiles,
     )
 
 

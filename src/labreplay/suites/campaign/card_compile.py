@@ -16,6 +16,7 @@ A partition without two assignments is refused with the numbers that fall short.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
@@ -24,7 +25,13 @@ from labreplay.errors import DataError
 from labreplay.sdk import Record, sha256_file, sha256_json
 from labreplay.sdk.data import resolve_data_dir
 from labreplay.sdk.engine import EnvironmentSpec
-from labreplay.suites.campaign.card import RecordCard, builtin_card_path, check_sources, load_card
+from labreplay.suites.campaign.card import (
+    Bin,
+    RecordCard,
+    builtin_card_path,
+    check_sources,
+    load_card,
+)
 from labreplay.suites.campaign.card_text import TableDeclaration
 from labreplay.suites.campaign.compiler import QCScore, SpecIndex, TableQC, build_specs, index_of
 from labreplay.suites.campaign.datafiles import DataProvenance
@@ -185,6 +192,9 @@ def _compile_table(
 
     files, modified = check_sources(card, data_dir, allow_modified)
     recs = list(records) if records is not None else load_table_records(card, data_dir)
+    bins = card.bins
+    if card.quantiles is not None:
+        recs, bins = context_bins(card, recs, seed, overrides)
     params = table_protocol(card, recs, **overrides)
     if params.evidence_budget < min(params.evidence_prices.values()):
         raise card.error(
@@ -208,7 +218,7 @@ def _compile_table(
             {"kind": e.kind, "reveals": e.reveals, "shows": e.shows, "budget": e.budget,
              "price": e.price} for e in card.evidence
         ],
-        "table": table_declaration(card),
+        "table": table_declaration(card, bins),
     }  # fmt: skip
     deciding = [e.kind for e in card.evidence if e.reveals in (card.outcome_column, card.category_column)]  # fmt: skip
     if deciding:
@@ -240,10 +250,57 @@ def _compile_table(
         )  # fmt: skip
     index = index_of(part, specs, card.name, params, seed, data)
     index["qc"] = table_qc(recs, part, specs)
+    if card.quantiles is not None:  # the balance of the cut, on the rows it was cut on
+        context = set(part.context)
+        per_bin = Counter(str(r.outcome["category"]) for r in recs if r.record_id in context and decidable(r))  # fmt: skip
+        index["qc"]["bins"] = {
+            "below": [b.below for b in bins if b.below is not None],
+            "context_rows": {b.category: per_bin[b.category] for b in bins},
+        }
     return part, specs, index
 
 
-def table_declaration(card: RecordCard) -> TableDeclaration:
+def context_bins(
+    card: RecordCard, records: list[Record], seed: int, overrides: Mapping[str, object]
+) -> tuple[list[Record], tuple[Bin, ...]]:
+    """Quantile bins (`outcome.bins = {quantiles = N}`) cut on the partition's context rows
+    alone, and the records binned by them. A censored cell's decidability may move with the
+    cuts, and the panel with it: repeated until the context is stable (at most 4 times)."""
+    from labreplay.suites.campaign.protocol import partition
+    from labreplay.suites.campaign.table_record import (
+        bin_of,
+        numbers,
+        quantile_bins,
+        rebinned,
+        replicate_keys,
+    )
+
+    together = replicate_keys(records) or None
+
+    def context_of(recs: list[Record]) -> set[str]:
+        return set(partition(recs, table_protocol(card, recs, **overrides), seed, together).context)  # fmt: skip
+
+    binned = records
+    for _ in range(4):
+        context = context_of(binned)
+        cells = [r.provenance["outcome_cell"] for r in records if r.record_id in context]
+        bins = quantile_bins(card, cells)
+        per_bin = Counter(bin_of(v, bins) for v in numbers(cells))
+        for b in bins:
+            if not per_bin[b.category]:
+                raise card.error(
+                    f"quantile bins leave {b.category!r} empty on the {len(cells)} context rows "
+                    f"at seed {seed} (tied values: cuts {[c.below for c in bins[:-1]]})",
+                    "outcome.bins", {"quantiles": card.quantiles},
+                )  # fmt: skip
+        binned = rebinned(card, records, bins)
+        if context_of(binned) == context:
+            return binned, bins
+    raise card.error(f"quantile bins do not settle at seed {seed} (censored cells move the panel)",
+                     "outcome.bins", {"quantiles": card.quantiles})  # fmt: skip
+
+
+def table_declaration(card: RecordCard, bins: Sequence[Bin]) -> TableDeclaration:
     """What the agent reads of the card (`card_text`) and what the reference learner reads."""
     from labreplay.suites.campaign.learner import LEARNER
     from labreplay.suites.campaign.table_record import GROUPS_FIELD
@@ -252,21 +309,21 @@ def table_declaration(card: RecordCard) -> TableDeclaration:
     return {
         "description": card.description,
         "descriptors": [*card.descriptors, *([GROUPS_FIELD] if grouped_apart else [])],
-        "categories": category_meanings(card),
+        "categories": category_meanings(card, bins),
         "validity": card.valid_column is not None,
         "evidence": {e.kind: e.shows for e in card.evidence},
         "learner": LEARNER,
     }
 
 
-def category_meanings(card: RecordCard) -> dict[str, str]:
+def category_meanings(card: RecordCard, bins: Sequence[Bin]) -> dict[str, str]:
     """Each category's meaning under the card's rule: its bin of the outcome column, or the
     value recorded in the category column."""
     if card.rule != "bins":
         return {k: f"recorded as {k!r} in column {card.category_column}" for k in card.categories}
     out: dict[str, str] = {}
     low, column = None, card.outcome_column
-    for b in card.bins:
+    for b in bins:
         if b.below is None:
             out[b.category] = f"{column} \u2265 {low:g}" if low is not None else f"any {column}"
         else:

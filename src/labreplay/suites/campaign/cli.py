@@ -165,6 +165,10 @@ def _print_qc(qc: TableQC) -> None:
     if "undecidable" in qc:
         why = ", ".join(f"{k} {v}" for k, v in qc["undecidable"].items())
         console.print(f"QC undecidable rows by reason: {why}", soft_wrap=True)
+    if "bins" in qc:
+        cuts = " < ".join(f"{c:.4g}" for c in qc["bins"]["below"])
+        balance = ", ".join(f"{k} {v}" for k, v in qc["bins"]["context_rows"].items())
+        console.print(f"QC quantile bins cut at {cuts} on the context rows; balance: {balance}")
     if "replicates" in qc:
         n = qc["replicates"]
         console.print(

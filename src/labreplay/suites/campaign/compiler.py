@@ -64,6 +64,12 @@ class TableQC(TypedDict):
     scores: list[QCScore]
     undecidable: NotRequired[dict[str, int]]  # rows per reason their outcome is undecidable
     replicates: NotRequired[dict[str, int]]  # rows sharing all descriptor values, and groups
+    bins: NotRequired[QCBins]  # quantile bins: their cuts and context rows per bin
+
+
+class QCBins(TypedDict):
+    below: list[float]
+    context_rows: dict[str, int]
 
 
 class SpecIndex(TypedDict):

@@ -128,16 +128,17 @@ def _binned(card: RecordCard, raw: str, bins: Sequence[Bin]) -> Outcome:
         return _undecidable(card.outcome_column, raw, NOT_FINITE)
     if isinstance(value, str):
         return _undecidable(card.outcome_column, raw, NOT_A_NUMBER)
-    for b in bins:
-        if b.below is None or value < b.below:
-            return {"valid": True, "category": b.category}
-    raise AssertionError("the last bin has no bound")
+    return {"valid": True, "category": bin_of(value, bins)}
 
 
-def _outcome(card: RecordCard, row: dict[str, str]) -> Outcome:
+def bin_of(value: float, bins: Sequence[Bin]) -> str:
+    return next(b.category for b in bins if b.below is None or value < b.below)
+
+
+def _outcome(card: RecordCard, row: dict[str, str], bins: Sequence[Bin]) -> Outcome:
     if card.rule == "bins":
         assert card.outcome_column is not None
-        return _binned(card, row[card.outcome_column] or "", card.bins)
+        return _binned(card, row[card.outcome_column] or "", bins)
     assert card.category_column is not None
     if card.valid_column is not None:
         flag = (row[card.valid_column] or "").strip().lower()
@@ -165,6 +166,10 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
         raise card.error("the table has no rows", "table.file", card.table_file)
     numbered = _kept(card, rows)
     ids = _ids(card, numbered)
+    bins = card.bins
+    if card.quantiles is not None:  # provisional, from every row: `rebinned` on the context's
+        assert card.outcome_column is not None
+        bins = quantile_bins(card, [row[card.outcome_column] for _, row in numbered])
     records = []
     for (number, row), eid in zip(numbered, ids, strict=True):
         line = number + 1  # the file's line: the header is line 1
@@ -172,7 +177,10 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
         descriptors[GROUPS_FIELD] = [
             f"{c}={row[c].strip()}" for c in card.grouping if (row[c] or "").strip()
         ]
-        outcome = _outcome(card, row)
+        outcome = _outcome(card, row, bins)
+        provenance = {"file": card.table_file, "row": line}
+        if card.quantiles is not None:  # the cell, rebinned on each partition's context
+            provenance["outcome_cell"] = row[card.outcome_column or ""] or ""
         evidence: dict[str, Any] = {}
         for e in card.evidence:
             value = _cell(row[e.reveals])
@@ -191,7 +199,7 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
                 descriptors=descriptors,
                 outcome=outcome,
                 evidence=evidence,
-                provenance={"file": card.table_file, "row": line},
+                provenance=provenance,
             )
         )
     _check_levels(card, records)
@@ -236,6 +244,44 @@ def _ids(card: RecordCard, numbered: list[tuple[int, dict[str, str]]]) -> list[s
     return ids
 
 
+def numbers(cells: Sequence[str]) -> list[float]:
+    """The finite numbers among outcome cells (a censored or undecidable cell is none)."""
+    return [v for v in map(_cell, cells) if isinstance(v, float)]
+
+
+def quantile_bins(card: RecordCard, cells: Sequence[str]) -> tuple[Bin, ...]:
+    """The card's categories cut at the quantiles of the cells' numbers (`outcome.bins =
+    {quantiles = N}`); a category may come out empty (ties): the caller checks."""
+    import numpy as np
+
+    assert card.quantiles is not None
+    values = numbers(cells) or [0.0]
+    cuts = np.quantile(values, [k / card.quantiles for k in range(1, card.quantiles)])
+    below: list[float | None] = [float(c) for c in cuts]
+    return tuple(Bin(c, b) for c, b in zip(card.categories, [*below, None], strict=True))
+
+
+def rebinned(card: RecordCard, records: Sequence[Record], bins: Sequence[Bin]) -> list[Record]:
+    """`records` (loaded with `outcome.bins = {quantiles = N}`) under other bins: the outcome
+    and what each outcome-revealing evidence item implies."""
+    import dataclasses
+
+    out = []
+    for r in records:
+        outcome = _binned(card, r.provenance["outcome_cell"], bins)
+        evidence = {}
+        for kind, items in r.evidence.items():
+            if not isinstance(items, Missing):
+                items = [{k: v for k, v in item.items() if k != "implies_category"} for item in items]  # fmt: skip
+                if isinstance(outcome["category"], str):
+                    for item in items:
+                        if item["column"] == card.outcome_column:
+                            item["implies_category"] = outcome["category"]
+            evidence[kind] = items
+        out.append(dataclasses.replace(r, outcome=outcome, evidence=evidence))
+    return out
+
+
 def replicate_keys(records: Sequence[Record]) -> dict[str, str]:
     """Record id -> replicate key, for the rows that share every descriptor value (the
     grouping levels included) with another row; {} when the table has no replicates. The
@@ -250,7 +296,7 @@ def _check_levels(card: RecordCard, records: list[Record]) -> None:
         r.outcome["category"] for r in records if isinstance(r.outcome.get("category"), str)
     )
     field = "outcome.bins" if card.rule == "bins" else "outcome.categories"
-    for i, category in enumerate(card.categories):
+    for i, category in enumerate(card.categories if card.quantiles is None else ()):
         if not counts[category]:
             where = f"outcome.bins[{i}].category" if card.rule == "bins" else field
             raise card.error("no decidable row falls in this category", where, category)
