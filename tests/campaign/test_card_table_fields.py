@@ -301,3 +301,28 @@ def test_a_replicate_group_larger_than_a_block_gives_one_block_and_the_rest_is_w
     for block in blocks:
         assert len({key[i] for i in block}) == 1  # one group's 5 rows
     assert len({key[i] for b in blocks for i in b}) == len(blocks)  # its other 3 in no block
+
+
+# (f) readable QC lines
+
+BRETTPHOS = "CCCCC1=CC(=C(C(=C1)C(C)C)C2=C(C=CC(=C2P(C3CCCCC3)C4CCCCC4)OC)OC)C(C)C"
+
+
+def test_long_group_names_are_elided_in_the_printed_lines(tmp_path, capsys):
+    from labreplay.suites.campaign.cli import QC_NAME_WIDTH, elided
+
+    plate(tmp_path)
+    path = tmp_path / "plate.csv"
+    text = path.read_text(encoding="utf-8")
+    for k in range(12):  # L0..L11 become long SMILES-like names
+        text = text.replace(f",L{k},", f",{BRETTPHOS}.{k},")
+    path.write_text(text, encoding="utf-8")
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    card = write_card(tmp_path, sha)
+    assert run(["campaign", "compile", "--record-card", str(card)]) == 0
+    out = capsys.readouterr().out
+    assert BRETTPHOS not in out
+    head = next(x for x in out.splitlines() if "evaluation precursors" in x)
+    names = head.split("evaluation precursors ")[1].split(", ")
+    assert all(len(n) == QC_NAME_WIDTH and "..." in n for n in names), names
+    assert elided("short") == "short" and len(elided("x" * 500)) == QC_NAME_WIDTH

@@ -130,9 +130,12 @@ def _print_index(record: str, protocol: str, seed: int, index: SpecIndex) -> Non
         console.print(
             f"UNVERIFIED DATA (--allow-modified-data): {', '.join(index['modified_files'] or [])}"
         )
+    groups = [elided(g) for g in index["eval_precursors"][:QC_NAMES]]
+    if len(index["eval_precursors"]) > QC_NAMES:
+        groups.append(f"and {len(index['eval_precursors']) - QC_NAMES} more")
     console.print(
         f"record {record}, protocol {protocol}, seed {seed}: evaluation precursors "
-        f"{', '.join(index['eval_precursors'])}"
+        f"{', '.join(groups)}"
     )
     console.print(
         f"panel {index['panel_size']} experiments; context {index['context_size']}; "
@@ -154,6 +157,20 @@ def _print_index(record: str, protocol: str, seed: int, index: SpecIndex) -> Non
             a["spec_hash"],
         )
     print_table(table, "assignment")
+
+
+# Printed lines stay readable when group names are long (a SMILES is often 60-200 characters):
+# a name over QC_NAME_WIDTH characters is elided in the middle, at most QC_NAMES are listed.
+QC_NAME_WIDTH = 40
+QC_NAMES = 24
+
+
+def elided(name: str, width: int = QC_NAME_WIDTH) -> str:
+    """`name`, or its head and tail around '...' in `width` characters."""
+    if len(name) <= width:
+        return name
+    tail = (width - 3) // 3
+    return f"{name[: width - 3 - tail]}...{name[-tail:]}"
 
 
 def _print_qc(qc: TableQC) -> None:
