@@ -48,7 +48,7 @@ price = 1
 BINS = '[{ category = "low", below = 20 }, { category = "high" }]'
 
 
-def plate(folder: Path, rows: int = 480, cell=None, index: bool = True) -> str:
+def plate(folder: Path, rows: int = 480, cell=None, index: bool = True, ligand=None) -> str:
     """A plate as pandas writes it: an unnamed index column first (`index`), no id column;
     `cell(i, value)` may replace row i's yield text. Returns the file's sha256."""
     rng = np.random.default_rng(3)
@@ -62,7 +62,8 @@ def plate(folder: Path, rows: int = 480, cell=None, index: bool = True) -> str:
             value = f"{rng.uniform(0, 100):.1f}"
             text = cell(i, value) if cell is not None else value
             well = [chr(65 + i // 24), i % 24 + 1]
-            out.writerow([i] * index + [*well, f"L{i % 12}", f"B{i % 5}", f"S{i % 2}", text])
+            name = ligand(i) if ligand is not None else f"L{i % 12}"
+            out.writerow([i] * index + [*well, name, f"B{i % 5}", f"S{i % 2}", text])
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -326,3 +327,61 @@ def test_long_group_names_are_elided_in_the_printed_lines(tmp_path, capsys):
     names = head.split("evaluation precursors ")[1].split(", ")
     assert all(len(n) == QC_NAME_WIDTH and "..." in n for n in names), names
     assert elided("short") == "short" and len(elided("x" * 500)) == QC_NAME_WIDTH
+
+
+# (g) declared scaling rules
+
+PRICED = """
+[[evidence]]
+kind = "plate_map"
+reveals = "plate_row"
+shows = "the plate row"
+budget = "evidence"
+price = 2
+
+[[evidence]]
+kind = "well_map"
+reveals = "plate_col"
+shows = "the plate column"
+budget = "evidence"
+price = 4
+"""
+
+
+def test_evidence_share_binds_with_mixed_prices(tmp_path):
+    card = write_card(tmp_path, plate(tmp_path))
+    card.write_text(card.read_text(encoding="utf-8") + PRICED, encoding="utf-8")
+    default = compiled(card)[2]["protocol_params"]
+    every = default["experiment_budget"] * (1 + 2 + 4)  # every kind on every experiment
+    assert default["evidence_budget"] > every  # the default rule never binds
+    card.write_text(card.read_text(encoding="utf-8") + "\n[scaling]\nevidence_share = 0.5\n", encoding="utf-8")  # fmt: skip
+    params = compiled(card)[2]["protocol_params"]
+    assert params["evidence_budget"] == round(every / 2) and 4 <= params["evidence_budget"] < every  # fmt: skip
+
+
+def _skewed(i: int) -> str:  # 48 ligands from 69 rows down to 5
+    return f"L{int((i / 480) ** 2 * 48)}"
+
+
+def test_panel_share_keeps_the_panel_size_stable_across_seeds(tmp_path):
+    card = write_card(tmp_path, plate(tmp_path, ligand=_skewed))
+    default = [len(compiled(card, seed)[0].panel) for seed in range(5)]
+    card.write_text(card.read_text(encoding="utf-8") + "\n[scaling]\npanel_share = 0.25\n", encoding="utf-8")  # fmt: skip
+    shared = [len(compiled(card, seed)[0].panel) for seed in range(5)]
+    assert all(abs(s - 120) < 40 for s in shared), shared
+    assert max(shared) - min(shared) < max(default) - min(default), (shared, default)
+
+
+@pytest.mark.parametrize(
+    "scaling, field, value",
+    [
+        ("evidence_share = 0", "scaling.evidence_share", "0"),
+        ("panel_share = 1.5", "scaling.panel_share", "1.5"),
+        ("panel_size = 100", "scaling.panel_size", "100"),
+        ("panel_share = 0.2\n[protocol]\neval_precursors = 3", "scaling.panel_share", "0.2"),
+    ],
+)
+def test_bad_scaling_is_refused(scaling, field, value, tmp_path, capsys):
+    card = write_card(tmp_path, plate(tmp_path))
+    card.write_text(card.read_text(encoding="utf-8") + f"\n[scaling]\n{scaling}\n", encoding="utf-8")  # fmt: skip
+    _refused(card, field, value, capsys)

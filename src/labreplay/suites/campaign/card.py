@@ -117,6 +117,11 @@ class ClaimEntry(TypedDict):
     supported_by: list[str]
 
 
+class ScalingEntry(TypedDict, total=False):
+    evidence_share: float
+    panel_share: float
+
+
 class CardData(TypedDict):
     card_version: int
     name: str
@@ -130,6 +135,7 @@ class CardData(TypedDict):
     claims: NotRequired[list[ClaimEntry]]
     grouping: list[str]
     protocol: NotRequired[ProtocolOverrides]
+    scaling: NotRequired[ScalingEntry]
 
 
 @dataclass(frozen=True)
@@ -181,6 +187,7 @@ class RecordCard:
     protocol: ProtocolOverrides
     censored: str = "undecidable"  # "bounds": `>99`, `<1` are read as bounds (rule bins)
     quantiles: int | None = None  # bins at these quantiles of the context rows (`bins` is ())
+    scaling: ScalingEntry | None = None  # declared scaling rules (`card_compile.table_protocol`)
     # (name, evidence kinds that support it); None: the rule's own (the SDL-1 four, or a
     # table's default `outcome_category`, see `table_claims`)
     claims: tuple[tuple[str, tuple[str, ...]], ...] | None = None
@@ -520,7 +527,28 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         claims=claims,
         censored=outcome.get("censored", "undecidable"),
         quantiles=quantiles,
+        scaling=_scaling(refuse, data, rule),
     )
+
+
+def _scaling(refuse: Callable[[str, str, object], DataError], data: CardData, rule: str) -> ScalingEntry | None:  # fmt: skip
+    """The declared scaling rules: shares in (0, 1], not also fixed by `[protocol]`."""
+    scaling = data.get("scaling")
+    if scaling is None:
+        return None
+    if rule not in TABLE_RULES:
+        raise refuse("a built-in rule keeps its own protocol", "scaling", rule)
+    fixed = {"evidence_share": "evidence_budget", "panel_share": "eval_precursors"}
+    shares = {"evidence_share": scaling.get("evidence_share"), "panel_share": scaling.get("panel_share")}  # fmt: skip
+    for key, share in shares.items():
+        if share is None:
+            continue
+        if not 0 < share <= 1:
+            raise refuse("a share lies in (0, 1]", f"scaling.{key}", share)
+        if fixed[key] in data.get("protocol", {}):
+            raise refuse(f"declare scaling.{key} or protocol.{fixed[key]}, not both",
+                         f"scaling.{key}", share)  # fmt: skip
+    return scaling.copy()
 
 
 def _id_columns(refuse: Callable[[str, str, object], DataError], entry: str | IdEntry) -> tuple[str, ...]:  # fmt: skip

@@ -11,11 +11,15 @@ A table (rules `bins`, `columns`) gets its protocol from declared scaling rules
 - experiment budget: 3/8 of the long candidates (12 of 32, as on the Precursor Genome), at
   least 1; evidence budget: the experiment budget x min(3, evidence kinds) x the highest
   price, so every kind can be bought; review budget 0 unless a kind uses the reviews budget.
+- declared instead (the card's `[scaling]`): `evidence_share` of buying every kind on every
+  experiment (binds with mixed prices), `panel_share` of the decidable rows in the panel
+  (stable across seeds when group sizes differ).
 A partition without two assignments is refused with the numbers that fall short.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -149,8 +153,11 @@ def _compile_builtin(
     return part, specs, index_of(part, specs, card.name, params, seed, data)
 
 
-def table_protocol(card: RecordCard, records: Sequence[Record], **overrides: Any) -> ProtocolParams:
-    """The declared scaling rules (module docstring); card and caller overrides win."""
+def table_protocol(
+    card: RecordCard, records: Sequence[Record], seed: int = 0, **overrides: Any
+) -> ProtocolParams:
+    """The declared scaling rules (module docstring; the card's `scaling` replaces two of
+    them); card and caller overrides win."""
     from labreplay.suites.campaign.protocol import decidable
     from labreplay.suites.campaign.table_record import GROUPS_FIELD
 
@@ -165,11 +172,18 @@ def table_protocol(card: RecordCard, records: Sequence[Record], **overrides: Any
     experiments = max(1, round(long_candidates * 3 / 8))
     evidence_kinds = [e for e in card.evidence if e.budget == "evidence"]
     top_price = max((e.price for e in evidence_kinds), default=1)
+    evidence = experiments * min(3, len(evidence_kinds)) * top_price
+    scaling = card.scaling or {}
+    if "evidence_share" in scaling:  # a share of buying every kind on every experiment
+        every = experiments * sum(e.price for e in evidence_kinds)
+        evidence = max(top_price, round(scaling["evidence_share"] * every))
+    if "panel_share" in scaling:
+        eval_groups = _groups_for_share(records, levels, scaling["panel_share"], seed)
     rules: dict[str, Any] = {
         "eval_precursors": eval_groups,
         "long_candidates": long_candidates,
         "experiment_budget": experiments,
-        "evidence_budget": experiments * min(3, len(evidence_kinds)) * top_price,
+        "evidence_budget": evidence,
         "review_budget": 0,
         "evidence_prices": {e.kind: e.price for e in evidence_kinds},
         "panel_requires_outcome": True,
@@ -177,6 +191,32 @@ def table_protocol(card: RecordCard, records: Sequence[Record], **overrides: Any
         "context_detail": "rows",  # the reference learner reads the context rows
     }
     return ProtocolParams(**{**rules, **card.protocol, **overrides})
+
+
+def _groups_for_share(
+    records: Sequence[Record], levels: Mapping[str, set[str]], share: float, seed: int
+) -> int:
+    """The number of evaluation groups whose draw at `seed` (`protocol.drawn_groups`) puts
+    closest to `share` of the decidable rows in the panel (`scaling.panel_share`; the fewest
+    on a tie). Draws of k and k + 1 groups differ, so every k is tried until the panel passes
+    twice the target."""
+    from labreplay.suites.campaign.protocol import decidable, drawn_groups, precursors_of
+
+    rows: dict[str, set[str]] = {}
+    for r in records:
+        if decidable(r):
+            for g in precursors_of(r.descriptors):
+                rows.setdefault(g, set()).add(r.record_id)
+    groups = sorted(g for v in levels.values() for g in v)
+    target = share * sum(1 for r in records if decidable(r))
+    best, best_gap = 1, math.inf
+    for k in range(1, len(groups) + 1):
+        size = len(set().union(*(rows[g] for g in drawn_groups(groups, k, seed, "sdl1"))))
+        if abs(size - target) < best_gap:
+            best, best_gap = k, abs(size - target)
+        if size > 2 * target:
+            break
+    return best
 
 
 def _compile_table(
@@ -195,7 +235,7 @@ def _compile_table(
     bins = card.bins
     if card.quantiles is not None:
         recs, bins = context_bins(card, recs, seed, overrides)
-    params = table_protocol(card, recs, **overrides)
+    params = table_protocol(card, recs, seed, **overrides)
     if params.evidence_budget < min(params.evidence_prices.values()):
         raise card.error(
             f"the evidence budget ({params.evidence_budget}) buys no evidence (cheapest price "
@@ -278,7 +318,7 @@ def context_bins(
     together = replicate_keys(records) or None
 
     def context_of(recs: list[Record]) -> set[str]:
-        return set(partition(recs, table_protocol(card, recs, **overrides), seed, together).context)  # fmt: skip
+        return set(partition(recs, table_protocol(card, recs, seed, **overrides), seed, together).context)  # fmt: skip
 
     binned = records
     for _ in range(4):
@@ -351,7 +391,6 @@ def table_qc(
     assignments, and per assignment the base-rate score of its held-out queries (mean
     log-likelihood of the recorded category under the context's category frequencies, +1
     smoothing) next to the context-trained model's score bound in the spec."""
-    import math
     from collections import Counter
 
     from labreplay.suites.campaign.protocol import decidable

@@ -158,6 +158,12 @@ def _pack(
     return blocks, units
 
 
+def drawn_groups(groups: Sequence[str], n: int, seed: int, protocol: str) -> list[str]:
+    """The `n` evaluation groups (precursors) the partition draws at `seed` among `groups`."""
+    rng = make_rng(seed, protocol, "eval-precursors")
+    return sorted(str(p) for p in rng.choice(groups, n, replace=False))
+
+
 def partition(
     records: Sequence[Record],
     params: ProtocolParams,
@@ -174,8 +180,7 @@ def partition(
             f"protocol {params.name}: record has {len(precursors)} precursors, "
             f"needs at least eval_precursors={params.eval_precursors}"
         )
-    rng = make_rng(seed, params.name, "eval-precursors")
-    chosen = sorted(str(p) for p in rng.choice(precursors, params.eval_precursors, replace=False))
+    chosen = drawn_groups(precursors, params.eval_precursors, seed, params.name)
     chosen_set = set(chosen)
     panel = sorted(
         r.record_id
