@@ -5,8 +5,8 @@ with their sha256, the experiment id, the descriptors visible before the result,
 rule, the evidence kinds an agent can buy, the grouping key(s) of the panel partition and
 protocol overrides. The schema (`card_schema.json`, shipped in the package) is the published
 contract; `check_schema` checks a card against it without a jsonschema dependency (the schema
-uses only type, enum, pattern, minimum, minItems, minLength, required, properties and
-additionalProperties, all checked here). The built-in records are cards in `cards/`.
+uses only type (one or a list), enum, pattern, minimum, minItems, minLength, required,
+properties and additionalProperties (false or a schema), all checked here). The built-in records are cards in `cards/`.
 
 Every refusal is a `DataError` naming the card file, the field (a dotted path) and the value
 (cut to 80 characters before it is rendered: no error path serialises an unbounded value).

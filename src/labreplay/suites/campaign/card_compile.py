@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
@@ -234,7 +234,9 @@ def _compile_table(
     recs = list(records) if records is not None else load_table_records(card, data_dir)
     bins = card.bins
     if card.quantiles is not None:
-        recs, bins = context_bins(card, recs, seed, overrides)
+        recs, bins = context_bins(
+            card, recs, seed, lambda rs: table_protocol(card, rs, seed, **overrides)
+        )
     params = table_protocol(card, recs, seed, **overrides)
     if params.evidence_budget < min(params.evidence_prices.values()):
         raise card.error(
@@ -301,7 +303,10 @@ def _compile_table(
 
 
 def context_bins(
-    card: RecordCard, records: list[Record], seed: int, overrides: Mapping[str, object]
+    card: RecordCard,
+    records: list[Record],
+    seed: int,
+    params_of: Callable[[list[Record]], ProtocolParams],
 ) -> tuple[list[Record], tuple[Bin, ...]]:
     """Quantile bins (`outcome.bins = {quantiles = N}`) cut on the partition's context rows
     alone, and the records binned by them. A censored cell's decidability may move with the
@@ -318,7 +323,7 @@ def context_bins(
     together = replicate_keys(records) or None
 
     def context_of(recs: list[Record]) -> set[str]:
-        return set(partition(recs, table_protocol(card, recs, seed, **overrides), seed, together).context)  # fmt: skip
+        return set(partition(recs, params_of(recs), seed, together).context)  # fmt: skip
 
     binned = records
     for _ in range(4):
