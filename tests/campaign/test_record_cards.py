@@ -50,7 +50,7 @@ def _table(folder: Path, rows: int = 400) -> str:
         out = csv.writer(handle)
         out.writerow(["well", "ligand", "base", "temperature_c", "constant", "yield"])
         for i in range(rows):
-            out.writerow([f"W{i:04d}", f"L{i % 12}", f"B{i % 3}", 60 + 20 * (i % 2), "same",
+            out.writerow([f"W{i:04d}", f"L{i % 12}", f"B{i % 3}", 40 + i % 37, "same",
                           f"{rng.uniform(0, 100):.2f}" if i % 17 else ""])  # fmt: skip
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

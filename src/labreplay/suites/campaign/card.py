@@ -5,8 +5,8 @@ with their sha256, the experiment id, the descriptors visible before the result,
 rule, the evidence kinds an agent can buy, the grouping key(s) of the panel partition and
 protocol overrides. The schema (`card_schema.json`, shipped in the package) is the published
 contract; `check_schema` checks a card against it without a jsonschema dependency (the schema
-uses only type, enum, pattern, minimum, minItems, minLength, required, properties and
-additionalProperties, all checked here). The built-in records are cards in `cards/`.
+uses only type (one or a list), enum, pattern, minimum, minItems, minLength, required,
+properties and additionalProperties (false or a schema), all checked here). The built-in records are cards in `cards/`.
 
 Every refusal is a `DataError` naming the card file, the field (a dotted path) and the value
 (cut to 80 characters before it is rendered: no error path serialises an unbounded value).
@@ -50,7 +50,7 @@ OUTCOME_COLUMNS: tuple[Literal["column", "category_column", "valid_column"], ...
 class SchemaNode(TypedDict, total=False):
     """The JSON Schema keywords the card schema uses (all that `check_schema` checks)."""
 
-    type: str
+    type: str | list[str]  # a list: any of these (keywords apply to the values they fit)
     enum: list[JsonValue]
     pattern: str
     minimum: float
@@ -58,7 +58,7 @@ class SchemaNode(TypedDict, total=False):
     minItems: int
     required: list[str]
     properties: dict[str, SchemaNode]
-    additionalProperties: bool
+    additionalProperties: bool | SchemaNode  # a schema: what every unlisted field must be
     items: SchemaNode
     description: str
 
@@ -72,10 +72,16 @@ class SourceEntry(TypedDict):
 class TableEntry(TypedDict):
     file: str
     format: NotRequired[Literal["csv", "tsv"]]
+    filter: NotRequired[dict[str, str | float | list[str | float]]]
+
+
+class IdEntry(TypedDict, total=False):
+    row_number: bool
+    columns: list[str]
 
 
 class ExperimentEntry(TypedDict):
-    id: str
+    id: str | IdEntry
     descriptors: list[str]
 
 
@@ -84,13 +90,18 @@ class BinEntry(TypedDict):
     below: NotRequired[float]
 
 
+class QuantilesEntry(TypedDict):
+    quantiles: int
+
+
 class OutcomeEntry(TypedDict):
     rule: str
     column: NotRequired[str]
-    bins: NotRequired[list[BinEntry]]
+    bins: NotRequired[list[BinEntry] | QuantilesEntry]
     category_column: NotRequired[str]
     categories: NotRequired[list[str]]
     valid_column: NotRequired[str]
+    censored: NotRequired[Literal["bounds", "undecidable"]]
 
 
 class EvidenceEntry(TypedDict):
@@ -106,6 +117,11 @@ class ClaimEntry(TypedDict):
     supported_by: list[str]
 
 
+class ScalingEntry(TypedDict, total=False):
+    evidence_share: float
+    panel_share: float
+
+
 class CardData(TypedDict):
     card_version: int
     name: str
@@ -119,6 +135,7 @@ class CardData(TypedDict):
     claims: NotRequired[list[ClaimEntry]]
     grouping: list[str]
     protocol: NotRequired[ProtocolOverrides]
+    scaling: NotRequired[ScalingEntry]
 
 
 @dataclass(frozen=True)
@@ -154,7 +171,10 @@ class RecordCard:
     sources: tuple[Source, ...]
     table_file: str | None
     table_format: str
-    id_column: str
+    # (column, accepted values): a row is kept when every column holds one of its values
+    filters: tuple[tuple[str, tuple[str | float, ...]], ...]
+    # the id column(s), joined by " | " when several; () when the id is the row number
+    id_columns: tuple[str, ...]
     descriptors: tuple[str, ...]
     rule: str
     outcome_column: str | None
@@ -165,6 +185,9 @@ class RecordCard:
     evidence: tuple[EvidenceKind, ...]
     grouping: tuple[str, ...]
     protocol: ProtocolOverrides
+    censored: str = "undecidable"  # "bounds": `>99`, `<1` are read as bounds (rule bins)
+    quantiles: int | None = None  # bins at these quantiles of the context rows (`bins` is ())
+    scaling: ScalingEntry | None = None  # declared scaling rules (`card_compile.table_protocol`)
     # (name, evidence kinds that support it); None: the rule's own (the SDL-1 four, or a
     # table's default `outcome_category`, see `table_claims`)
     claims: tuple[tuple[str, tuple[str, ...]], ...] | None = None
@@ -322,11 +345,13 @@ def check_schema(value: object, schema: SchemaNode, where: str) -> tuple[str, st
     schema uses; an unknown field is refused by `additionalProperties: false`."""
     kind = schema.get("type")
     if kind is not None:
-        ok = isinstance(value, _JSON_TYPES[kind]) and (
-            kind == "boolean" or not isinstance(value, bool)
+        kinds = [kind] if isinstance(kind, str) else kind
+        ok = any(
+            isinstance(value, _JSON_TYPES[k]) and (k == "boolean" or not isinstance(value, bool))
+            for k in kinds
         )
         if not ok:
-            return where, f"expected {kind}"
+            return where, f"expected {' or '.join(kinds)}"
     if "enum" in schema and value not in schema["enum"]:
         return where, f"expected one of {schema['enum']}"
     if isinstance(value, str):
@@ -349,11 +374,13 @@ def check_schema(value: object, schema: SchemaNode, where: str) -> tuple[str, st
                 return _join(where, key), "required field is missing"
         for key, item in value.items():
             sub = _join(where, str(key))
+            extra = schema.get("additionalProperties", True)
             if key not in props:
-                if schema.get("additionalProperties", True) is False:
+                if extra is False:
                     return sub, f"unknown card field (known: {', '.join(sorted(props))})"
-                continue
-            if (found := check_schema(item, props[key], sub)) is not None:
+                if extra is True:
+                    continue
+            if (found := check_schema(item, props.get(key) or cast(SchemaNode, extra), sub)) is not None:  # fmt: skip
                 return found
     return None
 
@@ -405,8 +432,17 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
             raise refuse(f"rule {rule!r} reads a table: declare table.file", "table", None)
         if table["file"] not in paths:
             raise refuse("the table is not one of the sources", "table.file", table["file"])
-    bins = tuple(Bin(str(b["category"]), b.get("below")) for b in outcome.get("bins", ()))
-    if rule == "bins":
+    declared_bins = outcome.get("bins", [])
+    quantiles = declared_bins.get("quantiles") if isinstance(declared_bins, dict) else None
+    bins = tuple(Bin(str(b["category"]), b.get("below")) for b in declared_bins if isinstance(b, dict))  # fmt: skip
+    if rule == "bins" and quantiles is not None:
+        if "column" not in outcome:
+            raise refuse("rule 'bins' needs outcome.column", "outcome.rule", rule)
+        categories = tuple(outcome.get("categories", [f"q{k}" for k in range(1, quantiles + 1)]))
+        if len(categories) != quantiles:
+            raise refuse(f"quantile bins name {quantiles} categories", "outcome.categories",
+                         list(categories))  # fmt: skip
+    elif rule == "bins":
         if "column" not in outcome or not bins:
             raise refuse("rule 'bins' needs outcome.column and outcome.bins", "outcome.rule", rule)
         for i, b in enumerate(bins):
@@ -424,6 +460,9 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         categories = tuple(outcome["categories"])
     else:
         categories = ()
+    if "censored" in outcome and rule != "bins":
+        raise refuse("censored values are read as bounds of a binned column (rule 'bins')",
+                     "outcome.censored", outcome["censored"])  # fmt: skip
     if len(set(categories)) != len(categories):
         raise refuse("a category is declared twice", "outcome.categories", list(categories))
     evidence = tuple(
@@ -437,10 +476,21 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         if rule in TABLE_RULES and e.budget != "evidence":
             raise refuse("a table's evidence is bought from the evidence budget",
                          f"evidence[{i}].budget", e.budget)  # fmt: skip
-    shown = [("experiment.id", str(data["experiment"]["id"]))]
+    id_columns = _id_columns(refuse, data["experiment"]["id"])
+    id_field = (
+        "experiment.id" if isinstance(data["experiment"]["id"], str) else "experiment.id.columns"
+    )
+    shown = [(id_field if len(id_columns) < 2 else f"{id_field}[{i}]", c) for i, c in enumerate(id_columns)]  # fmt: skip
     shown += [(f"experiment.descriptors[{i}]", str(c)) for i, c in enumerate(data["experiment"]["descriptors"])]  # fmt: skip
     shown += [(f"grouping[{i}]", str(c)) for i, c in enumerate(data["grouping"])]
     _refuse_outcome_in_view(refuse, outcome, rule, evidence, shown)
+    declared = table.get("filter", {}) if table is not None else {}
+    filters = tuple((c, tuple(v) if isinstance(v, list) else (v,)) for c, v in declared.items())
+    outcome_columns = {str(outcome[k]) for k in OUTCOME_COLUMNS if k in outcome}
+    for column, _ in filters:
+        if column in outcome_columns:
+            raise refuse("a filter on an outcome column would choose rows by their result",
+                         f"table.filter.{column}", column)  # fmt: skip
     claims = None
     if "claims" in data:
         if rule not in TABLE_RULES:
@@ -462,7 +512,8 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         sources=sources,
         table_file=None if table is None else table["file"],
         table_format=_table_format(table),
-        id_column=str(data["experiment"]["id"]),
+        filters=filters,
+        id_columns=id_columns,
         descriptors=tuple(data["experiment"]["descriptors"]),
         rule=rule,
         outcome_column=outcome.get("column"),
@@ -474,7 +525,43 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         grouping=tuple(data["grouping"]),
         protocol=data.get("protocol", {}).copy(),
         claims=claims,
+        censored=outcome.get("censored", "undecidable"),
+        quantiles=quantiles,
+        scaling=_scaling(refuse, data, rule),
     )
+
+
+def _scaling(refuse: Callable[[str, str, object], DataError], data: CardData, rule: str) -> ScalingEntry | None:  # fmt: skip
+    """The declared scaling rules: shares in (0, 1], not also fixed by `[protocol]`."""
+    scaling = data.get("scaling")
+    if scaling is None:
+        return None
+    if rule not in TABLE_RULES:
+        raise refuse("a built-in rule keeps its own protocol", "scaling", rule)
+    fixed = {"evidence_share": "evidence_budget", "panel_share": "eval_precursors"}
+    shares = {"evidence_share": scaling.get("evidence_share"), "panel_share": scaling.get("panel_share")}  # fmt: skip
+    for key, share in shares.items():
+        if share is None:
+            continue
+        if not 0 < share <= 1:
+            raise refuse("a share lies in (0, 1]", f"scaling.{key}", share)
+        if fixed[key] in data.get("protocol", {}):
+            raise refuse(f"declare scaling.{key} or protocol.{fixed[key]}, not both",
+                         f"scaling.{key}", share)  # fmt: skip
+    return scaling.copy()
+
+
+def _id_columns(refuse: Callable[[str, str, object], DataError], entry: str | IdEntry) -> tuple[str, ...]:  # fmt: skip
+    """The id column(s): one column, several (a composite id), or none (the row number)."""
+    if isinstance(entry, str):
+        return (entry,)
+    if len(entry) != 1:
+        raise refuse("the id is a column, {row_number = true} or {columns = [...]} (one of them)",
+                     "experiment.id", entry)  # fmt: skip
+    columns = entry.get("columns", [])
+    if len(set(columns)) != len(columns):
+        raise refuse("an id column is named twice", "experiment.id.columns", columns)
+    return tuple(columns)
 
 
 def _table_format(table: TableEntry | None) -> str:

@@ -11,12 +11,17 @@ A table (rules `bins`, `columns`) gets its protocol from declared scaling rules
 - experiment budget: 3/8 of the long candidates (12 of 32, as on the Precursor Genome), at
   least 1; evidence budget: the experiment budget x min(3, evidence kinds) x the highest
   price, so every kind can be bought; review budget 0 unless a kind uses the reviews budget.
+- declared instead (the card's `[scaling]`): `evidence_share` of buying every kind on every
+  experiment (binds with mixed prices), `panel_share` of the decidable rows in the panel
+  (stable across seeds when group sizes differ).
 A partition without two assignments is refused with the numbers that fall short.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
@@ -24,7 +29,13 @@ from labreplay.errors import DataError
 from labreplay.sdk import Record, sha256_file, sha256_json
 from labreplay.sdk.data import resolve_data_dir
 from labreplay.sdk.engine import EnvironmentSpec
-from labreplay.suites.campaign.card import RecordCard, builtin_card_path, check_sources, load_card
+from labreplay.suites.campaign.card import (
+    Bin,
+    RecordCard,
+    builtin_card_path,
+    check_sources,
+    load_card,
+)
 from labreplay.suites.campaign.card_text import TableDeclaration
 from labreplay.suites.campaign.compiler import QCScore, SpecIndex, TableQC, build_specs, index_of
 from labreplay.suites.campaign.datafiles import DataProvenance
@@ -142,8 +153,11 @@ def _compile_builtin(
     return part, specs, index_of(part, specs, card.name, params, seed, data)
 
 
-def table_protocol(card: RecordCard, records: Sequence[Record], **overrides: Any) -> ProtocolParams:
-    """The declared scaling rules (module docstring); card and caller overrides win."""
+def table_protocol(
+    card: RecordCard, records: Sequence[Record], seed: int = 0, **overrides: Any
+) -> ProtocolParams:
+    """The declared scaling rules (module docstring; the card's `scaling` replaces two of
+    them); card and caller overrides win."""
     from labreplay.suites.campaign.protocol import decidable
     from labreplay.suites.campaign.table_record import GROUPS_FIELD
 
@@ -158,11 +172,18 @@ def table_protocol(card: RecordCard, records: Sequence[Record], **overrides: Any
     experiments = max(1, round(long_candidates * 3 / 8))
     evidence_kinds = [e for e in card.evidence if e.budget == "evidence"]
     top_price = max((e.price for e in evidence_kinds), default=1)
+    evidence = experiments * min(3, len(evidence_kinds)) * top_price
+    scaling = card.scaling or {}
+    if "evidence_share" in scaling:  # a share of buying every kind on every experiment
+        every = experiments * sum(e.price for e in evidence_kinds)
+        evidence = max(top_price, round(scaling["evidence_share"] * every))
+    if "panel_share" in scaling:
+        eval_groups = _groups_for_share(records, levels, scaling["panel_share"], seed)
     rules: dict[str, Any] = {
         "eval_precursors": eval_groups,
         "long_candidates": long_candidates,
         "experiment_budget": experiments,
-        "evidence_budget": experiments * min(3, len(evidence_kinds)) * top_price,
+        "evidence_budget": evidence,
         "review_budget": 0,
         "evidence_prices": {e.kind: e.price for e in evidence_kinds},
         "panel_requires_outcome": True,
@@ -170,6 +191,32 @@ def table_protocol(card: RecordCard, records: Sequence[Record], **overrides: Any
         "context_detail": "rows",  # the reference learner reads the context rows
     }
     return ProtocolParams(**{**rules, **card.protocol, **overrides})
+
+
+def _groups_for_share(
+    records: Sequence[Record], levels: Mapping[str, set[str]], share: float, seed: int
+) -> int:
+    """The number of evaluation groups whose draw at `seed` (`protocol.drawn_groups`) puts
+    closest to `share` of the decidable rows in the panel (`scaling.panel_share`; the fewest
+    on a tie). Draws of k and k + 1 groups differ, so every k is tried until the panel passes
+    twice the target."""
+    from labreplay.suites.campaign.protocol import decidable, drawn_groups, precursors_of
+
+    rows: dict[str, set[str]] = {}
+    for r in records:
+        if decidable(r):
+            for g in precursors_of(r.descriptors):
+                rows.setdefault(g, set()).add(r.record_id)
+    groups = sorted(g for v in levels.values() for g in v)
+    target = share * sum(1 for r in records if decidable(r))
+    best, best_gap = 1, math.inf
+    for k in range(1, len(groups) + 1):
+        size = len(set().union(*(rows[g] for g in drawn_groups(groups, k, seed, "sdl1"))))
+        if abs(size - target) < best_gap:
+            best, best_gap = k, abs(size - target)
+        if size > 2 * target:
+            break
+    return best
 
 
 def _compile_table(
@@ -181,11 +228,16 @@ def _compile_table(
     overrides: Mapping[str, object],
 ) -> tuple[Partition, list[EnvironmentSpec], SpecIndex]:
     from labreplay.suites.campaign.protocol import decidable
-    from labreplay.suites.campaign.table_record import load_table_records
+    from labreplay.suites.campaign.table_record import load_table_records, replicate_keys
 
     files, modified = check_sources(card, data_dir, allow_modified)
     recs = list(records) if records is not None else load_table_records(card, data_dir)
-    params = table_protocol(card, recs, **overrides)
+    bins = card.bins
+    if card.quantiles is not None:
+        recs, bins = context_bins(
+            card, recs, seed, lambda rs: table_protocol(card, rs, seed, **overrides)
+        )
+    params = table_protocol(card, recs, seed, **overrides)
     if params.evidence_budget < min(params.evidence_prices.values()):
         raise card.error(
             f"the evidence budget ({params.evidence_budget}) buys no evidence (cheapest price "
@@ -208,7 +260,7 @@ def _compile_table(
             {"kind": e.kind, "reveals": e.reveals, "shows": e.shows, "budget": e.budget,
              "price": e.price} for e in card.evidence
         ],
-        "table": table_declaration(card),
+        "table": table_declaration(card, bins),
     }  # fmt: skip
     deciding = [e.kind for e in card.evidence if e.reveals in (card.outcome_column, card.category_column)]  # fmt: skip
     if deciding:
@@ -226,6 +278,7 @@ def _compile_table(
         evidence_kinds=tuple(e.kind for e in card.evidence),
         record_extra=extra,
         claims=table_claims(card, deciding),
+        together=replicate_keys(recs) or None,
     )  # fmt: skip
     long = [a for a in part.assignments if a.kind == "long"]
     if len(part.assignments) < 2:
@@ -239,10 +292,60 @@ def _compile_table(
         )  # fmt: skip
     index = index_of(part, specs, card.name, params, seed, data)
     index["qc"] = table_qc(recs, part, specs)
+    if card.quantiles is not None:  # the balance of the cut, on the rows it was cut on
+        context = set(part.context)
+        per_bin = Counter(str(r.outcome["category"]) for r in recs if r.record_id in context and decidable(r))  # fmt: skip
+        index["qc"]["bins"] = {
+            "below": [b.below for b in bins if b.below is not None],
+            "context_rows": {b.category: per_bin[b.category] for b in bins},
+        }
     return part, specs, index
 
 
-def table_declaration(card: RecordCard) -> TableDeclaration:
+def context_bins(
+    card: RecordCard,
+    records: list[Record],
+    seed: int,
+    params_of: Callable[[list[Record]], ProtocolParams],
+) -> tuple[list[Record], tuple[Bin, ...]]:
+    """Quantile bins (`outcome.bins = {quantiles = N}`) cut on the partition's context rows
+    alone, and the records binned by them. A censored cell's decidability may move with the
+    cuts, and the panel with it: repeated until the context is stable (at most 4 times)."""
+    from labreplay.suites.campaign.protocol import partition
+    from labreplay.suites.campaign.table_record import (
+        bin_of,
+        numbers,
+        quantile_bins,
+        rebinned,
+        replicate_keys,
+    )
+
+    together = replicate_keys(records) or None
+
+    def context_of(recs: list[Record]) -> set[str]:
+        return set(partition(recs, params_of(recs), seed, together).context)  # fmt: skip
+
+    binned = records
+    for _ in range(4):
+        context = context_of(binned)
+        cells = [r.provenance["outcome_cell"] for r in records if r.record_id in context]
+        bins = quantile_bins(card, cells)
+        per_bin = Counter(bin_of(v, bins) for v in numbers(cells))
+        for b in bins:
+            if not per_bin[b.category]:
+                raise card.error(
+                    f"quantile bins leave {b.category!r} empty on the {len(cells)} context rows "
+                    f"at seed {seed} (tied values: cuts {[c.below for c in bins[:-1]]})",
+                    "outcome.bins", {"quantiles": card.quantiles},
+                )  # fmt: skip
+        binned = rebinned(card, records, bins)
+        if context_of(binned) == context:
+            return binned, bins
+    raise card.error(f"quantile bins do not settle at seed {seed} (censored cells move the panel)",
+                     "outcome.bins", {"quantiles": card.quantiles})  # fmt: skip
+
+
+def table_declaration(card: RecordCard, bins: Sequence[Bin]) -> TableDeclaration:
     """What the agent reads of the card (`card_text`) and what the reference learner reads."""
     from labreplay.suites.campaign.learner import LEARNER
     from labreplay.suites.campaign.table_record import GROUPS_FIELD
@@ -251,21 +354,21 @@ def table_declaration(card: RecordCard) -> TableDeclaration:
     return {
         "description": card.description,
         "descriptors": [*card.descriptors, *([GROUPS_FIELD] if grouped_apart else [])],
-        "categories": category_meanings(card),
+        "categories": category_meanings(card, bins),
         "validity": card.valid_column is not None,
         "evidence": {e.kind: e.shows for e in card.evidence},
         "learner": LEARNER,
     }
 
 
-def category_meanings(card: RecordCard) -> dict[str, str]:
+def category_meanings(card: RecordCard, bins: Sequence[Bin]) -> dict[str, str]:
     """Each category's meaning under the card's rule: its bin of the outcome column, or the
     value recorded in the category column."""
     if card.rule != "bins":
         return {k: f"recorded as {k!r} in column {card.category_column}" for k in card.categories}
     out: dict[str, str] = {}
     low, column = None, card.outcome_column
-    for b in card.bins:
+    for b in bins:
         if b.below is None:
             out[b.category] = f"{column} \u2265 {low:g}" if low is not None else f"any {column}"
         else:
@@ -293,10 +396,10 @@ def table_qc(
     assignments, and per assignment the base-rate score of its held-out queries (mean
     log-likelihood of the recorded category under the context's category frequencies, +1
     smoothing) next to the context-trained model's score bound in the spec."""
-    import math
     from collections import Counter
 
     from labreplay.suites.campaign.protocol import decidable
+    from labreplay.suites.campaign.table_record import replicate_keys
 
     per_category = Counter(
         str(r.outcome["category"]) for r in records if r.outcome.get("valid") is True
@@ -320,7 +423,7 @@ def table_qc(
                 "context_model_score": target,
             }
         )
-    return {
+    qc: TableQC = {
         "decidable_rows": sum(1 for r in records if decidable(r)),
         "rows": len(records),
         "rows_per_category": dict(sorted(per_category.items())),
@@ -328,3 +431,21 @@ def table_qc(
         "assignments": len(part.assignments),
         "scores": scores,
     }
+    reasons = Counter(_undecidable_reason(r) for r in records if not decidable(r))
+    if reasons:
+        qc["undecidable"] = dict(reasons.most_common())
+    if replicates := replicate_keys(records):
+        qc["replicates"] = {"rows": len(replicates), "groups": len(set(replicates.values()))}
+    return qc
+
+
+def _undecidable_reason(record: Record) -> str:
+    """The category's Missing reason (a table's reason alone, see `table_record`), else the
+    validity's."""
+    from labreplay.sdk import Missing
+
+    for key in ("category", "valid"):
+        value = record.outcome.get(key)
+        if isinstance(value, Missing):
+            return value.reason
+    return "no outcome"

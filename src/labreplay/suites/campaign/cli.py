@@ -130,9 +130,12 @@ def _print_index(record: str, protocol: str, seed: int, index: SpecIndex) -> Non
         console.print(
             f"UNVERIFIED DATA (--allow-modified-data): {', '.join(index['modified_files'] or [])}"
         )
+    groups = [elided(g) for g in index["eval_precursors"][:QC_NAMES]]
+    if len(index["eval_precursors"]) > QC_NAMES:
+        groups.append(f"and {len(index['eval_precursors']) - QC_NAMES} more")
     console.print(
         f"record {record}, protocol {protocol}, seed {seed}: evaluation precursors "
-        f"{', '.join(index['eval_precursors'])}"
+        f"{', '.join(groups)}"
     )
     console.print(
         f"panel {index['panel_size']} experiments; context {index['context_size']}; "
@@ -156,12 +159,39 @@ def _print_index(record: str, protocol: str, seed: int, index: SpecIndex) -> Non
     print_table(table, "assignment")
 
 
+# Printed lines stay readable when group names are long (a SMILES is often 60-200 characters):
+# a name over QC_NAME_WIDTH characters is elided in the middle, at most QC_NAMES are listed.
+QC_NAME_WIDTH = 40
+QC_NAMES = 24
+
+
+def elided(name: str, width: int = QC_NAME_WIDTH) -> str:
+    """`name`, or its head and tail around '...' in `width` characters."""
+    if len(name) <= width:
+        return name
+    tail = (width - 3) // 3
+    return f"{name[: width - 3 - tail]}...{name[-tail:]}"
+
+
 def _print_qc(qc: TableQC) -> None:
     per = ", ".join(f"{k} {v}" for k, v in qc["rows_per_category"].items())
     console.print(
         f"QC: {qc['decidable_rows']} of {qc['rows']} rows decidable ({per}); panel "
         f"{qc['panel_size']}; {qc['assignments']} assignments"
     )
+    if "undecidable" in qc:
+        why = ", ".join(f"{k} {v}" for k, v in qc["undecidable"].items())
+        console.print(f"QC undecidable rows by reason: {why}", soft_wrap=True)
+    if "bins" in qc:
+        cuts = " < ".join(f"{c:.4g}" for c in qc["bins"]["below"])
+        balance = ", ".join(f"{k} {v}" for k, v in qc["bins"]["context_rows"].items())
+        console.print(f"QC quantile bins cut at {cuts} on the context rows; balance: {balance}")
+    if "replicates" in qc:
+        n = qc["replicates"]
+        console.print(
+            f"QC replicates: {n['rows']} rows in {n['groups']} groups of identical descriptors, "
+            "each group kept in one role"
+        )
     for s in qc["scores"]:
         context = s["context_model_score"]
         shown = "n/a (no scorable panel)" if context is None else context

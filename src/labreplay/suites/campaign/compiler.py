@@ -62,6 +62,14 @@ class TableQC(TypedDict):
     panel_size: int
     assignments: int
     scores: list[QCScore]
+    undecidable: NotRequired[dict[str, int]]  # rows per reason their outcome is undecidable
+    replicates: NotRequired[dict[str, int]]  # rows sharing all descriptor values, and groups
+    bins: NotRequired[QCBins]  # quantile bins: their cuts and context rows per bin
+
+
+class QCBins(TypedDict):
+    below: list[float]
+    context_rows: dict[str, int]
 
 
 class SpecIndex(TypedDict):
@@ -174,16 +182,18 @@ def build_specs(
     evidence_kinds: Sequence[str] = EVIDENCE_KINDS,
     record_extra: CardDeclaration | None = None,
     claims: Sequence[Claim] | None = None,
+    together: Mapping[str, str] | None = None,
 ) -> tuple[Partition, list[EnvironmentSpec]]:
     """`data`: the real hashes of the files read (`datafiles.data_provenance`). A record card's
     table passes its own categories, evidence kinds, claims (name and the evidence kinds that
     support each) and what the card declares (`record_extra`, under `record`); the built-in
-    records keep their bodies unchanged (no `claims` key: the four SDL-1 claims)."""
+    records keep their bodies unchanged (no `claims` key: the four SDL-1 claims). `together`:
+    replicate keys (`protocol.partition`)."""
     kinds = (*evidence_kinds, REVIEW_KIND) if REVIEW_KIND not in evidence_kinds else evidence_kinds
     by_id = {r.record_id: r for r in records}
     if len(by_id) != len(records):
         raise ValueError("duplicate record ids")
-    part = partition(records, params, seed)
+    part = partition(records, params, seed, together)
     context_records = [by_id[i] for i in part.context]
     summary = context_summary(context_records)
     context_rows = (

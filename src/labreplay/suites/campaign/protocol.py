@@ -139,15 +139,39 @@ def _scaled(budget: int, n: int, full: int) -> int:
     return max(1, int(budget * n / full + 0.5)) if budget else 0
 
 
-def _blocks(ids: Sequence[str], sizes: Sequence[int]) -> list[tuple[str, ...]]:
-    out, start = [], 0
+def _pack(
+    units: list[list[str]], sizes: Sequence[int]
+) -> tuple[list[tuple[str, ...]], list[list[str]]]:
+    """Blocks of `sizes` filled first-fit from `units` in order (a unit is never split: a
+    replicate group), and the units left over. Single-id units give consecutive slices."""
+    blocks = []
     for size in sizes:
-        out.append(tuple(sorted(ids[start : start + size])))
-        start += size
-    return out
+        block: list[str] = []
+        rest = []
+        for unit in units:
+            if len(block) + len(unit) <= size:
+                block += unit
+            else:
+                rest.append(unit)
+        blocks.append(tuple(sorted(block)))
+        units = rest
+    return blocks, units
 
 
-def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> Partition:
+def drawn_groups(groups: Sequence[str], n: int, seed: int, protocol: str) -> list[str]:
+    """The `n` evaluation groups (precursors) the partition draws at `seed` among `groups`."""
+    rng = make_rng(seed, protocol, "eval-precursors")
+    return sorted(str(p) for p in rng.choice(groups, n, replace=False))
+
+
+def partition(
+    records: Sequence[Record],
+    params: ProtocolParams,
+    seed: int,
+    together: Mapping[str, str] | None = None,
+) -> Partition:
+    """`together`: record id -> replicate key; rows sharing a key are kept in one role (one
+    candidate block, or withheld together), never split between candidates and queries."""
     # Experiments without recorded precursors cannot join the panel: they stay context.
     eligible = [r for r in records if not params.panel_requires_outcome or decidable(r)]
     precursors = sorted({p for r in eligible for p in precursors_of(r.descriptors)})
@@ -156,8 +180,7 @@ def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> P
             f"protocol {params.name}: record has {len(precursors)} precursors, "
             f"needs at least eval_precursors={params.eval_precursors}"
         )
-    rng = make_rng(seed, params.name, "eval-precursors")
-    chosen = sorted(str(p) for p in rng.choice(precursors, params.eval_precursors, replace=False))
+    chosen = drawn_groups(precursors, params.eval_precursors, seed, params.name)
     chosen_set = set(chosen)
     panel = sorted(
         r.record_id
@@ -175,10 +198,18 @@ def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> P
     n_long = min(params.long_assignments, len(panel) // params.long_candidates)
     if n_long == 1:
         n_long = 0  # a single long block cannot rotate into a held-out role
-    long_pool = order[: n_long * params.long_candidates]
-    short_pool = order[n_long * params.long_candidates :]
+    units: dict[str, list[str]] = {}
+    for i in order:  # replicates after the first member, in its place
+        units.setdefault(together.get(i, i) if together else i, []).append(i)
+    # a replicate group larger than a block gives one block's worth; the rest is withheld
+    pieces = [unit[: params.long_candidates] for unit in units.values()]
+    long_blocks, short_units = _pack(pieces, [params.long_candidates] * n_long)
+    long_blocks = [b for b in long_blocks if b]  # empty only when the pieces ran out
+    if len(long_blocks) < 2:
+        long_blocks, short_units = [], pieces
+    n_long = len(long_blocks)
+    short_pool = [i for unit in short_units for i in unit]
     assignments: list[Assignment] = []
-    long_blocks = _blocks(long_pool, [params.long_candidates] * n_long)
     full_budgets = {
         "experiments": params.experiment_budget,
         "evidence": params.evidence_budget,
@@ -189,15 +220,14 @@ def partition(records: Sequence[Record], params: ProtocolParams, seed: int) -> P
             Assignment(f"long-{i + 1}", "long", block, long_blocks[(i + 1) % n_long], full_budgets)
         )
     n_short = min(params.short_assignments, len(short_pool) // params.min_short_candidates)
-    if n_short < 2:
-        n_short = 0
-    if n_short:
+    if n_short >= 2:
         base, extra = divmod(len(short_pool), n_short)
         sizes = [base + (1 if i < extra else 0) for i in range(n_short)]
         if n_long:  # a short block never exceeds a long one: the surplus is withheld
             sizes = [min(size, params.long_candidates) for size in sizes]
-        short_blocks = _blocks(short_pool, sizes)
-        for i, block in enumerate(short_blocks):
+        short_blocks = [b for b in _pack(short_units, sizes)[0] if b]
+        n_short = len(short_blocks) if len(short_blocks) >= 2 else 0
+        for i, block in enumerate(short_blocks[:n_short]):
             budgets = {
                 k: _scaled(v, len(block), params.long_candidates) for k, v in full_budgets.items()
             }

@@ -3,8 +3,10 @@
 Descriptors are the card's descriptor columns (numbers parsed as numbers, an empty cell a
 typed Missing) plus `groups`: one `COLUMN=value` entry per grouping column, which the panel
 partition draws its evaluation groups from. The outcome is `{"valid", "category"}`:
-- rule `bins`: a numeric column binned by the card's bounds (an empty or non-numeric cell is
-  Missing: undecidable, never a failure); every row with a number is valid.
+- rule `bins`: a numeric column binned by the card's bounds (an empty, non-numeric or
+  non-finite cell is Missing: undecidable, never a failure, its reason counted in QC); every
+  row with a number is valid. A censored cell (`>99`, `<1`) is read as the interval it implies
+  when the card declares `censored = "bounds"`: in a bin when the whole interval is.
 - rule `columns`: the category read from a column (an empty cell is Missing), validity from
   `valid_column` when declared (true/false/1/0; a row declared invalid is a failure).
 Each evidence kind reveals one column of the row: one item, or a typed Missing when empty.
@@ -19,17 +21,27 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from labreplay.sdk import Missing, Record
-from labreplay.suites.campaign.card import RecordCard, source_paths
+from labreplay.sdk import Missing, Record, canonical_json, to_json
+from labreplay.suites.campaign.card import Bin, RecordCard, source_paths
 
 if TYPE_CHECKING:
     from labreplay.suites.campaign.records_pg import Outcome
 
 GROUPS_FIELD = "groups"
+# Why an outcome cell decides nothing (the category's Missing reason; QC counts rows by it)
+EMPTY = "empty cell"
+NOT_A_NUMBER = "not a number"
+NOT_FINITE = "not finite (NaN, inf)"
+CENSORED_VALUE = "censored value (the card does not read bounds)"
+SPANS_BINS = "censored bound spans bins"
+CENSORED = re.compile(r"(>=|<=|>|<|\u2265|\u2264)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
+ID_JOIN = " | "  # between the values of a composite id
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 
@@ -60,9 +72,13 @@ def _cell(raw: str | None) -> float | str | Missing:
 
 
 def _check_columns(card: RecordCard, header: list[str]) -> None:
-    wanted: list[tuple[str, str]] = [("experiment.id", card.id_column)]
+    if len(card.id_columns) == 1:
+        wanted: list[tuple[str, str]] = [("experiment.id", card.id_columns[0])]
+    else:
+        wanted = [(f"experiment.id.columns[{i}]", c) for i, c in enumerate(card.id_columns)]
     wanted += [(f"experiment.descriptors[{i}]", c) for i, c in enumerate(card.descriptors)]
     wanted += [(f"grouping[{i}]", c) for i, c in enumerate(card.grouping)]
+    wanted += [(f"table.filter.{c}", c) for c, _ in card.filters]
     for field in ("outcome_column", "category_column", "valid_column"):
         value = getattr(card, field)
         if value is not None:
@@ -78,19 +94,51 @@ def _check_columns(card: RecordCard, header: list[str]) -> None:
             )  # fmt: skip
 
 
-def _outcome(card: RecordCard, row: dict[str, str]) -> Outcome:
+def _undecidable(column: str, raw: str, reason: str) -> Outcome:
+    """An outcome the cell cannot decide: the category's Missing holds the reason alone (QC
+    counts rows by it), the validity's the column and the cell too."""
+    return {"valid": Missing(f"{column} {raw!r}: {reason}"), "category": Missing(reason)}
+
+
+def _binned(card: RecordCard, raw: str, bins: Sequence[Bin]) -> Outcome:
+    """The bin of a number; of a censored value (`>99`, `<1`) when the card reads them as
+    bounds (`outcome.censored = "bounds"`) and the whole interval it implies lies in one bin."""
+    assert card.outcome_column is not None
+    text = raw.strip()
+    if not text:
+        return _undecidable(card.outcome_column, raw, EMPTY)
+    if (bound := CENSORED.fullmatch(text)) is not None:
+        if card.censored != "bounds":
+            return _undecidable(card.outcome_column, raw, CENSORED_VALUE)
+        sign, at = bound.group(1), float(bound.group(2))
+        above = sign in (">", ">=", "\u2265")
+        closed = sign not in (">", "<")
+        floors = [-math.inf, *(b.below for b in bins[:-1] if b.below is not None)]
+        for b, floor in zip(bins, floors, strict=True):  # a bin holds [floor, below)
+            top = math.inf if b.below is None else b.below
+            if (
+                (floor <= at and top == math.inf)
+                if above
+                else (floor == -math.inf and (at < top or (at == top and not closed)))
+            ):
+                return {"valid": True, "category": b.category}
+        return _undecidable(card.outcome_column, raw, SPANS_BINS)
+    value = _cell(text)
+    if isinstance(value, Missing):
+        return _undecidable(card.outcome_column, raw, NOT_FINITE)
+    if isinstance(value, str):
+        return _undecidable(card.outcome_column, raw, NOT_A_NUMBER)
+    return {"valid": True, "category": bin_of(value, bins)}
+
+
+def bin_of(value: float, bins: Sequence[Bin]) -> str:
+    return next(b.category for b in bins if b.below is None or value < b.below)
+
+
+def _outcome(card: RecordCard, row: dict[str, str], bins: Sequence[Bin]) -> Outcome:
     if card.rule == "bins":
         assert card.outcome_column is not None
-        value = _cell(row[card.outcome_column])
-        if not isinstance(value, float):
-            reason = value.reason if isinstance(value, Missing) else f"not a number: {value!r}"
-            return {
-                "valid": Missing(f"{card.outcome_column}: {reason}"),
-                "category": Missing(reason),
-            }
-        for b in card.bins:
-            if b.below is None or value < b.below:
-                return {"valid": True, "category": b.category}
+        return _binned(card, row[card.outcome_column] or "", bins)
     assert card.category_column is not None
     if card.valid_column is not None:
         flag = (row[card.valid_column] or "").strip().lower()
@@ -116,20 +164,23 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
     _check_columns(card, header)
     if not rows:
         raise card.error("the table has no rows", "table.file", card.table_file)
-    ids = [(row[card.id_column] or "").strip() for row in rows]
-    for i, eid in enumerate(ids):
-        if not eid:
-            raise card.error(f"row {i + 2} has an empty id", "experiment.id", card.id_column)
-    repeated = [k for k, n in Counter(ids).items() if n > 1]
-    if repeated:
-        raise card.error(f"experiment id {repeated[0]!r} is not unique", "experiment.id", card.id_column)  # fmt: skip
+    numbered = _kept(card, rows)
+    ids = _ids(card, numbered)
+    bins = card.bins
+    if card.quantiles is not None:  # provisional, from every row: `rebinned` on the context's
+        assert card.outcome_column is not None
+        bins = quantile_bins(card, [row[card.outcome_column] for _, row in numbered])
     records = []
-    for line, (eid, row) in enumerate(zip(ids, rows, strict=True), start=2):
+    for (number, row), eid in zip(numbered, ids, strict=True):
+        line = number + 1  # the file's line: the header is line 1
         descriptors: dict[str, Any] = {c: _cell(row[c]) for c in card.descriptors}
         descriptors[GROUPS_FIELD] = [
             f"{c}={row[c].strip()}" for c in card.grouping if (row[c] or "").strip()
         ]
-        outcome = _outcome(card, row)
+        outcome = _outcome(card, row, bins)
+        provenance = {"file": card.table_file, "row": line}
+        if card.quantiles is not None:  # the cell, rebinned on each partition's context
+            provenance["outcome_cell"] = row[card.outcome_column or ""] or ""
         evidence: dict[str, Any] = {}
         for e in card.evidence:
             value = _cell(row[e.reveals])
@@ -148,11 +199,96 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
                 descriptors=descriptors,
                 outcome=outcome,
                 evidence=evidence,
-                provenance={"file": card.table_file, "row": line},
+                provenance=provenance,
             )
         )
     _check_levels(card, records)
     return records
+
+
+def _kept(card: RecordCard, rows: list[dict[str, str]]) -> list[tuple[int, dict[str, str]]]:
+    """The rows the card's filter keeps, with their numbers in the file (1: the first row)."""
+    kept = [(i, row) for i, row in enumerate(rows, start=1) if all(
+        any(_matches(row[c], v) for v in values) for c, values in card.filters
+    )]  # fmt: skip
+    if not kept:
+        shown = {c: list(v) if len(v) > 1 else v[0] for c, v in card.filters}
+        raise card.error(f"the filter keeps none of the {len(rows)} rows", "table.filter", shown)
+    return kept
+
+
+def _matches(raw: str | None, wanted: str | float) -> bool:
+    text = (raw or "").strip()
+    if isinstance(wanted, str):
+        return text == wanted
+    cell = _cell(text)
+    return isinstance(cell, float) and cell == wanted
+
+
+def _ids(card: RecordCard, numbered: list[tuple[int, dict[str, str]]]) -> list[str]:
+    """Each row's id: its id column, its id columns' values joined by ID_JOIN, or (no id
+    column) its number in the file, 1 being the first data row (a filter keeps the numbers)."""
+    if not card.id_columns:
+        return [f"row-{i}" for i, _ in numbered]
+    field = "experiment.id" if len(card.id_columns) == 1 else "experiment.id.columns"
+    shown = card.id_columns[0] if len(card.id_columns) == 1 else list(card.id_columns)
+    ids = []
+    for i, row in numbered:
+        parts = [(row[c] or "").strip() for c in card.id_columns]
+        if not all(parts):
+            raise card.error(f"data row {i} has an empty id", field, shown)
+        ids.append(ID_JOIN.join(parts))
+    repeated = [k for k, n in Counter(ids).items() if n > 1]
+    if repeated:
+        raise card.error(f"experiment id {repeated[0]!r} is not unique", field, shown)
+    return ids
+
+
+def numbers(cells: Sequence[str]) -> list[float]:
+    """The finite numbers among outcome cells (a censored or undecidable cell is none)."""
+    return [v for v in map(_cell, cells) if isinstance(v, float)]
+
+
+def quantile_bins(card: RecordCard, cells: Sequence[str]) -> tuple[Bin, ...]:
+    """The card's categories cut at the quantiles of the cells' numbers (`outcome.bins =
+    {quantiles = N}`); a category may come out empty (ties): the caller checks."""
+    import numpy as np
+
+    assert card.quantiles is not None
+    values = numbers(cells) or [0.0]
+    cuts = np.quantile(values, [k / card.quantiles for k in range(1, card.quantiles)])
+    below: list[float | None] = [float(c) for c in cuts]
+    return tuple(Bin(c, b) for c, b in zip(card.categories, [*below, None], strict=True))
+
+
+def rebinned(card: RecordCard, records: Sequence[Record], bins: Sequence[Bin]) -> list[Record]:
+    """`records` (loaded with `outcome.bins = {quantiles = N}`) under other bins: the outcome
+    and what each outcome-revealing evidence item implies."""
+    import dataclasses
+
+    out = []
+    for r in records:
+        outcome = _binned(card, r.provenance["outcome_cell"], bins)
+        evidence = {}
+        for kind, items in r.evidence.items():
+            if not isinstance(items, Missing):
+                items = [{k: v for k, v in item.items() if k != "implies_category"} for item in items]  # fmt: skip
+                if isinstance(outcome["category"], str):
+                    for item in items:
+                        if item["column"] == card.outcome_column:
+                            item["implies_category"] = outcome["category"]
+            evidence[kind] = items
+        out.append(dataclasses.replace(r, outcome=outcome, evidence=evidence))
+    return out
+
+
+def replicate_keys(records: Sequence[Record]) -> dict[str, str]:
+    """Record id -> replicate key, for the rows that share every descriptor value (the
+    grouping levels included) with another row; {} when the table has no replicates. The
+    partition keeps each group in one role (`protocol.partition`'s `together`)."""
+    keys = {r.record_id: "replicates:" + canonical_json(to_json(r.descriptors)) for r in records}
+    counts = Counter(keys.values())
+    return {i: k for i, k in keys.items() if counts[k] > 1}
 
 
 def _check_levels(card: RecordCard, records: list[Record]) -> None:
@@ -160,7 +296,7 @@ def _check_levels(card: RecordCard, records: list[Record]) -> None:
         r.outcome["category"] for r in records if isinstance(r.outcome.get("category"), str)
     )
     field = "outcome.bins" if card.rule == "bins" else "outcome.categories"
-    for i, category in enumerate(card.categories):
+    for i, category in enumerate(card.categories if card.quantiles is None else ()):
         if not counts[category]:
             where = f"outcome.bins[{i}].category" if card.rule == "bins" else field
             raise card.error("no decidable row falls in this category", where, category)
