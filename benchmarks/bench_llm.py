@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
-from labreplay.agents.llm_protocol import RetryPolicy
+from labreplay.agents.llm_config import RetryPolicy
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.llm_agent import LLMCampaignAgent
 from labreplay.suites.campaign.llm_prompts import campaign_messages

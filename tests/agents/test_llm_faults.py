@@ -18,7 +18,7 @@ from tests.agents.schemas import ACTION_SCHEMA
 
 from labreplay.agents.base import drain_calls
 from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
-from labreplay.agents.llm_protocol import RetryPolicy
+from labreplay.agents.llm_config import RetryPolicy
 from labreplay.errors import AgentError
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.llm_agent import LLMCampaignAgent, make_agent

@@ -232,12 +232,12 @@ def test_inspect_output_maps_to_our_completion() -> None:
     assert got.resolved_model == "m"
 
 
-def test_other_sdks_failures_become_the_openai_kinds_we_classify() -> None:
+def test_every_sdks_failures_become_the_faults_we_classify() -> None:
     import httpx
     import openai
     import tenacity
 
-    from labreplay.agents.llm_faults import failure_kind, is_timeout, retry_after_s
+    from labreplay.agents.llm_faults import failure_kind, fault_of
 
     class RateLimitError(Exception):  # shaped like anthropic's / google's HTTP errors
         def __init__(self, response: httpx.Response) -> None:
@@ -246,24 +246,25 @@ def test_other_sdks_failures_become_the_openai_kinds_we_classify() -> None:
 
     request = httpx.Request("POST", "http://127.0.0.1:9/v1/messages")
     limited = httpx.Response(429, headers={"retry-after": "7"}, json={}, request=request)
-    mapped = llm_inspect.as_openai_error(RateLimitError(limited), "x")
-    assert isinstance(mapped, openai.RateLimitError) and retry_after_s(mapped) == 7.0
+    mapped = fault_of(RateLimitError(limited))
+    assert mapped is not None and mapped.status == 429 and mapped.retry_after == 7.0
     assert failure_kind(mapped) == "transient"
     broken = httpx.Response(503, json={"error": {"message": "busy"}}, request=request)
-    assert isinstance(
-        llm_inspect.as_openai_error(RateLimitError(broken), "x"), openai.InternalServerError
-    )
+    busy = fault_of(RateLimitError(broken))
+    assert busy is not None and busy.status == 503 and failure_kind(busy) == "transient"
 
     class APITimeoutError(Exception):
         pass
 
-    assert is_timeout(llm_inspect.as_openai_error(APITimeoutError(), "x"))
-    assert is_timeout(llm_inspect.as_openai_error(httpx.ReadTimeout("late"), "x"))
+    for late in (APITimeoutError(), httpx.ReadTimeout("late")):
+        found = fault_of(late)
+        assert found is not None and found.kind == "timeout"
     # inspect's retry wrapper (tenacity) hands back the last attempt's own error
     future = tenacity.Future(attempt_number=1)
-    future.set_exception(llm_inspect.timeout_error("http://127.0.0.1:9/v1"))
-    assert is_timeout(llm_inspect.as_openai_error(tenacity.RetryError(future), "x"))
-    assert isinstance(llm_inspect.as_openai_error(KeyError("bug"), "x"), KeyError)  # ours
+    future.set_exception(openai.APITimeoutError(request=request))
+    found = fault_of(tenacity.RetryError(future))
+    assert found is not None and found.kind == "timeout"
+    assert fault_of(KeyError("bug")) is None  # ours: not a call failure
 
 
 # ---------------------------------------------------------------------- (b) a reasoning model

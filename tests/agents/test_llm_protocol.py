@@ -9,12 +9,8 @@ from typing import Any
 import pytest
 
 from labreplay._provenance import scrub_secrets
-from labreplay.agents.llm_protocol import (
-    extract_json_object,
-    public_endpoint,
-    validate_reply,
-    validator_for_schema,
-)
+from labreplay.agents.llm_config import public_endpoint
+from labreplay.agents.llm_wire import extract_json_object, validate_reply, validator_for_schema
 from labreplay.errors import AgentError
 from labreplay.suites.campaign.llm_agent import make_agent
 from labreplay.suites.conditions.llm_agent import (

@@ -307,7 +307,7 @@ def test_max_call_time_is_a_wall_clock_deadline_on_a_call_with_its_retries() -> 
 
 def test_an_answer_trickled_byte_by_byte_is_ended_by_the_wall_clock() -> None:
     """Each byte arrives well within the timeout, the whole answer would take ~30 s: a
-    concurrent request is ended at its timeout (+ a grace) all the same, as a timeout."""
+    concurrent request is ended at its timeout all the same, as a timeout."""
     policy = RetryPolicy(max_retries=0, timeout_s=0.5)
     with stub.StubServer(stub.constant(stub.trickled(GOOD, every_s=0.1))) as server:
         client = AsyncLLMClient("stub", base_url=server.base_url, retry=policy)

@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from labreplay.errors import AgentError
-
-if TYPE_CHECKING:
-    from labreplay.runtime.event_types import JsonObject
 
 MARGIN = 1.5  # declared head room over the priced reply (spacing, digits, a second line)
 FLOOR = 32  # tokens added to every budget (a short preamble some servers emit)
@@ -117,17 +114,6 @@ def check_user_budget(max_tokens: int | None, schema: Mapping[str, Any], what: s
             f"{needed} tokens (the derived default is {response_budget(schema)}; omit "
             "--max-tokens to use it)"
         )
-
-
-def budget_params() -> JsonObject:
-    """The declared derivation, for run provenance."""
-    return {
-        "rule": "ceil(margin * reply_tokens(schema)) + floor",
-        "margin": MARGIN,
-        "floor": FLOOR,
-        "number_tokens": NUMBER_TOKENS,
-        "chars_per_token": CHARS_PER_TOKEN,
-    }
 
 
 # The fixed words of a repair turn ("That reply cannot be used: ... Answer again ..."), in

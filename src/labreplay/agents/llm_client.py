@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 from urllib.parse import urlsplit
@@ -45,14 +45,11 @@ from labreplay.agents.llm_config import (
     thinks_by_default,
 )
 from labreplay.agents.llm_faults import (
-    WallClockTimeout,
+    CallFault,
     describe_failure,
     failure_kind,
-    is_call_failure,
-    is_timeout,
     is_unreachable,
     refuses_max_tokens,
-    retry_after_s,
 )
 from labreplay.agents.llm_inspect import (
     CHAT_PROVIDERS,
@@ -102,10 +99,6 @@ _NEEDS_COMPLETION_TOKENS: set[tuple[str, str]] = set()
 NOT_SENT = "not sent"
 # Calls failed in a row after which an endpoint that has answered before is given up on.
 CIRCUIT_LIMIT = 4
-# TIME_CAP (the failure rule's named cause) opens the error text of a call --max-time stopped.
-# How long past its timeout a concurrent request may run before the wall clock ends it (the
-# SDK's own timeout normally fires first; this catches answers trickled byte by byte).
-WALL_CLOCK_GRACE_S = 0.5
 
 # What each reply name is for, on the call records (`purpose`).
 PURPOSES = {"action": "policy", "panel_forecast": "checkpoint", "answer": "answer"}
@@ -126,6 +119,11 @@ def _alias_available(served: str) -> str:
         raise AgentError(
             "LLM agents need inspect_ai, openai and anthropic: pip install 'labreplay[llm]'"
         ) from None
+
+
+# What one call of `complete_json` came to: a completion (None: failed) and its record, or the
+# caps' refusal to send it.
+_Turn = tuple["Completion | None", CallRecord] | CapReached
 
 
 @dataclass
@@ -546,10 +544,10 @@ class _ClientCore:
             self.progress.call(record)
         return record
 
-    def _after_failure(self, attempt: _Attempt, exc: BaseException) -> float | str:
+    def _after_failure(self, attempt: _Attempt, exc: CallFault) -> float | str:
         """Seconds to wait before the next try, or the final error text when giving up."""
         attempt.unreachable = is_unreachable(exc)
-        attempt.timed_out = is_timeout(exc)
+        attempt.timed_out = exc.kind == "timeout"
         if (
             self.token_param == "auto"
             and "max_tokens" in attempt.request
@@ -591,7 +589,7 @@ class _ClientCore:
             return f"{describe_failure(exc)} (gave up after {attempt.retries} retries)"
         base = min(self.retry.max_delay_s, self.retry.base_delay_s * (2.0**attempt.retries))
         delay = base * (0.5 + float(self._jitter.random()))  # jitter in [0.5, 1.5) x base
-        hinted = retry_after_s(exc)
+        hinted = exc.retry_after
         if hinted is not None:
             if hinted > self.retry.max_retry_wait_s:
                 return (
@@ -618,15 +616,15 @@ class _ClientCore:
 
     def _start(
         self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, JsonValue], name: str
-    ) -> _Attempt:
-        """A call's first request, admitted by the run's caps (else `CapReached` is raised):
-        a response-cache hit too, so a resumed run stops where an uninterrupted one did."""
+    ) -> _Attempt | CapReached:
+        """A call's first request, admitted by the run's caps (else their refusal): a
+        response-cache hit too, so a resumed run stops where an uninterrupted one did."""
         now = time.monotonic()
         request = self._request(messages, schema, name)
         held = self.meter.worst_case_usd(request)
         over = self.meter.admit(held)
         if over is not None:
-            raise over
+            return over
         budget = request.get("max_tokens", request.get("max_completion_tokens"))
         timeout, total = self.retry.timeout_for(budget), self.retry.total_time_for(budget)
         attempt = _Attempt(request, now, now + total, messages, schema, name, timeout, total)
@@ -672,6 +670,40 @@ class _ClientCore:
         self._remember(attempt.request, completion)
         return completion
 
+    def _json_turns(
+        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any]
+    ) -> Generator[Sequence[Mapping[str, str]], _Turn, JsonReply]:
+        """`complete_json` of either client: yields each conversation to send, is sent the
+        call's outcome, returns the reply (valid, or why not)."""
+        validator = validator_for_schema(schema)
+        if isinstance(validator, str):
+            return JsonReply(None, None, validator, [])
+        conversation: Sequence[Mapping[str, str]] = list(messages)
+        calls: list[CallRecord] = []
+        text: str | None = None
+        problem = "no reply"
+        for _turn in range(1 + self.max_repairs):
+            outcome = yield conversation
+            if isinstance(outcome, CapReached):
+                return JsonReply(None, text, str(outcome), calls, cap_reached=str(outcome))
+            completion, record = outcome
+            calls.append(record)
+            if completion is None:
+                capped = self._capped_reply(text, record, calls)
+                if capped is not None:
+                    return capped
+                return JsonReply(None, text, record.get("error") or "call failed", calls)
+            text = completion.text
+            value, problem = validate_reply(text, validator, completion.finish_reason)
+            if value is not None:
+                return JsonReply(value, text, None, calls)
+            record["parse_error"] = problem
+            if problem.startswith(SCHEMA_FAULT):
+                return JsonReply(None, text, problem, calls)
+            conversation = repair_messages(conversation, text, problem)
+        tries = 1 + self.max_repairs
+        return JsonReply(None, text, f"no valid reply in {tries} attempts: {problem}", calls)
+
 
 class LLMClient(_ClientCore):
     """Blocking client. `LLMClient("gpt-4o-mini")` reads OPENAI_BASE_URL / OPENAI_API_KEY."""
@@ -695,8 +727,16 @@ class LLMClient(_ClientCore):
     ) -> tuple[Completion | None, CallRecord]:
         """One logical completion with retries; never raises for model or network faults
         (`CapReached`: the run's caps do not admit it)."""
+        turn = self._chat(messages, schema, name)
+        if isinstance(turn, CapReached):
+            raise turn
+        return turn
+
+    def _chat(
+        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str
+    ) -> _Turn:
         attempt = self._start(messages, schema, name)
-        while True:
+        while not isinstance(attempt, CapReached):
             hit = self._cached(attempt.request)  # checked again if the request was downgraded
             if hit is not None:
                 return hit, self._record(attempt, hit, None, cached=True)
@@ -707,13 +747,12 @@ class LLMClient(_ClientCore):
             try:
                 accepted = self._accept(attempt, self._send(attempt))
                 return accepted, self._record(attempt, accepted, None)
-            except Exception as exc:
-                if not is_call_failure(exc):
-                    raise  # a bug of ours, not a model or network fault
+            except CallFault as exc:  # anything else is a bug of ours: it surfaces
                 outcome = self._after_failure(attempt, exc)
             if isinstance(outcome, str):
                 return None, self._record(attempt, None, outcome)
             self.wait(outcome)
+        return attempt  # the caps do not admit it
 
     def complete_json(
         self,
@@ -722,34 +761,14 @@ class LLMClient(_ClientCore):
         name: str = "reply",
     ) -> JsonReply:
         """A JSON object valid under `schema`, after at most `max_repairs` repair turns."""
-        validator = validator_for_schema(schema)
-        if isinstance(validator, str):
-            return JsonReply(None, None, validator, [])
-        conversation: Sequence[Mapping[str, str]] = list(messages)
-        calls: list[CallRecord] = []
-        text: str | None = None
-        problem = "no reply"
-        for _turn in range(1 + self.max_repairs):
-            try:
-                completion, record = self.chat(conversation, schema, name)
-            except CapReached as over:
-                return JsonReply(None, text, str(over), calls, cap_reached=str(over))
-            calls.append(record)
-            if completion is None:
-                capped = self._capped_reply(text, record, calls)
-                if capped is not None:
-                    return capped
-                return JsonReply(None, text, record.get("error") or "call failed", calls)
-            text = completion.text
-            value, problem = validate_reply(text, validator, completion.finish_reason)
-            if value is not None:
-                return JsonReply(value, text, None, calls)
-            record["parse_error"] = problem
-            if problem.startswith(SCHEMA_FAULT):
-                return JsonReply(None, text, problem, calls)
-            conversation = repair_messages(conversation, text, problem)
-        tries = 1 + self.max_repairs
-        return JsonReply(None, text, f"no valid reply in {tries} attempts: {problem}", calls)
+        turns = self._json_turns(messages, schema)
+        try:
+            conversation = next(turns)
+            while True:
+                conversation = turns.send(self._chat(conversation, schema, name))
+        except StopIteration as done:
+            reply: JsonReply = done.value
+            return reply
 
 
 class AsyncLLMClient(_ClientCore):
@@ -784,15 +803,12 @@ class AsyncLLMClient(_ClientCore):
             self._gate = asyncio.Semaphore(self.max_concurrency)
         return self._gate
 
-    async def chat(
-        self,
-        messages: Sequence[Mapping[str, str]],
-        schema: Mapping[str, Any],
-        name: str = "reply",
-    ) -> tuple[Completion | None, CallRecord]:
+    async def _chat(
+        self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str
+    ) -> _Turn:
         async with self._semaphore():  # admitted by the caps once its turn to be sent came
             attempt = self._start(messages, schema, name)
-            while True:
+            while not isinstance(attempt, CapReached):
                 hit = self._cached(attempt.request)
                 if hit is not None:
                     return hit, self._record(attempt, hit, None, cached=True)
@@ -800,24 +816,17 @@ class AsyncLLMClient(_ClientCore):
                     return None, self._skipped(attempt)
                 if self.progress is not None:
                     self.progress.started()
-                try:
+                try:  # under a wall-clock deadline on inspect's loop, as the sync client's
                     timeout = self._timeout_for(attempt)
-                    try:
-                        completion = await asyncio.wait_for(
-                            self._sdk.create_async(attempt.request, timeout),
-                            timeout + WALL_CLOCK_GRACE_S,
-                        )
-                    except TimeoutError as late:  # asyncio's: the request itself ran over
-                        raise WallClockTimeout(timeout) from late
+                    completion = await self._sdk.create_async(attempt.request, timeout)
                     accepted = self._accept(attempt, completion)
                     return accepted, self._record(attempt, accepted, None)
-                except Exception as exc:
-                    if not is_call_failure(exc):
-                        raise
+                except CallFault as exc:
                     outcome = self._after_failure(attempt, exc)
                 if isinstance(outcome, str):
                     return None, self._record(attempt, None, outcome)
                 await asyncio.sleep(outcome)
+            return attempt  # the caps do not admit it
 
     async def complete_json(
         self,
@@ -825,34 +834,14 @@ class AsyncLLMClient(_ClientCore):
         schema: Mapping[str, Any],
         name: str = "reply",
     ) -> JsonReply:
-        validator = validator_for_schema(schema)
-        if isinstance(validator, str):
-            return JsonReply(None, None, validator, [])
-        conversation: Sequence[Mapping[str, str]] = list(messages)
-        calls: list[CallRecord] = []
-        text: str | None = None
-        problem = "no reply"
-        for _turn in range(1 + self.max_repairs):
-            try:
-                completion, record = await self.chat(conversation, schema, name)
-            except CapReached as over:
-                return JsonReply(None, text, str(over), calls, cap_reached=str(over))
-            calls.append(record)
-            if completion is None:
-                capped = self._capped_reply(text, record, calls)
-                if capped is not None:
-                    return capped
-                return JsonReply(None, text, record.get("error") or "call failed", calls)
-            text = completion.text
-            value, problem = validate_reply(text, validator, completion.finish_reason)
-            if value is not None:
-                return JsonReply(value, text, None, calls)
-            record["parse_error"] = problem
-            if problem.startswith(SCHEMA_FAULT):
-                return JsonReply(None, text, problem, calls)
-            conversation = repair_messages(conversation, text, problem)
-        tries = 1 + self.max_repairs
-        return JsonReply(None, text, f"no valid reply in {tries} attempts: {problem}", calls)
+        turns = self._json_turns(messages, schema)
+        try:
+            conversation = next(turns)
+            while True:
+                conversation = turns.send(await self._chat(conversation, schema, name))
+        except StopIteration as done:
+            reply: JsonReply = done.value
+            return reply
 
     async def complete_json_many(
         self,

@@ -8,9 +8,9 @@ Only the sending goes through inspect (`Model.generate`, one attempt: `max_retri
 ours stays ours and wraps it unchanged (`llm_client._ClientCore`): the request we hash and cache
 (an OpenAI-form body, translated here into inspect's messages and `GenerateConfig`), retries
 with seeded backoff, Retry-After, the circuit breaker, deadlines, caps, prices and the call
-records. inspect's and its providers' failures are raised as the `openai` package's exceptions
-of the same kind (timeout, connection, HTTP status with its headers) or as `MalformedResponse`,
-so `llm_faults` classifies every provider alike.
+records. inspect's and its providers' failures are raised as one `llm_faults.CallFault`
+(timeout, connection, HTTP status with its Retry-After, malformed body), so every provider is
+classified alike.
 
 What the endpoint is sent is only what its provider applies: `seed` to the providers that pass
 it on, `response_schema` to those that pass it on and only when our schema converts into
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from labreplay.agents.inspect_offline import allow_mockllm_offline
-from labreplay.agents.llm_faults import MalformedResponse, is_call_failure
+from labreplay.agents.llm_faults import CallFault, fault_of
 from labreplay.agents.llm_wire import Completion
 from labreplay.errors import AgentError
 
@@ -351,11 +351,11 @@ def flat_cache_read(raw_usage: Mapping[str, JsonValue] | None) -> int | None:
 def completion_of(
     output: ModelOutput, raw_usage: Mapping[str, JsonValue] | None = None
 ) -> Completion:
-    """Our Completion of inspect's ModelOutput (an unusable one raises MalformedResponse);
+    """Our Completion of inspect's ModelOutput (an unusable one raises a malformed CallFault);
     `raw_usage` is the provider's own usage object where inspect's provider hands it over."""
     if not getattr(output, "choices", None):
         error = getattr(output, "error", None) or "no choices"
-        raise MalformedResponse(f"malformed response: inspect_ai returned no reply ({error})")
+        raise CallFault("malformed", f"malformed response: inspect_ai returned no reply ({error})")
     usage = getattr(output, "usage", None)
     prompt = completion_tokens = read = written = None
     if usage is not None:
@@ -377,92 +377,6 @@ def completion_of(
         resolved_model=model if isinstance(model, str) and model else None,
         cache_write_tokens=written or None,
     )
-
-
-# ---------------------------------------------------------------------- failures
-def as_openai_error(exc: BaseException, where: str) -> BaseException:
-    """The `openai` exception of a provider's failure (so retries, Retry-After and the circuit
-    breaker treat every provider alike); anything else unchanged. SDKs differ in their httpx
-    flavour (httpx, httpx2), so classes are matched by name."""
-    import openai
-
-    inner = _unwrap(exc)
-    if _named(inner, "OpenAIResponseError"):
-        # inspect's: a 200 whose body is not a chat completion (a proxy's error page).
-        return MalformedResponse(f"malformed response: {' '.join(str(inner).split())[:200]}")
-    if isinstance(inner, openai.OpenAIError):
-        return inner
-    if _named(inner, "TimeoutException") or _named(inner, "APITimeoutError"):
-        return timeout_error(where)
-    if _named(inner, "TransportError") or _named(inner, "APIConnectionError"):
-        text = str(inner) or type(inner).__name__
-        return openai.APIConnectionError(message=text, request=_request(where))
-    status = getattr(inner, "status_code", None)
-    response = getattr(inner, "response", None)
-    # Any SDK's HTTP error (anthropic's, google's...): its response, whatever httpx flavour.
-    if isinstance(status, int) and hasattr(response, "headers") and hasattr(response, "json"):
-        return status_error(response)  # keeps the headers: Retry-After is read from them
-    return inner
-
-
-def status_error(response: Any) -> Exception:
-    """The `openai` exception of any SDK's HTTP error `response` (an httpx Response)."""
-    import openai
-
-    try:
-        body: Any = response.json()
-    except ValueError:
-        body = None
-    detail = body.get("error", {}).get("message") if isinstance(body, dict) else None
-    message = f"Error code: {response.status_code} - {detail or response.text[:200]}"
-    kinds: dict[int, type[openai.APIStatusError]] = {
-        400: openai.BadRequestError,
-        401: openai.AuthenticationError,
-        403: openai.PermissionDeniedError,
-        404: openai.NotFoundError,
-        409: openai.ConflictError,
-        422: openai.UnprocessableEntityError,
-        429: openai.RateLimitError,
-    }
-    kind = kinds.get(response.status_code)
-    if kind is None:
-        kind = openai.InternalServerError if response.status_code >= 500 else openai.APIStatusError
-    return kind(message, response=response, body=body)
-
-
-def timeout_error(where: str) -> Exception:
-    import openai
-
-    return openai.APITimeoutError(request=_request(where))
-
-
-def _request(where: str) -> Any:
-    """A request object of the httpx flavour the `openai` package uses (for its exceptions)."""
-    import importlib
-
-    for name in ("httpx2", "httpx"):
-        try:
-            return importlib.import_module(name).Request("POST", where)
-        except ImportError:
-            continue
-    return None
-
-
-def _unwrap(exc: BaseException) -> BaseException:
-    """The provider's own exception: the last attempt's of tenacity's RetryError (inspect
-    retries through it), the cause of inspect's ModelGenerateError (which wraps an error the
-    provider handed back, with the whole request in its text)."""
-    attempt = getattr(exc, "last_attempt", None)
-    found = attempt.exception() if attempt is not None else None
-    if isinstance(found, BaseException):
-        exc = found
-    if _named(exc, "ModelGenerateError") and isinstance(exc.__cause__, Exception):
-        return exc.__cause__
-    return exc
-
-
-def _named(exc: BaseException, name: str) -> bool:
-    return any(cls.__name__ == name for cls in type(exc).__mro__)
 
 
 # ---------------------------------------------------------------------- the event loop
@@ -501,7 +415,6 @@ class InspectEndpoint:
         self.provider = check_available(model)
         if self.provider == "mockllm":
             allow_mockllm_offline()
-        self.where = base_url or f"inspect_ai:{self.provider}"
         args: dict[str, Any] = {}
         if PROVIDER_PACKAGES.get(self.provider, ("",))[0] in ("openai", "anthropic"):
             args["max_retries"] = 0  # the SDK's own retries too: ours are the only ones
@@ -551,22 +464,14 @@ class InspectEndpoint:
             output = await asyncio.wait_for(
                 self._model.generate(input=messages, config=config), timeout
             )
-        except TimeoutError as late:
-            raise timeout_error(self.where) from late
-        except MalformedResponse:
-            raise
         except Exception as exc:
-            mapped = as_openai_error(exc, self.where)
-            if not is_call_failure(mapped):
+            fault = fault_of(exc)
+            if fault is None:
                 # Not a timeout, connection or HTTP failure: the provider could not read what
                 # came back (a body that is not a chat completion). Data, like any bad reply.
-                text = " ".join(str(mapped).split())[:200]
-                raise MalformedResponse(
-                    f"malformed response: {type(mapped).__name__}: {text}"
-                ) from exc
-            # The provider's own error keeps its cause (what `describe_failure` shows); a
-            # translated one has the provider's error as its cause.
-            raise mapped from (mapped.__cause__ if mapped is _unwrap(exc) else exc)
+                text = " ".join(str(exc).split())[:200]
+                fault = CallFault("malformed", f"malformed response: {type(exc).__name__}: {text}")
+            raise fault from exc
         return completion_of(output, raw_usage)
 
     def create_sync(self, body: Mapping[str, JsonValue], timeout: float) -> Completion:
