@@ -178,3 +178,16 @@ def small_llm_assignment(compiled_campaign: CompiledCampaign) -> EnvironmentSpec
         min_short_candidates=3,
     )
     return next(s for s in specs if s.body["assignment"]["kind"] == "short")
+
+
+@pytest.fixture
+def natural_width() -> Any:
+    """stdout at the width a file or a pipe gets (no COLUMNS): tables whole. The CLI's console
+    reads COLUMNS once, at import, and pytest-xdist's workers run with COLUMNS=80, so a test
+    that reads a whole table must say the width it reads at."""
+    from labreplay.cli._common import NATURAL_WIDTH, console
+
+    before = console.width
+    console.width = NATURAL_WIDTH
+    yield console
+    console.width = before

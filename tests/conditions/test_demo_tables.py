@@ -12,6 +12,7 @@ from tests.report.test_labels_and_numbers import unreadable
 
 def test_the_demo_labels_its_metrics_as_the_report_does(
     data_dir: Path,
+    natural_width: object,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],

@@ -73,7 +73,7 @@ def test_the_usual_winner_counts_gold_values_in_other_tables_only() -> None:
 
 
 def test_every_conditions_board_carries_the_usual_winner_row(
-    questions_file: Path, tmp_path: Path
+    questions_file: Path, tmp_path: Path, natural_width: object
 ) -> None:
     from typer.testing import CliRunner
 

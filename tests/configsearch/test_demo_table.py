@@ -21,6 +21,7 @@ SPACE = ConfigSpace(r_values=(0.0, 0.5), n_values=(4, 6), s_values=(5, 8, 10), s
 @pytest.mark.slow
 def test_the_demo_prints_rounded_figures_and_what_fits_saved_means(
     data_dir: Path,
+    natural_width: object,
     cache_dir: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
