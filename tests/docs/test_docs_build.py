@@ -49,3 +49,23 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
         assert name in api, f"the API reference lacks {name}"
     for page in ("suites/campaign", "agents/llm", "harnesses", "reliability", "metrics", "cite"):
         assert (site / page / "index.html").is_file(), page
+
+
+def test_no_list_runs_into_the_paragraph_above_it() -> None:
+    """Python-Markdown (unlike GitHub) reads a list that follows a paragraph line without a
+    blank line as part of that paragraph: one run-on line on the site (issue 51)."""
+    import re
+
+    item = re.compile(r"^(\d+\.|[-*]) ")
+    found = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        lines, in_code = page.read_text(encoding="utf-8").split("\n"), False
+        for k, line in enumerate(lines[1:], start=1):
+            if line.startswith("```"):
+                in_code = not in_code
+            above = lines[k - 1]
+            if in_code or not item.match(line) or not above.strip():
+                continue
+            if not (item.match(above.lstrip()) or above[0] in " |#<"):
+                found.append(f"{page.relative_to(ROOT)}:{k + 1}")
+    assert found == []
