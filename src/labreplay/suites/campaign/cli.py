@@ -35,6 +35,7 @@ from labreplay.suites.campaign.options import (
     CampaignOptions,
     CampaignRunOptions,
     CampaignSource,
+    LiveEmulateOptions,
 )
 
 if TYPE_CHECKING:
@@ -269,6 +270,50 @@ def serve_cmd(
         view=CampaignView(chosen), transport=serve.transport, port=serve.port,
         **api_options(campaign),
     )  # fmt: skip
+
+
+live_app = typer.Typer(
+    help="Online evaluation (first slice): a live lab as a source of episodes.",
+    no_args_is_help=True,
+)
+app.add_typer(live_app, name="live")
+
+
+@command(live_app, "emulate", CampaignSource, StoreOptions, LiveEmulateOptions, OutputOptions)
+def live_emulate_cmd(
+    source: CampaignSource, where: StoreOptions, live: LiveEmulateOptions, output: OutputOptions
+) -> None:
+    """Play compiled campaigns as a live lab: after each prior forecast the emulated lab posts
+    the experiment's evidence and outcome (delayed, shuffled or failed as asked); each run is
+    recorded as a `live` run of the agent's adaptive branch."""
+    from labreplay.sdk.agents import close_agent
+    from labreplay.sdk.engine import Store
+    from labreplay.suites.campaign.api import load_specs, resolve_campaign_agent, select_specs
+    from labreplay.suites.campaign.live.emulate import emulate
+
+    chosen = select_specs(load_specs(source.specs), source.only)
+    resolved = resolve_campaign_agent(live.agent)
+    try:
+        with Store(where.store) as db:
+            results = emulate(
+                chosen, resolved, db, seed=source.seed, delay_s=live.delay_s,
+                shuffle=live.shuffle, fail_rate=live.fail_rate,
+            )  # fmt: skip
+            results = [{**r, "scores": db.scores(str(r["run_id"]))} for r in results]
+    finally:
+        close_agent(resolved.probe)
+    if output.json_out:
+        print_json(results)
+        return
+    table = Table(title=f"live (emulated lab), agent {live.agent}")
+    for column in ("run", "status", "auc", "gain"):
+        table.add_column(column)
+    for r in results:
+        scores = r["scores"]
+        assert isinstance(scores, dict)
+        auc, gain = (scores.get(k) for k in ("adaptive_auc", "held_out_gain"))
+        table.add_row(str(r["run_id"])[:12], str(r["status"]), _fmt(auc), _fmt(gain))
+    print_table(table, "run")
 
 
 def print_results(agent: str, results: Sequence[AssignmentSummary]) -> None:

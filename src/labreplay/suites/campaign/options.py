@@ -154,6 +154,24 @@ class CampaignCompileOptions(Checked):
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class LiveEmulateOptions(Checked):
+    """How `campaign live emulate` plays compiled campaigns as a live lab (command line)."""
+
+    agent: str = flag(
+        "bayes", "The system under evaluation, as `campaign run` takes it.", api=False
+    )
+    delay_s: float = flag(
+        0.0, "Seconds from each prior forecast to the lab's result.", check=Floats(0.0, 3600.0),
+        api=False,
+    )  # fmt: skip
+    shuffle: bool = flag(False, "Post each experiment's evidence in a seeded order.", api=False)
+    fail_rate: float = flag(
+        0.0, "Probability that an experiment fails (a deviation, no result).",
+        check=Floats(0.0, 1.0), api=False,
+    )  # fmt: skip
+
+
 def _out_dir(label: str, value: object) -> Path:
     """A directory path to write (a device, FIFO or file there is refused, left as it was)."""
     return writable_dir(Path(str(value)), label)
@@ -263,5 +281,6 @@ __all__ = [
     "CampaignOptions",
     "CampaignRunOptions",
     "CampaignSource",
+    "LiveEmulateOptions",
     "parse_run_options",
 ]

@@ -1,0 +1,86 @@
+"""Online evaluation, first slice (issue 52): a compiled campaign played as a live lab through
+the live episode source, recorded by the runner as a `live` run."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+from labreplay.cli.main import run
+from labreplay.compile.spec import EnvironmentSpec
+from labreplay.store.sqlite import Store
+from labreplay.suites.campaign.live.lab import LiveLab
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    """The CLI in this process: exit code, stdout, stderr."""
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        code = run(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_emulate_with_delay_shuffle_and_failures_is_scored_and_verifies(
+    campaign_specs_source: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "live.sqlite"
+    args = ["campaign", "live", "emulate", "--specs", str(campaign_specs_source), "--only",
+            "short-1", "--store", str(store), "--delay-s", "0.05", "--shuffle", "--fail-rate",
+            "0.5", "--seed", "2", "--json"]  # fmt: skip
+    code, out, err = _cli(*args)
+    assert code == 0, err
+    [result] = json.loads(out)
+    assert result["status"] == "complete"
+    assert result["scores"]["adaptive_auc"] is not None
+    with Store(store) as db:
+        events = db.events(result["run_id"])
+    posts = [e["payload"]["post"] for e in events if e["kind"] == "lab"]
+    assert any(p["post"] == "deviation" and p["kind"] == "failed" for p in posts)
+    assert any(p["post"] == "outcome" for p in posts)
+    code, out, err = _cli("store", "verify", "--store", str(store))
+    assert code == 0, out + err
+    # the posts are part of the verified chain: one changed afterwards is found
+    with sqlite3.connect(store) as db:
+        db.execute(
+            "UPDATE events SET payload = replace(payload, '\"valid\":true', '\"valid\":false') "
+            "WHERE kind = 'lab' AND payload LIKE '%\"valid\":true%'"
+        )
+    assert _cli("store", "verify", "--store", str(store))[0] != 0
+
+
+def test_a_bad_rate_is_one_line_and_creates_nothing(
+    campaign_specs_source: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "live.sqlite"
+    args = ["campaign", "live", "emulate", "--specs", str(campaign_specs_source), "--store",
+            str(store), "--fail-rate", "1.5"]  # fmt: skip
+    code, _, err = _cli(*args)
+    assert code == 2
+    assert err.startswith("labreplay: error: --fail-rate") and len(err.splitlines()) == 1
+    assert not store.exists()
+
+
+def test_the_source_refuses_bad_posts_and_records_each(pg_specs: list[EnvironmentSpec]) -> None:
+    spec = pg_specs[1]
+    lab = LiveLab(spec, None, wait_s=0.01)
+    eid = str(spec.body["candidates"][0]["experiment_id"])
+    outcome = {"post": "outcome", "experiment_id": eid, "outcome": {"valid": False}}
+    item = {"post": "evidence", "experiment_id": eid, "kind": "xrd_scan", "item": {"item_id": "a"}}
+    assert "unknown experiment" in str(lab.post({**outcome, "experiment_id": "nope"})["error"])
+    assert "was not selected" in str(lab.post(outcome)["error"])
+    lab.selected(eid)
+    assert "before its forecast was asked" in str(lab.post(outcome)["error"])
+    assert lab.post(item) == {"accepted": True}
+    assert "duplicate post" in str(lab.post(item)["error"])
+    assert "is one of" in str(lab.post(["not", "an", "object"])["error"])
+    lab.forecast_asked(eid)  # the lab says nothing: recorded as a deviation once waited for
+    assert "late post" in str(lab.post(outcome)["error"])
+    recorded = lab.unrecorded()
+    assert [r["accepted"] for r in recorded] == [False, False, False, True, False, False, True,
+                                                  False]  # fmt: skip
+    assert recorded[5]["post"] == {"raw": "['not', 'an', 'object']"}
+    assert lab.evaluator[eid]["evidence"]["xrd_scan"] == [{"item_id": "a"}]
+    assert lab.unrecorded() == []
