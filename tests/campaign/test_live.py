@@ -7,12 +7,54 @@ import contextlib
 import io
 import json
 import sqlite3
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from labreplay.cli.main import run
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.store.sqlite import Store
+from labreplay.suites.campaign.live.emulate import emulate
 from labreplay.suites.campaign.live.lab import LiveLab
+from labreplay.suites.campaign.resolve import resolve_campaign_agent
+from labreplay.suites.campaign.runner import run_assignments
+
+
+def _campaign_events(events: Sequence[Mapping[str, Any]]) -> list[tuple[str, Any]]:
+    """The events an agent and its environment made: no header (it names the run), no lab
+    posts (a replay's record is in its spec)."""
+    return [(e["kind"], e["payload"]) for e in events if e["kind"] not in ("header", "lab")]
+
+
+@pytest.mark.parametrize("agent", ["bayes", "random"])
+def test_live_run_without_delay_is_the_replay(
+    pg_specs: list[EnvironmentSpec], tmp_path: Path, agent: str
+) -> None:
+    spec = pg_specs[1]
+    resolved = resolve_campaign_agent(agent)
+    with Store(tmp_path / "runs.sqlite") as store:
+        run_assignments([spec], resolved, store, seed=3, controls=())
+        [replay] = store.runs(spec_hash=spec.spec_hash)
+        [live] = emulate([spec], resolved, store, seed=3)
+        assert live["status"] == "complete" and live["run_id"] != replay.run_id
+        live_events = store.events(str(live["run_id"]))
+        replay_events = store.events(replay.run_id)
+        assert _campaign_events(live_events) == _campaign_events(replay_events)
+        # the lab posted the record the replay reads, after each prior forecast, all accepted
+        posts = [e["payload"] for e in live_events if e["kind"] == "lab"]
+        assert posts and all(p["accepted"] for p in posts)
+        posted = {p["post"]["experiment_id"] for p in posts}
+        asked = {
+            p["action"]["experiment_id"]
+            for k, p in _campaign_events(replay_events)
+            if k == "action" and p["accepted"] and p["action"]["type"] == "submit_forecast"
+        }
+        assert posted == asked
+        assert store.scores(str(live["run_id"])) == store.scores(replay.run_id)
+        header = next(e["payload"] for e in live_events if e["kind"] == "header")
+        assert header["agent_params"]["live"]["lab"] == "emulated"
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
