@@ -6,7 +6,13 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import socket
 import sqlite3
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +22,7 @@ import pytest
 from labreplay.cli.main import run
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.store.sqlite import Store
-from labreplay.suites.campaign.live.emulate import emulate
+from labreplay.suites.campaign.live.emulate import EmulatedLab, emulate
 from labreplay.suites.campaign.live.lab import LiveLab
 from labreplay.suites.campaign.resolve import resolve_campaign_agent
 from labreplay.suites.campaign.runner import run_assignments
@@ -126,3 +132,98 @@ def test_the_source_refuses_bad_posts_and_records_each(pg_specs: list[Environmen
     assert recorded[5]["post"] == {"raw": "['not', 'an', 'object']"}
     assert lab.evaluator[eid]["evidence"]["xrd_scan"] == [{"item_id": "a"}]
     assert lab.unrecorded() == []
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _request(url: str, token: str, body: bytes | None = None) -> tuple[int, Any]:
+    request = urllib.request.Request(url, data=body, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status), json.loads(response.read())
+    except urllib.error.HTTPError as refused:
+        return int(refused.code), json.loads(refused.read())
+    except OSError:
+        return 0, {}  # not serving yet, or no more
+
+
+def _lab(spec: EnvironmentSpec, base: str, answers: list[tuple[int, str]]) -> None:
+    """A lab posting the spec's record for each experiment the campaign waits for, with bad
+    requests around the first one; `answers`: (status, error) of each bad request."""
+    token, asked, record = TOKEN, set(), EmulatedLab(spec, print, 0.0, False, 0.0, 0)
+    posts = f"{base}/posts"
+    for _ in range(3000):
+        status, body = _request(f"{base}/awaiting", token)
+        if status in (0, 404) and asked:
+            return  # the campaign is over
+        for eid in body.get("awaiting", []) if status == 200 else []:
+            if not asked:
+                for bad_token, sent in (("wrong", b"{}"), (token, b"{not json"),
+                                        (token, json.dumps({"post": "outcome",
+                                                            "experiment_id": "nope"}).encode())):  # fmt: skip
+                    code, answer = _request(posts, bad_token, sent)
+                    answers.append((code, str(answer.get("error"))))
+            asked.add(eid)
+            for post in record.posts(eid):
+                code, answer = _request(posts, token, json.dumps(post).encode())
+                answers.append((code, str(answer.get("error"))))
+            if len(asked) == 1:
+                code, answer = _request(posts, token, json.dumps(post).encode())
+                answers.append((code, str(answer.get("error"))))
+        time.sleep(0.01)
+
+
+TOKEN = "a-test-token-of-the-lab-0123456789"
+
+
+def test_serve_takes_a_labs_posts_and_records_every_refusal(
+    campaign_specs_source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from labreplay.suites.campaign.api import load_specs, select_specs
+
+    [spec] = select_specs(load_specs(campaign_specs_source), "short-1")
+    port, store = _free_port(), tmp_path / "live.sqlite"
+    base = f"http://127.0.0.1:{port}/v1/campaigns/{urllib.parse.quote(spec.spec_id, safe='')}"
+    answers: list[tuple[int, str]] = []
+    lab = threading.Thread(target=_lab, args=(spec, base, answers), daemon=True)
+    lab.start()
+    monkeypatch.setenv("LABREPLAY_LIVE_TOKEN", TOKEN)
+    code, out, err = _cli("campaign", "live", "serve", "--specs", str(campaign_specs_source),
+                          "--only", "short-1", "--store", str(store), "--port", str(port),
+                          "--result-wait-s", "20", "--json")  # fmt: skip
+    lab.join(timeout=30)
+    assert code == 0, err
+    bad = [a for a in answers if a[0] != 200]
+    assert [a[0] for a in bad] == [401, 400, 404, 409], answers
+    assert "duplicate post" in bad[3][1]
+    [result] = json.loads(out)
+    with Store(store) as db:
+        events = db.events(result["run_id"])
+    refused = [e["payload"]["error"] for e in events if e["kind"] == "lab" and
+               not e["payload"]["accepted"]]  # fmt: skip
+    assert refused == [a[1] for a in bad]
+    assert _cli("store", "verify", "--store", str(store))[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("token", "argv", "words"),
+    [("", [], "LABREPLAY_LIVE_TOKEN"), (TOKEN, ["--host", "0.0.0.0"], "--allow-remote")],
+)
+def test_serve_refuses_no_token_and_a_remote_bind_unless_asked(
+    campaign_specs_source: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    token: str,
+    argv: list[str],
+    words: str,
+) -> None:
+    monkeypatch.setenv("LABREPLAY_LIVE_TOKEN", token)
+    store = tmp_path / "live.sqlite"
+    code, _, err = _cli("campaign", "live", "serve", "--specs", str(campaign_specs_source),
+                        "--store", str(store), *argv)  # fmt: skip
+    assert code == 2 and words in err and len(err.splitlines()) == 1
+    assert not store.exists()

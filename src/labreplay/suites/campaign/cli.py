@@ -36,6 +36,7 @@ from labreplay.suites.campaign.options import (
     CampaignRunOptions,
     CampaignSource,
     LiveEmulateOptions,
+    LiveServeOptions,
 )
 
 if TYPE_CHECKING:
@@ -302,10 +303,58 @@ def live_emulate_cmd(
             results = [{**r, "scores": db.scores(str(r["run_id"]))} for r in results]
     finally:
         close_agent(resolved.probe)
+    _print_live(results, f"live (emulated lab), agent {live.agent}", output)
+
+
+TOKEN_VARIABLE = "LABREPLAY_LIVE_TOKEN"
+
+
+@command(live_app, "serve", CampaignSource, StoreOptions, LiveServeOptions, OutputOptions)
+def live_serve_cmd(
+    source: CampaignSource, where: StoreOptions, live: LiveServeOptions, output: OutputOptions
+) -> None:
+    """Play compiled campaigns against a live lab: the lab polls GET
+    /v1/campaigns/SPEC_ID/awaiting and POSTs each experiment's evidence, outcome or deviation
+    to /v1/campaigns/SPEC_ID/posts with `Authorization: Bearer $LABREPLAY_LIVE_TOKEN`; each
+    run is recorded as a `live` run of the agent's adaptive branch."""
+    import os
+
+    from labreplay.sdk.agents import close_agent
+    from labreplay.sdk.engine import Store
+    from labreplay.sdk.options import bad
+    from labreplay.suites.campaign.api import load_specs, resolve_campaign_agent, select_specs
+    from labreplay.suites.campaign.live.episodes import play_live
+    from labreplay.suites.campaign.live.service import LabService
+
+    token = os.environ.get(TOKEN_VARIABLE, "")
+    if len(token) < 16:
+        raise bad(TOKEN_VARIABLE, "(hidden)", "must hold the lab's bearer token (16+ characters)")
+    if live.host not in ("127.0.0.1", "localhost", "::1") and not live.allow_remote:
+        raise bad("--host", live.host, "is not loopback; pass --allow-remote to serve on it")
+    chosen = select_specs(load_specs(source.specs), source.only)
+    resolved = resolve_campaign_agent(live.agent)
+    try:
+        try:
+            service = LabService(token, live.host, live.port)
+        except OSError as exc:
+            raise bad("--port", live.port, f"cannot be served on {live.host}: {exc}") from None
+        with service, Store(where.store) as db:
+            print(f"serving the lab's posts on {service.url}", file=sys.stderr)
+            results = play_live(
+                chosen, resolved, db, service, seed=source.seed, marker={"lab": "served"},
+                wait_s=live.result_wait_s,
+            )  # fmt: skip
+            results = [{**r, "scores": db.scores(str(r["run_id"]))} for r in results]
+    finally:
+        close_agent(resolved.probe)
+    _print_live(results, f"live, agent {live.agent}", output)
+
+
+def _print_live(results: list[dict[str, object]], title: str, output: OutputOptions) -> None:
     if output.json_out:
         print_json(results)
         return
-    table = Table(title=f"live (emulated lab), agent {live.agent}")
+    table = Table(title=title)
     for column in ("run", "status", "auc", "gain"):
         table.add_column(column)
     for r in results:

@@ -8,15 +8,18 @@ spec's own record, and the live run's campaign events are the replay's.
 
 from __future__ import annotations
 
+import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from labreplay.sdk import MISSING_TAG, make_rng
 from labreplay.sdk.agents import ResolvedAgent
-from labreplay.sdk.engine import EnvironmentSpec, Store, run_suite
-from labreplay.suites.campaign.live.episodes import LiveEpisodes
+from labreplay.sdk.engine import EnvironmentSpec, Store
+from labreplay.suites.campaign.live.episodes import play_live
 from labreplay.suites.campaign.live.lab import LiveLab
+from labreplay.suites.campaign.live.service import LabService, send_post
 
 RESULT_WAIT_S = 60.0  # how long past its delay a campaign waits for an emulated result
 
@@ -25,9 +28,16 @@ class EmulatedLab:
     """The lab side of `LiveLab`, posting a spec's recorded experiments."""
 
     def __init__(
-        self, spec: EnvironmentSpec, delay_s: float, shuffle: bool, fail_rate: float, seed: int
+        self,
+        spec: EnvironmentSpec,
+        send: Callable[[dict[str, object]], object],
+        delay_s: float,
+        shuffle: bool,
+        fail_rate: float,
+        seed: int,
     ) -> None:
         self.record: Mapping[str, Any] = spec.body["evaluator"]
+        self.send = send
         self.delay_s, self.shuffle, self.fail_rate = delay_s, shuffle, fail_rate
         self.rng = make_rng(seed, "campaign-live-emulate", spec.spec_hash)
 
@@ -53,9 +63,9 @@ class EmulatedLab:
         posts = self.posts(eid)
         if self.delay_s <= 0:
             for post in posts:
-                lab.post(post)
+                self.send(post)
             return
-        timer = threading.Timer(self.delay_s, lambda: [lab.post(p) for p in posts])
+        timer = threading.Timer(self.delay_s, lambda: [self.send(p) for p in posts])
         timer.daemon = True  # a campaign that gave up waiting does not keep the process
         timer.start()
 
@@ -70,15 +80,20 @@ def emulate(
     shuffle: bool = False,
     fail_rate: float = 0.0,
 ) -> list[dict[str, object]]:
-    """Play each spec as a live lab with `agent`; the runner records one `live` run per spec
-    (resumable as any campaign run) and returns its summaries."""
-
-    def lab_for(spec: EnvironmentSpec) -> LiveLab:
-        side = EmulatedLab(spec, delay_s, shuffle, fail_rate, seed)
-        return LiveLab(spec, side, delay_s + RESULT_WAIT_S)
-
+    """Play each spec as a live lab with `agent`, the emulated lab posting through the lab-side
+    service on 127.0.0.1 (`live.service`); the runner records one `live` run per spec and
+    returns its summaries."""
     marker = {"lab": "emulated", "delay_s": delay_s, "shuffle": shuffle, "fail_rate": fail_rate}
-    return run_suite(LiveEpisodes(lab_for, marker), specs, agent, store, seed=seed, options={})
+    with LabService(secrets.token_urlsafe(24)) as service:
+
+        def side_for(spec: EnvironmentSpec) -> EmulatedLab:
+            send = partial(send_post, service.url, service.token, spec.spec_id)
+            return EmulatedLab(spec, send, delay_s, shuffle, fail_rate, seed)
+
+        return play_live(
+            specs, agent, store, service, seed=seed, marker=marker,
+            wait_s=delay_s + RESULT_WAIT_S, side_for=side_for,
+        )  # fmt: skip
 
 
 __all__ = ["EmulatedLab", "emulate"]

@@ -5,14 +5,18 @@ replay of the same spec are two runs) and scored by the campaign's own `score`."
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from labreplay.sdk.agents import Agent
-from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.sdk.agents import Agent, ResolvedAgent
+from labreplay.sdk.engine import EnvironmentSpec, Store, run_suite
 from labreplay.sdk.episodes import Episode, EventSink
 from labreplay.suites.campaign.episodes import CampaignEpisodes, play_branch
-from labreplay.suites.campaign.live.lab import LiveEnv, LiveLab
+from labreplay.suites.campaign.live.lab import LabSide, LiveEnv, LiveLab
+
+if TYPE_CHECKING:
+    from labreplay.suites.campaign.live.service import LabService
 
 
 class LiveEpisodes(CampaignEpisodes):
@@ -38,4 +42,27 @@ class LiveEpisodes(CampaignEpisodes):
         )  # fmt: skip
 
 
-__all__ = ["LiveEpisodes"]
+def play_live(
+    specs: Sequence[EnvironmentSpec],
+    agent: ResolvedAgent,
+    store: Store,
+    service: LabService,
+    *,
+    seed: int,
+    marker: Mapping[str, object],
+    wait_s: float,
+    side_for: Callable[[EnvironmentSpec], LabSide] | None = None,
+) -> list[dict[str, object]]:
+    """Play each spec as a live campaign whose lab posts through `service` (`side_for(spec)`:
+    a lab told of each forecast asked, e.g. an emulated one); the runner records one `live`
+    run per spec and returns its summaries."""
+
+    def lab_for(spec: EnvironmentSpec) -> LiveLab:
+        side = side_for(spec) if side_for is not None else None
+        service.labs[spec.spec_id] = LiveLab(spec, side, wait_s)
+        return service.labs[spec.spec_id]
+
+    return run_suite(LiveEpisodes(lab_for, marker), specs, agent, store, seed=seed, options={})
+
+
+__all__ = ["LiveEpisodes", "play_live"]

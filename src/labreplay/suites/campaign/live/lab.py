@@ -46,16 +46,19 @@ class LiveLab:
         self._selected: set[str] = set()
         self._asked: set[str] = set()  # experiments whose prior forecast was asked
         self._unrecorded: list[dict[str, JsonValue]] = []
+        self._over = False  # the run's chain has ended: nothing can be recorded any more
         self.evaluator = LiveEvaluator(self)
 
     # ---------------------------------------------------------------- the lab's side
     def post(self, payload: object) -> JsonObject:
         """One post from the lab: accepted, or refused with the reason (both recorded)."""
         with self._lock:
-            error = self._refusal(payload)
-            event: dict[str, JsonValue] = {"post": _as_json(payload), "accepted": error is None}
-            if error is not None:
-                event["error"] = error
+            if self._over:  # answered, not recorded: there is no run left to record it in
+                return {"accepted": False, "error": "the campaign is over", "status": 409}
+            refused = self._refusal(payload)
+            event: dict[str, JsonValue] = {"post": _as_json(payload), "accepted": not refused}
+            if refused is not None:
+                event["error"] = refused[1]
             elif isinstance(post := event["post"], dict):
                 eid = str(post["experiment_id"])
                 self._posts.setdefault(eid, []).append(post)
@@ -63,41 +66,45 @@ class LiveLab:
                     self._final.add(eid)
             self._unrecorded.append(event)
             self._lock.notify_all()
-        return {"accepted": True} if error is None else {"accepted": False, "error": error}
+        if refused is None:
+            return {"accepted": True}
+        return {"accepted": False, "error": refused[1], "status": refused[0]}
 
-    def _refusal(self, post: object) -> str | None:
+    def _refusal(self, post: object) -> tuple[int, str] | None:
+        """Why a post is refused, with its HTTP status: 400 malformed, 404 no such experiment,
+        409 out of order (not selected, before its forecast, a duplicate, after the result)."""
         if not isinstance(post, Mapping) or post.get("post") not in POSTS:
-            return f"a post is a JSON object whose 'post' is one of {', '.join(POSTS)}"
+            return 400, f"a post is a JSON object whose 'post' is one of {', '.join(POSTS)}"
         eid, what = post.get("experiment_id"), post["post"]
         if not isinstance(eid, str) or eid not in self.candidates:
-            return f"unknown experiment {eid!r}"
+            return 404, f"unknown experiment {eid!r}"
         if eid not in self._selected:
-            return f"experiment {eid!r} was not selected"
+            return 409, f"experiment {eid!r} was not selected"
         if what == "outcome" and eid not in self._asked:
-            return f"outcome before its forecast was asked (experiment {eid!r})"
+            return 409, f"outcome before its forecast was asked (experiment {eid!r})"
         if eid in self._final:
             done = any(p["post"] == what for p in self._posts[eid]) and what != "evidence"
-            return f"{'duplicate' if done else 'late'} post: experiment {eid!r} has its result"
+            return 409, f"{'duplicate' if done else 'late'} post: experiment {eid!r} has its result"
         if what == "evidence":
             return self._evidence_refusal(eid, post)
         if what == "outcome":
             outcome = post.get("outcome")
             if not isinstance(outcome, Mapping) or not isinstance(outcome.get("valid"), bool):
-                return "an outcome post needs 'outcome': {\"valid\": true|false, ...}"
+                return 400, "an outcome post needs 'outcome': {\"valid\": true|false, ...}"
             return None
-        return None if isinstance(post.get("kind"), str) else "a deviation post needs 'kind'"
+        return None if isinstance(post.get("kind"), str) else (400, "a deviation needs 'kind'")
 
-    def _evidence_refusal(self, eid: str, post: Mapping[str, object]) -> str | None:
+    def _evidence_refusal(self, eid: str, post: Mapping[str, object]) -> tuple[int, str] | None:
         kind, item = post.get("kind"), post.get("item")
         if kind not in self.kinds:
-            return f"unknown evidence kind {kind!r} (known: {', '.join(self.kinds)})"
+            return 400, f"unknown evidence kind {kind!r} (known: {', '.join(self.kinds)})"
         earlier = [_item_id(p) for p in self._posts.get(eid, []) if p.get("kind") == kind]
         if "missing" in post:
-            return f"duplicate post: {kind} of {eid!r} was posted" if earlier else None
+            return (409, f"duplicate post: {kind} of {eid!r} was posted") if earlier else None
         if not isinstance(item, Mapping) or not isinstance(item.get("item_id"), str):
-            return "an evidence post needs 'item' with an 'item_id' (or 'missing': reason)"
+            return 400, "an evidence post needs 'item' with an 'item_id' (or 'missing': reason)"
         if None in earlier or item["item_id"] in earlier:
-            return f"duplicate post: {kind} item {item['item_id']!r} of {eid!r}"
+            return 409, f"duplicate post: {kind} item {item['item_id']!r} of {eid!r}"
         return None
 
     # ---------------------------------------------------------------- the campaign's side
@@ -121,10 +128,23 @@ class LiveLab:
                 self._final.add(eid)
                 self._unrecorded.append({"post": late, "accepted": True})
 
-    def unrecorded(self) -> list[dict[str, JsonValue]]:
-        """The posts (accepted and refused) not yet in the chain, in arrival order."""
+    def awaiting(self) -> list[str]:
+        """The experiments whose forecast is in and whose result the campaign waits for."""
+        with self._lock:
+            return sorted(self._asked - self._final)
+
+    def refuse(self, what: str, error: str) -> None:
+        """A request refused before it was read as a post (a wrong token): recorded as such."""
+        with self._lock:
+            if not self._over:
+                self._unrecorded.append({"post": {"raw": what}, "accepted": False, "error": error})
+
+    def unrecorded(self, last: bool = False) -> list[dict[str, JsonValue]]:
+        """The posts (accepted and refused) not yet in the chain, in arrival order (`last`:
+        the chain ends after these; later posts are refused, not taken)."""
         with self._lock:
             out, self._unrecorded = self._unrecorded, []
+            self._over = self._over or last
         return out
 
 
@@ -175,11 +195,11 @@ class LiveEnv(CampaignEnv):
         return result
 
     def end(self, reason: str | None = None) -> None:
-        self._record_posts()
+        self._record_posts(last=True)
         super().end(reason)
 
-    def _record_posts(self) -> None:
-        for event in self.lab.unrecorded():
+    def _record_posts(self, last: bool = False) -> None:
+        for event in self.lab.unrecorded(last):
             self.trajectory.append(LAB_KIND, event)
 
 
