@@ -35,6 +35,8 @@ from labreplay.suites.campaign.options import (
     CampaignOptions,
     CampaignRunOptions,
     CampaignSource,
+    LiveEmulateOptions,
+    LiveServeOptions,
 )
 
 if TYPE_CHECKING:
@@ -299,6 +301,98 @@ def serve_cmd(
         view=CampaignView(chosen), transport=serve.transport, port=serve.port,
         **api_options(campaign),
     )  # fmt: skip
+
+
+live_app = typer.Typer(
+    help="Online evaluation (first slice): a live lab as a source of episodes.",
+    no_args_is_help=True,
+)
+app.add_typer(live_app, name="live")
+
+
+@command(live_app, "emulate", CampaignSource, StoreOptions, LiveEmulateOptions, OutputOptions)
+def live_emulate_cmd(
+    source: CampaignSource, where: StoreOptions, live: LiveEmulateOptions, output: OutputOptions
+) -> None:
+    """Play compiled campaigns as a live lab: after each prior forecast the emulated lab posts
+    the experiment's evidence and outcome (delayed, shuffled or failed as asked); each run is
+    recorded as a `live` run of the agent's adaptive branch."""
+    from labreplay.sdk.agents import close_agent
+    from labreplay.sdk.engine import Store
+    from labreplay.suites.campaign.api import load_specs, resolve_campaign_agent, select_specs
+    from labreplay.suites.campaign.live.emulate import emulate
+
+    chosen = select_specs(load_specs(source.specs), source.only)
+    resolved = resolve_campaign_agent(live.agent)
+    try:
+        with Store(where.store) as db:
+            results = emulate(
+                chosen, resolved, db, seed=source.seed, delay_s=live.delay_s,
+                shuffle=live.shuffle, fail_rate=live.fail_rate,
+            )  # fmt: skip
+            results = [{**r, "scores": db.scores(str(r["run_id"]))} for r in results]
+    finally:
+        close_agent(resolved.probe)
+    _print_live(results, f"live (emulated lab), agent {live.agent}", output)
+
+
+TOKEN_VARIABLE = "LABREPLAY_LIVE_TOKEN"
+
+
+@command(live_app, "serve", CampaignSource, StoreOptions, LiveServeOptions, OutputOptions)
+def live_serve_cmd(
+    source: CampaignSource, where: StoreOptions, live: LiveServeOptions, output: OutputOptions
+) -> None:
+    """Play compiled campaigns against a live lab: the lab polls GET
+    /v1/campaigns/SPEC_ID/awaiting and POSTs each experiment's evidence, outcome or deviation
+    to /v1/campaigns/SPEC_ID/posts with `Authorization: Bearer $LABREPLAY_LIVE_TOKEN`; each
+    run is recorded as a `live` run of the agent's adaptive branch."""
+    import os
+
+    from labreplay.sdk.agents import close_agent
+    from labreplay.sdk.engine import Store
+    from labreplay.sdk.options import bad
+    from labreplay.suites.campaign.api import load_specs, resolve_campaign_agent, select_specs
+    from labreplay.suites.campaign.live.episodes import play_live
+    from labreplay.suites.campaign.live.service import LabService
+
+    token = os.environ.get(TOKEN_VARIABLE, "")
+    if len(token) < 16:
+        raise bad(TOKEN_VARIABLE, "(hidden)", "must hold the lab's bearer token (16+ characters)")
+    if live.host not in ("127.0.0.1", "localhost", "::1") and not live.allow_remote:
+        raise bad("--host", live.host, "is not loopback; pass --allow-remote to serve on it")
+    chosen = select_specs(load_specs(source.specs), source.only)
+    resolved = resolve_campaign_agent(live.agent)
+    try:
+        try:
+            service = LabService(token, live.host, live.port)
+        except OSError as exc:
+            raise bad("--port", live.port, f"cannot be served on {live.host}: {exc}") from None
+        with service, Store(where.store) as db:
+            print(f"serving the lab's posts on {service.url}", file=sys.stderr)
+            results = play_live(
+                chosen, resolved, db, service, seed=source.seed, marker={"lab": "served"},
+                wait_s=live.result_wait_s,
+            )  # fmt: skip
+            results = [{**r, "scores": db.scores(str(r["run_id"]))} for r in results]
+    finally:
+        close_agent(resolved.probe)
+    _print_live(results, f"live, agent {live.agent}", output)
+
+
+def _print_live(results: list[dict[str, object]], title: str, output: OutputOptions) -> None:
+    if output.json_out:
+        print_json(results)
+        return
+    table = Table(title=title)
+    for column in ("run", "status", "auc", "gain"):
+        table.add_column(column)
+    for r in results:
+        scores = r["scores"]
+        assert isinstance(scores, dict)
+        auc, gain = (scores.get(k) for k in ("adaptive_auc", "held_out_gain"))
+        table.add_row(str(r["run_id"])[:12], str(r["status"]), _fmt(auc), _fmt(gain))
+    print_table(table, "run")
 
 
 def print_results(agent: str, results: Sequence[AssignmentSummary]) -> None:

@@ -9,7 +9,7 @@ that the runner and `store verify` share.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from labreplay.errors import LabreplayError
@@ -111,8 +111,15 @@ def control_agent(
 class _Branch:
     """One branch being played: the environment, its health and the checkpoint rule."""
 
-    def __init__(self, spec: EnvironmentSpec, agent: Agent, sink: EventSink, seed: int) -> None:
-        self.env = CampaignEnv(spec)
+    def __init__(
+        self,
+        spec: EnvironmentSpec,
+        agent: Agent,
+        sink: EventSink,
+        seed: int,
+        make_env: Callable[[EnvironmentSpec], CampaignEnv],
+    ) -> None:
+        self.env = make_env(spec)
         self.env.reset(seed)
         self.agent, self.sink, self.health = agent, sink, sink.health
         sink.follow(self.env.trajectory)
@@ -153,10 +160,12 @@ def play_branch(
     seed: int,
     initial: PreCampaignForecast | None = None,
     max_invalid_streak: int = MAX_INVALID_STREAK,
+    make_env: Callable[[EnvironmentSpec], CampaignEnv] = CampaignEnv,
 ) -> None:
     """One branch of the campaign, recorded through `sink` (its caps and any cap reached go
-    to `sink.facts`, its policy calls and checkpoints to `sink.health`)."""
-    branch = _Branch(spec, agent, sink, seed)
+    to `sink.facts`, its policy calls and checkpoints to `sink.health`); `make_env`: where its
+    experiments come from (a live source: `live.lab.LiveEnv`)."""
+    branch = _Branch(spec, agent, sink, seed, make_env)
     env, health = branch.env, branch.health
     caps = {**policy_turn_caps(spec_body(spec.body)), **agent_caps(agent)}
     sink.facts["caps"] = caps

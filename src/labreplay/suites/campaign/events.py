@@ -70,12 +70,21 @@ class EndPayload(TypedDict):
     invalid_actions: int
 
 
+class LabPayload(TypedDict):
+    """One post of a live run's lab (`live.lab`): as it came, and how it was answered."""
+
+    post: JsonObject  # evidence, outcome or deviation of a selected experiment (`{"raw"}`: no JSON)
+    accepted: bool
+    error: NotRequired[str]  # why a refused post was refused
+
+
 ResetEvent: TypeAlias = StoredEvent[Literal["reset"], ResetPayload]
 ActionEvent: TypeAlias = StoredEvent[Literal["action"], ActionPayload]
 CheckpointEvent: TypeAlias = StoredEvent[Literal["checkpoint"], CheckpointPayload]
 HarnessEvent: TypeAlias = StoredEvent[Literal["harness"], HarnessPayload]
 ControlEvent: TypeAlias = StoredEvent[Literal["control"], ControlPayload]
 EndEvent: TypeAlias = StoredEvent[Literal["end"], EndPayload]
+LabEvent: TypeAlias = StoredEvent[Literal["lab"], LabPayload]
 
 CampaignEvent: TypeAlias = (
     HeaderEvent
@@ -85,6 +94,7 @@ CampaignEvent: TypeAlias = (
     | HarnessEvent
     | ControlEvent
     | EndEvent
+    | LabEvent
 )
 
 PAYLOADS: Mapping[str, type] = {
@@ -95,6 +105,7 @@ PAYLOADS: Mapping[str, type] = {
     "harness": HarnessPayload,
     "control": ControlPayload,
     "end": EndPayload,
+    "lab": LabPayload,
 }
 
 
@@ -127,6 +138,8 @@ __all__ = [
     "EndPayload",
     "HarnessEvent",
     "HarnessPayload",
+    "LabEvent",
+    "LabPayload",
     "ResetEvent",
     "ResetPayload",
     "campaign_events",

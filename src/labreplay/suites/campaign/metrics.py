@@ -22,7 +22,9 @@ from labreplay.suites.campaign.actions import CLAIMS
 from labreplay.suites.campaign.bayes_rules import is_selected
 from labreplay.suites.campaign.events import CategoryForecast, campaign_events
 from labreplay.suites.campaign.json_values import json_list, json_number, json_object
+from labreplay.suites.campaign.live.record import lab_evaluator
 from labreplay.suites.campaign.model import label_of
+from labreplay.suites.campaign.protocol import REVIEW_KIND
 from labreplay.suites.campaign.views import EvaluatorRecord, SpecBody
 
 
@@ -188,7 +190,9 @@ def _review_forecasts(
 
 
 def branch_metrics(events: Sequence[Mapping[str, object]], body: SpecBody) -> BranchMetrics:
-    evaluator = body["evaluator"]
+    # a live run's experiments are scored from what its lab posted (the replay's: unchanged)
+    kinds = (*body["prices"], REVIEW_KIND)
+    evaluator = lab_evaluator(events, body["evaluator"], kinds)
     eps = float(body["eps"])
     horizon = int(body["budgets"]["experiments"])
     typed = campaign_events(events)

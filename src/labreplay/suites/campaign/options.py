@@ -154,6 +154,44 @@ class CampaignCompileOptions(Checked):
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class LiveEmulateOptions(Checked):
+    """How `campaign live emulate` plays compiled campaigns as a live lab (command line)."""
+
+    agent: str = flag(
+        "bayes", "The system under evaluation, as `campaign run` takes it.", api=False
+    )
+    delay_s: float = flag(
+        0.0, "Seconds from each prior forecast to the lab's result.", check=Floats(0.0, 3600.0),
+        api=False,
+    )  # fmt: skip
+    shuffle: bool = flag(False, "Post each experiment's evidence in a seeded order.", api=False)
+    fail_rate: float = flag(
+        0.0, "Probability that an experiment fails (a deviation, no result).",
+        check=Floats(0.0, 1.0), api=False,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveServeOptions(Checked):
+    """Where `campaign live serve` takes a lab's posts, and how long it waits (command line)."""
+
+    agent: str = flag(
+        "bayes", "The system under evaluation, as `campaign run` takes it.", api=False
+    )
+    host: str = flag(
+        "127.0.0.1", "Address to serve on (not loopback: only with --allow-remote).", api=False
+    )
+    port: int = flag(8765, "Port to serve on.", check=Ints(1, 65535), api=False)
+    allow_remote: bool = flag(
+        False, "Serve on a non-loopback address (plain HTTP: no TLS yet).", api=False
+    )
+    result_wait_s: float = flag(
+        3600.0, "Seconds to wait for an experiment's result (then: a no_result deviation).",
+        check=Floats(0.0, 86400.0, lo_open=True), api=False,
+    )  # fmt: skip
+
+
 def _out_dir(label: str, value: object) -> Path:
     """A directory path to write (a device, FIFO or file there is refused, left as it was)."""
     return writable_dir(Path(str(value)), label)
@@ -263,5 +301,7 @@ __all__ = [
     "CampaignOptions",
     "CampaignRunOptions",
     "CampaignSource",
+    "LiveEmulateOptions",
+    "LiveServeOptions",
     "parse_run_options",
 ]

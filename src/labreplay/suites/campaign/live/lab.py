@@ -1,0 +1,221 @@
+"""The live episode source: a lab's posts about the experiments the system under evaluation
+selected, checked as they arrive, and the campaign environment that reveals and scores from
+them instead of from the spec's recorded evaluator section.
+
+The order is a replay's: the agent selects an experiment, its prior forecast is asked, and only
+then may the lab post that experiment's result (`forecast_asked` waits for it: an outcome, or a
+deviation such as a failed experiment); its evidence, bought as in a replay, is what the lab
+posted. Every post, accepted or refused (with the one-line reason the lab was answered), is a
+`lab` event of the run's chain, so nothing a lab sent is lost and the record alone rescores
+the run. The held-out panel is still scored from the spec (its outcomes are not posted yet).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Protocol, cast
+
+from labreplay.sdk import canonical_json
+from labreplay.sdk.engine import EnvironmentSpec
+from labreplay.sdk.events import JsonObject, JsonValue
+from labreplay.suites.campaign.actions import CampaignAction
+from labreplay.suites.campaign.env import CampaignEnv, StepResult
+from labreplay.suites.campaign.live.record import LAB_KIND, POSTS, experiment_record
+from labreplay.suites.campaign.protocol import REVIEW_KIND
+from labreplay.suites.campaign.views import EvaluatorRecord
+
+
+class LabSide(Protocol):
+    """The lab as the source tells it what the system under evaluation did (an emulated lab
+    posts its recorded results from here; a served one learns it from its own requests)."""
+
+    def forecast_asked(self, lab: LiveLab, experiment_id: str) -> None: ...
+
+
+class LiveLab:
+    """What a lab posted about one campaign, checked against what the campaign has done."""
+
+    def __init__(self, spec: EnvironmentSpec, side: LabSide | None, wait_s: float) -> None:
+        self.candidates = {str(c["experiment_id"]) for c in spec.body["candidates"]}
+        self.kinds = (*spec.body["prices"], REVIEW_KIND)
+        self.side, self.wait_s = side, wait_s
+        self._lock = threading.Condition()
+        self._posts: dict[str, list[JsonObject]] = {}
+        self._final: set[str] = set()  # experiments whose result (outcome, deviation) is in
+        self._selected: set[str] = set()
+        self._asked: set[str] = set()  # experiments whose prior forecast was asked
+        self._unrecorded: list[dict[str, JsonValue]] = []
+        self._over = False  # the run's chain has ended: nothing can be recorded any more
+        self.evaluator = LiveEvaluator(self)
+
+    # ---------------------------------------------------------------- the lab's side
+    def post(self, payload: object) -> JsonObject:
+        """One post from the lab: accepted, or refused with the reason (both recorded)."""
+        with self._lock:
+            if self._over:  # answered, not recorded: there is no run left to record it in
+                return {"accepted": False, "error": "the campaign is over", "status": 409}
+            refused = self._refusal(payload)
+            event: dict[str, JsonValue] = {"post": _as_json(payload), "accepted": not refused}
+            if refused is not None:
+                event["error"] = refused[1]
+            elif isinstance(post := event["post"], dict):
+                eid = str(post["experiment_id"])
+                self._posts.setdefault(eid, []).append(post)
+                if post["post"] != "evidence":
+                    self._final.add(eid)
+            self._unrecorded.append(event)
+            self._lock.notify_all()
+        if refused is None:
+            return {"accepted": True}
+        return {"accepted": False, "error": refused[1], "status": refused[0]}
+
+    def _refusal(self, post: object) -> tuple[int, str] | None:
+        """Why a post is refused, with its HTTP status: 400 malformed, 404 no such experiment,
+        409 out of order (not selected, before its forecast, a duplicate, after the result)."""
+        if not isinstance(post, Mapping) or post.get("post") not in POSTS:
+            return 400, f"a post is a JSON object whose 'post' is one of {', '.join(POSTS)}"
+        eid, what = post.get("experiment_id"), post["post"]
+        if not isinstance(eid, str) or eid not in self.candidates:
+            return 404, f"unknown experiment {eid!r}"
+        if eid not in self._selected:
+            return 409, f"experiment {eid!r} was not selected"
+        if what == "outcome" and eid not in self._asked:
+            return 409, f"outcome before its forecast was asked (experiment {eid!r})"
+        if eid in self._final:
+            done = any(p["post"] == what for p in self._posts[eid]) and what != "evidence"
+            return 409, f"{'duplicate' if done else 'late'} post: experiment {eid!r} has its result"
+        if what == "evidence":
+            return self._evidence_refusal(eid, post)
+        if what == "outcome":
+            outcome = post.get("outcome")
+            if not isinstance(outcome, Mapping) or not isinstance(outcome.get("valid"), bool):
+                return 400, "an outcome post needs 'outcome': {\"valid\": true|false, ...}"
+            return None
+        return None if isinstance(post.get("kind"), str) else (400, "a deviation needs 'kind'")
+
+    def _evidence_refusal(self, eid: str, post: Mapping[str, object]) -> tuple[int, str] | None:
+        kind, item = post.get("kind"), post.get("item")
+        if kind not in self.kinds:
+            return 400, f"unknown evidence kind {kind!r} (known: {', '.join(self.kinds)})"
+        earlier = [_item_id(p) for p in self._posts.get(eid, []) if p.get("kind") == kind]
+        if "missing" in post:
+            return (409, f"duplicate post: {kind} of {eid!r} was posted") if earlier else None
+        if not isinstance(item, Mapping) or not isinstance(item.get("item_id"), str):
+            return 400, "an evidence post needs 'item' with an 'item_id' (or 'missing': reason)"
+        if None in earlier or item["item_id"] in earlier:
+            return 409, f"duplicate post: {kind} item {item['item_id']!r} of {eid!r}"
+        return None
+
+    # ---------------------------------------------------------------- the campaign's side
+    def selected(self, eid: str) -> None:
+        with self._lock:
+            self._selected.add(eid)
+
+    def forecast_asked(self, eid: str) -> None:
+        """The experiment's prior forecast is recorded: the lab may post its result, which
+        the campaign waits for (a lab silent past `wait_s` is recorded as a deviation)."""
+        with self._lock:
+            self._asked.add(eid)
+        if self.side is not None:
+            self.side.forecast_asked(self, eid)
+        with self._lock:
+            if not self._lock.wait_for(lambda: eid in self._final, timeout=self.wait_s):
+                silent = f"no result within {self.wait_s:g} s"
+                late: JsonObject = {"post": "deviation", "experiment_id": eid,
+                                    "kind": "no_result", "detail": silent}  # fmt: skip
+                self._posts.setdefault(eid, []).append(late)
+                self._final.add(eid)
+                self._unrecorded.append({"post": late, "accepted": True})
+
+    def awaiting(self) -> list[str]:
+        """The experiments whose forecast is in and whose result the campaign waits for."""
+        with self._lock:
+            return sorted(self._asked - self._final)
+
+    def refuse(self, what: str, error: str) -> None:
+        """A request refused before it was read as a post (a wrong token): recorded as such."""
+        with self._lock:
+            if not self._over:
+                self._unrecorded.append({"post": {"raw": what}, "accepted": False, "error": error})
+
+    def unrecorded(self, last: bool = False) -> list[dict[str, JsonValue]]:
+        """The posts (accepted and refused) not yet in the chain, in arrival order (`last`:
+        the chain ends after these; later posts are refused, not taken)."""
+        with self._lock:
+            out, self._unrecorded = self._unrecorded, []
+            self._over = self._over or last
+        return out
+
+
+class LiveEvaluator(Mapping[str, EvaluatorRecord]):
+    """The evaluator section as the lab has posted it so far (what `CampaignEnv` reveals)."""
+
+    def __init__(self, lab: LiveLab) -> None:
+        self._lab = lab
+
+    def __getitem__(self, eid: str) -> EvaluatorRecord:
+        lab = self._lab
+        with lab._lock:
+            return experiment_record(lab._posts.get(eid, []), lab.kinds, eid in lab._final)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._lab.candidates))
+
+    def __len__(self) -> int:
+        return len(self._lab.candidates)
+
+
+class LiveEnv(CampaignEnv):
+    """The campaign environment over a live source: the same rules and events as a replay,
+    plus the lab's posts, recorded where they entered the run."""
+
+    def __init__(self, spec: EnvironmentSpec, lab: LiveLab) -> None:
+        super().__init__(spec)
+        self.lab = lab
+        self._private = lab.evaluator
+
+    def step(self, action: JsonValue) -> StepResult:
+        self._record_posts()
+        return super().step(action)
+
+    def _do_select_experiment(self, action: CampaignAction) -> StepResult:
+        result = super()._do_select_experiment(action)
+        if result.accepted:
+            self.lab.selected(action["experiment_id"])
+        return result
+
+    def _do_submit_forecast(self, action: CampaignAction) -> StepResult:
+        eid = action["experiment_id"]
+        prior = eid == self.open_id and not self.experiments[eid]["forecasts"]
+        result = super()._do_submit_forecast(action)
+        if result.accepted and prior:
+            self.lab.forecast_asked(eid)
+            self._record_posts()
+        return result
+
+    def end(self, reason: str | None = None) -> None:
+        self._record_posts(last=True)
+        super().end(reason)
+
+    def _record_posts(self, last: bool = False) -> None:
+        for event in self.lab.unrecorded(last):
+            self.trajectory.append(LAB_KIND, event)
+
+
+def _item_id(post: JsonObject) -> str | None:
+    """An accepted evidence post's item id (None: it posted the kind as none recorded)."""
+    item = post.get("item")
+    return str(item.get("item_id")) if isinstance(item, dict) else None
+
+
+def _as_json(value: object) -> JsonValue:
+    """A post as the chain can hold it (anything but a JSON object is kept as its repr)."""
+    try:
+        canonical_json(value)
+    except (TypeError, ValueError):
+        value = None
+    return cast("JsonValue", value) if isinstance(value, Mapping) else {"raw": repr(value)[:2000]}
+
+
+__all__ = ["LabSide", "LiveEnv", "LiveEvaluator", "LiveLab"]
