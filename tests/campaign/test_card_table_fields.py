@@ -309,7 +309,7 @@ def test_a_replicate_group_larger_than_a_block_gives_one_block_and_the_rest_is_w
 BRETTPHOS = "CCCCC1=CC(=C(C(=C1)C(C)C)C2=C(C=CC(=C2P(C3CCCCC3)C4CCCCC4)OC)OC)C(C)C"
 
 
-def test_long_group_names_are_elided_in_the_printed_lines(tmp_path, capsys):
+def test_long_group_names_are_elided_in_the_printed_lines(tmp_path, capsys, natural_width):
     from labreplay.suites.campaign.cli import QC_NAME_WIDTH, elided
 
     plate(tmp_path)
