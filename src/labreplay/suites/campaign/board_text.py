@@ -77,12 +77,12 @@ COLUMNS: dict[str, tuple[str, Cell]] = {
     "isolation": ("isolation", lambda r, n: str(r.get("isolation", "-"))),
     "auc": ("adaptive AUC", lambda r, n: _num(r["adaptive_auc"], ".3f")),
     "skill": ("skill over context [95% CI]", lambda r, n: interval(r.get("skill_over_context"))),
-    "gain": ("held-out gain", lambda r, n: _num(r["held_out_gain"], "+.4f")),
-    "value": ("selection value", lambda r, n: _num(r.get("selection_value"), "+.4f")),
+    "gain": ("held-out gain", lambda r, n: _num(r["held_out_gain"], "+.3f")),
+    "value": ("selection value", lambda r, n: _num(r.get("selection_value"), "+.3f")),
     "headroom": ("headroom", lambda r, n: _share(r.get("headroom_captured"))),
     "selection": ("selection lift [95% CI]", lambda r, n: interval(r.get("selection_lift"))),
     "evidence": ("evidence lift [95% CI]", lambda r, n: interval(r.get("evidence_lift"))),
-    "seed-sd": ("seed SD", lambda r, n: _num(r.get("between_seed_sd"), ".4f")),
+    "seed-sd": ("seed SD", lambda r, n: _num(r.get("between_seed_sd"), ".3f")),
     "invalid": ("invalid", lambda r, n: _num(r.get("invalid_actions"), ".0f")),
 }
 assert tuple(COLUMNS) == ALL_BOARD_COLUMNS, "options.ALL_BOARD_COLUMNS names every column"
