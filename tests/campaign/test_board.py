@@ -407,6 +407,7 @@ def test_text_and_markdown_boards_share_cells_summary_and_the_no_evidence_flag(b
     joined = " ".join(text.split())
     assert f"skill over context {interval(top['skill_over_context'])}" in joined
     assert "†" not in text and "bought no evidence" not in text
+    assert long["context_model"] is None and "reference rows on this card" not in text  # built-in
     rank = next(r["rank"] for r in long["rows"] if r["system"] == "frugal")
     assert f"│ {rank} † │ frugal " in flagged
     said = " ".join(flagged.split())

@@ -74,6 +74,36 @@ def test_know_nothing_agent_shows_no_skill_over_context(card_specs):
     assert interval is not None and interval["lo"] <= 0.0
 
 
+def test_a_cards_board_says_what_the_context_model_read(card_specs, tmp_path):
+    """Issue 48: under a card's board (and in its JSON), the reference rows' learner and the
+    descriptors it read, taken from the stored specs' declaration (`record.table`)."""
+    import io
+
+    from rich.console import Console
+
+    from labreplay.store.sqlite import Store
+    from labreplay.suites.campaign.agents import NoEvidenceAgent
+    from labreplay.suites.campaign.board_export import render
+    from labreplay.suites.campaign.board_text import print_board
+    from labreplay.suites.campaign.leaderboard import leaderboard
+    from labreplay.suites.campaign.runner import run_branch
+
+    chosen = [s for s in card_specs if s.body["assignment"]["id"] in ("long-1", "short-1")]
+    with Store(tmp_path / "runs.sqlite") as store:
+        for spec in chosen:
+            run_branch(spec, NoEvidenceAgent(), 0, "adaptive", store)
+        board = leaderboard(store)
+    declared = chosen[0].body["record"]["table"]
+    reading = board["tables"]["long"]["context_model"]
+    names = ", ".join(declared["descriptors"])
+    assert reading == f"{declared['learner']} (descriptors read: {names})"
+    out = io.StringIO()
+    print_board(Console(file=out, width=400), board)
+    said = " ".join(out.getvalue().split())
+    assert f"reference rows on this card: the context-trained model is a {reading}" in said
+    assert reading in " ".join(render(board, "markdown").split())
+
+
 def test_no_failure_class_without_a_validity_column(card_specs):
     body = card_specs[0].body
     assert body["record"]["table"]["validity"] is False

@@ -17,6 +17,7 @@ from labreplay.suites.campaign.board_text import (
     COLUMNS,
     board_cells,
     bullets,
+    context_model_line,
     no_evidence_line,
     skill_note,
     summary,
@@ -63,7 +64,7 @@ def render(
         f"intervals ({board['bootstrap']['resamples']} resamples, seed {board['bootstrap']['seed']}); "
         "ref = reference row, never ranked. " + skill_note(table)
     )
-    marks = [line] if (line := no_evidence_line(table)) else []
+    marks = [line for line in (no_evidence_line(table), context_model_line(table)) if line]
     notes = [*marks, *notes_text(table.get("flags") or BoardNotes()), power_text(table["power"])]
     if fmt == "markdown":
         lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]

@@ -133,6 +133,15 @@ def no_evidence_line(table: Board) -> str | None:
     )
 
 
+def context_model_line(table: Board) -> str | None:
+    """The line under a card's board saying what its reference rows are: what the
+    context-trained model (and the no-evidence and oracle agents, which use it) read."""
+    reading = table.get("context_model")
+    if not reading:
+        return None
+    return f"reference rows on this card: the context-trained model is a {reading}"
+
+
 def summary(board: Mapping[str, Any], kinds: Sequence[str] = ("long", "short")) -> list[str]:
     """Two to five lines a reader needs first, from the rows the boards print: the leading
     system's skill over context and lifts on the first board, the other ranked systems, the
@@ -328,6 +337,6 @@ def _print_table(
     for cells in board_cells(table, columns):
         rich_table.add_row(*cells)
     print_table(rich_table, "#", "system", to=console)  # the names stay whole at any width
-    line = no_evidence_line(table)
-    if line is not None:
-        _say(console, wrap(line, console.width))
+    for line in (no_evidence_line(table), context_model_line(table)):
+        if line is not None:
+            _say(console, wrap(line, console.width))

@@ -42,6 +42,23 @@ def context_model(body: SpecBody) -> ContextModel:
     return reference_model(body["categories"], context, table_of(body["record"]))
 
 
+READ_NAMED = 12  # descriptors named in a board's line; the rest are counted
+
+
+def context_reading(body: SpecBody) -> str | None:
+    """What the context-trained model of a card's spec read, from the spec's declaration
+    (`record.table`: its learner and descriptors), as `context_model` dispatches; None for a
+    built-in record (its model is the affinity model)."""
+    declared = table_of(body["record"])
+    if declared is None:
+        return None
+    if not body["context_rows"]:
+        return "per-group outcome counts of the context summary (context detail: summary)"
+    names = declared["descriptors"]
+    more = f" and {len(names) - READ_NAMED} more" if len(names) > READ_NAMED else ""
+    return f"{declared['learner']} (descriptors read: {', '.join(names[:READ_NAMED])}{more})"
+
+
 def model_panel_loss(model: ContextModel, body: SpecBody) -> float:
     forecasts = {
         q["experiment_id"]: to_forecast(model.predict(q["descriptors"])) for q in body["queries"]

@@ -91,6 +91,8 @@ class Board(TypedDict):
     reference_ceiling: float | None
     flags: BoardNotes
     acceleration_target: str
+    # a card's board: what the context-trained model read (`ceiling.context_reading`)
+    context_model: str | None
 
 
 def isolation_mode(run: RunInfo) -> str:
@@ -311,7 +313,17 @@ def _board(data: BoardData, specs: Sequence[str], seed: int, difference: float) 
         "reference_ceiling": float(np.mean(best)) if specs else None,
         "flags": board_notes(rows, references, [bodies[s] for s in specs], seed),
         "acceleration_target": "context-trained model score at t = 0 + 0.05 nats (per spec)",
+        "context_model": _context_reading([bodies[s] for s in specs]),
     }
+
+
+def _context_reading(bodies: Sequence[SpecBody]) -> str | None:
+    """What the context-trained model read on a card's board, one clause per distinct reading
+    (a store may hold several cards); None on the built-in records' boards."""
+    from labreplay.suites.campaign.ceiling import context_reading
+
+    readings = sorted({r for b in bodies if (r := context_reading(b)) is not None})
+    return " | ".join(readings) or None
 
 
 def _by_spec(per: PairedScores) -> dict[str, float]:
