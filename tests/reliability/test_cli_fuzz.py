@@ -232,6 +232,8 @@ BASES: dict[tuple[str, ...], list[str]] = {
     ("campaign", "run"): ["--specs", "{w}/nospecs", "--store", "{w}/s.sqlite"],
     ("campaign", "leaderboard"): ["--store", "{w}/foreign.sqlite"],
     ("campaign", "serve"): ["--specs", "{w}/nospecs", "--store", "{w}/s.sqlite"],
+    ("campaign", "live", "emulate"): ["--specs", "{w}/nospecs", "--store", "{w}/s.sqlite"],
+    ("campaign", "live", "serve"): ["--specs", "{w}/nospecs", "--store", "{w}/s.sqlite"],
     ("conditions", "compile"): ["--out", "{w}/q.jsonl", "--dataset", "nosuch-dataset"],
     ("conditions", "run"): [
         *("--questions", "{w}/none.jsonl", "--store", "{w}/s.sqlite", "--agent", "random"),
