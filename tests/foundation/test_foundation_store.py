@@ -80,9 +80,14 @@ def _kill_after(child: subprocess.Popen[str], commits: int) -> tuple[str, list[i
         assert line, "child ended early: " + (child.stderr.read() if child.stderr else "")
         reported.append(int(line))
     os.kill(child.pid, signal.SIGKILL)
-    rest, _ = child.communicate(timeout=30)
+    # Lines already printed were committed before the kill too: read them through the same
+    # text stream (`communicate` reads the raw pipe and would skip what `readline` has already
+    # buffered ahead, so a fast child's reports went missing).
+    rest = child.stdout.read()
+    child.wait(timeout=30)
+    if child.stderr is not None:
+        child.stderr.close()
     assert child.returncode == -signal.SIGKILL
-    # lines already in the pipe were committed before the kill too
     reported += [int(line) for line in rest.splitlines() if line.strip()]
     return header, reported
 
