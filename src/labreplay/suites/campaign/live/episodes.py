@@ -38,7 +38,7 @@ class LiveEpisodes(CampaignEpisodes):
         lab = self.lab_for(spec)
         play_branch(
             spec, agent, sink, episode.seed, None, self.max_invalid_streak,
-            make_env=lambda s: LiveEnv(s, lab),
+            make_env=lambda s: LiveEnv(s, lab, sink.stored),
         )  # fmt: skip
 
 
