@@ -6,6 +6,7 @@ JSON body, recorded in the run's chain, nothing lost, `store verify` passing."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -46,7 +47,7 @@ def _http(method: str, url: str, token: str | None = TOKEN, body: Any = None) ->
             return int(response.status), json.loads(response.read())
     except urllib.error.HTTPError as refused:
         return int(refused.code), json.loads(refused.read())
-    except OSError:
+    except (OSError, http.client.HTTPException):  # not serving (yet, or any more)
         return 0, {}
 
 
@@ -96,7 +97,7 @@ class _Lab(threading.Thread):
     def __init__(self, spec: EnvironmentSpec, base: str, first: Any = None) -> None:
         super().__init__(daemon=True)
         self.record, self.base, self.first = EmulatedLab(spec, print, 0, False, 0, 0), base, first
-        self.stop = threading.Event()
+        self.stop, self.hold = threading.Event(), threading.Event()  # hold: it posts nothing
         self.answers: list[tuple[Any, int, Any]] = []  # (post, status, answer) of each post
 
     def post(self, post: Any, token: str | None = TOKEN) -> tuple[int, Any]:
@@ -107,7 +108,7 @@ class _Lab(threading.Thread):
     def run(self) -> None:
         while not self.stop.is_set():
             status, body = _http("GET", f"{self.base}/awaiting")
-            for eid in body.get("awaiting", []) if status == 200 else []:
+            for eid in body.get("awaiting", []) if status == 200 and not self.hold.is_set() else []:
                 if self.first is not None:
                     self.first(self, eid)
                     self.first = None
@@ -164,7 +165,7 @@ def _bad_inputs(port: int, path: str, others: list[str]) -> Any:
                     "safety_rules": ["no H2 above 600 C"],
                     "raw_data": ["s3://lab/raw/7"],
                 },
-            },  # fmt: skip
+            },
             {"post": "deviation", "kind": "instrument_state", "detail": "furnace 2 recalibrated"},
             {
                 "post": "deviation",
@@ -172,7 +173,7 @@ def _bad_inputs(port: int, path: str, others: list[str]) -> Any:
                 "kind": "operator_intervention",
                 "detail": "crucible replaced",
                 "at": (now - timedelta(hours=2)).isoformat(),
-            },  # fmt: skip
+            },
         ]
         for post in notes:  # a lab clock behind the service's is recorded, not trusted for order
             assert lab.post(post)[0] == 200, lab.answers[-1]
@@ -293,13 +294,20 @@ def test_a_killed_serve_resumes_from_its_store(
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     try:
         deadline = time.monotonic() + 120
-        while sum(p["post"] == "outcome" for p in lab.accepted()) < 1:
-            assert child.poll() is None and time.monotonic() < deadline, "no outcome taken"
+        while sum(p["post"] == "outcome" for p in lab.accepted()) < 2:
+            assert child.poll() is None and time.monotonic() < deadline, "no 2 outcomes taken"
             time.sleep(0.05)
+        lab.hold.set()  # the 3rd experiment waits for its result: the service is killed there
+        time.sleep(0.5)
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
     before = len(lab.accepted())
+    lab.hold.clear()
+    with Store(store) as db:  # what the killed run had recorded: replayed when it resumes
+        [killed] = db.runs()
+        stored = [e for e in db.events(killed.run_id) if e["kind"] == "lab"]
+    assert killed.status == "running" and stored
     monkeypatch.setenv("LABREPLAY_LIVE_TOKEN", TOKEN)
     code, out, err = _cli(*args)
     lab.stop.set()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from labreplay.sdk import canonical_json
@@ -196,10 +196,15 @@ class LiveEnv(CampaignEnv):
     plus the lab's posts, recorded where they entered the run."""
 
     def __init__(
-        self, spec: EnvironmentSpec, lab: LiveLab, stored: Sequence[Mapping[str, Any]] = ()
+        self,
+        spec: EnvironmentSpec,
+        lab: LiveLab,
+        stored: Sequence[Mapping[str, Any]] = (),
+        write: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(spec)
         self.lab, self.stored = lab, stored  # stored: what a killed run recorded (replayed)
+        self.write = write  # writes the chain so far: posts taken are on disk at once
         self._private = lab.evaluator
         lab.restoring = bool(stored)
 
@@ -237,8 +242,11 @@ class LiveEnv(CampaignEnv):
         self.lab.restoring = len(events) < len(stored)
         if self.lab.restoring and not last:
             return
-        for event in self.lab.unrecorded(last):
+        taken = self.lab.unrecorded(last)
+        for event in taken:
             self.trajectory.append(LAB_KIND, event)
+        if taken and self.write is not None:
+            self.write()
 
 
 def _item_id(post: JsonObject) -> str | None:
