@@ -48,9 +48,9 @@ def post_refusal(
             ahead = None
         if ahead is None:
             return 400, "'at' is an ISO 8601 time with a UTC offset (2025-01-31T12:00:00+00:00)"
-        if ahead > MAX_SKEW_S:
-            return 400, (f"clock skew: 'at' is {ahead:.0f} s ahead of the service's clock (at "
-                         f"most {MAX_SKEW_S:g} s); the order of arrival is the record's order")  # fmt: skip
+        if ahead > MAX_SKEW_S:  # the lab's clock is off: it is told so, not trusted
+            return 400, (f"clock skew: 'at' is more than {MAX_SKEW_S:g} s ahead of the "
+                         "service's clock (the order of arrival is the record's order)")  # fmt: skip
     if post["post"] == "record":
         fields = post.get("record")
         if not isinstance(fields, Mapping) or not fields or set(fields) - set(RECORD_FIELDS):
