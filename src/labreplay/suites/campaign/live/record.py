@@ -1,6 +1,7 @@
-"""A live run's lab posts, as the chain records them, read back as the evaluator record its
-experiments are revealed and scored from (the env while it plays, `branch_metrics` after:
-the scores and `store verify` need the store alone)."""
+"""What a lab may post (the checks that do not depend on the campaign's order), and a live
+run's lab posts, as the chain records them, read back as the evaluator record its experiments
+are revealed and scored from (the env while it plays, `branch_metrics` after: the scores and
+`store verify` need the store alone) and as the run's versioned record (`live_record`)."""
 
 from __future__ import annotations
 
