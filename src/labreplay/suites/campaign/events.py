@@ -73,7 +73,7 @@ class EndPayload(TypedDict):
 class LabPayload(TypedDict):
     """One post of a live run's lab (`live.lab`): as it came, and how it was answered."""
 
-    post: JsonObject  # evidence, outcome or deviation of a selected experiment (`{"raw"}`: no JSON)
+    post: JsonObject  # evidence, outcome, deviation or record (`live.record.POSTS`; `{"raw"}`: no JSON)
     accepted: bool
     error: NotRequired[str]  # why a refused post was refused
 

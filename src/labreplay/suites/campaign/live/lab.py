@@ -13,15 +13,22 @@ the run. The held-out panel is still scored from the spec (its outcomes are not 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
-from typing import Protocol, cast
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, cast
 
 from labreplay.sdk import canonical_json
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.campaign.actions import CampaignAction
 from labreplay.suites.campaign.env import CampaignEnv, StepResult
-from labreplay.suites.campaign.live.record import LAB_KIND, POSTS, experiment_record
+from labreplay.suites.campaign.live.record import (
+    LAB_KIND,
+    POSTS,
+    experiment_post,
+    experiment_record,
+    post_refusal,
+)
 from labreplay.suites.campaign.protocol import REVIEW_KIND
 from labreplay.suites.campaign.views import EvaluatorRecord
 
@@ -47,6 +54,7 @@ class LiveLab:
         self._asked: set[str] = set()  # experiments whose prior forecast was asked
         self._unrecorded: list[dict[str, JsonValue]] = []
         self._over = False  # the run's chain has ended: nothing can be recorded any more
+        self.restoring = False  # a resumed run replays its stored posts: new ones wait
         self.evaluator = LiveEvaluator(self)
 
     # ---------------------------------------------------------------- the lab's side
@@ -56,10 +64,12 @@ class LiveLab:
             if self._over:  # answered, not recorded: there is no run left to record it in
                 return {"accepted": False, "error": "the campaign is over", "status": 409}
             refused = self._refusal(payload)
+            if self.restoring and refused is None:  # its state is not the stored one yet
+                refused = 409, "the run is being restored from its store: post again"
             event: dict[str, JsonValue] = {"post": _as_json(payload), "accepted": not refused}
             if refused is not None:
                 event["error"] = refused[1]
-            elif isinstance(post := event["post"], dict):
+            elif isinstance(post := event["post"], dict) and experiment_post(post):
                 eid = str(post["experiment_id"])
                 self._posts.setdefault(eid, []).append(post)
                 if post["post"] != "evidence":
@@ -75,6 +85,9 @@ class LiveLab:
         409 out of order (not selected, before its forecast, a duplicate, after the result)."""
         if not isinstance(post, Mapping) or post.get("post") not in POSTS:
             return 400, f"a post is a JSON object whose 'post' is one of {', '.join(POSTS)}"
+        refused = post_refusal(post, self.candidates, time.time())
+        if refused is not None or not experiment_post(post):
+            return refused  # a note or a record post: the campaign's order does not bind it
         eid, what = post.get("experiment_id"), post["post"]
         if not isinstance(eid, str) or eid not in self.candidates:
             return 404, f"unknown experiment {eid!r}"
@@ -91,8 +104,7 @@ class LiveLab:
             outcome = post.get("outcome")
             if not isinstance(outcome, Mapping) or not isinstance(outcome.get("valid"), bool):
                 return 400, "an outcome post needs 'outcome': {\"valid\": true|false, ...}"
-            return None
-        return None if isinstance(post.get("kind"), str) else (400, "a deviation needs 'kind'")
+        return None
 
     def _evidence_refusal(self, eid: str, post: Mapping[str, object]) -> tuple[int, str] | None:
         kind, item = post.get("kind"), post.get("item")
@@ -112,11 +124,14 @@ class LiveLab:
         with self._lock:
             self._selected.add(eid)
 
-    def forecast_asked(self, eid: str) -> None:
+    def forecast_asked(self, eid: str, wait: bool = True) -> None:
         """The experiment's prior forecast is recorded: the lab may post its result, which
-        the campaign waits for (a lab silent past `wait_s` is recorded as a deviation)."""
+        the campaign waits for (a lab silent past `wait_s` is recorded as a deviation; not
+        `wait`: a resumed run, whose stored posts follow)."""
         with self._lock:
             self._asked.add(eid)
+            if not wait or eid in self._final:
+                return
         if self.side is not None:
             self.side.forecast_asked(self, eid)
         with self._lock:
@@ -131,7 +146,17 @@ class LiveLab:
     def awaiting(self) -> list[str]:
         """The experiments whose forecast is in and whose result the campaign waits for."""
         with self._lock:
-            return sorted(self._asked - self._final)
+            return [] if self.restoring else sorted(self._asked - self._final)
+
+    def restore(self, event: Mapping[str, JsonValue]) -> None:
+        """A stored `lab` event of a resumed run, taken again as it was."""
+        post = event["post"]
+        if event["accepted"] and isinstance(post, dict) and experiment_post(post):
+            with self._lock:
+                eid = str(post["experiment_id"])
+                self._posts.setdefault(eid, []).append(post)
+                if post["post"] != "evidence":
+                    self._final.add(eid)
 
     def refuse(self, what: str, error: str) -> None:
         """A request refused before it was read as a post (a wrong token): recorded as such."""
@@ -170,10 +195,18 @@ class LiveEnv(CampaignEnv):
     """The campaign environment over a live source: the same rules and events as a replay,
     plus the lab's posts, recorded where they entered the run."""
 
-    def __init__(self, spec: EnvironmentSpec, lab: LiveLab) -> None:
+    def __init__(
+        self,
+        spec: EnvironmentSpec,
+        lab: LiveLab,
+        stored: Sequence[Mapping[str, Any]] = (),
+        write: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(spec)
-        self.lab = lab
+        self.lab, self.stored = lab, stored  # stored: what a killed run recorded (replayed)
+        self.write = write  # writes the chain so far: posts taken are on disk at once
         self._private = lab.evaluator
+        lab.restoring = bool(stored)
 
     def step(self, action: JsonValue) -> StepResult:
         self._record_posts()
@@ -190,7 +223,8 @@ class LiveEnv(CampaignEnv):
         prior = eid == self.open_id and not self.experiments[eid]["forecasts"]
         result = super()._do_submit_forecast(action)
         if result.accepted and prior:
-            self.lab.forecast_asked(eid)
+            self._record_posts()  # a resumed run's stored result of it, if any
+            self.lab.forecast_asked(eid, wait=not self.lab.restoring)
             self._record_posts()
         return result
 
@@ -199,8 +233,20 @@ class LiveEnv(CampaignEnv):
         super().end(reason)
 
     def _record_posts(self, last: bool = False) -> None:
-        for event in self.lab.unrecorded(last):
+        """The posts since the last call, into the chain (a resumed run first replays its
+        stored ones where they were; until its stored events are done, new posts wait)."""
+        events, stored = self.trajectory.events, self.stored
+        while len(events) < len(stored) and stored[len(events)]["kind"] == LAB_KIND:
+            self.lab.restore(stored[len(events)]["payload"])
+            self.trajectory.append(LAB_KIND, stored[len(events)]["payload"])
+        self.lab.restoring = len(events) < len(stored)
+        if self.lab.restoring and not last:
+            return
+        taken = self.lab.unrecorded(last)
+        for event in taken:
             self.trajectory.append(LAB_KIND, event)
+        if taken and self.write is not None:
+            self.write()
 
 
 def _item_id(post: JsonObject) -> str | None:

@@ -1,14 +1,9 @@
 """The lab-side HTTP service of a live campaign (`campaign live serve`; `live emulate` posts
-through it too). JSON over HTTP on 127.0.0.1 unless another bind is asked for; every request
-carries `Authorization: Bearer TOKEN`.
-
-- `GET /v1/campaigns/{spec_id}/awaiting` (the spec id URL-quoted): `{"awaiting": [experiment ids]}`, the experiments
-  whose forecast is in and whose result the campaign waits for;
-- `POST /v1/campaigns/{spec_id}/posts`: one post (`{"post": "evidence" | "outcome" |
-  "deviation", "experiment_id": ..., ...}`, `live.lab`): `200 {"accepted": true}`, or one
-  error status with `{"accepted": false, "error": "..."}` (400 malformed, 401 wrong token,
-  404 no such campaign or experiment, 409 out of order). Every request for a campaign being
-  played, refused or not, is a `lab` event of its run (a wrong token's body is not read).
+through it too). JSON over HTTP on 127.0.0.1 unless another bind is asked for. The protocol is the versioned
+OpenAPI document `openapi.json` beside this module, served at `GET /openapi.json`: every other
+route needs `Authorization: Bearer TOKEN`, and every refusal is one status with `{"accepted":
+false, "error": "..."}`. Every request for a campaign being played, refused or not, is a `lab`
+event of its run (a wrong token's body is not read; a body cut short is recorded as it came).
 """
 
 from __future__ import annotations
@@ -17,14 +12,23 @@ import hmac
 import json
 import threading
 from collections.abc import Callable
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
-from urllib.parse import quote, unquote
+from importlib import resources
+from typing import ClassVar, cast
+from urllib.parse import quote, unquote, urlsplit
 
 from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.campaign.live.lab import LiveLab
 
 MAX_BODY = 1 << 20  # bytes of one post
+
+
+@cache
+def protocol() -> JsonObject:
+    """The lab side's OpenAPI document (`info.version` is the protocol's version)."""
+    text = resources.files(__package__).joinpath("openapi.json").read_text(encoding="utf-8")
+    return cast("JsonObject", json.loads(text))
 
 
 class LabService:
@@ -52,23 +56,33 @@ class LabService:
         self._server.server_close()
 
     def answer(
-        self, method: str, path: str, token: str | None, body: Callable[[], bytes]
+        self, method: str, path: str, token: str | None, body: Callable[[], bytes], length: int
     ) -> tuple[int, JsonObject]:
-        """The status and JSON body of one request."""
-        parts = [unquote(p) for p in path.strip("/").split("/")]
-        if len(parts) != 4 or parts[:2] != ["v1", "campaigns"]:
-            return 404, {"accepted": False, "error": f"no such route: {method} {path}"}
-        lab = self.labs.get(parts[2])
-        if lab is None:
-            return 404, {"accepted": False, "error": f"no campaign {parts[2]!r} is being played"}
+        """The status and JSON body of one request (`length`: its declared body's)."""
+        route = urlsplit(path).path
+        if (method, route) == ("GET", "/openapi.json"):
+            return 200, protocol()
+        parts = [unquote(p) for p in route.strip("/").split("/")]
+        lab = self.labs.get(parts[2]) if len(parts) == 4 else None
+        if parts[:2] != ["v1", "campaigns"] or len(parts) not in (2, 4):
+            return 404, {"accepted": False, "error": f"no such route: {method} {route}"}
         if token is None or not hmac.compare_digest(token.encode(), self.token.encode()):
-            lab.refuse(f"{method} {path}", "wrong or missing bearer token")
+            if lab is not None:
+                lab.refuse(f"{method} {route}", "wrong or missing bearer token")
             return 401, {"accepted": False, "error": "wrong or missing bearer token"}
-        if (method, parts[3]) == ("GET", "awaiting"):
+        if (method, len(parts)) == ("GET", 2):
+            return 200, {"campaigns": list[JsonValue](self.labs)}
+        if lab is None and len(parts) == 4:
+            return 404, {"accepted": False, "error": f"no campaign {parts[2]!r} is being played"}
+        if lab is not None and (method, parts[3]) == ("GET", "awaiting"):
             return 200, {"awaiting": list[JsonValue](lab.awaiting())}
-        if (method, parts[3]) != ("POST", "posts"):
-            return 404, {"accepted": False, "error": f"no such route: {method} {path}"}
+        if lab is None or (method, parts[3]) != ("POST", "posts"):
+            return 404, {"accepted": False, "error": f"no such route: {method} {route}"}
         raw = body()
+        if len(raw) < length or length > MAX_BODY:  # a lab that disconnected mid-post
+            error = f"the body was cut short ({len(raw)} of {length} bytes; at most {MAX_BODY})"
+            lab.refuse(raw.decode("utf-8", "replace"), error)
+            return 400, {"accepted": False, "error": error}
         try:
             payload: object = json.loads(raw)
         except ValueError:
@@ -103,22 +117,31 @@ class _Handler(BaseHTTPRequestHandler):
         given = self.headers.get("Authorization", "")
         token = given.removeprefix("Bearer ") if given.startswith("Bearer ") else None
         given_length = self.headers.get("Content-Length") or "0"
-        length = min(int(given_length), MAX_BODY) if given_length.isdigit() else 0
+        length = int(given_length) if given_length.isdigit() else 0
         status, answer = self.owner.answer(
-            method, self.path, token, lambda: self.rfile.read(length)
+            method, self.path, token, lambda: self.rfile.read(min(length, MAX_BODY)), length
         )
         data = json.dumps(answer).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the lab went away: what it sent is recorded, it asks again
+            self.close_connection = True
 
     def do_GET(self) -> None:
         self._serve("GET")
 
     def do_POST(self) -> None:
         self._serve("POST")
+
+    def do_PUT(self) -> None:
+        self._serve("PUT")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
 
     def log_message(self, format: str, *args: object) -> None:
         del format, args  # the run's record is the log
