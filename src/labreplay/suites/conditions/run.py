@@ -13,19 +13,29 @@ from labreplay.errors import SpecError
 
 if TYPE_CHECKING:
     from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
+    from labreplay.sdk.options import LlmOptions
     from labreplay.suites.conditions.agents import QuestionAgent
+    from labreplay.suites.conditions.options import ConditionsRunOptions
     from labreplay.suites.conditions.questions import Question
 
 
 def resolve_conditions_agent(agent: Any, **options: Any) -> Any:
     """Options: those of `run` (`ConditionsRunOptions` and `LlmOptions`)."""
-    from labreplay.suites.conditions.execute import BUILTIN_AGENTS, resolve_question_agent
     from labreplay.suites.conditions.options import parse_run_options
-    from labreplay.suites.conditions.questions import load_questions
 
     seed = int(options.pop("seed", 0))
     run_options, llm = parse_run_options(options)
+    questions = Path(run_options.questions) if run_options.questions is not None else None
+    return _resolve(agent, run_options, llm, seed, questions)
+
+
+def _resolve(
+    agent: Any, run_options: ConditionsRunOptions, llm: LlmOptions, seed: int, path: Path | None
+) -> Any:
+    """`agent` resolved for the questions of `path` (None: none yet)."""
     from labreplay.sdk.agents import is_llm_agent
+    from labreplay.suites.conditions.execute import BUILTIN_AGENTS, resolve_question_agent
+    from labreplay.suites.conditions.questions import load_questions
 
     given = agent
     if is_llm_agent(agent):
@@ -33,8 +43,8 @@ def resolve_conditions_agent(agent: Any, **options: Any) -> Any:
     else:
         model = run_options.model
     questions: list[Question] = []
-    if run_options.questions is not None:
-        questions = load_questions(Path(run_options.questions))
+    if path is not None:
+        questions = load_questions(path)
     elif isinstance(agent, str) and agent in BUILTIN_AGENTS and not run_options.isolate:
         # a reference agent is built from the questions: `run` resolves it once it has
         # found the spec's question file (attached, or in the store)
@@ -94,11 +104,10 @@ def run_conditions(
         with ExitStack() as files:
             if run_options.questions is None:
                 path = files.enter_context(question_file_of(spec, store))
-                options = {**options, "questions": path}
             questions = load_questions(path)
             resolved = agent
             if not isinstance(agent, ResolvedAgent):
-                resolved = resolve_conditions_agent(agent, seed=seed, **options)
+                resolved = _resolve(agent, run_options, llm, seed, path)
             assert isinstance(resolved, ResolvedAgent)
             chosen = _chosen(questions, run_options.limit, seed)
             subset = run_options.limit is not None
