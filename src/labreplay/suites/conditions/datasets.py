@@ -12,7 +12,7 @@ from pathlib import Path
 from labreplay.suites.conditions.adapters import ADAPTERS, NOT_COMPILED, Adapter
 from labreplay.suites.conditions.tables import ScreeningTable, TableRule, build_tables
 
-__all__ = ["ADAPTERS", "NOT_COMPILED", "Adapter", "dataset_names", "load_tables"]
+__all__ = ["ADAPTERS", "NOT_COMPILED", "Adapter", "dataset_names", "load_source", "load_tables"]
 
 
 def dataset_names() -> list[str]:
@@ -31,39 +31,11 @@ def load_tables(
     return build_tables(adapter.read(data_dir, rule), rule, seed)
 
 
-def _source_tables(source: str, data_dir: Path, seed: int) -> list[ScreeningTable]:
+def load_source(source: str, data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
+    """The tables of one manifest source (the loader the manifest names)."""
     return [
         t
         for a in ADAPTERS.values()
         if a.source == source
         for t in load_tables(a.name, data_dir, seed)
     ]
-
-
-# Loaders named in the manifest (one per source).
-def buchwald_hartwig(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-buchwald-hartwig", data_dir, seed)
-
-
-def suzuki_perera(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-suzuki-perera", data_dir, seed)
-
-
-def edbo(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-edbo", data_dir, seed)
-
-
-def edboplus(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-edboplus", data_dir, seed)
-
-
-def summit(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-summit", data_dir, seed)
-
-
-def currybo(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-currybo", data_dir, seed)
-
-
-def olympus(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-olympus", data_dir, seed)
