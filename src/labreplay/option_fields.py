@@ -270,8 +270,11 @@ def split_options(
     naming the nearest valid one (a typo is never silently ignored)."""
     memo = _PARSED.get()
     for seen_classes, seen, built in memo or ():
-        if seen_classes == classes and _same(seen, given):
-            return built
+        try:
+            if seen_classes == classes and seen == given:
+                return built
+        except (TypeError, ValueError):  # a value without a plain truth (an array): parse again
+            continue
     refuse_unknown(where, given, api_names(*classes))
     built = tuple(
         cls(**{k: v for k, v in given.items() if k in {f.name for f, d in flags(cls) if d.api}})
@@ -297,13 +300,6 @@ def parsed_once() -> Iterator[None]:
         yield
     finally:
         _PARSED.reset(token)
-
-
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError):  # a value without a plain truth (an array): parse again
-        return False
 
 
 __all__ = [
