@@ -1,8 +1,7 @@
-"""The built-in screening datasets: names, loading, and the per-source loaders the manifest names.
+"""The built-in screening datasets: names, loading, and the per-source loader the manifest names.
 
-The declarations (which file, which columns, which `TableRule`) live in `adapters`; the
-per-source functions (``buchwald_hartwig``, ``edbo``...) return the tables of every dataset in
-that source.
+The declarations (which file, which columns, which `TableRule`) live in `adapters`;
+`load_source` returns the tables of every dataset in one manifest source.
 """
 
 from __future__ import annotations
