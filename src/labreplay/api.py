@@ -61,34 +61,38 @@ def run(
     and the suite's own options (`check_options`: an unknown key is refused naming the
     nearest valid one). `seed=None` takes the suite's default (`default_seed`, as its CLI)."""
     from labreplay.compile.spec import EnvironmentSpec
+    from labreplay.option_fields import parsed_once
     from labreplay.store.sqlite import Store
     from labreplay.validate import OptionError
     from labreplay.validate import seed as check_seed
 
-    target = get_suite(suite)
-    if seed is None:  # the suite's own default, the same as its CLI's --seed
-        seed = default_seed(target)
-    seed = check_seed("--seed", seed)  # "0" and np.int64(0) are the seed 0 (the same run ids)
-    if isinstance(specs, str | bytes) or not isinstance(specs, Sequence) or not specs:
-        raise OptionError(f"specs: value {specs!r} must be a non-empty list of specs")
-    if not all(isinstance(s, EnvironmentSpec) for s in specs):
-        raise OptionError("specs: every item must be an EnvironmentSpec (see labreplay.compile)")
-    if isinstance(target, ChecksOptions):
-        target.check_options(**options)
-    resolved = target.resolve_agent(agent, seed=seed, **options)
-    if isinstance(store, Store):
-        return target.run(specs, resolved, store, seed=seed, executor=executor, **options)
-    path = Path(store)
-    created = not path.exists()
-    try:
-        with Store(path) as db:
-            return target.run(specs, resolved, db, seed=seed, executor=executor, **options)
-    except LabreplayError:
-        # A run refused before it recorded anything (e.g. a spec whose question file is
-        # nowhere) leaves no store behind that the call itself created.
-        if created:
-            _remove_if_empty(path)
-        raise
+    with parsed_once():  # the check, the agent's resolution and the run share one parse
+        target = get_suite(suite)
+        if seed is None:  # the suite's own default, the same as its CLI's --seed
+            seed = default_seed(target)
+        seed = check_seed("--seed", seed)  # "0" and np.int64(0) are the seed 0 (the same run ids)
+        if isinstance(specs, str | bytes) or not isinstance(specs, Sequence) or not specs:
+            raise OptionError(f"specs: value {specs!r} must be a non-empty list of specs")
+        if not all(isinstance(s, EnvironmentSpec) for s in specs):
+            raise OptionError(
+                "specs: every item must be an EnvironmentSpec (see labreplay.compile)"
+            )
+        if isinstance(target, ChecksOptions):
+            target.check_options(**options)
+        resolved = target.resolve_agent(agent, seed=seed, **options)
+        if isinstance(store, Store):
+            return target.run(specs, resolved, store, seed=seed, executor=executor, **options)
+        path = Path(store)
+        created = not path.exists()
+        try:
+            with Store(path) as db:
+                return target.run(specs, resolved, db, seed=seed, executor=executor, **options)
+        except LabreplayError:
+            # A run refused before it recorded anything (e.g. a spec whose question file is
+            # nowhere) leaves no store behind that the call itself created.
+            if created:
+                _remove_if_empty(path)
+            raise
 
 
 def _remove_if_empty(path: Path) -> None:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -266,13 +268,38 @@ def split_options(
 ) -> tuple[Checked, ...]:
     """Build each class from the keys of `given` it declares; a key none declares is refused
     naming the nearest valid one (a typo is never silently ignored)."""
-    known = api_names(*classes)
-    refuse_unknown(where, given, known)
-    built: list[Checked] = []
-    for cls in classes:
-        own = {f.name for f, d in flags(cls) if d.api}
-        built.append(cls(**{k: v for k, v in given.items() if k in own}))
-    return tuple(built)
+    memo = _PARSED.get()
+    for seen_classes, seen, built in memo or ():
+        try:
+            if seen_classes == classes and seen == given:
+                return built
+        except (TypeError, ValueError):  # a value without a plain truth (an array): parse again
+            continue
+    refuse_unknown(where, given, api_names(*classes))
+    built = tuple(
+        cls(**{k: v for k, v in given.items() if k in {f.name for f, d in flags(cls) if d.api}})
+        for cls in classes
+    )
+    if memo is not None:
+        memo.append((classes, dict(given), built))
+    return built
+
+
+# The parses of one `parsed_once()` block: a suite's check, resolve and run steps each split
+# the same options; inside one call they get the instances the first split built.
+_Parse = tuple[tuple[type[Checked], ...], dict[str, Any], tuple[Checked, ...]]
+_PARSED: ContextVar[list[_Parse] | None] = ContextVar("labreplay_parsed", default=None)
+
+
+@contextmanager
+def parsed_once() -> Iterator[None]:
+    """Within it (one `labreplay.run` or `serve` call) options given again are not parsed
+    again: each options class is built, and its checks run, once."""
+    token = _PARSED.set([])
+    try:
+        yield
+    finally:
+        _PARSED.reset(token)
 
 
 __all__ = [
@@ -292,6 +319,7 @@ __all__ = [
     "flags",
     "nearest",
     "out_dirs",
+    "parsed_once",
     "refuse_unknown",
     "seconds",
     "seeds",

@@ -204,3 +204,32 @@ def test_an_edited_conditions_score_fails_store_verify(question_file: Path, tmp_
         report = verify_store(store)
     assert not report.ok
     assert any(f"field {metric}" in p for p in report.problems), report.problems
+
+
+def test_labreplay_run_parses_its_options_once(
+    campaign_dir: Path, question_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checking, resolving the agent and running each took the options apart again (three
+    parses, three runs of every check); one `labreplay.run` builds each options class once."""
+    from collections import Counter
+
+    from labreplay.option_fields import Checked
+    from labreplay.suites.campaign.api import load_specs
+    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import question_spec
+
+    built: Counter[str] = Counter()
+    checks = Checked.__post_init__
+
+    def counted(self: Checked) -> None:
+        built[type(self).__name__] += 1
+        checks(self)
+
+    monkeypatch.setattr(Checked, "__post_init__", counted)
+    specs = [s for s in load_specs(campaign_dir) if s.body["assignment"]["id"] == "short-1"]
+    labreplay.run("campaign", specs, "random", tmp_path / "a.sqlite", controls=())
+    assert built == {"CampaignRunOptions": 1, "LlmOptions": 1}
+    built.clear()
+    spec = question_spec(question_file, load_questions(question_file))
+    labreplay.run("conditions", [spec], "random", tmp_path / "c.sqlite", questions=question_file)
+    assert built == {"ConditionsRunOptions": 1, "LlmOptions": 1}

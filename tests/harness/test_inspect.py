@@ -122,14 +122,14 @@ def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """This process offline for tiktoken, with o200k_base not loaded yet."""
     import tiktoken.registry
 
-    from labreplay.suites.inspect_tasks import _offline
+    from labreplay.sdk.agents import mockllm_offline_state
 
     for name, value in _offline_env(tmp_path).items():
         monkeypatch.setenv(name, value)
     for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delitem(tiktoken.registry.ENCODINGS, "o200k_base", raising=False)
-    monkeypatch.setitem(_offline._state, "unavailable", False)
+    monkeypatch.setitem(mockllm_offline_state, "unavailable", False)
 
 
 def _warned_offline(log: Any) -> bool:

@@ -67,7 +67,6 @@ if TYPE_CHECKING:
 
 # A JSON value as agents send and receive it.
 JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
-JSONObject = dict[str, Any]
 
 
 # --------------------------------------------------------------------------- shared
@@ -424,7 +423,6 @@ __all__ = [
     "Described",
     "EvidenceItem",
     "Isolated",
-    "JSONObject",
     "JSONValue",
     "ModelBacked",
     "Observation",

@@ -16,23 +16,14 @@ if TYPE_CHECKING:
     from labreplay.runtime.recorder import Recorder
 
 
-class RecordingSink:
-    """Writes through the runner's recorder (in batches, so a killed run resumes)."""
+class _Sink:
+    """What both sinks hold: the run's stored events, its header, its parent's events, and
+    the health and facts `play` notes."""
 
-    def __init__(
-        self,
-        recorder: Recorder,
-        stored: Sequence[Event],
-        header: HeaderPayload,
-        parent: Sequence[Event],
-        progress: Callable[[int], None] | None,
-    ) -> None:
-        self._recorder = recorder
+    def __init__(self, stored: Sequence[Event], header: HeaderPayload, parent: Sequence[Event]):
         self._stored = stored
         self._header = header
         self._parent = parent
-        self._progress = progress
-        self._continued = len(recorder.trajectory.events) > 0  # a resumed (continued) run
         self.health = RunHealth()
         self.facts: dict[str, object] = {}
 
@@ -43,6 +34,23 @@ class RecordingSink:
     @property
     def parent(self) -> Sequence[Event]:
         return self._parent
+
+
+class RecordingSink(_Sink):
+    """Writes through the runner's recorder (in batches, so a killed run resumes)."""
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        stored: Sequence[Event],
+        header: HeaderPayload,
+        parent: Sequence[Event],
+        progress: Callable[[int], None] | None,
+    ) -> None:
+        super().__init__(stored, header, parent)
+        self._recorder = recorder
+        self._progress = progress
+        self._continued = len(recorder.trajectory.events) > 0  # a resumed (continued) run
 
     @property
     def trajectory(self) -> Trajectory:
@@ -74,7 +82,7 @@ class RecordingSink:
                 self._progress(done)
 
 
-class MemorySink:
+class MemorySink(_Sink):
     """Keeps an episode's chain and calls for the runner (picklable with its contents)."""
 
     def __init__(
@@ -84,23 +92,11 @@ class MemorySink:
         header: HeaderPayload,
         parent: Sequence[Event],
     ) -> None:
-        self._stored = list(stored)
-        self._header = header
-        self._parent = list(parent)
+        super().__init__(list(stored), header, list(parent))
         self.trajectory = Trajectory(spec_hash)
         if stored:
             self.trajectory.extend_verified(stored)
         self.call_records: list[dict[str, object]] = []
-        self.health = RunHealth()
-        self.facts: dict[str, object] = {}
-
-    @property
-    def stored(self) -> Sequence[Event]:
-        return self._stored
-
-    @property
-    def parent(self) -> Sequence[Event]:
-        return self._parent
 
     def header(self) -> Mapping[str, object] | None:
         return None if self._stored else self._header

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
+from labreplay._closing import Closing
 from labreplay.errors import LabreplayError
 
 R = TypeVar("R")  # what a unit's function returns
@@ -44,7 +44,7 @@ def check_unique(units: Sequence[WorkUnit[R]]) -> None:
         seen.add(unit.key)
 
 
-class InProcessExecutor:
+class InProcessExecutor(Closing):
     """Runs each unit in the calling process, one after another (the default)."""
 
     name = "in-process"
@@ -57,19 +57,8 @@ class InProcessExecutor:
     def close(self) -> None:
         pass
 
-    def __enter__(self) -> InProcessExecutor:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class ThreadedExecutor:
+class ThreadedExecutor(Closing):
     """Runs up to `max_workers` units at once in threads of the calling process.
 
     For work that waits on a model server (LLM campaigns): a leaderboard run is then limited by
@@ -94,14 +83,3 @@ class ThreadedExecutor:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
-
-    def __enter__(self) -> ThreadedExecutor:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()

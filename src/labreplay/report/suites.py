@@ -25,7 +25,6 @@ from labreplay.store.sqlite import RunInfo, Store
 from labreplay.suite import ReportSection
 
 UNIT_KEYS = ("question_id", "unit_id", "config_id")
-OBJECTIVE_KEYS = ("mae", "objective", "value")
 TRACE_KEYS = ("trace", "best_so_far", "curve")
 
 

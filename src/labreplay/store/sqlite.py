@@ -18,9 +18,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from labreplay._closing import Closing
 from labreplay._files import path_kind
 from labreplay._hashing import canonical_json, sha256_json
 from labreplay._provenance import base_provenance, scrub_secrets, scrub_text, utc_now
@@ -208,7 +208,7 @@ _BUSY_TIMEOUT_S = 30.0
 _GROWN = frozenset({"llm_calls"})
 
 
-class Store:
+class Store(Closing):
     """A results store at `path`.
 
     `readonly=True` (every command that only reads: leaderboards, export, report) opens the file
@@ -448,17 +448,6 @@ class Store:
     # ------------------------------------------------------------------ plumbing
     def close(self) -> None:
         self._conn.close()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

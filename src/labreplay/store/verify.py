@@ -72,20 +72,6 @@ class VerifyReport:
         return not self.problems
 
 
-def _rescorers() -> dict[str, Rescore]:
-    """Suite name -> its `rescore`, for the suites that can recompute stored scores."""
-    from labreplay.suite import Rescores, load_suites
-
-    return {suite.name: suite.rescore for suite in load_suites() if isinstance(suite, Rescores)}
-
-
-def _rederivers() -> dict[str, Rederive]:
-    """Suite name -> its `rederive` (details, status, summary counts, needed controls)."""
-    from labreplay.suite import Rederives, load_suites
-
-    return {s.name: s.rederive for s in load_suites() if isinstance(s, Rederives)}
-
-
 def _chain_problems(run: RunInfo, events: Sequence[Mapping[str, object]]) -> list[str]:
     head = events[-1]["hash"] if events else None
     recorded = run.chain
@@ -180,7 +166,11 @@ def verify_store(store: Store, *, allow_unverifiable: bool = False) -> VerifyRep
     problems: list[str] = []
     unverifiable: dict[str, list[str]] = {}
     n_events = 0
-    rescorers, rederivers = _rescorers(), _rederivers()
+    from labreplay.suite import Rederives, Rescores, load_suites
+
+    suites = load_suites()  # the suites that can recompute stored scores, details and status
+    rescorers = {s.name: s.rescore for s in suites if isinstance(s, Rescores)}
+    rederivers = {s.name: s.rederive for s in suites if isinstance(s, Rederives)}
     superseded = store.superseded()
     runs = store.runs()
     for run in runs:

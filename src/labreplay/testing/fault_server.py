@@ -17,8 +17,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
+
+from labreplay._closing import Closing
 
 if TYPE_CHECKING:
     import socket
@@ -202,7 +203,7 @@ def echo_key(reply: Callable[[str, int], StubReply]) -> Responder:
     return lambda request, n: reply(request_key(request), n)
 
 
-class StubServer:
+class StubServer(Closing):
     """`with StubServer(responder) as stub:` then point a client at `stub.base_url`."""
 
     def __init__(self, responder: Responder, *, model: str = "stub", port: int = 0) -> None:
@@ -226,17 +227,9 @@ class StubServer:
         with self._lock:
             return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
-    def __enter__(self) -> StubServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         self._stopping.set()  # wakes handlers that are sleeping to simulate a slow server

@@ -18,8 +18,6 @@ from labreplay.errors import SpecError
 from labreplay.sdk import sha256_bytes, sha256_file
 from labreplay.sdk.engine import EnvironmentSpec, Store
 
-QUESTIONS_KIND = "conditions-questions"
-
 
 def question_sha256(spec: EnvironmentSpec) -> str:
     """The sha256 of the question file `spec` was compiled into (SpecError if it names none)."""
@@ -67,4 +65,4 @@ def question_file_of(spec: EnvironmentSpec, store: Store) -> Iterator[Path]:
         yield path
 
 
-__all__ = ["QUESTIONS_KIND", "attached_questions", "question_file_of", "question_sha256"]
+__all__ = ["attached_questions", "question_file_of", "question_sha256"]

@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 
 PROTOCOL = "rxnoptbench-compile"
 VERSION = 4  # 4: outcome-blind precedents (issue 36)
-QUESTION_TYPES = ("mc_single", "mc_all", "fib_all")
 PRECEDENTS_MIN, PRECEDENTS_MAX = 2, 5
 
 QUESTION_RULES: JsonObject = {

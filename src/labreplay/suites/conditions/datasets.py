@@ -1,8 +1,7 @@
-"""The built-in screening datasets: names, loading, and the per-source loaders the manifest names.
+"""The built-in screening datasets: names, loading, and the per-source loader the manifest names.
 
-The declarations (which file, which columns, which `TableRule`) live in `adapters`; the
-per-source functions (``buchwald_hartwig``, ``edbo``...) return the tables of every dataset in
-that source.
+The declarations (which file, which columns, which `TableRule`) live in `adapters`;
+`load_source` returns the tables of every dataset in one manifest source.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from pathlib import Path
 from labreplay.suites.conditions.adapters import ADAPTERS, NOT_COMPILED, Adapter
 from labreplay.suites.conditions.tables import ScreeningTable, TableRule, build_tables
 
-__all__ = ["ADAPTERS", "NOT_COMPILED", "Adapter", "dataset_names", "load_tables"]
+__all__ = ["ADAPTERS", "NOT_COMPILED", "Adapter", "dataset_names", "load_source", "load_tables"]
 
 
 def dataset_names() -> list[str]:
@@ -31,39 +30,11 @@ def load_tables(
     return build_tables(adapter.read(data_dir, rule), rule, seed)
 
 
-def _source_tables(source: str, data_dir: Path, seed: int) -> list[ScreeningTable]:
+def load_source(source: str, data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
+    """The tables of one manifest source (the loader the manifest names)."""
     return [
         t
         for a in ADAPTERS.values()
         if a.source == source
         for t in load_tables(a.name, data_dir, seed)
     ]
-
-
-# Loaders named in the manifest (one per source).
-def buchwald_hartwig(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-buchwald-hartwig", data_dir, seed)
-
-
-def suzuki_perera(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-suzuki-perera", data_dir, seed)
-
-
-def edbo(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-edbo", data_dir, seed)
-
-
-def edboplus(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-edboplus", data_dir, seed)
-
-
-def summit(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-summit", data_dir, seed)
-
-
-def currybo(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-currybo", data_dir, seed)
-
-
-def olympus(data_dir: Path, seed: int = 0) -> list[ScreeningTable]:
-    return _source_tables("reactions-olympus", data_dir, seed)

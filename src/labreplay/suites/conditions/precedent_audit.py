@@ -28,8 +28,6 @@ from labreplay.suites.conditions.questions import Question, QuestionView, agent_
 from labreplay.suites.conditions.scoring import AnswerKey, answer_key
 from labreplay.suites.conditions.summary import cluster_bootstrap
 
-# The lifts each reference reports: MC score (MC_single and MC_all twins pooled) and FIB Strict.
-LIFT_METRICS = ("mc.score", "mc.accuracy", "fib.hit", "fib.strict")
 # The lifts on the board's headline (precedent_lift_mc_all_score, precedent_lift_fib_strict):
 # the compile-time gate withholds a dataset's twins when the exclusion baseline's excludes 0.
 HEADLINE_METRICS = ("mc.score", "fib.strict")

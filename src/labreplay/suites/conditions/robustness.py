@@ -43,7 +43,6 @@ DEFINITIONS = {
     "maximin": "min(y, f) where selectivity is reported, else y",
 }
 RESAMPLES = 2_000
-SELECTIVITY_FIELDS = ("ee", "er", "dr", "rr")
 
 
 @dataclass(frozen=True)

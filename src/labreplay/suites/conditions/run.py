@@ -12,42 +12,69 @@ from typing import TYPE_CHECKING, Any
 from labreplay.errors import SpecError
 
 if TYPE_CHECKING:
+    from labreplay.sdk.agents import ResolvedAgent
     from labreplay.sdk.engine import EnvironmentSpec, Executor, Store
+    from labreplay.sdk.options import LlmOptions
     from labreplay.suites.conditions.agents import QuestionAgent
+    from labreplay.suites.conditions.options import ConditionsRunOptions
     from labreplay.suites.conditions.questions import Question
 
 
 def resolve_conditions_agent(agent: Any, **options: Any) -> Any:
     """Options: those of `run` (`ConditionsRunOptions` and `LlmOptions`)."""
-    from labreplay.suites.conditions.execute import BUILTIN_AGENTS, resolve_question_agent
     from labreplay.suites.conditions.options import parse_run_options
-    from labreplay.suites.conditions.questions import load_questions
 
     seed = int(options.pop("seed", 0))
     run_options, llm = parse_run_options(options)
-    from labreplay.sdk.agents import is_llm_agent
+    questions = Path(run_options.questions) if run_options.questions is not None else None
+    return _resolve(agent, run_options, llm, seed, questions)
 
-    given = agent
-    if is_llm_agent(agent):
-        agent, model = "llm", agent
-    else:
-        model = run_options.model
-    questions: list[Question] = []
-    if run_options.questions is not None:
-        questions = load_questions(Path(run_options.questions))
-    elif isinstance(agent, str) and agent in BUILTIN_AGENTS and not run_options.isolate:
+
+# The agents resolved by name here; any other agent is the user's (checked by the contract).
+BUILTIN_AGENTS = ("random", "ranker", "usual_winner", "exclusion", "precedent_ranker", "llm")
+
+
+def _resolve(
+    agent: object, run_options: ConditionsRunOptions, llm: LlmOptions, seed: int, path: Path | None
+) -> ResolvedAgent | str:
+    """`agent` resolved for the questions of `path` (None: none yet): a reference agent, `llm`
+    or `openai:MODEL`, or the user's agent (an object or factory implementing `QuestionAgent`, a
+    registered name, `MODULE:ATTR`), checked against the contract before anything runs.
+    `isolate` serves an importable agent from a child process that receives only question
+    views, each answer due within `agent_timeout_s` or the run is recorded failed."""
+    from labreplay.errors import AgentError
+    from labreplay.sdk.agents import ResolvedAgent, is_llm_agent, resolve_agent, resolve_isolated
+    from labreplay.suites.conditions.agents import QuestionAgent, reference_agent
+    from labreplay.suites.conditions.questions import load_questions
+
+    named = agent if isinstance(agent, str) else None
+    model = named if is_llm_agent(named) else run_options.model
+    builtin = "llm" if is_llm_agent(named) else named if named in BUILTIN_AGENTS else None
+    if run_options.isolate:
+        if builtin is not None:
+            raise AgentError(
+                f"agent {builtin!r}: --isolate runs your Python agents (MODULE:ATTR or a "
+                "registered name); the reference agents need no isolation"
+            )
+        contract = "labreplay.agents.contracts:QuestionAgent"
+        return resolve_isolated(agent, contract, run_options.agent_timeout_s)
+    if builtin is None:
+        return resolve_agent(agent, QuestionAgent, also_known=BUILTIN_AGENTS)
+    if path is None:
         # a reference agent is built from the questions: `run` resolves it once it has
         # found the spec's question file (attached, or in the store)
-        return given
-    return resolve_question_agent(
-        agent,
-        _chosen(questions, run_options.limit, seed),
-        seed,
-        model,
-        run_options.agent_kwargs(llm),
-        isolate=run_options.isolate,
-        agent_timeout_s=run_options.agent_timeout_s,
-    )
+        return named or builtin  # the name as given
+    built: QuestionAgent
+    if builtin == "llm":
+        from labreplay.suites.conditions.llm_agent import conditions_agent
+
+        built = conditions_agent(model=model, seed=seed, **dict(run_options.agent_kwargs(llm)))
+    else:
+        chosen = _chosen(load_questions(path), run_options.limit, seed)
+        built = reference_agent(builtin, chosen, seed)
+    # An LLM agent is labelled with its model as given: its batches are rebuilt from it.
+    label = model if builtin == "llm" and model else builtin
+    return ResolvedAgent(label, lambda: built, built.name, built.params(), None, builtin, built)
 
 
 def run_conditions(
@@ -94,11 +121,10 @@ def run_conditions(
         with ExitStack() as files:
             if run_options.questions is None:
                 path = files.enter_context(question_file_of(spec, store))
-                options = {**options, "questions": path}
             questions = load_questions(path)
             resolved = agent
             if not isinstance(agent, ResolvedAgent):
-                resolved = resolve_conditions_agent(agent, seed=seed, **options)
+                resolved = _resolve(agent, run_options, llm, seed, path)
             assert isinstance(resolved, ResolvedAgent)
             chosen = _chosen(questions, run_options.limit, seed)
             subset = run_options.limit is not None

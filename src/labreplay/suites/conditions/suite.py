@@ -120,13 +120,16 @@ class ConditionsSuite:
     ) -> dict[str, float | None]:
         """The headline scores of a stored run, recomputed from its answers and the question
         file the store keeps (`store verify` compares them with the `scores` rows)."""
+        from labreplay.sdk.agents import call_failures
         from labreplay.suites.conditions.runner import rescore_run
-        from labreplay.suites.conditions.verify import call_share
 
         if store is None:
             return {}
         fresh = rescore_run(spec, events, int(getattr(run, "seed", 0)), store)
-        return {**fresh, **call_share(run, store)} if fresh else {}
+        # the `failed_call_share` row a run with model calls stores
+        calls = store.llm_calls(run.run_id)
+        share = {"failed_call_share": call_failures(calls)["failed_call_share"]} if calls else {}
+        return {**fresh, **share} if fresh else {}
 
     def rederive(
         self,
@@ -136,10 +139,19 @@ class ConditionsSuite:
         store: Store | None = None,
     ) -> Rederived:
         """A stored run's summary detail and status, recomputed from its answers, the
-        question file the store keeps and its call log (`store verify`)."""
-        from labreplay.suites.conditions.verify import rederive_run
+        question file the store keeps and its call log (`store verify`). A run failed by a cap
+        rests on the recorded cap, which the events cannot confirm: its status is said as not
+        derivable (None)."""
+        from labreplay.suites.conditions.episodes import answers_verdict
+        from labreplay.suites.conditions.runner import rescored_summary
 
-        return rederive_run(spec, events, run, store)
+        calls = store.llm_calls(run.run_id) if store is not None else []
+        status: str | None = answers_verdict(events, calls).status
+        if status == "complete" and (run.summary or {}).get("cap_reached"):
+            status = None
+        summary = rescored_summary(spec, events, run.seed, store) if store is not None else None
+        details = {"summary": summary} if summary is not None else {}
+        return {"controls": [], "details": details, "status": status, "summary": {}}
 
     def reference_agents(self) -> list[str]:
         return ["random", "ranker", "usual_winner"]

@@ -7,7 +7,7 @@ interval over questions resamples whole tables (METRICS.md, fourth round)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Literal, NotRequired, TypedDict
 
 import numpy as np
@@ -69,12 +69,6 @@ class Summary(TypedDict):
     by_dataset: dict[str, dict[str, TypeMetrics]]  # dataset -> type (no precedents)
     n_questions: int
     n_invalid: int
-
-
-class YieldOnlyAudit(TypedDict):
-    n_agents: int
-    rho: float | None
-    note: NotRequired[str]
 
 
 def paired_bootstrap(
@@ -316,18 +310,3 @@ HEADLINE_LABELS = {
     "precedent_lift_fib_strict": "precedent lift, FIB strict accuracy",
     "invalid_answers": "invalid answers (count)",
 }
-
-
-def spearman_yield_only(rows: Sequence[Mapping[str, object]]) -> YieldOnlyAudit:
-    """Audit over agents: do yield-only and product-utility MC_all scores rank agents alike?"""
-    from scipy.stats import spearmanr
-
-    pairs = [
-        (r["mc_all_score"], r["mc_all_score_yield_only"])
-        for r in rows
-        if r.get("mc_all_score") is not None and r.get("mc_all_score_yield_only") is not None
-    ]
-    if len(pairs) < 3:
-        return {"n_agents": len(pairs), "rho": None, "note": "needs at least 3 agents"}
-    rho = spearmanr([a for a, _ in pairs], [b for _, b in pairs]).statistic
-    return {"n_agents": len(pairs), "rho": None if np.isnan(rho) else float(rho)}

@@ -162,9 +162,6 @@ class LLMOptimizer:
         self.tally = tally if tally is not None else CallTally()
         self._calls = CallTally()  # this search's own calls (the tally spans every seed)
 
-    def every_call_failed(self) -> bool:
-        return self._calls.all_failed()
-
     def model_calls(self) -> list[CallRecord]:
         return [c.copy() for c in self._calls.calls]
 

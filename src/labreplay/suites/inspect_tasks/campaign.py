@@ -28,10 +28,10 @@ from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import ToolInfo, ToolParams
 
+from labreplay.sdk.agents import allow_mockllm_offline
 from labreplay.sdk.harness import ServedRun
 from labreplay.suites.campaign.api import load_specs, parse_controls, select_specs
 from labreplay.suites.campaign.serve import INSTRUCTIONS, CampaignView, tool_defs
-from labreplay.suites.inspect_tasks._offline import allow_mockllm_offline
 
 INTERFACE = "inspect"
 _SESSIONS: dict[tuple[str, ...], tuple[ServedRun, CampaignView]] = {}

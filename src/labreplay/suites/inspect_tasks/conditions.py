@@ -20,12 +20,12 @@ from inspect_ai.scorer import Score, Scorer, Target, mean, scorer
 from inspect_ai.solver import TaskState, generate
 
 from labreplay.errors import LabreplayError
+from labreplay.sdk.agents import allow_mockllm_offline
 from labreplay.sdk.events import JsonObject
 from labreplay.suites.conditions.events import AnswerResult
 from labreplay.suites.conditions.prompts import parse_answer, render_prompt
 from labreplay.suites.conditions.questions import Question, agent_view, load_questions
 from labreplay.suites.conditions.scoring import answer_key, score_answer
-from labreplay.suites.inspect_tasks._offline import allow_mockllm_offline
 
 PRECEDENTS = {"both": None, "with": "with_precedents", "without": "no_precedents"}
 

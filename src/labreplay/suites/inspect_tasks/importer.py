@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-from labreplay.errors import DataError
+from labreplay.errors import DataError, LabreplayError
 from labreplay.sdk import MAX_INPUT_BYTES, path_kind, readable_file, sha256_json
 from labreplay.sdk.engine import Store
 from labreplay.sdk.events import JsonObject, JsonValue
@@ -46,10 +46,12 @@ class _LoggedAgent:
 
 
 def _read_log(path: Path) -> EvalLog:
-    from labreplay.suites.inspect_tasks._require import require_inspect
-
-    require_inspect()
-    from inspect_ai.log import read_eval_log
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError as exc:
+        raise LabreplayError(
+            "this needs the `inspect-ai` package: pip install 'labreplay[inspect]'"
+        ) from exc
 
     readable_file(path, "inspect log", MAX_INPUT_BYTES)  # inspect reads it whole
     try:
