@@ -180,7 +180,7 @@ class Tally:
         self.largest_prompt_tokens = max(self.largest_prompt_tokens, tokens)
         self.largest_budget = max(self.largest_budget, response_budget(schema))
         if len(self.first_prompts) < 2:
-            self.first_prompts.append(messages[-1]["content"])
+            self.first_prompts.append(prompt)
 
     def _written_prefix(self, messages: Sequence[Mapping[str, str]]) -> int:
         """The tokens a message-boundary cache serves: the longest entry an earlier request
