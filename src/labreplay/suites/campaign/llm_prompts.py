@@ -18,9 +18,9 @@ what changed: the NOW keys whose values changed (an object lists only its keys t
 recursively; any other value whole), the keys no longer in the state, the turn's phase, step
 and result, the task, and a schema given earlier in the conversation by its label (`SCHEMA S2
 (given above)`) instead of again. So every request extends the previous one and a provider's
-cache serves all of it. A conversation runs for one experiment: it restarts from the whole
-state when the history changes (an experiment closed) or a campaign-long key changes, and at
-reset; a checkpoint forecast is asked at the end of the conversation but is not kept in it (its
+cache serves all of it. A conversation runs for one experiment and at most MAX_KEPT_TURNS
+policy turns: it restarts from the whole state when the history changes (an experiment
+closed), a campaign-long key changes or it holds that many turns, and at reset; a checkpoint forecast is asked at the end of the conversation but is not kept in it (its
 reply, a panel of numbers, would otherwise be re-sent with every later turn). The agent is
 shown the same information as with one full-state message per turn (`lr-llm-prompts-3`): the
 state of every turn is the restart's plus the changes since, and a test rebuilds it.
@@ -82,6 +82,10 @@ MISSING_CELL = "?"
 # overall and per group): thousands of rows would not fit a model's context. The state an agent
 # sees keeps the rows; the built-in records' prompts do not change.
 CONTEXT_ROWS_SHOWN = 200
+# A conversation keeps at most this many policy turns before it restarts from the whole state:
+# a long experiment (evidence and reviews, each followed by a forecast) would otherwise grow one
+# request past what a small model's context holds.
+MAX_KEPT_TURNS = 8
 # State keys that change during a campaign by design: they always go to NOW.
 _TURN_KEYS = ("budgets_left", "open_experiment", "experiments", "closed")
 
@@ -334,7 +338,7 @@ class Conversation:
     ) -> list[dict[str, str]]:
         campaign, history, turn = self.layout.render(state)
         start, shown = (campaign, tuple(history)), {**turn, **now}
-        if start != self._start or not self._sent:
+        if start != self._start or not self._sent or len(self._sent) > 2 * MAX_KEPT_TURNS:
             # A restart: the whole state, as a fresh conversation sees it.
             policy = TABLE_POLICY if "table" in state else CAMPAIGN_POLICY
             # The campaign-long part closes the system message: one block that providers
