@@ -34,7 +34,7 @@ from labreplay.suites.campaign.actions import ActionReply, ForecastReply
 from labreplay.suites.campaign.llm_panel import panel_wire
 from labreplay.suites.campaign.llm_prompts import (
     PROMPT_VERSION,
-    StateLayout,
+    Conversation,
     campaign_messages,
     checkpoint_messages,
 )
@@ -50,7 +50,7 @@ class LLMCampaignAgent:
         self.model = client.model
         self.endpoint = client.endpoint
         self._log = CallLog()
-        self._layout = StateLayout()
+        self._chat = Conversation()
 
     def params(self) -> JsonObject:
         return {**self.client.params(), "prompt_version": PROMPT_VERSION}
@@ -61,7 +61,7 @@ class LLMCampaignAgent:
 
     def reset(self, seed: int) -> None:
         self._log.reset()
-        self._layout.reset()
+        self._chat.reset()
         self.client.reseed(seed)
 
     def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
@@ -69,18 +69,20 @@ class LLMCampaignAgent:
         if not isinstance(schema, Mapping):
             return {"type": "invalid", "raw": "", "error": "observation has no action_schema"}
         reply = self.client.complete_json(
-            campaign_messages(observation, self._layout), schema, "action"
+            campaign_messages(observation, self._chat), schema, "action"
         )
         self._log.add(reply)
-        if reply.value is not None:
-            return reply.value
-        return {"type": "invalid", "raw": reply.text or "", "error": reply.error or "no reply"}
+        action: ActionReply = reply.value if reply.value is not None else {
+            "type": "invalid", "raw": reply.text or "", "error": reply.error or "no reply"
+        }  # fmt: skip
+        self._chat.answered(action)
+        return action
 
     def forecast(self, snapshot: Mapping[str, JsonValue]) -> ForecastReply:
         schema = snapshot.get("response_schema")
         if not isinstance(schema, Mapping):
             return {"forecasts": [], "error": "snapshot has no response_schema"}
-        messages = checkpoint_messages(snapshot, self._layout)
+        messages = checkpoint_messages(snapshot, self._chat)
         wire = panel_wire(schema)  # rows of numbers instead of objects (`llm_panel`)
         asked = schema if wire is None else wire.schema
         reply = self.client.complete_json(messages, asked, "panel_forecast")
