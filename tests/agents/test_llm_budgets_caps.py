@@ -191,7 +191,7 @@ def test_dry_run_calls_nothing_and_estimates_tokens(
     assert estimate["dry_run"] and play["total"]["prompt_tokens"] > 0
     branches = play["assignments"][0]["branches"]
     assert set(branches) == {"adaptive", "random", "no-evidence"}
-    assert branches["adaptive"]["first_prompt"].startswith("CAMPAIGN (the same")
+    assert "\nCAMPAIGN (the same all campaign long):\n" in branches["adaptive"]["first_prompt"]
     # it names what it estimated: the partition seed(s) of the assignments and the run seed
     assert estimate["partition_seeds"] == [play["assignments"][0]["partition_seed"]] == [0]
     assert estimate["seed"] == 0

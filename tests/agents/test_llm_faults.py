@@ -22,7 +22,7 @@ from labreplay.agents.llm_config import RetryPolicy
 from labreplay.errors import AgentError
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.llm_agent import LLMCampaignAgent, make_agent
-from labreplay.suites.campaign.llm_prompts import StateLayout, campaign_messages
+from labreplay.suites.campaign.llm_prompts import Conversation, campaign_messages
 from labreplay.testing import fault_server as stub
 
 OBSERVATION: dict[str, Any] = {
@@ -303,7 +303,7 @@ def test_prompt_rendering_is_canonical() -> None:
 
 
 def test_prompt_layout_keeps_the_campaign_part_byte_identical_and_history_append_only() -> None:
-    layout = StateLayout()
+    chat = Conversation()
     candidates = [
         {"experiment_id": f"PG_000{i}", "descriptors": {"t": 100 * i}, "status": "available"}
         for i in (1, 2)
@@ -316,10 +316,19 @@ def test_prompt_layout_keeps_the_campaign_part_byte_identical_and_history_append
         "closed": [],
         "open_experiment": None,
     }
-    first = campaign_messages({**OBSERVATION, "state": state}, layout)[1]["content"]
-    # Candidates are a table; their status is not in the campaign part.
+    system, user = campaign_messages({**OBSERVATION, "state": state}, chat)
+    # Candidates are a table in the CAMPAIGN part (the system message); no status there.
     table = '{"columns":["experiment_id","descriptors.t"],"rows":[["PG_0001",100],["PG_0002",200]]}'
-    assert table in first and '"candidate_status":{}' in first
+    assert table in system["content"] and '"candidate_status":{}' in user["content"]
+    chat.answered({"type": "stop"})
+    # Within an experiment a turn extends the conversation with only what changed.
+    opened = {**state, "open_experiment": "PG_0001", "budgets_left": {"experiments": 1}}
+    *kept, answer, delta = campaign_messages({**OBSERVATION, "state": opened}, chat)
+    assert kept == [system, user] and answer == {"role": "assistant", "content": '{"type":"stop"}'}
+    changed = delta["content"].split("\n")[1]
+    assert '"open_experiment":"PG_0001"' in changed and "candidates" not in changed
+    assert delta["content"].endswith("SCHEMA S1 (given above)")  # the same schema, by label
+    chat.answered({"type": "stop"})
     record = {"forecasts": [{"p_valid": 0.5}], "review": None}
     closed = {
         **state,
@@ -328,21 +337,23 @@ def test_prompt_layout_keeps_the_campaign_part_byte_identical_and_history_append
         "experiments": {"PG_0001": record},
         "closed": ["PG_0001"],
     }
-    second = campaign_messages({**OBSERVATION, "state": closed}, layout)[1]["content"]
-    campaign = first[: first.index("HISTORY")]
-    assert second.startswith(campaign)  # byte-identical campaign part
+    # A closed experiment restarts the conversation: the same system message, the whole state.
+    again, second = campaign_messages({**OBSERVATION, "state": closed}, chat)
+    assert again == system
     history = 'COLUMNS: ["experiment_id","forecasts","review"]\n["PG_0001",[{"p_valid":0.5}],null]'
-    assert f"\n{history}\nNOW:" in second
-    assert '"candidate_status":{"PG_0001":"closed"}' in second
-    assert '"budgets_left":{"experiments":1}' in second.split("NOW:")[1]
+    assert f"\n{history}\nNOW:" in second["content"]
+    assert '"candidate_status":{"PG_0001":"closed"}' in second["content"]
+    assert '"budgets_left":{"experiments":1}' in second["content"].split("NOW:")[1]
     # The schema comes last.
-    assert second.endswith(json.dumps(ACTION_SCHEMA, sort_keys=True, separators=(",", ":")))
+    schema = json.dumps(ACTION_SCHEMA, sort_keys=True, separators=(",", ":"))
+    assert second["content"].endswith(f"SCHEMA S1: {schema}")
     # A campaign-long key that changes moves to NOW and is never shown stale.
     grown = {**closed, "context": {"rows": 41}}
-    third = campaign_messages({**OBSERVATION, "state": grown}, layout)[1]["content"]
-    assert '"rows":40' not in third and '"context":{"rows":41}' in third.split("NOW:")[1]
-    layout.reset()
-    assert campaign_messages({**OBSERVATION, "state": state}, layout)[1]["content"] == first
+    third = campaign_messages({**OBSERVATION, "state": grown}, chat)
+    assert '"rows":40' not in third[0]["content"]
+    assert '"context":{"rows":41}' in third[-1]["content"].split("NOW:")[1]
+    chat.reset()
+    assert campaign_messages({**OBSERVATION, "state": state}, chat) == [system, user]
 
 
 def test_concurrent_refusals_drop_a_format_only_once() -> None:

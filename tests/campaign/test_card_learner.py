@@ -171,7 +171,7 @@ def test_precursor_genome_text_unchanged(pg_specs):
         "P(physically valid and characterizable)",
         "distribution over reaction categories if valid (sums to 1)",
     }
-    assert f"RULES: {RULES}" in messages[1] and messages[0] == CAMPAIGN_POLICY
+    assert f"RULES: {RULES}" in messages[0] and messages[0].startswith(f"{CAMPAIGN_POLICY}\n")
     assert "RULES NOW" not in messages[1]
 
 
@@ -184,7 +184,7 @@ def test_long_context_is_summarised_in_the_prompt(card_specs):
     obs = env.observation()
     rows = obs["state"]["context"]
     assert isinstance(rows, list) and len(rows) > CONTEXT_ROWS_SHOWN
-    prompt = campaign_messages(obs)[1]["content"]
+    prompt = campaign_messages(obs)[0]["content"]  # the CAMPAIGN part closes the system message
     assert len(prompt) < 60_000
     assert f"the state's {len(rows)} context rows are summarised" in prompt
     summary = card_specs[0].body["context_summary"]
@@ -192,7 +192,7 @@ def test_long_context_is_summarised_in_the_prompt(card_specs):
     assert canonical_json(compact({"per_group": summary["per_precursor"]}))[1:-1] in prompt
     assert f'"context":{{"n_experiments":{len(rows)},' in prompt  # no rows
     obs["state"]["context"] = rows[:CONTEXT_ROWS_SHOWN]
-    kept = campaign_messages(obs)[1]["content"]
+    kept = campaign_messages(obs)[0]["content"]
     assert (
         "rows are summarised" not in kept
         and '"context":{"columns":["experiment_id","descriptors.' in kept

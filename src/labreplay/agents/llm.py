@@ -10,13 +10,14 @@ The agents themselves live in their suites (the campaign policy in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+import os
+from dataclasses import fields, replace
+from typing import TYPE_CHECKING, TypeVar, Unpack, cast
 
 from labreplay.agents.base import CallRecord, ResponseCache
-from labreplay.agents.llm_caps import CapMeter, CapReached, RunCaps
-from labreplay.agents.llm_client import JsonReply
+from labreplay.agents.llm_caps import CapMeter, CapReached
+from labreplay.agents.llm_client import ClientOptions, JsonReply
 from labreplay.agents.llm_config import (
-    DEFAULT_MAX_RETRY_WAIT_S,
     STRUCTURED_FALLBACKS,
     RetryPolicy,
     Sampling,
@@ -25,12 +26,13 @@ from labreplay.agents.llm_inspect import is_inspect_spec
 from labreplay.errors import AgentError
 
 if TYPE_CHECKING:
-    from labreplay.agents.llm_client import AsyncLLMClient, ClientOptions, LLMClient
-    from labreplay.agents.llm_config import StructuredMode
+    from _typeshed import DataclassInstance
+
+    from labreplay.agents.llm_client import AsyncLLMClient, LLMClient
+    from labreplay.agents.llm_options import BuilderKwargs
 
 AGENT_PREFIX = "openai:"
-# The sampling temperature of an ordinary model when the user sets none.
-DEFAULT_TEMPERATURE = 0.0
+_T = TypeVar("_T", bound="DataclassInstance")
 
 
 class CallLog:
@@ -106,53 +108,40 @@ def agent_name(client: LLMClient | AsyncLLMClient) -> str:
 
 
 def client_options(
-    base_url: str | None,
-    temperature: float | None,
-    top_p: float | None,
-    seed: int | None,
-    max_tokens: int | None,
-    timeout_s: float | None,
-    max_retries: int,
-    max_repairs: int,
-    structured: str,
-    store: ResponseCache | None,
-    caps: RunCaps | None = None,
-    *,
-    token_param: str = "auto",
-    reasoning_effort: str | None = None,
-    reasoning_tokens: int | None = None,
-    max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
-    call_time_s: float | None = None,
-    provider: str = "auto",
-) -> ClientOptions:
-    """The LLM client's keyword arguments. `temperature=None` is the default: 0 for an
-    ordinary model, none sent to a reasoning model (which takes none); a given temperature is
-    sent to every model."""
+    agent: str, store: ResponseCache | None = None, **options: Unpack[BuilderKwargs]
+) -> tuple[str, str | None, ClientOptions]:
+    """The model, API key and client keyword arguments of an LLM agent spec built with
+    `options` (`LlmOptions.builder_kwargs()`, or the API's own names): the one place a suite's
+    builder turns options into a client. `temperature=None` is the default: 0 for an ordinary
+    model, none sent to a reasoning model (which takes none); a given one is sent to every
+    model. The key is read from `api_key_env` now and held by the client's provider only."""
+    structured = options.get("structured", "auto")
     if structured not in STRUCTURED_FALLBACKS:
         raise AgentError(
             f"structured must be one of {sorted(STRUCTURED_FALLBACKS)}, got {structured!r}"
         )
-    return {
-        "base_url": base_url,
-        "sampling": Sampling(
-            temperature=DEFAULT_TEMPERATURE if temperature is None else temperature,
-            top_p=top_p,
-            seed=seed,
-            max_tokens=max_tokens,
-            reasoning_effort=reasoning_effort,
-        ),
-        "temperature_explicit": temperature is not None,
-        "retry": RetryPolicy(
-            max_retries=max_retries,
-            timeout_s=timeout_s,
-            max_retry_wait_s=max_retry_wait_s,
-            call_time_s=call_time_s,
-        ),
-        "structured": cast("StructuredMode", structured),  # a key of STRUCTURED_FALLBACKS
-        "max_repairs": max_repairs,
-        "cache": store,
-        "meter": CapMeter(caps),
-        "token_param": token_param,
-        "reasoning_tokens": reasoning_tokens,
-        "provider": provider,
-    }
+    given = cast("BuilderKwargs", {k: v for k, v in options.items() if v is not None})
+    api_key = options.get("api_key") or os.environ.get(options.get("api_key_env") or "") or None
+    # Each option goes where a field of its name is: the client, its sampling or its retry
+    # rules, so an option those declare needs no line here.
+    client = cast(
+        ClientOptions, {k: v for k, v in given.items() if k in ClientOptions.__annotations__}
+    )
+    client.update(
+        {
+            "sampling": _made(Sampling, given),
+            "temperature_explicit": "temperature" in given,
+            # no --timeout: derived per call (the policy's own default is a fixed 60 s)
+            "retry": replace(_made(RetryPolicy, given), timeout_s=given.get("timeout_s")),
+            "cache": store,
+            "meter": CapMeter(options.get("caps")),
+            "provider": agent_provider(agent, options.get("provider")),
+        }
+    )
+    return parse_agent_spec(agent), api_key, client
+
+
+def _made(cls: type[_T], options: BuilderKwargs) -> _T:
+    """`cls` made from the options named as its fields (its defaults for the rest)."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in options.items() if k in names})

@@ -467,12 +467,6 @@ class _ClientCore:
         found = self.cache.cached_response(cache_key(self.model, request))
         return Completion.from_json(found) if found is not None else None
 
-    def _remember(self, request: Mapping[str, Any], completion: Completion) -> None:
-        if self.cache is not None:
-            self.cache.cache_response(
-                cache_key(self.model, request), self.model, completion.to_json()
-            )
-
     def _circuit_open(self) -> bool:
         """Give up on an endpoint that refused or could not be reached: after one whole call
         (with its retries) if it never answered, after CIRCUIT_LIMIT calls in a row if it did.
@@ -667,7 +661,9 @@ class _ClientCore:
         if not self._format_confirmed and "response_format" in attempt.request:
             self._format_confirmed = True
             _DETECTED_FORMATS[self._detection_key()] = list(self._formats)
-        self._remember(attempt.request, completion)
+        if self.cache is not None:
+            key = cache_key(self.model, attempt.request)
+            self.cache.cache_response(key, self.model, completion.to_json())
         return completion
 
     def _json_turns(
@@ -716,12 +712,6 @@ class LLMClient(_ClientCore):
         # How a retry waits; a test puts a recorder here to check a Retry-After without waiting.
         self.wait: Callable[[float], None] = time.sleep
 
-    def _send(self, attempt: _Attempt) -> Completion:
-        """One request, waited for in the calling thread. It runs on inspect's event loop under
-        a wall-clock deadline for the whole request, so an answer trickled byte by byte ends at
-        the call's timeout too."""
-        return self._sdk.create_sync(attempt.request, self._timeout_for(attempt))
-
     def chat(
         self, messages: Sequence[Mapping[str, str]], schema: Mapping[str, Any], name: str = "reply"
     ) -> tuple[Completion | None, CallRecord]:
@@ -744,8 +734,10 @@ class LLMClient(_ClientCore):
                 return None, self._skipped(attempt)
             if self.progress is not None:
                 self.progress.started()
-            try:
-                accepted = self._accept(attempt, self._send(attempt))
+            try:  # on inspect's loop, under a wall-clock deadline for the whole request (an
+                # answer trickled byte by byte ends at the call's timeout too)
+                sent = self._sdk.create_sync(attempt.request, self._timeout_for(attempt))
+                accepted = self._accept(attempt, sent)
                 return accepted, self._record(attempt, accepted, None)
             except CallFault as exc:  # anything else is a bug of ours: it surfaces
                 outcome = self._after_failure(attempt, exc)
@@ -843,22 +835,13 @@ class AsyncLLMClient(_ClientCore):
             reply: JsonReply = done.value
             return reply
 
-    async def complete_json_many(
-        self,
-        jobs: Sequence[tuple[Sequence[Mapping[str, str]], Mapping[str, Any]]],
-        name: str = "reply",
-    ) -> list[JsonReply]:
-        """Many independent requests, `max_concurrency` at a time; replies in input order."""
-        return list(
-            await asyncio.gather(*(self.complete_json(msgs, schema, name) for msgs, schema in jobs))
-        )
-
     def run_many(
         self,
         jobs: Sequence[tuple[Sequence[Mapping[str, str]], Mapping[str, Any]]],
         name: str = "reply",
     ) -> list[JsonReply]:
-        """Blocking wrapper around `complete_json_many` for callers without an event loop."""
+        """Many independent requests, `max_concurrency` at a time, for callers without an event
+        loop; replies in input order."""
         return asyncio.run(self._in_fresh_loop(jobs, name))
 
     async def _in_fresh_loop(
@@ -868,6 +851,7 @@ class AsyncLLMClient(_ClientCore):
         # give this loop its own gate (the requests themselves run on inspect's loop).
         outer_gate, self._gate = self._gate, None
         try:
-            return await self.complete_json_many(jobs, name)
+            replies = (self.complete_json(msgs, schema, name) for msgs, schema in jobs)
+            return list(await asyncio.gather(*replies))
         finally:
             self._gate = outer_gate

@@ -11,7 +11,7 @@ same names, so `--max-call-time 30` and `labreplay.run(..., max_call_time=30)` a
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, TypedDict, cast
 
 from labreplay import validate
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 
 
 class BuilderKwargs(TypedDict, total=False):
-    """The keyword arguments of the LLM agent builders that these options set."""
+    """The keyword arguments of the LLM agent builders: what these options set, and the API's
+    `api_key` (never an option: a key is not stored)."""
 
     base_url: str
     provider: str
@@ -43,6 +44,7 @@ class BuilderKwargs(TypedDict, total=False):
     call_time_s: float
     structured: StructuredMode
     api_key_env: str
+    api_key: str
     caps: RunCaps
 
 
@@ -69,6 +71,20 @@ def _key_variable(label: str, value: object) -> str:
     if not isinstance(value, str) or not value or value not in os.environ:
         raise validate.bad(label, value, "names no environment variable that is set")
     return value
+
+
+# The builders' names of the options whose flag says more than the keyword does.
+_BUILDER_NAMES = {
+    "llm_seed": "seed",
+    "timeout": "timeout_s",
+    "max_retry_wait": "max_retry_wait_s",
+    "max_call_time": "call_time_s",
+}
+# The options that make the run's caps and prices (`LlmOptions.caps`), not a builder keyword.
+_CAP_FIELDS = frozenset(
+    {"max_calls", "max_tokens_total", "max_time", "max_cost", "max_total_cost", "prices",
+     "price_per_mtok"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,25 +261,12 @@ class LlmOptions(Checked):
         """Keyword arguments of the LLM agent builders (only what was set)."""
         from labreplay._provenance import register_secret
 
-        named = {
-            "base_url": self.base_url,
-            "provider": self.provider,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "seed": self.llm_seed,
-            "max_tokens": self.max_tokens,
-            "timeout_s": self.timeout,
-            "max_retries": self.max_retries,
-            "max_repairs": self.max_repairs,
-            "token_param": self.token_param,
-            "reasoning_effort": self.reasoning_effort,
-            "reasoning_tokens": self.reasoning_tokens,
-            "max_retry_wait_s": self.max_retry_wait,
-            "call_time_s": self.max_call_time,
-            "structured": self.structured,  # checked: one of StructuredMode
-            "api_key_env": self.api_key_env,
-            "caps": self.caps(),
+        named: dict[str, object] = {
+            _BUILDER_NAMES.get(f.name, f.name): getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in _CAP_FIELDS
         }
+        named["caps"] = self.caps()
         if self.api_key_env is not None:
             # whatever its name, its value is a key: no text this process stores or prints holds it
             register_secret(os.environ[self.api_key_env])

@@ -47,43 +47,37 @@ _COUNTS = (
 
 
 def usage_summary(calls: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = dict.fromkeys(_COUNTS, 0)
-    latency = 0.0
-    models: set[str] = set()
-    completion_field = 0  # calls that sent their budget as max_completion_tokens
-    hits = [0, 0, 0]  # prompt, provider-cached, completion tokens of response-cache hits
-    spent, priced = 0.0, True
-    for c in calls:
-        out["calls"] += 1
-        completion_field += int(c.get("token_param") == "max_completion_tokens")
-        out["cached_calls"] += int(bool(c.get("cached")))
-        out["failed_calls"] += int(bool(c.get("error")))
-        out["invalid_replies"] += int(bool(c.get("parse_error")) and not c.get("error"))
-        out["truncated_replies"] += int(c.get("finish_reason") == "length")
-        prompt, completion, estimated = call_tokens(c)
-        out["prompt_tokens"] += prompt
-        out["completion_tokens"] += completion
-        out["estimated_calls"] += int(estimated)
-        out["cached_tokens"] += int(c.get("cached_tokens") or 0)
-        out["retries"] += int(c.get("retries") or 0)
-        if c.get("cached") and not c.get("cost_usd"):  # a free hit
-            hits[0] += prompt
-            hits[1] += int(c.get("cached_tokens") or 0)
-            hits[2] += completion
-        money = c.get("cost_usd")
-        priced = priced and isinstance(money, int | float)
-        spent += float(money) if isinstance(money, int | float) else 0.0
-        latency += float(c.get("latency_s") or 0.0)
-        if c.get("resolved_model"):
-            models.add(str(c["resolved_model"]))
-    out["latency_s"] = round(latency, 3)
-    out["resolved_models"] = sorted(models)
+    rows = list(calls)
+    out = add_usage(_call_usage(c) for c in rows)
+    completion_field = sum(c.get("token_param") == "max_completion_tokens" for c in rows)
     if completion_field:  # only then: an ordinary run's summary keeps its keys
         out["max_completion_tokens_calls"] = completion_field
-    if any(hits):
-        out.update(zip(_HIT_COUNTS, hits, strict=True))
-    if priced and out["calls"]:
-        out["cost_usd"] = round(spent, 6)
+    return out
+
+
+def _call_usage(c: Mapping[str, Any]) -> dict[str, Any]:
+    """One call record as a usage summary of one call."""
+    prompt, completion, estimated = call_tokens(c)
+    cached = int(c.get("cached_tokens") or 0)
+    out: dict[str, Any] = {
+        "calls": 1,
+        "cached_calls": int(bool(c.get("cached"))),
+        "failed_calls": int(bool(c.get("error"))),
+        "invalid_replies": int(bool(c.get("parse_error")) and not c.get("error")),
+        "truncated_replies": int(c.get("finish_reason") == "length"),
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cached_tokens": cached,
+        "estimated_calls": int(estimated),
+        "retries": int(c.get("retries") or 0),
+        "latency_s": float(c.get("latency_s") or 0.0),
+        "resolved_models": [str(c["resolved_model"])] if c.get("resolved_model") else [],
+    }
+    money = c.get("cost_usd")
+    if isinstance(money, int | float):
+        out["cost_usd"] = float(money)
+    if c.get("cached") and not money:  # a free hit
+        out.update(zip(_HIT_COUNTS, (prompt, cached, completion), strict=True))
     return out
 
 

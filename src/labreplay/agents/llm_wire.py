@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Protocol
 
 from labreplay._hashing import sha256_json
@@ -42,29 +42,15 @@ class Completion:
     cache_write_tokens: int | None = None
 
     def to_json(self) -> JsonObject:
-        out: JsonObject = {
-            "text": self.text,
-            "finish_reason": self.finish_reason,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cached_tokens": self.cached_tokens,
-            "resolved_model": self.resolved_model,
-        }
-        if self.cache_write_tokens is not None:  # only then: cached replies keep their form
-            out["cache_write_tokens"] = self.cache_write_tokens
+        out: JsonObject = asdict(self)
+        if self.cache_write_tokens is None:  # only then: cached replies keep their form
+            del out["cache_write_tokens"]
         return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Completion:
-        return cls(
-            text=str(data.get("text") or ""),
-            finish_reason=data.get("finish_reason"),
-            prompt_tokens=data.get("prompt_tokens"),
-            completion_tokens=data.get("completion_tokens"),
-            cached_tokens=data.get("cached_tokens"),
-            resolved_model=data.get("resolved_model"),
-            cache_write_tokens=data.get("cache_write_tokens"),
-        )
+        found: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls)}
+        return cls(**{**found, "text": str(data.get("text") or "")})
 
 
 @dataclass

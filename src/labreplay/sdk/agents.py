@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     )
     from labreplay.agents.llm_inspect import is_builtin_spec
     from labreplay.agents.llm_progress import CallProgress
-    from labreplay.agents.llm_tokens import TokenRule, rule_for
+    from labreplay.agents.llm_tokens import MIN_CACHED_PREFIX_TOKENS, TokenRule, rule_for
     from labreplay.agents.llm_usage import (
         Price,
         add_usage,
@@ -153,7 +153,7 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "usage_line",
         "usage_summary",
     ),
-    "labreplay.agents.llm_tokens": ("TokenRule", "rule_for"),
+    "labreplay.agents.llm_tokens": ("MIN_CACHED_PREFIX_TOKENS", "TokenRule", "rule_for"),
     "labreplay.agents.llm_wire": (
         "JsonReply",
         "extract_json_object",
@@ -170,6 +170,7 @@ __all__ = [
     "AGENT_PREFIX",
     "CAMPAIGN_CONTRACT",
     "DEFAULT_MAX_RETRY_WAIT_S",
+    "MIN_CACHED_PREFIX_TOKENS",
     "Agent",
     "AgentNonJSON",
     "AgentUnavailable",

@@ -15,7 +15,10 @@ Tokens follow the model's tokenizer where this machine has it, else the word-pie
 (`labreplay.sdk.agents.rule_for`, named in the estimate); completion tokens the stand-in
 replies' size under the same rule; the response budget of every call is derived as in a real
 run. `cached_tokens` is what a provider's prefix cache would serve: each prompt's common prefix
-with the branch's previous one, from 1,024 tokens on (`TokenRule.cached_prefix`). A reasoning
+with the branch's previous one, from 1,024 tokens on (`TokenRule.cached_prefix`); for Anthropic
+(`provider: anthropic`), which serves only a prefix ending where an earlier request wrote a
+cache entry, the longest such entry (inspect writes one at the system message, the
+second-to-last and the last message of each request). A reasoning
 model's hidden reasoning is not in the range (no stand-in can know it): `reasoning` prices it at
 `REASONING_SHARES` of its per-call budget over the range's calls.
 
@@ -35,7 +38,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NotRequired, TypedDict
 
-from labreplay.sdk.agents import TokenRule, response_budget, rule_for, spend_ceiling
+from labreplay.sdk.agents import (
+    MIN_CACHED_PREFIX_TOKENS,
+    TokenRule,
+    response_budget,
+    rule_for,
+    spend_ceiling,
+)
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.sdk.testing import FINISHING, instance
@@ -147,6 +156,9 @@ class Tally:
     largest_budget: int = 0
     first_prompts: list[str] = field(default_factory=list)
     last_prompt: str = ""
+    # The provider caches at message boundaries (Anthropic): what earlier requests wrote.
+    by_message: bool = False
+    written: dict[tuple[tuple[str, str], ...], int] = field(default_factory=dict)
 
     def add(
         self, messages: Sequence[Mapping[str, str]], reply: JsonValue, schema: Mapping[str, object]
@@ -155,7 +167,10 @@ class Tally:
         tokens = self.rule.chat(messages)
         text = json.dumps(reply)
         prompt = "\n".join(m["content"] for m in messages)
-        self.cached_tokens += self.rule.cached_prefix(self.last_prompt, prompt)
+        if self.by_message:
+            self.cached_tokens += self._written_prefix(messages)
+        else:
+            self.cached_tokens += self.rule.cached_prefix(self.last_prompt, prompt)
         self.last_prompt = prompt
         self.calls += 1
         self.prompt_chars += chars
@@ -165,7 +180,19 @@ class Tally:
         self.largest_prompt_tokens = max(self.largest_prompt_tokens, tokens)
         self.largest_budget = max(self.largest_budget, response_budget(schema))
         if len(self.first_prompts) < 2:
-            self.first_prompts.append(messages[-1]["content"])
+            self.first_prompts.append(prompt)
+
+    def _written_prefix(self, messages: Sequence[Mapping[str, str]]) -> int:
+        """The tokens a message-boundary cache serves: the longest entry an earlier request
+        wrote that begins this one (from MIN_CACHED_PREFIX_TOKENS). inspect's anthropic
+        provider writes three per request: at the system message, the second-to-last message
+        and the last (`cache_control`)."""
+        key = tuple((m["role"], m["content"]) for m in messages)
+        hit = max((n for k, n in self.written.items() if key[: len(k)] == k), default=0)
+        for end in (1, len(key) - 1, len(key)):
+            if end > 0 and key[:end] not in self.written:
+                self.written[key[:end]] = self.rule.chat(messages[:end])
+        return hit if hit >= MIN_CACHED_PREFIX_TOKENS else 0
 
 
 def spending_preference(
@@ -215,22 +242,26 @@ class DryRunAgent:
         share: int,
         rule: TokenRule,
     ) -> None:
-        from labreplay.suites.campaign.llm_prompts import StateLayout
+        from labreplay.suites.campaign.llm_prompts import Conversation
 
         self.name, self._params, self._tallies = name, dict(params), tallies
         self._share, self._rule = share, rule
+        # Anthropic's cache serves prefixes that end where an earlier request wrote an entry.
+        self._by_message = params.get("provider") == "anthropic"
         self.tally = Tally(rule)  # until the runner says which branch this agent plays
-        self._layout = StateLayout()
+        self._chat = Conversation()
 
     def params(self) -> JsonObject:
         return dict(self._params)
 
     def begin_episode(self, spec_id: str, spec_hash: str, branch: str, seed: int) -> None:
         """The runner names the branch this agent plays: its calls are tallied there."""
-        self.tally = self._tallies.setdefault(branch, Tally(self._rule))
+        self.tally = self._tallies.setdefault(
+            branch, Tally(self._rule, by_message=self._by_message)
+        )
 
     def reset(self, seed: int) -> None:
-        self._layout.reset()
+        self._chat.reset()
 
     def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
         from labreplay.suites.campaign.llm_prompts import campaign_messages
@@ -240,7 +271,8 @@ class DryRunAgent:
         reply = dict(instance(schema, prefer))
         if reply.get("type") == "inspect_evidence":
             reply["kind"] = kind
-        self.tally.add(campaign_messages(observation, self._layout), reply, schema)
+        self.tally.add(campaign_messages(observation, self._chat), reply, schema)
+        self._chat.answered(reply)
         self.tally.policy_calls += 1
         return reply
 
@@ -252,7 +284,7 @@ class DryRunAgent:
         wire = panel_wire(schema)  # what the LLM agent asks for (`llm_panel`)
         asked = schema if wire is None else wire.schema
         reply = instance(asked, FINISHING)
-        self.tally.add(checkpoint_messages(snapshot, self._layout), reply, asked)
+        self.tally.add(checkpoint_messages(snapshot, self._chat), reply, asked)
         self.tally.checkpoint_calls += 1
         return dict(reply if wire is None else wire.decode(reply))
 

@@ -13,28 +13,24 @@ the runtime fills with its declared fallback.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
+from typing import Unpack
 
 from labreplay.sdk.agents import (
-    DEFAULT_MAX_RETRY_WAIT_S,
     CallLog,
     CallRecord,
     LLMClient,
     ResponseCache,
-    RunCaps,
-    StructuredMode,
     agent_name,
-    agent_provider,
     client_options,
-    parse_agent_spec,
 )
 from labreplay.sdk.events import JsonObject, JsonValue
+from labreplay.sdk.options import BuilderKwargs
 from labreplay.suites.campaign.actions import ActionReply, ForecastReply
 from labreplay.suites.campaign.llm_panel import panel_wire
 from labreplay.suites.campaign.llm_prompts import (
     PROMPT_VERSION,
-    StateLayout,
+    Conversation,
     campaign_messages,
     checkpoint_messages,
 )
@@ -50,7 +46,7 @@ class LLMCampaignAgent:
         self.model = client.model
         self.endpoint = client.endpoint
         self._log = CallLog()
-        self._layout = StateLayout()
+        self._chat = Conversation()
 
     def params(self) -> JsonObject:
         return {**self.client.params(), "prompt_version": PROMPT_VERSION}
@@ -61,7 +57,7 @@ class LLMCampaignAgent:
 
     def reset(self, seed: int) -> None:
         self._log.reset()
-        self._layout.reset()
+        self._chat.reset()
         self.client.reseed(seed)
 
     def act(self, observation: Mapping[str, JsonValue]) -> ActionReply:
@@ -69,18 +65,20 @@ class LLMCampaignAgent:
         if not isinstance(schema, Mapping):
             return {"type": "invalid", "raw": "", "error": "observation has no action_schema"}
         reply = self.client.complete_json(
-            campaign_messages(observation, self._layout), schema, "action"
+            campaign_messages(observation, self._chat), schema, "action"
         )
         self._log.add(reply)
-        if reply.value is not None:
-            return reply.value
-        return {"type": "invalid", "raw": reply.text or "", "error": reply.error or "no reply"}
+        action: ActionReply = reply.value if reply.value is not None else {
+            "type": "invalid", "raw": reply.text or "", "error": reply.error or "no reply"
+        }  # fmt: skip
+        self._chat.answered(action)
+        return action
 
     def forecast(self, snapshot: Mapping[str, JsonValue]) -> ForecastReply:
         schema = snapshot.get("response_schema")
         if not isinstance(schema, Mapping):
             return {"forecasts": [], "error": "snapshot has no response_schema"}
-        messages = checkpoint_messages(snapshot, self._layout)
+        messages = checkpoint_messages(snapshot, self._chat)
         wire = panel_wire(schema)  # rows of numbers instead of objects (`llm_panel`)
         asked = schema if wire is None else wire.schema
         reply = self.client.complete_json(messages, asked, "panel_forecast")
@@ -96,61 +94,9 @@ class LLMCampaignAgent:
 
 
 def make_agent(
-    agent: str,
-    *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    api_key_env: str | None = None,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    seed: int | None = None,
-    max_tokens: int | None = None,
-    timeout_s: float | None = None,
-    max_retries: int = 4,
-    max_repairs: int = 2,
-    structured: StructuredMode = "auto",
-    store: ResponseCache | None = None,
-    caps: RunCaps | None = None,
-    token_param: str = "auto",
-    reasoning_effort: str | None = None,
-    reasoning_tokens: int | None = None,
-    max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
-    call_time_s: float | None = None,
-    provider: str = "auto",
+    agent: str, *, store: ResponseCache | None = None, **options: Unpack[BuilderKwargs]
 ) -> LLMCampaignAgent:
-    """Build an LLM campaign agent from `openai:MODEL` (used by the CLI's --agent).
-
-    `base_url`/`api_key` default to OPENAI_BASE_URL / OPENAI_API_KEY. `seed` is the sampling
-    seed sent to the server (default: derived from the run seed). `store` enables the
-    persistent response cache. `max_tokens=None` derives each call's response budget from its
-    schema (`labreplay.agents.llm_budget`), and `timeout_s=None` each request's timeout from
-    that budget (`RetryPolicy.timeout_for`); `caps` bound what each run may spend
-    (`labreplay.agents.llm_caps`); `api_key_env` names the variable holding the key.
-    `temperature=None` sends 0 to an ordinary model and none to a reasoning model;
-    `token_param`, `reasoning_effort` and `reasoning_tokens` are the reasoning-model controls,
-    `max_retry_wait_s` the longest Retry-After honoured and `call_time_s` a wall-clock deadline
-    on one call with its retries (`labreplay.agents.llm_config`).
-    """
-    model = parse_agent_spec(agent)
-    if api_key is None and api_key_env:
-        api_key = os.environ.get(api_key_env)  # read now, held by the SDK client only
-    options = client_options(
-        base_url,
-        temperature,
-        top_p,
-        seed,
-        max_tokens,
-        timeout_s,
-        max_retries,
-        max_repairs,
-        structured,
-        store,
-        caps,
-        token_param=token_param,
-        reasoning_effort=reasoning_effort,
-        reasoning_tokens=reasoning_tokens,
-        max_retry_wait_s=max_retry_wait_s,
-        call_time_s=call_time_s,
-        provider=agent_provider(agent, provider),
-    )
-    return LLMCampaignAgent(LLMClient(model, api_key=api_key, **options))
+    """Build an LLM campaign agent from `openai:MODEL` (the CLI's --agent) and the LLM options
+    (`labreplay.agents.llm.client_options`); `store` enables the persistent response cache."""
+    model, api_key, client = client_options(agent, store, **options)
+    return LLMCampaignAgent(LLMClient(model, api_key=api_key, **client))

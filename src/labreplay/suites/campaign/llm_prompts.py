@@ -1,32 +1,43 @@
 """What the LLM campaign agent sends: our policy prompt and the deterministic rendering of
-observations and checkpoint snapshots into chat messages.
+observations and checkpoint snapshots into a multi-turn chat built for providers' prompt caches.
 
-Every message has the same three-part shape, ordered so that consecutive prompts share a long,
-byte-identical prefix (which servers with prefix caching -- llama.cpp, vLLM, OpenAI prompt
-caching -- reuse instead of re-reading it):
+A conversation starts (and restarts) from the whole visible state, in three parts:
 
-1. CAMPAIGN: the system prompt, the rules and every state key that has not changed since the
-   campaign's first turn (assignment, budgets, categories, candidates without their status,
-   held-out queries, context). The same bytes in every message of a campaign.
-2. HISTORY: one line per closed experiment, in the order they were closed (table rows under
-   one COLUMNS line). A closed experiment's record no longer changes, so the history only grows
-   at its end.
-3. NOW: what changes turn by turn (budgets left, the open experiment, candidate statuses, phase,
-   step, the result of the last action), then the task and its JSON Schema last.
+1. CAMPAIGN, closing the system message: the policy prompt, the rules and every state key that
+   has not changed since the campaign's first turn (assignment, budgets, categories, candidates
+   without their status, held-out queries, context). The same bytes all campaign long, and a
+   message of its own, so that a provider that caches at message boundaries (Anthropic) serves
+   it as a whole, and one that caches byte prefixes (OpenAI, vLLM, llama.cpp) too.
+2. HISTORY: one line per closed experiment, in the order closed (table rows under one COLUMNS
+   line).
+3. NOW: what changes turn by turn (budgets left, the open experiment, candidate statuses,
+   phase, step, the result of the last action), then the task and its JSON Schema.
 
-The agent sees the complete policy-visible state every turn, as before; only the order and the
-notation change, and a card table's context of more than CONTEXT_ROWS_SHOWN rows is shown as
-its outcome counts (one CAMPAIGN line says how many rows were summarised). The notation is compact so that a long assignment fits a small model's context:
-canonical JSON (sorted keys, no whitespace), except that a list of objects sharing one set of
-keys becomes a table, `{"columns": [...], "rows": [[...], ...]}` (a nested object column is
-flattened into `parent.child` columns, a column of word lists is written `x[]` with the words
-separated by spaces), an object of count objects becomes a table (absent counts written 0), and in the CAMPAIGN part a missing-value marker that is
-the only one of its kind is written `"?"` with its meaning stated once. A state key that does
-change after the first turn moves from CAMPAIGN to NOW for the rest of the campaign, so nothing
-is ever shown stale. A checkpoint's panel is not repeated when it equals the state's
+Each later policy turn appends the action taken (canonical JSON) and a user message with only
+what changed: the NOW keys whose values changed (an object lists only its keys that changed,
+recursively; any other value whole), the keys no longer in the state, the turn's phase, step
+and result, the task, and a schema given earlier in the conversation by its label (`SCHEMA S2
+(given above)`) instead of again. So every request extends the previous one and a provider's
+cache serves all of it. A conversation runs for one experiment and at most MAX_KEPT_TURNS
+policy turns: it restarts from the whole state when the history changes (an experiment
+closed), a campaign-long key changes or it holds that many turns, and at reset; a checkpoint forecast is asked at the end of the conversation but is not kept in it (its
+reply, a panel of numbers, would otherwise be re-sent with every later turn). The agent is
+shown the same information as with one full-state message per turn (`lr-llm-prompts-3`): the
+state of every turn is the restart's plus the changes since, and a test rebuilds it.
+
+A card table's context of more than CONTEXT_ROWS_SHOWN rows is shown as its outcome counts
+(one CAMPAIGN line says how many rows were summarised). The notation is compact so that a long
+assignment fits a small model's context: canonical JSON (sorted keys, no whitespace), except
+that a list of objects sharing one set of keys becomes a table, `{"columns": [...], "rows":
+[[...], ...]}` (a nested object column is flattened into `parent.child` columns, a column of
+word lists is written `x[]` with the words separated by spaces), an object of count objects
+becomes a table (absent counts written 0), and in the CAMPAIGN part a missing-value marker that
+is the only one of its kind is written `"?"` with its meaning stated once. A state key that
+does change after the first turn moves from CAMPAIGN to NOW for the rest of the campaign, so
+nothing is ever shown stale. A checkpoint's panel is not repeated when it equals the state's
 `held_out_queries`; the prompt says so, and the forecast is asked for as one row of numbers per
-query (`llm_panel`). The layout depends only on the observations since reset,
-so a replayed campaign renders the same bytes (and hits the same response-cache entries).
+query (`llm_panel`). The layout depends only on the observations and actions since reset, so a
+replayed campaign renders the same bytes (and hits the same response-cache entries).
 """
 
 from __future__ import annotations
@@ -43,13 +54,14 @@ from labreplay.suites.campaign.env import RULES
 from labreplay.suites.campaign.json_values import json_list, json_object
 from labreplay.suites.campaign.llm_panel import panel_wire
 
-PROMPT_VERSION = "lr-llm-prompts-3"
+PROMPT_VERSION = "lr-llm-prompts-4"
 
 # One system prompt for both campaign tasks, and the state before the task in every message: an
 # action turn and a panel checkpoint then share their longest part as a common prefix.
 CAMPAIGN_POLICY = (
-    "You work for a materials-synthesis campaign that runs on a fixed budget. Each message shows "
-    "the campaign state you are allowed to see, then gives you one task: either choose the "
+    "You work for a materials-synthesis campaign that runs on a fixed budget. The first message "
+    "shows the campaign state you are allowed to see and each later one what changed since the "
+    "message before it; every message gives you one task: either choose the "
     "campaign's next action (you are its decision-making policy) or forecast held-out "
     "experiments (this changes nothing and costs no budget). Use only the visible state and "
     "assume nothing about results you have not been shown. Answer with exactly one JSON object "
@@ -70,6 +82,10 @@ MISSING_CELL = "?"
 # overall and per group): thousands of rows would not fit a model's context. The state an agent
 # sees keeps the rows; the built-in records' prompts do not change.
 CONTEXT_ROWS_SHOWN = 200
+# A conversation keeps at most this many policy turns before it restarts from the whole state:
+# a long experiment (evidence and reviews, each followed by a forecast) would otherwise grow one
+# request past what a small model's context holds.
+MAX_KEPT_TURNS = 8
 # State keys that change during a campaign by design: they always go to NOW.
 _TURN_KEYS = ("budgets_left", "open_experiment", "experiments", "closed")
 
@@ -281,10 +297,6 @@ def _history_lines(history: list[Mapping[str, object]]) -> list[str]:
     return [f"COLUMNS: {_json(table['columns'])}", *(_json(row) for row in table["rows"])]
 
 
-# Older name, kept for callers.
-StateLayout = PromptLayout
-
-
 def _campaign_text(lasting: Mapping[str, object], note: str | None = None) -> str:
     reasons: set[str] = set()
     strings: set[str] = set()
@@ -299,30 +311,98 @@ def _campaign_text(lasting: Mapping[str, object], note: str | None = None) -> st
     return "\n".join([*lines, _json(body)])
 
 
-def _messages(
-    state: Mapping[str, object],
-    layout: PromptLayout | None,
-    now: Mapping[str, object],
-    task: list[str],
-) -> list[dict[str, str]]:
-    campaign, history, turn = (layout or PromptLayout()).render(state)
-    user = "\n".join(
-        [
-            "CAMPAIGN (the same in every message of this campaign):",
-            campaign,
-            "HISTORY (closed experiments in the order closed, one per line):",
-            *history,
-            "NOW:",
-            _json(compact({**turn, **now})),
-            *task,
-        ]
-    )
-    policy = TABLE_POLICY if "table" in state else CAMPAIGN_POLICY
-    return [{"role": "system", "content": policy}, {"role": "user", "content": user}]
+class Conversation:
+    """One campaign's chat (see the module docstring): the messages sent since the last
+    restart, the state keys they showed and the schemas they gave. `turn` builds a turn's
+    messages; `answered` keeps a policy turn and the action taken in the chat (a checkpoint's
+    turn is not kept)."""
+
+    def __init__(self) -> None:
+        self.layout = PromptLayout()
+        self.reset()
+
+    def reset(self) -> None:
+        self.layout.reset()
+        self._sent: list[dict[str, str]] = []
+        self._start: tuple[str, tuple[str, ...]] | None = None
+        self._shown: dict[str, object] = {}
+        self._schemas: list[str] = []  # in the order first given in `_sent`
+        self._pending: _Turn = ([], ("", ()), {}, [])
+
+    def turn(
+        self,
+        state: Mapping[str, object],
+        now: Mapping[str, object],
+        task: list[str],
+        schema: object,
+    ) -> list[dict[str, str]]:
+        campaign, history, turn = self.layout.render(state)
+        start, shown = (campaign, tuple(history)), {**turn, **now}
+        if start != self._start or not self._sent or len(self._sent) > 2 * MAX_KEPT_TURNS:
+            # A restart: the whole state, as a fresh conversation sees it.
+            policy = TABLE_POLICY if "table" in state else CAMPAIGN_POLICY
+            # The campaign-long part closes the system message: one block that providers
+            # which cache at message boundaries (Anthropic) can serve as a whole.
+            system = "\n".join([policy, "CAMPAIGN (the same all campaign long):", campaign])
+            sent, schemas = [{"role": "system", "content": system}], []
+            user = [
+                "HISTORY (closed experiments in the order closed, one per line):",
+                *history,
+                "NOW:",
+                _json(compact(shown)),
+            ]
+        else:
+            sent, schemas = self._sent, list(self._schemas)
+            # A checkpoint has no phase, step or result of its own: those are not gone.
+            before = {k: v for k, v in self._shown.items() if k in shown or k not in _NOW_KEYS}
+            gone: list[list[str]] = []
+            patch = _patch(before, shown, [], gone)
+            user = [
+                "NOW (what changed since the previous message: an object lists only its keys "
+                "whose values changed, any other value is shown whole):",
+                _json(compact(patch if isinstance(patch, dict) else {})),
+            ]
+            if gone:
+                user.append(f"NO LONGER IN THE STATE (paths of keys): {_json(gone)}")
+        text = _json(schema)
+        if text in schemas:
+            user += [*task, f"SCHEMA S{schemas.index(text) + 1} (given above)"]
+        else:
+            schemas.append(text)
+            user += [*task, f"SCHEMA S{len(schemas)}: {text}"]
+        messages = [*sent, {"role": "user", "content": "\n".join(user)}]
+        self._pending = (messages, start, shown, schemas)
+        return messages
+
+    def answered(self, action: Mapping[str, object]) -> None:
+        """The policy turn just built was answered with `action`: both stay in the chat."""
+        messages, self._start, self._shown, self._schemas = self._pending
+        self._sent = [*messages, {"role": "assistant", "content": _json(action)}]
+
+
+_Turn = tuple[list[dict[str, str]], tuple[str, tuple[str, ...]], dict[str, object], list[str]]
+_SAME = object()
+_NOW_KEYS = ("phase", "step", "result_of_previous_action")
+
+
+def _patch(old: object, new: object, path: list[str], gone: list[list[str]]) -> object:
+    """What a reader of `old` must be shown to know `new`: of an object only the keys whose
+    values changed, recursively, the keys it lost added to `gone`; any other value whole.
+    `_SAME` when nothing changed."""
+    if old == new:
+        return _SAME
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        gone += [[*path, str(k)] for k in old if k not in new]
+        parts = {
+            str(k): _patch(old[k], v, [*path, str(k)], gone) if k in old else v
+            for k, v in new.items()
+        }
+        return {k: v for k, v in parts.items() if v is not _SAME} or _SAME
+    return new
 
 
 def campaign_messages(
-    observation: Mapping[str, JsonValue], layout: PromptLayout | None = None
+    observation: Mapping[str, JsonValue], conversation: Conversation | None = None
 ) -> list[dict[str, str]]:
     """The chat messages for one campaign turn."""
     last = observation.get("last_result")
@@ -337,32 +417,33 @@ def campaign_messages(
         *([f"RULES NOW: {rules}"] if rules != rules_of(state, RULES) else []),
         "TASK: choose the campaign's next action. Reply with one JSON object, the action you "
         "take now, valid under this JSON Schema of the actions permitted now:",
-        _json(observation.get("action_schema", {})),
     ]
-    return _messages(state, layout, now, task)
+    schema = observation.get("action_schema", {})
+    return (conversation or Conversation()).turn(state, now, task, schema)
 
 
 def checkpoint_messages(
-    snapshot: Mapping[str, JsonValue], layout: PromptLayout | None = None
+    snapshot: Mapping[str, JsonValue], conversation: Conversation | None = None
 ) -> list[dict[str, str]]:
     """The chat messages for one evaluator panel checkpoint."""
     state = snapshot.get("state", {})
     panel = snapshot.get("panel", [])
     if isinstance(state, Mapping) and panel == state.get("held_out_queries"):
-        listed = f"the {len(json_list(panel))} held_out_queries in CAMPAIGN above, in that order."
+        listed = f"the {len(json_list(panel))} held_out_queries in CAMPAIGN, in that order."
     else:
         listed = _json(compact(panel))
     wire = panel_wire(snapshot.get("response_schema"))
     if wire is None:
         reply = [
             "Reply with one JSON object holding a forecast for every experiment listed, valid "
-            "under this JSON Schema:",
-            _json(snapshot.get("response_schema", {})),
+            "under this JSON Schema:"
         ]
+        schema: object = snapshot.get("response_schema", {})
     else:
         entries = panel if isinstance(panel, list) else []
         listed_ids = [q.get("experiment_id") for q in entries if isinstance(q, Mapping)]
         order = [] if listed_ids == list(wire.ids) else [f"ROW ORDER: {_json(list(wire.ids))}"]
-        reply = [*order, wire.instructions(), _json(wire.schema)]
+        reply, schema = [*order, wire.instructions()], wire.schema
     task = [f"TASK: {snapshot.get('instructions', '')}", f"EXPERIMENTS TO FORECAST: {listed}"]
-    return _messages(json_object(state, "state"), layout, {}, [*task, *reply])
+    shown = json_object(state, "state")
+    return (conversation or Conversation()).turn(shown, {}, [*task, *reply], schema)

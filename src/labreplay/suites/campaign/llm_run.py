@@ -112,7 +112,7 @@ def print_dry_run(
             f"~{first['largest_prompt_tokens']:,} tokens, largest response budget "
             f"{first['largest_response_budget']:,}):"
         )
-        console.print(first["first_prompt"][:600] + " ...", markup=False)
+        console.print(first["first_prompt"][:1200] + " ...", markup=False)
     span, ctl = estimate["range"], [p["controls"] for p in estimate["plays"]]
     cached, uncached = estimate["cost_range"], estimate["cost_uncached_range"]
     money = (

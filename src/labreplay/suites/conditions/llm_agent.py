@@ -7,28 +7,23 @@ imports a suite.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from labreplay.errors import AgentError
 from labreplay.sdk.agents import (
     AGENT_PREFIX,
-    DEFAULT_MAX_RETRY_WAIT_S,
     AsyncLLMClient,
     CallLog,
     CallRecord,
     LLMClient,
     ResponseCache,
-    RunCaps,
-    StructuredMode,
     agent_name,
-    agent_provider,
     client_options,
     is_builtin_spec,
-    parse_agent_spec,
 )
 from labreplay.sdk.events import JsonObject, JsonValue
+from labreplay.sdk.options import BuilderKwargs
 from labreplay.suites.conditions.llm_prompts import (
     PROMPT_VERSION,
     question_answer,
@@ -108,55 +103,19 @@ class LLMQuestionAgent:
 def make_question_agent(
     agent: str,
     *,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    api_key_env: str | None = None,
-    temperature: float | None = None,
-    top_p: float | None = None,
-    seed: int | None = None,
-    max_tokens: int | None = None,
-    max_concurrency: int | None = None,
-    timeout_s: float | None = None,
-    max_retries: int = 4,
-    max_repairs: int = 2,
-    structured: StructuredMode = "auto",
     store: ResponseCache | None = None,
     render: QuestionRenderer | None = None,
-    caps: RunCaps | None = None,
-    token_param: str = "auto",
-    reasoning_effort: str | None = None,
-    reasoning_tokens: int | None = None,
-    max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
-    call_time_s: float | None = None,
-    provider: str = "auto",
+    max_concurrency: int | None = None,
+    **options: Unpack[BuilderKwargs],
 ) -> LLMQuestionAgent:
-    """Build a question agent from `openai:MODEL` (`render` defaults to the suite's prompt)."""
-    model = parse_agent_spec(agent)
-    if api_key is None and api_key_env:
-        api_key = os.environ.get(api_key_env)  # read now, held by the SDK client only
-    options = client_options(
-        base_url,
-        temperature,
-        top_p,
-        seed,
-        max_tokens,
-        timeout_s,
-        max_retries,
-        max_repairs,
-        structured,
-        store,
-        caps,
-        token_param=token_param,
-        reasoning_effort=reasoning_effort,
-        reasoning_tokens=reasoning_tokens,
-        max_retry_wait_s=max_retry_wait_s,
-        call_time_s=call_time_s,
-        provider=agent_provider(agent, provider),
-    )
+    """Build a question agent from `openai:MODEL` and the LLM options (`render` defaults to the
+    suite's prompt)."""
+    model, api_key, client = client_options(agent, store, **options)
     # One meter for both clients: the run's caps count every call, sync or concurrent.
-    concurrent = AsyncLLMClient(model, api_key=api_key, max_concurrency=max_concurrency, **options)
-    client = LLMClient(model, api_key=api_key, **options)
-    return LLMQuestionAgent(client, render or render_prompt, concurrent)
+    concurrent = AsyncLLMClient(model, api_key=api_key, max_concurrency=max_concurrency, **client)
+    return LLMQuestionAgent(
+        LLMClient(model, api_key=api_key, **client), render or render_prompt, concurrent
+    )
 
 
 def conditions_agent(model: str | None = None, seed: int = 0, **options: Any) -> LLMQuestionAgent:

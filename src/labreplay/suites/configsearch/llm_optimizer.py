@@ -19,28 +19,24 @@ older `History` object; both are read through `_plain_history`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, Unpack
 
 from labreplay.errors import AgentError
 from labreplay.sdk import canonical_json
 from labreplay.sdk.agents import (
-    DEFAULT_MAX_RETRY_WAIT_S,
     CallRecord,
     Configuration,
     LLMClient,
     OptimizerHistory,
-    RunCaps,
     Trial,
     agent_name,
-    agent_provider,
     client_options,
-    parse_agent_spec,
     usage_summary,
 )
 from labreplay.sdk.events import JsonObject
+from labreplay.sdk.options import BuilderKwargs
 
 PROMPT_VERSION = "lr-llm-configsearch-1"
 SYSTEM = (
@@ -189,41 +185,15 @@ class LLMOptimizer:
 
 
 def make_factory(
-    agent: str,
-    *,
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-    temperature: float | None = None,
-    seed: int | None = None,
-    max_tokens: int | None = None,
-    timeout_s: float | None = None,
-    max_retries: int = 4,
-    caps: RunCaps | None = None,
-    token_param: str = "auto",
-    reasoning_effort: str | None = None,
-    reasoning_tokens: int | None = None,
-    max_retry_wait_s: float = DEFAULT_MAX_RETRY_WAIT_S,
-    call_time_s: float | None = None,
-    provider: str = "auto",
-    top_p: float | None = None,
-    max_repairs: int = 2,
-    structured: str = "auto",
+    agent: str, **options: Unpack[BuilderKwargs]
 ) -> tuple[Callable[[], LLMOptimizer], CallTally]:
     """A zero-argument factory of LLM optimisers (one per seed) sharing one `CallTally`, from
     the one LLM option set (`LlmOptions.builder_kwargs()`)."""
-    model = parse_agent_spec(agent)
-    api_key = os.environ.get(api_key_env) if api_key_env else None
     tally = CallTally()
 
     def build() -> LLMOptimizer:
-        options = client_options(
-            base_url, temperature, top_p, seed, max_tokens, timeout_s, max_retries, max_repairs,
-            structured, None, caps, token_param=token_param, reasoning_effort=reasoning_effort,
-            reasoning_tokens=reasoning_tokens, max_retry_wait_s=max_retry_wait_s,
-            call_time_s=call_time_s,
-            provider=agent_provider(agent, provider),
-        )  # fmt: skip
-        return LLMOptimizer(LLMClient(model, api_key=api_key, **options), tally)
+        model, api_key, client = client_options(agent, None, **options)
+        return LLMOptimizer(LLMClient(model, api_key=api_key, **client), tally)
 
     build()  # refuse a bad spec or option now, before any work
     return build, tally
