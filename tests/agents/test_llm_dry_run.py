@@ -132,3 +132,25 @@ def test_without_the_tokenizer_the_fallback_is_declared_with_its_install_command
     # a model with no tokenizer on this machine: the fallback, no install hint
     assert rule_for("anthropic/claude-sonnet-4-5").name == FALLBACK
     assert rule_for("HuggingFaceTB/SmolLM2-135M-Instruct").name == FALLBACK
+
+
+def test_anthropic_cache_writes_are_priced_at_the_write_rate(
+    campaign_specs_source: Path, tmp_path: Path
+) -> None:
+    """Anthropic bills the prompt tokens a request writes to its cache at a premium (1.25x the
+    input rate for claude-sonnet-4-5): the dry run counts them and prices them so."""
+    url = "http://127.0.0.1:9/v1"  # never called
+    args = ("--only", "short-1", "--dry-run", "--json", "--provider", "anthropic")
+    estimate = json.loads(
+        _campaign(campaign_specs_source, tmp_path / "s.sqlite", url, "openai:claude-sonnet-4-5",
+                  *args)  # fmt: skip
+    )
+    for play in estimate["plays"]:
+        total = play["total"]
+        written, cached = total["cache_write_tokens"], total["cached_tokens"]
+        assert 0 < written <= total["prompt_tokens"] - cached
+        fresh = total["prompt_tokens"] - cached - written
+        usd = (fresh * 3.0 + cached * 0.3 + written * 3.75 + total["completion_tokens"] * 15.0)
+        assert play["cost"] == pytest.approx(usd / 1e6, abs=1e-6)
+        uncached = (total["prompt_tokens"] * 3.0 + total["completion_tokens"] * 15.0) / 1e6
+        assert play["cost_uncached"] == pytest.approx(uncached, abs=1e-6)

@@ -73,6 +73,8 @@ def _call_usage(c: Mapping[str, Any]) -> dict[str, Any]:
         "latency_s": float(c.get("latency_s") or 0.0),
         "resolved_models": [str(c["resolved_model"])] if c.get("resolved_model") else [],
     }
+    if c.get("cache_write_tokens"):  # only then: a summary without writes keeps its keys
+        out["cache_write_tokens"] = int(c["cache_write_tokens"])
     money = c.get("cost_usd")
     if isinstance(money, int | float):
         out["cost_usd"] = float(money)
@@ -87,10 +89,11 @@ def add_usage(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     latency = 0.0
     models: set[str] = set()
     hits = [0, 0, 0]
-    spent, priced = 0.0, True
+    spent, priced, written = 0.0, True, 0
     for part in parts:
         for key in _COUNTS:
             out[key] += int(part.get(key) or 0)
+        written += int(part.get("cache_write_tokens") or 0)
         for i, key in enumerate(_HIT_COUNTS):
             hits[i] += int(part.get(key) or 0)
         money = part.get("cost_usd")
@@ -102,6 +105,8 @@ def add_usage(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     out["resolved_models"] = sorted(models)
     if any(hits):
         out.update(zip(_HIT_COUNTS, hits, strict=True))
+    if written:
+        out["cache_write_tokens"] = written
     if priced and out["calls"]:
         out["cost_usd"] = round(spent, 6)
     return out
@@ -154,6 +159,7 @@ def cost(usage: Mapping[str, Any], price: Price = None) -> float | None:
             int(usage.get("prompt_tokens") or 0) - hit_prompt,
             int(usage.get("cached_tokens") or 0) - hit_cached,
             int(usage.get("completion_tokens") or 0) - hit_completion,
+            int(usage.get("cache_write_tokens") or 0),
         ),
         6,
     )

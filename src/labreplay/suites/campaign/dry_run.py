@@ -66,6 +66,7 @@ class BranchTally(TypedDict):
     checkpoint_calls: int
     prompt_tokens: int
     cached_tokens: int
+    cache_write_tokens: int
     completion_tokens: int
     prompt_chars: int
     largest_prompt_tokens: int
@@ -133,10 +134,14 @@ UPPER_BOUND_RULE = (
     "experiment and two, every reply its whole response budget and refused max_repairs times; "
     "calls and completion tokens strict, prompt tokens at the largest prompt rendered"
 )
-TOTALLED: tuple[Literal["calls", "prompt_tokens", "cached_tokens", "completion_tokens"], ...] = (
+Totalled = Literal[
+    "calls", "prompt_tokens", "cached_tokens", "cache_write_tokens", "completion_tokens"
+]
+TOTALLED: tuple[Totalled, ...] = (
     "calls",
     "prompt_tokens",
     "cached_tokens",
+    "cache_write_tokens",
     "completion_tokens",
 )
 
@@ -151,6 +156,7 @@ class Tally:
     reply_chars: int = 0
     prompt_tokens: int = 0
     cached_tokens: int = 0  # what a provider's prefix cache would serve (`cached_prefix`)
+    cache_write_tokens: int = 0  # what a message-boundary cache writes (billed at its rate)
     reply_tokens: int = 0
     largest_prompt_tokens: int = 0
     largest_budget: int = 0
@@ -168,7 +174,9 @@ class Tally:
         text = json.dumps(reply)
         prompt = "\n".join(m["content"] for m in messages)
         if self.by_message:
-            self.cached_tokens += self._written_prefix(messages)
+            hit, written = self._written_prefix(messages)
+            self.cached_tokens += hit
+            self.cache_write_tokens += written
         else:
             self.cached_tokens += self.rule.cached_prefix(self.last_prompt, prompt)
         self.last_prompt = prompt
@@ -182,17 +190,22 @@ class Tally:
         if len(self.first_prompts) < 2:
             self.first_prompts.append(prompt)
 
-    def _written_prefix(self, messages: Sequence[Mapping[str, str]]) -> int:
-        """The tokens a message-boundary cache serves: the longest entry an earlier request
-        wrote that begins this one (from MIN_CACHED_PREFIX_TOKENS). inspect's anthropic
-        provider writes three per request: at the system message, the second-to-last message
-        and the last (`cache_control`)."""
+    def _written_prefix(self, messages: Sequence[Mapping[str, str]]) -> tuple[int, int]:
+        """The tokens a message-boundary cache serves and writes: served, the longest entry an
+        earlier request wrote that begins this one (from MIN_CACHED_PREFIX_TOKENS); written,
+        the tokens past it up to the last entry this request writes (Anthropic bills them at
+        its cache-write rate). inspect's anthropic provider writes three per request: at the
+        system message, the second-to-last message and the last (`cache_control`)."""
         key = tuple((m["role"], m["content"]) for m in messages)
         hit = max((n for k, n in self.written.items() if key[: len(k)] == k), default=0)
+        hit = hit if hit >= MIN_CACHED_PREFIX_TOKENS else 0
+        written_to = hit
         for end in (1, len(key) - 1, len(key)):
             if end > 0 and key[:end] not in self.written:
-                self.written[key[:end]] = self.rule.chat(messages[:end])
-        return hit if hit >= MIN_CACHED_PREFIX_TOKENS else 0
+                self.written[key[:end]] = tokens = self.rule.chat(messages[:end])
+                if tokens >= MIN_CACHED_PREFIX_TOKENS:
+                    written_to = max(written_to, tokens)
+        return hit, written_to - hit
 
 
 def spending_preference(
@@ -314,6 +327,7 @@ def dry_run_assignment(
             "checkpoint_calls": t.checkpoint_calls,
             "prompt_tokens": t.prompt_tokens,
             "cached_tokens": t.cached_tokens,
+            "cache_write_tokens": t.cache_write_tokens,
             "completion_tokens": t.reply_tokens,
             "prompt_chars": t.prompt_chars,
             "largest_prompt_tokens": t.largest_prompt_tokens,

@@ -85,14 +85,18 @@ def print_dry_run(
     estimate = dry_run(specs, agent, params, seed, controls)
     for play in estimate["plays"]:
         play["cost"] = cost(play["total"], price)  # cached prefixes at the cached rate
-        play["cost_uncached"] = cost({**play["total"], "cached_tokens": 0}, price)
+        play["cost_uncached"] = cost(
+            {**play["total"], "cached_tokens": 0, "cache_write_tokens": 0}, price
+        )
     estimate["cost_range"] = _cost_span([p.get("cost") for p in estimate["plays"]])
     estimate["cost_uncached_range"] = _cost_span(
         [p.get("cost_uncached") for p in estimate["plays"]]
     )
     for at in estimate.get("reasoning", {"at": []})["at"]:  # billed as completion tokens
         at["cost"] = _cost_span([cost({"completion_tokens": t}, price) for t in at["tokens"]])
-    estimate["upper_bound_cost"] = cost({**estimate["upper_bound"], "cached_tokens": 0}, price)
+    estimate["upper_bound_cost"] = cost(
+        {**estimate["upper_bound"], "cached_tokens": 0, "cache_write_tokens": 0}, price
+    )
     if json_out:
         print_json(estimate)
         return
