@@ -7,7 +7,8 @@ then may the lab post that experiment's result (`forecast_asked` waits for it: a
 deviation such as a failed experiment); its evidence, bought as in a replay, is what the lab
 posted. Every post, accepted or refused (with the one-line reason the lab was answered), is a
 `lab` event of the run's chain, so nothing a lab sent is lost and the record alone rescores
-the run. The held-out panel is still scored from the spec (its outcomes are not posted yet).
+the run. The lab may post the held-out panel's outcomes too, at any time (`live.panel`): the
+stored scores still read the panel from the spec; `live.scores` rescores it from these.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.campaign.actions import CampaignAction
 from labreplay.suites.campaign.env import CampaignEnv, StepResult
+from labreplay.suites.campaign.live.panel import PANEL_POST, panel_refusal
 from labreplay.suites.campaign.live.record import LAB_KIND, POSTS, experiment_record
 from labreplay.suites.campaign.protocol import REVIEW_KIND
 from labreplay.suites.campaign.views import EvaluatorRecord
@@ -39,6 +41,8 @@ class LiveLab:
     def __init__(self, spec: EnvironmentSpec, side: LabSide | None, wait_s: float) -> None:
         self.candidates = {str(c["experiment_id"]) for c in spec.body["candidates"]}
         self.kinds = (*spec.body["prices"], REVIEW_KIND)
+        self.panel = {str(q["experiment_id"]) for q in spec.body["queries"]}
+        self._panel_posted: set[str] = set()
         self.side, self.wait_s = side, wait_s
         self._lock = threading.Condition()
         self._posts: dict[str, list[JsonObject]] = {}
@@ -61,9 +65,12 @@ class LiveLab:
                 event["error"] = refused[1]
             elif isinstance(post := event["post"], dict):
                 eid = str(post["experiment_id"])
-                self._posts.setdefault(eid, []).append(post)
-                if post["post"] != "evidence":
-                    self._final.add(eid)
+                if post["post"] == PANEL_POST:
+                    self._panel_posted.add(eid)
+                else:
+                    self._posts.setdefault(eid, []).append(post)
+                    if post["post"] != "evidence":
+                        self._final.add(eid)
             self._unrecorded.append(event)
             self._lock.notify_all()
         if refused is None:
@@ -73,8 +80,11 @@ class LiveLab:
     def _refusal(self, post: object) -> tuple[int, str] | None:
         """Why a post is refused, with its HTTP status: 400 malformed, 404 no such experiment,
         409 out of order (not selected, before its forecast, a duplicate, after the result)."""
+        if isinstance(post, Mapping) and post.get("post") == PANEL_POST:
+            return panel_refusal(post, self.panel, self._panel_posted)
         if not isinstance(post, Mapping) or post.get("post") not in POSTS:
-            return 400, f"a post is a JSON object whose 'post' is one of {', '.join(POSTS)}"
+            known = ", ".join((*POSTS, PANEL_POST))
+            return 400, f"a post is a JSON object whose 'post' is one of {known}"
         eid, what = post.get("experiment_id"), post["post"]
         if not isinstance(eid, str) or eid not in self.candidates:
             return 404, f"unknown experiment {eid!r}"
