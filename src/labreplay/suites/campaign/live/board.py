@@ -79,7 +79,7 @@ def board_lines(rows: Sequence[LiveRow]) -> list[str]:
     for row in rows:
         s = row["scores"]
         lines.append(f"{row['spec_id']} · {row['agent']} · run {row['run_id'][:12]} "
-                     f"({row['status']}, {'closed' if s['closed'] else 'running'})")  # fmt: skip
+                     f"({row['status']}, campaign {'closed' if s['closed'] else 'open'})")  # fmt: skip
         scored = [o for o in s["outcomes"] if o["loss"] is not None]
         lines.append(
             f"  prequential log loss {_num(s['prequential_log_loss'])} over {len(scored)} "
@@ -90,6 +90,8 @@ def board_lines(rows: Sequence[LiveRow]) -> list[str]:
             if sc is None:
                 continue
             state = "final" if sc["final"] else f"partial, {len(sc['panel_pending'])} pending"
+            if not sc["closed"]:
+                state += ", the curve so far carried to the horizon"
             if sc["panel_arrived"] == 0:
                 state = "the lab has posted no panel outcome: all pending"
             lines.append(
