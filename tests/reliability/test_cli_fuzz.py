@@ -386,6 +386,7 @@ def test_values_no_command_takes(
 # Arguments ending cheaply for the commands without numeric options (see BASES).
 TEXT_BASES: dict[tuple[str, ...], list[str]] = {
     **BASES,
+    ("campaign", "live", "board"): ["--store", "{w}/foreign.sqlite"],
     ("conditions", "leaderboard"): ["--store", "{w}/foreign.sqlite"],
     ("conditions", "score"): ["--questions", "{w}/none.jsonl", "--predictions", "{w}/none.jsonl"],
     ("configsearch", "export-references"): ["--store", "{w}/foreign.sqlite", "--out", "{w}/o"],

@@ -328,7 +328,7 @@ def live_emulate_cmd(
         with Store(where.store) as db:
             results = emulate(
                 chosen, resolved, db, seed=source.seed, delay_s=live.delay_s,
-                shuffle=live.shuffle, fail_rate=live.fail_rate,
+                shuffle=live.shuffle, fail_rate=live.fail_rate, twin=live.twin,
             )  # fmt: skip
             results = [{**r, "scores": db.scores(str(r["run_id"]))} for r in results]
     finally:
@@ -372,7 +372,7 @@ def live_serve_cmd(
             print(f"serving the lab's posts on {service.url}", file=sys.stderr)
             results = play_live(
                 chosen, resolved, db, service, seed=source.seed, marker={"lab": "served"},
-                wait_s=live.result_wait_s,
+                wait_s=live.result_wait_s, twin=live.twin,
             )  # fmt: skip
             results = [{**r, "scores": db.scores(str(r["run_id"]))} for r in results]
     finally:
@@ -385,14 +385,35 @@ def _print_live(results: list[dict[str, object]], title: str, output: OutputOpti
         print_json(results)
         return
     table = Table(title=title)
-    for column in ("run", "status", "auc", "gain"):
+    for column in ("run", "branch", "status", "auc", "gain"):
         table.add_column(column)
     for r in results:
         scores = r["scores"]
         assert isinstance(scores, dict)
         auc, gain = (scores.get(k) for k in ("adaptive_auc", "held_out_gain"))
-        table.add_row(str(r["run_id"])[:12], str(r["status"]), _fmt(auc), _fmt(gain))
+        row = (str(r["run_id"])[:12], str(r["branch"]), str(r["status"]), _fmt(auc), _fmt(gain))
+        table.add_row(*row)
     print_table(table, "run")
+
+
+@command(live_app, "board", StoreOptions, OutputOptions)
+def live_board_cmd(where: StoreOptions, output: OutputOptions) -> None:
+    """A store's live runs as their outcomes arrive (read only, running runs too): prequential
+    log loss, the held-out panel rescored from the panel outcomes the lab has posted (the rest
+    pending), adaptive AUC and gain, and against the forecast-only twin where it ran."""
+    from labreplay.errors import StoreError
+    from labreplay.sdk.engine import Store
+    from labreplay.suites.campaign.live.board import board_lines, live_board
+
+    with Store(where.store, readonly=True) as db:
+        rows = live_board(db)
+    if not rows:
+        raise StoreError(f"store {where.store} holds no live campaign runs")
+    if output.json_out:
+        print_json(rows)
+        return
+    for line in board_lines(rows):
+        console.print(line, markup=False, highlight=False)
 
 
 def print_results(agent: str, results: Sequence[AssignmentSummary]) -> None:

@@ -22,6 +22,7 @@ from labreplay.suites.campaign.actions import CLAIMS
 from labreplay.suites.campaign.bayes_rules import is_selected
 from labreplay.suites.campaign.events import CategoryForecast, campaign_events
 from labreplay.suites.campaign.json_values import json_list, json_number, json_object
+from labreplay.suites.campaign.live.panel import split_panel
 from labreplay.suites.campaign.live.record import lab_evaluator
 from labreplay.suites.campaign.model import label_of
 from labreplay.suites.campaign.protocol import REVIEW_KIND
@@ -190,9 +191,10 @@ def _review_forecasts(
 
 
 def branch_metrics(events: Sequence[Mapping[str, object]], body: SpecBody) -> BranchMetrics:
-    # a live run's experiments are scored from what its lab posted (the replay's: unchanged)
+    # a live run's experiments are scored from what its lab posted (the replay's: unchanged);
+    # its panel, like a replay's, from the spec (`live.scores` rescores it from the lab's posts)
     kinds = (*body["prices"], REVIEW_KIND)
-    evaluator = lab_evaluator(events, body["evaluator"], kinds)
+    evaluator = lab_evaluator(split_panel(events)[0], body["evaluator"], kinds)
     eps = float(body["eps"])
     horizon = int(body["budgets"]["experiments"])
     typed = campaign_events(events)

@@ -155,12 +155,23 @@ class CampaignCompileOptions(Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LiveEmulateOptions(Checked):
-    """How `campaign live emulate` plays compiled campaigns as a live lab (command line)."""
+class LiveAgentOptions(Checked):
+    """What `campaign live emulate` and `serve` evaluate (command line)."""
 
     agent: str = flag(
         "bayes", "The system under evaluation, as `campaign run` takes it.", api=False
     )
+    twin: bool = flag(
+        False, "Also play its forecast-only twin (no evidence) on the same live stream, recorded "
+        "as the `no-evidence` branch (what stands in for the replay's matched controls).",
+        api=False,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveEmulateOptions(LiveAgentOptions):
+    """How `campaign live emulate` plays compiled campaigns as a live lab (command line)."""
+
     delay_s: float = flag(
         0.0, "Seconds from each prior forecast to the lab's result.", check=Floats(0.0, 3600.0),
         api=False,
@@ -173,12 +184,9 @@ class LiveEmulateOptions(Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LiveServeOptions(Checked):
+class LiveServeOptions(LiveAgentOptions):
     """Where `campaign live serve` takes a lab's posts, and how long it waits (command line)."""
 
-    agent: str = flag(
-        "bayes", "The system under evaluation, as `campaign run` takes it.", api=False
-    )
     host: str = flag(
         "127.0.0.1", "Address to serve on (not loopback: only with --allow-remote).", api=False
     )
@@ -301,6 +309,7 @@ __all__ = [
     "CampaignOptions",
     "CampaignRunOptions",
     "CampaignSource",
+    "LiveAgentOptions",
     "LiveEmulateOptions",
     "LiveServeOptions",
     "parse_run_options",

@@ -2,12 +2,15 @@
 runs on one machine. Once the agent's prior forecast for an experiment is in, the emulated lab
 posts that experiment's recorded evidence and then its outcome, after `delay_s` (from another
 thread), in the recorded order or shuffled, or (with probability `fail_rate`) a deviation: the
-experiment failed, nothing posted. With no delay, no shuffle and no failures the lab posts the
+experiment failed, nothing posted. With each result it posts the next share of the held-out
+panel's recorded outcomes (the panel spread over the experiment budget, so a campaign that
+stops early leaves some pending). With no delay, no shuffle and no failures the lab posts the
 spec's own record, and the live run's campaign events are the replay's.
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +22,7 @@ from labreplay.sdk.agents import ResolvedAgent
 from labreplay.sdk.engine import EnvironmentSpec, Store
 from labreplay.suites.campaign.live.episodes import play_live
 from labreplay.suites.campaign.live.lab import LiveLab
+from labreplay.suites.campaign.live.panel import PANEL_POST
 from labreplay.suites.campaign.live.service import LabService, send_post
 
 RESULT_WAIT_S = 60.0  # how long past its delay a campaign waits for an emulated result
@@ -40,6 +44,11 @@ class EmulatedLab:
         self.send = send
         self.delay_s, self.shuffle, self.fail_rate = delay_s, shuffle, fail_rate
         self.rng = make_rng(seed, "campaign-live-emulate", spec.spec_hash)
+        panel = [str(q["experiment_id"]) for q in spec.body["queries"]]
+        if shuffle:
+            panel = [panel[i] for i in self.rng.permutation(len(panel))]
+        self.panel = panel
+        self.panel_share = math.ceil(len(panel) / max(1, int(spec.body["budgets"]["experiments"])))
 
     def posts(self, eid: str) -> list[dict[str, object]]:
         """What the lab posts about `eid` (drawn in the order experiments are asked)."""
@@ -59,8 +68,14 @@ class EmulatedLab:
             {**outcome, "experiment_id": eid}
         ]
 
+    def panel_posts(self) -> list[dict[str, object]]:
+        """The next share of the panel's recorded outcomes (none once all are posted)."""
+        share, self.panel = self.panel[: self.panel_share], self.panel[self.panel_share :]
+        return [{"post": PANEL_POST, "experiment_id": q,
+                 "outcome": dict(self.record[q]["outcome"])} for q in share]  # fmt: skip
+
     def forecast_asked(self, lab: LiveLab, eid: str) -> None:
-        posts = self.posts(eid)
+        posts = self.panel_posts() + self.posts(eid)  # the panel first: in before the result
         if self.delay_s <= 0:
             for post in posts:
                 self.send(post)
@@ -79,10 +94,11 @@ def emulate(
     delay_s: float = 0.0,
     shuffle: bool = False,
     fail_rate: float = 0.0,
+    twin: bool = False,
 ) -> list[dict[str, object]]:
     """Play each spec as a live lab with `agent`, the emulated lab posting through the lab-side
-    service on 127.0.0.1 (`live.service`); the runner records one `live` run per spec and
-    returns its summaries."""
+    service on 127.0.0.1 (`live.service`); the runner records one `live` run per spec (and
+    its forecast-only twin's, with `twin`) and returns their summaries."""
     marker = {"lab": "emulated", "delay_s": delay_s, "shuffle": shuffle, "fail_rate": fail_rate}
     with LabService(secrets.token_urlsafe(24)) as service:
 
@@ -92,7 +108,7 @@ def emulate(
 
         return play_live(
             specs, agent, store, service, seed=seed, marker=marker,
-            wait_s=delay_s + RESULT_WAIT_S, side_for=side_for,
+            wait_s=delay_s + RESULT_WAIT_S, side_for=side_for, twin=twin,
         )  # fmt: skip
 
 

@@ -7,7 +7,8 @@ then may the lab post that experiment's result (`forecast_asked` waits for it: a
 deviation such as a failed experiment); its evidence, bought as in a replay, is what the lab
 posted. Every post, accepted or refused (with the one-line reason the lab was answered), is a
 `lab` event of the run's chain, so nothing a lab sent is lost and the record alone rescores
-the run. The held-out panel is still scored from the spec (its outcomes are not posted yet).
+the run. The lab may post the held-out panel's outcomes too, at any time (`live.panel`): the
+stored scores still read the panel from the spec; `live.scores` rescores it from these.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.sdk.events import JsonObject, JsonValue
 from labreplay.suites.campaign.actions import CampaignAction
 from labreplay.suites.campaign.env import CampaignEnv, StepResult
+from labreplay.suites.campaign.live.panel import PANEL_POST, panel_refusal
 from labreplay.suites.campaign.live.record import (
     LAB_KIND,
     POSTS,
@@ -46,6 +48,8 @@ class LiveLab:
     def __init__(self, spec: EnvironmentSpec, side: LabSide | None, wait_s: float) -> None:
         self.candidates = {str(c["experiment_id"]) for c in spec.body["candidates"]}
         self.kinds = (*spec.body["prices"], REVIEW_KIND)
+        self.panel = {str(q["experiment_id"]) for q in spec.body["queries"]}
+        self._panel_posted: set[str] = set()
         self.side, self.wait_s = side, wait_s
         self._lock = threading.Condition()
         self._posts: dict[str, list[JsonObject]] = {}
@@ -69,7 +73,9 @@ class LiveLab:
             event: dict[str, JsonValue] = {"post": _as_json(payload), "accepted": not refused}
             if refused is not None:
                 event["error"] = refused[1]
-            elif isinstance(post := event["post"], dict) and experiment_post(post):
+            elif isinstance(post := event["post"], dict) and post["post"] == PANEL_POST:
+                self._panel_posted.add(str(post["experiment_id"]))
+            elif isinstance(post, dict) and experiment_post(post):
                 eid = str(post["experiment_id"])
                 self._posts.setdefault(eid, []).append(post)
                 if post["post"] != "evidence":
@@ -83,8 +89,11 @@ class LiveLab:
     def _refusal(self, post: object) -> tuple[int, str] | None:
         """Why a post is refused, with its HTTP status: 400 malformed, 404 no such experiment,
         409 out of order (not selected, before its forecast, a duplicate, after the result)."""
+        if isinstance(post, Mapping) and post.get("post") == PANEL_POST:
+            return panel_refusal(post, self.panel, self._panel_posted)
         if not isinstance(post, Mapping) or post.get("post") not in POSTS:
-            return 400, f"a post is a JSON object whose 'post' is one of {', '.join(POSTS)}"
+            known = ", ".join((*POSTS, PANEL_POST))
+            return 400, f"a post is a JSON object whose 'post' is one of {known}"
         refused = post_refusal(post, self.candidates, time.time())
         if refused is not None or not experiment_post(post):
             return refused  # a note or a record post: the campaign's order does not bind it
@@ -151,7 +160,10 @@ class LiveLab:
     def restore(self, event: Mapping[str, JsonValue]) -> None:
         """A stored `lab` event of a resumed run, taken again as it was."""
         post = event["post"]
-        if event["accepted"] and isinstance(post, dict) and experiment_post(post):
+        if event["accepted"] and isinstance(post, dict) and post.get("post") == PANEL_POST:
+            with self._lock:
+                self._panel_posted.add(str(post["experiment_id"]))
+        elif event["accepted"] and isinstance(post, dict) and experiment_post(post):
             with self._lock:
                 eid = str(post["experiment_id"])
                 self._posts.setdefault(eid, []).append(post)
