@@ -141,16 +141,16 @@ def test_anthropic_cache_writes_are_priced_at_the_write_rate(
     input rate for claude-sonnet-4-5): the dry run counts them and prices them so."""
     url = "http://127.0.0.1:9/v1"  # never called
     args = ("--only", "short-1", "--dry-run", "--json", "--provider", "anthropic")
+    model = "openai:claude-sonnet-4-5"
     estimate = json.loads(
-        _campaign(campaign_specs_source, tmp_path / "s.sqlite", url, "openai:claude-sonnet-4-5",
-                  *args)  # fmt: skip
+        _campaign(campaign_specs_source, tmp_path / "s.sqlite", url, model, *args)
     )
     for play in estimate["plays"]:
         total = play["total"]
         written, cached = total["cache_write_tokens"], total["cached_tokens"]
         assert 0 < written <= total["prompt_tokens"] - cached
         fresh = total["prompt_tokens"] - cached - written
-        usd = (fresh * 3.0 + cached * 0.3 + written * 3.75 + total["completion_tokens"] * 15.0)
+        usd = fresh * 3.0 + cached * 0.3 + written * 3.75 + total["completion_tokens"] * 15.0
         assert play["cost"] == pytest.approx(usd / 1e6, abs=1e-6)
         uncached = (total["prompt_tokens"] * 3.0 + total["completion_tokens"] * 15.0) / 1e6
         assert play["cost_uncached"] == pytest.approx(uncached, abs=1e-6)
