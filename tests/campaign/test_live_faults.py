@@ -26,6 +26,7 @@ import pytest
 
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.store.sqlite import Store
+from labreplay.suites.campaign.live.board import live_board
 from labreplay.suites.campaign.live.emulate import EmulatedLab
 from labreplay.suites.campaign.live.lab import LiveEnv, LiveLab
 from labreplay.suites.campaign.live.record import RECORD_FIELDS, RECORD_VERSION, live_record
@@ -196,16 +197,20 @@ def test_bad_inputs_against_the_running_service(
     monkeypatch.setenv("LABREPLAY_LIVE_TOKEN", TOKEN)
     code, out, err = _cli("campaign", "live", "serve", "--specs", str(campaign_specs_source),
                           "--only", "short-1", "--store", str(store), "--port", str(port),
-                          "--result-wait-s", "20", "--json")  # fmt: skip
+                          "--result-wait-s", "20", "--twin", "--json")  # fmt: skip
     lab.stop.set()
     lab.join(timeout=30)
     assert code == 0, err
     got = [(status, answer["error"]) for _, status, answer in lab.answers[: len(expected)]]
     assert [s for s, _ in got] == [401, 401, 400, 404, 409, 400, 400, 400]
     assert all(words in error for (_, error), (_, words) in zip(got, expected, strict=True))
-    [result] = json.loads(out)
+    results = {r["branch"]: r for r in json.loads(out)}
+    result = results["adaptive"]  # its twin plays the same stream, notes and record left out
+    assert results["no-evidence"]["status"] == "complete"
     with Store(store) as db:
         events = db.events(result["run_id"])
+        [row] = live_board(db)  # a record post and notes do not stop the running scores
+    assert row["twin"] is not None and row["scores"]["prequential_log_loss"] is not None
     outcome = next(p for p in lab.accepted() if p["post"] == "outcome")
     assert _http("POST", f"http://127.0.0.1:{port}{path}/posts", body=outcome)[0] == 0  # over
     lab_events = [e["payload"] for e in events if e["kind"] == "lab"]

@@ -29,7 +29,7 @@ from labreplay.suites.campaign.episodes import (
 )
 from labreplay.suites.campaign.live.lab import LabSide, LiveEnv, LiveLab
 from labreplay.suites.campaign.live.panel import split_panel
-from labreplay.suites.campaign.live.record import LAB_KIND
+from labreplay.suites.campaign.live.record import LAB_KIND, experiment_post
 
 TWIN = "no-evidence"  # the twin's branch: the replay's control of that name
 
@@ -86,8 +86,8 @@ class RecordedStream:
             payload = event["payload"]
             if event["kind"] == LAB_KIND:
                 assert isinstance(payload, dict)
-                if payload["accepted"]:
-                    post = payload["post"]
+                post = payload["post"]
+                if payload["accepted"] and experiment_post(post):  # not a note or record
                     self.posts.setdefault(str(post["experiment_id"]), []).append(post)
 
     def forecast_asked(self, lab: LiveLab, experiment_id: str) -> None:

@@ -72,7 +72,7 @@ def live_scores(events: Sequence[Mapping[str, object]], body: SpecBody) -> LiveS
                 }
         elif event["kind"] == LAB_KIND and payload["accepted"]:
             post = json_object(payload["post"])
-            eid = str(post["experiment_id"])
+            eid = str(post.get("experiment_id"))  # a record post or a note may name none
             if post["post"] == "deviation":
                 deviations += 1
             elif post["post"] == "outcome":
