@@ -99,6 +99,39 @@ def test_emulate_with_delay_shuffle_and_failures_is_scored_and_verifies(
     assert _cli("store", "verify", "--store", str(store))[0] != 0
 
 
+def test_an_llm_agent_plays_live_with_the_llm_options_and_its_calls_are_recorded(
+    campaign_specs_source: Path, tmp_path: Path
+) -> None:
+    """The live commands take `campaign run`'s LLM options: a model behind an OpenAI-shaped
+    server plays an emulated live campaign, its calls recorded and capped as in a replay."""
+    from labreplay.testing.fault_server import StubServer
+    from labreplay.testing.schema_server import SchemaAnswerer
+
+    store = tmp_path / "live.sqlite"
+    with StubServer(SchemaAnswerer()) as server:
+        code, out, err = _cli(
+            "campaign", "live", "emulate", "--specs", str(campaign_specs_source), "--only",
+            "short-1", "--store", str(store), "--agent", "openai:stub-model", "--base-url",
+            server.base_url, "--max-calls", "500", "--delay-s", "0.02", "--json",
+        )  # fmt: skip
+        sent = len(server.chat_requests)
+    assert code == 0, err
+    [result] = json.loads(out)
+    assert result["status"] == "complete" and result["scores"]["adaptive_auc"] is not None
+    with Store(store) as db:
+        calls = db.llm_calls(result["run_id"])
+        header = db.run(result["run_id"]).agent_params
+    assert 0 < len(calls) == sent and header["live"]["lab"] == "emulated"
+    assert _cli("store", "verify", "--store", str(store))[0] == 0
+    # a cap too small fails the run with its cause, as a replay's would
+    code, out, err = _cli(
+        "campaign", "live", "emulate", "--specs", str(campaign_specs_source), "--only", "short-1",
+        "--store", str(tmp_path / "capped.sqlite"), "--agent", "openai:stub-model",
+        "--base-url", "http://127.0.0.1:9/v1", "--max-calls", "0", "--json",
+    )  # fmt: skip
+    assert code == 2 and "--max-calls" in err and not (tmp_path / "capped.sqlite").exists()
+
+
 def test_a_bad_rate_is_one_line_and_creates_nothing(
     campaign_specs_source: Path, tmp_path: Path
 ) -> None:

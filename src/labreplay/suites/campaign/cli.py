@@ -310,9 +310,16 @@ live_app = typer.Typer(
 app.add_typer(live_app, name="live")
 
 
-@command(live_app, "emulate", CampaignSource, StoreOptions, LiveEmulateOptions, OutputOptions)
+@command(
+    live_app, "emulate", CampaignSource, StoreOptions, LiveEmulateOptions, LlmOptions,
+    OutputOptions,
+)  # fmt: skip
 def live_emulate_cmd(
-    source: CampaignSource, where: StoreOptions, live: LiveEmulateOptions, output: OutputOptions
+    source: CampaignSource,
+    where: StoreOptions,
+    live: LiveEmulateOptions,
+    llm: LlmOptions,
+    output: OutputOptions,
 ) -> None:
     """Play compiled campaigns as a live lab: after each prior forecast the emulated lab posts
     the experiment's evidence and outcome (delayed, shuffled or failed as asked); each run is
@@ -323,7 +330,7 @@ def live_emulate_cmd(
     from labreplay.suites.campaign.live.emulate import emulate
 
     chosen = select_specs(load_specs(source.specs), source.only)
-    resolved = resolve_campaign_agent(live.agent)
+    resolved = resolve_campaign_agent(live.agent, **llm.builder_kwargs())
     try:
         with Store(where.store) as db:
             results = emulate(
@@ -339,9 +346,15 @@ def live_emulate_cmd(
 TOKEN_VARIABLE = "LABREPLAY_LIVE_TOKEN"
 
 
-@command(live_app, "serve", CampaignSource, StoreOptions, LiveServeOptions, OutputOptions)
+@command(
+    live_app, "serve", CampaignSource, StoreOptions, LiveServeOptions, LlmOptions, OutputOptions
+)  # fmt: skip
 def live_serve_cmd(
-    source: CampaignSource, where: StoreOptions, live: LiveServeOptions, output: OutputOptions
+    source: CampaignSource,
+    where: StoreOptions,
+    live: LiveServeOptions,
+    llm: LlmOptions,
+    output: OutputOptions,
 ) -> None:
     """Play compiled campaigns against a live lab: the lab polls GET
     /v1/campaigns/SPEC_ID/awaiting and POSTs each experiment's evidence, outcome or deviation
@@ -362,7 +375,7 @@ def live_serve_cmd(
     if live.host not in ("127.0.0.1", "localhost", "::1") and not live.allow_remote:
         raise bad("--host", live.host, "is not loopback; pass --allow-remote to serve on it")
     chosen = select_specs(load_specs(source.specs), source.only)
-    resolved = resolve_campaign_agent(live.agent)
+    resolved = resolve_campaign_agent(live.agent, **llm.builder_kwargs())
     try:
         try:
             service = LabService(token, live.host, live.port)
