@@ -207,7 +207,7 @@ def test_printed_output_is_scrubbed() -> None:
 
 # --------------------------------------------------------------------------- end to end
 def test_campaign_key_echoed_in_model_content_and_errors(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     """Was: the key in the reply's `model` landed in llm_calls.resolved_model, the exports
     and stdout; a percent-encoded key was kept in errors, events and exports."""
@@ -222,7 +222,7 @@ def test_campaign_key_echoed_in_model_content_and_errors(
             "--store",
             str(store),
             "--only",
-            first_assignment,
+            smallest_assignment,
             "--agent",
             "openai:stub",
             "--base-url",
@@ -321,7 +321,7 @@ class Spy:
 
 
 def test_an_agent_copying_the_key_from_its_environment_stores_none_of_it(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     """Was: an agent that put OPENAI_API_KEY in params(), an exception and an action left
     the literal key in the store ten times."""
@@ -335,7 +335,7 @@ def test_an_agent_copying_the_key_from_its_environment_stores_none_of_it(
         "--store",
         str(store),
         "--only",
-        first_assignment,
+        smallest_assignment,
         "--agent",
         "spy_agent:Spy",
         "--controls",
@@ -442,7 +442,7 @@ class IsolatedSpy:
 
 
 def test_an_isolated_spy_finds_no_key_and_no_sealed_path(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     """Was: the --isolate child inherited the whole environment, OPENAI_API_KEY and
     LABREPLAY_SEALED_DIR (where the sealed evaluator files are) included."""
@@ -460,7 +460,7 @@ def test_an_isolated_spy_finds_no_key_and_no_sealed_path(
         "--store",
         str(store),
         "--only",
-        first_assignment,
+        smallest_assignment,
         "--agent",
         "isolated_spy:IsolatedSpy",
         "--isolate",

@@ -65,11 +65,11 @@ def _board(store: Path) -> dict[str, object]:
 
 
 def test_closed_port_run_fails_is_unranked_and_resumes(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     store = tmp_path / "s.sqlite"
     port = free_port()
-    code, err = _run(specs_dir, store, first_assignment, f"http://127.0.0.1:{port}/v1")
+    code, err = _run(specs_dir, store, smallest_assignment, f"http://127.0.0.1:{port}/v1")
     assert code == 1, err
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "connection" in lines[0].lower(), err
@@ -87,7 +87,7 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
         "--store",
         str(store),
         "--only",
-        first_assignment,
+        smallest_assignment,
         "--agent",
         "bayes",
         "--random-replicates",
@@ -110,7 +110,7 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
     from labreplay.testing.schema_server import schema_responder
 
     with StubServer(schema_responder(), model="stub", port=port) as stub:
-        code, err = _run(specs_dir, store, first_assignment, stub.base_url)
+        code, err = _run(specs_dir, store, smallest_assignment, stub.base_url)
     assert code == 0, err
     with Store(store, readonly=True) as db:
         statuses = {r.status for r in db.runs() if r.agent == "openai:stub"}
@@ -119,11 +119,11 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
 
 @pytest.mark.parametrize("status", [401, 403])
 def test_unauthorized_key_is_a_failed_run(
-    status: int, specs_dir: Path, first_assignment: str, tmp_path: Path
+    status: int, specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     body = json.dumps({"error": {"message": "invalid api key", "type": "auth"}}).encode()
     with StubServer(lambda _r, _n: StubReply(status, body)) as stub:
-        code, err = _run(specs_dir, tmp_path / "s.sqlite", first_assignment, stub.base_url)
+        code, err = _run(specs_dir, tmp_path / "s.sqlite", smallest_assignment, stub.base_url)
         assert len(stub.chat_requests) == 1  # a dead key is not asked again and again
     assert code == 1 and str(status) in err, err
     assert len([line for line in err.splitlines() if line.strip()]) == 1, err
@@ -132,11 +132,11 @@ def test_unauthorized_key_is_a_failed_run(
 
 
 def test_unresolvable_host_is_a_failed_run(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     # .invalid never resolves (RFC 6761): a DNS failure, not a hang.
     url = "http://labreplay.invalid/v1"
-    code, err = _run(specs_dir, tmp_path / "s.sqlite", first_assignment, url)
+    code, err = _run(specs_dir, tmp_path / "s.sqlite", smallest_assignment, url)
     assert code == 1, err
     with Store(tmp_path / "s.sqlite", readonly=True) as db:
         assert {r.status for r in db.runs()} == {"failed"}
@@ -181,14 +181,14 @@ def echo_server() -> Iterator[str]:
 
 
 def test_echoed_key_leaves_no_trace(
-    echo_server: str, specs_dir: Path, first_assignment: str, tmp_path: Path
+    echo_server: str, specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     store = tmp_path / "s.sqlite"
     query_key = "QUERYSECRET-987654321"
-    code, err = _run(specs_dir, store, first_assignment, echo_server)
+    code, err = _run(specs_dir, store, smallest_assignment, echo_server)
     assert code in (0, 1), err
     # A key in the base URL's query (some gateways want one), echoed back in the reply path.
-    code, err = _run(specs_dir, store, first_assignment, f"{echo_server}?api-key={query_key}")
+    code, err = _run(specs_dir, store, smallest_assignment, f"{echo_server}?api-key={query_key}")
     assert code in (0, 1), err
     seen = _EchoHandler.seen
     assert len(seen) >= 2 and all(KEY in h for h in seen)  # the server got (and echoed) it
@@ -224,8 +224,9 @@ def test_a_slow_endpoint_is_not_given_up_on_but_a_dead_one_is() -> None:
 
     schema = {"type": "object"}
     messages = [{"role": "user", "content": "answer {}"}]
-    policy = RetryPolicy(max_retries=0, timeout_s=0.3)
-    with StubServer(scripted([slow("{}", delay_s=3.0), ok("{}")])) as server:
+    # 3 s: the prompt reply must come within the timeout on a loaded machine (0.3 s did not)
+    policy = RetryPolicy(max_retries=0, timeout_s=3.0)
+    with StubServer(scripted([slow("{}", delay_s=60.0), ok("{}")])) as server:
         client = LLMClient("stub", base_url=server.base_url, retry=policy)
         first, record = client.chat(messages, schema)
         assert first is None and "timed out" in str(record.get("error"))
@@ -281,7 +282,7 @@ def _escaped(key: str) -> str:
 
 
 def test_escaped_and_base64_echoed_key_is_stored_nowhere(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     """Defect: scrubbing ran before JSON decoding, so a key echoed as `\\u0073k-...` inside the
     reply's JSON text was decoded into events, the response cache and exports."""
@@ -292,7 +293,7 @@ def test_escaped_and_base64_echoed_key_is_stored_nowhere(
     answer = '{"type": "stop", "note": "' + _escaped(KEY) + " and " + b64 + '"}'
     store = tmp_path / "s.sqlite"
     with StubServer(lambda _r, _n: ok(answer), model="stub") as stub:
-        code, err = _run(specs_dir, store, first_assignment, stub.base_url)
+        code, err = _run(specs_dir, store, smallest_assignment, stub.base_url)
     assert code in (0, 1), err
     out = tmp_path / "export"
     proc = run_cli("export", "--store", str(store), "--out", str(out), "--formats", "jsonl,csv")
