@@ -244,7 +244,7 @@ def test_conditions_run_against_a_dead_endpoint_fails_and_resumes(
 ) -> None:
     full = buchwald_questions  # `conditions compile` once per session: read only
     questions = tmp_path / "q.jsonl"
-    questions.write_text("".join(full.read_text(encoding="utf-8").splitlines(True)[:12]))
+    questions.write_text("".join(full.read_text(encoding="utf-8").splitlines(True)[:4]))
     store = tmp_path / "s.sqlite"
     port = free_port()
     argv = [
@@ -268,7 +268,7 @@ def test_conditions_run_against_a_dead_endpoint_fails_and_resumes(
     assert board.returncode == 0 and json.loads(board.stdout)["runs"] == []
     from labreplay.testing.schema_server import schema_responder
 
-    # back, answering every schema (12 replies that all break it would be a failed run too)
+    # back, answering every schema (4 replies that all break it would be a failed run too)
     with StubServer(schema_responder(), port=port) as stub:
         back = run_cli(*argv, env={"OPENAI_BASE_URL": stub.base_url})
     assert back.returncode == 0, back.stderr
