@@ -26,7 +26,7 @@ from labreplay.testing.fault_server import (
     error_reply,
 )
 
-from .conftest import run_cli
+from .conftest import run_cli, run_cli_in_process
 
 KEY = "sk-proj-Zq8Xw3Vt6Ry1Lp0Mn5Kb2Jh7Gf4Dc9Sa"
 HALF = len(KEY) // 2
@@ -119,7 +119,7 @@ def _check_outputs(store: Path, out: Path, *printed: str) -> None:
 
 
 def _export(store: Path, out: Path) -> str:
-    proc = run_cli(
+    proc = run_cli_in_process(
         "export", "--store", str(store), "--out", str(out), "--formats", "jsonl,csv,parquet"
     )
     assert proc.returncode == 0, proc.stderr
@@ -246,7 +246,7 @@ def test_campaign_key_echoed_in_model_content_and_errors(
         models = [m for (m,) in conn.execute("SELECT resolved_model FROM llm_calls") if m]
     assert models and all("***" in m for m in models), models  # the field was written
     printed = _export(store, tmp_path / "export")
-    report = run_cli("report", "--store", str(store), "--out", str(tmp_path / "report"))
+    report = run_cli_in_process("report", "--store", str(store), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     for path in (tmp_path / "report").rglob("*"):
         if path.is_file():
@@ -359,7 +359,7 @@ def test_an_agent_copying_the_key_from_its_environment_stores_none_of_it(
     assert any("bogus" in p and "***" in p for p in payloads)
     printed = _export(store, tmp_path / "export")
     _check_outputs(store, tmp_path / "export", proc.stdout, proc.stderr, printed)
-    verify = run_cli("store", "verify", "--store", str(store))
+    verify = run_cli_in_process("store", "verify", "--store", str(store))
     assert verify.returncode == 0, verify.stdout + verify.stderr  # scrubbed before hashing
 
 

@@ -20,7 +20,7 @@ import pytest
 from labreplay.store.sqlite import Store
 from labreplay.testing.fault_server import StubReply, StubServer, completion_body, ok
 
-from .conftest import assert_one_line_error, run_cli
+from .conftest import assert_one_line_error, run_cli, run_cli_in_process
 
 KEY = "sk-labreplay-test-0123456789abcdefSECRET"
 
@@ -58,7 +58,7 @@ def _run(specs: Path, store: Path, only: str, base_url: str, *extra: str) -> tup
 
 
 def _board(store: Path) -> dict[str, object]:
-    proc = run_cli("campaign", "leaderboard", "--store", str(store), "--json")
+    proc = run_cli_in_process("campaign", "leaderboard", "--store", str(store), "--json")
     assert proc.returncode == 0, proc.stderr
     board: dict[str, object] = json.loads(proc.stdout)
     return board
@@ -79,7 +79,7 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
         failed = next(r for r in runs if r.status == "failed")
         assert failed.summary is not None and failed.summary["failed_call_share"] == 1.0
     # A working agent on the same store: the board ranks it, and not the failed run.
-    done = run_cli(
+    done = run_cli_in_process(
         "campaign",
         "run",
         "--specs",
@@ -99,7 +99,7 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
     systems = [row["system"] for row in board["rows"]]  # type: ignore[index]
     assert systems == ["bayes"], board
     assert board["failed"] == ["openai:stub"]
-    report = run_cli("report", "--store", str(store), "--out", str(tmp_path / "report"))
+    report = run_cli_in_process("report", "--store", str(store), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     assert 'id="campaign-failed"' in html and "openai:stub" in html
@@ -127,7 +127,9 @@ def test_unauthorized_key_is_a_failed_run(
         assert len(stub.chat_requests) == 1  # a dead key is not asked again and again
     assert code == 1 and str(status) in err, err
     assert len([line for line in err.splitlines() if line.strip()]) == 1, err
-    board = run_cli("campaign", "leaderboard", "--store", str(tmp_path / "s.sqlite"), "--json")
+    board = run_cli_in_process(
+        "campaign", "leaderboard", "--store", str(tmp_path / "s.sqlite"), "--json"
+    )
     assert board.returncode == 0 and json.loads(board.stdout)["rows"] == []
 
 
@@ -193,11 +195,11 @@ def test_echoed_key_leaves_no_trace(
     seen = _EchoHandler.seen
     assert len(seen) >= 2 and all(KEY in h for h in seen)  # the server got (and echoed) it
     out = tmp_path / "export"
-    proc = run_cli(
+    proc = run_cli_in_process(
         "export", "--store", str(store), "--out", str(out), "--formats", "jsonl,csv,parquet"
     )
     assert proc.returncode == 0, proc.stderr
-    report = run_cli("report", "--store", str(store), "--out", str(tmp_path / "report"))
+    report = run_cli_in_process("report", "--store", str(store), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     conn = sqlite3.connect(store)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -264,7 +266,7 @@ def test_conditions_run_against_a_dead_endpoint_fails_and_resumes(
     assert "model calls failed" in line and "connection" in line
     with Store(store, readonly=True) as db:
         assert {r.status for r in db.runs()} == {"failed"}
-    board = run_cli("conditions", "leaderboard", "--store", str(store), "--json")
+    board = run_cli_in_process("conditions", "leaderboard", "--store", str(store), "--json")
     assert board.returncode == 0 and json.loads(board.stdout)["runs"] == []
     from labreplay.testing.schema_server import schema_responder
 
@@ -296,7 +298,9 @@ def test_escaped_and_base64_echoed_key_is_stored_nowhere(
         code, err = _run(specs_dir, store, smallest_assignment, stub.base_url)
     assert code in (0, 1), err
     out = tmp_path / "export"
-    proc = run_cli("export", "--store", str(store), "--out", str(out), "--formats", "jsonl,csv")
+    proc = run_cli_in_process(
+        "export", "--store", str(store), "--out", str(out), "--formats", "jsonl,csv"
+    )
     assert proc.returncode == 0, proc.stderr
     conn = sqlite3.connect(store)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -310,7 +314,7 @@ def test_escaped_and_base64_echoed_key_is_stored_nowhere(
     with Store(store, readonly=True) as db:
         texts = [json.dumps(e["payload"]) for r in db.runs() for e in db.events(r.run_id)]
     assert any("***" in t for t in texts)
-    proc = run_cli("store", "verify", "--store", str(store))
+    proc = run_cli_in_process("store", "verify", "--store", str(store))
     assert proc.returncode == 0, proc.stderr  # scrubbed before hashing: the chain verifies
 
 
