@@ -48,11 +48,8 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 
 @pytest.fixture(scope="module")
-def specs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("specs") / "specs"
-    proc = run_cli("campaign", "compile", "--out", str(out), "--json")
-    assert proc.returncode == 0, proc.stderr
-    return out
+def specs(campaign_specs_source: Path) -> Path:
+    return campaign_specs_source  # `campaign compile` at its defaults, read only
 
 
 @pytest.fixture

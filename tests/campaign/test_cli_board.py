@@ -12,6 +12,7 @@ from pathlib import Path
 from tests.reliability.conftest import run_cli_in_process as _cli
 
 from labreplay.store.sqlite import Store
+from labreplay.suites.campaign.compiler import write_specs
 
 
 def _run(specs: Path, store: Path, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -21,7 +22,7 @@ def _run(specs: Path, store: Path, *extra: str) -> subprocess.CompletedProcess[s
     )  # fmt: skip
 
 
-def test_seeds_pool_on_one_board_and_bad_values_exit_2(tmp_path: Path):
+def test_seeds_pool_on_one_board_and_bad_values_exit_2(compiled_campaign, tmp_path: Path):
     specs, store = tmp_path / "specs", tmp_path / "runs.sqlite"
     proc = _cli("campaign", "compile", "--seeds", "0-1", "--out", str(specs))
     assert proc.returncode == 0, proc.stderr
@@ -56,10 +57,12 @@ def test_seeds_pool_on_one_board_and_bad_values_exit_2(tmp_path: Path):
     assert text.returncode == 0
     assert "smallest separable AUC difference" in " ".join(text.stdout.split())
     # A second protocol under the same spec ids: refused by name, unless one is selected.
+    # (the session's compile of it, written as `campaign compile --context-detail rows` writes)
     rows = tmp_path / "rows"
-    assert (
-        _cli("campaign", "compile", "--context-detail", "rows", "--out", str(rows)).returncode == 0
+    _, rows_specs, rows_index = compiled_campaign(
+        record="precursor-genome", seed=0, context_detail="rows"
     )
+    write_specs(rows, rows_index, rows_specs)
     assert _run(rows, store, "--only", "long-1", "--controls", "random").returncode == 0
     mixed = _cli("campaign", "leaderboard", "--store", str(store))
     assert mixed.returncode == 2 and "precursor-genome/sdl1/seed0/long-1" in mixed.stderr

@@ -47,8 +47,8 @@ def test_agent_view_has_no_outcomes(pg_specs):
             assert "outcome" not in json.dumps(entry["descriptors"])
 
 
-def test_compile_is_byte_identical_and_seed_dependent(pg_records, tmp_path: Path):
-    _, a, ia = compile_specs(records=pg_records, seed=0)
+def test_compile_is_byte_identical_and_seed_dependent(pg_records, pg_compiled):
+    _, a, ia = pg_compiled  # the session's compile, made in another call (often another process)
     _, b, ib = compile_specs(records=pg_records, seed=0)
     assert [s.to_file_text() for s in a] == [s.to_file_text() for s in b]
     assert ia == ib
@@ -56,19 +56,20 @@ def test_compile_is_byte_identical_and_seed_dependent(pg_records, tmp_path: Path
     assert [s.spec_hash for s in a] != [s.spec_hash for s in c]
 
 
-def test_cli_compile_twice_gives_identical_files(tmp_path: Path):
-    outs = []
-    for name in ("one", "two"):
-        out = tmp_path / name
-        proc = run_cli_in_process(
-            "campaign", "compile", "--record", "precursor-genome", "--protocol", "sdl1",
-            "--seed", "7", "--out", str(out), "--json",
-        )  # fmt: skip
-        assert proc.returncode == 0, proc.stderr
-        index = json.loads(proc.stdout)
-        assert index["panel_size"] == 255
-        files = sorted(p for p in out.rglob("*") if p.is_file())
-        outs.append({str(p.relative_to(out)): p.read_bytes() for p in files})
+def test_cli_compile_twice_gives_identical_files(campaign_specs_source: Path, tmp_path: Path):
+    """The session's `campaign compile` at its defaults (another process) and this one, with
+    every default spelled out, write the same bytes."""
+    out = tmp_path / "one"
+    proc = run_cli_in_process(
+        "campaign", "compile", "--record", "precursor-genome", "--protocol", "sdl1",
+        "--seed", "0", "--out", str(out), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["panel_size"] == 255
+    outs = [
+        {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+        for root in (out, campaign_specs_source)
+    ]
     assert outs[0] == outs[1]
     # 12 agent-visible specs + 12 sealed evaluators + index.json + its sealed hashes
     assert len(outs[0]) == 26

@@ -68,9 +68,9 @@ def test_builtin_cards_validate_and_schema_is_published():
         assert card.name == name and card.rule == name and card.grouping == ("precursors",)
 
 
-def test_builtin_card_gives_byte_identical_specs(tmp_path):
-    by_name, by_card = tmp_path / "by-name", tmp_path / "by-card"
-    assert run(["campaign", "compile", "--record", "precursor-genome", "--out", str(by_name)]) == 0
+def test_builtin_card_gives_byte_identical_specs(campaign_specs_source, tmp_path):
+    # by name: the session's `campaign compile` at its defaults (record precursor-genome)
+    by_name, by_card = campaign_specs_source, tmp_path / "by-card"
     card = str(builtin_card_path("precursor-genome"))
     assert run(["campaign", "compile", "--record-card", card, "--out", str(by_card)]) == 0
     files = sorted(p.relative_to(by_name) for p in by_name.rglob("*") if p.is_file())
@@ -336,12 +336,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "cards"
 @pytest.mark.parametrize(
     "name", ["buchwald-hartwig-ahneman2018", "edbo-direct-arylation-shields2021"]
 )
-def test_example_cards_compile_on_the_real_tables(name, data_dir):
-    from labreplay.suites.campaign.api import compile_specs
-
-    _, specs, index = compile_specs(
-        record_card=EXAMPLES / f"{name}.card.toml", seed=0, data_dir=data_dir
-    )
+def test_example_cards_compile_on_the_real_tables(name, compiled_campaign):
+    # the session's compile, shared with test_card_learner (the same options)
+    _, specs, index = compiled_campaign(record_card=EXAMPLES / f"{name}.card.toml", seed=0)
     qc = index["qc"]
     assert qc["decidable_rows"] == qc["rows"] and len(qc["rows_per_category"]) == 3
     long = [s for s in specs if s.body["assignment"]["kind"] == "long"]

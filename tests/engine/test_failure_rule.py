@@ -203,7 +203,7 @@ def test_a_failed_run_is_removed_redone_and_verify_says_what_was_superseded(
 
 
 def test_an_llm_run_whose_every_policy_reply_is_cut_off_is_failed_and_unranked(
-    tmp_path: Path,
+    campaign_specs_source: Path, tmp_path: Path
 ) -> None:
     """The reasoning-model case: every action reply cut off at the token limit (no JSON),
     every forecast answered. Not every model call failed, yet the agent never acted: failed,
@@ -219,8 +219,7 @@ def test_an_llm_run_whose_every_policy_reply_is_cut_off_is_failed_and_unranked(
             return answerer(request, n)
         return ok('{"type": "select_exp', finish_reason="length")
 
-    specs = tmp_path / "specs"
-    assert _cli(tmp_path, "campaign", "compile", "--out", str(specs)).returncode == 0
+    specs = campaign_specs_source  # `campaign compile` at its defaults, once per test run
     store = tmp_path / "llm.sqlite"
     with StubServer(respond, model="stub") as server:
         proc = _cli(
@@ -239,14 +238,13 @@ def test_an_llm_run_whose_every_policy_reply_is_cut_off_is_failed_and_unranked(
 
 
 def test_a_campaign_whose_endpoint_hangs_from_the_first_call_stops_failed(
-    tmp_path: Path,
+    campaign_specs_source: Path, tmp_path: Path
 ) -> None:
     """The time cap fires during the pre-campaign forecast: the branch is stored failed with
     the cap named (its curve starts at a fallback s_0), one line, exit 1, no traceback."""
     from labreplay.testing.fault_server import StubServer, hung
 
-    specs = tmp_path / "specs"
-    assert _cli(tmp_path, "campaign", "compile", "--out", str(specs)).returncode == 0
+    specs = campaign_specs_source  # `campaign compile` at its defaults, once per test run
     store = tmp_path / "hung.sqlite"
     with StubServer(lambda _r, _n: hung(), model="stub") as server:
         proc = _cli(

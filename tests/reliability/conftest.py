@@ -104,20 +104,23 @@ def specs_dir(
 
 
 @pytest.fixture(scope="module")
-def first_assignment(specs_dir: Path) -> str:
+def smallest_assignment(specs_dir: Path) -> str:
+    """The assignment with the fewest experiments, then candidates: a whole run (every kind
+    of call, a checkpoint per closure) for the fewest model calls."""
     index = json.loads((specs_dir / "index.json").read_text(encoding="utf-8"))
-    return str(index["assignments"][0]["id"])
+    entries = index["assignments"]
+    return str(min(entries, key=lambda a: (a["budgets"]["experiments"], a["candidates"]))["id"])
 
 
 @pytest.fixture(scope="session")
-def fuzz_seeds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Real inputs to mutate, made once per session (in-process CLI): compiled campaign specs
-    and a store holding one real campaign (random agent and control), checkpointed into one
+def fuzz_seeds(
+    tmp_path_factory: pytest.TempPathFactory, copy_campaign_specs: Callable[[Path], Path]
+) -> dict[str, Path]:
+    """Real inputs to mutate, made once per session (in-process CLI): the compiled campaign
+    specs and a store holding one real campaign (random agent and control), checkpointed into one
     file so that a copy is the whole store."""
     root = tmp_path_factory.mktemp("fuzz-seeds")
-    specs = root / "specs"
-    done = run_cli_in_process("campaign", "compile", "--out", str(specs))
-    assert done.returncode == 0, done.stderr
+    specs = copy_campaign_specs(root / "specs")  # the session's `campaign compile`
     index = json.loads((specs / "index.json").read_text(encoding="utf-8"))
     first = str(index["assignments"][0]["id"])
     store = root / "store.sqlite"

@@ -13,7 +13,8 @@ from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.api import agent_factory, load_specs
 from labreplay.suites.campaign.runner import run_assignment_branches
 
-from .conftest import assert_one_line_error, run_cli
+from .conftest import assert_one_line_error
+from .conftest import run_cli_in_process as run_cli  # the isolated agent is the child process
 
 
 @pytest.fixture(scope="module")

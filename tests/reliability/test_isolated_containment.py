@@ -261,7 +261,7 @@ class HangInReset:
 @pytest.mark.usefixtures("data_env")
 @pytest.mark.parametrize("raises", [False, True])
 def test_a_hang_in_reset_fails_the_run_and_leaves_nothing_running(
-    tmp_path: Path, specs_dir: Path, first_assignment: str, raises: bool
+    tmp_path: Path, specs_dir: Path, smallest_assignment: str, raises: bool
 ) -> None:
     """Was: a traceback, the run left `running`, and a grandchild holding the CLI's stderr
     (a caller capturing the output hung). `run_cli` captures both streams: it returns only
@@ -270,7 +270,7 @@ def test_a_hang_in_reset_fails_the_run_and_leaves_nothing_running(
     source = CAMPAIGN_SPY.replace("TOKEN", token).replace("RAISE", "yes" if raises else "no")
     (tmp_path / "reset_spy.py").write_text(source, encoding="utf-8")
     store = tmp_path / "s.sqlite"
-    args = ["--specs", str(specs_dir), "--store", str(store), "--only", first_assignment]
+    args = ["--specs", str(specs_dir), "--store", str(store), "--only", smallest_assignment]
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
     started = time.monotonic()
     done = run_cli(
@@ -356,7 +356,7 @@ class ReadsTheStore:
 @pytest.mark.usefixtures("data_env")
 @pytest.mark.skipif(not sandbox_status().available, reason=sandbox_status().reason)
 def test_cli_isolate_masks_the_store_and_the_sealed_files(
-    tmp_path: Path, specs_dir: Path, first_assignment: str
+    tmp_path: Path, specs_dir: Path, smallest_assignment: str
 ) -> None:
     """The store beside the agent's module and the specs named on the command line are not
     readable in the sandbox (what the spy read ends up in its run's recorded cause)."""
@@ -365,7 +365,7 @@ def test_cli_isolate_masks_the_store_and_the_sealed_files(
     paths = [str(store), str(store) + "-wal", str(sealed), str(specs_dir / "index.json")]
     source = CLI_SPY.replace("PATHS", repr(paths))
     (tmp_path / "store_spy.py").write_text(source, encoding="utf-8")
-    args = ["--specs", str(specs_dir), "--store", str(store), "--only", first_assignment]
+    args = ["--specs", str(specs_dir), "--store", str(store), "--only", smallest_assignment]
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
     done = run_cli(
         "campaign", "run", *args, "--agent", "store_spy:ReadsTheStore", "--isolate",

@@ -26,7 +26,7 @@ from labreplay.testing.fault_server import (
     error_reply,
 )
 
-from .conftest import run_cli
+from .conftest import run_cli, run_cli_in_process
 
 KEY = "sk-proj-Zq8Xw3Vt6Ry1Lp0Mn5Kb2Jh7Gf4Dc9Sa"
 HALF = len(KEY) // 2
@@ -119,7 +119,7 @@ def _check_outputs(store: Path, out: Path, *printed: str) -> None:
 
 
 def _export(store: Path, out: Path) -> str:
-    proc = run_cli(
+    proc = run_cli_in_process(
         "export", "--store", str(store), "--out", str(out), "--formats", "jsonl,csv,parquet"
     )
     assert proc.returncode == 0, proc.stderr
@@ -207,7 +207,7 @@ def test_printed_output_is_scrubbed() -> None:
 
 # --------------------------------------------------------------------------- end to end
 def test_campaign_key_echoed_in_model_content_and_errors(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     """Was: the key in the reply's `model` landed in llm_calls.resolved_model, the exports
     and stdout; a percent-encoded key was kept in errors, events and exports."""
@@ -222,7 +222,7 @@ def test_campaign_key_echoed_in_model_content_and_errors(
             "--store",
             str(store),
             "--only",
-            first_assignment,
+            smallest_assignment,
             "--agent",
             "openai:stub",
             "--base-url",
@@ -246,7 +246,7 @@ def test_campaign_key_echoed_in_model_content_and_errors(
         models = [m for (m,) in conn.execute("SELECT resolved_model FROM llm_calls") if m]
     assert models and all("***" in m for m in models), models  # the field was written
     printed = _export(store, tmp_path / "export")
-    report = run_cli("report", "--store", str(store), "--out", str(tmp_path / "report"))
+    report = run_cli_in_process("report", "--store", str(store), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     for path in (tmp_path / "report").rglob("*"):
         if path.is_file():
@@ -321,7 +321,7 @@ class Spy:
 
 
 def test_an_agent_copying_the_key_from_its_environment_stores_none_of_it(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     """Was: an agent that put OPENAI_API_KEY in params(), an exception and an action left
     the literal key in the store ten times."""
@@ -335,7 +335,7 @@ def test_an_agent_copying_the_key_from_its_environment_stores_none_of_it(
         "--store",
         str(store),
         "--only",
-        first_assignment,
+        smallest_assignment,
         "--agent",
         "spy_agent:Spy",
         "--controls",
@@ -359,7 +359,7 @@ def test_an_agent_copying_the_key_from_its_environment_stores_none_of_it(
     assert any("bogus" in p and "***" in p for p in payloads)
     printed = _export(store, tmp_path / "export")
     _check_outputs(store, tmp_path / "export", proc.stdout, proc.stderr, printed)
-    verify = run_cli("store", "verify", "--store", str(store))
+    verify = run_cli_in_process("store", "verify", "--store", str(store))
     assert verify.returncode == 0, verify.stdout + verify.stderr  # scrubbed before hashing
 
 
@@ -442,7 +442,7 @@ class IsolatedSpy:
 
 
 def test_an_isolated_spy_finds_no_key_and_no_sealed_path(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     """Was: the --isolate child inherited the whole environment, OPENAI_API_KEY and
     LABREPLAY_SEALED_DIR (where the sealed evaluator files are) included."""
@@ -460,7 +460,7 @@ def test_an_isolated_spy_finds_no_key_and_no_sealed_path(
         "--store",
         str(store),
         "--only",
-        first_assignment,
+        smallest_assignment,
         "--agent",
         "isolated_spy:IsolatedSpy",
         "--isolate",

@@ -20,7 +20,7 @@ import pytest
 from labreplay.store.sqlite import Store
 from labreplay.testing.fault_server import StubReply, StubServer, completion_body, ok
 
-from .conftest import assert_one_line_error, run_cli
+from .conftest import assert_one_line_error, run_cli, run_cli_in_process
 
 KEY = "sk-labreplay-test-0123456789abcdefSECRET"
 
@@ -58,18 +58,18 @@ def _run(specs: Path, store: Path, only: str, base_url: str, *extra: str) -> tup
 
 
 def _board(store: Path) -> dict[str, object]:
-    proc = run_cli("campaign", "leaderboard", "--store", str(store), "--json")
+    proc = run_cli_in_process("campaign", "leaderboard", "--store", str(store), "--json")
     assert proc.returncode == 0, proc.stderr
     board: dict[str, object] = json.loads(proc.stdout)
     return board
 
 
 def test_closed_port_run_fails_is_unranked_and_resumes(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     store = tmp_path / "s.sqlite"
     port = free_port()
-    code, err = _run(specs_dir, store, first_assignment, f"http://127.0.0.1:{port}/v1")
+    code, err = _run(specs_dir, store, smallest_assignment, f"http://127.0.0.1:{port}/v1")
     assert code == 1, err
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "connection" in lines[0].lower(), err
@@ -79,7 +79,7 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
         failed = next(r for r in runs if r.status == "failed")
         assert failed.summary is not None and failed.summary["failed_call_share"] == 1.0
     # A working agent on the same store: the board ranks it, and not the failed run.
-    done = run_cli(
+    done = run_cli_in_process(
         "campaign",
         "run",
         "--specs",
@@ -87,7 +87,7 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
         "--store",
         str(store),
         "--only",
-        first_assignment,
+        smallest_assignment,
         "--agent",
         "bayes",
         "--random-replicates",
@@ -99,7 +99,7 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
     systems = [row["system"] for row in board["rows"]]  # type: ignore[index]
     assert systems == ["bayes"], board
     assert board["failed"] == ["openai:stub"]
-    report = run_cli("report", "--store", str(store), "--out", str(tmp_path / "report"))
+    report = run_cli_in_process("report", "--store", str(store), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
     assert 'id="campaign-failed"' in html and "openai:stub" in html
@@ -110,7 +110,7 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
     from labreplay.testing.schema_server import schema_responder
 
     with StubServer(schema_responder(), model="stub", port=port) as stub:
-        code, err = _run(specs_dir, store, first_assignment, stub.base_url)
+        code, err = _run(specs_dir, store, smallest_assignment, stub.base_url)
     assert code == 0, err
     with Store(store, readonly=True) as db:
         statuses = {r.status for r in db.runs() if r.agent == "openai:stub"}
@@ -119,24 +119,26 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
 
 @pytest.mark.parametrize("status", [401, 403])
 def test_unauthorized_key_is_a_failed_run(
-    status: int, specs_dir: Path, first_assignment: str, tmp_path: Path
+    status: int, specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     body = json.dumps({"error": {"message": "invalid api key", "type": "auth"}}).encode()
     with StubServer(lambda _r, _n: StubReply(status, body)) as stub:
-        code, err = _run(specs_dir, tmp_path / "s.sqlite", first_assignment, stub.base_url)
+        code, err = _run(specs_dir, tmp_path / "s.sqlite", smallest_assignment, stub.base_url)
         assert len(stub.chat_requests) == 1  # a dead key is not asked again and again
     assert code == 1 and str(status) in err, err
     assert len([line for line in err.splitlines() if line.strip()]) == 1, err
-    board = run_cli("campaign", "leaderboard", "--store", str(tmp_path / "s.sqlite"), "--json")
+    board = run_cli_in_process(
+        "campaign", "leaderboard", "--store", str(tmp_path / "s.sqlite"), "--json"
+    )
     assert board.returncode == 0 and json.loads(board.stdout)["rows"] == []
 
 
 def test_unresolvable_host_is_a_failed_run(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     # .invalid never resolves (RFC 6761): a DNS failure, not a hang.
     url = "http://labreplay.invalid/v1"
-    code, err = _run(specs_dir, tmp_path / "s.sqlite", first_assignment, url)
+    code, err = _run(specs_dir, tmp_path / "s.sqlite", smallest_assignment, url)
     assert code == 1, err
     with Store(tmp_path / "s.sqlite", readonly=True) as db:
         assert {r.status for r in db.runs()} == {"failed"}
@@ -181,23 +183,23 @@ def echo_server() -> Iterator[str]:
 
 
 def test_echoed_key_leaves_no_trace(
-    echo_server: str, specs_dir: Path, first_assignment: str, tmp_path: Path
+    echo_server: str, specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     store = tmp_path / "s.sqlite"
     query_key = "QUERYSECRET-987654321"
-    code, err = _run(specs_dir, store, first_assignment, echo_server)
+    code, err = _run(specs_dir, store, smallest_assignment, echo_server)
     assert code in (0, 1), err
     # A key in the base URL's query (some gateways want one), echoed back in the reply path.
-    code, err = _run(specs_dir, store, first_assignment, f"{echo_server}?api-key={query_key}")
+    code, err = _run(specs_dir, store, smallest_assignment, f"{echo_server}?api-key={query_key}")
     assert code in (0, 1), err
     seen = _EchoHandler.seen
     assert len(seen) >= 2 and all(KEY in h for h in seen)  # the server got (and echoed) it
     out = tmp_path / "export"
-    proc = run_cli(
+    proc = run_cli_in_process(
         "export", "--store", str(store), "--out", str(out), "--formats", "jsonl,csv,parquet"
     )
     assert proc.returncode == 0, proc.stderr
-    report = run_cli("report", "--store", str(store), "--out", str(tmp_path / "report"))
+    report = run_cli_in_process("report", "--store", str(store), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     conn = sqlite3.connect(store)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -224,8 +226,9 @@ def test_a_slow_endpoint_is_not_given_up_on_but_a_dead_one_is() -> None:
 
     schema = {"type": "object"}
     messages = [{"role": "user", "content": "answer {}"}]
-    policy = RetryPolicy(max_retries=0, timeout_s=0.3)
-    with StubServer(scripted([slow("{}", delay_s=3.0), ok("{}")])) as server:
+    # 3 s: the prompt reply must come within the timeout on a loaded machine (0.3 s did not)
+    policy = RetryPolicy(max_retries=0, timeout_s=3.0)
+    with StubServer(scripted([slow("{}", delay_s=60.0), ok("{}")])) as server:
         client = LLMClient("stub", base_url=server.base_url, retry=policy)
         first, record = client.chat(messages, schema)
         assert first is None and "timed out" in str(record.get("error"))
@@ -243,7 +246,7 @@ def test_conditions_run_against_a_dead_endpoint_fails_and_resumes(
 ) -> None:
     full = buchwald_questions  # `conditions compile` once per session: read only
     questions = tmp_path / "q.jsonl"
-    questions.write_text("".join(full.read_text(encoding="utf-8").splitlines(True)[:12]))
+    questions.write_text("".join(full.read_text(encoding="utf-8").splitlines(True)[:4]))
     store = tmp_path / "s.sqlite"
     port = free_port()
     argv = [
@@ -263,11 +266,11 @@ def test_conditions_run_against_a_dead_endpoint_fails_and_resumes(
     assert "model calls failed" in line and "connection" in line
     with Store(store, readonly=True) as db:
         assert {r.status for r in db.runs()} == {"failed"}
-    board = run_cli("conditions", "leaderboard", "--store", str(store), "--json")
+    board = run_cli_in_process("conditions", "leaderboard", "--store", str(store), "--json")
     assert board.returncode == 0 and json.loads(board.stdout)["runs"] == []
     from labreplay.testing.schema_server import schema_responder
 
-    # back, answering every schema (12 replies that all break it would be a failed run too)
+    # back, answering every schema (4 replies that all break it would be a failed run too)
     with StubServer(schema_responder(), port=port) as stub:
         back = run_cli(*argv, env={"OPENAI_BASE_URL": stub.base_url})
     assert back.returncode == 0, back.stderr
@@ -281,7 +284,7 @@ def _escaped(key: str) -> str:
 
 
 def test_escaped_and_base64_echoed_key_is_stored_nowhere(
-    specs_dir: Path, first_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path
 ) -> None:
     """Defect: scrubbing ran before JSON decoding, so a key echoed as `\\u0073k-...` inside the
     reply's JSON text was decoded into events, the response cache and exports."""
@@ -292,10 +295,12 @@ def test_escaped_and_base64_echoed_key_is_stored_nowhere(
     answer = '{"type": "stop", "note": "' + _escaped(KEY) + " and " + b64 + '"}'
     store = tmp_path / "s.sqlite"
     with StubServer(lambda _r, _n: ok(answer), model="stub") as stub:
-        code, err = _run(specs_dir, store, first_assignment, stub.base_url)
+        code, err = _run(specs_dir, store, smallest_assignment, stub.base_url)
     assert code in (0, 1), err
     out = tmp_path / "export"
-    proc = run_cli("export", "--store", str(store), "--out", str(out), "--formats", "jsonl,csv")
+    proc = run_cli_in_process(
+        "export", "--store", str(store), "--out", str(out), "--formats", "jsonl,csv"
+    )
     assert proc.returncode == 0, proc.stderr
     conn = sqlite3.connect(store)
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -309,7 +314,7 @@ def test_escaped_and_base64_echoed_key_is_stored_nowhere(
     with Store(store, readonly=True) as db:
         texts = [json.dumps(e["payload"]) for r in db.runs() for e in db.events(r.run_id)]
     assert any("***" in t for t in texts)
-    proc = run_cli("store", "verify", "--store", str(store))
+    proc = run_cli_in_process("store", "verify", "--store", str(store))
     assert proc.returncode == 0, proc.stderr  # scrubbed before hashing: the chain verifies
 
 
