@@ -303,7 +303,9 @@ def test_a_killed_serve_resumes_from_its_store(
             assert child.poll() is None and time.monotonic() < deadline, "no 2 outcomes taken"
             time.sleep(0.05)
         lab.hold.set()  # the 3rd experiment waits for its result: the service is killed there
-        time.sleep(0.5)
+        while _stored_outcomes(store) < 2:  # written once the campaign took them (not at 200)
+            assert child.poll() is None and time.monotonic() < deadline, "none written"
+            time.sleep(0.05)
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
@@ -329,3 +331,84 @@ def test_a_killed_serve_resumes_from_its_store(
     assert all(post in accepted for post in taken)  # nothing a lab was told was taken is lost
     assert len(accepted) == len({json.dumps(p, sort_keys=True) for p in accepted})  # no twice
     assert _cli("store", "verify", "--store", str(store))[0] == 0
+
+
+def _stored_outcomes(store: Path) -> int:
+    """The outcome posts a running live store holds so far (0 before it exists)."""
+    if not store.exists():
+        return 0
+    with Store(store, readonly=True) as db:
+        return sum(
+            e["kind"] == "lab" and e["payload"]["post"].get("post") == "outcome"
+            for run in db.runs() for e in db.events(run.run_id)
+        )  # fmt: skip
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, as PEM files."""
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.now(UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5)).not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName(
+            [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    cert_file, key_file = folder / "lab.crt", folder / "lab.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))  # fmt: skip
+    return cert_file, key_file
+
+
+def test_the_service_serves_https_with_a_certificate_and_nothing_in_clear(tmp_path: Path) -> None:
+    import ssl
+
+    cert, key = _self_signed(tmp_path)
+    trusting = ssl.create_default_context(cafile=str(cert))
+    with LabService(TOKEN, tls=(cert, key)) as service:
+        assert service.url.startswith("https://127.0.0.1:")
+        port = int(service.url.rsplit(":", 1)[1])
+        silent = socket.create_connection(("127.0.0.1", port))  # connects, never says a word
+        request = urllib.request.Request(
+            f"{service.url}/v1/campaigns", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        with urllib.request.urlopen(request, timeout=30, context=trusting) as answer:
+            assert json.loads(answer.read()) == {"campaigns": []}
+        with urllib.request.urlopen(f"{service.url}/openapi.json", timeout=30,
+                                    context=trusting) as answer:  # fmt: skip
+            assert json.loads(answer.read())["info"]["version"] == protocol()["info"]["version"]
+        plain = service.url.replace("https://", "http://") + "/openapi.json"
+        with pytest.raises((urllib.error.URLError, http.client.HTTPException, OSError)):
+            urllib.request.urlopen(plain, timeout=30)  # a plain-HTTP client gets no answer
+        silent.close()  # it held no other lab's connection meanwhile
+
+
+def test_tls_options_are_refused_in_one_line_and_create_nothing(
+    campaign_specs_source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LABREPLAY_LIVE_TOKEN", TOKEN)
+    cert, key = _self_signed(tmp_path)
+    store = tmp_path / "live.sqlite"
+    base = ("campaign", "live", "serve", "--specs", str(campaign_specs_source), "--store",
+            str(store), "--port", str(_free_port()))  # fmt: skip
+    for extra, words in [
+        (("--tls-cert", str(cert)), "needs --tls-key too"),
+        (("--tls-key", str(key)), "needs --tls-cert too"),
+        (("--tls-cert", str(tmp_path / "none.crt"), "--tls-key", str(key)), "not found"),
+        (("--tls-cert", str(key), "--tls-key", str(key)), "do not load"),
+    ]:
+        code, _, err = _cli(*base, *extra)
+        assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+        assert not store.exists()

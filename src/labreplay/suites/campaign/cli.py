@@ -361,6 +361,7 @@ def live_serve_cmd(
     to /v1/campaigns/SPEC_ID/posts with `Authorization: Bearer $LABREPLAY_LIVE_TOKEN`; each
     run is recorded as a `live` run of the agent's adaptive branch."""
     import os
+    import ssl
 
     from labreplay.sdk.agents import close_agent
     from labreplay.sdk.engine import Store
@@ -377,8 +378,13 @@ def live_serve_cmd(
     chosen = select_specs(load_specs(source.specs), source.only)
     resolved = resolve_campaign_agent(live.agent, **llm.builder_kwargs())
     try:
+        tls = None if live.tls_cert is None or live.tls_key is None else (
+            live.tls_cert, live.tls_key
+        )  # fmt: skip
         try:
-            service = LabService(token, live.host, live.port)
+            service = LabService(token, live.host, live.port, tls)
+        except ssl.SSLError as exc:
+            raise bad("--tls-cert", str(live.tls_cert), f"and --tls-key do not load: {exc}") from None
         except OSError as exc:
             raise bad("--port", live.port, f"cannot be served on {live.host}: {exc}") from None
         with service, Store(where.store) as db:

@@ -21,6 +21,7 @@ from labreplay.sdk.options import (
     LlmOptions,
     OneOf,
     Rule,
+    bad,
     counts,
     flag,
     seeds,
@@ -154,6 +155,13 @@ class CampaignCompileOptions(Checked):
     )
 
 
+def _pem_file(label: str, value: object) -> Path:
+    """A PEM file to read (not found, a directory or a FIFO is refused in one line)."""
+    from labreplay.sdk import readable_file
+
+    return readable_file(Path(str(value)), label, max_bytes=1 << 20)
+
+
 @dataclass(frozen=True, kw_only=True)
 class LiveAgentOptions(Checked):
     """What `campaign live emulate` and `serve` evaluate (command line)."""
@@ -192,12 +200,26 @@ class LiveServeOptions(LiveAgentOptions):
     )
     port: int = flag(8765, "Port to serve on.", check=Ints(1, 65535), api=False)
     allow_remote: bool = flag(
-        False, "Serve on a non-loopback address (plain HTTP: no TLS yet).", api=False
+        False, "Serve on a non-loopback address (give --tls-cert/--tls-key there: the token "
+        "and the posts travel in clear otherwise).", api=False,
+    )  # fmt: skip
+    tls_cert: Path | None = flag(
+        None, "PEM certificate (chain) to serve HTTPS with; needs --tls-key.",
+        check=Rule(_pem_file), api=False,
+    )  # fmt: skip
+    tls_key: Path | None = flag(
+        None, "PEM private key of --tls-cert.", check=Rule(_pem_file), api=False
     )
     result_wait_s: float = flag(
         3600.0, "Seconds to wait for an experiment's result (then: a no_result deviation).",
         check=Floats(0.0, 86400.0, lo_open=True), api=False,
     )  # fmt: skip
+
+    def check(self) -> None:
+        if self.tls_cert is not None and self.tls_key is None:
+            raise bad("--tls-cert", str(self.tls_cert), "needs --tls-key too (HTTPS takes both)")
+        if self.tls_key is not None and self.tls_cert is None:
+            raise bad("--tls-key", str(self.tls_key), "needs --tls-cert too (HTTPS takes both)")
 
 
 def _out_dir(label: str, value: object) -> Path:

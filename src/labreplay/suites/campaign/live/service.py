@@ -1,5 +1,6 @@
 """The lab-side HTTP service of a live campaign (`campaign live serve`; `live emulate` posts
-through it too). JSON over HTTP on 127.0.0.1 unless another bind is asked for. The protocol is the versioned
+through it too). JSON over HTTP on 127.0.0.1 unless another bind is asked for (HTTPS
+with a certificate given). The protocol is the versioned
 OpenAPI document `openapi.json` beside this module, served at `GET /openapi.json`: every other
 route needs `Authorization: Bearer TOKEN`, and every refusal is one status with `{"accepted":
 false, "error": "..."}`. Every request for a campaign being played, refused or not, is a `lab`
@@ -10,11 +11,14 @@ from __future__ import annotations
 
 import hmac
 import json
+import ssl
+import sys
 import threading
 from collections.abc import Callable
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
+from pathlib import Path
 from typing import ClassVar, cast
 from urllib.parse import quote, unquote, urlsplit
 
@@ -34,17 +38,35 @@ def protocol() -> JsonObject:
 class LabService:
     """The service, serving the campaigns registered in `labs` (by spec id) from a thread."""
 
-    def __init__(self, token: str, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        token: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: tuple[Path, Path] | None = None,
+    ) -> None:
+        """`tls`: (certificate, key) PEM files to serve HTTPS with (ssl.SSLError when they
+        do not load: a bad file, a key of another certificate)."""
         self.labs: dict[str, LiveLab] = {}
         service = self
 
         class Handler(_Handler):
             owner: ClassVar[LabService] = service
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+        context = None
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+        self._server = _Server((host, port), Handler)
+        if context is not None:  # every connection is TLS: a plain-HTTP client gets no answer
+            # The handshake in the connection's own thread, not in the accept loop (where one
+            # client that never speaks would hold every other lab's connection).
+            self._server.socket = context.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
         self.token = token
-        self.url = f"http://{host}:{self._server.server_address[1]}"
+        scheme = "http" if tls is None else "https"
+        self.url = f"{scheme}://{host}:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def __enter__(self) -> LabService:
@@ -108,6 +130,16 @@ def send_post(url: str, token: str, spec_id: str, post: object) -> tuple[int, ob
             return int(response.status), json.loads(response.read())
     except urllib.error.HTTPError as refused:
         return int(refused.code), json.loads(refused.read())
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A connection that broke off or failed its TLS handshake concerns that client only:
+        no traceback on the service's stderr (anything else is reported as usual)."""
+        if not isinstance(sys.exc_info()[1], ssl.SSLError | ConnectionError | TimeoutError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 class _Handler(BaseHTTPRequestHandler):
