@@ -40,6 +40,7 @@ from labreplay.suites.campaign.model import AffinityModel, classes_of, label_of
 FAILURE = "physical_failure"
 C_GRID = (0.001, 0.01, 0.1, 1.0, 10.0)
 FOLDS = 5  # grouped cross-validation folds (fewer when there are fewer groups)
+RESERVE = 64  # columns made at a time for levels the context never saw
 BASE_SHARE = 0.01  # of the smoothed context base rate mixed into every prediction
 
 LEARNER = (
@@ -90,20 +91,24 @@ class CardModel:
             new = [f for f in feats if f not in self.columns]
             if new and self.fitted:
                 self._grow(new)
-            x = np.zeros(len(self.columns))
+            x = np.zeros(len(self.mean))
             for f, v in feats.items():
                 if f in self.columns:
                     x[self.columns[f]] = v
             self._x[key] = x
         x = self._x[key]
-        return np.pad(x, (0, len(self.columns) - len(x)))
+        return np.pad(x, (0, len(self.mean) - len(x)))
 
     def _grow(self, features: Sequence[str]) -> None:
+        """Columns for `features`; room is made RESERVE at a time (a column no feature maps to
+        keeps mean 0 and never moves), so the covariance is not copied for each new level."""
         for f in features:
             self.columns[f] = len(self.columns)
-        self.mean = np.vstack([self.mean, np.zeros((len(features), self.mean.shape[1]))])
-        if self._cov is not None:
-            self._cov = self._padded(self._cov)
+        if len(self.columns) > len(self.mean):
+            room = len(self.columns) - len(self.mean) + RESERVE
+            self.mean = np.vstack([self.mean, np.zeros((room, self.mean.shape[1]))])
+            if self._cov is not None:
+                self._cov = self._padded(self._cov)
 
     def _padded(self, cov: Array) -> Array:
         """`cov` with the columns added since, each with prior variance C."""
@@ -220,10 +225,11 @@ class CardModel:
         step = weight * (target / target.sum() - p)
         step = step[1:] if len(self.fitted) == 2 else step
         curv = weight * self._curvature(p[None, :])[0]
-        cov_u = np.einsum("adb,d->ab", self.cov.reshape(d * k, d, k), x)  # cov (x kron I)
-        gain = cov_u @ np.linalg.inv(
-            np.eye(k) + curv @ np.einsum("d,dab->ab", x, cov_u.reshape(d, k, k))
-        )
+        nz = np.flatnonzero(x)  # cov (x kron I), from the columns x sets
+        cov_u = self.cov[:, (nz[:, None] * k + np.arange(k)).ravel()].reshape(d * k, len(nz), k)
+        cov_u = np.tensordot(cov_u, x[nz], axes=([1], [0]))
+        latent = np.tensordot(x[nz], cov_u.reshape(d, k, k)[nz], axes=1)  # its logits' cov
+        gain = cov_u @ np.linalg.inv(np.eye(k) + curv @ latent)
         self.mean = self.mean + (gain @ step).reshape(d, k)
         if covariance:
             self._cov = self.cov - gain @ curv @ cov_u.T
