@@ -45,7 +45,7 @@ BASE_SHARE = 0.01  # of the smoothed context base rate mixed into every predicti
 
 LEARNER = (
     "logistic regression on the context rows (C from 0.001-10 by cross-validation with whole "
-    "groups held out): categorical descriptors one-hot, numeric ones standardised"
+    "groups held out): categorical descriptors one-hot, numeric ones scaled by their SD"
 )
 
 Array = np.ndarray[Any, np.dtype[np.float64]]
