@@ -135,6 +135,9 @@ def test_learning_reaches_queries_that_share_descriptors():
     shares_b = {"a": "A8", "b": "B0", "t": 23.0}
     apart = {"a": "A8", "b": "B1", "t": 23.0}
     queries = [same_group, shares_b, apart]
+    # a number beyond the context's range (t: 20-23) reads as the nearest edge: no extrapolation
+    assert model.predict({**apart, "t": 1e6}) == model.predict(apart)
+    assert model.predict({**apart, "t": -5.0}) == model.predict({**apart, "t": 20.0})
     before = [model.predict(q)["hi"] for q in queries]
     with model.trying({"a": "A9", "b": "B0", "t": 21.0}, {"hi": 1.0}, 3.0):
         moved = [model.predict(q)["hi"] - p for q, p in zip(queries, before, strict=True)]

@@ -60,7 +60,8 @@ class CardModel:
         self.validity = declared["validity"] is True
         self.classes = classes_of(categories) if self.validity else tuple(categories)
         self.descriptors = list(declared["descriptors"])
-        self.scale: dict[str, tuple[float, float]] = {}  # numeric descriptor: (mean, sd)
+        # numeric descriptor: (mean, sd, lowest, highest) on the context rows
+        self.scale: dict[str, tuple[float, float, float, float]] = {}
         self.columns: dict[str, int] = {"": 0}  # feature -> column; "" is the intercept
         self.fitted: list[str] = []  # the classes the fit saw, in its order
         self.C = 1.0  # without two groups to cross-validate on
@@ -74,8 +75,12 @@ class CardModel:
         for d in self.descriptors:
             value = desc.get(d)
             if d in self.scale:
-                mean, sd = self.scale[d]  # not centred: the free intercept absorbs a shift,
-                out[d] = (float(value) if _number(value) else mean) / sd  # X stays sparse
+                # Not centred (the free intercept absorbs a shift; X stays sparse); a value
+                # beyond the context's range reads as its nearest edge: the fit saw nothing
+                # beyond (a column constant on the context rows is no evidence either way).
+                mean, sd, low, high = self.scale[d]
+                v = min(max(float(value), low), high) if _number(value) else mean
+                out[d] = v / sd if sd > 0 else 0.0
             elif isinstance(value, list):
                 out.update({f"{d}={v}": 1.0 for v in value})
             elif value is not None and not isinstance(value, Mapping):  # not a typed Missing
@@ -153,7 +158,12 @@ class CardModel:
         for d in self.descriptors:
             numbers = np.array([float(v) for x, _ in pairs if _number(v := x.get(d))])
             if len(numbers):
-                self.scale[d] = (float(numbers.mean()), float(numbers.std()) or 1.0)
+                self.scale[d] = (
+                    float(numbers.mean()),
+                    float(numbers.std()),
+                    numbers.min(),
+                    numbers.max(),
+                )
         counts = {k: 0.5 + sum(1 for _, y in pairs if y == k) for k in self.classes}
         self.base = {k: n / sum(counts.values()) for k, n in counts.items()}
         if len({y for _, y in pairs}) >= 2:
