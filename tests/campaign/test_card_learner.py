@@ -19,7 +19,7 @@ from labreplay.suites.campaign.agents import base_rate_forecast
 from labreplay.suites.campaign.board_rows import ci
 from labreplay.suites.campaign.ceiling import context_model, context_score
 from labreplay.suites.campaign.env import RULES, CampaignEnv
-from labreplay.suites.campaign.learner import CardModel
+from labreplay.suites.campaign.learner import CardModel, reference_model
 from labreplay.suites.campaign.llm_prompts import (
     CAMPAIGN_POLICY,
     CONTEXT_ROWS_SHOWN,
@@ -120,20 +120,39 @@ def test_no_failure_class_without_a_validity_column(card_specs):
 
 
 def test_learning_reaches_queries_that_share_descriptors():
+    """A learned outcome is one more observation of the same logistic model (a Laplace
+    posterior step): it moves most the queries of the same new level (a held-out group the
+    context never saw), less those sharing only a level seen in context, and is taken back
+    exactly."""
     rows = [
-        {"descriptors": {"a": f"A{i % 3}", "b": f"B{i % 2}", "t": 20.0 + i % 4},
+        {"descriptors": {"a": f"A{i % 3}", "b": f"B{i % 2}", "t": 20.0 + i % 4,
+                         "groups": [f"a=A{i % 3}"]},
          "outcome": {"valid": True, "category": "hi" if i % 3 == 0 else "lo"}}
         for i in range(60)
     ]  # fmt: skip
     model = CardModel(["lo", "hi"], {"descriptors": ["a", "b", "t"], "validity": False})
     model.fit_context(rows)
-    shares = {"a": "A9", "b": "B0", "t": 20.0}
-    apart = {"a": "A8", "b": "B7", "t": 99.0}
-    before = model.predict(shares)["hi"], model.predict(apart)["hi"]
+    same_group = {"a": "A9", "b": "B1", "t": 23.0}
+    shares_b = {"a": "A8", "b": "B0", "t": 23.0}
+    apart = {"a": "A8", "b": "B1", "t": 23.0}
+    queries = [same_group, shares_b, apart]
+    # a number beyond the context's range (t: 20-23) reads as the nearest edge: no extrapolation
+    assert model.predict({**apart, "t": 1e6}) == model.predict(apart)
+    assert model.predict({**apart, "t": -5.0}) == model.predict({**apart, "t": 20.0})
+    before = [model.predict(q)["hi"] for q in queries]
     with model.trying({"a": "A9", "b": "B0", "t": 21.0}, {"hi": 1.0}, 3.0):
-        assert model.predict(shares)["hi"] > before[0]
-        assert model.predict(apart)["hi"] == before[1]
-    assert (model.predict(shares)["hi"], model.predict(apart)["hi"]) == before
+        moved = [model.predict(q)["hi"] - p for q, p in zip(queries, before, strict=True)]
+    assert moved[0] > moved[1] > abs(moved[2]) >= 0.0
+    assert [model.predict(q)["hi"] for q in queries] == before
+    model.learn({"a": "A9", "b": "B0", "t": 21.0}, {"hi": 1.0}, 3.0)
+    assert model.predict(same_group)["hi"] - before[0] == pytest.approx(moved[0], rel=1e-9)
+    # the fit is kept for the next caller (runs and the board refit one spec often): a model
+    # handed out again has learned nothing from this one
+    declared = {"descriptors": ["a", "b", "t"], "validity": False}
+    first = reference_model(["lo", "hi"], rows, declared)
+    first.learn({"a": "A9", "b": "B0", "t": 21.0}, {"hi": 1.0}, 3.0)
+    again = reference_model(["lo", "hi"], rows, declared)
+    assert [again.predict(q)["hi"] for q in queries] == pytest.approx(before, rel=1e-9)
 
 
 def _agent_texts(spec) -> tuple[list[str], list[str]]:
