@@ -34,8 +34,8 @@ from labreplay.option_fields import Checked, Flag, flags
 # Commands that take no option at all: nothing to generate.
 NO_OPTIONS = frozenset({"version"})
 # The API door of a command, by its last word.
-RUN_DOORS = ("run", "serve", "replay")  # serve plays the run `run` plays, with its options;
-# configsearch replay's optimiser takes the run's LLM options
+RUN_DOORS = ("run", "serve", "replay", "emulate")  # serve plays the run `run` plays, with its
+# options; configsearch replay's optimiser and campaign live emulate take the run's LLM options
 COMPILE_DOORS = ("compile", "sweep", "references")  # a sweep's samples are compiled ones
 
 
