@@ -384,7 +384,9 @@ def live_serve_cmd(
         try:
             service = LabService(token, live.host, live.port, tls)
         except ssl.SSLError as exc:
-            raise bad("--tls-cert", str(live.tls_cert), f"and --tls-key do not load: {exc}") from None
+            raise bad(
+                "--tls-cert", str(live.tls_cert), f"and --tls-key do not load: {exc}"
+            ) from None
         except OSError as exc:
             raise bad("--port", live.port, f"cannot be served on {live.host}: {exc}") from None
         with service, Store(where.store) as db:
