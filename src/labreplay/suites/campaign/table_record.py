@@ -83,6 +83,7 @@ def _check_columns(card: RecordCard, header: list[str]) -> None:
         value = getattr(card, field)
         if value is not None:
             wanted.append((f"outcome.{field.replace('outcome_', '')}", value))
+    wanted += [(f"outcome.secondary[{i}]", c) for i, c in enumerate(card.secondary)]
     for field, column in wanted:
         if column not in header:
             raise card.error(f"no such column in {card.table_file}", field, column)
@@ -178,9 +179,11 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
             f"{c}={row[c].strip()}" for c in card.grouping if (row[c] or "").strip()
         ]
         outcome = _outcome(card, row, bins)
-        provenance = {"file": card.table_file, "row": line}
+        provenance: dict[str, object] = {"file": card.table_file, "row": line}
         if card.quantiles is not None:  # the cell, rebinned on each partition's context
             provenance["outcome_cell"] = row[card.outcome_column or ""] or ""
+        if card.secondary:  # sealed with the outcome (`compiler._private`), never shown
+            provenance["secondary"] = {c: to_json(_cell(row[c])) for c in card.secondary}
         evidence: dict[str, Any] = {}
         for e in card.evidence:
             value = _cell(row[e.reveals])
