@@ -122,3 +122,64 @@ def test_bad_secondary_outcome_is_refused(edit, field, value, tmp_path, capsys):
     err = _refused(card, field, value, capsys)
     if field.startswith("experiment"):
         assert "secondary outcome" in err
+
+
+# A table published without a header row: `header = false`, its names in `table.columns`.
+NAMES = '["ligand", "base", "solvent", "yield", "ee"]'
+
+
+def headerless(folder: Path, extra_cell_at: int | None = None) -> str:
+    """`plate`'s rows without its header line (a row may get an extra cell)."""
+    plate(folder)
+    path = folder / "plate.csv"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)[1:]
+    if extra_cell_at is not None:
+        lines[extra_cell_at] = lines[extra_cell_at].rstrip("\r\n") + ",9\r\n"
+    path.write_text("".join(lines), encoding="utf-8", newline="")
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_headerless_table_is_read_with_the_cards_column_names(tmp_path):
+    sha = headerless(tmp_path)
+    card = write_card(tmp_path, sha, table=f"header = false\ncolumns = {NAMES}\n")
+    _, specs, index = compile_specs(record_card=card, seed=0)
+    assert index["qc"]["rows"] == 480  # the first line is a row, not a header
+    (with_header := tmp_path / "h").mkdir()
+    _, reference, _ = compile_specs(record_card=write_card(with_header, plate(with_header)), seed=0)
+    assert [s.body["candidates"] for s in specs] == [s.body["candidates"] for s in reference]
+
+
+@pytest.mark.parametrize(
+    "table, field, value",
+    [
+        (
+            'header = false\ncolumns = ["ligand", "base", "solvent", "yield"]\n',
+            "table.columns",
+            "ligand",
+        ),
+        (
+            'header = false\ncolumns = ["ligand", "base", "solvent", "yield", "ee", "x"]\n',
+            "table.columns",
+            "ee",
+        ),
+        (
+            'header = false\ncolumns = ["ligand", "base", "solvent", "yield", "base"]\n',
+            "table.columns",
+            "base",
+        ),
+        ("header = false\n", "table.header", "False"),
+        (f"columns = {NAMES}\n", "table.columns", "ligand"),
+        ("header = false\ncolumns = []\n", "table.columns", "[]"),
+    ],
+)
+def test_bad_headerless_declaration_is_refused(table, field, value, tmp_path, capsys):
+    card = write_card(tmp_path, headerless(tmp_path), table=table)
+    err = _refused(card, field, value, capsys)
+    if "cells" in err:
+        assert "line 1 of plate.csv has 5 cells" in err
+
+
+def test_headerless_row_with_an_extra_cell_is_refused(tmp_path, capsys):
+    card = write_card(tmp_path, headerless(tmp_path, extra_cell_at=6), table=f"header = false\ncolumns = {NAMES}\n")  # fmt: skip
+    err = _refused(card, "table.columns", "ligand", capsys)
+    assert "line 7 of plate.csv has 6 cells but table.columns names 5" in err

@@ -73,6 +73,8 @@ class TableEntry(TypedDict):
     file: str
     format: NotRequired[Literal["csv", "tsv"]]
     filter: NotRequired[dict[str, str | float | list[str | float]]]
+    header: NotRequired[bool]
+    columns: NotRequired[list[str]]
 
 
 class IdEntry(TypedDict, total=False):
@@ -172,6 +174,8 @@ class RecordCard:
     sources: tuple[Source, ...]
     table_file: str | None
     table_format: str
+    # a headerless table's column names (`header = false`); (): the file's first line names them
+    header_columns: tuple[str, ...]
     # (column, accepted values): a row is kept when every column holds one of its values
     filters: tuple[tuple[str, tuple[str | float, ...]], ...]
     # the id column(s), joined by " | " when several; () when the id is the row number
@@ -522,6 +526,7 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         sources=sources,
         table_file=None if table is None else table["file"],
         table_format=_table_format(table),
+        header_columns=_header_columns(refuse, table),
         filters=filters,
         id_columns=id_columns,
         descriptors=tuple(data["experiment"]["descriptors"]),
@@ -572,6 +577,23 @@ def _id_columns(refuse: Callable[[str, str, object], DataError], entry: str | Id
     columns = entry.get("columns", [])
     if len(set(columns)) != len(columns):
         raise refuse("an id column is named twice", "experiment.id.columns", columns)
+    return tuple(columns)
+
+
+def _header_columns(refuse: Callable[[str, str, object], DataError], table: TableEntry | None) -> tuple[str, ...]:  # fmt: skip
+    """A headerless table's declared column names (`header = false` with `columns`)."""
+    if table is None or table.get("header", True):
+        if table is not None and "columns" in table:
+            raise refuse("table.columns names a headerless file's columns: declare header = false",
+                         "table.columns", table["columns"])  # fmt: skip
+        return ()
+    if "columns" not in table:
+        raise refuse("a headerless table (header = false) names its columns in table.columns",
+                     "table.header", False)  # fmt: skip
+    columns = table["columns"]
+    if len(set(columns)) != len(columns):
+        raise refuse("a column is named twice", "table.columns",
+                     next(c for c in columns if columns.count(c) > 1))  # fmt: skip
     return tuple(columns)
 
 
