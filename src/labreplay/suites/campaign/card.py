@@ -73,6 +73,8 @@ class TableEntry(TypedDict):
     file: str
     format: NotRequired[Literal["csv", "tsv"]]
     filter: NotRequired[dict[str, str | float | list[str | float]]]
+    header: NotRequired[bool]
+    columns: NotRequired[list[str]]
 
 
 class IdEntry(TypedDict, total=False):
@@ -102,6 +104,7 @@ class OutcomeEntry(TypedDict):
     categories: NotRequired[list[str]]
     valid_column: NotRequired[str]
     censored: NotRequired[Literal["bounds", "undecidable"]]
+    secondary: NotRequired[list[str]]
 
 
 class EvidenceEntry(TypedDict):
@@ -171,6 +174,8 @@ class RecordCard:
     sources: tuple[Source, ...]
     table_file: str | None
     table_format: str
+    # a headerless table's column names (`header = false`); (): the file's first line names them
+    header_columns: tuple[str, ...]
     # (column, accepted values): a row is kept when every column holds one of its values
     filters: tuple[tuple[str, tuple[str | float, ...]], ...]
     # the id column(s), joined by " | " when several; () when the id is the row number
@@ -187,6 +192,7 @@ class RecordCard:
     protocol: ProtocolOverrides
     censored: str = "undecidable"  # "bounds": `>99`, `<1` are read as bounds (rule bins)
     quantiles: int | None = None  # bins at these quantiles of the context rows (`bins` is ())
+    secondary: tuple[str, ...] = ()  # other outcome columns: recorded (sealed), never shown
     scaling: ScalingEntry | None = None  # declared scaling rules (`card_compile.table_protocol`)
     # (name, evidence kinds that support it); None: the rule's own (the SDL-1 four, or a
     # table's default `outcome_category`, see `table_claims`)
@@ -483,10 +489,18 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
     shown = [(id_field if len(id_columns) < 2 else f"{id_field}[{i}]", c) for i, c in enumerate(id_columns)]  # fmt: skip
     shown += [(f"experiment.descriptors[{i}]", str(c)) for i, c in enumerate(data["experiment"]["descriptors"])]  # fmt: skip
     shown += [(f"grouping[{i}]", str(c)) for i, c in enumerate(data["grouping"])]
+    secondary = tuple(outcome.get("secondary", []))
     _refuse_outcome_in_view(refuse, outcome, rule, evidence, shown)
     declared = table.get("filter", {}) if table is not None else {}
     filters = tuple((c, tuple(v) if isinstance(v, list) else (v,)) for c, v in declared.items())
     outcome_columns = {str(outcome[k]) for k in OUTCOME_COLUMNS if k in outcome}
+    for i, column in enumerate(secondary):
+        if rule not in TABLE_RULES:
+            raise refuse("a built-in rule reads its own outcomes", "outcome.secondary", column)
+        if column in outcome_columns or secondary.index(column) < i:
+            raise refuse("a secondary outcome is another column than the outcome's, named once",
+                         f"outcome.secondary[{i}]", column)  # fmt: skip
+    outcome_columns.update(secondary)
     for column, _ in filters:
         if column in outcome_columns:
             raise refuse("a filter on an outcome column would choose rows by their result",
@@ -512,6 +526,7 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         sources=sources,
         table_file=None if table is None else table["file"],
         table_format=_table_format(table),
+        header_columns=_header_columns(refuse, table),
         filters=filters,
         id_columns=id_columns,
         descriptors=tuple(data["experiment"]["descriptors"]),
@@ -527,6 +542,7 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         claims=claims,
         censored=outcome.get("censored", "undecidable"),
         quantiles=quantiles,
+        secondary=secondary,
         scaling=_scaling(refuse, data, rule),
     )
 
@@ -564,6 +580,23 @@ def _id_columns(refuse: Callable[[str, str, object], DataError], entry: str | Id
     return tuple(columns)
 
 
+def _header_columns(refuse: Callable[[str, str, object], DataError], table: TableEntry | None) -> tuple[str, ...]:  # fmt: skip
+    """A headerless table's declared column names (`header = false` with `columns`)."""
+    if table is None or table.get("header", True):
+        if table is not None and "columns" in table:
+            raise refuse("table.columns names a headerless file's columns: declare header = false",
+                         "table.columns", table["columns"])  # fmt: skip
+        return ()
+    if "columns" not in table:
+        raise refuse("a headerless table (header = false) names its columns in table.columns",
+                     "table.header", False)  # fmt: skip
+    columns = table["columns"]
+    if len(set(columns)) != len(columns):
+        raise refuse("a column is named twice", "table.columns",
+                     next(c for c in columns if columns.count(c) > 1))  # fmt: skip
+    return tuple(columns)
+
+
 def _table_format(table: TableEntry | None) -> str:
     """The declared format, else the file's suffix says (`.tsv`), else csv."""
     if table is not None and "format" in table:
@@ -584,13 +617,15 @@ def _refuse_outcome_in_view(
     shown: Sequence[tuple[str, str]],
 ) -> None:
     """A column the agent sees before the result (`shown`: the id, the descriptors, the
-    grouping keys, as (field, column)) must not hold the outcome nor be one an evidence kind
-    reveals (it would be bought for free)."""
+    grouping keys, as (field, column)) must not hold the outcome, a secondary outcome, nor be
+    one an evidence kind reveals (it would be bought for free)."""
     hidden = {
         str(outcome[key]): f"the outcome (outcome.{key})"
         for key in OUTCOME_COLUMNS
         if rule in TABLE_RULES and key in outcome
     }
+    for i, column in enumerate(outcome.get("secondary", [])):
+        hidden.setdefault(column, f"a secondary outcome (outcome.secondary[{i}])")
     for i, e in enumerate(evidence):
         hidden.setdefault(e.reveals, f"bought evidence (evidence[{i}].reveals)")
     for field, column in shown:

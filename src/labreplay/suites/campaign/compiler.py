@@ -154,7 +154,13 @@ def _visible(record: Record) -> PanelItem:
 
 def _private(record: Record, kinds: Sequence[str]) -> EvaluatorRecord:
     evidence = {kind: to_json(record.evidence.get(kind, _missing_kind(kind))) for kind in kinds}
-    return {"outcome": dict(json_object(to_json(record.outcome), "outcome")), "evidence": evidence}
+    private: EvaluatorRecord = {
+        "outcome": dict(json_object(to_json(record.outcome), "outcome")),
+        "evidence": evidence,
+    }
+    if "secondary" in record.provenance:  # a card's secondary outcomes (`outcome.secondary`)
+        private["secondary"] = dict(json_object(record.provenance["secondary"], "secondary"))
+    return private
 
 
 def _missing_kind(kind: str) -> Missing:

@@ -12,7 +12,8 @@ partition draws its evaluation groups from. The outcome is `{"valid", "category"
 Each evidence kind reveals one column of the row: one item, or a typed Missing when empty.
 
 Refused (one line naming the card, the field and the value): a missing column, duplicate or
-empty ids, a category or bin with no rows, a grouping key with one level, evidence revealing
+empty ids, a headerless row with another number of cells than `table.columns` names, a
+category or bin with no rows, a grouping key with one level, evidence revealing
 a column the table does not have. (A card whose id, descriptors or grouping name an outcome
 column or a revealed one never gets here: `card.load_card` refuses it.)
 """
@@ -23,7 +24,7 @@ import csv
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,12 +53,28 @@ def read_rows(card: RecordCard, data_dir: Path) -> tuple[list[str], list[dict[st
     delimiter = "\t" if card.table_format == "tsv" else ","
     try:
         with path.open(newline="", encoding="utf-8-sig") as handle:
+            if card.header_columns:
+                return list(card.header_columns), _headerless(card, csv.reader(handle, delimiter=delimiter))  # fmt: skip
             reader = csv.DictReader(handle, delimiter=delimiter)
             rows = list(reader)
             header = list(reader.fieldnames or [])
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise card.error(f"unreadable table ({exc})", "table.file", card.table_file) from exc
     return header, rows
+
+
+def _headerless(card: RecordCard, lines: Iterator[list[str]]) -> list[dict[str, str]]:
+    """The rows of a file without a header row, named by the card's `table.columns`; a row
+    with another number of cells is refused (blank lines are skipped, as with a header)."""
+    names, rows = card.header_columns, []
+    for number, cells in enumerate(lines, start=1):
+        if not cells:
+            continue
+        if len(cells) != len(names):
+            raise card.error(f"line {number} of {card.table_file} has {len(cells)} cells but "
+                             f"table.columns names {len(names)}", "table.columns", list(names))  # fmt: skip
+        rows.append(dict(zip(names, cells, strict=True)))
+    return rows
 
 
 def _cell(raw: str | None) -> float | str | Missing:
@@ -83,6 +100,7 @@ def _check_columns(card: RecordCard, header: list[str]) -> None:
         value = getattr(card, field)
         if value is not None:
             wanted.append((f"outcome.{field.replace('outcome_', '')}", value))
+    wanted += [(f"outcome.secondary[{i}]", c) for i, c in enumerate(card.secondary)]
     for field, column in wanted:
         if column not in header:
             raise card.error(f"no such column in {card.table_file}", field, column)
@@ -172,15 +190,17 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
         bins = quantile_bins(card, [row[card.outcome_column] for _, row in numbered])
     records = []
     for (number, row), eid in zip(numbered, ids, strict=True):
-        line = number + 1  # the file's line: the header is line 1
+        line = number + (0 if card.header_columns else 1)  # the file's line (a header is 1)
         descriptors: dict[str, Any] = {c: _cell(row[c]) for c in card.descriptors}
         descriptors[GROUPS_FIELD] = [
             f"{c}={row[c].strip()}" for c in card.grouping if (row[c] or "").strip()
         ]
         outcome = _outcome(card, row, bins)
-        provenance = {"file": card.table_file, "row": line}
+        provenance: dict[str, object] = {"file": card.table_file, "row": line}
         if card.quantiles is not None:  # the cell, rebinned on each partition's context
             provenance["outcome_cell"] = row[card.outcome_column or ""] or ""
+        if card.secondary:  # sealed with the outcome (`compiler._private`), never shown
+            provenance["secondary"] = {c: to_json(_cell(row[c])) for c in card.secondary}
         evidence: dict[str, Any] = {}
         for e in card.evidence:
             value = _cell(row[e.reveals])

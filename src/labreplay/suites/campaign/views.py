@@ -116,6 +116,7 @@ class EvaluatorRecord(TypedDict):
 
     outcome: dict[str, object]
     evidence: dict[str, object]
+    secondary: NotRequired[dict[str, object]]  # a card's secondary outcomes, by column
 
 
 class SpecBody(TypedDict):
