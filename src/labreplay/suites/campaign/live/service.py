@@ -97,7 +97,8 @@ class LabService:
         if lab is None and len(parts) == 4:
             return 404, {"accepted": False, "error": f"no campaign {parts[2]!r} is being played"}
         if lab is not None and (method, parts[3]) == ("GET", "awaiting"):
-            return 200, {"awaiting": list[JsonValue](lab.awaiting())}
+            awaiting = list[JsonValue](lab.awaiting())
+            return 200, {"awaiting": awaiting, "awaiting_selection": lab.wanting}
         if lab is None or (method, parts[3]) != ("POST", "posts"):
             return 404, {"accepted": False, "error": f"no such route: {method} {route}"}
         raw = body()
