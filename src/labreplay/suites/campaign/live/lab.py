@@ -106,7 +106,11 @@ class LiveLab:
         if isinstance(post, Mapping) and post.get("post") == PANEL_POST:
             return panel_refusal(post, self.panel, self._panel_posted)
         if isinstance(post, Mapping) and post.get("post") == SELECTION_POST:
-            return post_refusal(post, self.candidates, time.time()) or self._selection_refusal(post)
+            eid = post.get("experiment_id")
+            chosen = eid if isinstance(eid, str) else repr(eid)  # a non-string: no candidate
+            return post_refusal(post, self.candidates, time.time()) or self._selection_refusal(
+                chosen
+            )
         if not isinstance(post, Mapping) or post.get("post") not in POSTS:
             known = ", ".join((*POSTS, PANEL_POST, SELECTION_POST))
             return 400, f"a post is a JSON object whose 'post' is one of {known}"
@@ -131,11 +135,10 @@ class LiveLab:
                 return 400, "an outcome post needs 'outcome': {\"valid\": true|false, ...}"
         return None
 
-    def _selection_refusal(self, post: Mapping[str, object]) -> tuple[int, str] | None:
-        eid = post.get("experiment_id")
+    def _selection_refusal(self, eid: str) -> tuple[int, str] | None:
         if self.selections != "lab":
             return 409, "the system under evaluation selects here (the service: --selections agent)"
-        if not isinstance(eid, str) or eid not in self.candidates:
+        if eid not in self.candidates:
             return 404, f"unknown experiment {eid!r}"
         if eid in self._selected or eid in self._chosen:
             return 409, f"experiment {eid!r} was already selected"
