@@ -336,6 +336,7 @@ def live_emulate_cmd(
             results = emulate(
                 chosen, resolved, db, seed=source.seed, delay_s=live.delay_s,
                 shuffle=live.shuffle, fail_rate=live.fail_rate, twin=live.twin,
+                selections=live.selections,
             )  # fmt: skip
             results = [{**r, "scores": db.scores(str(r["run_id"]))} for r in results]
     finally:
@@ -391,9 +392,12 @@ def live_serve_cmd(
             raise bad("--port", live.port, f"cannot be served on {live.host}: {exc}") from None
         with service, Store(where.store) as db:
             print(f"serving the lab's posts on {service.url}", file=sys.stderr)
+            marker: dict[str, object] = {"lab": "served"}
+            if live.selections != "agent":  # an agent-selected run keeps its identity
+                marker["selections"] = live.selections
             results = play_live(
-                chosen, resolved, db, service, seed=source.seed, marker={"lab": "served"},
-                wait_s=live.result_wait_s, twin=live.twin,
+                chosen, resolved, db, service, seed=source.seed, marker=marker,
+                wait_s=live.result_wait_s, twin=live.twin, selections=live.selections,
             )  # fmt: skip
             results = [{**r, "scores": db.scores(str(r["run_id"]))} for r in results]
     finally:

@@ -274,6 +274,7 @@ class CampaignEnv:
         phase_before: str,
         reveal: Mapping[str, object] | None = None,
         cost: dict[str, int] | None = None,
+        by: str | None = None,
     ) -> StepResult:
         self.last_result = {"accepted": True, "reason": "ok"}
         if reveal is not None:
@@ -283,6 +284,8 @@ class CampaignEnv:
             payload["revealed_item"] = reveal.get("item_id")
         if cost:
             payload["cost"] = cost
+        if by is not None:  # a selection not the agent's (a live lab's own: `live.lab`)
+            payload["selected_by"] = by
         self.trajectory.append("action", payload)
         return StepResult(True, "ok", self.done, self.checkpoint_due, reveal)
 
@@ -291,7 +294,10 @@ class CampaignEnv:
             return f"experiment {action['experiment_id']!r} is not the open experiment ({self.open_id})"
         return None
 
-    def _do_select_experiment(self, action: CampaignAction) -> StepResult:
+    def before_act(self) -> None:
+        """Called before the agent is asked for each action (a live lab selecting: `live.lab`)."""
+
+    def _do_select_experiment(self, action: CampaignAction, by: str | None = None) -> StepResult:
         eid = action["experiment_id"]
         if eid not in self.status:
             return self._reject(action, f"{eid!r} is not a candidate of this campaign")
@@ -311,7 +317,7 @@ class CampaignEnv:
             "pre_review": None,
         }
         self.phase = "prior_forecast"
-        return self._accept(action, phase, cost={"experiments": 1})
+        return self._accept(action, phase, cost={"experiments": 1}, by=by)
 
     def _do_submit_forecast(self, action: CampaignAction) -> StepResult:
         if (err := self._check_open(action)) is not None:

@@ -177,6 +177,9 @@ def play_branch(
         have_s0 = True
         streak = 0
         while not env.done:
+            env.before_act()
+            if env.done:
+                break
             turns.turn(env.open_id)  # raises CapReached past a policy-turn cap
             action = guarded_act(agent, env.observation())
             step_calls = drain_calls(agent)

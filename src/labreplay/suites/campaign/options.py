@@ -174,6 +174,11 @@ class LiveAgentOptions(Checked):
         "as the `no-evidence` branch (what stands in for the replay's matched controls).",
         api=False,
     )  # fmt: skip
+    selections: str = flag(
+        "agent", "Who selects the experiments: the system under evaluation (agent) or the lab's "
+        "own agent (lab: the lab posts each selection; the system only forecasts).",
+        check=OneOf(("agent", "lab")), api=False,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,6 +22,11 @@ REPLAY_ONLY = (
     "evidence, the same live stream), giving evidence lift and acceleration against the twin"
 )
 
+LAB_SELECTED = (
+    "selected by the lab's own agent: selection lift cannot exist (the system under evaluation "
+    "selected nothing); its forecasts are scored (prequential log loss, panel)"
+)
+
 
 class LiveRow(TypedDict):
     spec_id: str
@@ -99,6 +104,8 @@ def board_lines(rows: Sequence[LiveRow]) -> list[str]:
                 f"adaptive AUC {_num(sc['adaptive_auc'])}, held-out gain "
                 f"{_num(sc['held_out_gain'], True)} ({state})"
             )
+        if isinstance(row["lab"], dict) and row["lab"].get("selections") == "lab":
+            lines.append(f"  {LAB_SELECTED}")
         if row["twin"] is not None:
             lines.append(
                 f"  evidence lift over the twin {_num(row['evidence_lift'], True)}, "

@@ -4,7 +4,8 @@ posts that experiment's recorded evidence and then its outcome, after `delay_s` 
 thread), in the recorded order or shuffled, or (with probability `fail_rate`) a deviation: the
 experiment failed, nothing posted. With each result it posts the next share of the held-out
 panel's recorded outcomes (the panel spread over the experiment budget, so a campaign that
-stops early leaves some pending). With no delay, no shuffle and no failures the lab posts the
+stops early leaves some pending). With `selections="lab"` the emulated lab selects too: the
+spec's candidates in their recorded order (seeded, with `shuffle`), one whenever asked. With no delay, no shuffle and no failures the lab posts the
 spec's own record, and the live run's campaign events are the replay's.
 """
 
@@ -23,6 +24,7 @@ from labreplay.sdk.engine import EnvironmentSpec, Store
 from labreplay.suites.campaign.live.episodes import play_live
 from labreplay.suites.campaign.live.lab import LiveLab
 from labreplay.suites.campaign.live.panel import PANEL_POST
+from labreplay.suites.campaign.live.record import SELECTION_POST
 from labreplay.suites.campaign.live.service import LabService, send_post
 
 RESULT_WAIT_S = 60.0  # how long past its delay a campaign waits for an emulated result
@@ -48,6 +50,10 @@ class EmulatedLab:
         if shuffle:
             panel = [panel[i] for i in self.rng.permutation(len(panel))]
         self.panel = panel
+        order = [str(c["experiment_id"]) for c in spec.body["candidates"]]
+        if shuffle:
+            order = [order[i] for i in self.rng.permutation(len(order))]
+        self.order = order
         self.panel_share = math.ceil(len(panel) / max(1, int(spec.body["budgets"]["experiments"])))
 
     def posts(self, eid: str) -> list[dict[str, object]]:
@@ -74,6 +80,10 @@ class EmulatedLab:
         return [{"post": PANEL_POST, "experiment_id": q,
                  "outcome": dict(self.record[q]["outcome"])} for q in share]  # fmt: skip
 
+    def selection_wanted(self, lab: LiveLab) -> None:
+        if self.order:
+            self.send({"post": SELECTION_POST, "experiment_id": self.order.pop(0)})
+
     def forecast_asked(self, lab: LiveLab, eid: str) -> None:
         posts = self.panel_posts() + self.posts(eid)  # the panel first: in before the result
         if self.delay_s <= 0:
@@ -95,11 +105,16 @@ def emulate(
     shuffle: bool = False,
     fail_rate: float = 0.0,
     twin: bool = False,
+    selections: str = "agent",
 ) -> list[dict[str, object]]:
     """Play each spec as a live lab with `agent`, the emulated lab posting through the lab-side
     service on 127.0.0.1 (`live.service`); the runner records one `live` run per spec (and
     its forecast-only twin's, with `twin`) and returns their summaries."""
-    marker = {"lab": "emulated", "delay_s": delay_s, "shuffle": shuffle, "fail_rate": fail_rate}
+    marker: dict[str, object] = {
+        "lab": "emulated", "delay_s": delay_s, "shuffle": shuffle, "fail_rate": fail_rate
+    }  # fmt: skip
+    if selections != "agent":  # an agent-selected run keeps the identity it always had
+        marker["selections"] = selections
     with LabService(secrets.token_urlsafe(24)) as service:
 
         def side_for(spec: EnvironmentSpec) -> EmulatedLab:
@@ -109,6 +124,7 @@ def emulate(
         return play_live(
             specs, agent, store, service, seed=seed, marker=marker,
             wait_s=delay_s + RESULT_WAIT_S, side_for=side_for, twin=twin,
+            selections=selections,
         )  # fmt: skip
 
 

@@ -94,6 +94,9 @@ class RecordedStream:
         for post in self.posts.get(experiment_id, []):
             lab.post(post)
 
+    def selection_wanted(self, lab: LiveLab) -> None:
+        del lab  # never asked: the twin replays its parent's selections as its own
+
 
 def play_live(
     specs: Sequence[EnvironmentSpec],
@@ -106,14 +109,16 @@ def play_live(
     wait_s: float,
     side_for: Callable[[EnvironmentSpec], LabSide] | None = None,
     twin: bool = False,
+    selections: str = "agent",
 ) -> list[dict[str, object]]:
     """Play each spec as a live campaign whose lab posts through `service` (`side_for(spec)`:
     a lab told of each forecast asked, e.g. an emulated one); the runner records one `live`
-    run per spec (and its forecast-only twin's, with `twin`) and returns their summaries."""
+    run per spec (and its forecast-only twin's, with `twin`) and returns their summaries;
+    `selections`: who selects the experiments, the agent or the lab (`live.lab`)."""
 
     def lab_for(spec: EnvironmentSpec) -> LiveLab:
         side = side_for(spec) if side_for is not None else None
-        service.labs[spec.spec_id] = LiveLab(spec, side, wait_s)
+        service.labs[spec.spec_id] = LiveLab(spec, side, wait_s, selections)
         return service.labs[spec.spec_id]
 
     suite = LiveEpisodes(lab_for, marker, twin)

@@ -9,6 +9,10 @@ posted. Every post, accepted or refused (with the one-line reason the lab was an
 `lab` event of the run's chain, so nothing a lab sent is lost and the record alone rescores
 the run. The lab may post the held-out panel's outcomes too, at any time (`live.panel`): the
 stored scores still read the panel from the spec; `live.scores` rescores it from these.
+
+With `selections="lab"` the lab's own agent selects: its `selection` posts queue, and before
+each selection the campaign takes the next one as its selection action (`selected_by: lab` in
+the action event), then asks the system under evaluation for its prior forecast as usual.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from labreplay.suites.campaign.live.panel import PANEL_POST, panel_refusal
 from labreplay.suites.campaign.live.record import (
     LAB_KIND,
     POSTS,
+    SELECTION_POST,
     experiment_post,
     experiment_record,
     post_refusal,
@@ -41,11 +46,18 @@ class LabSide(Protocol):
 
     def forecast_asked(self, lab: LiveLab, experiment_id: str) -> None: ...
 
+    def selection_wanted(self, lab: LiveLab) -> None: ...  # selections="lab": the next, please
+
 
 class LiveLab:
     """What a lab posted about one campaign, checked against what the campaign has done."""
 
-    def __init__(self, spec: EnvironmentSpec, side: LabSide | None, wait_s: float) -> None:
+    def __init__(
+        self, spec: EnvironmentSpec, side: LabSide | None, wait_s: float, selections: str = "agent"
+    ) -> None:
+        self.selections, self.budget = selections, int(spec.body["budgets"]["experiments"])
+        self._chosen: list[str] = []  # the lab's selections not yet taken (selections="lab")
+        self.wanting = False  # the campaign waits for the lab's next selection
         self.candidates = {str(c["experiment_id"]) for c in spec.body["candidates"]}
         self.kinds = (*spec.body["prices"], REVIEW_KIND)
         self.panel = {str(q["experiment_id"]) for q in spec.body["queries"]}
@@ -75,6 +87,8 @@ class LiveLab:
                 event["error"] = refused[1]
             elif isinstance(post := event["post"], dict) and post["post"] == PANEL_POST:
                 self._panel_posted.add(str(post["experiment_id"]))
+            elif isinstance(post, dict) and post["post"] == SELECTION_POST:
+                self._chosen.append(str(post["experiment_id"]))
             elif isinstance(post, dict) and experiment_post(post):
                 eid = str(post["experiment_id"])
                 self._posts.setdefault(eid, []).append(post)
@@ -91,8 +105,14 @@ class LiveLab:
         409 out of order (not selected, before its forecast, a duplicate, after the result)."""
         if isinstance(post, Mapping) and post.get("post") == PANEL_POST:
             return panel_refusal(post, self.panel, self._panel_posted)
+        if isinstance(post, Mapping) and post.get("post") == SELECTION_POST:
+            eid = post.get("experiment_id")
+            chosen = eid if isinstance(eid, str) else repr(eid)  # a non-string: no candidate
+            return post_refusal(post, self.candidates, time.time()) or self._selection_refusal(
+                chosen
+            )
         if not isinstance(post, Mapping) or post.get("post") not in POSTS:
-            known = ", ".join((*POSTS, PANEL_POST))
+            known = ", ".join((*POSTS, PANEL_POST, SELECTION_POST))
             return 400, f"a post is a JSON object whose 'post' is one of {known}"
         refused = post_refusal(post, self.candidates, time.time())
         if refused is not None or not experiment_post(post):
@@ -115,6 +135,17 @@ class LiveLab:
                 return 400, "an outcome post needs 'outcome': {\"valid\": true|false, ...}"
         return None
 
+    def _selection_refusal(self, eid: str) -> tuple[int, str] | None:
+        if self.selections != "lab":
+            return 409, "the system under evaluation selects here (the service: --selections agent)"
+        if eid not in self.candidates:
+            return 404, f"unknown experiment {eid!r}"
+        if eid in self._selected or eid in self._chosen:
+            return 409, f"experiment {eid!r} was already selected"
+        if len(self._selected) + len(self._chosen) >= self.budget:
+            return 409, f"the experiment budget ({self.budget}) is spent"
+        return None
+
     def _evidence_refusal(self, eid: str, post: Mapping[str, object]) -> tuple[int, str] | None:
         kind, item = post.get("kind"), post.get("item")
         if kind not in self.kinds:
@@ -132,6 +163,18 @@ class LiveLab:
     def selected(self, eid: str) -> None:
         with self._lock:
             self._selected.add(eid)
+
+    def next_selection(self, wait: bool = True) -> str | None:
+        """The lab's next selection, waited for up to `wait_s` (None: the lab selected none)."""
+        with self._lock:
+            self.wanting = not self._chosen
+        if self.wanting and wait and self.side is not None:
+            self.side.selection_wanted(self)
+        with self._lock:
+            if wait:
+                self._lock.wait_for(lambda: bool(self._chosen), timeout=self.wait_s)
+            self.wanting = False
+            return self._chosen.pop(0) if self._chosen else None
 
     def forecast_asked(self, eid: str, wait: bool = True) -> None:
         """The experiment's prior forecast is recorded: the lab may post its result, which
@@ -163,6 +206,9 @@ class LiveLab:
         if event["accepted"] and isinstance(post, dict) and post.get("post") == PANEL_POST:
             with self._lock:
                 self._panel_posted.add(str(post["experiment_id"]))
+        elif event["accepted"] and isinstance(post, dict) and post.get("post") == SELECTION_POST:
+            with self._lock:
+                self._chosen.append(str(post["experiment_id"]))
         elif event["accepted"] and isinstance(post, dict) and experiment_post(post):
             with self._lock:
                 eid = str(post["experiment_id"])
@@ -224,8 +270,23 @@ class LiveEnv(CampaignEnv):
         self._record_posts()
         return super().step(action)
 
-    def _do_select_experiment(self, action: CampaignAction) -> StepResult:
-        result = super()._do_select_experiment(action)
+    def before_act(self) -> None:
+        """selections="lab": the lab's next selection is the campaign's selection action (a
+        lab that selects none within its wait ends the campaign, recorded as a harness stop)."""
+        if self.lab.selections != "lab" or self.phase != "select":
+            return
+        self._record_posts()  # a resumed run's stored selection, if any
+        eid = self.lab.next_selection(wait=not self.lab.restoring)
+        self._record_posts()
+        if eid is None:
+            self.stop_by_harness(
+                lab_silent=f"no selection from the lab within {self.lab.wait_s:g} s"
+            )
+        else:
+            self._do_select_experiment({"type": "select_experiment", "experiment_id": eid}, "lab")
+
+    def _do_select_experiment(self, action: CampaignAction, by: str | None = None) -> StepResult:
+        result = super()._do_select_experiment(action, by)
         if result.accepted:
             self.lab.selected(action["experiment_id"])
         return result

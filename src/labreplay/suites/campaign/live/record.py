@@ -14,6 +14,7 @@ from labreplay.suites.campaign.views import EvaluatorRecord
 
 LAB_KIND = "lab"  # the event kind of one lab post (accepted or refused)
 POSTS = ("evidence", "outcome", "deviation", "record")  # what a lab posts
+SELECTION_POST = "selection"  # the lab's own selection (only with --selections lab)
 # A failed or aborted experiment has no outcome (no_result: the service waited in vain); an
 # operator intervention or an instrument state change is a note, and the experiment goes on.
 RESULT_DEVIATIONS = ("failed", "aborted", "no_result")

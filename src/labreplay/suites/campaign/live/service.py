@@ -97,7 +97,10 @@ class LabService:
         if lab is None and len(parts) == 4:
             return 404, {"accepted": False, "error": f"no campaign {parts[2]!r} is being played"}
         if lab is not None and (method, parts[3]) == ("GET", "awaiting"):
-            return 200, {"awaiting": list[JsonValue](lab.awaiting())}
+            awaiting: JsonObject = {"awaiting": list[JsonValue](lab.awaiting())}
+            if lab.selections == "lab":  # the lab's own agent selects: is its next one awaited?
+                awaiting["awaiting_selection"] = lab.wanting
+            return 200, awaiting
         if lab is None or (method, parts[3]) != ("POST", "posts"):
             return 404, {"accepted": False, "error": f"no such route: {method} {route}"}
         raw = body()
