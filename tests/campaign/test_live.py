@@ -90,6 +90,15 @@ def test_emulate_with_delay_shuffle_and_failures_is_scored_and_verifies(
     assert any(p["post"] == "outcome" for p in posts)
     code, out, err = _cli("store", "verify", "--store", str(store))
     assert code == 0, out + err
+    # a live run is signed and its signature verified like any run
+    keys = tmp_path / "keys"
+    assert _cli("store", "keygen", "--out", str(keys))[0] == 0
+    code, out, err = _cli("store", "sign", "--store", str(store), "--key",
+                          str(keys / "labreplay-signing-key.pem"))  # fmt: skip
+    assert code == 0 and "signed 1 run(s)" in out, out + err
+    public = str(keys / "labreplay-signing-key.pub.pem")
+    code, out, err = _cli("store", "verify", "--store", str(store), "--public-key", public)
+    assert code == 0, out + err
     # the posts are part of the verified chain: one changed afterwards is found
     with sqlite3.connect(store) as db:
         db.execute(
