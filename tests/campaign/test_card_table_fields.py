@@ -385,3 +385,34 @@ def test_bad_scaling_is_refused(scaling, field, value, tmp_path, capsys):
     card = write_card(tmp_path, plate(tmp_path))
     card.write_text(card.read_text(encoding="utf-8") + f"\n[scaling]\n{scaling}\n", encoding="utf-8")  # fmt: skip
     _refused(card, field, value, capsys)
+
+
+# (g) a size limit: every spec of a seed holds the context rows
+
+
+def test_a_table_over_max_rows_is_refused_naming_the_limit_and_how_to_raise_it(tmp_path, capsys):
+    card = write_card(tmp_path, plate(tmp_path), table="max_rows = 479")
+    err = _refused(card, "table.max_rows", "479", capsys)
+    assert "480 rows" in err and "table.max_rows = 480" in err
+    raised = write_card(tmp_path, plate(tmp_path), table="max_rows = 480")
+    assert compiled(raised)[2]["qc"]["rows"] == 480
+
+
+def test_a_filtered_table_is_held_to_the_limit_by_the_rows_it_keeps(tmp_path):
+    card = write_card(tmp_path, plate(tmp_path), table='max_rows = 240\nfilter = { solvent = "S1" }')  # fmt: skip
+    assert compiled(card)[2]["qc"]["rows"] == 240
+
+
+def test_replicate_keys_find_rows_whose_numbers_differ_only_in_form():
+    """The rough first pass must never split rows that canonical JSON calls equal."""
+    from labreplay.sdk import Record
+    from labreplay.suites.campaign.table_record import replicate_keys
+
+    def row(i: int, t: object, c: object) -> Record:
+        return Record(record_id=f"r{i}", source="t", descriptors={"t": t, "c": c, "groups": ["L=1"]},
+                      outcome={}, evidence={}, provenance={})  # fmt: skip
+
+    records = [row(0, 60, 0.0), row(1, 60.0, -0.0), row(2, 60.0000000000001, 0), row(3, 61, 0),
+               row(4, "60", 0)]  # fmt: skip
+    keys = replicate_keys(records)
+    assert set(keys) == {"r0", "r1", "r2"} and len(set(keys.values())) == 1

@@ -39,6 +39,7 @@ TABLE_RULES = ("bins", "columns")
 CARD_SUFFIXES = (".card.toml", ".card.yaml", ".card.yml")
 MAX_CARD_BYTES = 1 << 20
 MAX_CARD_DEPTH = 32
+MAX_TABLE_ROWS = 200_000  # `table.max_rows` by default: each spec of a seed holds its context rows
 SHOWN = 80  # characters of a refused value (and of its field path) in a refusal
 OUTCOME_COLUMNS: tuple[Literal["column", "category_column", "valid_column"], ...] = (
     "column",
@@ -72,6 +73,7 @@ class SourceEntry(TypedDict):
 class TableEntry(TypedDict):
     file: str
     format: NotRequired[Literal["csv", "tsv"]]
+    max_rows: NotRequired[int]
     filter: NotRequired[dict[str, str | float | list[str | float]]]
     header: NotRequired[bool]
     columns: NotRequired[list[str]]
@@ -197,6 +199,7 @@ class RecordCard:
     # (name, evidence kinds that support it); None: the rule's own (the SDL-1 four, or a
     # table's default `outcome_category`, see `table_claims`)
     claims: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    max_rows: int = MAX_TABLE_ROWS  # rows kept (`table.max_rows`): larger tables are refused
 
     @property
     def builtin(self) -> bool:
@@ -527,6 +530,7 @@ def _semantic(path: Path, data: CardData) -> RecordCard:
         table_file=None if table is None else table["file"],
         table_format=_table_format(table),
         header_columns=_header_columns(refuse, table),
+        max_rows=table.get("max_rows", MAX_TABLE_ROWS) if table is not None else MAX_TABLE_ROWS,
         filters=filters,
         id_columns=id_columns,
         descriptors=tuple(data["experiment"]["descriptors"]),

@@ -58,6 +58,7 @@ def compile_cmd(
 ) -> None:
     """Compile a record into frozen, hashed assignment specs and print the partition."""
     import contextlib
+    import time
 
     from labreplay.sdk import atomic_directory
     from labreplay.suites.campaign.api import compile_specs, parse_seeds
@@ -73,6 +74,7 @@ def compile_cmd(
     indexes: list[SpecIndex] = []
     records = None
     say = progress_printer(output.quiet)
+    start = time.monotonic()
     with contextlib.ExitStack() as stack:
         building = stack.enter_context(atomic_directory(out)) if out is not None else None
         for i, s in enumerate(seed_list, 1):
@@ -90,6 +92,9 @@ def compile_cmd(
             )
             if records is None and len(seed_list) > 1:
                 records = _records_once(record, record_card, data_dir)
+            if say is not None:  # binding and writing a large table's specs take minutes
+                say(f"compile: seed {s}: {len(specs)} specs bound, {index['context_size']:,} context "
+                    f"rows each ({time.monotonic() - start:.0f} s)" + (", writing" if building else ""))  # fmt: skip
             if building is not None:
                 write_specs(building / f"seed{s}" if seeds is not None else building, index, specs)
             indexes.append(index)

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NotRequired, TypedDict
 
-from labreplay.sdk import Missing, Record, atomic_write_text, sha256_json, to_json
+from labreplay.sdk import Missing, Record, atomic_write_text, normalised, sha256_json, to_json
 from labreplay.sdk.engine import EnvironmentSpec, write_spec
 from labreplay.sdk.events import JsonValue
 from labreplay.sdk.scoring import CATEGORIES
@@ -202,8 +202,8 @@ def build_specs(
     part = partition(records, params, seed, together)
     context_records = [by_id[i] for i in part.context]
     summary = context_summary(context_records)
-    context_rows = (
-        [{**_visible(r), "outcome": to_json(r.outcome)} for r in context_records]
+    context_rows = (  # one list shared by every spec of the seed: normalised once
+        normalised([{**_visible(r), "outcome": to_json(r.outcome)} for r in context_records])
         if params.context_detail == "rows"
         else []
     )

@@ -280,6 +280,18 @@ def _fitted(
     return _FITS[key].copy()
 
 
+_ROWS_KEYS: list[tuple[object, str]] = []  # the last rows read and their key
+
+
+def _rows_key(rows: Sequence[Mapping[str, object]]) -> str:
+    """The rows' content hash; the last one kept with its rows, since a compile's specs share
+    one list of context rows and dumping it per spec cost more than the fit on a large table."""
+    if not _ROWS_KEYS or _ROWS_KEYS[0][0] is not rows:
+        text = json.dumps(rows, sort_keys=True, default=str)
+        _ROWS_KEYS[:] = [(rows, hashlib.sha256(text.encode()).hexdigest())]
+    return _ROWS_KEYS[0][1]
+
+
 def reference_model(
     categories: Sequence[str],
     context: Sequence[Mapping[str, object]] | Mapping[str, object],
@@ -291,6 +303,6 @@ def reference_model(
     if isinstance(context, Mapping):
         return AffinityModel(beta=0.0, categories=categories).fit_summary(context)
     if declared is not None:
-        key = json.dumps([categories, declared, context], sort_keys=True, default=str)
+        key = json.dumps([categories, declared], sort_keys=True, default=str) + _rows_key(context)
         return _fitted(hashlib.sha256(key.encode()).hexdigest(), categories, declared, context)
     return AffinityModel(categories=categories).fit_context(context)

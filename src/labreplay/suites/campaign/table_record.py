@@ -24,7 +24,7 @@ import csv
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,6 +183,13 @@ def load_table_records(card: RecordCard, data_dir: Path) -> list[Record]:
     if not rows:
         raise card.error("the table has no rows", "table.file", card.table_file)
     numbered = _kept(card, rows)
+    if len(numbered) > card.max_rows:
+        raise card.error(
+            f"the table keeps {len(numbered):,} rows, over the limit of {card.max_rows:,} (each "
+            f"spec holds the context rows: time and disk grow with them); declare "
+            f"table.max_rows = {len(numbered)} to compile it anyway",
+            "table.max_rows", card.max_rows,
+        )  # fmt: skip
     ids = _ids(card, numbered)
     bins = card.bins
     if card.quantiles is not None:  # provisional, from every row: `rebinned` on the context's
@@ -306,9 +313,32 @@ def replicate_keys(records: Sequence[Record]) -> dict[str, str]:
     """Record id -> replicate key, for the rows that share every descriptor value (the
     grouping levels included) with another row; {} when the table has no replicates. The
     partition keeps each group in one role (`protocol.partition`'s `together`)."""
-    keys = {r.record_id: "replicates:" + canonical_json(to_json(r.descriptors)) for r in records}
+    # a rough key first (one tuple a row): only rows whose rough key repeats can be replicates,
+    # and only they pay for canonical JSON (which cost most of a 100k-row compile for all rows)
+    rough = [_rough(r.descriptors) for r in records]
+    repeated = Counter(rough)
+    keys = {
+        r.record_id: "replicates:" + canonical_json(to_json(r.descriptors))
+        for r, k in zip(records, rough, strict=True)
+        if repeated[k] > 1
+    }
     counts = Counter(keys.values())
     return {i: k for i, k in keys.items() if counts[k] > 1}
+
+
+def _rough(value: object) -> object:
+    """A key no finer than canonical JSON (values whose canonical JSON is equal give equal keys):
+    numbers by their 12 significant digits, the canonical rounding; what is neither text, a
+    number nor a sequence or mapping of them, as None."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{float(value) + 0.0:.12g}"  # + 0.0: -0.0 and 0.0 are one canonical 0
+    if isinstance(value, list | tuple):
+        return tuple(_rough(v) for v in value)
+    if isinstance(value, Mapping):
+        return tuple((k, _rough(v)) for k, v in sorted(value.items()))
+    return None
 
 
 def _check_levels(card: RecordCard, records: list[Record]) -> None:
