@@ -99,6 +99,7 @@ class _Lab(threading.Thread):
         super().__init__(daemon=True)
         self.record, self.base, self.first = EmulatedLab(spec, print, 0, False, 0, 0), base, first
         self.stop, self.hold = threading.Event(), threading.Event()  # hold: it posts nothing
+        self.hold_after: int | None = None  # hold once this many outcomes were taken
         self.answers: list[tuple[Any, int, Any]] = []  # (post, status, answer) of each post
 
     def post(self, post: Any, token: str | None = TOKEN) -> tuple[int, Any]:
@@ -114,7 +115,12 @@ class _Lab(threading.Thread):
                     self.first(self, eid)
                     self.first = None
                 for post in self.record.posts(eid):
+                    if self.hold.is_set():
+                        break
                     self.post(post)
+                    taken = sum(p["post"] == "outcome" for p in self.accepted())
+                    if self.hold_after is not None and taken >= self.hold_after:
+                        self.hold.set()
             time.sleep(0.01)
 
     def accepted(self) -> list[Any]:
@@ -293,16 +299,16 @@ def test_a_killed_serve_resumes_from_its_store(
             "short-1", "--store", str(store), "--port", str(port), "--result-wait-s", "60",
             "--json"]  # fmt: skip
     lab = _Lab(spec, f"http://127.0.0.1:{port}{path}")
+    lab.hold_after = 2  # the 3rd experiment waits for its result: the service is killed there
     lab.start()
     env = {**os.environ, "LABREPLAY_LIVE_TOKEN": TOKEN}
     child = subprocess.Popen([sys.executable, "-m", "labreplay.cli.main", *args], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     try:
         deadline = time.monotonic() + 120
-        while sum(p["post"] == "outcome" for p in lab.accepted()) < 2:
+        while not lab.hold.is_set():
             assert child.poll() is None and time.monotonic() < deadline, "no 2 outcomes taken"
             time.sleep(0.05)
-        lab.hold.set()  # the 3rd experiment waits for its result: the service is killed there
         while _stored_outcomes(store) < 2:  # written once the campaign took them (not at 200)
             assert child.poll() is None and time.monotonic() < deadline, "none written"
             time.sleep(0.05)
@@ -310,6 +316,7 @@ def test_a_killed_serve_resumes_from_its_store(
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
     before = len(lab.accepted())
+    lab.hold_after = None
     lab.hold.clear()
     with Store(store) as db:  # what the killed run had recorded: replayed when it resumes
         [killed] = db.runs()
