@@ -22,8 +22,7 @@ end to end.
 from __future__ import annotations
 
 import contextlib
-import csv
-import hashlib
+import importlib.util
 import io
 import os
 import secrets
@@ -33,8 +32,6 @@ import time
 from functools import partial
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from labreplay.records.sources import resolve_data_dir
 from labreplay.store.sqlite import Store
@@ -47,29 +44,8 @@ from labreplay.suites.campaign.live.service import LabService, send_post
 from labreplay.suites.campaign.resolve import resolve_campaign_agent
 from labreplay.suites.campaign.runner import run_assignments
 
-CARD = """\
-card_version = 1
-name = "synthetic-live"
-grouping = ["ligand"]
-[[sources]]
-path = "table.csv"
-sha256 = "{sha}"
-[table]
-file = "table.csv"
-[experiment]
-id = "well"
-descriptors = ["ligand", "base", "solvent", "temperature_c", "loading"]
-[outcome]
-rule = "bins"
-column = "yield"
-bins = [{{ category = "low", below = 10 }}, {{ category = "mid", below = 50 }}, {{ category = "high" }}]
-[[evidence]]
-kind = "yield_assay"
-reveals = "yield"
-shows = "the measured yield (%)"
-budget = "evidence"
-price = 1
-[protocol]
+HERE = Path(__file__).resolve().parent
+PROTOCOL = """\
 eval_precursors = 7
 long_assignments = 2
 long_candidates = {n}
@@ -163,19 +139,13 @@ def forecast_round_trip(spec: Any, plays: int) -> tuple[float, float, float]:
 
 
 def _card_spec(folder: Path, n: int) -> Any:
-    """The long-1 spec of a synthetic card: n candidates, an n-experiment budget."""
-    rng = np.random.default_rng(0)
-    table = folder / "table.csv"
-    with table.open("w", newline="", encoding="utf-8") as handle:
-        out = csv.writer(handle)
-        out.writerow(["well", "ligand", "base", "solvent", "temperature_c", "loading", "yield"])
-        for i in range(max(600, 6 * n)):
-            out.writerow([f"W{i:05d}", f"L{i % 20}", f"B{i % 5}", f"S{i % 7}",
-                          40 + 20 * (i % 4), f"{0.5 + i / 1000:.3f}",
-                          f"{rng.uniform(0, 100):.2f}"])  # fmt: skip
-    sha = hashlib.sha256(table.read_bytes()).hexdigest()
-    card = folder / "synthetic-live.card.toml"
-    card.write_text(CARD.format(sha=sha, n=n), encoding="utf-8")
+    """The long-1 spec of a synthetic card (`synthetic_card.py`): n candidates, an
+    n-experiment budget."""
+    loaded = importlib.util.spec_from_file_location("synthetic_card", HERE / "synthetic_card.py")
+    assert loaded is not None and loaded.loader is not None
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    card: Path = module.write_card(folder, max(600, 6 * n), protocol=PROTOCOL.format(n=n))
     from labreplay.cli.main import run as cli
 
     specs = folder / "specs"

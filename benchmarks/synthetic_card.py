@@ -40,8 +40,9 @@ price = 1
 """
 
 
-def write_card(folder: Path, rows: int, seed: int = 0) -> Path:
-    """Writes `table.csv` and `synthetic-ROWS.card.toml` (with the table's sha256) into `folder`."""
+def write_card(folder: Path, rows: int, seed: int = 0, protocol: str = "") -> Path:
+    """Writes `table.csv` and `synthetic-ROWS.card.toml` (with the table's sha256) into `folder`;
+    `protocol`: a `[protocol]` section's lines to add (e.g. a campaign's size)."""
     import pandas as pd
 
     rng = np.random.default_rng(seed)
@@ -62,7 +63,8 @@ def write_card(folder: Path, rows: int, seed: int = 0) -> Path:
     table.to_csv(path, index=False)
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     card = folder / f"synthetic-{rows}.card.toml"
-    card.write_text(CARD.format(rows=rows, sha=sha), encoding="utf-8")
+    text = CARD.format(rows=rows, sha=sha) + (f"[protocol]\n{protocol}" if protocol else "")
+    card.write_text(text, encoding="utf-8")
     return card
 
 
