@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import pty
+import re
 import subprocess
 import sys
 import threading
@@ -92,7 +93,9 @@ def test_campaign_compile_says_each_seed_on_a_terminal_only(
     args = ["campaign", "compile", "--record", "precursor-genome", "--seeds", "0"]
     out_tty, err_tty, rc = _in_process(args, True, monkeypatch, capsys)
     assert rc == 0, err_tty
-    assert err_tty == "compile: partition seed 0 (1 of 1)\n"
+    first, bound = err_tty.splitlines()  # the seed, then its specs bound (written next)
+    assert first == "compile: partition seed 0 (1 of 1)"
+    assert re.fullmatch(r"compile: seed 0: 12 specs bound, 780 context rows each \(\d+ s\)", bound)
     out_pipe, err_pipe, rc = _in_process(args, False, monkeypatch, capsys)
     assert rc == 0 and err_pipe == ""
     assert out_pipe == out_tty and "long-1" in out_tty  # stdout is the same either way
