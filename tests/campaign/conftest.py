@@ -69,6 +69,26 @@ def modified_data_dir(data_dir: Path, tmp_path: Path) -> Path:
     return root
 
 
+def plate_card(name: str, rest: str) -> str:
+    """A card template for a generated `plate.csv` grouped by ligand: the card's head, with
+    `{sha}` (the file's sha256) and `{table}` (lines of [table]) left to fill, then `rest`
+    (from [experiment] on, braces doubled as `str.format` reads them)."""
+    return f'card_version = 1\nname = "{name}"\n' + _PLATE_HEAD + rest
+
+
+_PLATE_HEAD = """\
+grouping = ["ligand"]
+
+[[sources]]
+path = "plate.csv"
+sha256 = "{sha}"
+
+[table]
+file = "plate.csv"
+{table}
+"""
+
+
 TOKEN = "a-test-token-of-the-lab-0123456789"  # the live service's bearer token in the tests
 
 # A lab posting to `campaign live serve` from a thread: lab(spec, base url, answers), where it
