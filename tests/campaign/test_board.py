@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -446,3 +447,77 @@ def test_below_a_reference_needs_a_tolerance_and_a_paired_interval_below_0():
     assert below_references([_flat("one", [-9.0])], [_flat("r", [0.0])]) == []  # no interval
     line = next(x for x in notes_text({"below_reference": found}) if x.startswith("ranked"))
     assert "clear -1.273 < context-trained model -1.233 (by 0.04 [" in line
+
+
+def test_a_board_of_some_specs_reads_only_theirs_and_keeps_their_rows(
+    board_store, pg_compiled, tmp_path, monkeypatch
+):
+    """`leaderboard --specs DIR` (two of the store's three specs): the store's specs read are
+    those two, and every row's per-assignment figures are the full board's on them."""
+    from tests.reliability.conftest import run_cli_in_process as cli
+
+    from labreplay.suites.campaign.compiler import write_specs
+
+    _, specs, index = pg_compiled
+    wanted = ("long-1", "short-1")
+    some = tmp_path / "some"
+    write_specs(
+        some,
+        {**index, "assignments": [a for a in index["assignments"] if a["id"] in wanted]},
+        [s for s in specs if s.body["assignment"]["id"] in wanted],
+    )
+    read: list[str] = []
+    get_spec = Store.get_spec
+    monkeypatch.setattr(Store, "get_spec", lambda db, h: read.append(h) or get_spec(db, h))
+
+    def board(*args: str) -> dict[str, Any]:
+        read.clear()
+        proc = cli("campaign", "leaderboard", "--store", str(board_store), "--json", *args)
+        assert proc.returncode == 0, proc.stderr
+        return dict(json.loads(proc.stdout))
+
+    full = board()
+    assert len(set(read)) == 3
+    part = board("--specs", str(some))
+    picked = [s for s in _chosen(specs) if s.body["assignment"]["id"] in wanted]
+    assert sorted(set(read)) == sorted(s.spec_hash for s in picked)
+    for kind in ("long", "short"):
+        table = part["tables"][kind]
+        assert len(table["assignments"]) == 1
+        rows = {r["system"]: r for t in ("rows", "references") for r in full["tables"][kind][t]}
+        checked = 0
+        for row in table["rows"] + table["references"]:
+            mine = rows[row["system"]]["per_assignment"]
+            for p in row["per_assignment"]:
+                assert p == next(q for q in mine if q["assignment"] == p["assignment"])
+                checked += 1
+        assert checked >= 4  # bayes, frugal and the two flat references at least
+
+
+def test_a_live_run_is_left_out_of_the_board_and_counted(board_store, pg_specs, tmp_path):
+    """A live run has no matched random control: it is not listed (as an incomplete system
+    named apart from its agent's replay runs), the board is the one without it, and one line
+    says how many live runs were left out."""
+    import shutil
+
+    from tests.reliability.conftest import run_cli_in_process as cli
+
+    from labreplay.suites.campaign.live.emulate import emulate
+    from labreplay.suites.campaign.resolve import resolve_campaign_agent
+
+    path = tmp_path / "live.sqlite"
+    shutil.copy(board_store, path)
+    with Store(path) as store:
+        [spec] = [s for s in _chosen(pg_specs) if s.body["assignment"]["id"] == "short-1"]
+        [live] = emulate([spec], resolve_campaign_agent("bayes"), store, seed=0)
+        assert live["status"] == "complete"
+        with_live = leaderboard(store)
+    with Store(board_store, readonly=True) as store:
+        without = leaderboard(store)
+    assert with_live["live_left_out"] == 1 and without["live_left_out"] == 0
+    assert with_live["tables"] == without["tables"]
+    text = cli("campaign", "leaderboard", "--store", str(path))
+    assert text.returncode == 0, text.stderr
+    assert "left out: 1 live run(s) (not ranked: no matched random controls;" in " ".join(
+        text.stdout.split()
+    )

@@ -11,23 +11,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.campaign.conftest import plate_card
 from tests.campaign.test_record_cards import _refused
 
 from labreplay.cli.main import run
 from labreplay.suites.campaign.api import compile_specs
 
-CARD = """\
-card_version = 1
-name = "toy-ee"
-grouping = ["ligand"]
-
-[[sources]]
-path = "plate.csv"
-sha256 = "{sha}"
-
-[table]
-file = "plate.csv"
-{table}
+CARD = plate_card(
+    "toy-ee",
+    """\
 [experiment]
 id = {{ row_number = true }}
 descriptors = {descriptors}
@@ -43,7 +35,8 @@ reveals = "{outcome}"
 shows = "the measured value (%)"
 budget = "evidence"
 price = 1
-"""
+""",
+)
 
 
 def plate(folder: Path, ee=None, rows: int = 480) -> str:

@@ -12,23 +12,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.campaign.conftest import plate_card
 from tests.campaign.test_record_cards import _refused
 
 from labreplay.cli.main import run
 from labreplay.suites.campaign.api import compile_specs
 
-CARD = """\
-card_version = 1
-name = "toy-plate"
-grouping = ["ligand"]
-
-[[sources]]
-path = "plate.csv"
-sha256 = "{sha}"
-
-[table]
-file = "plate.csv"
-{table}
+CARD = plate_card(
+    "toy-plate",
+    """\
 [experiment]
 id = {id}
 descriptors = ["ligand", "base", "solvent"]
@@ -44,7 +36,8 @@ reveals = "yield"
 shows = "the measured yield (%)"
 budget = "evidence"
 price = 1
-"""
+""",
+)
 BINS = '[{ category = "low", below = 20 }, { category = "high" }]'
 
 

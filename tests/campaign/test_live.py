@@ -3,23 +3,16 @@ the live episode source, recorded by the runner as a `live` run."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import socket
 import sqlite3
-import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.campaign.conftest import TOKEN, ServeWithLab, cli, lab_request
 
-from labreplay.cli.main import run
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.live.emulate import EmulatedLab, emulate
@@ -63,14 +56,6 @@ def test_live_run_without_delay_is_the_replay(
         assert header["agent_params"]["live"]["lab"] == "emulated"
 
 
-def _cli(*args: str) -> tuple[int, str, str]:
-    """The CLI in this process: exit code, stdout, stderr."""
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = run(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_emulate_with_delay_shuffle_and_failures_is_scored_and_verifies(
     campaign_specs_source: Path, tmp_path: Path
 ) -> None:
@@ -78,7 +63,7 @@ def test_emulate_with_delay_shuffle_and_failures_is_scored_and_verifies(
     args = ["campaign", "live", "emulate", "--specs", str(campaign_specs_source), "--only",
             "short-1", "--store", str(store), "--delay-s", "0.05", "--shuffle", "--fail-rate",
             "0.5", "--seed", "2", "--json"]  # fmt: skip
-    code, out, err = _cli(*args)
+    code, out, err = cli(*args)
     assert code == 0, err
     [result] = json.loads(out)
     assert result["status"] == "complete"
@@ -88,16 +73,16 @@ def test_emulate_with_delay_shuffle_and_failures_is_scored_and_verifies(
     posts = [e["payload"]["post"] for e in events if e["kind"] == "lab"]
     assert any(p["post"] == "deviation" and p["kind"] == "failed" for p in posts)
     assert any(p["post"] == "outcome" for p in posts)
-    code, out, err = _cli("store", "verify", "--store", str(store))
+    code, out, err = cli("store", "verify", "--store", str(store))
     assert code == 0, out + err
     # a live run is signed and its signature verified like any run
     keys = tmp_path / "keys"
-    assert _cli("store", "keygen", "--out", str(keys))[0] == 0
-    code, out, err = _cli("store", "sign", "--store", str(store), "--key",
-                          str(keys / "labreplay-signing-key.pem"))  # fmt: skip
+    assert cli("store", "keygen", "--out", str(keys))[0] == 0
+    code, out, err = cli("store", "sign", "--store", str(store), "--key",
+                         str(keys / "labreplay-signing-key.pem"))  # fmt: skip
     assert code == 0 and "signed 1 run(s)" in out, out + err
     public = str(keys / "labreplay-signing-key.pub.pem")
-    code, out, err = _cli("store", "verify", "--store", str(store), "--public-key", public)
+    code, out, err = cli("store", "verify", "--store", str(store), "--public-key", public)
     assert code == 0, out + err
     # the posts are part of the verified chain: one changed afterwards is found
     with sqlite3.connect(store) as db:
@@ -105,7 +90,7 @@ def test_emulate_with_delay_shuffle_and_failures_is_scored_and_verifies(
             "UPDATE events SET payload = replace(payload, '\"valid\":true', '\"valid\":false') "
             "WHERE kind = 'lab' AND payload LIKE '%\"valid\":true%'"
         )
-    assert _cli("store", "verify", "--store", str(store))[0] != 0
+    assert cli("store", "verify", "--store", str(store))[0] != 0
 
 
 def test_an_llm_agent_plays_live_with_the_llm_options_and_its_calls_are_recorded(
@@ -118,7 +103,7 @@ def test_an_llm_agent_plays_live_with_the_llm_options_and_its_calls_are_recorded
 
     store = tmp_path / "live.sqlite"
     with StubServer(SchemaAnswerer()) as server:
-        code, out, err = _cli(
+        code, out, err = cli(
             "campaign", "live", "emulate", "--specs", str(campaign_specs_source), "--only",
             "short-1", "--store", str(store), "--agent", "openai:stub-model", "--base-url",
             server.base_url, "--max-calls", "500", "--delay-s", "0.02", "--json",
@@ -131,9 +116,9 @@ def test_an_llm_agent_plays_live_with_the_llm_options_and_its_calls_are_recorded
         calls = db.llm_calls(result["run_id"])
         header = db.run(result["run_id"]).agent_params
     assert 0 < len(calls) == sent and header["live"]["lab"] == "emulated"
-    assert _cli("store", "verify", "--store", str(store))[0] == 0
+    assert cli("store", "verify", "--store", str(store))[0] == 0
     # a cap too small fails the run with its cause, as a replay's would
-    code, out, err = _cli(
+    code, out, err = cli(
         "campaign", "live", "emulate", "--specs", str(campaign_specs_source), "--only", "short-1",
         "--store", str(tmp_path / "capped.sqlite"), "--agent", "openai:stub-model",
         "--base-url", "http://127.0.0.1:9/v1", "--max-calls", "0", "--json",
@@ -147,7 +132,7 @@ def test_a_bad_rate_is_one_line_and_creates_nothing(
     store = tmp_path / "live.sqlite"
     args = ["campaign", "live", "emulate", "--specs", str(campaign_specs_source), "--store",
             str(store), "--fail-rate", "1.5"]  # fmt: skip
-    code, _, err = _cli(*args)
+    code, _, err = cli(*args)
     assert code == 2
     assert err.startswith("labreplay: error: --fail-rate") and len(err.splitlines()) == 1
     assert not store.exists()
@@ -176,30 +161,13 @@ def test_the_source_refuses_bad_posts_and_records_each(pg_specs: list[Environmen
     assert lab.unrecorded() == []
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _request(url: str, token: str, body: bytes | None = None) -> tuple[int, Any]:
-    request = urllib.request.Request(url, data=body, headers={"Authorization": f"Bearer {token}"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return int(response.status), json.loads(response.read())
-    except urllib.error.HTTPError as refused:
-        return int(refused.code), json.loads(refused.read())
-    except OSError:
-        return 0, {}  # not serving yet, or no more
-
-
 def _lab(spec: EnvironmentSpec, base: str, answers: list[tuple[int, str]]) -> None:
     """A lab posting the spec's record for each experiment the campaign waits for, with bad
     requests around the first one; `answers`: (status, error) of each bad request."""
     token, asked, record = TOKEN, set(), EmulatedLab(spec, print, 0.0, False, 0.0, 0)
     posts = f"{base}/posts"
     for _ in range(3000):
-        status, body = _request(f"{base}/awaiting", token)
+        status, body = lab_request(f"{base}/awaiting", token)
         if status in (0, 404) and asked:
             return  # the campaign is over
         for eid in body.get("awaiting", []) if status == 200 else []:
@@ -207,48 +175,24 @@ def _lab(spec: EnvironmentSpec, base: str, answers: list[tuple[int, str]]) -> No
                 for bad_token, sent in (("wrong", b"{}"), (token, b"{not json"),
                                         (token, json.dumps({"post": "outcome",
                                                             "experiment_id": "nope"}).encode())):  # fmt: skip
-                    code, answer = _request(posts, bad_token, sent)
+                    code, answer = lab_request(posts, bad_token, sent)
                     answers.append((code, str(answer.get("error"))))
             asked.add(eid)
             for post in record.posts(eid):
-                code, answer = _request(posts, token, json.dumps(post).encode())
+                code, answer = lab_request(posts, token, json.dumps(post).encode())
                 answers.append((code, str(answer.get("error"))))
             if len(asked) == 1:
-                code, answer = _request(posts, token, json.dumps(post).encode())
+                code, answer = lab_request(posts, token, json.dumps(post).encode())
                 answers.append((code, str(answer.get("error"))))
         time.sleep(0.01)
 
 
-TOKEN = "a-test-token-of-the-lab-0123456789"
-
-
 def test_serve_takes_a_labs_posts_and_records_every_refusal(
-    campaign_specs_source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    serve_with_lab: ServeWithLab,
 ) -> None:
-    from labreplay.suites.campaign.api import load_specs, select_specs
-
-    [spec] = select_specs(load_specs(campaign_specs_source), "short-1")
-    port, store = _free_port(), tmp_path / "live.sqlite"
-    base = f"http://127.0.0.1:{port}/v1/campaigns/{urllib.parse.quote(spec.spec_id, safe='')}"
-    answers: list[tuple[int, str]] = []
-    lab = threading.Thread(target=_lab, args=(spec, base, answers), daemon=True)
-    lab.start()
-    monkeypatch.setenv("LABREPLAY_LIVE_TOKEN", TOKEN)
-    code, out, err = _cli("campaign", "live", "serve", "--specs", str(campaign_specs_source),
-                          "--only", "short-1", "--store", str(store), "--port", str(port),
-                          "--result-wait-s", "20", "--json")  # fmt: skip
-    lab.join(timeout=30)
-    assert code == 0, err
-    bad = [a for a in answers if a[0] != 200]
-    assert [a[0] for a in bad] == [401, 400, 404, 409], answers
+    bad, _ = serve_with_lab(_lab)
+    assert [a[0] for a in bad] == [401, 400, 404, 409], bad
     assert "duplicate post" in bad[3][1]
-    [result] = json.loads(out)
-    with Store(store) as db:
-        events = db.events(result["run_id"])
-    refused = [e["payload"]["error"] for e in events if e["kind"] == "lab" and
-               not e["payload"]["accepted"]]  # fmt: skip
-    assert refused == [a[1] for a in bad]
-    assert _cli("store", "verify", "--store", str(store))[0] == 0
 
 
 @pytest.mark.parametrize(
@@ -265,7 +209,7 @@ def test_serve_refuses_no_token_and_a_remote_bind_unless_asked(
 ) -> None:
     monkeypatch.setenv("LABREPLAY_LIVE_TOKEN", token)
     store = tmp_path / "live.sqlite"
-    code, _, err = _cli("campaign", "live", "serve", "--specs", str(campaign_specs_source),
-                        "--store", str(store), *argv)  # fmt: skip
+    code, _, err = cli("campaign", "live", "serve", "--specs", str(campaign_specs_source),
+                       "--store", str(store), *argv)  # fmt: skip
     assert code == 2 and words in err and len(err.splitlines()) == 1
     assert not store.exists()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.campaign.conftest import TOKEN, cli, free_port
 
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.store.sqlite import Store
@@ -31,8 +32,6 @@ from labreplay.suites.campaign.live.emulate import EmulatedLab
 from labreplay.suites.campaign.live.lab import LiveEnv, LiveLab
 from labreplay.suites.campaign.live.record import RECORD_FIELDS, RECORD_VERSION, live_record
 from labreplay.suites.campaign.live.service import LabService, protocol, send_post
-
-from .test_live import TOKEN, _cli, _free_port
 
 UNIFORM = {"p_valid": 0.5, "categories": {"completely_reacted": 0.25, "transformed": 0.25,
                                           "partially_reacted": 0.25, "unreacted": 0.25}}  # fmt: skip
@@ -194,16 +193,16 @@ def test_bad_inputs_against_the_running_service(
     from labreplay.suites.campaign.api import load_specs, select_specs
 
     [spec] = select_specs(load_specs(campaign_specs_source), "short-1")
-    port, store = _free_port(), tmp_path / "live.sqlite"
+    port, store = free_port(), tmp_path / "live.sqlite"
     path = f"/v1/campaigns/{urllib.parse.quote(spec.spec_id, safe='')}"
     others = [str(c["experiment_id"]) for c in spec.body["candidates"]]
     first, expected = _bad_inputs(port, f"{path}/posts", others[::-1])
     lab = _Lab(spec, f"http://127.0.0.1:{port}{path}", first)
     lab.start()
     monkeypatch.setenv("LABREPLAY_LIVE_TOKEN", TOKEN)
-    code, out, err = _cli("campaign", "live", "serve", "--specs", str(campaign_specs_source),
-                          "--only", "short-1", "--store", str(store), "--port", str(port),
-                          "--result-wait-s", "20", "--twin", "--json")  # fmt: skip
+    code, out, err = cli("campaign", "live", "serve", "--specs", str(campaign_specs_source),
+                         "--only", "short-1", "--store", str(store), "--port", str(port),
+                         "--result-wait-s", "20", "--twin", "--json")  # fmt: skip
     lab.stop.set()
     lab.join(timeout=30)
     assert code == 0, err
@@ -233,7 +232,7 @@ def test_bad_inputs_against_the_running_service(
     kinds = [d["kind"] for d in record["deviations"]]  # type: ignore[union-attr, index]
     assert kinds == ["instrument_state", "operator_intervention"]
     assert result["scores"]["adaptive_auc"] is not None
-    assert _cli("store", "verify", "--store", str(store))[0] == 0
+    assert cli("store", "verify", "--store", str(store))[0] == 0
 
 
 def test_duplicate_late_aborted_and_a_forecast_after_its_outcome(
@@ -293,7 +292,7 @@ def test_a_killed_serve_resumes_from_its_store(
     from labreplay.suites.campaign.api import load_specs, select_specs
 
     [spec] = select_specs(load_specs(campaign_specs_source), "short-1")
-    port, store = _free_port(), tmp_path / "live.sqlite"
+    port, store = free_port(), tmp_path / "live.sqlite"
     path = f"/v1/campaigns/{urllib.parse.quote(spec.spec_id, safe='')}"
     args = ["campaign", "live", "serve", "--specs", str(campaign_specs_source), "--only",
             "short-1", "--store", str(store), "--port", str(port), "--result-wait-s", "60",
@@ -323,7 +322,7 @@ def test_a_killed_serve_resumes_from_its_store(
         stored = [e for e in db.events(killed.run_id) if e["kind"] == "lab"]
     assert killed.status == "running" and stored
     monkeypatch.setenv("LABREPLAY_LIVE_TOKEN", TOKEN)
-    code, out, err = _cli(*args)
+    code, out, err = cli(*args)
     lab.stop.set()
     lab.join(timeout=30)
     assert code == 0, err
@@ -337,7 +336,7 @@ def test_a_killed_serve_resumes_from_its_store(
     assert len(taken) > before  # the campaign went on after the restart
     assert all(post in accepted for post in taken)  # nothing a lab was told was taken is lost
     assert len(accepted) == len({json.dumps(p, sort_keys=True) for p in accepted})  # no twice
-    assert _cli("store", "verify", "--store", str(store))[0] == 0
+    assert cli("store", "verify", "--store", str(store))[0] == 0
 
 
 def _stored_outcomes(store: Path) -> int:
@@ -409,13 +408,13 @@ def test_tls_options_are_refused_in_one_line_and_create_nothing(
     cert, key = _self_signed(tmp_path)
     store = tmp_path / "live.sqlite"
     base = ("campaign", "live", "serve", "--specs", str(campaign_specs_source), "--store",
-            str(store), "--port", str(_free_port()))  # fmt: skip
+            str(store), "--port", str(free_port()))  # fmt: skip
     for extra, words in [
         (("--tls-cert", str(cert)), "needs --tls-key too"),
         (("--tls-key", str(key)), "needs --tls-cert too"),
         (("--tls-cert", str(tmp_path / "none.crt"), "--tls-key", str(key)), "not found"),
         (("--tls-cert", str(key), "--tls-key", str(key)), "do not load"),
     ]:
-        code, _, err = _cli(*base, *extra)
+        code, _, err = cli(*base, *extra)
         assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
         assert not store.exists()

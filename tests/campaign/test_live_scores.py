@@ -3,14 +3,13 @@ rescored from the lab's panel posts, the forecast-only twin, and `campaign live 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from labreplay.cli.main import run
+from tests.campaign.conftest import cli
+
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.live.emulate import emulate
@@ -105,24 +104,17 @@ def test_panel_outcomes_are_checked_and_the_rest_stay_pending(
     assert none["outcomes"] == []  # a replay has no lab outcome posts
 
 
-def _cli(*args: str) -> tuple[int, str, str]:
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        code = run(list(args))
-    return code, out.getvalue(), err.getvalue()
-
-
 def test_emulate_with_faults_and_a_twin_is_on_the_board_and_verifies(
     campaign_specs_source: Path, tmp_path: Path
 ) -> None:
     store = tmp_path / "live.sqlite"
-    code, out, err = _cli("campaign", "live", "emulate", "--specs", str(campaign_specs_source),
-                          "--only", "short-1", "--store", str(store), "--delay-s", "0.05",
-                          "--shuffle", "--fail-rate", "0.3", "--seed", "2", "--twin",
-                          "--json")  # fmt: skip
+    code, out, err = cli("campaign", "live", "emulate", "--specs", str(campaign_specs_source),
+                         "--only", "short-1", "--store", str(store), "--delay-s", "0.05",
+                         "--shuffle", "--fail-rate", "0.3", "--seed", "2", "--twin",
+                         "--json")  # fmt: skip
     assert code == 0, err
     assert [r["branch"] for r in json.loads(out)] == ["adaptive", "no-evidence"]
-    code, out, err = _cli("campaign", "live", "board", "--store", str(store), "--json")
+    code, out, err = cli("campaign", "live", "board", "--store", str(store), "--json")
     assert code == 0, err
     [row] = json.loads(out)
     scores, twin = row["scores"], row["twin"]
@@ -130,17 +122,17 @@ def test_emulate_with_faults_and_a_twin_is_on_the_board_and_verifies(
     assert scores["panel_arrived"] + len(scores["panel_pending"]) == scores["panel_size"]
     assert twin["panel_arrived"] == scores["panel_arrived"]  # the same stream's panel posts
     assert (row["evidence_lift"] is None) == (not scores["final"])
-    code, text, err = _cli("campaign", "live", "board", "--store", str(store))
+    code, text, err = cli("campaign", "live", "board", "--store", str(store))
     assert code == 0, err
     assert "prequential log loss" in text and "cannot exist online" in text
     assert "forecast-only twin" in text
-    code, out, err = _cli("store", "verify", "--store", str(store))
+    code, out, err = cli("store", "verify", "--store", str(store))
     assert code == 0, out + err
 
 
 def test_board_of_a_store_without_live_runs_is_one_line(tmp_path: Path) -> None:
     store = tmp_path / "none.sqlite"
     Store(store).close()
-    code, out, err = _cli("campaign", "live", "board", "--store", str(store))
+    code, out, err = cli("campaign", "live", "board", "--store", str(store))
     assert code == 2 and out == "" and len(err.splitlines()) == 1
     assert "no live campaign runs" in err

@@ -5,13 +5,10 @@ is in the events, and bad selections are one HTTP error each, recorded."""
 from __future__ import annotations
 
 import json
-import threading
 import time
-import urllib.parse
 from pathlib import Path
 
-import pytest
-from tests.campaign.test_live import TOKEN, _cli, _free_port, _request
+from tests.campaign.conftest import TOKEN, ServeWithLab, cli, lab_request
 
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.store.sqlite import Store
@@ -23,9 +20,9 @@ def test_emulate_with_the_labs_selections_is_scored_and_verifies(
     campaign_specs_source: Path, tmp_path: Path
 ) -> None:
     store = tmp_path / "live.sqlite"
-    code, out, err = _cli("campaign", "live", "emulate", "--specs", str(campaign_specs_source),
-                          "--only", "short-1", "--store", str(store), "--selections", "lab",
-                          "--shuffle", "--delay-s", "0.02", "--seed", "2", "--json")  # fmt: skip
+    code, out, err = cli("campaign", "live", "emulate", "--specs", str(campaign_specs_source),
+                         "--only", "short-1", "--store", str(store), "--selections", "lab",
+                         "--shuffle", "--delay-s", "0.02", "--seed", "2", "--json")  # fmt: skip
     assert code == 0, err
     [result] = json.loads(out)
     assert result["status"] == "complete"
@@ -43,8 +40,8 @@ def test_emulate_with_the_labs_selections_is_scored_and_verifies(
     assert forecasts  # the system under evaluation was asked for its forecasts
     header = next(e["payload"] for e in events if e["kind"] == "header")
     assert header["agent_params"]["live"]["selections"] == "lab"
-    assert _cli("store", "verify", "--store", str(store))[0] == 0
-    code, out, _ = _cli("campaign", "live", "board", "--store", str(store))
+    assert cli("store", "verify", "--store", str(store))[0] == 0
+    code, out, _ = cli("campaign", "live", "board", "--store", str(store))
     assert code == 0 and "selection lift cannot exist" in out
 
 
@@ -71,47 +68,26 @@ def _selecting_lab(spec: EnvironmentSpec, base: str, answers: list[tuple[int, st
     selections = [{"post": "selection", "experiment_id": e} for e in chosen] + bad
     asked: set[str] = set()
     for _ in range(3000):
-        status, body = _request(f"{base}/awaiting", TOKEN)
+        status, body = lab_request(f"{base}/awaiting", TOKEN)
         if status in (0, 404) and asked:
             return  # the campaign is over
         if status == 200 and body["awaiting_selection"] and selections:
             for post in selections:
-                code, answer = _request(f"{base}/posts", TOKEN, json.dumps(post).encode())
+                code, answer = lab_request(f"{base}/posts", TOKEN, json.dumps(post).encode())
                 answers.append((code, str(answer.get("error"))))
             selections = []
         for eid in body.get("awaiting", []) if status == 200 else []:
             asked.add(eid)
             for post in record.posts(eid):
-                _request(f"{base}/posts", TOKEN, json.dumps(post).encode())
+                lab_request(f"{base}/posts", TOKEN, json.dumps(post).encode())
         time.sleep(0.01)
 
 
 def test_serve_takes_the_labs_selections_and_refuses_bad_ones(
-    campaign_specs_source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    serve_with_lab: ServeWithLab,
 ) -> None:
-    from labreplay.suites.campaign.api import load_specs, select_specs
-
-    [spec] = select_specs(load_specs(campaign_specs_source), "short-1")
-    port, store = _free_port(), tmp_path / "live.sqlite"
-    base = f"http://127.0.0.1:{port}/v1/campaigns/{urllib.parse.quote(spec.spec_id, safe='')}"
-    answers: list[tuple[int, str]] = []
-    lab = threading.Thread(target=_selecting_lab, args=(spec, base, answers), daemon=True)
-    lab.start()
-    monkeypatch.setenv("LABREPLAY_LIVE_TOKEN", TOKEN)
-    code, out, err = _cli("campaign", "live", "serve", "--specs", str(campaign_specs_source),
-                          "--only", "short-1", "--store", str(store), "--port", str(port),
-                          "--result-wait-s", "20", "--selections", "lab", "--json")  # fmt: skip
-    lab.join(timeout=30)
-    assert code == 0, err
-    bad = [a for a in answers if a[0] != 200]
-    assert [a[0] for a in bad] == [404, 409, 409], answers
+    bad, events = serve_with_lab(_selecting_lab, "--selections", "lab")
+    assert [a[0] for a in bad] == [404, 409, 409], bad
     assert "already selected" in bad[1][1] and "budget" in bad[2][1]
-    [result] = json.loads(out)
-    with Store(store) as db:
-        events = db.events(result["run_id"])
-    refused = [e["payload"]["error"] for e in events if e["kind"] == "lab" and
-               not e["payload"]["accepted"]]  # fmt: skip
-    assert refused == [a[1] for a in bad]
     assert all(e["payload"].get("selected_by") == "lab" for e in events if e["kind"] == "action"
                and e["payload"]["action"]["type"] == "select_experiment")  # fmt: skip
-    assert _cli("store", "verify", "--store", str(store))[0] == 0

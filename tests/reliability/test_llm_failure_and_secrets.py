@@ -31,28 +31,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])  # bound then released: nobody listens there
 
 
+def _argv(specs: Path, store: Path, only: str, base_url: str, *extra: str) -> list[str]:
+    return ["campaign", "run", "--specs", str(specs), "--store", str(store), "--only", only,
+            "--agent", "openai:stub", "--base-url", base_url, "--timeout", "2", "--controls",
+            "random", *extra]  # fmt: skip
+
+
 def _run(specs: Path, store: Path, only: str, base_url: str, *extra: str) -> tuple[int, str]:
-    proc = run_cli(
-        "campaign",
-        "run",
-        "--specs",
-        str(specs),
-        "--store",
-        str(store),
-        "--only",
-        only,
-        "--agent",
-        "openai:stub",
-        "--base-url",
-        base_url,
-        "--timeout",
-        "2",
-        "--controls",
-        "random",
-        *extra,
-        env={"OPENAI_API_KEY": KEY},
-        timeout=300,
-    )
+    """`campaign run` of the stub model, the key set, in a subprocess (the key tests read
+    what a real process writes)."""
+    argv = _argv(specs, store, only, base_url, *extra)
+    proc = run_cli(*argv, env={"OPENAI_API_KEY": KEY}, timeout=300)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, proc.stderr
+
+
+def _run_here(
+    monkeypatch: pytest.MonkeyPatch, specs: Path, store: Path, only: str, base_url: str
+) -> tuple[int, str]:
+    """As `_run`, the CLI in this process (for the exit-code and message checks)."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    proc = run_cli_in_process(*_argv(specs, store, only, base_url))
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, proc.stderr
 
@@ -65,11 +64,13 @@ def _board(store: Path) -> dict[str, object]:
 
 
 def test_closed_port_run_fails_is_unranked_and_resumes(
-    specs_dir: Path, smallest_assignment: str, tmp_path: Path
+    specs_dir: Path, smallest_assignment: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = tmp_path / "s.sqlite"
     port = free_port()
-    code, err = _run(specs_dir, store, smallest_assignment, f"http://127.0.0.1:{port}/v1")
+    code, err = _run_here(
+        monkeypatch, specs_dir, store, smallest_assignment, f"http://127.0.0.1:{port}/v1"
+    )
     assert code == 1, err
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "connection" in lines[0].lower(), err
@@ -110,7 +111,7 @@ def test_closed_port_run_fails_is_unranked_and_resumes(
     from labreplay.testing.schema_server import schema_responder
 
     with StubServer(schema_responder(), model="stub", port=port) as stub:
-        code, err = _run(specs_dir, store, smallest_assignment, stub.base_url)
+        code, err = _run_here(monkeypatch, specs_dir, store, smallest_assignment, stub.base_url)
     assert code == 0, err
     with Store(store, readonly=True) as db:
         statuses = {r.status for r in db.runs() if r.agent == "openai:stub"}
@@ -242,7 +243,7 @@ def test_a_slow_endpoint_is_not_given_up_on_but_a_dead_one_is() -> None:
 
 
 def test_conditions_run_against_a_dead_endpoint_fails_and_resumes(
-    tmp_path: Path, buchwald_questions: Path
+    tmp_path: Path, buchwald_questions: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     full = buchwald_questions  # `conditions compile` once per session: read only
     questions = tmp_path / "q.jsonl"
@@ -261,7 +262,8 @@ def test_conditions_run_against_a_dead_endpoint_fails_and_resumes(
         "--store",
         str(store),
     ]
-    dead = run_cli(*argv, env={"OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1"})
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{port}/v1")
+    dead = run_cli_in_process(*argv)
     line = assert_one_line_error(dead, code=1)
     assert "model calls failed" in line and "connection" in line
     with Store(store, readonly=True) as db:
@@ -272,7 +274,8 @@ def test_conditions_run_against_a_dead_endpoint_fails_and_resumes(
 
     # back, answering every schema (4 replies that all break it would be a failed run too)
     with StubServer(schema_responder(), port=port) as stub:
-        back = run_cli(*argv, env={"OPENAI_BASE_URL": stub.base_url})
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        back = run_cli_in_process(*argv)
     assert back.returncode == 0, back.stderr
     with Store(store, readonly=True) as db:
         assert {r.status for r in db.runs()} == {"complete"}

@@ -494,7 +494,7 @@ def leaderboard_cmd(where: StoreOptions, args: CampaignBoardArgs, output: Output
     from labreplay.suites.campaign.api import load_specs
     from labreplay.suites.campaign.board_text import print_board
     from labreplay.suites.campaign.health import add_call_health
-    from labreplay.suites.campaign.leaderboard import leaderboard
+    from labreplay.suites.campaign.leaderboard import board_runs, leaderboard
 
     store, specs, public_key, fmt = where.store, args.specs, args.public_key, args.format
     verified, json_out = args.verified, output.json_out
@@ -506,11 +506,11 @@ def leaderboard_cmd(where: StoreOptions, args: CampaignBoardArgs, output: Output
     with Store(store, readonly=True) as db:
         if verified or key is not None:
             marked = require_verified(db, key).unverifiable_runs
-        runs = db.runs(suite="campaign")
-        if not runs:
+        if not db.runs(suite="campaign"):
             suites = sorted({r.suite for r in db.runs()})
             held = f" (it holds {', '.join(suites)} runs)" if suites else ""
             raise StoreError(f"store {store} holds no campaign runs{held}")
+        runs, _ = board_runs(db, hashes)  # the runs the board reads, for health and costs
         board = leaderboard(
             db,
             spec_hashes=hashes,
@@ -542,6 +542,11 @@ def leaderboard_cmd(where: StoreOptions, args: CampaignBoardArgs, output: Output
     if board.get("not_isolated"):
         out.print(
             "not ranked (--require-isolated; ran in-process): " + ", ".join(board["not_isolated"])
+        )
+    if board["live_left_out"]:
+        out.print(
+            f"left out: {board['live_left_out']} live run(s) (not ranked: no matched random "
+            "controls; `campaign live board` scores them)"
         )
     if board.get("unverifiable"):
         first = next(iter(board["unverifiable"].items()))

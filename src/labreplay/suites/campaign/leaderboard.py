@@ -63,6 +63,7 @@ class BoardData(TypedDict):
     bodies: dict[str, SpecBody]  # spec hash -> body
     isolation: dict[str, str]  # system -> isolation mode of its adaptive runs
     not_isolated: list[str]  # agents left out by `require_isolated`
+    live_left_out: int  # live runs, never on a board (`board_runs`)
 
 
 class PairwiseRow(TypedDict):
@@ -138,16 +139,32 @@ def _check_protocols(runs: Sequence[RunInfo]) -> None:
             )
 
 
+def is_live(run: RunInfo) -> bool:
+    """A `campaign live` run (its agent params carry the `live` marker: which lab)."""
+    return "live" in run.agent_params
+
+
+def board_runs(store: Store, spec_hashes: Sequence[str] | None = None) -> tuple[list[RunInfo], int]:
+    """The campaign runs a board reads (those of `spec_hashes` only, where given) and how many
+    live runs it leaves out: a live run has no schedule-matched random control (the lab ran each
+    experiment once), so it could only be listed as incomplete, under a name that would split
+    its agent's replay system in two; `campaign live board` scores it."""
+    runs = store.runs(suite="campaign")
+    if spec_hashes is not None:
+        wanted = set(spec_hashes)
+        runs = [r for r in runs if r.spec_hash in wanted]
+    live = sum(1 for r in runs if is_live(r))
+    return [r for r in runs if not is_live(r)], live
+
+
 def collect(
     store: Store, spec_hashes: Sequence[str] | None = None, require_isolated: bool = False
 ) -> BoardData:
     """Per system and spec: the branches' stored scores, curves and closed experiments. Refuses
     (SpecError) a store where one spec id has several spec hashes, unless `spec_hashes` picks.
-    `require_isolated` leaves out every run whose agent ran in-process (listed apart)."""
-    runs = store.runs(suite="campaign")
-    if spec_hashes is not None:
-        wanted = set(spec_hashes)
-        runs = [r for r in runs if r.spec_hash in wanted]
+    `require_isolated` leaves out every run whose agent ran in-process (listed apart); live
+    runs are left out and counted (`board_runs`)."""
+    runs, live = board_runs(store, spec_hashes)
     left_out = sorted(
         {r.agent for r in runs if isolation_mode(r) not in ISOLATED_MODES}
         if require_isolated
@@ -198,6 +215,7 @@ def collect(
         "bodies": bodies,
         "isolation": modes,
         "not_isolated": left_out,
+        "live_left_out": live,
     }
 
 
@@ -226,6 +244,7 @@ def leaderboard(
         "bootstrap": {"resamples": 10_000, "seed": seed, "level": 0.95},
         # `--require-isolated`: agents left out because they ran in-process.
         "not_isolated": data["not_isolated"],
+        "live_left_out": data["live_left_out"],
         # The paper's board, also at the top level for readers of the single-board layout.
         "assignments": paper["assignments"],
         "rows": paper["rows"],

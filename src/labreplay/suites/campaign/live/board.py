@@ -9,6 +9,7 @@ from typing import TypedDict
 from labreplay.sdk.engine import RunInfo, Store
 from labreplay.sdk.scoring import acceleration_factor, sustained_passage
 from labreplay.suites.campaign.branches import target_tau
+from labreplay.suites.campaign.leaderboard import is_live
 from labreplay.suites.campaign.live.episodes import TWIN
 from labreplay.suites.campaign.live.panel import split_panel
 from labreplay.suites.campaign.live.scores import LiveScores, live_scores
@@ -41,7 +42,7 @@ class LiveRow(TypedDict):
 
 
 def live_board(store: Store) -> list[LiveRow]:
-    runs = [r for r in store.runs(suite="campaign") if "live" in r.agent_params]
+    runs = [r for r in store.runs(suite="campaign") if is_live(r)]
     twins = {r.parent_run_id: r for r in runs if r.branch == TWIN}
     rows: list[LiveRow] = []
     for run in (r for r in runs if r.parent_run_id is None):
