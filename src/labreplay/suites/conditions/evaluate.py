@@ -249,32 +249,6 @@ def check_predictions(path: str | Path, questions: Mapping[str, Question]) -> Re
     return ReadPredictions(records, problems, frozenset(invalid))
 
 
-def read_predictions(path: str | Path, question_ids: set[str]) -> dict[str, JsonObject]:
-    """id -> prediction record; refuses a file with an unknown or repeated id or a line that is
-    not a prediction (the answers themselves are checked against their questions by
-    `check_predictions`)."""
-    by_id, problems = _read_lines(Path(path))
-    for qid, entries in by_id.items():
-        problem = _id_problem(qid, entries, qid in question_ids)
-        if problem is not None:
-            problems.append(problem)
-    if problems:
-        raise MalformedPredictionsError(Path(path), sorted(problems, key=lambda p: p.line))
-    return {qid: entries[0][1] for qid, entries in by_id.items()}
-
-
-def score_predictions(
-    questions: list[Question], path: Path, *, lenient: bool = False
-) -> dict[str, object]:
-    """Headline metrics (with floors) of a predictions file; missing predictions score 0.
-    Malformed predictions refuse the file (MalformedPredictionsError) unless `lenient`, which
-    scores them as invalid and reports how many in ``malformed_predictions``."""
-    read = check_predictions(path, {q["id"]: q for q in questions})
-    if read.problems and not lenient:
-        raise MalformedPredictionsError(path, read.problems)
-    return score_read(questions, read)
-
-
 def score_read(questions: list[Question], read: ReadPredictions) -> dict[str, object]:
     """Score checked predictions; a question whose prediction is malformed scores as invalid."""
     keys, results = [], []
