@@ -694,15 +694,5 @@ def check_sources(
     return files, modified
 
 
-def describe(card: RecordCard) -> list[str]:
-    """Short lines for the compile QC header."""
-    kinds = ", ".join(f"{e.kind} ({e.budget}, price {e.price})" for e in card.evidence)
-    return [
-        f"card {card.file.name}: record {card.name}, rule {card.rule}, grouping "
-        f"{', '.join(card.grouping)}",
-        f"evidence kinds: {kinds}",
-    ]
-
-
 def names(values: Sequence[str]) -> str:
     return ", ".join(values)

@@ -82,18 +82,6 @@ def _short(value: JsonValue) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-class MalformedPredictionsError(DataError):
-    """A predictions file with malformed predictions; `problems` lists every one."""
-
-    def __init__(self, path: Path, problems: Sequence[PredictionProblem]) -> None:
-        self.problems = list(problems)
-        super().__init__(
-            f"{len(problems)} malformed prediction(s), first: {problems[0].describe()} "
-            "(fix them, or pass --lenient to score them as invalid)",
-            file=str(path),
-        )
-
-
 def problem_lines(problems: Sequence[PredictionProblem], limit: int = LISTED) -> list[str]:
     """One line per problem, the first `limit` of them, then a count of the rest."""
     lines = [p.describe() for p in problems[:limit]]
