@@ -119,7 +119,7 @@ class EvidenceEntry(TypedDict):
 
 class ClaimEntry(TypedDict):
     name: str
-    supported_by: list[str]
+    supported_by: list[str]  # evidence kinds that must all have been inspected
 
 
 class ScalingEntry(TypedDict, total=False):
