@@ -692,7 +692,3 @@ def check_sources(
                 )  # fmt: skip
             modified.append(source.path)
     return files, modified
-
-
-def names(values: Sequence[str]) -> str:
-    return ", ".join(values)
