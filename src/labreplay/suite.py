@@ -190,16 +190,17 @@ def default_seed(suite: Suite) -> int:
     return int(suite.default_seed) if isinstance(suite, HasDefaultSeed) else 0
 
 
-def _entry_points() -> dict[str, EntryPoint]:
+def entry_points_by_name(group: str = ENTRY_POINT_GROUP) -> dict[str, EntryPoint]:
+    """The installed entry points of `group` by name (suites here; `labreplay.agents` too)."""
     found: dict[str, EntryPoint] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in entry_points(group=group):
         found.setdefault(ep.name, ep)  # the first distribution wins on a duplicate name
     return found
 
 
 def list_suites() -> list[str]:
     """Names of the registered suites, sorted."""
-    return sorted(_entry_points())
+    return sorted(entry_points_by_name())
 
 
 def suite_summaries() -> dict[str, str]:
@@ -208,7 +209,7 @@ def suite_summaries() -> dict[str, str]:
     the package that holds its entry point's module, read from the source file; a generic line
     where there is none."""
     summaries = {}
-    for name, ep in sorted(_entry_points().items()):
+    for name, ep in sorted(entry_points_by_name().items()):
         doc = _docstring(ep.module.rpartition(".")[0] or ep.module)
         summaries[name] = " ".join(doc.split("\n\n")[0].split()) if doc else f"The {name} suite."
     return summaries
@@ -239,7 +240,7 @@ def get_suite(name: str) -> Suite:
     """The registered suite called `name` (LabreplayError naming the known ones if absent)."""
     if name in _LOADED:
         return _LOADED[name]
-    eps = _entry_points()
+    eps = entry_points_by_name()
     if name not in eps:
         known = ", ".join(sorted(eps)) or "none (is labreplay installed? `pip install -e .`)"
         raise LabreplayError(f"no suite named {name!r}; registered suites: {known}")

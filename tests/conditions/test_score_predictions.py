@@ -15,10 +15,9 @@ import pytest
 
 from labreplay.suites.conditions.evaluate import (
     LISTED,
-    MalformedPredictionsError,
     check_predictions,
     problem_lines,
-    score_predictions,
+    score_read,
 )
 from labreplay.suites.conditions.importer import ImportOptions, import_table
 from labreplay.suites.conditions.report import write_compiled
@@ -112,8 +111,6 @@ def test_each_malformed_kind_is_named_with_id_field_and_value(
         assert why in mine[0], mine[0]
     assert any("'answer.choices.base', value missing: slot not filled" in d for d in described)
     assert read.invalid_ids == {c[0]["id"] for c in cases[:-1]}
-    with pytest.raises(MalformedPredictionsError, match="9 malformed prediction"):
-        score_predictions(list(qs.values()), preds)
 
 
 def test_bad_fib_slots_and_lines_that_are_not_predictions(
@@ -197,7 +194,7 @@ def test_empty_file_is_refused_and_good_file_scores(question_file: Path, tmp_pat
         else {"id": q["id"], "text": "Answer: 1"}
         for q in qs.values()
     ]
-    out = score_predictions(list(qs.values()), _write(tmp_path / "ok.jsonl", good))
+    out = score_read(list(qs.values()), check_predictions(_write(tmp_path / "ok.jsonl", good), qs))
     assert out["malformed_predictions"] == 0 and out["missing_predictions"] == 0
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from labreplay.suites.conditions.datasets import load_tables
-from labreplay.suites.conditions.tables import (
+from labreplay.suites.conditions.outcomes import (
     parse_amount,
     parse_ratio,
     selectivity_factor,

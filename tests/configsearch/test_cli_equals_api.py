@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 import labreplay
 from labreplay.store.sqlite import Store
-from labreplay.suites.configsearch.cli import _space, app
+from labreplay.suites.configsearch.cli import app
+from labreplay.suites.configsearch.options import SampleOptions, SpaceArgs
 from labreplay.validate import OptionError
 
 from .conftest import SMALL_SETTINGS
@@ -43,7 +44,9 @@ def test_configsearch_cli_and_api_at_defaults_store_the_same_runs(
     done = CliRunner().invoke(app, ["run", *SMALL, "--store", str(by_cli), "--json"])
     assert done.exit_code == 0, done.output
     (row,) = json.loads(done.output)
-    space = _space("0,0.5", "4,6", "1,2,3", 200, 60, 1)
+    space = SpaceArgs(r_values="0,0.5", n_values="4,6", s_values="1,2,3").space(
+        SampleOptions(n_total=200, n_ood=60), 1
+    )
     specs = labreplay.compile(
         "configsearch", data_dir, task="band_gap", settings=SMALL_SETTINGS, space=space,
         min_test_points=1,

@@ -145,9 +145,11 @@ def test_readme_optimiser_in_process_isolated_and_from_python(
 
     from my_optimiser import ForestOptimizer  # type: ignore[import-not-found]
 
-    from labreplay.suites.configsearch.cli import _space
+    from labreplay.suites.configsearch.options import SampleOptions, SpaceArgs
 
-    space = _space("0,0.5", "4,6", "1,2,3", 200, 60, 1)  # the space the CLI flags above build
+    space = SpaceArgs(r_values="0,0.5", n_values="4,6", s_values="1,2,3").space(
+        SampleOptions(n_total=200, n_ood=60), 1
+    )  # the space the CLI flags above build
 
     specs = labreplay.compile(
         "configsearch", data_dir, task="band_gap", settings=SMALL_SETTINGS, space=space,
@@ -206,9 +208,11 @@ def test_an_llm_optimiser_runs_with_the_llm_option_set_and_all_failed_calls_fail
     with StubServer(SchemaAnswerer()) as server:
         done = _run(store, *llm, "--base-url", server.base_url)
         # the API takes the same LLM options by the same names, and plays the same run
-        from labreplay.suites.configsearch.cli import _space
+        from labreplay.suites.configsearch.options import SampleOptions, SpaceArgs
 
-        space = _space("0,0.5", "4,6", "1,2,3", 200, 60, 1)
+        space = SpaceArgs(r_values="0,0.5", n_values="4,6", s_values="1,2,3").space(
+            SampleOptions(n_total=200, n_ood=60), 1
+        )
         specs = labreplay.compile(
             "configsearch", data_dir, task="band_gap", settings=SMALL_SETTINGS, space=space,
             min_test_points=1,

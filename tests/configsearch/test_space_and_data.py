@@ -10,7 +10,7 @@ import pytest
 from labreplay.errors import DataError, SpecError
 from labreplay.suites.configsearch.data import TASKS, load_jarvis, load_matbench
 from labreplay.suites.configsearch.pipeline import Evaluator, PipelineSettings
-from labreplay.suites.configsearch.space import Config, paper_space, parse_config
+from labreplay.suites.configsearch.space import Config, paper_space
 
 
 def test_paper_space_has_858_points_with_the_n60_cap() -> None:
@@ -22,12 +22,6 @@ def test_paper_space_has_858_points_with_the_n60_cap() -> None:
     encoded = paper_space().encode(points)
     assert encoded.shape == (858, 3)
     assert encoded.min() == 0.0 and encoded.max() == 1.0
-
-
-def test_parse_config_accepts_tuple_text_and_rejects_garbage() -> None:
-    assert parse_config("(0, 48, 10)") == Config(0.0, 48, 10)
-    with pytest.raises(SpecError, match="not 'r,n,s'"):
-        parse_config("0.1,x")
 
 
 def test_pools_are_real_and_targets_follow_the_declared_definitions(data_dir: Path) -> None:

@@ -168,7 +168,7 @@ def test_configsearch_serve_cli_and_api_record_the_same_run(
 ) -> None:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    from labreplay.suites.configsearch.cli import _space
+    from labreplay.suites.configsearch.options import SampleOptions, SpaceArgs
     from labreplay.suites.configsearch.pipeline import PipelineSettings
 
     by_cli, by_api, served = (tmp_path / f"{n}.sqlite" for n in ("cli", "api", "mcp"))
@@ -178,7 +178,9 @@ def test_configsearch_serve_cli_and_api_record_the_same_run(
     assert cli([*argv, "--agent", "harnessed:ConfigsearchHarness"]) == 0
     from harnessed import ConfigsearchHarness  # type: ignore[import-not-found]
 
-    space = _space("0,0.5", "4,6", "1,2,3", 200, 60, 1)
+    space = SpaceArgs(r_values="0,0.5", n_values="4,6", s_values="1,2,3").space(
+        SampleOptions(n_total=200, n_ood=60), 1
+    )
     settings = PipelineSettings(n_total=200, n_ood=60)
     specs = labreplay.compile(
         "configsearch", data_dir, task="band_gap", settings=settings, space=space,

@@ -122,7 +122,7 @@ def test_user_json_readers_are_strict(tmp_path: Path) -> None:
     from labreplay.compile.spec import load_spec
     from labreplay.errors import DataError, SpecError
     from labreplay.suites.campaign.api import load_specs
-    from labreplay.suites.conditions.evaluate import read_predictions
+    from labreplay.suites.conditions.evaluate import check_predictions
     from labreplay.suites.configsearch.dataset import read_dataset
 
     deep = "[" * 100_000 + "]" * 100_000
@@ -134,8 +134,8 @@ def test_user_json_readers_are_strict(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"index\.json.*NaN"):
         load_specs(tmp_path)
     preds = _write(tmp_path / "p.jsonl", ['{"id": "q1", "answer": {"option": NaN}}'])
-    with pytest.raises(DataError, match=r"line 1.*NaN"):
-        read_predictions(preds, {"q1"})
+    (problem,) = check_predictions(preds, {}).problems
+    assert problem.describe().startswith("line 1,") and "NaN" in problem.describe()
     dataset = _write(tmp_path / "d.jsonl", [deep])
     with pytest.raises(DataError, match=r"d\.jsonl.*line 1.*nested deeper"):
         read_dataset(dataset, "t", "mine", "mp")

@@ -29,11 +29,11 @@ import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from labreplay._hashing import canonical_json
 from labreplay.errors import AgentError
+from labreplay.suite import entry_points_by_name
 
 ENTRY_POINT_GROUP = "labreplay.agents"
 _MODULE_ATTR = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
@@ -67,17 +67,10 @@ def contract_members(contract: type) -> tuple[list[str], list[str]]:
     return attributes, methods
 
 
-def _entry_points() -> dict[str, EntryPoint]:
-    found: dict[str, EntryPoint] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(ep.name, ep)
-    return found
-
-
 def registered_ref(name: str) -> str | None:
     """The `MODULE:ATTR` an entry point of `labreplay.agents` names (None if not registered);
     nothing is imported."""
-    ep = _entry_points().get(name)
+    ep = entry_points_by_name(ENTRY_POINT_GROUP).get(name)
     return None if ep is None else str(ep.value)
 
 
@@ -88,7 +81,7 @@ def is_module_attr(text: str) -> bool:
 
 def registered_agents() -> list[str]:
     """Names registered in the `labreplay.agents` entry-point group, sorted."""
-    return sorted(_entry_points())
+    return sorted(entry_points_by_name(ENTRY_POINT_GROUP))
 
 
 def import_attribute(ref: str, label: str | None = None) -> Any:
@@ -199,8 +192,8 @@ def resolve_agent(
         if agent in known:
             make, builtin = known[agent], agent
             ref = f"{builtin_ref}[{agent}]" if builtin_ref else None
-        elif agent in _entry_points():
-            ep = _entry_points()[agent]
+        elif agent in entry_points_by_name(ENTRY_POINT_GROUP):
+            ep = entry_points_by_name(ENTRY_POINT_GROUP)[agent]
             try:
                 target = ep.load()
             except Exception as exc:

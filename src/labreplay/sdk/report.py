@@ -8,6 +8,7 @@ figures beside this store's, and why they differ.
 """
 
 from labreplay.report.html import (
+    Interval,
     ci_text,
     details,
     esc,
@@ -30,6 +31,7 @@ from labreplay.report.suites import (
 )
 
 __all__ = [
+    "Interval",
     "Paper",
     "PaperComparison",
     "PointOf",

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from labreplay._files import FileKindError, read_file, writable_dir
+from labreplay._hashing import sha256_bytes
 from labreplay.errors import LabreplayError
 from labreplay.store.sqlite import RunInfo, SignatureRow, Store, StoredCell
 
@@ -254,10 +255,6 @@ def _manifest_message(
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("ascii")
 
 
-def _sha(message: bytes) -> str:
-    return hashlib.sha256(message).hexdigest()
-
-
 # ------------------------------------------------------------------ sign and verify
 def sign_store(store: Store, private_key: Ed25519PrivateKey) -> SignReport:
     """Sign every finished run and the manifest of them, replacing earlier signatures (of any
@@ -271,7 +268,7 @@ def sign_store(store: Store, private_key: Ed25519PrivateKey) -> SignReport:
             skipped.append(run.run_id)
             continue
         message = run_message(store, run)
-        digests[run.run_id] = _sha(message)
+        digests[run.run_id] = sha256_bytes(message)
         rows.append(_signature_row(run.run_id, kid, message, private_key))
     manifest = _manifest_message(digests, store.superseded())
     rows.append(_signature_row(MANIFEST_SUBJECT, kid, manifest, private_key))
@@ -313,7 +310,7 @@ def verify_signatures(store: Store, public_key: Ed25519PublicKey) -> list[str]:
         where = f"run {run.run_id} ({run.suite}, {run.spec_id}, {run.branch})"
         row = stored.get(run.run_id)
         message = run_message(store, run)
-        digests[run.run_id] = _sha(message)
+        digests[run.run_id] = sha256_bytes(message)
         if row is None:
             problems.append(f"{where}: table signatures: the run is not signed")
         elif row.key_id != kid:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from labreplay.errors import SpecError
 from labreplay.sdk import Record, path_kind
 from labreplay.sdk.data import resolve_data_dir
 from labreplay.sdk.engine import EnvironmentSpec, load_spec, read_spec_text
 from labreplay.suites.campaign.card_compile import load_records
-from labreplay.suites.campaign.compiler import SpecIndex, write_specs
+from labreplay.suites.campaign.compiler import SpecIndex
 from labreplay.suites.campaign.options import CONTROLS, parse_controls
 from labreplay.suites.campaign.protocol import Partition
 from labreplay.suites.campaign.resolve import (
@@ -67,12 +67,6 @@ def _seed_parts(text: str) -> list[int]:
         lo, dash, hi = part.strip().partition("-")
         out.extend(range(int(lo), int(hi) + 1) if dash else [int(lo)])
     return out
-
-
-def compile_to_dir(out_dir: str | Path, **kwargs: Any) -> SpecIndex:
-    _, specs, index = compile_specs(**kwargs)
-    write_specs(out_dir, index, specs)
-    return index
 
 
 # Top-level body fields a campaign run reads, with their JSON types: a spec that is
@@ -181,7 +175,6 @@ __all__ = [
     "CONTROLS",
     "agent_factory",
     "compile_specs",
-    "compile_to_dir",
     "load_records",
     "load_specs",
     "parse_controls",

@@ -29,6 +29,7 @@ from labreplay.suites.campaign.json_values import json_number
 from labreplay.suites.campaign.views import SpecBody
 
 if TYPE_CHECKING:
+    from labreplay.sdk.report import Interval
     from labreplay.suites.campaign.leaderboard import BoardData
 
 REQUIRED = ("adaptive", "random")
@@ -48,14 +49,6 @@ class BranchEntry(TypedDict):
 
 # A system's runs on one spec: run seed -> branch -> entry.
 SeedRuns: TypeAlias = Mapping[int, Mapping[str, BranchEntry]]
-
-
-class Interval(TypedDict):
-    """A paired bootstrap 95% interval."""
-
-    mean: float
-    lo: float
-    hi: float
 
 
 class AssignmentRow(TypedDict):

@@ -19,7 +19,8 @@ from labreplay.suites.campaign.power import power_text
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from labreplay.suites.campaign.board_rows import Interval, SystemRow
+    from labreplay.sdk.report import Interval
+    from labreplay.suites.campaign.board_rows import SystemRow
     from labreplay.suites.campaign.leaderboard import Board
 
 # How the panel-relative score is read (declared; METRICS.md, fourth round).

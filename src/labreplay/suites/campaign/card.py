@@ -119,7 +119,7 @@ class EvidenceEntry(TypedDict):
 
 class ClaimEntry(TypedDict):
     name: str
-    supported_by: list[str]
+    supported_by: list[str]  # evidence kinds that must all have been inspected
 
 
 class ScalingEntry(TypedDict, total=False):
@@ -692,17 +692,3 @@ def check_sources(
                 )  # fmt: skip
             modified.append(source.path)
     return files, modified
-
-
-def describe(card: RecordCard) -> list[str]:
-    """Short lines for the compile QC header."""
-    kinds = ", ".join(f"{e.kind} ({e.budget}, price {e.price})" for e in card.evidence)
-    return [
-        f"card {card.file.name}: record {card.name}, rule {card.rule}, grouping "
-        f"{', '.join(card.grouping)}",
-        f"evidence kinds: {kinds}",
-    ]
-
-
-def names(values: Sequence[str]) -> str:
-    return ", ".join(values)

@@ -31,6 +31,8 @@ from labreplay.sdk.data import resolve_data_dir
 from labreplay.sdk.engine import EnvironmentSpec
 from labreplay.suites.campaign.card import (
     Bin,
+    ClaimEntry,
+    EvidenceEntry,
     RecordCard,
     builtin_card_path,
     check_sources,
@@ -53,19 +55,6 @@ if TYPE_CHECKING:
 BUILTIN_RECORDS = ("precursor-genome", "alab-pipeline")
 
 
-class Claim(TypedDict):
-    name: str
-    supported_by: list[str]  # evidence kinds that must all have been inspected
-
-
-class EvidenceKindEntry(TypedDict):
-    kind: str
-    reveals: str
-    shows: str
-    budget: str
-    price: int
-
-
 class CardDeclaration(TypedDict):
     """What a table's specs carry of its card (under `record`)."""
 
@@ -73,7 +62,7 @@ class CardDeclaration(TypedDict):
     card_sha256: str
     outcome_rule: str
     grouping: list[str]
-    evidence_kinds: list[EvidenceKindEntry]
+    evidence_kinds: list[EvidenceEntry]
     table: TableDeclaration
     outcome_from_evidence: NotRequired[EvidenceRule]
 
@@ -379,7 +368,7 @@ def category_meanings(card: RecordCard, bins: Sequence[Bin]) -> dict[str, str]:
     return out
 
 
-def table_claims(card: RecordCard, deciding: Sequence[str]) -> list[Claim]:
+def table_claims(card: RecordCard, deciding: Sequence[str]) -> list[ClaimEntry]:
     """The claims a table's agent states at each closure: the card's, else one claim
     `outcome_category` ("the evidence inspected supports the outcome forecast"), supported when
     every evidence kind that reveals the outcome (else every declared kind) was inspected."""

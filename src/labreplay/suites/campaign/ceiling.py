@@ -34,7 +34,6 @@ class Ceiling(TypedDict):
 
 
 UPDATE_WEIGHTS: tuple[float, ...] = (1.0, 3.0, 10.0)
-TAU_DELTA_DEFAULT = 0.05
 
 
 def context_model(body: SpecBody) -> ContextModel:

@@ -33,7 +33,8 @@ from labreplay.suites.campaign.views import EvaluatorRecord, PanelItem, SpecBody
 
 if TYPE_CHECKING:
     from labreplay.suites.campaign.alab_outcome import EvidenceRule
-    from labreplay.suites.campaign.card_compile import CardDeclaration, Claim
+    from labreplay.suites.campaign.card import ClaimEntry
+    from labreplay.suites.campaign.card_compile import CardDeclaration
 
 
 class IndexEntry(TypedDict):
@@ -187,7 +188,7 @@ def build_specs(
     categories: Sequence[str] = CATEGORIES,
     evidence_kinds: Sequence[str] = EVIDENCE_KINDS,
     record_extra: CardDeclaration | None = None,
-    claims: Sequence[Claim] | None = None,
+    claims: Sequence[ClaimEntry] | None = None,
     together: Mapping[str, str] | None = None,
 ) -> tuple[Partition, list[EnvironmentSpec]]:
     """`data`: the real hashes of the files read (`datafiles.data_provenance`). A record card's

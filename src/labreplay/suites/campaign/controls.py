@@ -410,6 +410,3 @@ class CallMatchedNoEvidence(ControlWrapper):
             return {"type": "stop"}
         self.closing = True
         return self._ask(observation, ["close_experiment"])
-
-
-_Wrapper = ControlWrapper  # the older name

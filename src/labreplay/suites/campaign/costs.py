@@ -20,16 +20,6 @@ from labreplay.sdk.engine import RunInfo
 from labreplay.sdk.events import JsonValue
 from labreplay.suites.campaign.leaderboard import _system_keys, system_of
 
-ROW_KEYS = (
-    "llm_calls",
-    "prompt_tokens",
-    "completion_tokens",
-    "cached_tokens",
-    "controls_token_share",
-    "checkpoint_fallbacks",
-    "cost",
-)
-
 
 class SystemCost(TypedDict):
     """One system's model use over all its runs (`board["costs"][system]`)."""

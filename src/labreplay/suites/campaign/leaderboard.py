@@ -444,8 +444,3 @@ def _loao(aucs: Mapping[str, list[float]]) -> dict[str, list[int]]:
         for r, s in enumerate(order, 1):
             ranks[s].append(r)
     return ranks
-
-
-def reference_rows(store: Store) -> list[SystemRow]:
-    """The paper board's reference rows (kept for readers of the single-board layout)."""
-    return list(leaderboard(store)["references"])

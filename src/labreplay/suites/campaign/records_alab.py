@@ -27,7 +27,6 @@ from labreplay.suites.campaign import evidence as ev
 from labreplay.suites.campaign.alab_outcome import derive_outcome
 from labreplay.suites.campaign.alab_tables import (
     FOLDER,
-    TABLE_COLUMNS,
     Heating,
     doses_of,
     execution_content,
@@ -43,7 +42,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 SOURCE = "alab-pipeline"
-__all__ = ["SOURCE", "TABLE_COLUMNS", "derive_outcome", "load_alab_pipeline", "load_pipeline_runs"]
+__all__ = ["SOURCE", "load_alab_pipeline", "load_pipeline_runs"]
 
 
 class RunFacts(TypedDict):

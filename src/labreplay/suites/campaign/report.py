@@ -88,13 +88,6 @@ def replicates(store: Store, names: Mapping[tuple[str, str], str]) -> dict[str, 
     return out
 
 
-def references(store: Store) -> list[SystemRow]:
-    """The leaderboard's reference rows (base-rate forecaster, context-trained model)."""
-    from labreplay.suites.campaign.leaderboard import reference_rows
-
-    return reference_rows(store)
-
-
 class CurveStats(TypedDict):
     """One branch's learning curve over the assignments of one horizon."""
 

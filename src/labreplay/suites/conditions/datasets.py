@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from labreplay.suites.conditions.adapters import ADAPTERS, NOT_COMPILED, Adapter
+from labreplay.suites.conditions.adapters import ADAPTERS, NOT_COMPILED
 from labreplay.suites.conditions.tables import ScreeningTable, TableRule, build_tables
 
-__all__ = ["ADAPTERS", "NOT_COMPILED", "Adapter", "dataset_names", "load_source", "load_tables"]
+__all__ = ["ADAPTERS", "NOT_COMPILED", "dataset_names", "load_source", "load_tables"]
 
 
 def dataset_names() -> list[str]:

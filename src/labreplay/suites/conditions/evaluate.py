@@ -82,18 +82,6 @@ def _short(value: JsonValue) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-class MalformedPredictionsError(DataError):
-    """A predictions file with malformed predictions; `problems` lists every one."""
-
-    def __init__(self, path: Path, problems: Sequence[PredictionProblem]) -> None:
-        self.problems = list(problems)
-        super().__init__(
-            f"{len(problems)} malformed prediction(s), first: {problems[0].describe()} "
-            "(fix them, or pass --lenient to score them as invalid)",
-            file=str(path),
-        )
-
-
 def problem_lines(problems: Sequence[PredictionProblem], limit: int = LISTED) -> list[str]:
     """One line per problem, the first `limit` of them, then a count of the rest."""
     lines = [p.describe() for p in problems[:limit]]
@@ -247,32 +235,6 @@ def check_predictions(path: str | Path, questions: Mapping[str, Question]) -> Re
             invalid.add(qid)
     problems.sort(key=lambda p: (p.line, p.field))
     return ReadPredictions(records, problems, frozenset(invalid))
-
-
-def read_predictions(path: str | Path, question_ids: set[str]) -> dict[str, JsonObject]:
-    """id -> prediction record; refuses a file with an unknown or repeated id or a line that is
-    not a prediction (the answers themselves are checked against their questions by
-    `check_predictions`)."""
-    by_id, problems = _read_lines(Path(path))
-    for qid, entries in by_id.items():
-        problem = _id_problem(qid, entries, qid in question_ids)
-        if problem is not None:
-            problems.append(problem)
-    if problems:
-        raise MalformedPredictionsError(Path(path), sorted(problems, key=lambda p: p.line))
-    return {qid: entries[0][1] for qid, entries in by_id.items()}
-
-
-def score_predictions(
-    questions: list[Question], path: Path, *, lenient: bool = False
-) -> dict[str, object]:
-    """Headline metrics (with floors) of a predictions file; missing predictions score 0.
-    Malformed predictions refuse the file (MalformedPredictionsError) unless `lenient`, which
-    scores them as invalid and reports how many in ``malformed_predictions``."""
-    read = check_predictions(path, {q["id"]: q for q in questions})
-    if read.problems and not lenient:
-        raise MalformedPredictionsError(path, read.problems)
-    return score_read(questions, read)
 
 
 def score_read(questions: list[Question], read: ReadPredictions) -> dict[str, object]:

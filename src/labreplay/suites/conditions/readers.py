@@ -13,13 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from labreplay.errors import DataError
 from labreplay.sdk.data import JsonLimitError, data_file, loads_strict
-from labreplay.suites.conditions.tables import (
-    Component,
-    RawRow,
-    TableRule,
-    _clean_text,
-    component,
-)
+from labreplay.suites.conditions.chem import Component, clean_text, component
+from labreplay.suites.conditions.tables import RawRow, TableRule
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,7 +51,7 @@ def _xlsx(path: Path) -> pd.DataFrame:
 
 def _num(value: object, digits: int) -> str:
     """A continuous condition value as a display label at a declared precision."""
-    text = _clean_text(value)
+    text = clean_text(value)
     try:
         return f"{round(float(text), digits):g}"
     except ValueError:
@@ -64,7 +59,7 @@ def _num(value: object, digits: int) -> str:
 
 
 def _none_if_empty(value: object) -> object:
-    return value if _clean_text(value) else "none"
+    return value if clean_text(value) else "none"
 
 
 def _rows(

@@ -31,9 +31,9 @@ from labreplay.sdk.data import loads_strict
 from labreplay.sdk.engine import Store
 from labreplay.sdk.events import JsonValue
 from labreplay.suites.conditions.events import AnswerPayload
+from labreplay.suites.conditions.outcomes import parse_amount, parse_ratio, selectivity_factor
 from labreplay.suites.conditions.questions import Question
 from labreplay.suites.conditions.scoring import answer_key
-from labreplay.suites.conditions.tables import parse_amount, parse_ratio, selectivity_factor
 
 UTILITIES = ("product", "yield_only", "additive", "maximin")
 DEFINITIONS = {

@@ -12,8 +12,8 @@ from typing import TypedDict
 
 from labreplay.sdk.events import JsonValue
 from labreplay.suites.conditions.events import AnswerResult
+from labreplay.suites.conditions.outcomes import parse_amount, parse_ratio, utility
 from labreplay.suites.conditions.questions import Question, table_id_of, value_label
-from labreplay.suites.conditions.tables import parse_amount, parse_ratio, utility
 
 
 def _utility_of_scores(s: Mapping[str, object], objective: str) -> float | None:

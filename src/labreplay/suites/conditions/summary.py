@@ -13,7 +13,6 @@ from typing import Literal, NotRequired, TypedDict
 import numpy as np
 
 from labreplay.sdk import make_rng
-from labreplay.sdk.scoring import paired_bootstrap_ci
 from labreplay.sdk.scoring import sign_test as paired_sign_test
 from labreplay.suites.conditions.events import AnswerResult
 from labreplay.suites.conditions.scoring import AnswerKey, TypeMetrics, aggregate
@@ -27,7 +26,7 @@ MC_NULL_DRAWS = 10_000
 
 
 class Interval(TypedDict):
-    """A mean with its 95% interval (`paired_bootstrap`, `cluster_bootstrap`): None for both
+    """A mean with its 95% interval (`cluster_bootstrap`): None for both
     without values; how it was resampled (or not) when there were."""
 
     n: int
@@ -69,22 +68,6 @@ class Summary(TypedDict):
     by_dataset: dict[str, dict[str, TypeMetrics]]  # dataset -> type (no precedents)
     n_questions: int
     n_invalid: int
-
-
-def paired_bootstrap(
-    diffs: Sequence[float], seed: int, resamples: int = BOOTSTRAP_RESAMPLES
-) -> Interval:
-    """Mean of paired differences with a percentile 95% interval over resampled pairs."""
-    if len(diffs) == 0:
-        return {"n": 0, "mean": None, "ci95": None, "seed": seed}
-    mean, lo, hi = paired_bootstrap_ci(diffs, seed, resamples, 0.95, "paired-bootstrap")
-    return {
-        "n": len(diffs),
-        "mean": mean,
-        "ci95": [lo, hi],
-        "seed": seed,
-        "resamples": resamples,
-    }
 
 
 def cluster_bootstrap(

@@ -18,41 +18,27 @@ from typing import Any, NotRequired, TypedDict
 
 from labreplay.errors import DataError
 from labreplay.sdk import short_hash
-from labreplay.suites.conditions.chem import Component, canonical_smiles, clean_text, component
+from labreplay.suites.conditions.chem import Component, component
 from labreplay.suites.conditions.outcomes import (
     FRACTION_FIELDS,
     OBJECTIVES,
-    OUTCOME_FIELDS,
     ParsedOutcome,
     ee_from_ddg,
-    parse_amount,
     parse_outcome,
-    parse_ratio,
     scale_mismatch,
-    selectivity_factor,
     utility,
 )
 from labreplay.suites.conditions.slicing import OUTSIDE_CAP, OptionSubset, slice_group
 
 __all__ = [
-    "OUTCOME_FIELDS",
-    "Component",
     "ObservedRow",
     "RawRow",
     "ScreeningTable",
     "TableRule",
     "TableSet",
     "build_tables",
-    "canonical_smiles",
-    "clean_text",
-    "component",
-    "parse_amount",
-    "parse_ratio",
-    "selectivity_factor",
-    "utility",
 ]
 
-_clean_text = clean_text  # the readers' historical name
 REPLICATE_POLICIES = ("mean", "max", "first")
 RESPONSES = ("yield", "ratio")
 # A response column named like one of these is a relative signal, not a yield: refused as a

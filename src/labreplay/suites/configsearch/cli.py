@@ -52,21 +52,6 @@ app = typer.Typer(
 )
 
 
-def _space(
-    r_values: str | None,
-    n_values: str | None,
-    s_values: str | None,
-    n_total: int,
-    n_ood: int,
-    min_test_points: int | None = None,
-) -> ConfigSpace | None:
-    """The restricted space of these flags (None: the paper's), as the commands build it."""
-    sample = SampleOptions(n_total=n_total, n_ood=n_ood)
-    return SpaceArgs(r_values=r_values, n_values=n_values, s_values=s_values).space(
-        sample, min_test_points
-    )
-
-
 def _campaign(
     db: Store,
     source: DatasetArgs,

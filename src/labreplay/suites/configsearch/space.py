@@ -91,13 +91,3 @@ def paper_space() -> ConfigSpace:
     if size != PAPER_SIZE:  # the paper's count is a checked fact, not an assumption
         raise SpecError(f"configuration space has {size} points, the paper says {PAPER_SIZE}")
     return space
-
-
-def parse_config(text: str) -> Config:
-    """'0,48,10' or '(0, 48, 10)' -> Config."""
-    parts = [p.strip() for p in text.strip().strip("()").split(",")]
-    try:
-        r, n, s = float(parts[0]), int(parts[1]), int(parts[2])
-    except (ValueError, IndexError) as exc:
-        raise SpecError(f"configuration {text!r} is not 'r,n,s'") from exc
-    return Config(round(r, 6), n, s)
