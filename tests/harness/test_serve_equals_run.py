@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ from labreplay.cli.main import run as cli
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.store.sqlite import Store
 
-from .clients import drive, serve_args
+from .clients import drive, played_digest, serve_args
 
 pytest.importorskip("mcp")
 
@@ -86,6 +88,27 @@ def _runs(path: Path) -> list[tuple[str, str, str, str, dict[str, float | None]]
         )
 
 
+def _answer_served(
+    args: list[str], env: dict[str, str], answer: Callable[[dict[str, Any]], Any]
+) -> dict[str, Any]:
+    """Answer every question a served conditions run shows (official MCP client, stdio);
+    returns the final observation."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    async def answer_all() -> dict[str, Any]:
+        server = StdioServerParameters(command=sys.executable, args=args, env=env)
+        async with stdio_client(server) as (read, write), ClientSession(read, write) as mcp:
+            await mcp.initialize()
+            while True:
+                result = await mcp.call_tool("observe", {})
+                seen: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+                if seen.get("done"):
+                    return seen
+                await mcp.call_tool("act", {"reply": answer(seen)})
+
+    return asyncio.run(answer_all())
+
+
 def test_campaign_serve_cli_and_api_record_the_same_runs(
     campaign_specs: list[EnvironmentSpec],
     spec_dir: Path,
@@ -118,8 +141,6 @@ def test_campaign_serve_cli_and_api_record_the_same_runs(
 def test_conditions_serve_cli_and_api_record_the_same_run(
     question_file: Path, served_env: dict[str, str], harnessed: None, tmp_path: Path
 ) -> None:
-    from mcp import ClientSession, StdioServerParameters, stdio_client
-
     from labreplay.suites.conditions.agents import RandomAgent
     from labreplay.suites.conditions.questions import load_questions
     from labreplay.suites.conditions.runner import question_spec
@@ -132,24 +153,58 @@ def test_conditions_serve_cli_and_api_record_the_same_run(
     spec = question_spec(question_file, load_questions(question_file))
     labreplay.run("conditions", [spec], ConditionsHarness, by_api)
     args = serve_args("conditions", "--questions", str(question_file), "--store", str(served))
-
-    async def answer_all() -> dict[str, Any]:
-        server = StdioServerParameters(
-            command=sys.executable, args=[*args, "--agent-name", "harness"], env=served_env
-        )
-        async with stdio_client(server) as (read, write), ClientSession(read, write) as mcp:
-            await mcp.initialize()
-            while True:
-                result = await mcp.call_tool("observe", {})
-                seen: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
-                if seen.get("done"):
-                    return seen
-                await mcp.call_tool("act", {"reply": RandomAgent(0).answer(seen)})
-
-    assert asyncio.run(answer_all())["questions"] == len(load_questions(question_file))
+    done = _answer_served([*args, "--agent-name", "harness"], served_env, RandomAgent(0).answer)
+    assert done["questions"] == len(load_questions(question_file))
     runs = _runs(served)
     assert len(runs) == 1 and runs[0][2] == "complete"
     assert runs == _runs(by_cli) == _runs(by_api)
+
+
+@pytest.mark.llm
+@pytest.mark.slow
+def test_an_llm_conditions_run_is_the_same_through_every_door(
+    question_file: Path, served_env: dict[str, str], tmp_path: Path
+) -> None:
+    """A real model (the local server) at defaults: the CLI's `run` and `labreplay.run` record
+    the same run (id, scores, event chain); a harness over MCP answering with the same agent
+    plays the same answers to the same scores (its run is keyed by the harness, and has no
+    model calls of ours to count); `--isolate` is refused alike by both doors (a model agent
+    is no Python agent to isolate); every store verifies."""
+    from labreplay.errors import AgentError
+    from labreplay.suites.conditions.llm_agent import make_question_agent
+    from labreplay.suites.conditions.questions import load_questions
+    from labreplay.suites.conditions.runner import question_spec
+
+    url = os.environ.get("LABREPLAY_LLM_BASE_URL")
+    if not url:
+        pytest.skip("LABREPLAY_LLM_BASE_URL is not set (no local LLM server)")
+    by_cli, by_api, served = (tmp_path / f"{n}.sqlite" for n in ("cli", "api", "mcp"))
+    small = ["--questions", str(question_file), "--limit", "2"]  # the server answers one at a time
+    argv = ["conditions", "run", *small, "--agent", "openai:smollm2", "--base-url", url]
+    assert cli([*argv, "--store", str(by_cli), "--json"]) == 0
+    spec = question_spec(question_file, load_questions(question_file))
+    options: dict[str, Any] = {"questions": question_file, "limit": 2, "base_url": url}
+    labreplay.run("conditions", [spec], "openai:smollm2", by_api, **options)
+    never = tmp_path / "never.sqlite"
+    assert cli([*argv, "--store", str(never), "--isolate"]) == 2
+    with pytest.raises(AgentError, match="--isolate runs your Python agents"):
+        labreplay.run("conditions", [spec], "openai:smollm2", never, isolate=True, **options)
+    assert not never.exists()
+    model = make_question_agent("openai:smollm2", base_url=url)
+    model.reset(0)
+    _answer_served(
+        serve_args("conditions", *small, "--store", str(served)), served_env, model.answer
+    )
+    ((run_id, _, status, _, scores),) = _runs(by_cli)
+    assert status == "complete" and _runs(by_api) == _runs(by_cli)
+    ((_, _, status, _, harness_scores),) = _runs(served)
+    assert status == "complete" and scores.pop("failed_call_share") == 0.0
+    assert harness_scores == scores
+    with Store(by_cli, readonly=True) as a, Store(served, readonly=True) as b:
+        (harness,) = b.runs()
+        assert played_digest(a.events(run_id)) == played_digest(b.events(harness.run_id))
+    for path in (by_cli, by_api, served):
+        assert cli(["store", "verify", "--store", str(path), "--quiet"]) == 0
 
 
 # configsearch's small declared setting (tests/configsearch/conftest.py) as flags; everything
