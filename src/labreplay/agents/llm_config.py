@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -121,6 +121,11 @@ def thinks_by_default(model: str) -> bool:
     return bool(reasons) and effort not in (None, "none") and organization.lower() != "anthropic"
 
 
+# The controls always in a client's params (the rest only where set; `token_field` as
+# `token_param`).
+_ALWAYS_IN_PARAMS = frozenset({"temperature", "top_p", "seed", "max_tokens", "token_field"})
+
+
 @dataclass(frozen=True)
 class Sampling:
     """Decoding controls sent with every request (None = leave the server's default; for
@@ -155,14 +160,14 @@ class Sampling:
             )
 
     def as_request(self) -> JsonObject:
-        fields = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "seed": self.seed,
-            self.token_field: self.max_tokens,
-            "reasoning_effort": self.reasoning_effort,
+        """Every control that is set, by its field's name (the budget under `token_field`): a
+        control added here is sent with no other line."""
+        sent = {
+            self.token_field if f.name == "max_tokens" else f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name != "token_field"
         }
-        return {k: v for k, v in fields.items() if v is not None}
+        return {k: v for k, v in sent.items() if v is not None}
 
     def as_params(self) -> JsonObject:
         params: JsonObject = {
@@ -171,10 +176,11 @@ class Sampling:
             "sampling_seed": self.seed,
             "max_tokens": self.max_tokens if self.max_tokens is not None else "derived",
         }
-        # Only where they differ from an ordinary model's request, so its provenance (and the
-        # run ids built from it) stay what they were.
-        if self.reasoning_effort is not None:
-            params["reasoning_effort"] = self.reasoning_effort
+        # Any other control only where set, so an ordinary model's provenance (and the run ids
+        # built from it) stay what they were.
+        for f in fields(self):
+            if f.name not in _ALWAYS_IN_PARAMS and getattr(self, f.name) is not None:
+                params[f.name] = getattr(self, f.name)
         if self.token_field != "max_tokens":
             params["token_param"] = self.token_field
         return params

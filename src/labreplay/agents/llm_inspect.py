@@ -86,6 +86,7 @@ SCHEMA_PROVIDERS = frozenset(
 # temperature, top_p and top_k (Anthropic API version 2026-10-21, anthropic SDK >= 2, rejects
 # them on every model). Nothing is sent, and provenance says so rather than "temperature 0".
 NO_SAMPLING_PROVIDERS = frozenset({"anthropic"})
+_SAMPLING = frozenset({"temperature", "top_p", "top_k"})
 # Providers whose SDK appends `/v1/...` itself: a `--base-url` given as on the native path
 # (`https://api.anthropic.com/v1`) loses its `/v1`, so both layers reach the same URL.
 _V1_APPENDED = frozenset({"anthropic"})
@@ -314,10 +315,12 @@ def generate_args(
     budget = body.get("max_tokens", body.get("max_completion_tokens"))
     if budget is not None:
         fields["max_tokens"] = budget
-    for name in ("temperature", "top_p", "seed", "reasoning_effort", "reasoning_tokens"):
-        if name in ("temperature", "top_p") and provider in NO_SAMPLING_PROVIDERS:
+    # Every body field inspect's GenerateConfig has by that name goes as is: an option sent in
+    # our request needs no line here.
+    for name in GenerateConfig.model_fields.keys() & body.keys() - {"max_tokens"}:
+        if name in _SAMPLING and provider in NO_SAMPLING_PROVIDERS:
             continue  # the provider would drop it (with a warning): not sent, and recorded so
-        if body.get(name) is not None:
+        if body[name] is not None:
             fields[name] = body[name]
     found = body.get("response_format")
     if isinstance(found, Mapping) and provider in CHAT_PROVIDERS:
