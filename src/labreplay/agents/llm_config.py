@@ -37,7 +37,6 @@ DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 # and take "max_completion_tokens". "auto" sends "max_completion_tokens" to a model whose name
 # says it reasons (`is_reasoning_model`), "max_tokens" to every other, and switches once when a
 # server refuses "max_tokens" naming "max_completion_tokens" (see `llm_client`).
-TokenParam = Literal["auto", "max_tokens", "max_completion_tokens"]
 TOKEN_PARAMS: tuple[str, ...] = ("auto", "max_tokens", "max_completion_tokens")
 # Values of `reasoning_effort` (sent as is; OpenAI's reasoning models and several
 # OpenAI-compatible servers take it).
@@ -274,21 +273,21 @@ class RetryPolicy:
         return params
 
 
-# Hosts whose OpenAI-compatible endpoint accepts `response_format` and `seed` but ignores them
-# (Anthropic's: it answers 200 either way), so a detection that the server "took" a format would
-# record structured output that never happened. To these none is sent, and provenance says so.
-IGNORES_FORMAT_AND_SEED = ("api.anthropic.com",)
+def _host(base_url: str | None) -> str:
+    """The lower-case host of `base_url` ("" for none, or one that does not parse)."""
+    try:
+        return (urlsplit(base_url).hostname or "").lower() if base_url else ""
+    except ValueError:
+        return ""
 
 
 def ignoring_host(base_url: str | None) -> str | None:
-    """The host of `base_url` if it is one that ignores response_format and seed, else None."""
-    if not base_url:
-        return None
-    try:
-        host = (urlsplit(base_url).hostname or "").lower()
-    except ValueError:
-        return None
-    return host if host in IGNORES_FORMAT_AND_SEED else None
+    """The host of `base_url` if it ignores response_format and seed, else None. Anthropic's
+    OpenAI-compatible endpoint answers 200 either way, so a detection that the server "took" a
+    format would record structured output that never happened: none is sent there, and
+    provenance says so."""
+    host = _host(base_url)
+    return host if host == ANTHROPIC_HOST else None
 
 
 def check_base_url(base_url: str | None) -> None:
@@ -354,8 +353,4 @@ def resolve_provider(provider: str, base_url: str | None) -> str:
         raise AgentError(f"--provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
     if provider != "auto":
         return provider
-    try:
-        host = (urlsplit(base_url).hostname or "").lower() if base_url else ""
-    except ValueError:
-        host = ""
-    return "anthropic" if host == ANTHROPIC_HOST else "openai"
+    return "anthropic" if _host(base_url) == ANTHROPIC_HOST else "openai"

@@ -1,23 +1,12 @@
-"""inspect_ai's model API as the transport of every LLM client: for an agent named by one of
-inspect's model strings (`openai/gpt-5`, `anthropic/claude-...`, `google/gemini-...`,
-`openai-api/<service>/<model>`, `mockllm/model`...), for `openai:MODEL` (inspect's openai-api
-provider, sent exactly our request body) and for `--provider anthropic` (its anthropic
-provider).
+"""inspect_ai's model API as the transport of every LLM client (docs/agents/llm.md): only the
+sending is inspect's (`Model.generate`, one attempt: `max_retries=0`); the request we hash and
+cache, retries, Retry-After, deadlines, caps and call records stay ours (`llm_client`). Our
+OpenAI-form body is translated here into inspect's messages and `GenerateConfig`, and every
+provider's failure is raised as one `llm_faults.CallFault`, so all are classified alike. What
+an endpoint is sent is only what its provider applies, and provenance says which.
 
-Only the sending goes through inspect (`Model.generate`, one attempt: `max_retries=0`). What is
-ours stays ours and wraps it unchanged (`llm_client._ClientCore`): the request we hash and cache
-(an OpenAI-form body, translated here into inspect's messages and `GenerateConfig`), retries
-with seeded backoff, Retry-After, the circuit breaker, deadlines, caps, prices and the call
-records. inspect's and its providers' failures are raised as one `llm_faults.CallFault`
-(timeout, connection, HTTP status with its Retry-After, malformed body), so every provider is
-classified alike.
-
-What the endpoint is sent is only what its provider applies: `seed` to the providers that pass
-it on, `response_schema` to those that pass it on and only when our schema converts into
-inspect's JSON Schema model without loss; provenance says which (never inferred).
-
-inspect_ai is imported lazily: without it, or without the package its provider needs, the
-client is refused in one line (exit 2) before any store exists.
+inspect_ai is imported lazily: without it, or without its provider's package, the client is
+refused in one line (exit 2) before any store exists.
 """
 
 from __future__ import annotations
