@@ -17,9 +17,12 @@ from typing import TYPE_CHECKING, TypeVar, Unpack, cast
 from labreplay.agents.base import CallRecord, ResponseCache
 from labreplay.agents.llm_caps import CapMeter, CapReached
 from labreplay.agents.llm_client import ClientOptions, JsonReply
-from labreplay.agents.llm_config import RetryPolicy, Sampling
+from labreplay.agents.llm_config import (
+    STRUCTURED_FALLBACKS,
+    RetryPolicy,
+    Sampling,
+)
 from labreplay.agents.llm_inspect import is_inspect_spec
-from labreplay.agents.llm_options import LlmOptions
 from labreplay.errors import AgentError
 
 if TYPE_CHECKING:
@@ -112,7 +115,11 @@ def client_options(
     builder turns options into a client. `temperature=None` is the default: 0 for an ordinary
     model, none sent to a reasoning model (which takes none); a given one is sent to every
     model. The key is read from `api_key_env` now and held by the client's provider only."""
-    LlmOptions.check_builder_kwargs(options)
+    structured = options.get("structured", "auto")
+    if structured not in STRUCTURED_FALLBACKS:
+        raise AgentError(
+            f"structured must be one of {sorted(STRUCTURED_FALLBACKS)}, got {structured!r}"
+        )
     given = cast("BuilderKwargs", {k: v for k, v in options.items() if v is not None})
     api_key = options.get("api_key") or os.environ.get(options.get("api_key_env") or "") or None
     # Each option goes where a field of its name is: the client, its sampling or its retry

@@ -70,6 +70,17 @@ class RunCaps:
     prices: PriceTable | None = field(default=None, compare=False)
     ledger: SpendLedger | None = field(default=None, compare=False)
 
+    def __post_init__(self) -> None:
+        for name in ("max_calls", "max_tokens_total"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise AgentError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+        if self.max_time_s is not None and not self.max_time_s > 0:
+            raise AgentError(f"--max-time must be > 0 seconds, got {self.max_time_s}")
+        cost = self.max_cost_usd
+        if cost is not None and not (math.isfinite(cost) and cost > 0):
+            raise AgentError(f"--max-cost must be a number > 0 (USD), got {cost}")
+
     def as_params(self) -> JsonObject:
         params: JsonObject = {
             "max_calls": self.max_calls,

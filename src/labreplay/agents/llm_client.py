@@ -28,6 +28,7 @@ from labreplay.agents.llm_config import (
     DEFAULT_ENDPOINT,
     DEFAULT_REASONING_TOKENS,
     STRUCTURED_FALLBACKS,
+    TOKEN_PARAMS,
     RetryPolicy,
     Sampling,
     StructuredMode,
@@ -194,6 +195,14 @@ class _ClientCore:
     def __post_init__(self) -> None:
         if not self.model:
             raise AgentError("an LLM agent needs a model name, e.g. openai:gpt-4o-mini")
+        if self.max_repairs < 0:
+            raise AgentError(f"max_repairs must be >= 0, got {self.max_repairs}")
+        if self.token_param not in TOKEN_PARAMS:
+            raise AgentError(
+                f"--token-param must be one of {', '.join(TOKEN_PARAMS)}, got {self.token_param!r}"
+            )
+        if self.reasoning_tokens is not None and self.reasoning_tokens < 0:
+            raise AgentError(f"--reasoning-tokens must be >= 0, got {self.reasoning_tokens}")
         # Every call goes through inspect_ai's model API (`llm_inspect`): `_served` is the
         # inspect model string that carries it. `_inspect` is the inspect provider whose own
         # request rules apply (None: `openai:MODEL`, whose OpenAI-compatible request we build

@@ -139,6 +139,25 @@ class Sampling:
     # The request field that carries `max_tokens` ("max_tokens" or "max_completion_tokens").
     token_field: str = "max_tokens"
 
+    def __post_init__(self) -> None:
+        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
+            raise AgentError(f"temperature must be in [0, 2], got {self.temperature}")
+        if self.top_p is not None and not 0.0 < self.top_p <= 1.0:
+            raise AgentError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise AgentError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.seed is not None and self.seed < 0:
+            raise AgentError(f"seed must be >= 0, got {self.seed}")
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise AgentError(
+                f"reasoning_effort must be one of {', '.join(REASONING_EFFORTS)}, "
+                f"got {self.reasoning_effort!r}"
+            )
+        if self.token_field not in TOKEN_PARAMS[1:]:
+            raise AgentError(
+                f"token_field must be max_tokens or max_completion_tokens, got {self.token_field!r}"
+            )
+
     def as_request(self) -> JsonObject:
         """Every control that is set, by its field's name (the budget under `token_field`): a
         control added here is sent with no other line."""
@@ -203,6 +222,22 @@ class RetryPolicy:
     # A wall-clock deadline on one call with all its retries (--max-call-time), over any other
     # rule: its requests' timeouts and retry waits all end by then. None: the total above.
     call_time_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise AgentError(f"max_retries must be >= 0, got {self.max_retries}")
+        if not 0 <= self.max_retry_wait_s <= MAX_RETRY_WAIT_LIMIT_S:
+            raise AgentError(
+                f"--max-retry-wait must be in [0, {MAX_RETRY_WAIT_LIMIT_S:g}] seconds, "
+                f"got {self.max_retry_wait_s:g}"
+            )
+        for name in ("base_delay_s", "max_delay_s"):
+            if getattr(self, name) < 0:
+                raise AgentError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("total_time_s", "timeout_s", "call_time_s"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise AgentError(f"{name} must be > 0, got {value}")
 
     def timeout_for(self, max_tokens: int | None) -> float:
         """The per-request timeout of a call whose response budget is `max_tokens`."""

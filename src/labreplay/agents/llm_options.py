@@ -12,17 +12,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from labreplay import validate
-from labreplay.agents.llm_config import (
-    MAX_RETRY_WAIT_LIMIT_S,
-    PROVIDERS,
-    REASONING_EFFORTS,
-    STRUCTURED_FALLBACKS,
-    TOKEN_PARAMS,
-)
-from labreplay.errors import AgentError
 from labreplay.option_fields import Checked, Floats, OneOf, Rule, counts, flag, seconds, seeds
 from labreplay.option_fields import Ints as _Ints
 
@@ -110,7 +102,7 @@ class LlmOptions(Checked):
         "Wire format: auto | openai | anthropic. auto (default): anthropic (the Messages API, "
         "x-api-key, ANTHROPIC_API_KEY) for a base URL on api.anthropic.com, else OpenAI chat "
         "completions.",
-        check=OneOf(PROVIDERS),
+        check=OneOf(("auto", "openai", "anthropic")),
     )
     api_key_env: str | None = flag(
         None,
@@ -154,12 +146,12 @@ class LlmOptions(Checked):
         "auto (default): max_completion_tokens for reasoning models (o1, o3, o4*, gpt-5*), "
         "max_tokens otherwise, switching once when a server refuses max_tokens for "
         "max_completion_tokens.",
-        check=OneOf(TOKEN_PARAMS),
+        check=OneOf(("auto", "max_tokens", "max_completion_tokens")),
     )
     reasoning_effort: str | None = flag(
         None,
         "Sent as reasoning_effort: minimal | low | medium | high (default: not sent).",
-        check=OneOf(REASONING_EFFORTS),
+        check=OneOf(("minimal", "low", "medium", "high")),
     )
     reasoning_tokens: int | None = flag(
         None,
@@ -171,7 +163,7 @@ class LlmOptions(Checked):
         None,
         "Longest Retry-After in s a rate-limited call waits for (default 60; 0-3600). A "
         "server asking for longer fails the call at once, saying so.",
-        check=Floats(0.0, MAX_RETRY_WAIT_LIMIT_S),
+        check=Floats(0.0, 3600.0),
     )
     max_call_time: float | None = flag(
         None,
@@ -182,7 +174,7 @@ class LlmOptions(Checked):
     structured: str | None = flag(
         None,
         "Structured output: auto | json_schema | json_object | off (default auto).",
-        check=OneOf(tuple(STRUCTURED_FALLBACKS)),
+        check=OneOf(("auto", "json_schema", "json_object", "off")),
     )
     max_calls: int | None = flag(
         None,
@@ -225,7 +217,7 @@ class LlmOptions(Checked):
         check=Floats(0.0, 1e9, lo_open=True),
     )
     top_p: float | None = flag(
-        None, "Nucleus sampling (API only).", check=Floats(0.0, 1.0, lo_open=True), cli=False
+        None, "Nucleus sampling (API only).", check=Floats(0.0, 1.0), cli=False
     )
     max_repairs: int | None = flag(
         None,
@@ -233,19 +225,6 @@ class LlmOptions(Checked):
         check=_Ints(0, 10),
         cli=False,
     )
-
-    @classmethod
-    def check_builder_kwargs(cls, given: BuilderKwargs) -> None:
-        """Refuse a builder's keyword arguments (`make_agent(..., temperature=5)`) by these
-        options' own checks, in one `AgentError` line: each option's rule is declared here only.
-        The base URL is checked where its default is read (`llm_config.check_base_url`)."""
-        flag_of = {builder: name for name, builder in _BUILDER_NAMES.items()}
-        checked = {f.name for f in fields(cls)} - _CAP_FIELDS - {"api_key_env", "base_url"}
-        named: dict[str, Any] = {flag_of.get(k, k): v for k, v in given.items() if v is not None}
-        try:
-            cls(**{k: v for k, v in named.items() if k in checked})
-        except validate.OptionError as exc:
-            raise AgentError(str(exc)) from None
 
     def check_executor(self, executor: str) -> None:
         """`max_total_cost` counts the spend of this process: dask workers are others."""

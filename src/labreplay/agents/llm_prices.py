@@ -193,6 +193,8 @@ class SpendLedger:
     until it is settled (see `llm_caps`)."""
 
     def __init__(self, limit_usd: float) -> None:
+        if not (math.isfinite(limit_usd) and limit_usd > 0):
+            raise AgentError(f"--max-total-cost must be a number > 0 (USD), got {limit_usd!r}")
         self.limit_usd = limit_usd
         self._spent = 0.0
         self._held = 0.0  # the worst case of the calls admitted and not yet settled
