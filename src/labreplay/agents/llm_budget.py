@@ -1,21 +1,11 @@
 """Response budgets: how many completion tokens a reply under a JSON schema may need.
 
 A reply cut off at `max_tokens` is not JSON, so a budget too small for the schema voids every
-answer (a 32-query panel forecast is ~5,000 characters; a fixed 512-token default truncated all
-of them). The budget of each call is therefore derived from the schema it must satisfy:
-
-    budget = ceil(MARGIN * reply_tokens(schema)) + FLOOR
-
-`reply_tokens` walks the schema and prices the largest reply a careful model writes, in a
-declared worst-case tokeniser (numbers priced as NUMBER_TOKENS tokens, i.e. up to ~6 digits
-written one token per digit, as small models' tokenisers do; keys and strings at
-CHARS_PER_TOKEN characters per token; whitespace of pretty-printed JSON included). An array's
-length is its `maxItems`; without one, the size of the largest `enum` among its items'
-properties (a panel schema lists each experiment id once: one forecast per id); else its
-`minItems` or 1. A `oneOf` costs its most expensive variant.
-
-`reply_tokens(schema)` is also the minimum a user-given `--max-tokens` must reach: a smaller
-value is refused before the first call (`check_user_budget`).
+answer (a fixed 512-token default truncated every 32-query panel forecast). Each call's budget
+is derived from its schema: ceil(MARGIN * reply_tokens(schema)) + FLOOR, where `reply_tokens`
+prices the largest reply a careful model writes in a declared worst-case tokeniser (the rules:
+docs/agents/llm.md, "Response budget"). It is also the least a user's `--max-tokens` may be
+(`check_user_budget`).
 """
 
 from __future__ import annotations
@@ -40,7 +30,7 @@ def _text_tokens(text: str) -> int:
 
 
 def reply_tokens(schema: Mapping[str, Any]) -> int:
-    """Tokens of the largest reply valid under `schema` (see the module docstring)."""
+    """Tokens of the largest reply valid under `schema` (a `oneOf` its dearest variant)."""
     return _cost(schema, depth=0)
 
 
@@ -83,7 +73,8 @@ def _value_tokens(value: Any) -> int:
 
 
 def array_length(schema: Mapping[str, Any]) -> int:
-    """How many items a reply array holds at most (see the module docstring)."""
+    """How many items a reply array holds at most: `maxItems`, else the largest `enum` among
+    its items' properties (a panel lists each experiment id once), else `minItems` or 1."""
     if isinstance(schema.get("maxItems"), int):
         return int(schema["maxItems"])
     items = schema.get("items") or {}

@@ -1,27 +1,10 @@
-"""Caps on what one run may spend on a model: calls, tokens, wall time, money.
+"""Caps on what one run may spend on a model: calls, tokens, wall time, money (the rules:
+docs/agents/llm.md, "One option set, budgets, caps and costs").
 
-A cap is declared before a run and recorded with it (the run summary's `caps`). The client
-checks it before every request; once one is reached no further request is sent, the reply is
-a `JsonReply` with `cap_reached` set, and the agent raises `CapReached` after logging its calls,
-so the suite's runner ends the run `failed` with the cap named and every spent call accounted.
-The run is keyed without its caps: rerunning it with a higher cap resumes it (completed calls
-are answered from the response cache, and cached calls count against the caps again, so a
-resumed run stops at the same call as an uninterrupted one).
-
-Token caps count the provider's `usage` where it reports it, else a declared estimate
-(`estimate_tokens`: characters / 4).
-
-Money (`llm_prices`): every call record gets `cost_usd`, what it cost at the run's price table
-(provider-cached prompt tokens at the cached rate, None when the model's price is unknown). A
-request is paid once: a response-cache hit of one this process already paid for costs 0, any
-other hit what the call cost when it was sent (by a process that crashed or was stopped before
-the run ended), so a resumed run's spend, and what counts toward its caps, equals an
-uninterrupted one's. A call is admitted only if its worst case fits in what is left of
-each money cap: its prompt at one token per byte of the request body (no tokenizer makes a
-token of less than a byte), plus its whole reply budget (the reasoning budget included) at
-the output rate. Calls in flight hold their worst case until they are charged, so no money
-cap is ever exceeded. Either cap on a model whose price is unknown is refused before any
-call.
+The client asks `CapMeter.admit` before every request, holding the call's worst case
+(`worst_case_usd`) so concurrent calls never overshoot a money cap, and `charge`s it when it
+ends; a request this process already paid for is free when the cache answers it again, any
+other cache hit costs what it cost, so a resumed run's spend equals an uninterrupted one's.
 """
 
 from __future__ import annotations
@@ -215,11 +198,8 @@ class CapMeter:
 
     def time_exceeded(self) -> CapReached | None:
         """The time cap, once the run's wall time has reached it."""
-        caps = self.caps
-        elapsed = time.monotonic() - self.started
-        if caps.max_time_s is not None and elapsed >= caps.max_time_s:
-            return CapReached(f"--max-time {caps.max_time_s:g}", f"{elapsed:.1f} s elapsed")
-        return None
+        deadline = self.deadline()
+        return self.time_cap() if deadline is not None and time.monotonic() >= deadline else None
 
     def exceeded(self) -> CapReached | None:
         """The cap the next request would break, or None."""

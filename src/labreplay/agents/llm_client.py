@@ -1,16 +1,11 @@
-"""A JSON-answering client for any model inspect_ai's model API serves: an OpenAI-compatible
-chat endpoint (`openai:MODEL`: OpenAI, vLLM, Ollama, the llama.cpp server), Anthropic's Messages
-API (`--provider anthropic`), or any inspect model string (`openai/gpt-5`, `google/...`).
+"""A JSON-answering client for any model inspect_ai's model API serves (`openai:MODEL` on an
+OpenAI-compatible endpoint, `--provider anthropic`, or an inspect model string).
 
-One logical request = one completion, retried on transient faults; `complete_json` wraps it
-with schema validation and a bounded number of repair turns that show the model its validation
-error. Nothing here raises on a model or network failure: the caller gets a `JsonReply` with
-`error` set, so one bad answer is recorded as an invalid action instead of ending a campaign.
-The sending is inspect's (`llm_inspect.InspectEndpoint`); the request we hash and cache, the
-retries, deadlines, caps, prices and call records are ours.
-
-The API key is handed to inspect's provider and nowhere else: it is not an attribute of ours,
-not in `params()`, not in the request hash, not in any record.
+One logical request = one completion, retried on transient faults; `complete_json` adds schema
+validation and bounded repair turns. Nothing here raises on a model or network failure: the
+caller gets a `JsonReply` with `error` set, so one bad answer is an invalid action, not the end
+of a campaign. The API key goes to inspect's provider only: never an attribute, a param, the
+request hash or a record.
 """
 
 from __future__ import annotations
@@ -30,6 +25,7 @@ from labreplay.agents.llm_budget import response_budget
 from labreplay.agents.llm_caps import CapMeter, CapReached
 from labreplay.agents.llm_config import (
     ANTHROPIC_ENDPOINT,
+    DEFAULT_ENDPOINT,
     DEFAULT_REASONING_TOKENS,
     STRUCTURED_FALLBACKS,
     TOKEN_PARAMS,
@@ -106,8 +102,6 @@ PURPOSES = {"action": "policy", "panel_forecast": "checkpoint", "answer": "answe
 # `openai:MODEL` is sent through inspect's openai-api provider under this service name (which
 # names no environment variable of ours: the base URL and key are always handed over).
 ALIAS_SERVICE = "openai-api/labreplay"
-# Where `openai:MODEL` goes without --base-url or OPENAI_BASE_URL (the openai SDK's default).
-OPENAI_ENDPOINT = "https://api.openai.com/v1"
 
 
 def _alias_available(served: str) -> str:
@@ -184,7 +178,7 @@ class _ClientCore:
     meter: CapMeter = field(default_factory=CapMeter)
     # The run's progress line (`llm_progress.CallProgress`), told of every call and retry.
     progress: Any = None
-    # The request field of the response budget (`llm_config.TokenParam`).
+    # The request field of the response budget (`llm_config.TOKEN_PARAMS`).
     token_param: str = "auto"
     # Completion tokens added to every reply budget of a reasoning model for its hidden
     # reasoning (None: DEFAULT_REASONING_TOKENS).
@@ -363,7 +357,7 @@ class _ClientCore:
             register_secret(secret)
         base_url = self.base_url
         if self._provider == "openai":
-            base_url = base_url or OPENAI_ENDPOINT
+            base_url = base_url or DEFAULT_ENDPOINT  # the openai SDK's
         return InspectEndpoint(self._served, base_url, key)
 
     # ------------------------------------------------------------------ reasoning models
@@ -635,7 +629,7 @@ class _ClientCore:
         """The reply of a call the run's time cap stopped (the run ends failed, cap named)."""
         if not str(record.get("error") or "").startswith(TIME_CAP):
             return None
-        over = self.meter.time_exceeded() or self.meter.time_cap()
+        over = self.meter.time_cap()
         return JsonReply(None, text, str(over), calls, cap_reached=str(over))
 
     @staticmethod

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
@@ -37,7 +37,6 @@ DEFAULT_ENDPOINT = "https://api.openai.com/v1"
 # and take "max_completion_tokens". "auto" sends "max_completion_tokens" to a model whose name
 # says it reasons (`is_reasoning_model`), "max_tokens" to every other, and switches once when a
 # server refuses "max_tokens" naming "max_completion_tokens" (see `llm_client`).
-TokenParam = Literal["auto", "max_tokens", "max_completion_tokens"]
 TOKEN_PARAMS: tuple[str, ...] = ("auto", "max_tokens", "max_completion_tokens")
 # Values of `reasoning_effort` (sent as is; OpenAI's reasoning models and several
 # OpenAI-compatible servers take it).
@@ -121,6 +120,11 @@ def thinks_by_default(model: str) -> bool:
     return bool(reasons) and effort not in (None, "none") and organization.lower() != "anthropic"
 
 
+# The controls always in a client's params (the rest only where set; `token_field` as
+# `token_param`).
+_ALWAYS_IN_PARAMS = frozenset({"temperature", "top_p", "seed", "max_tokens", "token_field"})
+
+
 @dataclass(frozen=True)
 class Sampling:
     """Decoding controls sent with every request (None = leave the server's default; for
@@ -155,14 +159,14 @@ class Sampling:
             )
 
     def as_request(self) -> JsonObject:
-        fields = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "seed": self.seed,
-            self.token_field: self.max_tokens,
-            "reasoning_effort": self.reasoning_effort,
+        """Every control that is set, by its field's name (the budget under `token_field`): a
+        control added here is sent with no other line."""
+        sent = {
+            self.token_field if f.name == "max_tokens" else f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name != "token_field"
         }
-        return {k: v for k, v in fields.items() if v is not None}
+        return {k: v for k, v in sent.items() if v is not None}
 
     def as_params(self) -> JsonObject:
         params: JsonObject = {
@@ -171,10 +175,11 @@ class Sampling:
             "sampling_seed": self.seed,
             "max_tokens": self.max_tokens if self.max_tokens is not None else "derived",
         }
-        # Only where they differ from an ordinary model's request, so its provenance (and the
-        # run ids built from it) stay what they were.
-        if self.reasoning_effort is not None:
-            params["reasoning_effort"] = self.reasoning_effort
+        # Any other control only where set, so an ordinary model's provenance (and the run ids
+        # built from it) stay what they were.
+        for f in fields(self):
+            if f.name not in _ALWAYS_IN_PARAMS and getattr(self, f.name) is not None:
+                params[f.name] = getattr(self, f.name)
         if self.token_field != "max_tokens":
             params["token_param"] = self.token_field
         return params
@@ -268,21 +273,21 @@ class RetryPolicy:
         return params
 
 
-# Hosts whose OpenAI-compatible endpoint accepts `response_format` and `seed` but ignores them
-# (Anthropic's: it answers 200 either way), so a detection that the server "took" a format would
-# record structured output that never happened. To these none is sent, and provenance says so.
-IGNORES_FORMAT_AND_SEED = ("api.anthropic.com",)
+def _host(base_url: str | None) -> str:
+    """The lower-case host of `base_url` ("" for none, or one that does not parse)."""
+    try:
+        return (urlsplit(base_url).hostname or "").lower() if base_url else ""
+    except ValueError:
+        return ""
 
 
 def ignoring_host(base_url: str | None) -> str | None:
-    """The host of `base_url` if it is one that ignores response_format and seed, else None."""
-    if not base_url:
-        return None
-    try:
-        host = (urlsplit(base_url).hostname or "").lower()
-    except ValueError:
-        return None
-    return host if host in IGNORES_FORMAT_AND_SEED else None
+    """The host of `base_url` if it ignores response_format and seed, else None. Anthropic's
+    OpenAI-compatible endpoint answers 200 either way, so a detection that the server "took" a
+    format would record structured output that never happened: none is sent there, and
+    provenance says so."""
+    host = _host(base_url)
+    return host if host == ANTHROPIC_HOST else None
 
 
 def check_base_url(base_url: str | None) -> None:
@@ -348,8 +353,4 @@ def resolve_provider(provider: str, base_url: str | None) -> str:
         raise AgentError(f"--provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
     if provider != "auto":
         return provider
-    try:
-        host = (urlsplit(base_url).hostname or "").lower() if base_url else ""
-    except ValueError:
-        host = ""
-    return "anthropic" if host == ANTHROPIC_HOST else "openai"
+    return "anthropic" if _host(base_url) == ANTHROPIC_HOST else "openai"

@@ -1,23 +1,12 @@
-"""inspect_ai's model API as the transport of every LLM client: for an agent named by one of
-inspect's model strings (`openai/gpt-5`, `anthropic/claude-...`, `google/gemini-...`,
-`openai-api/<service>/<model>`, `mockllm/model`...), for `openai:MODEL` (inspect's openai-api
-provider, sent exactly our request body) and for `--provider anthropic` (its anthropic
-provider).
+"""inspect_ai's model API as the transport of every LLM client (docs/agents/llm.md): only the
+sending is inspect's (`Model.generate`, one attempt: `max_retries=0`); the request we hash and
+cache, retries, Retry-After, deadlines, caps and call records stay ours (`llm_client`). Our
+OpenAI-form body is translated here into inspect's messages and `GenerateConfig`, and every
+provider's failure is raised as one `llm_faults.CallFault`, so all are classified alike. What
+an endpoint is sent is only what its provider applies, and provenance says which.
 
-Only the sending goes through inspect (`Model.generate`, one attempt: `max_retries=0`). What is
-ours stays ours and wraps it unchanged (`llm_client._ClientCore`): the request we hash and cache
-(an OpenAI-form body, translated here into inspect's messages and `GenerateConfig`), retries
-with seeded backoff, Retry-After, the circuit breaker, deadlines, caps, prices and the call
-records. inspect's and its providers' failures are raised as one `llm_faults.CallFault`
-(timeout, connection, HTTP status with its Retry-After, malformed body), so every provider is
-classified alike.
-
-What the endpoint is sent is only what its provider applies: `seed` to the providers that pass
-it on, `response_schema` to those that pass it on and only when our schema converts into
-inspect's JSON Schema model without loss; provenance says which (never inferred).
-
-inspect_ai is imported lazily: without it, or without the package its provider needs, the
-client is refused in one line (exit 2) before any store exists.
+inspect_ai is imported lazily: without it, or without its provider's package, the client is
+refused in one line (exit 2) before any store exists.
 """
 
 from __future__ import annotations
@@ -86,6 +75,7 @@ SCHEMA_PROVIDERS = frozenset(
 # temperature, top_p and top_k (Anthropic API version 2026-10-21, anthropic SDK >= 2, rejects
 # them on every model). Nothing is sent, and provenance says so rather than "temperature 0".
 NO_SAMPLING_PROVIDERS = frozenset({"anthropic"})
+_SAMPLING = frozenset({"temperature", "top_p", "top_k"})
 # Providers whose SDK appends `/v1/...` itself: a `--base-url` given as on the native path
 # (`https://api.anthropic.com/v1`) loses its `/v1`, so both layers reach the same URL.
 _V1_APPENDED = frozenset({"anthropic"})
@@ -314,10 +304,12 @@ def generate_args(
     budget = body.get("max_tokens", body.get("max_completion_tokens"))
     if budget is not None:
         fields["max_tokens"] = budget
-    for name in ("temperature", "top_p", "seed", "reasoning_effort", "reasoning_tokens"):
-        if name in ("temperature", "top_p") and provider in NO_SAMPLING_PROVIDERS:
+    # Every body field inspect's GenerateConfig has by that name goes as is: an option sent in
+    # our request needs no line here.
+    for name in GenerateConfig.model_fields.keys() & body.keys() - {"max_tokens"}:
+        if name in _SAMPLING and provider in NO_SAMPLING_PROVIDERS:
             continue  # the provider would drop it (with a warning): not sent, and recorded so
-        if body.get(name) is not None:
+        if body[name] is not None:
             fields[name] = body[name]
     found = body.get("response_format")
     if isinstance(found, Mapping) and provider in CHAT_PROVIDERS:

