@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from labreplay._hashing import sha256_bytes
 from labreplay.store.sqlite import Store
 from labreplay.testing.fault_server import StubServer
 from labreplay.testing.schema_server import SchemaAnswerer
@@ -287,7 +288,7 @@ def test_a_store_signed_before_superseded_rows_were_signed_verifies_until_one_is
     key = signing.load_private_key(public.parent / signing.PRIVATE_KEY_NAME)
     with Store(old) as db:
         runs = [r for r in db.runs() if r.status != "running"]
-        digests = {r.run_id: signing._sha(signing.run_message(db, r)) for r in runs}
+        digests = {r.run_id: sha256_bytes(signing.run_message(db, r)) for r in runs}
         rows = [s for s in db.signatures() if s.subject != signing.MANIFEST_SUBJECT]
         manifest = signing._manifest_message(digests, None)  # the /1 form
         kid = signing.key_id(key.public_key())
