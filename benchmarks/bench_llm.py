@@ -12,8 +12,9 @@ Figures:
   that call separately.
 - model layer per call (median ms): time inside the send (inspect_ai's `Model.generate` on its
   event loop thread, the openai SDK, loopback HTTP) minus the server's delay.
-- the same body sent with the bare openai SDK (median ms, server delay excluded), for the ratio
-  layer / bare SDK: what inspect_ai's model layer costs over the SDK it drives.
+- the same requests (the bodies the layer sent, campaign prompt included) with the bare openai SDK
+  and with inspect_ai's bare `Model.generate` (median ms, server delay excluded), for the ratio
+  layer / bare SDK and to say how much of it is inspect_ai's own.
 - throughput with max_concurrency 8 vs 1 against a server that answers after a fixed delay:
   requests per second at 8, and the ratio to 1 (ideal 8).
 """
@@ -60,8 +61,10 @@ class _TimedCreate:
     def __init__(self, create: Callable[..., Any]) -> None:
         self.create = create
         self.seconds: list[float] = []
+        self.bodies: list[Any] = []  # what was sent, for the bare-SDK and bare-inspect figures
 
     def __call__(self, *args: Any) -> Any:
+        self.bodies.append(args[0])
         started = time.perf_counter()
         try:
             return self.create(*args)
@@ -69,7 +72,7 @@ class _TimedCreate:
             self.seconds.append(time.perf_counter() - started)
 
 
-def _overhead(turns: int) -> tuple[float, float, int]:
+def _overhead(turns: int) -> tuple[float, float, int, list[Any]]:
     observation = _real_observation()
     reply = stub.ok(_first_candidate_action(observation), delay_s=SERVER_DELAY_S)
     with tempfile.TemporaryDirectory() as tmp, stub.StubServer(stub.constant(reply)) as server:
@@ -103,29 +106,53 @@ def _overhead(turns: int) -> tuple[float, float, int]:
             inside.append(timed.seconds[-1] - SERVER_DELAY_S)
         store.close()
         prompt_chars = sum(len(m["content"]) for m in campaign_messages(observation))
-    return statistics.median(harness) * 1e3, statistics.median(inside) * 1e3, prompt_chars
+    median_ms = statistics.median(harness) * 1e3, statistics.median(inside) * 1e3
+    return *median_ms, prompt_chars, timed.bodies
 
 
-def _bare_sdk_ms(calls: int) -> float:
-    """Median wall time of the same chat request sent with the bare openai SDK (no inspect, no
-    harness) minus the server's delay: the floor under the model layer."""
+def _bare_sdk_ms(bodies: list[Any]) -> float:
+    """Median wall time of the layer's own requests sent with the bare openai SDK (no inspect,
+    no harness) minus the server's delay: the floor under the model layer."""
     import openai
 
     reply = stub.ok('{"answer": "A"}', delay_s=SERVER_DELAY_S)
     with stub.StubServer(stub.constant(reply)) as server:
         sdk = openai.OpenAI(api_key="no-key-needed", base_url=server.base_url, max_retries=0)
         seconds = []
-        for i in range(calls + 1):
+        for body in bodies:
             started = time.perf_counter()
-            sdk.chat.completions.create(
-                model="stub",
-                messages=[{"role": "user", "content": f"q {i}"}],
-                max_tokens=64,
-                temperature=0.0,
-                timeout=10,
-            )
+            sdk.chat.completions.create(**body, timeout=10)
             seconds.append(time.perf_counter() - started)
         sdk.close()
+    return (statistics.median(seconds[1:]) - SERVER_DELAY_S) * 1e3
+
+
+def _bare_inspect_ms(bodies: list[Any]) -> float:
+    """The same requests through inspect_ai's `Model.generate` alone (its openai-api provider,
+    one event loop, no labreplay code in the timed part) minus the server's delay."""
+    import asyncio
+
+    from inspect_ai.model import get_model
+
+    from labreplay.agents.llm_inspect import generate_args
+
+    reply = stub.ok('{"answer": "A"}', delay_s=SERVER_DELAY_S)
+    with stub.StubServer(stub.constant(reply)) as server:
+        model = get_model(
+            "openai-api/bench/stub", base_url=server.base_url, api_key="no-key-needed",
+            max_retries=0,
+        )  # fmt: skip
+        requests = [generate_args(body, "openai-api") for body in bodies]
+
+        async def timed() -> list[float]:
+            seconds = []
+            for messages, config in requests:
+                started = time.perf_counter()
+                await model.generate(input=messages, config=config)
+                seconds.append(time.perf_counter() - started)
+            return seconds
+
+        seconds = asyncio.run(timed())
     return (statistics.median(seconds[1:]) - SERVER_DELAY_S) * 1e3
 
 
@@ -150,9 +177,9 @@ def _throughput(requests: int, concurrency: int) -> float:
 
 def run(quick: bool) -> list[dict[str, Any]]:
     turns = 15 if quick else 60
-    harness_ms, client_ms, prompt_chars = _overhead(turns)
+    harness_ms, client_ms, prompt_chars, bodies = _overhead(turns)
     requests = 32 if quick else 96
-    bare_ms = _bare_sdk_ms(turns)
+    bare_ms, inspect_ms = _bare_sdk_ms(bodies), _bare_inspect_ms(bodies)
     serial = _throughput(requests, 1)
     parallel = _throughput(requests, 8)
     return [
@@ -170,6 +197,14 @@ def run(quick: bool) -> list[dict[str, Any]]:
             "unit": "ms",
             "ratio": round(client_ms / bare_ms, 2),
             "target": f"ratio to the bare openai SDK call ({bare_ms:.3f} ms); < 20 ms",
+        },
+        {
+            "name": "llm call inspect_ai alone (bare Model.generate, the same requests, server "
+            "delay excluded)",
+            "median": round(inspect_ms, 3),
+            "unit": "ms",
+            "ratio": round(inspect_ms / bare_ms, 2),
+            "target": "ratio to the bare openai SDK call: inspect_ai's own share of the layer's",
         },
         {
             "name": f"llm throughput max_concurrency 8 vs 1 ({THROUGHPUT_DELAY_S * 1e3:g} ms server)",
