@@ -14,6 +14,7 @@ import json
 import os
 import pickle
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -191,3 +192,10 @@ def natural_width() -> Any:
     console.width = NATURAL_WIDTH
     yield console
     console.width = before
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that was free a moment ago (bound, then released: nobody listens)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

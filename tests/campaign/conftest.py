@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 import urllib.error
 import urllib.parse
@@ -15,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import free_port
 from tests.reliability.conftest import run_cli_in_process
 
+from labreplay.cli.main import run
 from labreplay.compile.spec import EnvironmentSpec
 from labreplay.records import Record
 
@@ -105,12 +106,6 @@ def cli(*args: str) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def lab_request(url: str, token: str, body: bytes | None = None) -> tuple[int, Any]:
     """A lab's GET (no body) or POST to the live service: (status, JSON answer); (0, {}) when
     nothing answers (not serving yet, or no more)."""
@@ -163,3 +158,18 @@ def serve_with_lab(
         return refusals, events
 
     return serve
+
+
+def refused_card(card: Path, field: str, value: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """Compile `card`: exit 2, one line naming the card, the field and the value, nothing
+    written and the card unchanged. Returns the line."""
+    before = card.read_bytes()
+    out = card.parent / "specs"
+    code = run(["campaign", "compile", "--record-card", str(card), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    shown = value if len(value) <= 80 else value[:70]  # a long value is cut to 80 characters
+    assert card.name in err and field in err and shown in err, err
+    assert not out.exists() and card.read_bytes() == before
+    return err

@@ -1,6 +1,6 @@
 """Card fields for a table with several outcome columns (`outcome.column` chooses the claim's,
 `outcome.secondary` records the others behind the firewall). Each table is written here; a bad
-value exits 2 with one line naming the card, the field and the value (`_refused`)."""
+value exits 2 with one line naming the card, the field and the value (`refused_card`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.campaign.conftest import plate_card
-from tests.campaign.test_record_cards import _refused
+from tests.campaign.conftest import plate_card, refused_card
 
 from labreplay.cli.main import run
 from labreplay.suites.campaign.api import compile_specs
@@ -110,9 +109,9 @@ def test_the_card_chooses_which_outcome_column_is_the_claims(tmp_path):
         ({"extra": "secondary = []"}, "outcome.secondary", "[]"),
     ],
 )
-def test_bad_secondary_outcome_is_refused(edit, field, value, tmp_path, capsys):
+def test_bad_secondary_outcome_isrefused_card(edit, field, value, tmp_path, capsys):
     card = write_card(tmp_path, plate(tmp_path), **{"extra": 'secondary = ["ee"]', **edit})
-    err = _refused(card, field, value, capsys)
+    err = refused_card(card, field, value, capsys)
     if field.startswith("experiment"):
         assert "secondary outcome" in err
 
@@ -165,14 +164,14 @@ def test_headerless_table_is_read_with_the_cards_column_names(tmp_path):
         ("header = false\ncolumns = []\n", "table.columns", "[]"),
     ],
 )
-def test_bad_headerless_declaration_is_refused(table, field, value, tmp_path, capsys):
+def test_bad_headerless_declaration_isrefused_card(table, field, value, tmp_path, capsys):
     card = write_card(tmp_path, headerless(tmp_path), table=table)
-    err = _refused(card, field, value, capsys)
+    err = refused_card(card, field, value, capsys)
     if "cells" in err:
         assert "line 1 of plate.csv has 5 cells" in err
 
 
-def test_headerless_row_with_an_extra_cell_is_refused(tmp_path, capsys):
+def test_headerless_row_with_an_extra_cell_isrefused_card(tmp_path, capsys):
     card = write_card(tmp_path, headerless(tmp_path, extra_cell_at=6), table=f"header = false\ncolumns = {NAMES}\n")  # fmt: skip
-    err = _refused(card, "table.columns", "ligand", capsys)
+    err = refused_card(card, "table.columns", "ligand", capsys)
     assert "line 7 of plate.csv has 6 cells but table.columns names 5" in err

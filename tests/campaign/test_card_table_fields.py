@@ -1,7 +1,7 @@
 """Card fields for tables as labs publish them: an id from the row number or several columns,
 row filters, undecidable and censored outcome cells, replicates, quantile bins, readable QC.
 Each table is written here (public-shaped, generated); a bad value exits 2 with one line
-naming the card, the field and the value, and writes nothing (`_refused`)."""
+naming the card, the field and the value, and writes nothing (`refused_card`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.campaign.conftest import plate_card
-from tests.campaign.test_record_cards import _refused
+from tests.campaign.conftest import plate_card, refused_card
 
 from labreplay.cli.main import run
 from labreplay.suites.campaign.api import compile_specs
@@ -92,9 +91,9 @@ def test_composite_id_joins_its_columns(tmp_path):
     assert ids and all(len(i.split(" | ")) == 2 for i in ids)
 
 
-def test_composite_id_that_is_not_unique_is_refused(tmp_path, capsys):
+def test_composite_id_that_is_not_unique_isrefused_card(tmp_path, capsys):
     card = write_card(tmp_path, plate(tmp_path), id='{ columns = ["ligand", "base", "solvent"] }')  # fmt: skip
-    err = _refused(card, "experiment.id.columns", "ligand", capsys)
+    err = refused_card(card, "experiment.id.columns", "ligand", capsys)
     assert "not unique" in err
 
 
@@ -108,8 +107,8 @@ def test_composite_id_that_is_not_unique_is_refused(tmp_path, capsys):
         ('{ columns = ["plate_row", "yield"] }', "experiment.id.columns[1]", "yield"),
     ],
 )
-def test_bad_id_is_refused(id, field, value, tmp_path, capsys):
-    _refused(write_card(tmp_path, plate(tmp_path), id=id), field, value, capsys)
+def test_bad_id_isrefused_card(id, field, value, tmp_path, capsys):
+    refused_card(write_card(tmp_path, plate(tmp_path), id=id), field, value, capsys)
 
 
 # (b) row filters
@@ -140,8 +139,8 @@ def test_numeric_filter_matches_the_cells_number(tmp_path):
         ("filter = { solvent = true }", "table.filter.solvent", "True"),
     ],
 )
-def test_bad_filter_is_refused(table, field, value, tmp_path, capsys):
-    _refused(write_card(tmp_path, plate(tmp_path), table=table), field, value, capsys)
+def test_bad_filter_isrefused_card(table, field, value, tmp_path, capsys):
+    refused_card(write_card(tmp_path, plate(tmp_path), table=table), field, value, capsys)
 
 
 # (c) undecidable and censored outcome cells
@@ -199,11 +198,11 @@ def test_a_bound_is_in_a_bin_when_its_whole_interval_is(text, expected, tmp_path
     assert outcome["category"] == expected if expected else outcome["valid"] is not True
 
 
-def test_censored_on_a_columns_rule_is_refused(tmp_path, capsys):
+def test_censored_on_a_columns_rule_isrefused_card(tmp_path, capsys):
     text = CARD.replace('column = "yield"\nbins = {bins}', 'category_column = "solvent"\ncategories = ["s0", "s1"]').replace('rule = "bins"', 'rule = "columns"')  # fmt: skip
     card = tmp_path / "toy-plate.card.toml"
     card.write_text(text.format(sha=plate(tmp_path), id="{ row_number = true }", table="", outcome='censored = "bounds"'), encoding="utf-8")  # fmt: skip
-    _refused(card, "outcome.censored", "bounds", capsys)
+    refused_card(card, "outcome.censored", "bounds", capsys)
 
 
 # (d) replicates: rows with the same descriptor values stay in one role
@@ -277,9 +276,9 @@ def test_quantile_bins_with_declared_names(tmp_path):
         ("{ quantile = 3 }", "", "outcome.bins.quantiles", ""),  # required field is missing
     ],
 )
-def test_bad_quantile_bins_are_refused(bins, outcome, field, value, tmp_path, capsys):
+def test_bad_quantile_bins_arerefused_card(bins, outcome, field, value, tmp_path, capsys):
     sha = plate(tmp_path, cell=lambda i, v: "0" if i % 10 < 7 else v)
-    err = _refused(write_card(tmp_path, sha, bins=bins, outcome=outcome), field, value, capsys)
+    err = refused_card(write_card(tmp_path, sha, bins=bins, outcome=outcome), field, value, capsys)
     assert "empty on the" in err or field != "outcome.bins"
 
 
@@ -374,18 +373,20 @@ def test_panel_share_keeps_the_panel_size_stable_across_seeds(tmp_path):
         ("panel_share = 0.2\n[protocol]\neval_precursors = 3", "scaling.panel_share", "0.2"),
     ],
 )
-def test_bad_scaling_is_refused(scaling, field, value, tmp_path, capsys):
+def test_bad_scaling_isrefused_card(scaling, field, value, tmp_path, capsys):
     card = write_card(tmp_path, plate(tmp_path))
     card.write_text(card.read_text(encoding="utf-8") + f"\n[scaling]\n{scaling}\n", encoding="utf-8")  # fmt: skip
-    _refused(card, field, value, capsys)
+    refused_card(card, field, value, capsys)
 
 
 # (g) a size limit: every spec of a seed holds the context rows
 
 
-def test_a_table_over_max_rows_is_refused_naming_the_limit_and_how_to_raise_it(tmp_path, capsys):
+def test_a_table_over_max_rows_isrefused_card_naming_the_limit_and_how_to_raise_it(
+    tmp_path, capsys
+):
     card = write_card(tmp_path, plate(tmp_path), table="max_rows = 479")
-    err = _refused(card, "table.max_rows", "479", capsys)
+    err = refused_card(card, "table.max_rows", "479", capsys)
     assert "480 rows" in err and "table.max_rows = 480" in err
     raised = write_card(tmp_path, plate(tmp_path), table="max_rows = 480")
     assert compiled(raised)[2]["qc"]["rows"] == 480

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.campaign.conftest import refused_card
 
 from labreplay.cli.main import run
 from labreplay.suites.campaign.card import builtin_card_path, card_schema, load_card
@@ -162,26 +163,11 @@ BAD = {
 }  # fmt: skip
 
 
-def _refused(card: Path, field: str, value: str, capsys: pytest.CaptureFixture[str]) -> str:
-    """Compile `card`: exit 2, one line naming the card, the field and the value, nothing
-    written and the card unchanged. Returns the line."""
-    before = card.read_bytes()
-    out = card.parent / "specs"
-    code = run(["campaign", "compile", "--record-card", str(card), "--out", str(out)])
-    err = capsys.readouterr().err.strip()
-    assert code == 2, err
-    assert len(err.splitlines()) == 1, err
-    shown = value if len(value) <= 80 else value[:70]  # a long value is cut to 80 characters
-    assert card.name in err and field in err and shown in err, err
-    assert not out.exists() and card.read_bytes() == before
-    return err
-
-
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_card_exits_2_with_one_line_and_writes_nothing(case, tmp_path, capsys):
     edit, field, value = BAD[case]
     sha = _table(tmp_path)
-    _refused(_card(tmp_path, edit(GOOD).format(sha=sha)), field, value, capsys)
+    refused_card(_card(tmp_path, edit(GOOD).format(sha=sha)), field, value, capsys)
 
 
 # A card may not put the outcome in front of the agent: a column it sees before the result
@@ -203,10 +189,10 @@ SHOWS_OUTCOME = {
 
 
 @pytest.mark.parametrize("case", sorted(SHOWS_OUTCOME))
-def test_card_showing_the_outcome_to_the_agent_is_refused(case, tmp_path, capsys):
+def test_card_showing_the_outcome_to_the_agent_isrefused_card(case, tmp_path, capsys):
     edit, field, value = SHOWS_OUTCOME[case]
     card = _card(tmp_path, edit(GOOD).format(sha=_table(tmp_path)))
-    assert "in front of the agent" in _refused(card, field, value, capsys)
+    assert "in front of the agent" in refused_card(card, field, value, capsys)
 
 
 def test_columns_rule_valid_column_is_not_a_descriptor(tmp_path, capsys):
@@ -218,14 +204,14 @@ def test_columns_rule_valid_column_is_not_a_descriptor(tmp_path, capsys):
         'categories = ["a", "b"]',
     )
     card = _card(tmp_path, text.format(sha=_table(tmp_path)))
-    err = _refused(card, "experiment.descriptors[3]", "constant", capsys)
+    err = refused_card(card, "experiment.descriptors[3]", "constant", capsys)
     assert "outcome.valid_column" in err
 
 
 # Sources stay inside the card's folder: the table lies one folder up (so each path below
 # names a real file), and the card is refused before reading it.
 @pytest.mark.parametrize("how", ["dotdot", "absolute", "symlink"])
-def test_source_outside_the_card_folder_is_refused(how, tmp_path, capsys):
+def test_source_outside_the_card_folder_isrefused_card(how, tmp_path, capsys):
     sha = _table(tmp_path)
     folder = tmp_path / "cards"
     folder.mkdir()
@@ -235,7 +221,7 @@ def test_source_outside_the_card_folder_is_refused(how, tmp_path, capsys):
     else:
         path = "../screen.csv" if how == "dotdot" else str(tmp_path / "screen.csv")
     text = GOOD.format(sha=sha).replace('"screen.csv"', f'"{path}"')
-    err = _refused(_card(folder, text), "sources[0].path", path, capsys)
+    err = refused_card(_card(folder, text), "sources[0].path", path, capsys)
     assert "card's folder" in err
 
 
@@ -266,10 +252,10 @@ evidence: [{{kind: yield_assay, reveals: yield, shows: {shows}, budget: evidence
     return path
 
 
-def test_yaml_alias_is_refused(tmp_path, capsys):
+def test_yaml_alias_isrefused_card(tmp_path, capsys):
     pytest.importorskip("yaml")
     card = _yaml_card(tmp_path, "description: &d the measured yield", shows="*d")
-    assert "alias" in _refused(card, "file", "*d", capsys)
+    assert "alias" in refused_card(card, "file", "*d", capsys)
 
 
 def test_billion_laughs_card_is_refused_at_once(tmp_path):

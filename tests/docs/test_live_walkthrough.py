@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.conftest import free_port
 from tests.docs._blocks import ROOT, blocks
 from tests.docs.test_docs_examples import _env
 
@@ -20,14 +21,6 @@ from labreplay.store.sqlite import Store
 from labreplay.suites.campaign.live.record import live_record
 
 PAGE = ROOT / "docs" / "live.md"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _bash(code: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -38,7 +31,7 @@ def _bash(code: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProc
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 def test_the_curl_walk_through_runs(campaign_specs_source: Path, tmp_path: Path) -> None:
     found = blocks(PAGE)
-    port = str(_free_port())
+    port = str(free_port())
     steps = []  # (bash code, the documented answer or None)
     for i, block in enumerate(found):
         if block.lang == "bash":

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import free_port
 
 import labreplay
 from labreplay.store.sqlite import Store
@@ -169,16 +170,10 @@ def test_bad_calls_are_recorded_and_no_canary_leaks(
     json.loads(out["texts"][0])  # the tool list itself is JSON
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_http_session_survives_a_reconnect(
     campaign_specs: list[Any], spec_dir: Path, served_env: dict[str, str], tmp_path: Path
 ) -> None:
-    store, port = tmp_path / "mcp.sqlite", _free_port()
+    store, port = tmp_path / "mcp.sqlite", free_port()
     args = serve_args("campaign", "--specs", str(spec_dir), "--store", str(store), "--only")
     args += ["short-1", "--agent-name", "first-offered", "--transport", "http"]
     server = subprocess.Popen(

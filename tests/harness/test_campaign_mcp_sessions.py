@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import free_port
 
 from labreplay.store.sqlite import Store
 
@@ -28,17 +29,11 @@ pytest.importorskip("mcp")
 httpx = pytest.importorskip("httpx")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def server(
     spec_dir: Path, served_env: dict[str, str], tmp_path: Path
 ) -> Iterator[tuple[str, Path, subprocess.Popen[bytes]]]:
-    store, port = tmp_path / "mcp.sqlite", _free_port()
+    store, port = tmp_path / "mcp.sqlite", free_port()
     args = serve_args("campaign", "--specs", str(spec_dir), "--store", str(store), "--only")
     args += ["short-1", "--agent-name", "harness", "--transport", "http", "--port", str(port)]
     proc = subprocess.Popen(

@@ -7,7 +7,6 @@ answering with what the test scripts (401s, or a 200 that echoes the Authorizati
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from tests.conftest import free_port
 
 from labreplay.store.sqlite import Store
 from labreplay.testing.fault_server import StubReply, StubServer, completion_body, ok
@@ -23,12 +23,6 @@ from labreplay.testing.fault_server import StubReply, StubServer, completion_bod
 from .conftest import assert_one_line_error, run_cli, run_cli_in_process
 
 KEY = "sk-labreplay-test-0123456789abcdefSECRET"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])  # bound then released: nobody listens there
 
 
 def _argv(specs: Path, store: Path, only: str, base_url: str, *extra: str) -> list[str]:
